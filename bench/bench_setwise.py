@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""Latency benchmark of ``SetwiseScorer.score`` beside a plain dense top-N baseline.
+
+Takes 15 chunks of real text per question from ``../shared/data`` (HotpotQA + MuSiQue paragraphs
+and RHDH docs chunks), then reports:
+
+* model load time (embedder warm-up + model file), apart from scoring;
+* p50 / p95 latency of ``score`` with live encoding of every chunk (cold: nothing cached);
+* p50 / p95 with chunk vectors precomputed (``CachedEmbedder`` seeded, as a knowledge base that
+  stored vectors at ingest would do; only the question is encoded);
+* the same two figures for a plain dense top-N baseline (embed, cosine, sort);
+* peak RSS (``resource``) and peak Python heap during scoring (``tracemalloc``).
+
+Usage: ``python3 bench/bench_setwise.py [DATA_DIR] [--runs 20] [--threads 2] [--mix short|docs|mixed]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+
+def _chunks(data_dir: Path, mix: str, n_questions: int) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(question, 15 (title, text) chunks) tuples of real text."""
+    def rows(name: str) -> list[dict[str, object]]:
+        with open(data_dir / f"{name}.jsonl", encoding="utf-8") as fh:
+            return [json.loads(line) for line in fh]
+
+    hot, mus, docs = rows("hotpotqa_distractor"), rows("musique"), rows("rhdh_docs")
+    out = []
+    for k in range(n_questions):
+        if mix == "docs":
+            r = docs[k]
+            cands = r["candidates"] + docs[k + 1]["candidates"][:5]  # type: ignore[operator]
+        elif mix == "mixed":
+            r = hot[k]
+            cands = r["candidates"][:10] + mus[k]["candidates"][:3] + docs[k]["candidates"][:2]  # type: ignore[operator,index]
+        else:
+            r = mus[k]
+            cands = r["candidates"][:15]  # type: ignore[index]
+        out.append((str(r["question"]), [(c["title"], c["text"]) for c in cands][:15]))  # type: ignore[index]
+    return out
+
+
+def _pct(xs: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(xs), q))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("data_dir", nargs="?", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--mix", choices=("short", "docs", "mixed"), default="short")
+    args = ap.parse_args()
+    os.environ["ADMIT_TORCH_THREADS"] = str(args.threads)
+
+    from admit.backends.embedders.base import CachedEmbedder
+    from admit.backends.embedders.minilm import MiniLMEmbedder
+    from admit.prune.setwise_model import SetwiseItem, SetwiseScorer, passages
+
+    cases = _chunks(Path(args.data_dir), args.mix, args.runs + 1)
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    t0 = time.perf_counter()
+    emb = MiniLMEmbedder(threads=args.threads)
+    emb.warm_up()
+    scorer = SetwiseScorer(embedder=emb)
+    load_s = time.perf_counter() - t0
+    rss_load = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    # warm-up pass (first-call overheads), not timed
+    q0, c0 = cases[0]
+    scorer.score(q0, [SetwiseItem(id=str(i), title=t, text=x) for i, (t, x) in enumerate(c0)])
+
+    cold, dense_cold, warm, dense_warm = [], [], [], []
+    tracemalloc.start()
+    for q, chunks in cases[1:]:
+        items = [SetwiseItem(id=str(i), title=t, text=x) for i, (t, x) in enumerate(chunks)]
+        t = time.perf_counter()
+        scorer.score(q, items)
+        cold.append(time.perf_counter() - t)
+
+        t = time.perf_counter()
+        units = [q] + [f"{ti}\n{x}" for ti, x in chunks]
+        v = emb.embed(units)
+        np.argsort(-(v[1:] @ v[0]))[:5]
+        dense_cold.append(time.perf_counter() - t)
+
+        # precomputed chunk vectors (seeded cache), only the question is encoded
+        cache = CachedEmbedder(emb)
+        cache.seed(
+            [(p or "-", vec) for p, vec in zip(
+                [p or "-" for t_, x in chunks for p in passages(t_, x)],
+                emb.embed([p or "-" for t_, x in chunks for p in passages(t_, x)]), strict=True)]
+        )
+        cache.seed(list(zip([f"{ti}\n{x}" for ti, x in chunks], v[1:], strict=True)))
+        warm_scorer = SetwiseScorer(embedder=cache)
+        t = time.perf_counter()
+        warm_scorer.score(q, items)
+        warm.append(time.perf_counter() - t)
+        t = time.perf_counter()
+        vv = cache.embed(units)
+        np.argsort(-(vv[1:] @ vv[0]))[:5]
+        dense_warm.append(time.perf_counter() - t)
+    _, heap_peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    rss_peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    words = np.mean([sum(len(x.split()) for _, x in c) for _, c in cases[1:]])
+    print(f"setwise bench: {len(cases) - 1} runs x 15 chunks ({args.mix}, mean {words:.0f} words/list), "
+          f"torch threads {args.threads}, cpu count {os.cpu_count()}")
+    print(f"model load (MiniLM warm-up + model file): {load_s:.2f} s")
+    for name, xs in (("setwise, live encoding", cold), ("dense top-N, live encoding", dense_cold),
+                     ("setwise, precomputed chunk vectors", warm), ("dense top-N, precomputed", dense_warm)):
+        print(f"{name:38s} p50 {_pct(xs, 50) * 1000:8.1f} ms   p95 {_pct(xs, 95) * 1000:8.1f} ms"
+              f"   mean {statistics.fmean(xs) * 1000:8.1f} ms")
+    print(f"peak RSS: start {rss0:.0f} MiB, after load {rss_load:.0f} MiB, peak {rss_peak:.0f} MiB; "
+          f"peak Python heap during scoring (tracemalloc) {heap_peak / 2**20:.1f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

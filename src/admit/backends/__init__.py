@@ -1,0 +1,1 @@
+"""Backends: tokenizers, embedders, rerankers and LLMs, each behind a small Protocol."""

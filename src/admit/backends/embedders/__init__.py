@@ -1,0 +1,56 @@
+"""Text embedders: protocol, caching wrapper, a fake for tests and MiniLM."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from admit.backends.embedders.base import CachedEmbedder, Embedder, l2_normalise, text_key
+
+if TYPE_CHECKING:
+    from admit.backends.embedders.fake import FakeEmbedder
+    from admit.backends.embedders.minilm import MiniLMEmbedder
+
+__all__ = ["CachedEmbedder", "Embedder", "FakeEmbedder", "MiniLMEmbedder", "l2_normalise", "resolve_embedder", "text_key"]
+
+
+def resolve_embedder(spec: str | Embedder = "minilm") -> Embedder:
+    """Returns an embedder for a name or passes an instance through.
+
+    Args:
+        spec: ``"minilm"`` (default, all-MiniLM-L6-v2), ``"fake"`` / ``"fake:<dim>"`` (hashed
+            bag of words, for tests), or an object implementing :class:`Embedder`.
+
+    Returns:
+        The embedder (MiniLM is loaded lazily, on first use or ``warm_up()``).
+
+    Raises:
+        ValueError: If the name is unknown.
+        TypeError: If ``spec`` is neither a name nor an embedder.
+    """
+    if isinstance(spec, str):
+        name = spec.strip().lower()
+        if name in ("minilm", "all-minilm-l6-v2", "sentence-transformers/all-minilm-l6-v2", "default"):
+            from admit.backends.embedders.minilm import MiniLMEmbedder
+
+            return MiniLMEmbedder()
+        if name == "fake" or name.startswith("fake:"):
+            from admit.backends.embedders.fake import FakeEmbedder
+
+            dim = int(name.split(":", 1)[1]) if ":" in name else 64
+            return FakeEmbedder(dim=dim)
+        raise ValueError(f"unknown embedder {spec!r}; expected 'minilm', 'fake' or an Embedder instance")
+    if hasattr(spec, "embed") and hasattr(spec, "dim"):
+        return spec
+    raise TypeError(f"expected an embedder name or instance, got {type(spec).__name__}")
+
+
+def __getattr__(name: str) -> object:
+    if name == "FakeEmbedder":
+        from admit.backends.embedders.fake import FakeEmbedder
+
+        return FakeEmbedder
+    if name == "MiniLMEmbedder":
+        from admit.backends.embedders.minilm import MiniLMEmbedder
+
+        return MiniLMEmbedder
+    raise AttributeError(name)

@@ -1,0 +1,168 @@
+"""Embedder protocol and an LRU caching wrapper.
+
+An embedder turns texts into L2-normalised float32 row vectors. The :class:`CachedEmbedder`
+wrapper memoises vectors by the SHA-1 of the text, so repeated chunks (or chunks whose vectors
+a knowledge base stored at ingest) are not encoded twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+FloatMatrix = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Something that embeds texts into L2-normalised vectors.
+
+    Attributes:
+        name: A stable identifier of the model (used in cache keys and traces).
+        dim: The dimension of the vectors.
+    """
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        """Embeds texts.
+
+        Args:
+            texts: The texts to embed.
+
+        Returns:
+            A float32 array of shape ``(len(texts), dim)`` with L2-normalised rows.
+        """
+        ...
+
+
+def text_key(text: str) -> str:
+    """Returns the cache key of a text (hex SHA-1 of its UTF-8 bytes).
+
+    Args:
+        text: The text.
+
+    Returns:
+        The hex digest.
+    """
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def l2_normalise(matrix: npt.ArrayLike) -> FloatMatrix:
+    """L2-normalises the rows of a matrix (zero rows stay zero).
+
+    Args:
+        matrix: A 2-D array-like.
+
+    Returns:
+        A float32 copy with unit-norm rows.
+    """
+    arr = np.asarray(matrix, dtype=np.float32)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0.0] = 1.0
+    return (arr / norms).astype(np.float32, copy=False)
+
+
+class CachedEmbedder:
+    """An LRU cache in front of another embedder.
+
+    Vectors are keyed by the SHA-1 of the text. The cache can be pre-seeded, e.g. with vectors a
+    knowledge base computed at ingest, so that scoring a retrieved list encodes only the question.
+
+    Args:
+        inner: The embedder that computes missing vectors.
+        max_items: The maximum number of cached vectors (least recently used are evicted).
+        seed: Optional initial vectors, mapping either texts or their SHA-1 keys to vectors.
+    """
+
+    def __init__(
+        self,
+        inner: Embedder,
+        max_items: int = 50_000,
+        seed: Mapping[str, npt.ArrayLike] | None = None,
+    ) -> None:
+        if max_items < 1:
+            raise ValueError("max_items must be >= 1")
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self.max_items = max_items
+        self._cache: OrderedDict[str, FloatMatrix] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+        if seed:
+            self.seed(seed.items())
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    def seed(self, items: Iterable[tuple[str, npt.ArrayLike]], *, keys_are_hashes: bool | None = None) -> None:
+        """Adds known vectors to the cache.
+
+        Args:
+            items: Pairs of (text or SHA-1 key, vector).
+            keys_are_hashes: Whether the first elements are already SHA-1 keys. ``None`` guesses:
+                a 40-character lowercase hex string is taken as a key.
+        """
+        for key, vec in items:
+            is_hash = keys_are_hashes
+            if is_hash is None:
+                is_hash = len(key) == 40 and all(ch in "0123456789abcdef" for ch in key)
+            k = key if is_hash else text_key(key)
+            v = l2_normalise(vec)[0]
+            if v.shape[0] != self.dim:
+                raise ValueError(f"seed vector has dim {v.shape[0]}, expected {self.dim}")
+            self._put(k, v)
+
+    def _put(self, key: str, vec: FloatMatrix) -> None:
+        self._cache[key] = vec
+        self._cache.move_to_end(key)
+        while len(self._cache) > self.max_items:
+            self._cache.popitem(last=False)
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        """Embeds texts, computing only those not cached (each distinct text once).
+
+        Args:
+            texts: The texts to embed.
+
+        Returns:
+            A float32 array of shape ``(len(texts), dim)``.
+        """
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        keys = [text_key(t) for t in texts]
+        missing: dict[str, str] = {}
+        for i, k in enumerate(keys):
+            vec = self._cache.get(k)
+            if vec is None:
+                missing.setdefault(k, texts[i])
+            else:
+                self._cache.move_to_end(k)
+                out[i] = vec
+                self.hits += 1
+        if missing:
+            self.misses += len(missing)
+            computed = l2_normalise(self.inner.embed(list(missing.values())))
+            fresh = dict(zip(missing.keys(), computed, strict=True))
+            for i, k in enumerate(keys):
+                if k in fresh:
+                    out[i] = fresh[k]
+            for k, v in fresh.items():
+                self._put(k, v)
+        return out
+
+    def export(self) -> dict[str, FloatMatrix]:
+        """Returns a copy of the cache (SHA-1 key -> vector).
+
+        Returns:
+            The cached vectors.
+        """
+        return dict(self._cache)

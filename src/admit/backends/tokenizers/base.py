@@ -1,0 +1,47 @@
+"""The tokenizer Protocol: the one thing that decides whether evidence fits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from admit.types import Message
+
+__all__ = ["Tokenizer", "count_chat"]
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """Counts tokens exactly as the target model does.
+
+    Implementations: :class:`~admit.backends.tokenizers.openai.OpenAITokenizer` (cl100k_base, o200k_base),
+    :class:`~admit.backends.tokenizers.hf.HFTokenizer` (a ``tokenizer.json``), and the shipped
+    :class:`~admit.backends.tokenizers.fake.WhitespaceTokenizer` for unit tests.
+    """
+
+    name: str
+    """The encoding or tokenizer name, recorded in the budget."""
+    tokens_per_message: int
+    """Chat formatting overhead per message (role markers, separators)."""
+    reply_priming: int
+    """Tokens the chat format adds to prime the assistant's reply."""
+
+    def encode(self, text: str) -> list[int]:
+        """Return the token ids of ``text`` (no special tokens parsed from the text)."""
+        ...
+
+    def count(self, text: str) -> int:
+        """Return the number of tokens of ``text``."""
+        ...
+
+
+def count_chat(tokenizer: Tokenizer, messages: Sequence[Message], *, priming: bool = False) -> int:
+    """Count ``messages`` as the chat API bills them: content, role and per-message overhead.
+
+    Args:
+        tokenizer: The target model's tokenizer.
+        messages: The messages.
+        priming: Add the reply-priming tokens (once per request).
+    """
+    total = sum(tokenizer.tokens_per_message + tokenizer.count(m.role) + tokenizer.count(m.content) for m in messages)
+    return total + (tokenizer.reply_priming if priming else 0)

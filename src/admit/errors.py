@@ -1,0 +1,84 @@
+"""The admit error tree.
+
+Every exception admit raises on purpose derives from :class:`AdmitError`::
+
+    AdmitError
+    ├── ConfigError            caller mistakes: bad policy file, unknown backend, bad setting
+    │   ├── RequestError       a malformed request (names the field)
+    │   └── MissingExtraError  an optional dependency is not installed (ImportError too)
+    ├── AuthorizationError     a principal is missing or malformed (fail closed)
+    ├── BudgetError            the fixed parts of the request leave no room for evidence
+    └── BackendError           a runtime failure of a backend (tokenizer, embedder, LLM, store)
+        ├── GraderOutputError  an LLM grader answered something that cannot be used
+        ├── BackendTimeout     a backend did not answer in time
+        └── StoreError         a knowledge-base store failed
+
+Caller mistakes (``ConfigError``) are kept apart from runtime failures (``BackendError``) so a
+service can map the first to a 4xx and the second to a recorded fallback.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AdmitError",
+    "AuthorizationError",
+    "BackendError",
+    "BackendTimeout",
+    "BudgetError",
+    "ConfigError",
+    "GraderOutputError",
+    "MissingExtraError",
+    "RequestError",
+    "StoreError",
+]
+
+
+class AdmitError(Exception):
+    """Base class of every error admit raises on purpose."""
+
+
+class ConfigError(AdmitError):
+    """A caller mistake: a bad setting, policy file or backend name."""
+
+
+class RequestError(ConfigError):
+    """A malformed request. ``field`` names the offending field (dotted path)."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        """Create the error; ``field`` is the dotted path of the offending field."""
+        super().__init__(message)
+        self.field = field
+
+
+class MissingExtraError(ConfigError, ImportError):
+    """An optional dependency is missing; the message carries the ``pip install`` hint."""
+
+    def __init__(self, package: str, extra: str) -> None:
+        """Create the error for ``package``, installable with the ``extra`` extra."""
+        super().__init__(f"`{package}` is not installed; install it with: pip install \"admit[{extra}]\"")
+        self.package = package
+        self.extra = extra
+
+
+class AuthorizationError(AdmitError):
+    """A principal is missing or malformed. admit fails closed."""
+
+
+class BudgetError(AdmitError):
+    """The fixed parts of the request (instructions, conversation, answer reserve) exceed the input limit."""
+
+
+class BackendError(AdmitError):
+    """A backend (tokenizer, embedder, reranker, LLM, store) failed at run time."""
+
+
+class GraderOutputError(BackendError):
+    """An LLM grader's answer could not be used (no JSON, wrong shape, nothing gradable)."""
+
+
+class BackendTimeout(BackendError):
+    """A backend did not answer before its deadline."""
+
+
+class StoreError(BackendError):
+    """A knowledge-base store failed."""

@@ -1,0 +1,315 @@
+"""Pack: fit the evidence to the budget by relevance, novelty, authority, recency and facet coverage.
+
+Greedy by marginal value: at each step the candidate with the best value is tried, where value blends
+rerank relevance, novelty against what is already admitted, authority (from the caller's source registry),
+recency (when the class says so), and a bonus for covering a facet of the question that nothing admitted
+covers yet, so a lower-scoring chunk that covers a missing facet beats a high-scoring one whose facet is
+covered. Token costs are counted with the target model's tokenizer on the rendered envelopes, and the final
+block is counted again as sent; passages are removed (lowest value first, recorded) until it fits.
+
+No silent tail-drop: a passage that does not fit is recorded as dropped for ``budget``, and the class's
+fallbacks apply in order: an anchored excerpt of an oversized section (sentences that match the question,
+cut at sentence boundaries, elisions marked, citation id kept), a scope note, a request to narrow, or a
+flag asking for a second retrieval pass for an uncovered facet.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from admit._text import content_words, sentences, shingles
+from admit.backends.tokenizers import Tokenizer
+from admit.budget import evidence_message_tokens
+from admit.dedupe import similarity
+from admit.render import EvidenceRenderer
+from admit.route import Policy
+from admit.types import AdmittedPassage, Budget, Decision, Fallback, Scored
+
+__all__ = ["PackOutcome", "anchored_excerpt", "pack", "split_facets"]
+
+ELISION = "[…]"
+_MIN_EXCERPT_TOKENS = 24
+_FACET_SPLIT = re.compile(
+    r"\s*(?:[,;?]|\band\b|\bor\b|\bvs\.?|\bversus\b|\bas well as\b|\bcompared (?:to|with)\b|\bplus\b)\s*", re.I
+)
+
+
+def split_facets(question: str) -> list[frozenset[str]]:
+    """Split a question into facets (content-word sets): the parts a complete answer must cover."""
+    parts = [content_words(p) for p in _FACET_SPLIT.split(question) if p and p.strip()]
+    facets = [p for p in parts if p]
+    if len(facets) <= 1:
+        whole = content_words(question)
+        return [whole] if whole else []
+    return facets
+
+
+def _covers(words: frozenset[str], facet: frozenset[str]) -> bool:
+    if not facet:
+        return False
+    return len(words & facet) / len(facet) >= 0.5
+
+
+def anchored_excerpt(question: str, text: str, max_tokens: int, tokenizer: Tokenizer) -> str | None:
+    """The sentences of ``text`` that best match ``question`` within ``max_tokens``, cut at sentence boundaries.
+
+    The best-matching sentence is the anchor; more sentences join in order of match, then nearness to the
+    anchor, while they fit. Kept sentences appear in document order; every gap is marked with ``[…]``.
+    Returns ``None`` when not even the anchor sentence fits.
+    """
+    sents = sentences(text)
+    if not sents or max_tokens <= 0:
+        return None
+    qw = content_words(question)
+    scores = [len(content_words(s) & qw) for s in sents]
+    anchor = max(range(len(sents)), key=lambda i: (scores[i], -i))
+    order = sorted(range(len(sents)), key=lambda i: (-scores[i], abs(i - anchor), i))
+    chosen: set[int] = set()
+    best: str | None = None
+    for i in order:
+        trial = chosen | {i}
+        rendered = _join_excerpt(sents, trial)
+        if tokenizer.count(rendered) <= max_tokens:
+            chosen = trial
+            best = rendered
+        elif not chosen:
+            return None
+    return best
+
+
+def _join_excerpt(sents: Sequence[str], chosen: set[int]) -> str:
+    idx = sorted(chosen)
+    out: list[str] = []
+    if idx[0] > 0:
+        out.append(ELISION)
+    prev = None
+    for i in idx:
+        if prev is not None and i != prev + 1:
+            out.append(ELISION)
+        out.append(sents[i])
+        prev = i
+    if idx[-1] < len(sents) - 1:
+        out.append(ELISION)
+    return " ".join(out)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PackOutcome:
+    """What the packer admitted and why."""
+
+    admitted: tuple[AdmittedPassage, ...]
+    """Admitted passages in prompt order."""
+    decisions: tuple[Decision, ...]
+    """One decision per packed candidate (admitted or dropped for budget)."""
+    fallbacks: tuple[Fallback, ...]
+    """Fallbacks applied."""
+    prompt: str
+    """The rendered evidence block."""
+    evidence_tokens: int
+    """Tokens of the block as sent (chat overhead included)."""
+    uncovered_facets: tuple[str, ...]
+    """Facets of the question that no admitted passage covers."""
+
+
+def _minmax(vals: Sequence[float]) -> list[float]:
+    finite = [v for v in vals if math.isfinite(v)]
+    if not finite:
+        return [0.5] * len(vals)
+    lo, hi = min(finite), max(finite)
+    if hi - lo <= 1e-12:
+        return [1.0] * len(vals)
+    return [(v - lo) / (hi - lo) if math.isfinite(v) else 0.0 for v in vals]
+
+
+def pack(
+    question: str,
+    items: Sequence[Scored],
+    *,
+    policy: Policy,
+    budget: Budget,
+    tokenizer: Tokenizer,
+    renderer: EvidenceRenderer,
+    grades: Mapping[str, int] | None = None,
+    query_class: str = "",
+) -> PackOutcome:
+    """Pack ``items`` (best rerank first, already deduped and pruned) into the evidence budget."""
+    grades = grades or {}
+    n = len(items)
+    limit = budget.evidence_budget
+    facets = split_facets(question)
+    words = [content_words(f"{s.chunk.title}\n{s.chunk.text}") for s in items]
+    sh = [shingles(s.chunk.text) for s in items]
+    rel_raw = _minmax([s.score for s in items])
+    rel = [0.5 * r + 0.5 * (1.0 - (s.rank / max(n, 1))) for r, s in zip(rel_raw, items, strict=True)]
+    auth = [s.chunk.authority if s.chunk.authority is not None else 0.5 for s in items]
+    stamps = [s.chunk.updated_at.timestamp() if isinstance(s.chunk.updated_at, datetime) else None for s in items]
+    known = [t for t in stamps if t is not None]
+    lo_t, hi_t = (min(known), max(known)) if known else (0.0, 0.0)
+    rec = [((t - lo_t) / (hi_t - lo_t)) if t is not None and hi_t > lo_t else 0.5 for t in stamps]
+
+    ex_id = items[0].chunk.id if items else ""
+    base_cost = evidence_message_tokens(tokenizer, renderer.block(["x"], example_id=ex_id)) - tokenizer.count("x")
+    sep_cost = 2  # the blank line between envelopes, counted generously; the final count is exact
+
+    remaining = limit - base_cost
+    chosen: list[int] = []
+    chosen_text: dict[int, tuple[str, bool, int]] = {}
+    covered: set[int] = set()
+    dropped: dict[int, Decision] = {}
+    fallbacks: list[Fallback] = []
+    pending = list(range(n))
+
+    def value(i: int) -> float:
+        nov = 1.0 - max((similarity(sh[i], sh[j]) for j in chosen), default=0.0)
+        cov = 0.0
+        if len(facets) > 1:
+            new = [k for k, f in enumerate(facets) if k not in covered and _covers(words[i], f)]
+            cov = len(new) / len(facets)
+        g = grades.get(items[i].chunk.id)
+        bonus = 0.1 * (g - 3) if g is not None else 0.0
+        return (
+            policy.relevance_weight * rel[i]
+            + policy.novelty_weight * nov
+            + policy.authority_weight * auth[i]
+            + policy.recency_weight * rec[i]
+            + policy.coverage_weight * cov
+            + bonus
+        )
+
+    while pending:
+        best = max(pending, key=lambda i: (value(i), -items[i].rank))
+        pending.remove(best)
+        s = items[best]
+        env = renderer.envelope(s.chunk, s.chunk.text)
+        cost = tokenizer.count(env) + sep_cost
+        oversized = policy.max_passage_tokens is not None and cost > policy.max_passage_tokens
+        if cost <= remaining and not oversized:
+            chosen.append(best)
+            chosen_text[best] = (s.chunk.text, False, cost)
+            remaining -= cost
+        elif "anchored_excerpt" in policy.fallbacks:
+            cap = remaining if policy.max_passage_tokens is None else min(remaining, policy.max_passage_tokens)
+            overhead = tokenizer.count(renderer.envelope(s.chunk, "", excerpt=True)) + sep_cost + 2
+            excerpt = None
+            if cap - overhead >= _MIN_EXCERPT_TOKENS:
+                excerpt = anchored_excerpt(question, s.chunk.text, cap - overhead, tokenizer)
+            if excerpt:
+                ecost = tokenizer.count(renderer.envelope(s.chunk, excerpt, excerpt=True)) + sep_cost
+                if ecost <= remaining:
+                    chosen.append(best)
+                    chosen_text[best] = (excerpt, True, ecost)
+                    remaining -= ecost
+                    why = "section larger than max_passage_tokens" if oversized else "section larger than the room left"
+                    fallbacks.append(
+                        Fallback(
+                            kind="anchored_excerpt",
+                            detail=f"{s.chunk.id}: {why} ({cost} tokens); admitted the sentences that match the "
+                            f"question ({ecost} tokens), elisions marked",
+                            chunk_ids=(s.chunk.id,),
+                        )
+                    )
+                else:
+                    dropped[best] = _budget_drop(s, cost, remaining)
+            else:
+                dropped[best] = _budget_drop(s, cost, remaining)
+        else:
+            dropped[best] = _budget_drop(s, cost, remaining)
+        if best in chosen_text:
+            for k, f in enumerate(facets):
+                if _covers(words[best], f):
+                    covered.add(k)
+
+    # fallbacks for what did not fit, in the class's order
+    notes: list[str] = []
+    budget_ids = tuple(items[i].chunk.id for i in sorted(dropped))
+    uncovered = tuple(" ".join(sorted(f)) for k, f in enumerate(facets) if k not in covered) if len(facets) > 1 else ()
+    if not chosen and facets and n:
+        uncovered = tuple(" ".join(sorted(f)) for f in facets)
+    for kind in policy.fallbacks:
+        if kind == "scope_note" and budget_ids:
+            note = (
+                f"{len(budget_ids)} further relevant passage(s) did not fit the evidence budget; answer within the "
+                "scope of the passages below and say that the answer may be incomplete."
+            )
+            notes.append(note)
+            fallbacks.append(Fallback(kind="scope_note", detail=note, chunk_ids=budget_ids))
+        elif kind == "ask_to_narrow" and budget_ids:
+            note = (
+                f"The request matches more evidence than fits ({len(budget_ids) + len(chosen)} passages); "
+                "ask the user to narrow it (a product, version, time range or subset)."
+            )
+            notes.append(note)
+            fallbacks.append(Fallback(kind="ask_to_narrow", detail=note, chunk_ids=budget_ids))
+        elif kind == "second_retrieval" and uncovered:
+            fallbacks.append(
+                Fallback(
+                    kind="second_retrieval",
+                    detail="no admitted passage covers these parts of the question; run a second retrieval "
+                    "pass for them",
+                    facets=uncovered,
+                )
+            )
+
+    # exact final count as sent; remove the lowest-value admitted passages until it fits
+    order = list(chosen)
+    while True:
+        envs = [
+            renderer.envelope(items[i].chunk, chosen_text[i][0], excerpt=chosen_text[i][1]) for i in order
+        ]
+        block = renderer.block(envs, notes=notes, example_id=items[order[0]].chunk.id if order else ex_id)
+        tokens = evidence_message_tokens(tokenizer, block)
+        if tokens <= limit:
+            break
+        if not order:
+            # even the notes do not fit: send nothing, keep the fallbacks in the result and the trace
+            notes = []
+            block, tokens = "", 0
+            break
+        victim = order.pop()
+        dropped[victim] = _budget_drop(items[victim], chosen_text[victim][2], 0, final=True)
+
+    admitted: list[AdmittedPassage] = []
+    decisions: list[Decision] = []
+    for i in order:
+        s = items[i]
+        text, is_excerpt, cost = chosen_text[i]
+        g = grades.get(s.chunk.id)
+        why = f"rank {s.rank + 1}" + (f", grade {g}" if g is not None else "")
+        if is_excerpt:
+            why += ", anchored excerpt"
+        admitted.append(
+            AdmittedPassage(chunk=s.chunk, text=text, tokens=cost, excerpt=is_excerpt, score=s.score, grade=g, why=why)
+        )
+        decisions.append(
+            Decision(
+                chunk_id=s.chunk.id,
+                state="admitted",
+                stage="pack",
+                reason="admitted",
+                score=s.score,
+                grade=g,
+                detail="anchored excerpt" if is_excerpt else "",
+            )
+        )
+    decisions.extend(dropped[i] for i in sorted(dropped))
+    return PackOutcome(
+        admitted=tuple(admitted),
+        decisions=tuple(decisions),
+        fallbacks=tuple(fallbacks),
+        prompt=block,
+        evidence_tokens=tokens,
+        uncovered_facets=uncovered,
+    )
+
+
+def _budget_drop(s: Scored, cost: int, remaining: int, *, final: bool = False) -> Decision:
+    detail = (
+        f"removed at the final exact count ({cost} tokens)"
+        if final
+        else f"needs {cost} tokens, {max(remaining, 0)} left"
+    )
+    return Decision(chunk_id=s.chunk.id, state="dropped", stage="pack", reason="budget", score=s.score, detail=detail)

@@ -1,0 +1,308 @@
+"""Pipeline: wires the stages together. One call, one :class:`~admit.types.PackResult`, one trace record.
+
+    authorize -> route -> budget -> rerank -> dedupe -> prune -> pack -> render -> trace
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from admit.backends.rerankers import Reranker, resolve_reranker
+from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
+from admit.budget import compute_budget
+from admit.dedupe import dedupe
+from admit.errors import AuthorizationError, RequestError
+from admit.pack import pack as pack_stage
+from admit.prune import Pruner, resolve_pruner, run_pruner
+from admit.prune.base import PruneOutcome
+from admit.render import EvidenceRenderer
+from admit.rerank import rerank
+from admit.retrieve import authorize
+from admit.route import Policy, PolicySet, load_policy_set
+from admit.trace import NullTracer, StageTimer, Tracer, TraceSink, build_record, trace_content_enabled
+from admit.types import Chunk, Decision, Message, PackResult, Principal
+
+__all__ = ["PackRequest", "Pipeline", "pack"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PackRequest:
+    """One admission request: the question, the request's fixed parts and the candidates."""
+
+    question: str
+    """The user's current question."""
+    principal: Principal | None
+    """Who asks. ``None`` is refused (fail closed)."""
+    candidates: Sequence[Chunk]
+    """Candidates from any retriever."""
+    model: str | Tokenizer = "gpt-4o"
+    """Target model name, encoding, tokenizer.json path, or a tokenizer instance."""
+    input_limit: int = 16_000
+    """The target model's input limit (or what you choose to support)."""
+    instructions: str = ""
+    """The system instructions."""
+    conversation: Sequence[Message] = ()
+    """Earlier turns."""
+    query_class: str | None = None
+    """Force a query class (logged as an override)."""
+    prune: str | None = None
+    """Force a pruning strategy (``none`` to skip pruning)."""
+    prune_params: Mapping[str, Any] = field(default_factory=dict)
+    """Override pruner settings (threshold, keep_top_k, on_error, strategy parameters)."""
+    request_id: str | None = None
+    """A caller's id; default: a hash of the request."""
+
+
+def _request_hash(req: PackRequest) -> str:
+    h = hashlib.sha256()
+    h.update(req.question.encode("utf-8", "surrogatepass"))
+    for c in req.candidates:
+        h.update(b"\0" + c.id.encode("utf-8", "surrogatepass") + b"\0" + c.text.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()[:16]
+
+
+class Pipeline:
+    """The admission pipeline.
+
+    Example:
+        >>> from admit import Chunk, Access, Principal, Pipeline, PackRequest
+        >>> a = Access(tenant="acme")
+        >>> req = PackRequest(
+        ...     question="What port does the server use?",
+        ...     principal=Principal(tenant="acme"),
+        ...     candidates=[Chunk(id="d#1", source_id="d", text="The server listens on port 8080.", access=a)],
+        ... )
+        >>> Pipeline().pack(req).admitted_ids
+        ['d#1']
+    """
+
+    def __init__(
+        self,
+        *,
+        policies: PolicySet | str | Path | None = None,
+        reranker: Reranker | str | None = None,
+        pruner: Pruner | None = None,
+        pruner_options: Mapping[str, Any] | None = None,
+        sink: TraceSink | None = None,
+        tracer: Tracer | None = None,
+        authority: Mapping[str, float] | None = None,
+    ) -> None:
+        """Create a pipeline.
+
+        Args:
+            policies: A :class:`PolicySet`, a policy TOML path, or ``None`` for the shipped default.
+            reranker: A reranker or its name (default ``retriever``: the candidates' scores, else BM25).
+            pruner: A pruner instance used whatever the policy's strategy (tests, custom graders).
+            pruner_options: Keyword arguments for pruners built by name (``llm=``, ``embedder=``, ...).
+            sink: Where trace records go (e.g. :class:`~admit.trace.JsonlSink`).
+            tracer: Span tracer (default: none).
+            authority: A source registry: ``source_id`` -> authority 0..1, used when a chunk has none.
+        """
+        self.policies = policies if isinstance(policies, PolicySet) else load_policy_set(policies)
+        self.reranker = resolve_reranker(reranker)
+        self._pruner = pruner
+        self._pruner_options = dict(pruner_options or {})
+        self._pruners: dict[str, Pruner] = {}
+        self.sink = sink
+        self.tracer = tracer or NullTracer()
+        self.authority = dict(authority or {})
+
+    def pruner_for(self, strategy: str) -> Pruner:
+        """Return (and cache) the pruner of a strategy."""
+        if self._pruner is not None:
+            return self._pruner
+        if strategy not in self._pruners:
+            self._pruners[strategy] = resolve_pruner(strategy, **self._pruner_options)
+        return self._pruners[strategy]
+
+    def resolve_policy(self, req: PackRequest) -> tuple[Policy, dict[str, Any]]:
+        """Route the request and apply its overrides; return the policy and the route record."""
+        route = self.policies.classify(req.question, override=req.query_class)
+        policy = self.policies.policy(route.query_class)
+        rec = route.as_dict()
+        changes: dict[str, Any] = {}
+        if req.prune is not None:
+            changes["strategy"] = req.prune
+        params = dict(req.prune_params)
+        for key in ("threshold", "keep_top_k", "on_error"):
+            if key in params:
+                changes[key] = params.pop(key)
+        if params:
+            changes["params"] = {**policy.prune.params, **params}
+        if changes:
+            policy = policy.with_prune(**changes)
+        if self.policies.kill_switch:
+            policy = policy.with_prune(strategy="none")
+            rec["kill_switch"] = True
+        return policy, rec
+
+    def pack(self, req: PackRequest) -> PackResult:
+        """Run the whole pipeline on one request."""
+        if req.principal is None:
+            raise AuthorizationError("The request names no principal; admit fails closed.")
+        if not isinstance(req.question, str) or not req.question.strip():
+            raise RequestError("`question` must be a non-empty string.", field="question")
+        seen: set[str] = set()
+        for i, c in enumerate(req.candidates):
+            if c.id in seen:
+                raise RequestError(f"Duplicate candidate id {c.id!r}.", field=f"candidates[{i}].id")
+            seen.add(c.id)
+        request_id = req.request_id or _request_hash(req)
+        timer = StageTimer(self.tracer)
+        decisions: dict[str, Decision] = {}
+
+        with timer.stage("route"):
+            policy, route = self.resolve_policy(req)
+        with timer.stage("budget"):
+            tokenizer = resolve_tokenizer(req.model)
+            budget = compute_budget(
+                tokenizer,
+                input_limit=req.input_limit,
+                instructions=req.instructions,
+                conversation=req.conversation,
+                question=req.question,
+                policy=policy,
+            )
+        with timer.stage("authorize"):
+            readable, acl = authorize(req.candidates, req.principal)
+            decisions.update((d.chunk_id, d) for d in acl)
+            valid: list[Chunk] = []
+            for c in readable:
+                if not c.text or not c.text.strip():
+                    decisions[c.id] = Decision(
+                        chunk_id=c.id, state="dropped", stage="validate", reason="invalid", detail="empty text"
+                    )
+                    continue
+                if c.score is not None and not math.isfinite(c.score):
+                    c = replace(c, score=None)
+                if c.authority is None and c.source_id in self.authority:
+                    c = replace(c, authority=self.authority[c.source_id])
+                valid.append(c)
+        with timer.stage("rerank"):
+            ranked, cut = rerank(req.question, valid, self.reranker, keep=policy.rerank_count)
+            decisions.update((d.chunk_id, d) for d in cut)
+        with timer.stage("dedupe"):
+            unique, dup = dedupe(ranked, policy)
+            decisions.update((d.chunk_id, d) for d in dup)
+        outcome: PruneOutcome | None = None
+        grades: dict[str, int] = {}
+        survivors = unique
+        with timer.stage("prune", strategy=policy.prune.strategy):
+            if policy.prune.strategy != "none" and unique:
+                outcome = run_pruner(self.pruner_for(policy.prune.strategy), req.question, unique, policy.prune)
+                keep = set(outcome.kept_ids)
+                by_id = {g.chunk_id: g for g in outcome.graded}
+                grades = {g.chunk_id: g.grade for g in outcome.graded}
+                survivors = [s for s in unique if s.chunk.id in keep]
+                for s in unique:
+                    if s.chunk.id not in keep:
+                        g = by_id[s.chunk.id]
+                        decisions[s.chunk.id] = Decision(
+                            chunk_id=s.chunk.id,
+                            state="dropped",
+                            stage="prune",
+                            reason="pruned",
+                            score=s.score,
+                            grade=g.grade,
+                            detail=g.reason,
+                        )
+        with timer.stage("pack"):
+            seed = f"{request_id}:{req.question}"
+            boundary = EvidenceRenderer.choose_boundary([c.text for c in valid] + [c.title for c in valid], seed)
+            renderer = EvidenceRenderer(boundary)
+            packed = pack_stage(
+                req.question,
+                survivors,
+                policy=policy,
+                budget=budget,
+                tokenizer=tokenizer,
+                renderer=renderer,
+                grades=grades,
+                query_class=route["query_class"],
+            )
+            for d in packed.decisions:
+                decisions[d.chunk_id] = d
+        ordered = tuple(decisions[c.id] for c in req.candidates)
+        extra: dict[str, Any] = {"question_tokens": tokenizer.count(req.question)}
+        if trace_content_enabled():
+            extra["question"] = req.question
+            extra["prompt"] = packed.prompt
+        record = build_record(
+            request_id=request_id,
+            route=route,
+            policy_version=self.policies.version,
+            budget=budget,
+            candidate_ids=[c.id for c in req.candidates],
+            reranked_ids=[s.chunk.id for s in ranked],
+            decisions=ordered,
+            evidence_tokens=packed.evidence_tokens,
+            fallbacks=packed.fallbacks,
+            latency_ms=timer.ms,
+            total_ms=timer.total_ms(),
+            pruner=outcome.as_dict() if outcome else None,
+            extra=extra,
+        )
+        if self.sink is not None:
+            try:
+                self.sink.write(record)
+            except Exception:  # a broken sink must not fail the request; say so
+                logger.exception("trace sink failed for request %s", request_id)
+        return PackResult(
+            admitted=packed.admitted,
+            prompt=packed.prompt,
+            budget=budget,
+            decisions=ordered,
+            fallbacks=packed.fallbacks,
+            trace=record,
+        )
+
+
+def pack(
+    question: str,
+    candidates: Sequence[Chunk],
+    *,
+    principal: Principal,
+    model: str | Tokenizer = "gpt-4o",
+    input_limit: int = 16_000,
+    instructions: str = "",
+    conversation: Sequence[Message] = (),
+    query_class: str | None = None,
+    prune: str | None = None,
+    pipeline: Pipeline | None = None,
+) -> PackResult:
+    """One-call convenience over :class:`Pipeline`.
+
+    Example:
+        >>> from admit import Access, Chunk, Principal, pack
+        >>> res = pack("What is the default port?", [Chunk(id="a", source_id="s", text="Port 8080.",
+        ...            access=Access(tenant="t"))], principal=Principal(tenant="t"))
+        >>> res.admitted_ids
+        ['a']
+    """
+    return (pipeline or Pipeline()).pack(
+        PackRequest(
+            question=question,
+            principal=principal,
+            candidates=candidates,
+            model=model,
+            input_limit=input_limit,
+            instructions=instructions,
+            conversation=conversation,
+            query_class=query_class,
+            prune=prune,
+        )
+    )
+
+
+def canonical_json(obj: Any) -> str:
+    """Stable JSON used to compare results in tests and replay."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)
