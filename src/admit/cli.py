@@ -6,6 +6,7 @@ exits with code 2, a runtime failure with code 1; no traceback reaches the user.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import json
@@ -72,16 +73,29 @@ def _read_json(path: str) -> Any:
 
 @main.command("pack")
 @click.argument("request", type=click.Path(allow_dash=True))
-@click.option("--policy", "policy_path", type=click.Path(exists=True, dir_okay=False), envvar="ADMIT_POLICY",
-              help="Policy TOML (default: the shipped one).")
+@click.option(
+    "--policy",
+    "policy_path",
+    type=click.Path(exists=True, dir_okay=False),
+    envvar="ADMIT_POLICY",
+    help="Policy TOML (default: the shipped one).",
+)
 @click.option("--prune", "strategy", default=None, help="Pruning strategy (setwise, top_n, ..., none).")
 @click.option("--reranker", default=None, help="retriever (default), bm25, dense, hybrid.")
-@click.option("--trace-file", type=click.Path(dir_okay=False), envvar="ADMIT_TRACE_FILE",
-              help="Append the trace record to this JSONL file.")
+@click.option(
+    "--trace-file",
+    type=click.Path(dir_okay=False),
+    envvar="ADMIT_TRACE_FILE",
+    help="Append the trace record to this JSONL file.",
+)
 @click.option("--human", is_flag=True, help="Readable output instead of JSON.")
 @handle_errors
 def pack_cmd(
-    request: str, policy_path: str | None, strategy: str | None, reranker: str | None, trace_file: str | None,
+    request: str,
+    policy_path: str | None,
+    strategy: str | None,
+    reranker: str | None,
+    trace_file: str | None,
     human: bool,
 ) -> None:
     """Admit evidence for REQUEST (a JSON file, or - for stdin) and print the result as JSON."""
@@ -129,7 +143,6 @@ def policy_cmd(question: str, policy_path: str | None) -> None:
 
 
 for _mod, _attr in _PLUGGED:
-    try:
+    # a stage whose CLI needs an extra that is not installed simply has no subcommand
+    with contextlib.suppress(ImportError, AttributeError):
         main.add_command(getattr(importlib.import_module(_mod), _attr))
-    except (ImportError, AttributeError):  # a stage without its CLI yet, or an extra not installed
-        pass

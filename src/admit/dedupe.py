@@ -2,11 +2,12 @@
 
 * Exact duplicates share a normalised-text hash.
 * Near-duplicates (copied help pages, syndicated text, overlapping adjacent chunks): pairs that share word
-  3-shingles are found with an inverted index (exact, fast for a request's few hundred candidates), then
-  confirmed by the shingle Jaccard or containment against ``policy.near_duplicate_threshold``; texts too short
-  for shingles are compared with ``rapidfuzz``'s token-sort ratio.
-* Of a group, the best representative stays: highest authority, then newest, then best rerank rank. The
-  others are dropped with ``duplicate_of``.
+  3-shingles are found with MinHash LSH (plus every pair of chunks of one source), then confirmed by the
+  shingle Jaccard or containment against ``policy.near_duplicate_threshold``; texts too short for shingles
+  are compared with ``rapidfuzz``'s token-sort ratio. Two texts whose numbers differ are never duplicates
+  (a port, a limit or a version number is a fact), unless one chunk contains the other.
+* Representatives are taken best first (highest authority, then newest, then best rerank rank); a chunk
+  that duplicates a kept representative is dropped with ``duplicate_of``.
 * Superseded versions: chunks of the same source that carry an older version or date lose to the newest
   (``superseded_by``) unless the class keeps history (``policy.keep_superseded``).
 * Per-source cap: at most ``policy.per_source_limit`` passages of one source, best ranks first.
@@ -19,7 +20,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from datetime import datetime
 
-from admit._text import norm_hash, normalize, shingles
+import numpy as np
+
+from admit._text import norm_hash, normalize, overlap, shingles, signatures
 from admit.route import Policy
 from admit.types import Chunk, Decision, Scored
 
@@ -39,14 +42,9 @@ def _has_version(chunk: Chunk) -> bool:
     return bool(chunk.version) or chunk.updated_at is not None
 
 
-def similarity(a: frozenset[int], b: frozenset[int]) -> float:
-    """Max of Jaccard and containment of the smaller set in the larger (catches overlapping chunks)."""
-    if not a or not b:
-        return 0.0
-    inter = len(a & b)
-    if not inter:
-        return 0.0
-    return max(inter / len(a | b), inter / min(len(a), len(b)))
+def similarity(a: np.ndarray, b: np.ndarray) -> float:
+    """Max of Jaccard and containment of two shingle sets (see :func:`admit._text.overlap`)."""
+    return overlap(a, b)
 
 
 def _better(x: Scored) -> tuple[float, tuple[tuple[int, ...], float], int]:
@@ -56,25 +54,23 @@ def _better(x: Scored) -> tuple[float, tuple[tuple[int, ...], float], int]:
     return (-auth, (tuple(-p for p in vk[0]), -vk[1]), x.rank)
 
 
-def _candidate_pairs(sh: list[frozenset[int]], threshold: float) -> set[tuple[int, int]]:
-    """Pairs that share enough shingles to possibly pass ``threshold`` (exact inverted-index blocking)."""
-    postings: dict[int, list[int]] = defaultdict(list)
-    for i, s in enumerate(sh):
-        for h in s:
-            postings[h].append(i)
-    counts: dict[tuple[int, int], int] = defaultdict(int)
-    for ids in postings.values():
-        if len(ids) < 2 or len(ids) > 64:
-            # a shingle shared by very many chunks is boilerplate; it cannot decide a pair alone
-            continue
-        for a_i in range(len(ids)):
-            for b_i in range(a_i + 1, len(ids)):
-                counts[(ids[a_i], ids[b_i])] += 1
+def _candidate_pairs(items: Sequence[Scored], sh: Sequence[np.ndarray]) -> set[tuple[int, int]]:
+    """Pairs worth an exact check: MinHash LSH (8 bands x 4 rows, ~60% Jaccard) plus same-source pairs."""
+    sig = signatures([s.chunk.text for s in items])
     out: set[tuple[int, int]] = set()
-    for (i, j), c in counts.items():
-        smaller = min(len(sh[i]), len(sh[j])) or 1
-        if c / smaller >= threshold * 0.9:
-            out.add((i, j))
+    for band in range(8):
+        buckets: dict[bytes, list[int]] = defaultdict(list)
+        rows = sig[:, band * 4 : band * 4 + 4]
+        for i in range(len(items)):
+            if len(sh[i]):
+                buckets[rows[i].tobytes()].append(i)
+        for ids in buckets.values():
+            out.update((ids[a], ids[b]) for a in range(len(ids)) for b in range(a + 1, len(ids)))
+    by_source: dict[str, list[int]] = defaultdict(list)
+    for i, s in enumerate(items):
+        by_source[s.chunk.source_id].append(i)
+    for ids in by_source.values():  # adjacent, overlapping chunks of one document
+        out.update((ids[a], ids[b]) for a in range(len(ids)) for b in range(a + 1, len(ids)))
     return out
 
 
@@ -98,49 +94,38 @@ def dedupe(ranked: Sequence[Scored], policy: Policy) -> tuple[list[Scored], list
     # 2. near-duplicates over shingles
     sh = [shingles(s.chunk.text) for s in items]
     thr = policy.near_duplicate_threshold
-    pairs = sorted(_candidate_pairs(sh, thr))
-    parent = list(range(len(items)))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+    pairs = sorted(_candidate_pairs(items, sh))
     short = [i for i, s in enumerate(sh) if len(s) < 10]
-    for a_i, i in enumerate(short):
-        for j in short[a_i + 1 :]:
-            pairs.append((i, j))
-    pairs = sorted(set(pairs))
+    pairs = sorted(set(pairs) | {(i, j) for a, i in enumerate(short) for j in short[a + 1 :]})
+    nums = [frozenset(_NUM.findall(s.chunk.text)) for s in items]
+    short_ids = set(short)
     sims: dict[tuple[int, int], float] = {}
     for i, j in pairs:
         if i in dropped or j in dropped:
             continue
-        sim = _short_ratio(items[i], items[j]) if len(sh[i]) < 10 and len(sh[j]) < 10 else similarity(sh[i], sh[j])
+        if (
+            items[i].chunk.source_id == items[j].chunk.source_id
+            and _has_version(items[i].chunk)
+            and _has_version(items[j].chunk)
+            and version_key(items[i].chunk) != version_key(items[j].chunk)
+        ):
+            continue  # versions of one source: the superseded rule decides (history keeps both)
+        small, large = (i, j) if len(sh[i]) <= len(sh[j]) else (j, i)
+        same_size = len(sh[small]) >= 0.8 * len(sh[large])
+        if (nums[small] != nums[large]) if same_size else not nums[small] <= nums[large]:
+            continue  # a changed number (port, version, limit) is a different fact, not a copy
+        sim = _short_ratio(items[i], items[j]) if i in short_ids and j in short_ids else similarity(sh[i], sh[j])
         if sim >= thr:
             sims[(i, j)] = sim
-            parent[find(j)] = find(i)
-    groups: dict[int, list[int]] = defaultdict(list)
-    for i in range(len(items)):
-        if i not in dropped:
-            groups[find(i)].append(i)
-    for members in groups.values():
-        if len(members) < 2:
-            continue
-        # history questions keep versions of one source side by side; they are handled below
-        best = min(members, key=lambda i: _better(items[i]))
-        for i in members:
-            if i == best:
-                continue
-            same_src_versions = (
-                items[i].chunk.source_id == items[best].chunk.source_id
-                and _has_version(items[i].chunk)
-                and version_key(items[i].chunk) != version_key(items[best].chunk)
-            )
-            if same_src_versions:
-                continue  # decided by the superseded rule
-            sim = sims.get((min(i, best), max(i, best)), similarity(sh[i], sh[best]))
-            dropped[i] = _dup(items[i], items[best], f"near duplicate (similarity {sim:.2f})")
+    # best representatives first; each later chunk that duplicates a kept representative is dropped
+    reps: list[int] = []
+    for i in sorted((i for i in range(len(items)) if i not in dropped), key=lambda i: _better(items[i])):
+        rep = next((r for r in reps if (min(i, r), max(i, r)) in sims), None)
+        if rep is None:
+            reps.append(i)
+        else:
+            sim = sims[(min(i, rep), max(i, rep))]
+            dropped[i] = _dup(items[i], items[rep], f"near duplicate (similarity {sim:.2f})")
 
     # 3. superseded versions within a source
     if not policy.keep_superseded:

@@ -2,10 +2,11 @@
 
 Greedy by marginal value: at each step the candidate with the best value is tried, where value blends
 rerank relevance, novelty against what is already admitted, authority (from the caller's source registry),
-recency (when the class says so), and a bonus for covering a facet of the question that nothing admitted
-covers yet, so a lower-scoring chunk that covers a missing facet beats a high-scoring one whose facet is
-covered. Token costs are counted with the target model's tokenizer on the rendered envelopes, and the final
-block is counted again as sent; passages are removed (lowest value first, recorded) until it fits.
+recency (when the class says so), and a bonus for covering facets of the question. A candidate that covers
+a facet nothing admitted covers yet goes first (when the class weighs coverage at all), so a lower-scoring
+chunk that covers a missing facet beats a high-scoring one whose facet is covered. Token costs are counted
+with the target model's tokenizer on the rendered envelopes, and the final block is counted again as sent;
+passages are removed (lowest value first, recorded) until it fits.
 
 No silent tail-drop: a passage that does not fit is recorded as dropped for ``budget``, and the class's
 fallbacks apply in order: an anchored excerpt of an oversized section (sentences that match the question,
@@ -21,11 +22,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from admit._text import content_words, sentences, shingles
+import numpy as np
+
+from admit._text import content_words, jaccard_estimates, sentences, signatures
 from admit.backends.tokenizers import Tokenizer
+from admit.backends.tokenizers.base import cached_count
 from admit.budget import evidence_message_tokens
-from admit.dedupe import similarity
-from admit.render import EvidenceRenderer
+from admit.render import EvidenceRenderer, clean_text
 from admit.route import Policy
 from admit.types import AdmittedPassage, Budget, Decision, Fallback, Scored
 
@@ -45,7 +48,13 @@ def split_facets(question: str) -> list[frozenset[str]]:
     if len(facets) <= 1:
         whole = content_words(question)
         return [whole] if whole else []
-    return facets
+    # a facet is told apart by its own words: words every facet shares ("default port") decide nothing
+    out: list[frozenset[str]] = []
+    for i, f in enumerate(facets):
+        others = frozenset().union(*(g for j, g in enumerate(facets) if j != i))
+        own = f - others
+        out.append(own or f)
+    return list(dict.fromkeys(out))
 
 
 def _covers(words: frozenset[str], facet: frozenset[str]) -> bool:
@@ -142,9 +151,9 @@ def pack(
     limit = budget.evidence_budget
     facets = split_facets(question)
     words = [content_words(f"{s.chunk.title}\n{s.chunk.text}") for s in items]
-    sh = [shingles(s.chunk.text) for s in items]
-    rel_raw = _minmax([s.score for s in items])
-    rel = [0.5 * r + 0.5 * (1.0 - (s.rank / max(n, 1))) for r, s in zip(rel_raw, items, strict=True)]
+    # pairwise text similarity for novelty, estimated once from MinHash signatures
+    sim = jaccard_estimates(signatures([s.chunk.text for s in items]))
+    rel = _minmax([s.score for s in items])
     auth = [s.chunk.authority if s.chunk.authority is not None else 0.5 for s in items]
     stamps = [s.chunk.updated_at.timestamp() if isinstance(s.chunk.updated_at, datetime) else None for s in items]
     known = [t for t in stamps if t is not None]
@@ -155,60 +164,83 @@ def pack(
     base_cost = evidence_message_tokens(tokenizer, renderer.block(["x"], example_id=ex_id)) - tokenizer.count("x")
     sep_cost = 2  # the blank line between envelopes, counted generously; the final count is exact
 
-    remaining = limit - base_cost
-    chosen: list[int] = []
-    chosen_text: dict[int, tuple[str, bool, int]] = {}
-    covered: set[int] = set()
-    dropped: dict[int, Decision] = {}
-    fallbacks: list[Fallback] = []
-    pending = list(range(n))
-
-    def value(i: int) -> float:
-        nov = 1.0 - max((similarity(sh[i], sh[j]) for j in chosen), default=0.0)
-        cov = 0.0
-        if len(facets) > 1:
-            new = [k for k, f in enumerate(facets) if k not in covered and _covers(words[i], f)]
-            cov = len(new) / len(facets)
-        g = grades.get(items[i].chunk.id)
-        bonus = 0.1 * (g - 3) if g is not None else 0.0
-        return (
+    # static part of each candidate's value; novelty and coverage change as passages are admitted
+    static = np.array(
+        [
             policy.relevance_weight * rel[i]
-            + policy.novelty_weight * nov
             + policy.authority_weight * auth[i]
             + policy.recency_weight * rec[i]
-            + policy.coverage_weight * cov
-            + bonus
-        )
+            + (0.1 * (g - 3) if (g := grades.get(items[i].chunk.id)) is not None else 0.0)
+            for i in range(n)
+        ],
+        dtype=np.float64,
+    )
+    cover = np.array([[_covers(words[i], f) for f in facets] for i in range(n)], dtype=bool).reshape(n, len(facets))
+    multi = len(facets) > 1
+    use_cover_first = multi and policy.coverage_weight > 0
+    neg_rank = -np.array([s.rank for s in items], dtype=np.float64)
+    cost_cache: dict[int, int] = {}
 
-    while pending:
-        best = max(pending, key=lambda i: (value(i), -items[i].rank))
-        pending.remove(best)
-        s = items[best]
-        env = renderer.envelope(s.chunk, s.chunk.text)
-        cost = tokenizer.count(env) + sep_cost
-        oversized = policy.max_passage_tokens is not None and cost > policy.max_passage_tokens
-        if cost <= remaining and not oversized:
-            chosen.append(best)
-            chosen_text[best] = (s.chunk.text, False, cost)
-            remaining -= cost
-        elif "anchored_excerpt" in policy.fallbacks:
-            cap = remaining if policy.max_passage_tokens is None else min(remaining, policy.max_passage_tokens)
-            overhead = tokenizer.count(renderer.envelope(s.chunk, "", excerpt=True)) + sep_cost + 2
-            excerpt = None
-            if cap - overhead >= _MIN_EXCERPT_TOKENS:
-                excerpt = anchored_excerpt(question, s.chunk.text, cap - overhead, tokenizer)
-            if excerpt:
-                ecost = tokenizer.count(renderer.envelope(s.chunk, excerpt, excerpt=True)) + sep_cost
-                if ecost <= remaining:
+    def env_cost(i: int) -> int:
+        # envelope tokens = its frame (counted) + the text (counted once per text and remembered); the
+        # frame ends in a newline, so BPE pieces do not merge across it. The final block count is exact.
+        if i not in cost_cache:
+            c = items[i].chunk
+            frame = tokenizer.count(renderer.envelope(c, ""))
+            cost_cache[i] = frame + cached_count(tokenizer, clean_text(c.text).strip()) + sep_cost
+        return cost_cache[i]
+
+    def select(
+        room: int,
+    ) -> tuple[list[int], dict[int, tuple[str, bool, int]], dict[int, Decision], list[Fallback], set[int]]:
+        remaining = room
+        chosen: list[int] = []
+        chosen_text: dict[int, tuple[str, bool, int]] = {}
+        covered_mask = np.zeros(len(facets), dtype=bool)
+        dropped: dict[int, Decision] = {}
+        fallbacks: list[Fallback] = []
+        pending = np.ones(n, dtype=bool)
+        max_sim = np.zeros(n, dtype=np.float64)
+        min_useful = _MIN_EXCERPT_TOKENS if "anchored_excerpt" in policy.fallbacks else 1
+        while pending.any():
+            if remaining < min_useful + sep_cost + 8:
+                # no room left for anything: record every remaining candidate (never a silent tail-drop)
+                for i in np.flatnonzero(pending):
+                    dropped[int(i)] = _budget_drop(items[int(i)], None, remaining)
+                break
+            new_cov = (cover & ~covered_mask).sum(axis=1) if multi else np.zeros(n)
+            val = static + policy.novelty_weight * (1.0 - max_sim)
+            if multi:
+                val = val + policy.coverage_weight * new_cov / len(facets)
+            first = (new_cov > 0).astype(np.float64) if use_cover_first else np.zeros(n)
+            idx = np.flatnonzero(pending)
+            order = np.lexsort((neg_rank[idx], val[idx], first[idx]))
+            best = int(idx[order[-1]])
+            pending[best] = False
+            s = items[best]
+            cost = env_cost(best)
+            oversized = policy.max_passage_tokens is not None and cost > policy.max_passage_tokens
+            if cost <= remaining and not oversized:
+                chosen.append(best)
+                chosen_text[best] = (s.chunk.text, False, cost)
+                remaining -= cost
+            elif "anchored_excerpt" in policy.fallbacks:
+                cap = remaining if policy.max_passage_tokens is None else min(remaining, policy.max_passage_tokens)
+                overhead = tokenizer.count(renderer.envelope(s.chunk, "", excerpt=True)) + sep_cost + 2
+                excerpt = None
+                if cap - overhead >= _MIN_EXCERPT_TOKENS:
+                    excerpt = anchored_excerpt(question, s.chunk.text, cap - overhead, tokenizer)
+                ecost = tokenizer.count(renderer.envelope(s.chunk, excerpt, excerpt=True)) + sep_cost if excerpt else 0
+                if excerpt and ecost <= remaining:
                     chosen.append(best)
                     chosen_text[best] = (excerpt, True, ecost)
                     remaining -= ecost
-                    why = "section larger than max_passage_tokens" if oversized else "section larger than the room left"
+                    why = "larger than max_passage_tokens" if oversized else "larger than the room left"
                     fallbacks.append(
                         Fallback(
                             kind="anchored_excerpt",
-                            detail=f"{s.chunk.id}: {why} ({cost} tokens); admitted the sentences that match the "
-                            f"question ({ecost} tokens), elisions marked",
+                            detail=f"{s.chunk.id}: section {why} ({cost} tokens); admitted the sentences that "
+                            f"match the question ({ecost} tokens), elisions marked",
                             chunk_ids=(s.chunk.id,),
                         )
                     )
@@ -216,12 +248,18 @@ def pack(
                     dropped[best] = _budget_drop(s, cost, remaining)
             else:
                 dropped[best] = _budget_drop(s, cost, remaining)
-        else:
-            dropped[best] = _budget_drop(s, cost, remaining)
-        if best in chosen_text:
-            for k, f in enumerate(facets):
-                if _covers(words[best], f):
-                    covered.add(k)
+            if best in chosen_text:
+                covered_mask |= cover[best]
+                np.maximum(max_sim, sim[:, best], out=max_sim)
+        return chosen, chosen_text, dropped, fallbacks, {int(k) for k in np.flatnonzero(covered_mask)}
+
+    chosen, chosen_text, dropped, fallbacks, covered = select(limit - base_cost)
+    if dropped and any(k in policy.fallbacks for k in ("scope_note", "ask_to_narrow")):
+        # a note will be sent: choose again with its room held back, rather than cutting the last passage
+        note_room = sum(
+            tokenizer.count(_note(k, 999, 999)) + 12 for k in ("scope_note", "ask_to_narrow") if k in policy.fallbacks
+        )
+        chosen, chosen_text, dropped, fallbacks, covered = select(limit - base_cost - note_room)
 
     # fallbacks for what did not fit, in the class's order
     notes: list[str] = []
@@ -231,17 +269,11 @@ def pack(
         uncovered = tuple(" ".join(sorted(f)) for f in facets)
     for kind in policy.fallbacks:
         if kind == "scope_note" and budget_ids:
-            note = (
-                f"{len(budget_ids)} further relevant passage(s) did not fit the evidence budget; answer within the "
-                "scope of the passages below and say that the answer may be incomplete."
-            )
+            note = _note(kind, len(budget_ids), len(chosen))
             notes.append(note)
             fallbacks.append(Fallback(kind="scope_note", detail=note, chunk_ids=budget_ids))
         elif kind == "ask_to_narrow" and budget_ids:
-            note = (
-                f"The request matches more evidence than fits ({len(budget_ids) + len(chosen)} passages); "
-                "ask the user to narrow it (a product, version, time range or subset)."
-            )
+            note = _note(kind, len(budget_ids), len(chosen))
             notes.append(note)
             fallbacks.append(Fallback(kind="ask_to_narrow", detail=note, chunk_ids=budget_ids))
         elif kind == "second_retrieval" and uncovered:
@@ -257,9 +289,7 @@ def pack(
     # exact final count as sent; remove the lowest-value admitted passages until it fits
     order = list(chosen)
     while True:
-        envs = [
-            renderer.envelope(items[i].chunk, chosen_text[i][0], excerpt=chosen_text[i][1]) for i in order
-        ]
+        envs = [renderer.envelope(items[i].chunk, chosen_text[i][0], excerpt=chosen_text[i][1]) for i in order]
         block = renderer.block(envs, notes=notes, example_id=items[order[0]].chunk.id if order else ex_id)
         tokens = evidence_message_tokens(tokenizer, block)
         if tokens <= limit:
@@ -306,10 +336,23 @@ def pack(
     )
 
 
-def _budget_drop(s: Scored, cost: int, remaining: int, *, final: bool = False) -> Decision:
-    detail = (
-        f"removed at the final exact count ({cost} tokens)"
-        if final
-        else f"needs {cost} tokens, {max(remaining, 0)} left"
+def _note(kind: str, dropped: int, admitted: int) -> str:
+    if kind == "scope_note":
+        return (
+            f"{dropped} further relevant passage(s) did not fit the evidence budget; answer within the scope of "
+            "the passages below and say that the answer may be incomplete."
+        )
+    return (
+        f"The request matches more evidence than fits ({dropped + admitted} passages); ask the user to narrow it "
+        "(a product, version, time range or subset)."
     )
+
+
+def _budget_drop(s: Scored, cost: int | None, remaining: int, *, final: bool = False) -> Decision:
+    if final:
+        detail = f"removed at the final exact count ({cost} tokens)"
+    elif cost is None:
+        detail = f"no room left ({max(remaining, 0)} tokens)"
+    else:
+        detail = f"needs {cost} tokens, {max(remaining, 0)} left"
     return Decision(chunk_id=s.chunk.id, state="dropped", stage="pack", reason="budget", score=s.score, detail=detail)

@@ -1,6 +1,6 @@
 """Pipeline: wires the stages together. One call, one :class:`~admit.types.PackResult`, one trace record.
 
-    authorize -> route -> budget -> rerank -> dedupe -> prune -> pack -> render -> trace
+authorize -> route -> budget -> rerank -> dedupe -> prune -> pack -> render -> trace
 """
 
 from __future__ import annotations
@@ -249,6 +249,7 @@ class Pipeline:
             latency_ms=timer.ms,
             total_ms=timer.total_ms(),
             pruner=outcome.as_dict() if outcome else None,
+            accepted_ids=[p.chunk.id for p in packed.admitted],
             extra=extra,
         )
         if self.sink is not None:

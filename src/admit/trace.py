@@ -137,11 +137,14 @@ def build_record(
     latency_ms: Mapping[str, float],
     total_ms: float,
     pruner: Mapping[str, Any] | None,
+    accepted_ids: Sequence[str] | None = None,
     extra: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Assemble the trace record of one request."""
     dropped = Counter(d.reason for d in decisions if d.state == "dropped")
-    accepted = [d.chunk_id for d in decisions if d.state == "admitted"]
+    accepted = (
+        list(accepted_ids) if accepted_ids is not None else [d.chunk_id for d in decisions if d.state == "admitted"]
+    )
     rec: dict[str, Any] = {
         "request_id": request_id,
         "ts": time.time(),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
 from admit.types import Message
 
-__all__ = ["Tokenizer", "count_chat"]
+__all__ = ["Tokenizer", "cached_count", "count_chat"]
 
 
 @runtime_checkable
@@ -45,3 +47,33 @@ def count_chat(tokenizer: Tokenizer, messages: Sequence[Message], *, priming: bo
     """
     total = sum(tokenizer.tokens_per_message + tokenizer.count(m.role) + tokenizer.count(m.content) for m in messages)
     return total + (tokenizer.reply_priming if priming else 0)
+
+
+_COUNT_CACHE: OrderedDict[tuple[str, str], int] = OrderedDict()
+_COUNT_LOCK = threading.Lock()
+_COUNT_MAX = 16_384
+
+
+def cached_count(tokenizer: Tokenizer, text: str) -> int:
+    """``tokenizer.count(text)``, remembered per (tokenizer, text): chunks recur across requests.
+
+    Used to rank and estimate; the final fit is always decided by counting the rendered block.
+    """
+    key = (tokenizer.name, text)
+    with _COUNT_LOCK:
+        hit = _COUNT_CACHE.get(key)
+        if hit is not None:
+            _COUNT_CACHE.move_to_end(key)
+            return hit
+    n = tokenizer.count(text)
+    with _COUNT_LOCK:
+        _COUNT_CACHE[key] = n
+        if len(_COUNT_CACHE) > _COUNT_MAX:
+            _COUNT_CACHE.popitem(last=False)
+    return n
+
+
+def clear_count_cache() -> None:
+    """Forget remembered counts."""
+    with _COUNT_LOCK:
+        _COUNT_CACHE.clear()

