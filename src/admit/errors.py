@@ -55,7 +55,7 @@ class MissingExtraError(ConfigError, ImportError):
 
     def __init__(self, package: str, extra: str) -> None:
         """Create the error for ``package``, installable with the ``extra`` extra."""
-        super().__init__(f"`{package}` is not installed; install it with: pip install \"admit[{extra}]\"")
+        super().__init__(f'`{package}` is not installed; install it with: pip install "admit[{extra}]"')
         self.package = package
         self.extra = extra
 

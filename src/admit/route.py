@@ -110,7 +110,12 @@ class Route:
 
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
-        return {"query_class": self.query_class, "cue": self.cue, "pattern": self.pattern, "overridden": self.overridden}
+        return {
+            "query_class": self.query_class,
+            "cue": self.cue,
+            "pattern": self.pattern,
+            "overridden": self.overridden,
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

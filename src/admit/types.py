@@ -258,7 +258,12 @@ class Fallback:
 
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
-        return {"kind": self.kind, "detail": self.detail, "chunk_ids": list(self.chunk_ids), "facets": list(self.facets)}
+        return {
+            "kind": self.kind,
+            "detail": self.detail,
+            "chunk_ids": list(self.chunk_ids),
+            "facets": list(self.facets),
+        }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -134,7 +134,9 @@ def apply_threshold(
             kept, why = True, f"keep_top_k (rank {cand.rank + 1} <= {settings.keep_top_k}); grade {grade}"
         else:
             kept, why = False, f"grade {grade} < threshold {settings.threshold}"
-        out.append(GradedChunk(chunk_id=cand.chunk.id, grade=grade, kept=kept, reason=f"{why}; {note}" if note else why))
+        out.append(
+            GradedChunk(chunk_id=cand.chunk.id, grade=grade, kept=kept, reason=f"{why}; {note}" if note else why)
+        )
     return PruneOutcome(strategy=strategy, graded=tuple(out), usage=usage or Usage(), notes=tuple(notes))
 
 
@@ -155,9 +157,7 @@ def fallback_outcome(
     return PruneOutcome(strategy=strategy, graded=tuple(out), usage=usage or Usage(), fallback=action, error=error)
 
 
-def run_pruner(
-    pruner: Pruner, question: str, candidates: Sequence[Scored], settings: PruneSettings
-) -> PruneOutcome:
+def run_pruner(pruner: Pruner, question: str, candidates: Sequence[Scored], settings: PruneSettings) -> PruneOutcome:
     """Run ``pruner``; on any failure apply ``settings.on_error`` and record it, or re-raise for ``raise``."""
     if not candidates:
         return PruneOutcome(strategy=pruner.name, graded=())

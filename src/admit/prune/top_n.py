@@ -24,4 +24,6 @@ class TopNPruner:
         """Grade by rank."""
         n = int(self.n if self.n is not None else settings.params.get("n", 3))
         grades = [5 if c.rank < n else 1 for c in candidates]
-        return apply_threshold(self.name, candidates, grades, settings, reasons=[f"rank {c.rank + 1}" for c in candidates])
+        return apply_threshold(
+            self.name, candidates, grades, settings, reasons=[f"rank {c.rank + 1}" for c in candidates]
+        )
