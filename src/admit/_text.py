@@ -126,7 +126,7 @@ def minhash(sets: Sequence[np.ndarray]) -> np.ndarray:
 @lru_cache(maxsize=8192)
 def signature(text: str) -> np.ndarray:
     """The MinHash signature of a text's shingles (cached per text)."""
-    sig = minhash([shingles(text)])[0]
+    sig: np.ndarray = minhash([shingles(text)])[0]
     sig.flags.writeable = False
     return sig
 
@@ -135,7 +135,8 @@ def signatures(texts: Sequence[str]) -> np.ndarray:
     """MinHash signatures of several texts, one row each."""
     if not texts:
         return np.zeros((0, 32), dtype=np.uint64)
-    return np.stack([signature(t) for t in texts])
+    stacked: np.ndarray = np.stack([signature(t) for t in texts])
+    return stacked
 
 
 def clear_caches() -> None:
@@ -148,7 +149,8 @@ def jaccard_estimates(sig: np.ndarray) -> np.ndarray:
     """Pairwise Jaccard estimates from MinHash signatures (share of equal minima)."""
     if len(sig) == 0:
         return np.zeros((0, 0))
-    return (sig[:, None, :] == sig[None, :, :]).mean(axis=2)
+    est: np.ndarray = (sig[:, None, :] == sig[None, :, :]).mean(axis=2)
+    return est
 
 
 def sentences(text: str) -> list[str]:
@@ -160,7 +162,7 @@ def sentences(text: str) -> list[str]:
         para = para.strip()
         if not para:
             continue
-        out.extend(s.strip() for s in nupunkt.sent_tokenize(para) if s.strip())
+        out.extend(str(s).strip() for s in nupunkt.sent_tokenize(para) if str(s).strip())
     return out
 
 

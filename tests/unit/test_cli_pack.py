@@ -75,3 +75,10 @@ def test_schema_command_prints_json_schema():
 def test_policy_command_shows_class_and_cue():
     res = CliRunner().invoke(main, ["policy", "Compare A vs B"])
     assert json.loads(res.output)["route"]["query_class"] == "comparison"
+
+
+def test_shipped_schema_file_is_current():
+    from admit.schema import PackRequestModel
+
+    shipped = json.loads((REPO / "schemas" / "pack_request.schema.json").read_text())
+    assert shipped == json.loads(json.dumps(PackRequestModel.model_json_schema()))
