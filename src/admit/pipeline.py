@@ -60,6 +60,8 @@ class PackRequest:
     """Override pruner settings (threshold, keep_top_k, on_error, strategy parameters)."""
     request_id: str | None = None
     """A caller's id; default: a hash of the request."""
+    extra_trace: Mapping[str, Any] = field(default_factory=dict)
+    """Fields a caller adds to the trace record (e.g. the knowledge base's retrieval counts and timings)."""
 
 
 def _request_hash(req: PackRequest) -> str:
@@ -232,7 +234,7 @@ class Pipeline:
             for d in packed.decisions:
                 decisions[d.chunk_id] = d
         ordered = tuple(decisions[c.id] for c in req.candidates)
-        extra: dict[str, Any] = {"question_tokens": tokenizer.count(req.question)}
+        extra: dict[str, Any] = {**req.extra_trace, "question_tokens": tokenizer.count(req.question)}
         if trace_content_enabled():
             extra["question"] = req.question
             extra["prompt"] = packed.prompt

@@ -1,1 +1,384 @@
-"""admit.kb."""
+"""admit.kb: the embedded knowledge base, and the stores a bigger deployment plugs in.
+
+``KnowledgeBase`` ingests Markdown, HTML and text into a store, retrieves broadly with hybrid search (BM25 + vector,
+reciprocal-rank fusion) under the principal's tenant and ACL filters, and runs the whole admission pipeline.
+
+Example:
+    >>> from admit.kb import KnowledgeBase  # doctest: +SKIP
+    >>> kb = KnowledgeBase("/tmp/admit-demo.kb")  # doctest: +SKIP
+    >>> kb.ingest(["examples/docs"], registry="examples/sources.toml")  # doctest: +SKIP
+    >>> kb.search("What does E4012 mean?", parse_principal("tenant:acme")).admitted_ids  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import numpy as np
+import numpy.typing as npt
+
+from admit.backends.embedders import CachedEmbedder, Embedder, resolve_embedder
+from admit.errors import AuthorizationError, ConfigError
+from admit.kb.ingest import DEFAULT_MAX_TOKENS, IngestReport, Registry, ingest_paths
+from admit.kb.store import ChunkRecord, Hit, SearchFilters, SourceInfo, Store
+from admit.types import Chunk, PackResult, Principal
+
+__all__ = [
+    "ChunkRecord",
+    "Hit",
+    "IngestReport",
+    "KnowledgeBase",
+    "SearchFilters",
+    "SourceInfo",
+    "Store",
+    "open_store",
+    "parse_principal",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def parse_principal(spec: str) -> Principal:
+    """Parse ``tenant:T[,group:G...]`` (``groups:a|b`` also works) into a :class:`~admit.types.Principal`.
+
+    Raises:
+        AuthorizationError: If the text is malformed or names no tenant (admit fails closed).
+    """
+    tenant = ""
+    groups: list[str] = []
+    for part in (p.strip() for p in (spec or "").split(",")):
+        if not part:
+            continue
+        key, sep, value = part.partition(":")
+        key, value = key.strip().lower(), value.strip()
+        if not sep or not value:
+            raise AuthorizationError(f"Bad principal part {part!r} in {spec!r}; write tenant:T,group:G.")
+        if key == "tenant":
+            if tenant and tenant != value:
+                raise AuthorizationError(f"Principal {spec!r} names two tenants.")
+            tenant = value
+        elif key in {"group", "groups"}:
+            groups.extend(g for g in value.split("|") if g)
+        else:
+            raise AuthorizationError(f"Unknown principal key {key!r} in {spec!r}; use tenant: and group:.")
+    if not tenant:
+        raise AuthorizationError(f"Principal {spec!r} names no tenant; write tenant:T[,group:G...].")
+    return Principal(tenant=tenant, groups=tuple(dict.fromkeys(groups)))
+
+
+def _peek_sqlite_meta(path: Path) -> dict[str, str]:
+    """Read the meta table of an existing embedded KB without creating anything."""
+    if not path.is_file():
+        return {}
+    try:
+        import sqlean
+
+        conn = sqlean.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+        finally:
+            conn.close()
+    except Exception:  # not a KB yet, or not readable: the store will say so
+        return {}
+
+
+def open_store(path_or_url: str | Path, *, dim: int) -> Store:
+    """Open a store from a path or URL.
+
+    * ``/path/kb.sqlite`` or ``:memory:`` -> :class:`~admit.kb.sqlite_store.SqliteStore` (the default)
+    * ``qdrant://host:6333/collection`` -> Qdrant server; ``qdrant+local:///dir?collection=c`` or
+      ``qdrant+local://:memory:`` -> the Qdrant client's embedded local mode
+    * ``postgresql://user@host:port/db?table=admit_chunks`` -> PostgreSQL + pgvector
+    """
+    s = str(path_or_url)
+    if s.startswith(("qdrant://", "qdrant+local://", "qdrant+https://")):
+        from admit.kb.qdrant_store import QdrantStore
+
+        u = urlparse(s)
+        q = {k: v[-1] for k, v in parse_qs(u.query).items()}
+        if u.scheme == "qdrant+local":
+            loc = ":memory:" if s.startswith("qdrant+local://:memory:") else (u.path or "")
+            return QdrantStore(path=loc, collection=q.get("collection", "admit_chunks"), dim=dim)
+        scheme = "https" if u.scheme == "qdrant+https" else "http"
+        collection = u.path.strip("/") or q.get("collection", "admit_chunks")
+        return QdrantStore(
+            url=f"{scheme}://{u.hostname}:{u.port or 6333}", collection=collection, dim=dim, api_key=q.get("api_key")
+        )
+    if s.startswith(("postgresql://", "postgres://")):
+        from admit.kb.pgvector_store import PgvectorStore
+
+        u = urlparse(s)
+        q = {k: v[-1] for k, v in parse_qs(u.query).items()}
+        table = q.pop("table", "admit_chunks")
+        rest = "&".join(f"{k}={v}" for k, v in q.items())
+        dsn = s.split("?", 1)[0] + (f"?{rest}" if rest else "")
+        return PgvectorStore(dsn, table=table, dim=dim)
+    from admit.kb.sqlite_store import SqliteStore
+
+    return SqliteStore(s, dim=dim)
+
+
+class _LockedCache(CachedEmbedder):
+    """A thread-safe :class:`CachedEmbedder`: concurrent searches share it."""
+
+    def __init__(self, inner: Embedder, max_items: int = 20_000) -> None:
+        super().__init__(inner, max_items=max_items)
+        self._lock = threading.RLock()
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        with self._lock:
+            return super().embed(texts)
+
+    def seed(self, items: Any, *, keys_are_hashes: bool | None = None) -> None:
+        with self._lock:
+            super().seed(items, keys_are_hashes=keys_are_hashes)
+
+
+class KnowledgeBase:
+    """A knowledge base: a store, an embedder, and the admission pipeline on top.
+
+    Safe for concurrent readers (the embedded store gives each thread its own connection).
+
+    Args:
+        path_or_url: The embedded KB file (default store), or a store URL (see :func:`open_store`).
+        embedder: An embedder or its name; default: the one the KB was built with, else ``minilm``.
+        store: A store instance (then ``path_or_url`` is only a label).
+        max_tokens: The most cl100k tokens a chunk may have at ingest.
+    """
+
+    def __init__(
+        self,
+        path_or_url: str | Path = ":memory:",
+        *,
+        embedder: Embedder | str | None = None,
+        store: Store | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+    ) -> None:
+        self.location = str(path_or_url)
+        meta: dict[str, str] = {}
+        is_url = "://" in self.location
+        if store is None and not is_url and self.location != ":memory:":
+            meta = _peek_sqlite_meta(Path(self.location).expanduser())
+        spec: Embedder | str = embedder if embedder is not None else meta.get("embedder_spec", "minilm")
+        self.embedder = resolve_embedder(spec)
+        self.store: Store = store if store is not None else open_store(path_or_url, dim=self.embedder.dim)
+        if self.store.dim != self.embedder.dim:
+            raise ConfigError(
+                f"The store holds {self.store.dim}-d vectors but embedder {self.embedder.name!r} gives "
+                f"{self.embedder.dim}-d."
+            )
+        stored = self.store.get_meta("embedder")
+        if stored is not None and stored != self.embedder.name:
+            raise ConfigError(
+                f"Knowledge base {self.location!r} was built with embedder {stored!r}, not {self.embedder.name!r}; "
+                "open it with the same embedder or ingest into a new knowledge base."
+            )
+        self._spec = spec if isinstance(spec, str) else None
+        self.max_tokens = max_tokens
+        self._query_cache = _LockedCache(self.embedder)
+        self._pipelines: dict[str, Any] = {}
+        self._pipe_lock = threading.Lock()
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()
+
+    def __enter__(self) -> KnowledgeBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- ingest --------------------------------------------------------------------------------------------
+    def ingest(
+        self,
+        paths: Sequence[str | Path] | str | Path,
+        *,
+        tenant: str | None = None,
+        groups: Sequence[str] | None = None,
+        authority: float | None = None,
+        label: str | None = None,
+        registry: Registry | str | Path | None = None,
+        progress: bool = False,
+    ) -> IngestReport:
+        """Ingest files and folders (see :mod:`admit.kb.ingest`); return what changed."""
+        if self.store.get_meta("embedder") is None:
+            self.store.set_meta("embedder", self.embedder.name)
+            if self._spec:
+                self.store.set_meta("embedder_spec", self._spec)
+        if isinstance(paths, str | Path):
+            paths = [paths]
+        return ingest_paths(
+            self.store,
+            self.embedder,
+            list(paths),
+            tenant=tenant,
+            groups=groups,
+            authority=authority,
+            label=label,
+            registry=registry,
+            max_tokens=self.max_tokens,
+            progress=progress,
+        )
+
+    # -- retrieval -----------------------------------------------------------------------------------------
+    def hits(
+        self,
+        question: str,
+        principal: Principal | None,
+        *,
+        k: int = 30,
+        filters: SearchFilters | None = None,
+        timings: dict[str, float] | None = None,
+    ) -> list[Hit]:
+        """Hybrid search; ``timings`` (if given) receives ``embed_query`` and ``retrieve`` milliseconds."""
+        if principal is None or not principal.tenant:
+            raise AuthorizationError("Retrieval needs a principal with a tenant; admit fails closed.")
+        t0 = time.perf_counter()
+        qv = self._query_cache.embed([question])[0]
+        t1 = time.perf_counter()
+        hits = self.store.search(question, qv, principal=principal, k=k, filters=filters)
+        t2 = time.perf_counter()
+        if timings is not None:
+            timings["embed_query"] = (t1 - t0) * 1000
+            timings["retrieve"] = (t2 - t1) * 1000
+        return hits
+
+    def retrieve(
+        self, question: str, principal: Principal | None, *, k: int = 30, filters: SearchFilters | None = None
+    ) -> list[Chunk]:
+        """The top-``k`` readable chunks, best first (``Chunk.score`` is the fused score)."""
+        return [
+            h.record.to_chunk(score=h.fused, extra={"retrieval": h.as_dict()})
+            for h in self.hits(question, principal, k=k, filters=filters)
+        ]
+
+    # -- the whole job -------------------------------------------------------------------------------------
+    def _pipeline(self, policy: Any) -> Any:
+        from admit.pipeline import Pipeline
+
+        key = str(policy) if policy is not None else ""
+        with self._pipe_lock:
+            if key not in self._pipelines:
+                self._pipelines[key] = Pipeline(policies=policy, pruner_options={"embedder": self._query_cache})
+            return self._pipelines[key]
+
+    def search(
+        self,
+        question: str,
+        principal: Principal | None,
+        *,
+        prune: bool | str | None = None,
+        model: str = "gpt-4o",
+        input_limit: int = 16_000,
+        policy: Any = None,
+        pipeline: Any = None,
+        filters: SearchFilters | None = None,
+        k: int | None = None,
+        query_class: str | None = None,
+        instructions: str = "",
+        request_id: str | None = None,
+    ) -> PackResult:
+        """Retrieve widely (the route's ``candidate_count``), then rerank, dedupe, prune, pack, render and trace.
+
+        Args:
+            question: The question.
+            principal: Who asks (``None`` is refused).
+            prune: ``True`` for ``setwise``, ``False`` for none, a strategy name, or ``None`` for the policy's.
+            model: Target model (its tokenizer counts the budget).
+            input_limit: Target model input limit.
+            policy: A policy TOML path or :class:`~admit.route.PolicySet` (default: the shipped one).
+            pipeline: A :class:`~admit.pipeline.Pipeline` to use instead of the KB's own.
+            filters: Language, freshness, group and source filters.
+            k: Candidate count (default: the policy's ``candidate_count``).
+            query_class: Force a query class.
+            instructions: System instructions (counted in the budget).
+            request_id: A caller's request id.
+
+        Returns:
+            The pack result; its trace gains ``retrieval`` (counts, k, filters) and ``embed_query``/``retrieve``
+            latencies.
+        """
+        from admit.pipeline import PackRequest
+
+        if principal is None:
+            raise AuthorizationError("The request names no principal; admit fails closed.")
+        pipe = pipeline if pipeline is not None else self._pipeline(policy)
+        route = pipe.policies.classify(question, override=query_class)
+        pol = pipe.policies.policy(route.query_class)
+        kk = int(k) if k is not None else pol.candidate_count
+        timings: dict[str, float] = {}
+        hits = self.hits(question, principal, k=kk, filters=filters, timings=timings)
+        if self._query_cache is not None:
+            self._query_cache.seed(((h.record.text_hash, h.record.embedding) for h in hits), keys_are_hashes=True)
+        candidates = [h.record.to_chunk(score=h.fused, extra={"retrieval": h.as_dict()}) for h in hits]
+        strategy: str | None
+        if prune is True:
+            strategy = "setwise"
+        elif prune is False:
+            strategy = "none"
+        else:
+            strategy = prune
+        retrieval = {
+            "store": type(self.store).__name__,
+            "k": kk,
+            "returned": len(hits),
+            "lexical": sum(1 for h in hits if h.bm25_rank is not None),
+            "vector": sum(1 for h in hits if h.vector_rank is not None),
+            "both": sum(1 for h in hits if h.bm25_rank is not None and h.vector_rank is not None),
+            "filters": _filters_dict(filters),
+            "latency_ms": {k2: round(v, 3) for k2, v in timings.items()},
+        }
+        req = PackRequest(
+            question=question,
+            principal=principal,
+            candidates=candidates,
+            model=model,
+            input_limit=input_limit,
+            instructions=instructions,
+            query_class=query_class,
+            prune=strategy,
+            request_id=request_id,
+            extra_trace={"retrieval": retrieval},
+        )
+        if not candidates:
+            logger.info("kb search: no readable candidates for tenant %s", principal.tenant)
+        res = pipe.pack(req)
+        trace = dict(res.trace)
+        lat = dict(trace.get("latency_ms") or {})
+        lat.update(retrieval["latency_ms"])
+        lat["total_with_retrieval"] = round(float(lat.get("total", 0.0)) + sum(timings.values()), 3)
+        trace["latency_ms"] = lat
+        return replace(res, trace=trace)
+
+    # -- inspection ----------------------------------------------------------------------------------------
+    def count(self, tenant: str | None = None) -> int:
+        """Number of stored chunks."""
+        return self.store.count(tenant)
+
+    def sources(self, tenant: str | None = None) -> list[SourceInfo]:
+        """Stored sources."""
+        return self.store.list_sources(tenant)
+
+
+def _filters_dict(f: SearchFilters | None) -> Mapping[str, Any]:
+    if f is None:
+        return {}
+    d: dict[str, Any] = {}
+    if f.languages is not None:
+        d["languages"] = list(f.languages)
+    if f.updated_after is not None:
+        d["updated_after"] = f.updated_after.isoformat()
+    if f.groups is not None:
+        d["groups"] = list(f.groups)
+    if f.source_ids is not None:
+        d["source_ids"] = list(f.source_ids)
+    return d

@@ -1,0 +1,380 @@
+"""PostgreSQL + pgvector store: full text (``tsvector``, ``ts_rank_cd``) and exact cosine KNN, fused by rank.
+
+The tenant, ACL (``acl && principal_tokens``), language, freshness, group and source conditions are the ``WHERE``
+of both ranked queries, so PostgreSQL ranks only readable rows. The vector list is an exact scan over the filtered
+rows (no ANN index), which keeps top-k exact under any filter; on millions of rows add an HNSW index with
+``hnsw.iterative_scan`` enabled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from admit.errors import ConfigError, MissingExtraError, StoreError
+from admit.kb._rows import dt_from_ts
+from admit.kb.store import (
+    ChunkRecord,
+    FloatVector,
+    Hit,
+    SearchFilters,
+    SourceInfo,
+    acl_tokens,
+    fts_terms,
+    principal_tokens,
+    rrf_fuse,
+)
+from admit.types import Access, Principal
+
+__all__ = ["PgvectorStore"]
+
+logger = logging.getLogger(__name__)
+
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,50}$")
+_COLS = (
+    "id, source_id, tenant, document, text, text_hash, title, heading_path, version, updated_at, groups, label, "
+    "has_access, authority, language, origin, ordinal, metadata, embedding"
+)
+
+
+class PgvectorStore:
+    """A :class:`~admit.kb.store.Store` on PostgreSQL with the ``vector`` extension.
+
+    Args:
+        dsn: A libpq connection string or ``postgresql://`` URL.
+        table: Table name (``<table>_meta`` holds settings).
+        dim: Embedding dimension.
+    """
+
+    def __init__(self, dsn: str, *, dim: int, table: str = "admit_chunks") -> None:
+        try:
+            import psycopg
+            from pgvector.psycopg import register_vector
+        except ImportError as exc:
+            raise MissingExtraError("psycopg / pgvector", "pgvector") from exc
+        if not _IDENT.match(table):
+            raise ConfigError(f"Table name {table!r} must be lower-case letters, digits and underscores.")
+        self._psycopg = psycopg
+        self._register = register_vector
+        self.dsn = dsn
+        self.table = table
+        self.dim = int(dim)
+        self._local = threading.local()
+        self._conns: list[Any] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        t = table
+        with self._tx() as cur:
+            cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        self._local.conn = None  # re-register the vector type now that the extension exists
+        with self._tx() as cur:
+            cur.execute(f"""
+                CREATE TABLE IF NOT EXISTS {t} (
+                    id text NOT NULL,
+                    source_id text NOT NULL,
+                    tenant text NOT NULL,
+                    document text NOT NULL,
+                    text text NOT NULL,
+                    text_hash text NOT NULL,
+                    title text NOT NULL,
+                    heading_path jsonb NOT NULL,
+                    version text,
+                    updated_at double precision,
+                    groups text[] NOT NULL,
+                    acl text[] NOT NULL,
+                    label text NOT NULL,
+                    has_access boolean NOT NULL,
+                    authority double precision,
+                    language text,
+                    origin text NOT NULL,
+                    ordinal integer NOT NULL,
+                    metadata jsonb NOT NULL,
+                    embedding vector({self.dim}) NOT NULL,
+                    tsv tsvector GENERATED ALWAYS AS (
+                        setweight(to_tsvector('english', title), 'B') || to_tsvector('english', text)
+                    ) STORED,
+                    PRIMARY KEY (tenant, id)
+                )""")
+            cur.execute(f"CREATE INDEX IF NOT EXISTS {t}_tsv ON {t} USING gin (tsv)")
+            cur.execute(f"CREATE INDEX IF NOT EXISTS {t}_acl ON {t} USING gin (acl)")
+            cur.execute(f"CREATE INDEX IF NOT EXISTS {t}_tenant ON {t} (tenant)")
+            cur.execute(f"CREATE INDEX IF NOT EXISTS {t}_source ON {t} (source_id, tenant)")
+            cur.execute(f"CREATE TABLE IF NOT EXISTS {t}_meta (key text PRIMARY KEY, value text NOT NULL)")
+            cur.execute(
+                "SELECT atttypmod FROM pg_attribute WHERE attrelid = %s::regclass AND attname = 'embedding'", (t,)
+            )
+            row = cur.fetchone()
+            if row and row[0] and int(row[0]) != self.dim:
+                raise ConfigError(f"Table {t!r} holds {row[0]}-d vectors, not {self.dim}-d.")
+
+    # -- connections ---------------------------------------------------------------------------------------
+    def _conn(self) -> Any:
+        if self._closed:
+            raise StoreError("PgvectorStore is closed.")
+        conn = getattr(self._local, "conn", None)
+        if conn is None or conn.closed:
+            try:
+                conn = self._psycopg.connect(self.dsn, autocommit=True)
+                with contextlib.suppress(Exception):  # before CREATE EXTENSION the type does not exist yet
+                    self._register(conn)
+            except Exception as exc:
+                raise StoreError(f"Cannot connect to PostgreSQL: {exc}") from exc
+            self._local.conn = conn
+            with self._lock:
+                self._conns.append(conn)
+        return conn
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[Any]:
+        conn = self._conn()
+        try:
+            with conn.transaction(), conn.cursor() as cur:
+                yield cur
+        except (ConfigError, StoreError):
+            raise
+        except Exception as exc:
+            raise StoreError(f"PostgreSQL statement failed: {exc}") from exc
+
+    def close(self) -> None:
+        """Close every connection."""
+        with self._lock:
+            for c in self._conns:
+                with contextlib.suppress(Exception):
+                    c.close()
+            self._conns.clear()
+        self._closed = True
+
+    # -- meta ----------------------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        """Read a setting."""
+        with self._tx() as cur:
+            cur.execute(f"SELECT value FROM {self.table}_meta WHERE key = %s", (key,))
+            row = cur.fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Write a setting."""
+        with self._tx() as cur:
+            cur.execute(
+                f"INSERT INTO {self.table}_meta (key, value) VALUES (%s, %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+                (key, value),
+            )
+
+    # -- writes --------------------------------------------------------------------------------------------
+    def _row(self, r: ChunkRecord) -> tuple[Any, ...]:
+        vec = np.asarray(r.embedding, dtype=np.float32).reshape(-1)
+        if vec.shape[0] != self.dim:
+            raise StoreError(f"Chunk {r.id!r} has a {vec.shape[0]}-d embedding; this store holds {self.dim}-d.")
+        ts = r.updated_at.timestamp() if r.updated_at else None
+        return (
+            r.id,
+            r.source_id,
+            r.tenant,
+            r.document or r.source_id,
+            r.text,
+            r.text_hash,
+            r.title,
+            json.dumps(list(r.heading_path), ensure_ascii=False),
+            r.version,
+            ts,
+            list(r.access.groups) if r.access else [],
+            acl_tokens(r.access),
+            r.access.label if r.access else "",
+            r.access is not None,
+            r.authority,
+            r.language,
+            r.origin,
+            r.ordinal,
+            json.dumps(dict(r.metadata), ensure_ascii=False, sort_keys=True, default=str),
+            vec,
+        )
+
+    def _insert(self, cur: Any, records: Sequence[ChunkRecord]) -> None:
+        cols = _COLS.replace("groups,", "groups, acl,")
+        marks = ", ".join(["%s"] * 20)
+        updates = ", ".join(
+            f"{c.strip()} = EXCLUDED.{c.strip()}" for c in cols.split(",") if c.strip() not in {"id", "tenant"}
+        )
+        cur.executemany(
+            f"INSERT INTO {self.table} ({cols}) VALUES ({marks}) ON CONFLICT (tenant, id) DO UPDATE SET {updates}",
+            [self._row(r) for r in records],
+        )
+
+    def upsert(self, records: Sequence[ChunkRecord]) -> None:
+        """Insert or replace records by id (one transaction)."""
+        if not records:
+            return
+        with self._tx() as cur:
+            self._insert(cur, records)
+
+    def replace_source(self, source_id: str, tenant: str, records: Sequence[ChunkRecord]) -> None:
+        """Replace a source's chunks in one transaction."""
+        with self._tx() as cur:
+            cur.execute(
+                f"DELETE FROM {self.table} WHERE source_id = %s AND tenant = %s",
+                (source_id, tenant or ""),
+            )
+            if records:
+                self._insert(cur, records)
+
+    def delete_source(self, source_id: str, tenant: str) -> int:
+        """Delete a source's chunks; return how many."""
+        with self._tx() as cur:
+            cur.execute(
+                f"DELETE FROM {self.table} WHERE source_id = %s AND tenant = %s",
+                (source_id, tenant or ""),
+            )
+            return int(cur.rowcount)
+
+    # -- reads ---------------------------------------------------------------------------------------------
+    @staticmethod
+    def _record(row: Sequence[Any]) -> ChunkRecord:
+        (cid, source_id, tenant, document, text, text_hash, title, heading_path, version, updated_at, groups, label,
+         has_access, authority, language, origin, ordinal, metadata, embedding) = row  # fmt: skip
+        access = Access(tenant=tenant, groups=tuple(groups or ()), label=label) if has_access and tenant else None
+        return ChunkRecord(
+            id=cid,
+            source_id=source_id,
+            text=text,
+            embedding=np.asarray(
+                embedding.to_numpy() if hasattr(embedding, "to_numpy") else embedding, dtype=np.float32
+            ),
+            text_hash=text_hash,
+            title=title,
+            heading_path=tuple(heading_path if isinstance(heading_path, list) else json.loads(heading_path)),
+            document=document,
+            version=version,
+            updated_at=dt_from_ts(updated_at),
+            access=access,
+            authority=authority,
+            language=language,
+            origin=origin,
+            ordinal=ordinal,
+            metadata=metadata if isinstance(metadata, dict) else json.loads(metadata),
+        )
+
+    def get_source_chunks(self, source_id: str, tenant: str) -> list[ChunkRecord]:
+        """A source's chunks in document order."""
+        with self._tx() as cur:
+            cur.execute(
+                f"SELECT {_COLS} FROM {self.table} WHERE source_id = %s AND tenant = %s ORDER BY ordinal, id",
+                (source_id, tenant or ""),
+            )
+            return [self._record(r) for r in cur.fetchall()]
+
+    def list_sources(self, tenant: str | None = None) -> list[SourceInfo]:
+        """Stored sources."""
+        sql = (
+            f"SELECT source_id, tenant, max(origin), max(metadata->>'content_hash'), max(metadata->>'ingest_key'), "
+            f"count(*) FROM {self.table} "
+            + ("WHERE tenant = %s " if tenant is not None else "")
+            + "GROUP BY source_id, tenant ORDER BY source_id"
+        )
+        with self._tx() as cur:
+            cur.execute(sql, (tenant,) if tenant is not None else ())
+            rows = cur.fetchall()
+        return [
+            SourceInfo(
+                source_id=r[0],
+                tenant=r[1] or "",
+                origin=r[2] or "",
+                content_hash=r[3] or "",
+                ingest_key=r[4] or "",
+                chunks=int(r[5]),
+            )
+            for r in rows
+        ]
+
+    def count(self, tenant: str | None = None) -> int:
+        """Number of chunks."""
+        with self._tx() as cur:
+            if tenant is None:
+                cur.execute(f"SELECT count(*) FROM {self.table}")
+            else:
+                cur.execute(f"SELECT count(*) FROM {self.table} WHERE tenant = %s", (tenant,))
+            row = cur.fetchone()
+        return int(row[0]) if row else 0
+
+    @staticmethod
+    def _where(principal: Principal, filters: SearchFilters) -> tuple[str, list[Any]] | None:
+        clauses = ["tenant = %s", "acl && %s::text[]"]
+        params: list[Any] = [principal.tenant, principal_tokens(principal)]
+        if filters.groups is not None:
+            if not filters.groups:
+                return None
+            clauses.append("acl && %s::text[]")
+            params.append(list(filters.groups))
+        if filters.languages is not None:
+            if not filters.languages:
+                return None
+            clauses.append("language = ANY(%s::text[])")
+            params.append(list(filters.languages))
+        ts = filters.updated_after_ts()
+        if ts is not None:
+            clauses.append("updated_at >= %s")
+            params.append(ts)
+        if filters.source_ids is not None:
+            if not filters.source_ids:
+                return None
+            clauses.append("source_id = ANY(%s::text[])")
+            params.append(list(filters.source_ids))
+        return " AND ".join(clauses), params
+
+    def search(
+        self,
+        query_text: str,
+        query_vec: FloatVector,
+        *,
+        principal: Principal,
+        k: int,
+        filters: SearchFilters | None = None,
+    ) -> list[Hit]:
+        """Hybrid search; authorization and filters are the ``WHERE`` of both ranked queries."""
+        if k <= 0 or not principal.tenant:
+            return []
+        w = self._where(principal, filters or SearchFilters())
+        if w is None:
+            return []
+        where, params = w
+        qv = np.asarray(query_vec, dtype=np.float32).reshape(-1)
+        if qv.shape[0] != self.dim:
+            raise StoreError(f"Query vector is {qv.shape[0]}-d; this store holds {self.dim}-d.")
+        n = min(2 * k, k + 50)
+        terms = fts_terms(query_text)
+        recs: dict[str, ChunkRecord] = {}
+        lexical: list[tuple[str, float]] = []
+        with self._tx() as cur:
+            if terms:
+                tsq = " | ".join(f"'{t}'" for t in terms if "'" not in t)
+                cur.execute(
+                    f"SELECT {_COLS}, ts_rank_cd(tsv, q) AS s FROM {self.table}, to_tsquery('english', %s) q "
+                    f"WHERE tsv @@ q AND {where} ORDER BY s DESC, id LIMIT %s",
+                    [tsq, *params, n],
+                )
+                for row in cur.fetchall():
+                    r = self._record(row[:-1])
+                    recs[r.id] = r
+                    lexical.append((r.id, float(row[-1])))
+            cur.execute(
+                f"SELECT {_COLS}, 1 - (embedding <=> %s) AS sim FROM {self.table} WHERE {where} "
+                "ORDER BY embedding <=> %s, id LIMIT %s",
+                [qv, *params, qv, n],
+            )
+            vector: list[tuple[str, float]] = []
+            for row in cur.fetchall():
+                r = self._record(row[:-1])
+                recs[r.id] = r
+                vector.append((r.id, float(row[-1])))
+        fused = rrf_fuse(lexical, vector, k=k)
+        return [
+            Hit(record=recs[cid], fused=score, bm25_rank=lr, vector_rank=vr, bm25=ls, similarity=sim)
+            for cid, score, lr, vr, ls, sim in fused
+        ]

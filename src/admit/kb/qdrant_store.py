@@ -1,0 +1,370 @@
+"""Qdrant store: dense cosine vectors plus a BM25-style sparse vector (Qdrant's IDF modifier), fused by rank.
+
+Authorization and filters are a Qdrant payload filter (``tenant``, ``acl`` tokens, language, ``updated_at``,
+groups, source) given to both searches, so Qdrant ranks only the points the principal may read. Works against a
+Qdrant server (``QdrantStore(url=...)``) or the official client's embedded local mode (``path=`` / ``":memory:"``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import re
+import threading
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from admit.errors import ConfigError, MissingExtraError, StoreError
+from admit.kb._rows import record_from_payload, record_payload
+from admit.kb.store import (
+    ChunkRecord,
+    FloatVector,
+    Hit,
+    SearchFilters,
+    SourceInfo,
+    acl_tokens,
+    fts_terms,
+    principal_tokens,
+    rrf_fuse,
+)
+from admit.types import Principal
+
+__all__ = ["QdrantStore", "sparse_terms"]
+
+logger = logging.getLogger(__name__)
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_NS = uuid.UUID("5b0f3c1e-8f7e-4f0e-9a52-6d1d3c1a0a11")
+_K1 = 1.2
+
+
+def _term_index(term: str) -> int:
+    return int.from_bytes(hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=4).digest(), "little")
+
+
+def sparse_terms(text: str) -> tuple[list[int], list[float]]:
+    """A BM25-style document vector: hashed terms with saturated term frequency (Qdrant adds the IDF)."""
+    tf = Counter(_WORD.findall(text.lower()))
+    idx: dict[int, float] = {}
+    for t, n in tf.items():
+        i = _term_index(t)
+        idx[i] = idx.get(i, 0.0) + n * (_K1 + 1) / (n + _K1)
+    return list(idx), [float(v) for v in idx.values()]
+
+
+def _point_id(chunk_id: str, tenant: str = "") -> str:
+    return str(uuid.uuid5(_NS, f"{tenant}\0{chunk_id}"))
+
+
+class QdrantStore:
+    """A :class:`~admit.kb.store.Store` on Qdrant.
+
+    Args:
+        url: A Qdrant server URL (``http://127.0.0.1:6333``).
+        path: Local-mode storage folder, or ``":memory:"`` (the official client's embedded implementation).
+        collection: Collection name (a ``<collection>_meta`` collection holds settings).
+        dim: Embedding dimension.
+        api_key: Server API key, if any.
+    """
+
+    def __init__(
+        self,
+        *,
+        dim: int,
+        url: str | None = None,
+        path: str | None = None,
+        collection: str = "admit_chunks",
+        api_key: str | None = None,
+    ) -> None:
+        try:
+            from qdrant_client import QdrantClient, models
+        except ImportError as exc:
+            raise MissingExtraError("qdrant-client", "qdrant") from exc
+        if (url is None) == (path is None):
+            raise ConfigError("QdrantStore needs exactly one of url= (a server) or path= (local mode).")
+        self._m = models
+        self.dim = int(dim)
+        self.collection = collection
+        self._meta = f"{collection}_meta"
+        self._lock = threading.RLock()
+        try:
+            if path is not None:
+                self.client = QdrantClient(location=":memory:") if path == ":memory:" else QdrantClient(path=path)
+            else:
+                self.client = QdrantClient(url=url, api_key=api_key, timeout=30)
+            self._ensure()
+        except (ConfigError, StoreError):
+            raise
+        except Exception as exc:
+            raise StoreError(f"Cannot open Qdrant collection {collection!r} at {url or path}: {exc}") from exc
+
+    def _ensure(self) -> None:
+        m = self._m
+        with self._lock:
+            if not self.client.collection_exists(self.collection):
+                self.client.create_collection(
+                    self.collection,
+                    vectors_config={"dense": m.VectorParams(size=self.dim, distance=m.Distance.COSINE)},
+                    sparse_vectors_config={"lexical": m.SparseVectorParams(modifier=m.Modifier.IDF)},
+                )
+                for key, schema in (
+                    ("tenant", m.PayloadSchemaType.KEYWORD),
+                    ("acl", m.PayloadSchemaType.KEYWORD),
+                    ("source_id", m.PayloadSchemaType.KEYWORD),
+                    ("language", m.PayloadSchemaType.KEYWORD),
+                    ("groups", m.PayloadSchemaType.KEYWORD),
+                    ("updated_at", m.PayloadSchemaType.FLOAT),
+                ):
+                    try:
+                        self.client.create_payload_index(self.collection, key, field_schema=schema)
+                    except Exception:  # local mode ignores payload indexes
+                        logger.debug("payload index %s not created", key)
+            else:
+                info = self.client.get_collection(self.collection)
+                vecs = info.config.params.vectors
+                size = vecs["dense"].size if isinstance(vecs, dict) and "dense" in vecs else None
+                if size is not None and size != self.dim:
+                    raise ConfigError(
+                        f"Qdrant collection {self.collection!r} holds {size}-d vectors, not {self.dim}-d; "
+                        "use the embedder it was built with or another collection."
+                    )
+            if not self.client.collection_exists(self._meta):
+                self.client.create_collection(
+                    self._meta, vectors_config=m.VectorParams(size=1, distance=m.Distance.DOT)
+                )
+
+    # -- meta ----------------------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        """Read a setting."""
+        with self._lock:
+            pts = self.client.retrieve(self._meta, ids=[_point_id("meta:" + key)], with_payload=True)
+        return str(pts[0].payload["value"]) if pts and pts[0].payload else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Write a setting."""
+        with self._lock:
+            self.client.upsert(
+                self._meta,
+                [self._m.PointStruct(id=_point_id("meta:" + key), vector=[1.0], payload={"key": key, "value": value})],
+            )
+
+    # -- writes --------------------------------------------------------------------------------------------
+    def _point(self, r: ChunkRecord) -> Any:
+        vec = np.asarray(r.embedding, dtype=np.float32).reshape(-1)
+        if vec.shape[0] != self.dim:
+            raise StoreError(f"Chunk {r.id!r} has a {vec.shape[0]}-d embedding; this store holds {self.dim}-d.")
+        idx, vals = sparse_terms(" ".join([r.title, r.text]))
+        payload = record_payload(r)
+        payload["acl"] = acl_tokens(r.access)
+        payload["tenant"] = r.access.tenant if r.access and r.access.tenant else None
+        return self._m.PointStruct(
+            id=_point_id(r.id, r.tenant),
+            vector={"dense": vec.tolist(), "lexical": self._m.SparseVector(indices=idx, values=vals)},
+            payload=payload,
+        )
+
+    def upsert(self, records: Sequence[ChunkRecord]) -> None:
+        """Insert or replace records by id."""
+        if not records:
+            return
+        pts = [self._point(r) for r in records]
+        try:
+            with self._lock:
+                for i in range(0, len(pts), 256):
+                    self.client.upsert(self.collection, pts[i : i + 256], wait=True)
+        except Exception as exc:
+            raise StoreError(f"Qdrant upsert failed: {exc}") from exc
+
+    def _source_filter(self, source_id: str, tenant: str) -> Any:
+        m = self._m
+        conds = [m.FieldCondition(key="source_id", match=m.MatchValue(value=source_id))]
+        if tenant:
+            conds.append(m.FieldCondition(key="tenant", match=m.MatchValue(value=tenant)))
+        else:
+            conds.append(m.IsNullCondition(is_null=m.PayloadField(key="tenant")))
+        return m.Filter(must=conds)
+
+    def replace_source(self, source_id: str, tenant: str, records: Sequence[ChunkRecord]) -> None:
+        """Write the new version, then delete the old version's other points (Qdrant has no transactions: a
+        reader may briefly see the new chunks beside old ones that are about to go, never neither)."""
+        m = self._m
+        with self._lock:
+            self.upsert(records)
+            keep = [_point_id(r.id, r.tenant) for r in records]
+            flt = self._source_filter(source_id, tenant)
+            if keep:
+                flt = m.Filter(must=flt.must, must_not=[m.HasIdCondition(has_id=keep)])
+            try:
+                self.client.delete(self.collection, points_selector=m.FilterSelector(filter=flt), wait=True)
+            except Exception as exc:
+                raise StoreError(f"Qdrant delete failed: {exc}") from exc
+
+    def delete_source(self, source_id: str, tenant: str) -> int:
+        """Delete a source's chunks; return how many."""
+        m = self._m
+        flt = self._source_filter(source_id, tenant)
+        with self._lock:
+            n = self.client.count(self.collection, count_filter=flt, exact=True).count
+            self.client.delete(self.collection, points_selector=m.FilterSelector(filter=flt), wait=True)
+        return int(n)
+
+    # -- reads ---------------------------------------------------------------------------------------------
+    def _scroll(self, flt: Any, *, vectors: bool) -> list[Any]:
+        out: list[Any] = []
+        offset = None
+        with self._lock:
+            while True:
+                pts, offset = self.client.scroll(
+                    self.collection,
+                    scroll_filter=flt,
+                    limit=512,
+                    offset=offset,
+                    with_payload=True,
+                    with_vectors=["dense"] if vectors else False,
+                )
+                out.extend(pts)
+                if offset is None:
+                    return out
+
+    @staticmethod
+    def _rec(p: Any) -> ChunkRecord:
+        vec = p.vector["dense"] if isinstance(p.vector, dict) else p.vector
+        return record_from_payload(p.payload, vec)
+
+    def get_source_chunks(self, source_id: str, tenant: str) -> list[ChunkRecord]:
+        """A source's chunks in document order."""
+        recs = [self._rec(p) for p in self._scroll(self._source_filter(source_id, tenant), vectors=True)]
+        return sorted(recs, key=lambda r: (r.ordinal, r.id))
+
+    def list_sources(self, tenant: str | None = None) -> list[SourceInfo]:
+        """Stored sources."""
+        m = self._m
+        flt = None
+        if tenant is not None:
+            flt = m.Filter(must=[m.FieldCondition(key="tenant", match=m.MatchValue(value=tenant))])
+        agg: dict[tuple[str, str], list[Any]] = {}
+        for p in self._scroll(flt, vectors=False):
+            pl = p.payload
+            key = (pl["source_id"], pl.get("tenant") or "")
+            meta = record_from_payload(pl, [0.0]).metadata
+            if key not in agg:
+                agg[key] = [pl.get("origin") or "", meta.get("content_hash", ""), meta.get("ingest_key", ""), 0]
+            agg[key][3] += 1
+        return [
+            SourceInfo(source_id=s, tenant=t, origin=v[0], content_hash=v[1], ingest_key=v[2], chunks=v[3])
+            for (s, t), v in sorted(agg.items())
+        ]
+
+    def count(self, tenant: str | None = None) -> int:
+        """Number of chunks."""
+        m = self._m
+        flt = None
+        if tenant is not None:
+            flt = m.Filter(must=[m.FieldCondition(key="tenant", match=m.MatchValue(value=tenant))])
+        with self._lock:
+            return int(self.client.count(self.collection, count_filter=flt, exact=True).count)
+
+    def _filter(self, principal: Principal, filters: SearchFilters) -> Any | None:
+        m = self._m
+        must: list[Any] = [
+            m.FieldCondition(key="tenant", match=m.MatchValue(value=principal.tenant)),
+            m.FieldCondition(key="acl", match=m.MatchAny(any=principal_tokens(principal))),
+        ]
+        if filters.groups is not None:
+            if not filters.groups:
+                return None
+            must.append(m.FieldCondition(key="acl", match=m.MatchAny(any=list(filters.groups))))
+        if filters.languages is not None:
+            if not filters.languages:
+                return None
+            must.append(m.FieldCondition(key="language", match=m.MatchAny(any=list(filters.languages))))
+        ts = filters.updated_after_ts()
+        if ts is not None:
+            must.append(m.FieldCondition(key="updated_at", range=m.Range(gte=ts)))
+        if filters.source_ids is not None:
+            if not filters.source_ids:
+                return None
+            must.append(m.FieldCondition(key="source_id", match=m.MatchAny(any=list(filters.source_ids))))
+        return m.Filter(must=must)
+
+    def search(
+        self,
+        query_text: str,
+        query_vec: FloatVector,
+        *,
+        principal: Principal,
+        k: int,
+        filters: SearchFilters | None = None,
+    ) -> list[Hit]:
+        """Hybrid search; the payload filter (tenant, ACL, filters) is part of both Qdrant queries."""
+        if k <= 0 or not principal.tenant:
+            return []
+        flt = self._filter(principal, filters or SearchFilters())
+        if flt is None:
+            return []
+        qv = np.asarray(query_vec, dtype=np.float32).reshape(-1)
+        if qv.shape[0] != self.dim:
+            raise StoreError(f"Query vector is {qv.shape[0]}-d; this store holds {self.dim}-d.")
+        n = min(2 * k, k + 50)
+        terms = fts_terms(query_text)
+        recs: dict[str, ChunkRecord] = {}
+        try:
+            with self._lock:
+                lex_pts = []
+                if terms:
+                    idx = sorted({_term_index(t) for t in terms})
+                    lex_pts = self.client.query_points(
+                        self.collection,
+                        query=self._m.SparseVector(indices=idx, values=[1.0] * len(idx)),
+                        using="lexical",
+                        query_filter=flt,
+                        limit=n,
+                        with_payload=True,
+                        with_vectors=["dense"],
+                    ).points
+                vec_pts = self.client.query_points(
+                    self.collection,
+                    query=qv.tolist(),
+                    using="dense",
+                    query_filter=flt,
+                    limit=n,
+                    with_payload=True,
+                    with_vectors=["dense"],
+                ).points
+        except Exception as exc:
+            raise StoreError(f"Qdrant search failed: {exc}") from exc
+        lexical = []
+        for p in lex_pts:
+            r = self._rec(p)
+            recs[r.id] = r
+            lexical.append((r.id, float(p.score)))
+        vector = []
+        for p in vec_pts:
+            r = self._rec(p)
+            recs[r.id] = r
+            vector.append((r.id, float(p.score)))
+        fused = rrf_fuse(lexical, vector, k=k)
+        return [
+            Hit(
+                record=recs[cid],
+                fused=score,
+                bm25_rank=lr,
+                vector_rank=vr,
+                bm25=ls,
+                similarity=None if sim is None or not math.isfinite(sim) else sim,
+            )
+            for cid, score, lr, vr, ls, sim in fused
+        ]
+
+    def close(self) -> None:
+        """Close the client."""
+        with self._lock:
+            try:
+                self.client.close()
+            except Exception:  # closing twice, or a server already gone
+                logger.debug("qdrant close failed", exc_info=True)

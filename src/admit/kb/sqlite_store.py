@@ -1,0 +1,474 @@
+"""The embedded store: one SQLite file with FTS5 (BM25) and sqlite-vec (cosine), no server.
+
+Retrieval is hybrid: a BM25 list from FTS5 and an exact cosine list from ``vec_distance_cosine``, fused by
+reciprocal rank. Both lists are computed over the rows that survive the tenant, ACL, language, freshness and
+source filters, which are part of the same SQL statement: the authorized rowset drives the scan
+(``chunk_acl`` is keyed by tenant and group), so ranking never sees a chunk the principal may not read.
+
+The stock ``sqlite3`` of many Python builds cannot load extensions, so this module uses ``sqlean.py`` (a SQLite
+build with FTS5 and extension loading) and the ``sqlite-vec`` wheel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from admit.errors import ConfigError, MissingExtraError, StoreError
+from admit.kb._rows import dt_from_ts, ts_from_dt
+from admit.kb.store import (
+    ChunkRecord,
+    FloatVector,
+    Hit,
+    SearchFilters,
+    SourceInfo,
+    acl_tokens,
+    fts_terms,
+    principal_tokens,
+    rrf_fuse,
+)
+from admit.types import Access, Principal
+
+__all__ = ["SqliteStore"]
+
+logger = logging.getLogger(__name__)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS chunks (
+    rid INTEGER PRIMARY KEY,
+    id TEXT NOT NULL,
+    source_id TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    document TEXT NOT NULL,
+    text TEXT NOT NULL,
+    text_hash TEXT NOT NULL,
+    title TEXT NOT NULL,
+    heading_path TEXT NOT NULL,
+    version TEXT,
+    updated_at REAL,
+    groups TEXT NOT NULL,
+    label TEXT NOT NULL,
+    has_access INTEGER NOT NULL,
+    authority REAL,
+    language TEXT,
+    origin TEXT NOT NULL,
+    ordinal INTEGER NOT NULL,
+    metadata TEXT NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS chunks_id ON chunks (tenant, id);
+CREATE INDEX IF NOT EXISTS chunks_source ON chunks (source_id, tenant);
+CREATE TABLE IF NOT EXISTS chunk_acl (
+    tenant TEXT NOT NULL, grp TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (tenant, grp, rid)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS chunk_acl_rid ON chunk_acl (rid);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    title, body, content='', contentless_delete=1, tokenize="porter unicode61 tokenchars '_'"
+);
+"""
+
+_COLS = (
+    "id, source_id, tenant, document, text, text_hash, title, heading_path, version, updated_at, groups, label, "
+    "has_access, authority, language, origin, ordinal, metadata"
+)
+
+
+def _connect_module() -> Any:
+    try:
+        import sqlean
+    except ImportError as exc:
+        raise MissingExtraError("sqlean.py", "kb") from exc
+    try:
+        import sqlite_vec
+    except ImportError as exc:
+        raise MissingExtraError("sqlite-vec", "kb") from exc
+    return sqlean, sqlite_vec
+
+
+class SqliteStore:
+    """The embedded default store: one SQLite file (or ``:memory:``), safe for concurrent readers.
+
+    Each thread gets its own connection (WAL journal, so readers do not block the writer); writes take a lock and
+    run in one transaction each.
+
+    Args:
+        path: Database file, or ``":memory:"`` (shared by the threads of this process).
+        dim: Embedding dimension; checked against the file's when it exists.
+    """
+
+    def __init__(self, path: str | Path, *, dim: int) -> None:
+        self._sqlean, self._vec = _connect_module()
+        self.dim = int(dim)
+        self._memory = str(path) == ":memory:"
+        if self._memory:
+            self._uri = f"file:admit-kb-{uuid.uuid4().hex}?mode=memory&cache=shared"
+        else:
+            p = Path(path).expanduser()
+            if p.exists() and p.is_dir():
+                raise ConfigError(f"Knowledge base path {str(path)!r} is a directory; give a file such as kb.sqlite.")
+            if not p.parent.exists():
+                p.parent.mkdir(parents=True, exist_ok=True)
+            self._uri = p.resolve().as_uri()
+        self.path = str(path)
+        self._local = threading.local()
+        self._conns: list[Any] = []
+        self._conns_lock = threading.Lock()
+        self._write_lock = threading.RLock()
+        self._closed = False
+        conn = self._conn()
+        with self._write_lock:
+            conn.executescript(_SCHEMA)
+            conn.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vec USING vec0("
+                f"embedding float[{self.dim}] distance_metric=cosine, tenant text partition key)"
+            )
+            stored = self.get_meta("dim")
+            if stored is None:
+                self.set_meta("dim", str(self.dim))
+            elif int(stored) != self.dim:
+                raise ConfigError(
+                    f"Knowledge base {self.path!r} holds {stored}-d vectors but the embedder gives {self.dim}-d; "
+                    "use the embedder it was built with or ingest into a new file."
+                )
+
+    # -- connections ---------------------------------------------------------------------------------------
+    def _conn(self) -> Any:
+        if self._closed:
+            raise StoreError(f"SqliteStore {self.path!r} is closed.")
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            try:
+                conn = self._sqlean.connect(self._uri, uri=True, check_same_thread=False, timeout=30.0)
+                conn.enable_load_extension(True)
+                self._vec.load(conn)
+                conn.enable_load_extension(False)
+                conn.isolation_level = None  # explicit transactions
+                if not self._memory:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute("PRAGMA synchronous=NORMAL")
+                conn.execute("PRAGMA foreign_keys=OFF")
+                conn.execute("PRAGMA cache_size=-65536")
+            except Exception as exc:
+                raise StoreError(f"Cannot open knowledge base {self.path!r}: {exc}") from exc
+            self._local.conn = conn
+            with self._conns_lock:
+                self._conns.append(conn)
+        return conn
+
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[Any]:
+        conn = self._conn()
+        with self._write_lock:
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        with self._conns_lock:
+            for c in self._conns:
+                with contextlib.suppress(Exception):
+                    c.close()
+            self._conns.clear()
+        self._closed = True
+        self._local = threading.local()
+
+    # -- meta ----------------------------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        """Read a store-level setting."""
+        row = self._conn().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Write a store-level setting."""
+        with self._tx() as conn:
+            conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    # -- writes --------------------------------------------------------------------------------------------
+    def _check(self, r: ChunkRecord) -> bytes:
+        vec = np.asarray(r.embedding, dtype=np.float32).reshape(-1)
+        if vec.shape[0] != self.dim:
+            raise StoreError(f"Chunk {r.id!r} has a {vec.shape[0]}-d embedding; this store holds {self.dim}-d.")
+        return vec.tobytes()
+
+    def _delete_rids(self, conn: Any, rids: Sequence[int]) -> None:
+        for i in range(0, len(rids), 500):
+            part = list(rids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", part)
+            conn.execute(f"DELETE FROM chunk_acl WHERE rid IN ({marks})", part)
+            conn.execute(f"DELETE FROM chunks_vec WHERE rowid IN ({marks})", part)
+            conn.execute(f"DELETE FROM chunks WHERE rid IN ({marks})", part)
+
+    def _insert(self, conn: Any, records: Sequence[ChunkRecord]) -> None:
+        keys = [(r.tenant, r.id) for r in records]
+        if len(set(keys)) != len(keys):
+            raise StoreError("Duplicate chunk ids in one write.")
+        old: list[int] = []
+        for ten, cid in keys:
+            row = conn.execute("SELECT rid FROM chunks WHERE tenant = ? AND id = ?", (ten, cid)).fetchone()
+            if row is not None:
+                old.append(row[0])
+        if old:
+            self._delete_rids(conn, old)
+        for r in records:
+            blob = self._check(r)
+            tenant = r.tenant
+            cur = conn.execute(
+                f"INSERT INTO chunks ({_COLS}) VALUES ({','.join('?' * 18)})",
+                (
+                    r.id,
+                    r.source_id,
+                    tenant,
+                    r.document or r.source_id,
+                    r.text,
+                    r.text_hash,
+                    r.title,
+                    json.dumps(list(r.heading_path), ensure_ascii=False),
+                    r.version,
+                    ts_from_dt(r.updated_at),
+                    json.dumps(list(r.access.groups) if r.access else []),
+                    r.access.label if r.access else "",
+                    1 if r.access is not None else 0,
+                    r.authority,
+                    r.language,
+                    r.origin,
+                    r.ordinal,
+                    json.dumps(dict(r.metadata), ensure_ascii=False, sort_keys=True, default=str),
+                ),
+            )
+            rid = cur.lastrowid
+            conn.execute("INSERT INTO chunks_vec (rowid, embedding, tenant) VALUES (?, ?, ?)", (rid, blob, tenant))
+            if tenant:
+                conn.executemany(
+                    "INSERT INTO chunk_acl (tenant, grp, rid) VALUES (?, ?, ?)",
+                    [(tenant, g, rid) for g in dict.fromkeys(acl_tokens(r.access))],
+                )
+            conn.execute(
+                "INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)",
+                (rid, " ".join([r.title, *r.heading_path]), r.text),
+            )
+
+    def upsert(self, records: Sequence[ChunkRecord]) -> None:
+        """Insert or replace records by id, in one transaction."""
+        if not records:
+            return
+        try:
+            with self._tx() as conn:
+                self._insert(conn, records)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"Upsert into {self.path!r} failed: {exc}") from exc
+
+    def replace_source(self, source_id: str, tenant: str, records: Sequence[ChunkRecord]) -> None:
+        """Replace a source's chunks atomically (one transaction)."""
+        try:
+            with self._tx() as conn:
+                rids = [
+                    row[0]
+                    for row in conn.execute(
+                        "SELECT rid FROM chunks WHERE source_id = ? AND tenant = ?", (source_id, tenant or "")
+                    )
+                ]
+                self._delete_rids(conn, rids)
+                self._insert(conn, records)
+        except StoreError:
+            raise
+        except Exception as exc:
+            raise StoreError(f"Replacing source {source_id!r} in {self.path!r} failed: {exc}") from exc
+
+    def delete_source(self, source_id: str, tenant: str) -> int:
+        """Delete a source's chunks; return how many."""
+        with self._tx() as conn:
+            rids = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT rid FROM chunks WHERE source_id = ? AND tenant = ?", (source_id, tenant or "")
+                )
+            ]
+            self._delete_rids(conn, rids)
+        return len(rids)
+
+    # -- reads ---------------------------------------------------------------------------------------------
+    def _row_to_record(self, row: Sequence[Any], blob: bytes) -> ChunkRecord:
+        (cid, source_id, tenant, document, text, text_hash, title, heading_path, version, updated_at, groups, label,
+         has_access, authority, language, origin, ordinal, metadata) = row  # fmt: skip
+        access = Access(tenant=tenant, groups=tuple(json.loads(groups)), label=label) if has_access and tenant else None
+        return ChunkRecord(
+            id=cid,
+            source_id=source_id,
+            text=text,
+            embedding=np.frombuffer(blob, dtype=np.float32).copy(),
+            text_hash=text_hash,
+            title=title,
+            heading_path=tuple(json.loads(heading_path)),
+            document=document,
+            version=version,
+            updated_at=dt_from_ts(updated_at),
+            access=access,
+            authority=authority,
+            language=language,
+            origin=origin,
+            ordinal=ordinal,
+            metadata=json.loads(metadata),
+        )
+
+    def _fetch(self, conn: Any, rids: Sequence[int]) -> dict[int, ChunkRecord]:
+        out: dict[int, ChunkRecord] = {}
+        for i in range(0, len(rids), 500):
+            part = list(rids[i : i + 500])
+            marks = ",".join("?" * len(part))
+            for row in conn.execute(
+                f"SELECT c.rid, {', '.join('c.' + c.strip() for c in _COLS.split(','))}, v.embedding "
+                f"FROM chunks c JOIN chunks_vec v ON v.rowid = c.rid WHERE c.rid IN ({marks})",
+                part,
+            ):
+                out[row[0]] = self._row_to_record(row[1:-1], row[-1])
+        return out
+
+    def get_source_chunks(self, source_id: str, tenant: str) -> list[ChunkRecord]:
+        """Return a source's chunks in document order."""
+        conn = self._conn()
+        rids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT rid FROM chunks WHERE source_id = ? AND tenant = ? ORDER BY ordinal, id",
+                (source_id, tenant or ""),
+            )
+        ]
+        got = self._fetch(conn, rids)
+        return [got[r] for r in rids]
+
+    def list_sources(self, tenant: str | None = None) -> list[SourceInfo]:
+        """Return the stored sources."""
+        sql = (
+            "SELECT source_id, tenant, max(origin), max(json_extract(metadata, '$.content_hash')), "
+            "max(json_extract(metadata, '$.ingest_key')), count(*) FROM chunks "
+            + ("WHERE tenant = ? " if tenant is not None else "")
+            + "GROUP BY source_id, tenant ORDER BY source_id"
+        )
+        rows = self._conn().execute(sql, (tenant,) if tenant is not None else ()).fetchall()
+        return [
+            SourceInfo(
+                source_id=r[0],
+                tenant=r[1] or "",
+                origin=r[2] or "",
+                content_hash=r[3] or "",
+                ingest_key=r[4] or "",
+                chunks=r[5],
+            )
+            for r in rows
+        ]
+
+    def count(self, tenant: str | None = None) -> int:
+        """Number of chunks."""
+        if tenant is None:
+            row = self._conn().execute("SELECT count(*) FROM chunks").fetchone()
+        else:
+            row = self._conn().execute("SELECT count(*) FROM chunks WHERE tenant = ?", (tenant,)).fetchone()
+        return int(row[0])
+
+    @staticmethod
+    def _allowed(principal: Principal, filters: SearchFilters) -> tuple[str, list[Any]] | None:
+        """A subquery of the rids the principal may read that pass the filters (``None``: nothing can match).
+
+        It is the first thing both ranked lists are restricted by, so ranking only ever sees readable rows.
+        """
+        toks = principal_tokens(principal)
+        acl = f"SELECT rid FROM chunk_acl WHERE tenant = ? AND grp IN ({','.join('?' * len(toks))})"
+        acl_params: list[Any] = [principal.tenant, *toks]
+        clauses: list[str] = []
+        params: list[Any] = []
+        if filters.groups is not None:
+            gs = list(filters.groups)
+            if not gs:
+                return None
+            marks = ",".join("?" * len(gs))
+            clauses.append(f"c.rid IN (SELECT rid FROM chunk_acl WHERE tenant = ? AND grp IN ({marks}))")
+            params += [principal.tenant, *gs]
+        if filters.languages is not None:
+            langs = list(filters.languages)
+            if not langs:
+                return None
+            clauses.append(f"c.language IN ({','.join('?' * len(langs))})")
+            params += langs
+        ts = filters.updated_after_ts()
+        if ts is not None:
+            clauses.append("c.updated_at >= ?")
+            params.append(ts)
+        if filters.source_ids is not None:
+            ss = list(filters.source_ids)
+            if not ss:
+                return None
+            clauses.append(f"c.source_id IN ({','.join('?' * len(ss))})")
+            params += ss
+        if not clauses:
+            return acl, acl_params
+        sql = f"SELECT c.rid FROM chunks c WHERE c.tenant = ? AND c.rid IN ({acl}) AND " + " AND ".join(clauses)
+        return sql, [principal.tenant, *acl_params, *params]
+
+    def search(
+        self,
+        query_text: str,
+        query_vec: FloatVector,
+        *,
+        principal: Principal,
+        k: int,
+        filters: SearchFilters | None = None,
+    ) -> list[Hit]:
+        """Hybrid search over the rows the principal may read (filters inside the SQL, before ranking)."""
+        if k <= 0 or not principal.tenant:
+            return []
+        allowed = self._allowed(principal, filters or SearchFilters())
+        if allowed is None:
+            return []
+        sub, params = allowed
+        n = min(2 * k, k + 50)
+        qv = np.asarray(query_vec, dtype=np.float32).reshape(-1)
+        if qv.shape[0] != self.dim:
+            raise StoreError(f"Query vector is {qv.shape[0]}-d; this store holds {self.dim}-d.")
+        conn = self._conn()
+        lexical: list[tuple[int, float]] = []
+        terms = fts_terms(query_text)
+        try:
+            if terms:
+                match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+                lexical = [
+                    (int(r[0]), -float(r[1]))
+                    for r in conn.execute(
+                        "SELECT rowid, bm25(chunks_fts, 0.5, 1.0) AS s FROM chunks_fts "
+                        f"WHERE chunks_fts MATCH ? AND +rowid IN ({sub}) ORDER BY s LIMIT ?",
+                        [match, *params, n],
+                    )
+                ]
+            # exact KNN inside the tenant's partition, restricted to the allowed rowids before distances rank
+            vector = [
+                (int(r[0]), 1.0 - float(r[1]))
+                for r in conn.execute(
+                    "SELECT rowid, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ? AND tenant = ? "
+                    f"AND rowid IN ({sub})",
+                    [qv.tobytes(), n, principal.tenant, *params],
+                )
+            ]
+        except Exception as exc:
+            raise StoreError(f"Search in {self.path!r} failed: {exc}") from exc
+        fused = rrf_fuse([(str(a), b) for a, b in lexical], [(str(a), b) for a, b in vector], k=k)
+        recs = self._fetch(conn, [int(f[0]) for f in fused])
+        return [
+            Hit(record=recs[int(cid)], fused=score, bm25_rank=lr, vector_rank=vr, bm25=ls, similarity=sim)
+            for cid, score, lr, vr, ls, sim in fused
+            if int(cid) in recs
+        ]

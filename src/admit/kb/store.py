@@ -1,0 +1,339 @@
+"""The knowledge-base store contract: records, filters, hits and the :class:`Store` protocol.
+
+Every backend (embedded SQLite, Qdrant, PostgreSQL + pgvector) implements :class:`Store`. Authorization is part of
+each backend's query (an SQL ``WHERE`` joined before ranking, or a Qdrant payload filter), never a filter applied
+to results afterwards: a principal's top-k holds k chunks it may read whenever k exist. A chunk without an access
+label (no tenant) never matches.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+from admit.types import Access, Chunk, Principal
+
+__all__ = [
+    "OPEN_GROUP",
+    "RRF_K",
+    "ChunkRecord",
+    "Hit",
+    "SearchFilters",
+    "SourceInfo",
+    "Store",
+    "acl_tokens",
+    "fts_terms",
+    "principal_tokens",
+    "rrf_fuse",
+]
+
+OPEN_GROUP = "*"
+"""ACL token stored for a chunk readable by every principal of its tenant (no groups)."""
+
+RRF_K = 60
+"""The constant of reciprocal-rank fusion: ``score = sum(1 / (RRF_K + rank + 1))``."""
+
+FloatVector = npt.NDArray[np.float32]
+
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "this",
+        "to",
+        "was",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+        "my",
+        "me",
+        "we",
+        "our",
+    ]
+)
+_TERM = re.compile(r"[\w]+", re.UNICODE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChunkRecord:
+    """A chunk as stored in a knowledge base: the :class:`~admit.types.Chunk` fields plus what retrieval needs."""
+
+    id: str
+    """Stable chunk id ``<source_id>#<section-path>``."""
+    source_id: str
+    """The stored document (one file) the chunk belongs to."""
+    text: str
+    """The passage text."""
+    embedding: FloatVector = field(compare=False, repr=False)
+    """L2-normalised float32 vector of the passage (title and heading path included)."""
+    text_hash: str
+    """Hex SHA-1 of ``text`` (the :func:`admit.backends.embedders.text_key`); unchanged chunks keep it."""
+    title: str = ""
+    """Document title and section heading."""
+    heading_path: tuple[str, ...] = ()
+    """Headings from the document title down to the chunk's section."""
+    document: str = ""
+    """The logical document the chunk is a version of (``Chunk.source_id``); default: ``source_id``."""
+    version: str | None = None
+    """Document version from the registry or front matter."""
+    updated_at: datetime | None = None
+    """Modification time (UTC)."""
+    access: Access | None = None
+    """Who may read it; ``None`` is stored but never matches a query."""
+    authority: float | None = None
+    """Authority 0..1 from the source registry."""
+    language: str | None = None
+    """ISO language code."""
+    origin: str = ""
+    """Where the document was read from (absolute path or URL); used to notice removed files."""
+    ordinal: int = 0
+    """Position of the chunk in its document."""
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    """Free metadata (content hash, format, ...)."""
+
+    @property
+    def tenant(self) -> str:
+        """The owning tenant, or ``""`` when the chunk has no access label."""
+        return self.access.tenant if self.access else ""
+
+    def to_chunk(self, *, score: float | None = None, extra: Mapping[str, Any] | None = None) -> Chunk:
+        """Return the :class:`~admit.types.Chunk` handed to the pipeline (``source_id`` is the document)."""
+        meta = {
+            **dict(self.metadata),
+            "kb_source_id": self.source_id,
+            "heading_path": list(self.heading_path),
+            "ordinal": self.ordinal,
+            "origin": self.origin,
+        }
+        if extra:
+            meta.update(extra)
+        return Chunk(
+            id=self.id,
+            source_id=self.document or self.source_id,
+            text=self.text,
+            title=self.title,
+            version=self.version,
+            updated_at=self.updated_at,
+            access=self.access,
+            authority=self.authority,
+            score=score,
+            language=self.language,
+            metadata=meta,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchFilters:
+    """Filters applied inside the store's query, before any ranking (the principal's ACL always applies too)."""
+
+    languages: tuple[str, ...] | None = None
+    """Only chunks in one of these languages (``None``: any)."""
+    updated_after: datetime | None = None
+    """Only chunks modified at or after this time (``None``: any)."""
+    groups: tuple[str, ...] | None = None
+    """Only chunks labelled with at least one of these groups (narrows; never widens the principal's rights)."""
+    source_ids: tuple[str, ...] | None = None
+    """Only chunks of these stored sources."""
+
+    def updated_after_ts(self) -> float | None:
+        """``updated_after`` as a POSIX timestamp (naive datetimes are taken as UTC)."""
+        if self.updated_after is None:
+            return None
+        dt = self.updated_after if self.updated_after.tzinfo else self.updated_after.replace(tzinfo=UTC)
+        return dt.timestamp()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hit:
+    """One retrieved chunk with its ranks in the lexical and vector lists and the fused score."""
+
+    record: ChunkRecord
+    """The stored chunk."""
+    fused: float
+    """Reciprocal-rank-fusion score (higher is better)."""
+    bm25_rank: int | None = None
+    """0-based rank in the lexical (BM25) list, ``None`` if the chunk was not in it."""
+    vector_rank: int | None = None
+    """0-based rank in the vector list, ``None`` if the chunk was not in it."""
+    bm25: float | None = None
+    """The backend's lexical score (higher is better)."""
+    similarity: float | None = None
+    """Cosine similarity to the question."""
+
+    def as_dict(self) -> dict[str, Any]:
+        """Return a JSON-ready dict (no text)."""
+        return {
+            "id": self.record.id,
+            "fused": round(self.fused, 6),
+            "bm25_rank": self.bm25_rank,
+            "vector_rank": self.vector_rank,
+            "bm25": None if self.bm25 is None or not math.isfinite(self.bm25) else round(self.bm25, 6),
+            "similarity": None if self.similarity is None else round(self.similarity, 6),
+        }
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceInfo:
+    """A stored document."""
+
+    source_id: str
+    """The stored source id."""
+    tenant: str
+    """Its tenant."""
+    origin: str
+    """Where it was read from."""
+    content_hash: str
+    """Hash of the document content at ingest."""
+    ingest_key: str
+    """Digest of content, settings, chunker and embedder at ingest (equal: nothing to do)."""
+    chunks: int
+    """How many chunks it has."""
+
+
+@runtime_checkable
+class Store(Protocol):
+    """A knowledge-base store: chunks with vectors, full text and access labels."""
+
+    dim: int
+    """Embedding dimension."""
+
+    def upsert(self, records: Sequence[ChunkRecord]) -> None:
+        """Insert or replace records by id."""
+        ...
+
+    def replace_source(self, source_id: str, tenant: str, records: Sequence[ChunkRecord]) -> None:
+        """Replace every chunk of a source with ``records``; readers see the old or the new version, never a mix
+        (one transaction where the backend has them)."""
+        ...
+
+    def delete_source(self, source_id: str, tenant: str) -> int:
+        """Delete every chunk of a source; return how many went."""
+        ...
+
+    def search(
+        self,
+        query_text: str,
+        query_vec: FloatVector,
+        *,
+        principal: Principal,
+        k: int,
+        filters: SearchFilters | None = None,
+    ) -> list[Hit]:
+        """Hybrid search (lexical + vector, fused by reciprocal rank) over the chunks ``principal`` may read."""
+        ...
+
+    def get_source_chunks(self, source_id: str, tenant: str) -> list[ChunkRecord]:
+        """Return a source's chunks in document order."""
+        ...
+
+    def list_sources(self, tenant: str | None = None) -> list[SourceInfo]:
+        """Return the stored sources (of one tenant, or all)."""
+        ...
+
+    def count(self, tenant: str | None = None) -> int:
+        """Number of chunks (of one tenant, or all)."""
+        ...
+
+    def get_meta(self, key: str) -> str | None:
+        """Read a store-level setting (embedder name, ...)."""
+        ...
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Write a store-level setting."""
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
+
+
+def acl_tokens(access: Access | None) -> list[str]:
+    """The ACL tokens stored with a chunk: its groups, or :data:`OPEN_GROUP` when the whole tenant may read it."""
+    if access is None or not access.tenant:
+        return []
+    return list(access.groups) if access.groups else [OPEN_GROUP]
+
+
+def principal_tokens(principal: Principal) -> list[str]:
+    """The ACL tokens a principal matches: :data:`OPEN_GROUP` and its groups."""
+    return [OPEN_GROUP, *sorted(set(principal.groups) - {OPEN_GROUP})]
+
+
+def fts_terms(text: str, *, limit: int = 32) -> list[str]:
+    """Lower-cased query terms for the lexical search: word characters (``_`` kept), stop words dropped."""
+    seen: dict[str, None] = {}
+    for t in _TERM.findall(text.lower()):
+        if t not in _STOP and t not in seen:
+            seen[t] = None
+    terms = list(seen)
+    if not terms:  # a question made only of stop words still searches
+        terms = list(dict.fromkeys(_TERM.findall(text.lower())))
+    return terms[:limit]
+
+
+def rrf_fuse(
+    lexical: Sequence[tuple[str, float]], vector: Sequence[tuple[str, float]], *, k: int, rrf_k: int = RRF_K
+) -> list[tuple[str, float, int | None, int | None, float | None, float | None]]:
+    """Fuse two ranked lists of ``(id, score)`` by reciprocal rank.
+
+    Returns:
+        ``(id, fused, lexical_rank, vector_rank, lexical_score, similarity)`` best first, at most ``k``; ties
+        broken by the vector rank, then the id.
+    """
+    acc: dict[str, list[Any]] = {}
+    for rank, (cid, score) in enumerate(lexical):
+        acc.setdefault(cid, [0.0, None, None, None, None])
+        acc[cid][0] += 1.0 / (rrf_k + rank + 1)
+        acc[cid][1], acc[cid][3] = rank, score
+    for rank, (cid, sim) in enumerate(vector):
+        acc.setdefault(cid, [0.0, None, None, None, None])
+        acc[cid][0] += 1.0 / (rrf_k + rank + 1)
+        acc[cid][2], acc[cid][4] = rank, sim
+    out = [(cid, v[0], v[1], v[2], v[3], v[4]) for cid, v in acc.items()]
+    out.sort(key=lambda r: (-r[1], r[3] if r[3] is not None else 1 << 30, r[0]))
+    return out[:k]
