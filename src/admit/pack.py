@@ -36,19 +36,41 @@ __all__ = ["PackOutcome", "anchored_excerpt", "pack", "split_facets"]
 
 ELISION = "[…]"
 _MIN_EXCERPT_TOKENS = 24
+_QUESTION_WORD = re.compile(
+    r"\s*(how|what|why|when|where|which|who|whom|whose|can|could|should|would|is|are|was|were|do|does|did)\b", re.I
+)
 _FACET_SPLIT = re.compile(
     r"\s*(?:[,;?]|\band\b|\bor\b|\bvs\.?|\bversus\b|\bas well as\b|\bcompared (?:to|with)\b|\bplus\b)\s*", re.I
 )
 
 
 def split_facets(question: str) -> list[frozenset[str]]:
-    """Split a question into facets (content-word sets): the parts a complete answer must cover."""
-    parts = [content_words(p) for p in _FACET_SPLIT.split(question) if p and p.strip()]
-    facets = [p for p in parts if p]
+    """Split a question into facets (content-word sets): the parts a complete answer must cover.
+
+    Parts are cut at "and", "or", "vs", commas and semicolons; a part that is only a question lead-in with
+    fewer than two content words ("how do I fix it", "which is older") joins its neighbour, so only real
+    sub-questions or compared entities become facets. Words every facet shares tell nothing apart and
+    are dropped from each facet.
+    """
+    raw = [p.strip() for p in _FACET_SPLIT.split(question) if p and p.strip()]
+    merged: list[tuple[str, frozenset[str]]] = []
+    carry: frozenset[str] = frozenset()
+    for part in raw:
+        words = content_words(part)
+        filler = bool(_QUESTION_WORD.match(part)) and len(words) < 2
+        if filler or not words:
+            if merged:
+                text, prev = merged[-1]
+                merged[-1] = (f"{text} {part}", prev | words)
+            else:
+                carry |= words  # "Which is older, X or Y": the lead-in belongs to what follows
+            continue
+        merged.append((part, words | carry))
+        carry = frozenset()
+    facets = [w for _, w in merged]
     if len(facets) <= 1:
         whole = content_words(question)
         return [whole] if whole else []
-    # a facet is told apart by its own words: words every facet shares ("default port") decide nothing
     out: list[frozenset[str]] = []
     for i, f in enumerate(facets):
         others = frozenset().union(*(g for j, g in enumerate(facets) if j != i))

@@ -122,3 +122,9 @@ def test_authority_breaks_a_relevance_tie():
     base = evidence_message_tokens(TOK, EvidenceRenderer("b0b0").block(["x"], example_id="blog#1"))
     res = run("How long are audit logs retained?", items, base + env + 3, replace(PS.policy("default"), fallbacks=()))
     assert [p.chunk.id for p in res.admitted] == ["docs#1"]
+
+
+def test_question_lead_ins_do_not_become_facets():
+    assert len(split_facets("Audit export fails with error E4012 after the upgrade, how do I fix it?")) == 1
+    older = split_facets("Which is older, the Eiffel Tower or Big Ben?")
+    assert len(older) == 2 and any("eiffel" in f for f in older) and any("ben" in f for f in older)
