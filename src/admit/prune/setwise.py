@@ -1,0 +1,71 @@
+"""``setwise``: the embedded default pruner. CPU-fast, set-aware, on the shared five-level rubric.
+
+It sees the whole list, not one chunk at a time: relevance to the question (dense MiniLM and BM25,
+normalised within the list), relevance to the question expanded with the strongest chunks (so a bridge
+chunk scores once hop 1 is known), links between chunks (titles and rare entities of one chunk named in a
+strong one), score gaps and ranks. A small model fitted on labelled multi-hop and docs data maps these to
+the probability that a chunk is needed and to the coverage of the chunks above it; grades are read off
+fixed cut points (see :mod:`admit.prune.setwise_model` and ``scripts/fit_setwise.py``). Long chunks are
+scored by passages, not truncated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from admit.backends.embedders.base import Embedder
+from admit.prune.base import PruneOutcome, apply_threshold
+from admit.prune.setwise_model import SetwiseItem, SetwiseScorer
+from admit.route import PruneSettings
+from admit.types import Scored
+
+__all__ = ["SetwisePruner"]
+
+
+class SetwisePruner:
+    """The set-aware CPU pruner.
+
+    Example:
+        >>> from admit.backends.embedders.fake import FakeEmbedder
+        >>> p = SetwisePruner(embedder=FakeEmbedder())
+        >>> p.name
+        'setwise'
+    """
+
+    name = "setwise"
+
+    def __init__(
+        self,
+        *,
+        scorer: SetwiseScorer | None = None,
+        embedder: Embedder | str | None = None,
+        model_path: str | Path | None = None,
+        **_: object,
+    ) -> None:
+        """Create the pruner; ``embedder`` may be a name (shared per process), an instance or a KB's cache."""
+        if scorer is None:
+            from admit.backends.embedders.shared import shared_embedder
+
+            emb = shared_embedder(embedder or "minilm") if embedder is None or isinstance(embedder, str) else embedder
+            scorer = SetwiseScorer(embedder=emb, model_path=model_path)
+        self.scorer = scorer
+
+    def warm_up(self) -> None:
+        """Load the embedding model now rather than on the first request."""
+        self.scorer.warm_up()
+
+    def prune(self, question: str, candidates: Sequence[Scored], settings: PruneSettings) -> PruneOutcome:
+        """Score the list as a set and keep grade >= threshold (plus the reranked keep_top_k)."""
+        items = [
+            SetwiseItem(id=c.chunk.id, title=c.chunk.title, text=c.chunk.text, score=c.score) for c in candidates
+        ]
+        scores = self.scorer.score(question, items)
+        return apply_threshold(
+            self.name,
+            candidates,
+            scores.grades,
+            settings,
+            reasons=[f"p={p:.2f}; {r}" for p, r in zip(scores.probs, scores.reasons, strict=True)],
+            notes=(f"expected_needed={scores.expected_needed:.2f}",),
+        )
