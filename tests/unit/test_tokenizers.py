@@ -57,3 +57,8 @@ def test_unknown_model_is_a_clear_config_error():
 
 def test_whitespace_fake_counts_words_and_punctuation():
     assert WhitespaceTokenizer().count("Hello, world!") == 4
+
+
+def test_an_absurd_model_name_is_a_config_error_not_an_os_error():
+    with pytest.raises(ConfigError):
+        resolve_tokenizer("x" * 5000)

@@ -29,7 +29,11 @@ def _resolve_name(spec: str) -> Tokenizer:
     if s in _ENCODINGS:
         return OpenAITokenizer(s)
     hf_path = s[3:] if s.startswith("hf:") else s
-    if hf_path.endswith(".json") or Path(hf_path).is_dir() or s.startswith("hf:"):
+    try:
+        is_dir = Path(hf_path).is_dir()
+    except (OSError, ValueError):  # a name too long or malformed to be a path
+        is_dir = False
+    if hf_path.endswith(".json") or is_dir or s.startswith("hf:"):
         from admit.backends.tokenizers.hf import HFTokenizer
 
         return HFTokenizer(hf_path)

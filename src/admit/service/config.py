@@ -1,0 +1,240 @@
+"""Service settings: the ``[service]`` section of ``admit.toml``, validated with pydantic at the edge.
+
+Example ``admit.toml``::
+
+    [service]
+    policy = "policies/prod.toml"          # optional; the shipped default otherwise
+    shadow_policy = "policies/next.toml"   # optional: compute and log this policy's pack, return the current one
+    kill_switch = false                    # true: no pruning anywhere, the reranked top within budget
+    trace_file = "traces/admit.jsonl"      # optional: one JSON line per request
+    reranker = "retriever"
+    prune_strategy = "setwise"             # default strategy of /v1/prune and of prune=true searches
+
+    [service.models]                       # names callers may use for tokenizer files on the server
+    llama3 = "/models/llama3/tokenizer.json"
+
+    [service.limits]
+    max_body_bytes = 2_000_000
+    max_candidates = 200
+    max_text_chars = 50_000
+    request_timeout_s = 30
+
+    [service.keys.acme_support]            # the table name is a label, never the key
+    key_env = "ADMIT_KEY_ACME"             # the key is read from this environment variable ...
+    tenant = "acme"
+    groups = ["support"]
+
+    [service.keys.globex]
+    key_sha256 = "9f86d0...15d"            # ... or given as its SHA-256 hex digest
+    tenant = "globex"
+
+    [service.mcp]                          # the principal of the MCP server (no per-call keys over stdio)
+    tenant = "acme"
+    groups = ["support"]
+
+Keys are compared by SHA-256 digest in constant time; neither keys nor digests are ever logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from admit.errors import ConfigError
+from admit.types import Principal
+
+__all__ = ["ApiKey", "KeyRing", "Limits", "McpSettings", "ServiceSettings", "load_settings", "settings_from_dict"]
+
+logger = logging.getLogger(__name__)
+
+_HEX = set("0123456789abcdef")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Limits(_Strict):
+    """Request limits. A request over a limit gets 413 with a message naming the limit."""
+
+    max_body_bytes: int = Field(default=2_000_000, gt=0)
+    """Largest accepted request body, in bytes."""
+    max_candidates: int = Field(default=200, gt=0)
+    """Most candidates in one /v1/pack or /v1/prune request."""
+    max_text_chars: int = Field(default=50_000, gt=0)
+    """Longest accepted text (question, candidate text, instructions, a conversation message), in characters."""
+    request_timeout_s: float = Field(default=30.0, gt=0)
+    """Wall-clock limit of one request's work; over it the request gets 504."""
+    max_top_k: int = Field(default=100, gt=0)
+    """Largest ``top_k`` of /v1/search."""
+
+
+class ApiKey(_Strict):
+    """One API key and the principal it stands for."""
+
+    key_env: str | None = Field(default=None, min_length=1)
+    """Name of the environment variable holding the key."""
+    key_sha256: str | None = None
+    """SHA-256 hex digest of the key."""
+    tenant: str = Field(min_length=1, max_length=200)
+    """The principal's tenant."""
+    groups: list[str] = Field(default_factory=list)
+    """The principal's groups."""
+
+    @field_validator("key_sha256")
+    @classmethod
+    def _hex(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        v = v.strip().lower()
+        if len(v) != 64 or not set(v) <= _HEX:
+            raise ValueError("key_sha256 must be a 64-character hex SHA-256 digest (sha256sum of the key)")
+        return v
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ApiKey:
+        if (self.key_env is None) == (self.key_sha256 is None):
+            raise ValueError("give exactly one of key_env (an environment variable name) or key_sha256")
+        return self
+
+
+class McpSettings(_Strict):
+    """The MCP server's principal (stdio has no per-call credentials; the operator configures who it serves)."""
+
+    tenant: str | None = Field(default=None, min_length=1, max_length=200)
+    groups: list[str] = Field(default_factory=list)
+    top_k: int = Field(default=8, gt=0, le=100)
+    """Chunks retrieved per search."""
+    model: str = "gpt-4o"
+    """Target model whose tokenizer counts the evidence budget."""
+    input_limit: int = Field(default=8_000, gt=0)
+    """Input limit the evidence is packed for."""
+
+
+class ServiceSettings(_Strict):
+    """The ``[service]`` section."""
+
+    policy: str | None = None
+    """Policy TOML path (relative to the config file); the shipped default when absent."""
+    shadow_policy: str | None = None
+    """A second policy computed and logged beside the current one (shadow mode)."""
+    kill_switch: bool = False
+    """When on, nothing is pruned: the reranked top within budget is admitted."""
+    trace_file: str | None = None
+    """JSONL trace file (relative to the config file)."""
+    reranker: str = "retriever"
+    """Reranker name for the pipelines (retriever, bm25, dense, hybrid)."""
+    prune_strategy: str = "setwise"
+    """Default strategy of /v1/prune and of ``prune=true`` searches."""
+    prune_on_error: Literal["keep_top_k", "keep_all", "drop"] | None = None
+    """Override of the policies' ``on_error`` in the service (``raise`` is not allowed in a service)."""
+    models: dict[str, str] = Field(default_factory=dict)
+    """Model names callers may use beyond OpenAI names and encodings: name -> tokenizer spec (e.g. a
+    ``tokenizer.json`` path). Callers can never name a server-side path themselves."""
+    limits: Limits = Field(default_factory=Limits)
+    keys: dict[str, ApiKey] = Field(default_factory=dict)
+    """API keys by label."""
+    mcp: McpSettings = Field(default_factory=McpSettings)
+    base_dir: str = Field(default=".", exclude=True)
+    """Folder relative paths are resolved against (the config file's folder)."""
+
+    def path(self, value: str | None) -> Path | None:
+        """Resolve a configured path against :attr:`base_dir`."""
+        if value is None:
+            return None
+        p = Path(value).expanduser()
+        return p if p.is_absolute() else Path(self.base_dir) / p
+
+    def mcp_principal(self) -> Principal | None:
+        """The MCP server's principal, or ``None`` when not configured."""
+        if not self.mcp.tenant:
+            return None
+        return Principal(tenant=self.mcp.tenant, groups=tuple(self.mcp.groups))
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    label: str
+    digest: bytes
+    principal: Principal
+
+
+class KeyRing:
+    """Maps presented API keys to principals by SHA-256 digest, in constant time per entry."""
+
+    def __init__(self, keys: Mapping[str, ApiKey], *, environ: Mapping[str, str] | None = None) -> None:
+        """Resolve every key; a ``key_env`` naming an unset variable is a :class:`ConfigError`."""
+        env = os.environ if environ is None else environ
+        entries: list[_Entry] = []
+        for label, k in keys.items():
+            if k.key_env is not None:
+                raw = env.get(k.key_env)
+                if not raw:
+                    raise ConfigError(
+                        f"API key {label!r}: environment variable {k.key_env!r} is not set (or empty); "
+                        "export it or use key_sha256."
+                    )
+                digest = hashlib.sha256(raw.encode("utf-8")).digest()
+            else:
+                assert k.key_sha256 is not None
+                digest = bytes.fromhex(k.key_sha256)
+            entries.append(_Entry(label, digest, Principal(tenant=k.tenant, groups=tuple(k.groups))))
+        self._entries = tuple(entries)
+
+    def __len__(self) -> int:
+        """Number of configured keys."""
+        return len(self._entries)
+
+    def lookup(self, presented: str | None) -> tuple[str, Principal] | None:
+        """Return ``(label, principal)`` for a presented key, or ``None`` when missing or unknown."""
+        if not presented:
+            return None
+        digest = hashlib.sha256(presented.encode("utf-8", "surrogatepass")).digest()
+        found: _Entry | None = None
+        for e in self._entries:  # no early exit: every entry is compared
+            if hmac.compare_digest(digest, e.digest) and found is None:
+                found = e
+        return (found.label, found.principal) if found else None
+
+
+def _first_error(exc: ValidationError, where: str) -> ConfigError:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err.get("loc", ()))
+    more = f" (and {exc.error_count() - 1} more problem(s))" if exc.error_count() > 1 else ""
+    return ConfigError(f"{where}: service.{loc}: {err.get('msg', 'invalid')}{more}")
+
+
+def settings_from_dict(
+    data: Mapping[str, Any], *, base_dir: str | Path = ".", where: str = "<config>"
+) -> ServiceSettings:
+    """Validate the ``[service]`` table (``data`` is the whole parsed file)."""
+    raw = data.get("service", {})
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: [service] must be a table.")
+    try:
+        return ServiceSettings.model_validate({**raw, "base_dir": str(base_dir)})
+    except ValidationError as exc:
+        raise _first_error(exc, where) from exc
+
+
+def load_settings(path: str | Path | None) -> ServiceSettings:
+    """Load ``admit.toml``; ``None`` gives the defaults (no keys: every HTTP call gets 401)."""
+    if path is None:
+        return ServiceSettings()
+    p = Path(path)
+    try:
+        data = tomllib.loads(p.read_text("utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"Config file {str(p)!r} not found.") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"Config file {str(p)!r} is not valid TOML: {exc}") from exc
+    return settings_from_dict(data, base_dir=p.parent, where=str(p))

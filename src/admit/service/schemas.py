@@ -1,0 +1,151 @@
+"""Request and response bodies of the HTTP API (pydantic, at the edge).
+
+The pack body is :class:`admit.schema.PackRequestModel` without ``principal``: the principal always comes
+from the API key, never from the body (a body that names one is refused with 422).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+
+from admit.pipeline import PackRequest
+from admit.schema import PackRequestModel, PrincipalModel
+from admit.types import Principal
+
+__all__ = [
+    "ErrorBody",
+    "PackBody",
+    "PruneBody",
+    "PruneCandidate",
+    "PruneDecisionOut",
+    "PruneResponse",
+    "SearchBody",
+    "SearchResponse",
+    "pack_request_from_body",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# The pack body: every field of PackRequestModel except ``principal``, with the same constraints.
+PackBody: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    "PackBody",
+    __config__=ConfigDict(extra="forbid"),
+    __doc__="The /v1/pack request: the `admit pack` request without `principal` (it comes from the API key).",
+    **{name: (info.annotation, info) for name, info in PackRequestModel.model_fields.items() if name != "principal"},
+)
+
+
+def pack_request_from_body(body: BaseModel, principal: Principal) -> PackRequest:
+    """Build the library request from a validated :data:`PackBody` and the key's principal."""
+    fields = {name: getattr(body, name) for name in type(body).model_fields}
+    model = PackRequestModel.model_construct(
+        principal=PrincipalModel.model_construct(tenant=principal.tenant, groups=list(principal.groups)), **fields
+    )
+    return model.to_request()
+
+
+class SearchBody(_Strict):
+    """The /v1/search request."""
+
+    query: str = Field(min_length=1, max_length=20_000, description="The question.")
+    top_k: int = Field(default=8, ge=1, le=1000, description="Chunks retrieved from the knowledge base.")
+    prune: bool = Field(default=False, description="Prune the retrieved chunks before packing (opt-in).")
+    policy: str | None = Field(
+        default=None, max_length=100, description="Force a query class of the policy (default: routed)."
+    )
+    model: str = Field(default="gpt-4o", min_length=1, max_length=200, description="Target model (tokenizer).")
+    input_limit: int = Field(default=16_000, gt=0, le=10_000_000, description="The target model's input limit.")
+
+
+class PassageOut(BaseModel):
+    """An admitted passage, with its id for citation."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    source_id: str
+    title: str = ""
+    text: str = ""
+    tokens: int = 0
+    score: float | None = None
+    grade: int | None = None
+    excerpt: bool = False
+
+
+class SearchResponse(BaseModel):
+    """Admitted passages in evidence envelopes, their ids for citation, and the trace summary."""
+
+    query: str
+    admitted: list[PassageOut]
+    citations: list[str]
+    prompt: str
+    fallbacks: list[dict[str, Any]]
+    trace: dict[str, Any]
+
+
+class PruneCandidate(_Strict):
+    """A bring-your-own chunk to prune."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, max_length=500)
+    text: str = Field(min_length=1)
+    title: str = Field(default="", max_length=2000)
+    source_id: str | None = Field(default=None, max_length=500)
+    score: float | None = Field(default=None, description="Retriever score; missing scores are reranked (BM25).")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("score")
+    @classmethod
+    def _finite(cls, v: float | None) -> float | None:
+        if v is not None and not math.isfinite(v):
+            raise ValueError("score must be a finite number")
+        return v
+
+
+class PruneBody(_Strict):
+    """The /v1/prune request."""
+
+    question: str = Field(min_length=1, max_length=20_000)
+    candidates: list[PruneCandidate] = Field(max_length=100_000)
+    strategy: str | None = Field(default=None, max_length=100, description="Default: the service's prune_strategy.")
+    threshold: int | None = Field(default=None, ge=1, le=5, description="Keep grades at or above this (1..5).")
+    keep_top_k: int | None = Field(default=None, ge=0, le=10_000, description="The top-k reranked always stay.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Strategy parameters (e.g. n for top_n).")
+
+
+class PruneDecisionOut(BaseModel):
+    """One candidate's pruning decision."""
+
+    id: str
+    kept: bool
+    grade: int
+    reason: str
+    score: float | None
+    rank: int
+
+
+class PruneResponse(BaseModel):
+    """The /v1/prune answer: one decision per candidate, in input order."""
+
+    strategy: str
+    kept_ids: list[str]
+    decisions: list[PruneDecisionOut]
+    fallback: str | None
+    error: str | None
+    usage: dict[str, Any]
+    trace: dict[str, Any]
+
+
+class ErrorBody(BaseModel):
+    """Every error answer."""
+
+    error: str
+    detail: str
+    field: str | None = None

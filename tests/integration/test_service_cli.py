@@ -1,0 +1,129 @@
+"""``admit serve --kb KB --config admit.toml`` as a real process on a loopback port, with a real knowledge base."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+pytest.importorskip("sqlite_vec")
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+KEY = "cli-acme-key"
+SRE_KEY = "cli-sre-key"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from admit.kb import KnowledgeBase
+
+    tmp = tmp_path_factory.mktemp("cli")
+    kb = tmp / "kb.db"
+    with KnowledgeBase(kb) as k:
+        k.ingest(REPO / "examples" / "docs", registry=REPO / "examples" / "sources.toml")
+    cfg = tmp / "admit.toml"
+    cfg.write_text(
+        '[service]\nprune_strategy = "top_n"\ntrace_file = "trace.jsonl"\n\n'
+        '[service.keys.acme]\nkey_env = "ADMIT_CLI_KEY"\ntenant = "acme"\ngroups = ["support"]\n\n'
+        '[service.keys.sre]\nkey_env = "ADMIT_CLI_SRE_KEY"\ntenant = "acme"\ngroups = ["sre"]\n',
+        "utf-8",
+    )
+    port = _free_port()
+    env = {**os.environ, "ADMIT_CLI_KEY": KEY, "ADMIT_CLI_SRE_KEY": SRE_KEY, "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from admit.cli import main; main()",
+            "serve",
+            "--kb",
+            str(kb),
+            "--config",
+            str(cfg),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                err = proc.stderr.read().decode() if proc.stderr and proc.poll() is not None else ""
+                pytest.fail(f"admit serve did not come up: {err[-2000:]}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stderr:
+            proc.stderr.close()
+    assert (tmp / "trace.jsonl").is_file()
+
+
+def test_healthz_reports_the_kb(served: str) -> None:
+    h = httpx.get(f"{served}/healthz").json()
+    assert h == {**h, "status": "ok", "kb": True}
+
+
+def test_search_real_kb_unpruned_by_default(served: str) -> None:
+    r = httpx.post(
+        f"{served}/v1/search", json={"query": "How do I fix error E4012?"}, headers={"X-API-Key": KEY}, timeout=60
+    )
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["trace"]["pruner"] is None
+    assert any(c.startswith("errors#e4012") for c in out["citations"])
+    for p in out["admitted"]:
+        assert not p["source_id"].startswith(("internal", "globex"))
+        assert "metadata" in p  # ingest metadata rides along with the passage
+
+
+def test_search_prune_opt_in_on_real_kb(served: str) -> None:
+    body = {"query": "How do I fix error E4012?", "prune": True, "top_k": 10}
+    r = httpx.post(f"{served}/v1/search", json=body, headers={"X-API-Key": KEY}, timeout=60)
+    assert r.status_code == 200, r.text
+    assert r.json()["trace"]["pruner"]["strategy"] == "top_n"
+
+
+def test_groups_come_from_the_key(served: str) -> None:
+    q = {"query": "on-call runbook escalation pager", "top_k": 20}
+    sre = httpx.post(f"{served}/v1/search", json=q, headers={"X-API-Key": SRE_KEY}, timeout=60).json()
+    support = httpx.post(f"{served}/v1/search", json=q, headers={"X-API-Key": KEY}, timeout=60).json()
+    assert any(p["source_id"].startswith("internal") for p in sre["admitted"]), sre["citations"]
+    assert not any(p["source_id"].startswith("internal") for p in support["admitted"])
+
+
+def test_unknown_key_is_refused_by_the_real_process(served: str) -> None:
+    r = httpx.post(f"{served}/v1/search", json={"query": "x"}, headers={"X-API-Key": "guess"})
+    assert r.status_code == 401

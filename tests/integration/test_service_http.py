@@ -1,0 +1,400 @@
+"""The HTTP API served for real by uvicorn on a loopback port and called over HTTP with httpx."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from admit.errors import BackendError
+from admit.prune.fake import FakeGrader
+from admit.service.config import settings_from_dict
+from admit.service.fake_kb import FakeKnowledgeBase
+from admit.service.http import LoopbackServer, create_app
+from admit.types import Access, Chunk
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+ACME_KEY = "acme-key-0123456789"
+GLOBEX_KEY = "globex-key-9876543210"
+ENV = {"ADMIT_TEST_KEY_ACME": ACME_KEY}
+GLOBEX_SHA = __import__("hashlib").sha256(GLOBEX_KEY.encode()).hexdigest()
+
+ACME = Access(tenant="acme", label="internal")
+ACME_ENG = Access(tenant="acme", groups=("eng",), label="eng-only")
+GLOBEX = Access(tenant="globex")
+
+CORPUS = [
+    Chunk(
+        id="troubleshooting#e4012",
+        source_id="troubleshooting",
+        title="Audit export errors",
+        text="Error E4012 means the audit log export sink rejected the request. After upgrading to 2.4, "
+        "set audit.sink.tls=true and restart the exporter to fix the audit export.",
+        access=ACME,
+    ),
+    Chunk(
+        id="config#audit-sink",
+        source_id="config",
+        title="Audit sink settings",
+        text="The audit sink is configured under audit.sink; tls defaults to false before 2.4.",
+        access=ACME,
+    ),
+    Chunk(
+        id="release#2.4",
+        source_id="release",
+        title="Release 2.4",
+        text="Release 2.4 requires TLS for every sink, including the audit log export sink.",
+        access=ACME,
+    ),
+    Chunk(
+        id="blog#picnic",
+        source_id="blog",
+        title="Team picnic",
+        text="The team picnic is on Friday; bring sandwiches and a blanket.",
+        access=ACME,
+    ),
+    Chunk(
+        id="eng#secret-flag",
+        source_id="eng",
+        title="Internal flag",
+        text="Engineering only: the audit export debug flag is AUDIT_DEBUG=1.",
+        access=ACME_ENG,
+    ),
+    Chunk(
+        id="globex#audit",
+        source_id="globex-docs",
+        title="Globex audit",
+        text="Globex audit log export uses the legacy exporter on port 9000.",
+        access=GLOBEX,
+    ),
+]
+
+
+def _settings(tmp: Path, **service: Any) -> Any:
+    base: dict[str, Any] = {
+        "keys": {
+            "acme_support": {"key_env": "ADMIT_TEST_KEY_ACME", "tenant": "acme", "groups": ["support"]},
+            "globex": {"key_sha256": GLOBEX_SHA, "tenant": "globex"},
+        },
+        "prune_strategy": "top_n",
+        "trace_file": str(tmp / "trace.jsonl"),
+        "limits": {"max_body_bytes": 60_000, "max_candidates": 20, "max_text_chars": 5_000, "request_timeout_s": 20},
+    }
+    base.update(service)
+    return settings_from_dict({"service": base}, base_dir=tmp)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackServer]:
+    tmp = tmp_path_factory.mktemp("svc")
+    app = create_app(_settings(tmp), kb=FakeKnowledgeBase(CORPUS), environ=ENV)
+    with LoopbackServer(app) as srv:
+        yield srv
+
+
+@pytest.fixture(scope="module")
+def client(server: LoopbackServer) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, timeout=30) as c:
+        yield c
+
+
+def _pack_body() -> dict[str, Any]:
+    data = json.loads((REPO / "examples" / "request.json").read_text("utf-8"))
+    data.pop("principal")
+    return data
+
+
+H = {"X-API-Key": ACME_KEY}
+
+
+# ---------------------------------------------------------------- auth
+
+
+@pytest.mark.parametrize("path", ["/v1/pack", "/v1/search", "/v1/prune"])
+def test_missing_key_is_401(client: httpx.Client, path: str) -> None:
+    r = client.post(path, json={})
+    assert r.status_code == 401
+    assert r.json()["error"] == "unauthorized"
+    assert "missing API key" in r.json()["detail"]
+    assert "WWW-Authenticate" in r.headers
+
+
+def test_unknown_key_is_401_even_with_a_malformed_body(client: httpx.Client) -> None:
+    r = client.post("/v1/pack", content=b"{not json", headers={"X-API-Key": "nope", "Content-Type": "application/json"})
+    assert r.status_code == 401
+    assert "unknown API key" in r.json()["detail"]
+    assert "nope" not in r.text
+
+
+def test_bearer_and_sha256_keys_map_to_principals(client: httpx.Client) -> None:
+    r = client.post("/v1/search", json={"query": "audit log export"}, headers={"Authorization": f"Bearer {GLOBEX_KEY}"})
+    assert r.status_code == 200, r.text
+    assert r.json()["citations"] == ["globex#audit"]
+
+
+def test_principal_in_body_is_refused(client: httpx.Client) -> None:
+    body = _pack_body() | {"principal": {"tenant": "globex"}}
+    r = client.post("/v1/pack", json=body, headers=H)
+    assert r.status_code == 422
+    assert r.json()["field"] == "principal"
+    assert "API key" in r.json()["detail"]
+
+
+def test_principal_comes_from_the_key_not_the_candidates(client: httpx.Client) -> None:
+    # the acme request's candidates are acme chunks: the globex key reads none of them
+    r = client.post("/v1/pack", json=_pack_body(), headers={"X-API-Key": GLOBEX_KEY})
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["admitted"] == []
+    assert {d["reason"] for d in out["decisions"]} == {"acl"}
+
+
+# ---------------------------------------------------------------- endpoints
+
+
+def test_pack_admits_with_ids_and_full_trace(client: httpx.Client) -> None:
+    r = client.post("/v1/pack", json=_pack_body(), headers=H)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    ids = [p["id"] for p in out["admitted"]]
+    assert "troubleshooting#e4012" in ids
+    for pid in ids:
+        assert pid in out["prompt"]
+    assert len(out["decisions"]) == len(_pack_body()["candidates"])
+    assert out["trace"]["accepted_chunk_ids"] == ids
+    assert out["budget"]["input_limit"] == 4000
+
+
+def test_search_is_unpruned_by_default_and_filters_by_acl(client: httpx.Client) -> None:
+    r = client.post("/v1/search", json={"query": "How do I fix audit export error E4012?"}, headers=H)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["citations"][0] == "troubleshooting#e4012"
+    assert "eng#secret-flag" not in out["citations"]  # acme/support cannot read the eng-only chunk
+    assert "globex#audit" not in out["citations"]
+    assert "AUDIT_DEBUG" not in out["prompt"]
+    assert out["trace"]["pruner"] is None
+    assert out["trace"]["accepted_chunk_ids"] == out["citations"]
+    for cid in out["citations"]:
+        assert cid in out["prompt"]
+
+
+def test_search_prune_is_opt_in(client: httpx.Client) -> None:
+    body = {"query": "How do I fix audit export error E4012?", "prune": True, "top_k": 4}
+    r = client.post("/v1/search", json=body, headers=H)
+    assert r.status_code == 200, r.text
+    tr = r.json()["trace"]
+    assert tr["pruner"]["strategy"] == "top_n"
+    # top_n keeps 3 of the 4 retrieved; the picnic chunk is pruned
+    assert tr["dropped"].get("pruned", 0) >= 1
+    assert "blog#picnic" not in r.json()["citations"]
+
+
+def test_prune_byo_chunks_reranks_and_decides_in_input_order(client: httpx.Client) -> None:
+    cands = [
+        {"id": "w", "text": "The weather is sunny today.", "metadata": {"k": 1}},
+        {"id": "a", "text": "Audit export fails with E4012 after the upgrade."},
+        {"id": "b", "text": "Set audit.sink.tls=true to fix the audit export."},
+        {"id": "c", "text": "Cats sleep a lot."},
+    ]
+    body = {"question": "audit export E4012 fix", "candidates": cands, "params": {"n": 2}}
+    r = client.post("/v1/prune", json=body, headers=H)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert [d["id"] for d in out["decisions"]] == ["w", "a", "b", "c"]
+    assert set(out["kept_ids"]) == {"a", "b"}
+    assert out["strategy"] == "top_n"
+    assert all(d["score"] is not None for d in out["decisions"])
+
+
+def test_prune_unknown_strategy_is_422(client: httpx.Client) -> None:
+    body = {"question": "q", "candidates": [{"id": "a", "text": "x"}], "strategy": "no-such-strategy"}
+    r = client.post("/v1/prune", json=body, headers=H)
+    assert r.status_code == 422
+    assert "no-such-strategy" in r.json()["detail"]
+
+
+def test_healthz_and_openapi(client: httpx.Client) -> None:
+    assert client.get("/healthz").json()["status"] == "ok"
+    spec = client.get("/openapi.json").json()
+    assert {"/v1/pack", "/v1/search", "/v1/prune", "/healthz", "/metrics"} <= set(spec["paths"])
+    assert "principal" not in spec["components"]["schemas"]["PackBody"]["properties"]
+    assert "APIKeyHeader" in spec["components"]["securitySchemes"]
+
+
+# ---------------------------------------------------------------- limits
+
+
+def test_body_over_limit_is_413(client: httpx.Client) -> None:
+    big = _pack_body()
+    big["instructions"] = "x" * 70_000
+    r = client.post("/v1/pack", json=big, headers=H)
+    assert r.status_code == 413
+    assert "max_body_bytes=60000" in r.json()["detail"]
+
+
+def test_chunked_body_over_limit_is_413(client: httpx.Client) -> None:
+    def gen() -> Iterator[bytes]:
+        yield b'{"question": "q", "candidates": [], "instructions": "'
+        for _ in range(100):
+            yield b"y" * 1000
+        yield b'"}'
+
+    r = client.post("/v1/pack", content=gen(), headers={**H, "Content-Type": "application/json"})
+    assert r.status_code == 413
+
+
+def test_too_many_candidates_is_413(client: httpx.Client) -> None:
+    cands = [{"id": f"c{i}", "text": "audit"} for i in range(21)]
+    r = client.post("/v1/prune", json={"question": "audit", "candidates": cands}, headers=H)
+    assert r.status_code == 413
+    assert "max_candidates=20" in r.json()["detail"]
+
+
+def test_text_over_limit_is_413_and_names_the_field(client: httpx.Client) -> None:
+    body = _pack_body()
+    body["candidates"][2]["text"] = "z" * 5_001
+    r = client.post("/v1/pack", json=body, headers=H)
+    assert r.status_code == 413
+    assert r.json()["field"] == "candidates[2].text"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"candidates": []}, "question"),
+        ({"question": "   ", "candidates": []}, "question"),
+        (
+            {"question": "q", "candidates": [{"id": "a", "source_id": "s", "text": "t", "score": "high"}]},
+            "candidates.0.score",
+        ),
+    ],
+)
+def test_malformed_pack_is_422_naming_the_field(client: httpx.Client, body: dict[str, Any], field: str) -> None:
+    r = client.post("/v1/pack", json=body, headers=H)
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == field
+    assert "Traceback" not in r.text
+
+
+def test_invalid_json_is_422(client: httpx.Client) -> None:
+    r = client.post("/v1/pack", content=b"{oops", headers={**H, "Content-Type": "application/json"})
+    assert r.status_code == 422
+
+
+# ---------------------------------------------------------------- metrics
+
+
+def test_metrics_count_requests_drops_and_carry_no_tenant_content(client: httpx.Client) -> None:
+    client.post("/v1/pack", json=_pack_body(), headers=H)
+    client.post("/v1/pack", json={}, headers={"X-API-Key": "wrong"})
+    text = client.get("/metrics").text
+    assert 'admit_http_requests_total{method="POST",route="/v1/pack",status="200"}' in text
+    assert 'admit_http_requests_total{method="POST",route="/v1/pack",status="401"}' in text
+    assert 'admit_http_request_duration_seconds_bucket{le="0.1",route="/v1/pack"}' in text
+    dropped = [ln for ln in text.splitlines() if ln.startswith('admit_tokens_dropped_total{route="/v1/pack"}')]
+    assert dropped and float(dropped[0].split()[-1]) > 0
+    for secret in ("acme", "globex", "support", "E4012", ACME_KEY, "audit"):
+        assert secret not in text
+
+
+# ---------------------------------------------------------------- config-driven modes
+
+
+def _shadow_policy(tmp: Path) -> Path:
+    from importlib import resources
+
+    text = resources.files("admit.policies").joinpath("default.toml").read_text("utf-8")
+    text = text.replace('version = "2026-11-30.1"', 'version = "shadow-test-1"')
+    text = text.replace('[defaults.prune]\nstrategy = "none"', '[defaults.prune]\nstrategy = "top_n"\nn = 1')
+    text = text.replace("keep_top_k = 1\n", "keep_top_k = 0\n", 1)
+    p = tmp / "shadow.toml"
+    p.write_text(text, "utf-8")
+    return p
+
+
+def test_shadow_mode_logs_the_new_policy_and_returns_the_current(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, shadow_policy=str(_shadow_policy(tmp_path)))
+    with LoopbackServer(create_app(settings, kb=FakeKnowledgeBase(CORPUS), environ=ENV)) as srv:
+        r = httpx.post(f"{srv.url}/v1/pack", json=_pack_body(), headers=H, timeout=30)
+        assert r.status_code == 200, r.text
+        current = r.json()
+        metrics = httpx.get(f"{srv.url}/metrics").text
+    assert current["trace"]["policy_version"] == "2026-11-30.1"
+    assert current["trace"]["pruner"] is None  # the current policy does not prune
+    records = [json.loads(x) for x in (tmp_path / "trace.jsonl").read_text("utf-8").splitlines()]
+    shadow = [rec for rec in records if rec.get("shadow")]
+    assert len(shadow) == 1
+    s = shadow[0]
+    assert s["policy_version"] == "shadow-test-1"
+    assert s["current_accepted_chunk_ids"] == [p["id"] for p in current["admitted"]]
+    assert len(s["shadow_accepted_chunk_ids"]) == 1  # top_n n=1, keep_top_k=0
+    assert s["same_admitted"] is False
+    assert s["trace"]["pruner"]["strategy"] == "top_n"
+    assert 'admit_shadow_runs_total{outcome="differs"} 1.0' in metrics
+    # the normal record of the request is there too, with the current policy
+    assert any(not rec.get("shadow") and rec["policy_version"] == "2026-11-30.1" for rec in records)
+
+
+def test_kill_switch_stops_all_pruning(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, kill_switch=True)
+    with LoopbackServer(create_app(settings, kb=FakeKnowledgeBase(CORPUS), environ=ENV)) as srv:
+        assert httpx.get(f"{srv.url}/healthz").json()["kill_switch"] is True
+        r = httpx.post(
+            f"{srv.url}/v1/search", json={"query": "audit export E4012", "prune": True}, headers=H, timeout=30
+        )
+        assert r.status_code == 200, r.text
+        assert r.json()["trace"]["kill_switch"] is True
+        assert r.json()["trace"]["pruner"] is None
+        body = {"question": "audit", "candidates": [{"id": "a", "text": "audit"}, {"id": "b", "text": "cats"}]}
+        p = httpx.post(f"{srv.url}/v1/prune", json=body, headers=H, timeout=30).json()
+        assert p["kept_ids"] == ["a", "b"]
+        assert {d["reason"] for d in p["decisions"]} == {"kill_switch"}
+
+
+def test_pruner_failure_falls_back_and_shows_in_trace_and_metrics(tmp_path: Path) -> None:
+    failing = FakeGrader(fail=BackendError("grader down"))
+    settings = _settings(tmp_path, prune_on_error="keep_top_k")
+    with LoopbackServer(create_app(settings, kb=FakeKnowledgeBase(CORPUS), pruner=failing, environ=ENV)) as srv:
+        body = {
+            "question": "audit export",
+            "candidates": [{"id": "a", "text": "audit export"}, {"id": "b", "text": "cats"}],
+        }
+        p = httpx.post(f"{srv.url}/v1/prune", json=body, headers=H, timeout=30)
+        assert p.status_code == 200, p.text
+        assert p.json()["fallback"] == "keep_top_k"
+        assert "grader down" in p.json()["error"]
+        assert p.json()["kept_ids"] == ["a"]
+        s = httpx.post(f"{srv.url}/v1/search", json={"query": "audit export", "prune": True}, headers=H, timeout=30)
+        assert s.status_code == 200, s.text
+        assert s.json()["trace"]["pruner"]["fallback"] == "keep_top_k"
+        metrics = httpx.get(f"{srv.url}/metrics").text
+    assert 'admit_pruner_fallbacks_total{action="keep_top_k",strategy="fake"} 2.0' in metrics
+
+
+def test_slow_request_gets_504(tmp_path: Path) -> None:
+    def slow(question: str, chunk: Chunk) -> int:
+        time.sleep(1.5)
+        return 5
+
+    settings = _settings(tmp_path, limits={"request_timeout_s": 0.3})
+    with LoopbackServer(create_app(settings, pruner=FakeGrader(fn=slow), environ=ENV)) as srv:
+        body = {"question": "q", "candidates": [{"id": "a", "text": "x"}, {"id": "b", "text": "y"}]}
+        r = httpx.post(f"{srv.url}/v1/prune", json=body, headers=H, timeout=30)
+        assert r.status_code == 504
+        assert "request_timeout_s=0.3" in r.json()["detail"]
+        assert httpx.get(f"{srv.url}/healthz").status_code == 200
+
+
+def test_search_without_a_kb_is_503_with_a_safe_message(tmp_path: Path) -> None:
+    with LoopbackServer(create_app(_settings(tmp_path), environ=ENV)) as srv:
+        r = httpx.post(f"{srv.url}/v1/search", json={"query": "q"}, headers=H, timeout=30)
+    assert r.status_code == 503
+    assert "--kb" in r.json()["detail"]
