@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Any, Protocol, runtime_checkable
 
@@ -170,12 +170,14 @@ def run_pruner(pruner: Pruner, question: str, candidates: Sequence[Scored], sett
                 raise
             raise AdmitError(f"pruner {pruner.name!r} failed: {exc}") from exc
         logger.warning("pruner %s failed (%s); applying on_error=%s", pruner.name, exc, settings.on_error)
+        spent = getattr(exc, "usage", None)  # an LLM grader's failed call still cost tokens
+        usage = spent if isinstance(spent, Usage) else Usage()
         return fallback_outcome(
             pruner.name,
             candidates,
             settings,
             f"{type(exc).__name__}: {exc}",
-            Usage(latency_s=time.perf_counter() - t0),
+            replace(usage, latency_s=time.perf_counter() - t0),
         )
     ids = [c.chunk.id for c in candidates]
     got = [g.chunk_id for g in outcome.graded]

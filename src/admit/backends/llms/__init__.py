@@ -1,1 +1,49 @@
-"""admit.backends.llms."""
+"""LLM backends for the LLM pruners: any OpenAI-compatible endpoint, a local llama.cpp GGUF, a scripted fake.
+
+``resolve_llm`` accepts an instance or a spec string:
+
+* ``openai:MODEL`` (api.openai.com) or ``openai:MODEL@BASE_URL`` (any OpenAI-compatible server);
+* ``llama:/path/to/model.gguf`` (in-process llama.cpp, extra ``admit[llama]``);
+* ``fake`` (the scripted test model, answers ``{}``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from admit.backends.llms.base import LLM, LLMReply, StructuredMode
+from admit.backends.llms.fake import FakeLLM
+from admit.backends.llms.pricing import DEFAULT_PRICES, Price, PriceTable
+from admit.errors import ConfigError
+
+__all__ = ["DEFAULT_PRICES", "LLM", "FakeLLM", "LLMReply", "Price", "PriceTable", "StructuredMode", "resolve_llm"]
+
+
+def resolve_llm(spec: str | LLM, **kwargs: Any) -> LLM:
+    """Return an LLM for a spec string (see the module docstring) or the instance itself.
+
+    ``kwargs`` go to the backend's constructor (``api_key_env=``, ``timeout=``, ``n_ctx=``, ...).
+    """
+    if not isinstance(spec, str):
+        if not isinstance(spec, LLM):
+            raise ConfigError(f"{spec!r} is not an LLM: it needs `name`, `model` and `complete(messages, ...)`.")
+        return spec
+    s = spec.strip()
+    if s == "fake":
+        return FakeLLM(**kwargs)
+    if s.startswith("openai:"):
+        from admit.backends.llms.openai_compat import OpenAICompatLLM
+
+        rest = s[len("openai:") :]
+        model, sep, base_url = rest.partition("@")
+        if sep and not base_url.startswith(("http://", "https://")):
+            raise ConfigError(f"LLM spec {spec!r}: the part after '@' must be a base URL (http://host:port/v1).")
+        return OpenAICompatLLM(model, base_url=base_url or None, **kwargs)
+    if s.startswith("llama:"):
+        from admit.backends.llms.llama_local import LlamaLocalLLM
+
+        return LlamaLocalLLM(s[len("llama:") :], **kwargs)
+    raise ConfigError(
+        f"Unknown LLM spec {spec!r}; use openai:MODEL, openai:MODEL@http://host:port/v1, "
+        "llama:/path/model.gguf or fake."
+    )

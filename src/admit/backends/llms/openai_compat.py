@@ -1,0 +1,246 @@
+"""Any OpenAI-compatible chat endpoint (OpenAI, vLLM, llama.cpp server, Ollama, LiteLLM, ...) via the ``openai`` SDK.
+
+Structured output: the first call asks for ``response_format={"type": "json_schema", ...}``; a server that
+rejects it (llama.cpp's server answers 500 "Input should be 'text' or 'json_object'") is asked next with
+llama.cpp's ``{"type": "json_object", "schema": ...}`` grammar, then plain JSON mode, then the prompt alone.
+The mode that worked is remembered for the following calls.
+
+Errors are wrapped at this boundary: a timeout becomes :class:`~admit.errors.BackendTimeout`, anything else
+:class:`~admit.errors.BackendError`. 429 and 5xx answers and refused connections are retried with bounded
+exponential backoff (``Retry-After`` honoured up to ``max_backoff_s``). The API key is read from the
+environment variable named by ``api_key_env`` and never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from admit.backends.llms.base import LLMReply, StructuredMode
+from admit.errors import BackendError, BackendTimeout, ConfigError, MissingExtraError
+from admit.types import Message
+
+__all__ = ["DEFAULT_API_KEY_ENV", "OpenAICompatLLM"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_API_KEY_ENV = "ADMIT_LLM_API_KEY"
+_MODES: tuple[StructuredMode, ...] = ("json_schema", "json_object_schema", "json_object", "prompt")
+_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+_FORMAT_HINTS = ("response_format", "json_schema", "json_object", "schema")
+
+
+class OpenAICompatLLM:
+    """A chat model behind an OpenAI-compatible ``/v1/chat/completions`` endpoint.
+
+    Example:
+        >>> llm = OpenAICompatLLM("gpt-4o-mini")  # doctest: +SKIP  (key from $ADMIT_LLM_API_KEY)
+    """
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key_env: str = DEFAULT_API_KEY_ENV,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 8.0,
+        structured: StructuredMode | str = "auto",
+        http_client: Any = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        """Create the client.
+
+        Args:
+            model: Model name sent to the server.
+            base_url: Endpoint base URL (``http://127.0.0.1:8080/v1``); ``None`` means api.openai.com.
+            api_key_env: NAME of the environment variable holding the API key. Without a key a custom
+                ``base_url`` gets a placeholder (local servers need none); api.openai.com is a ConfigError.
+            timeout: Default per-call timeout in seconds.
+            max_retries: Retries on 429/5xx/refused connections (0..10).
+            backoff_s: First backoff; doubled each retry, with jitter.
+            max_backoff_s: Ceiling of one backoff (and of a server's ``Retry-After``).
+            structured: ``auto`` (try the modes in order), or force one of ``json_schema``,
+                ``json_object_schema``, ``json_object``, ``prompt``.
+            http_client: An ``httpx2.Client`` for the SDK (proxies, custom TLS); optional.
+            sleep: Sleep function (tests replace it).
+        """
+        try:
+            import openai
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise MissingExtraError("openai", "llm") from exc
+        if not model:
+            raise ConfigError("OpenAICompatLLM: `model` is empty; give the model name the server serves.")
+        if not 0 <= int(max_retries) <= 10:
+            raise ConfigError(f"OpenAICompatLLM: max_retries must be in 0..10, got {max_retries}.")
+        if structured != "auto" and structured not in _MODES:
+            raise ConfigError(f"OpenAICompatLLM: structured must be 'auto' or one of {_MODES}, got {structured!r}.")
+        if timeout <= 0:
+            raise ConfigError(f"OpenAICompatLLM: timeout must be > 0 seconds, got {timeout}.")
+        key = os.environ.get(api_key_env)
+        if not key:
+            if base_url is None:
+                raise ConfigError(
+                    f"No API key: set the environment variable {api_key_env} (or pass api_key_env= naming the "
+                    "variable that holds it), or give base_url= for a local server that needs none."
+                )
+            key = "not-needed"
+        self.model = model
+        self.base_url = base_url
+        self.api_key_env = api_key_env
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.backoff_s = float(backoff_s)
+        self.max_backoff_s = float(max_backoff_s)
+        self._forced = structured != "auto"
+        self._mode: StructuredMode = structured if structured != "auto" else "json_schema"
+        self._lock = threading.Lock()
+        self._sleep = sleep
+        self._openai = openai
+        kwargs: dict[str, Any] = {"api_key": key, "timeout": self.timeout, "max_retries": 0}
+        if base_url is not None:
+            kwargs["base_url"] = base_url
+        if http_client is not None:
+            kwargs["http_client"] = http_client
+        self._client = openai.OpenAI(**kwargs)
+
+    def __repr__(self) -> str:
+        """Describe the backend without the key."""
+        return f"OpenAICompatLLM(model={self.model!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
+
+    @property
+    def structured_mode(self) -> StructuredMode:
+        """The structured-output mode the next call will use."""
+        return self._mode
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int = 512,
+        temperature: float = 0.0,
+        timeout: float | None = None,
+    ) -> LLMReply:
+        """Return one chat completion; see the module docstring for modes, retries and errors."""
+        msgs = [{"role": m.role, "content": m.content} for m in messages]
+        t0 = time.perf_counter()
+        attempts = 0
+        retries = 0
+        while True:
+            mode: StructuredMode = self._mode if json_schema is not None else "prompt"
+            kwargs: dict[str, Any] = {
+                "model": self.model,
+                "messages": msgs,
+                "max_tokens": int(max_tokens),
+                "temperature": float(temperature),
+                "timeout": float(timeout or self.timeout),
+            }
+            if json_schema is not None:
+                rf = _response_format(mode, json_schema)
+                if rf is not None:
+                    kwargs["response_format"] = rf
+            attempts += 1
+            try:
+                resp = self._client.chat.completions.create(**kwargs)
+            except self._openai.APITimeoutError as exc:
+                raise BackendTimeout(
+                    f"LLM {self.model!r} at {self.base_url or 'api.openai.com'} did not answer within "
+                    f"{kwargs['timeout']:.1f}s."
+                ) from exc
+            except self._openai.APIStatusError as exc:
+                status = int(getattr(exc, "status_code", 0) or 0)
+                body = _error_text(exc)
+                if json_schema is not None and self._downgrade(mode, status, body):
+                    continue
+                if status in _RETRY_STATUS and retries < self.max_retries:
+                    retries += 1
+                    self._backoff(retries, _retry_after(exc))
+                    continue
+                raise BackendError(f"LLM {self.model!r} answered HTTP {status}: {body[:300]}") from exc
+            except self._openai.APIConnectionError as exc:
+                if retries < self.max_retries:
+                    retries += 1
+                    self._backoff(retries, None)
+                    continue
+                raise BackendError(
+                    f"LLM endpoint {self.base_url or 'api.openai.com'} unreachable after {attempts} attempt(s): {exc}"
+                ) from exc
+            except self._openai.OpenAIError as exc:
+                raise BackendError(f"LLM {self.model!r} failed: {type(exc).__name__}: {exc}") from exc
+            return self._reply(resp, mode, time.perf_counter() - t0, attempts)
+
+    def _downgrade(self, mode: StructuredMode, status: int, body: str) -> bool:
+        """Step down the structured-output ladder when the server rejected the response format."""
+        if self._forced or mode == "prompt" or status not in {400, 422, 500}:
+            return False
+        low = body.lower()
+        if not any(h in low for h in _FORMAT_HINTS):
+            return False
+        with self._lock:
+            if self._mode == mode:
+                self._mode = _MODES[_MODES.index(mode) + 1]
+                logger.info("LLM %s rejected response format %s; using %s", self.model, mode, self._mode)
+        return True
+
+    def _backoff(self, retry: int, retry_after: float | None) -> None:
+        delay = retry_after if retry_after is not None else self.backoff_s * 2 ** (retry - 1)
+        delay = min(max(delay, 0.0), self.max_backoff_s)
+        delay *= 1.0 if retry_after is not None else random.uniform(0.8, 1.2)
+        logger.info("LLM %s: retry %d/%d in %.2fs", self.model, retry, self.max_retries, delay)
+        self._sleep(delay)
+
+    def _reply(self, resp: Any, mode: StructuredMode, latency: float, attempts: int) -> LLMReply:
+        try:
+            choice = resp.choices[0]
+            text = choice.message.content or ""
+            finish = getattr(choice, "finish_reason", None)
+        except (AttributeError, IndexError, TypeError) as exc:
+            raise BackendError(f"LLM {self.model!r} returned no choices.") from exc
+        usage = getattr(resp, "usage", None)
+        return LLMReply(
+            text=text,
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            latency_s=latency,
+            model=str(getattr(resp, "model", None) or self.model),
+            finish_reason=finish,
+            structured=mode,
+            attempts=attempts,
+        )
+
+
+def _response_format(mode: StructuredMode, schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    if mode == "json_schema":
+        return {"type": "json_schema", "json_schema": {"name": "admit_output", "schema": dict(schema), "strict": True}}
+    if mode == "json_object_schema":
+        return {"type": "json_object", "schema": dict(schema)}
+    if mode == "json_object":
+        return {"type": "json_object"}
+    return None
+
+
+def _error_text(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, Mapping):
+        err = body.get("error", body)
+        msg = err.get("message") if isinstance(err, Mapping) else err
+        return str(msg if msg is not None else body)
+    return str(body if body is not None else exc)
+
+
+def _retry_after(exc: Any) -> float | None:
+    try:
+        value = exc.response.headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (AttributeError, TypeError, ValueError):
+        return None

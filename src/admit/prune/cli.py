@@ -1,0 +1,276 @@
+"""``admit prune``: run a pruning strategy over a JSONL file of questions and candidate chunks.
+
+Each input line is a record of the development-data format; only ``id``, ``question`` and ``candidates``
+(``id``, ``text``, optional ``title``/``source_id``) are read, never labels. Candidates are reranked first
+(they carry no scores), then pruned. One output line per input line::
+
+    {"id": ..., "kept": [...], "decisions": [{"id", "grade", "state", "reason"}, ...], "usage": {...},
+     "latency_s": ..., "strategy": ..., "fallback": ..., "error": ..., "notes": [...]}
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from typing import Any
+
+import click
+
+from admit.cli import handle_errors
+from admit.errors import AdmitError, ConfigError, RequestError
+from admit.route import PruneSettings
+from admit.types import Chunk
+
+__all__ = ["parse_set_options", "prune_cmd", "read_records"]
+
+_SETTING_FIELDS = {"threshold", "keep_top_k", "on_error"}
+_ON_ERROR = {"keep_top_k", "keep_all", "drop", "raise"}
+
+
+def _coerce(value: str) -> Any:
+    low = value.strip().lower()
+    if low in {"true", "yes", "on"}:
+        return True
+    if low in {"false", "no", "off"}:
+        return False
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            pass
+    return value
+
+
+def parse_set_options(items: Sequence[str], strategy: str) -> PruneSettings:
+    """Build PruneSettings from ``key=value`` strings: ``threshold``, ``keep_top_k``, ``on_error``, else params."""
+    fields: dict[str, Any] = {}
+    params: dict[str, Any] = {}
+    for item in items:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ConfigError(f"--set {item!r}: expected key=value (e.g. --set threshold=4).")
+        value = _coerce(raw)
+        if key in _SETTING_FIELDS:
+            fields[key] = value
+        else:
+            params[key] = value
+    settings = PruneSettings(strategy=strategy, params=params, **fields)
+    if (
+        isinstance(settings.threshold, bool)
+        or not isinstance(settings.threshold, int)
+        or not 1 <= settings.threshold <= 5
+    ):
+        raise ConfigError(f"--set threshold must be an integer 1..5, got {settings.threshold!r}.")
+    if isinstance(settings.keep_top_k, bool) or not isinstance(settings.keep_top_k, int) or settings.keep_top_k < 0:
+        raise ConfigError(f"--set keep_top_k must be an integer >= 0, got {settings.keep_top_k!r}.")
+    if settings.on_error not in _ON_ERROR:
+        raise ConfigError(f"--set on_error must be one of {sorted(_ON_ERROR)}, got {settings.on_error!r}.")
+    return settings
+
+
+def read_records(path: str) -> list[tuple[str, str, list[Chunk]]]:
+    """Read and validate every line first: ``(id, question, candidates)``; a bad line is a RequestError."""
+    out: list[tuple[str, str, list[Chunk]]] = []
+    try:
+        fh = sys.stdin if path == "-" else open(path, encoding="utf-8")  # noqa: SIM115
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror}.") from exc
+    try:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            where = f"{path} line {lineno}"
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise RequestError(f"{where}: not valid JSON: {exc.msg} (column {exc.colno}).") from exc
+            except UnicodeDecodeError as exc:
+                raise RequestError(f"{where}: not valid UTF-8.") from exc
+            if not isinstance(rec, dict):
+                raise RequestError(f"{where}: expected a JSON object, got {type(rec).__name__}.")
+            rid = rec.get("id", f"line-{lineno}")
+            if not isinstance(rid, str | int) or isinstance(rid, bool):
+                raise RequestError(f"{where}: field `id` must be a string.", field="id")
+            q = rec.get("question")
+            if not isinstance(q, str) or not q.strip():
+                raise RequestError(f"{where}: field `question` is missing or not a non-empty string.", field="question")
+            cands = rec.get("candidates")
+            if not isinstance(cands, list):
+                raise RequestError(f"{where}: field `candidates` is missing or not a list.", field="candidates")
+            chunks: list[Chunk] = []
+            seen: set[str] = set()
+            for k, c in enumerate(cands):
+                f = f"candidates[{k}]"
+                if not isinstance(c, dict):
+                    raise RequestError(f"{where}: field `{f}` must be an object.", field=f)
+                cid, text = c.get("id"), c.get("text")
+                if not isinstance(cid, str) or not cid:
+                    raise RequestError(f"{where}: field `{f}.id` is missing or not a string.", field=f"{f}.id")
+                if cid in seen:
+                    raise RequestError(f"{where}: field `{f}.id` repeats id {cid!r}.", field=f"{f}.id")
+                seen.add(cid)
+                if not isinstance(text, str):
+                    raise RequestError(f"{where}: field `{f}.text` is missing or not a string.", field=f"{f}.text")
+                title = c.get("title") or ""
+                if not isinstance(title, str):
+                    raise RequestError(f"{where}: field `{f}.title` must be a string.", field=f"{f}.title")
+                source = c.get("source_id") or cid
+                chunks.append(Chunk(id=cid, source_id=str(source), text=text, title=title))
+            out.append((str(rid), q, chunks))
+    finally:
+        if fh is not sys.stdin:
+            fh.close()
+    return out
+
+
+def _default_reranker() -> Any:
+    from admit.backends.rerankers import resolve_reranker
+
+    try:
+        return resolve_reranker("dense")
+    except (ImportError, ConfigError, AdmitError, OSError) as exc:
+        click.echo(f"note: dense reranker unavailable ({exc}); using bm25", err=True)
+        return resolve_reranker("bm25")
+
+
+@click.command("prune")
+@click.option(
+    "--input",
+    "input_path",
+    required=True,
+    type=click.Path(allow_dash=True, dir_okay=False),
+    help="JSONL records with id, question, candidates (- for stdin).",
+)
+@click.option(
+    "--output",
+    "output_path",
+    required=True,
+    type=click.Path(allow_dash=True, dir_okay=False),
+    help="JSONL output, one line per input line (- for stdout).",
+)
+@click.option(
+    "--strategy",
+    default="setwise",
+    show_default=True,
+    help="setwise, graded, select, budget_select, anchors, top_n, score_threshold.",
+)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="threshold, keep_top_k, on_error, or a strategy parameter (repeatable).",
+)
+@click.option("--llm", "llm_spec", default=None, help="LLM spec: openai:MODEL@URL, llama:/path.gguf, fake.")
+@click.option("--llm-base-url", default=None, envvar="ADMIT_LLM_BASE_URL", help="OpenAI-compatible endpoint.")
+@click.option("--llm-model", default=None, envvar="ADMIT_LLM_MODEL", help="Model name for the endpoint.")
+@click.option(
+    "--llm-api-key-env",
+    default="ADMIT_LLM_API_KEY",
+    show_default=True,
+    help="NAME of the environment variable holding the API key.",
+)
+@click.option(
+    "--cache",
+    "cache_path",
+    default=None,
+    type=click.Path(dir_okay=False),
+    help="SQLite file caching LLM pruner results.",
+)
+@click.option("--reranker", default=None, help="bm25, dense, hybrid (default: dense if available, else bm25).")
+@click.option(
+    "--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Records pruned concurrently."
+)
+@handle_errors
+def prune_cmd(
+    input_path: str,
+    output_path: str,
+    strategy: str,
+    sets: tuple[str, ...],
+    llm_spec: str | None,
+    llm_base_url: str | None,
+    llm_model: str | None,
+    llm_api_key_env: str,
+    cache_path: str | None,
+    reranker: str | None,
+    workers: int,
+) -> None:
+    """Prune the candidates of every record in --input and write the decisions to --output."""
+    from admit.backends.rerankers import resolve_reranker
+    from admit.prune import resolve_pruner, run_pruner
+    from admit.prune.llm_strategies import LLM_STRATEGIES
+    from admit.rerank import rerank
+
+    settings = parse_set_options(sets, strategy)
+    records = read_records(input_path)
+    rr = resolve_reranker(reranker) if reranker else _default_reranker()
+    kwargs: dict[str, Any] = {}
+    if strategy in LLM_STRATEGIES:
+        kwargs = {
+            "llm": llm_spec,
+            "llm_base_url": llm_base_url,
+            "llm_model": llm_model,
+            "llm_api_key_env": llm_api_key_env,
+        }
+        if cache_path:
+            kwargs["cache"] = cache_path
+        if strategy == "anchors":
+            kwargs["reranker"] = rr
+    try:
+        pruner = resolve_pruner(strategy, **kwargs)
+    except ModuleNotFoundError as exc:
+        raise ConfigError(
+            f"strategy {strategy!r} is not available here ({exc}); try --strategy top_n or --strategy graded."
+        ) from exc
+    except TypeError as exc:
+        raise ConfigError(f"strategy {strategy!r}: {exc}") from exc
+
+    def one(rec: tuple[str, str, list[Chunk]]) -> dict[str, Any]:
+        rid, question, chunks = rec
+        t0 = time.perf_counter()
+        ranked, _ = rerank(question, chunks, rr, keep=len(chunks))
+        outcome = run_pruner(pruner, question, ranked, replace(settings))
+        by_id = {g.chunk_id: g for g in outcome.graded}
+        decisions = [
+            {
+                "id": c.id,
+                "grade": by_id[c.id].grade,
+                "state": "admitted" if by_id[c.id].kept else "dropped",
+                "reason": by_id[c.id].reason,
+            }
+            for c in chunks
+            if c.id in by_id
+        ]
+        return {
+            "id": rid,
+            "kept": [c.id for c in chunks if c.id in by_id and by_id[c.id].kept],
+            "decisions": decisions,
+            "usage": outcome.usage.as_dict(),
+            "latency_s": round(time.perf_counter() - t0, 4),
+            "strategy": outcome.strategy,
+            "fallback": outcome.fallback,
+            "error": outcome.error,
+            "notes": list(outcome.notes),
+        }
+
+    out = sys.stdout if output_path == "-" else open(output_path, "w", encoding="utf-8")  # noqa: SIM115
+    try:
+        if workers == 1:
+            results = map(one, records)
+            for row in results:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        else:
+            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="admit-prune-cli") as ex:
+                for row in ex.map(one, records):
+                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    cache = getattr(pruner, "cache", None)
+    if cache is not None:
+        cache.close()

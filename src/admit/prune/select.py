@@ -1,0 +1,52 @@
+"""``select``: ask the LLM which chunks the answer needs, no rubric. Kept -> grade 5, else 1.
+
+The simplest LLM pruner, and the one every rubric design has to beat.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from admit.prune._llm_common import LLMPrunerBase, Rendered, _Ctx, data_rules
+from admit.prune._parsing import parse_selection
+
+__all__ = ["SelectPruner"]
+
+
+class SelectPruner(LLMPrunerBase):
+    """``SelectPruner(llm)``: the LLM returns the ids to keep."""
+
+    name = "select"
+
+    def _instructions(self, boundary: str, ctx: _Ctx) -> str:
+        return (
+            "You choose which retrieved text chunks a question-answering system must keep to answer the "
+            "question. Judge the chunks as a set: keep every chunk the answer needs, including a chunk that is "
+            "needed only together with another one; drop the rest.\n\n"
+            f"{data_rules(boundary)}\n\n"
+            'Answer with JSON only: {"keep": ["C1", ...]} (an empty list when no chunk helps).'
+        )
+
+    def _task(self, window: Sequence[Rendered], ctx: _Ctx) -> str:
+        return "Which chunks does the answer need? JSON only."
+
+    def _schema(self, window: Sequence[Rendered], ctx: _Ctx) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {
+                "keep": {"type": "array", "items": {"type": "string", "enum": [r.sid for r in window]}},
+            },
+            "required": ["keep"],
+            "additionalProperties": False,
+        }
+
+    def _max_tokens(self, n: int) -> int:
+        return 24 + 6 * n
+
+    def _interpret(
+        self, text: str, window: Sequence[Rendered], ctx: _Ctx
+    ) -> tuple[dict[str, int], list[str], list[str]]:
+        p = parse_selection(text, [r.sid for r in window])
+        chosen = set(p.selected)
+        return {r.sid: 5 if r.sid in chosen else 1 for r in window}, [], p.notes
