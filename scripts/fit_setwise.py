@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import itertools
 import json
 import os
 import pickle
@@ -109,7 +110,10 @@ def prepare_all(rows: list[dict[str, Any]], cache_dir: Path, folds: int, seed: i
         t0 = time.time()
         preps = []
         for k, r in enumerate(rows):
-            items = [sm.SetwiseItem(id=c["id"], title=c.get("title") or "", text=c.get("text") or "") for c in r["candidates"]]
+            items = [
+                sm.SetwiseItem(id=c["id"], title=c.get("title") or "", text=c.get("text") or "")
+                for c in r["candidates"]
+            ]
             preps.append(sm.prepare(r["question"], items, emb))
             if (k + 1) % 100 == 0:
                 print(f"  prepared {k + 1}/{len(rows)} ({time.time() - t0:.0f}s)", file=sys.stderr)
@@ -159,16 +163,54 @@ def fit_model(train: list[Question], n_stages: int, c_reg: float) -> sm.SetwiseM
     return sm.SetwiseModel(stages=tuple(stages))
 
 
-def cross_validate(qs: list[Question], folds: int, n_stages: int, c_reg: float) -> list[np.ndarray]:
-    """Held-out probabilities of every question."""
+def complete_targets(q: Question, probs: np.ndarray) -> np.ndarray:
+    """1 for the ranks r at which the top-r set (by ``probs``) holds every required chunk."""
+    order = np.argsort(-probs, kind="stable")
+    pos = np.empty(probs.size, dtype=np.int64)
+    pos[order] = np.arange(probs.size)
+    last = int(pos[q.y > 0].max()) + 1 if q.y.sum() > 0 else 1
+    return (np.arange(1, probs.size + 1) >= last).astype(float)
+
+
+def fit_coverage(qs: list[Question], probs: list[np.ndarray], c_reg: float) -> sm.LinearStage:
+    """Fits P(top-r set complete) over (question, r) pairs from held-out chunk probabilities."""
+    x = np.vstack([sm.coverage_features(p, q.prep.qfeat) for q, p in zip(qs, probs, strict=True)])
+    y = np.concatenate([complete_targets(q, p) for q, p in zip(qs, probs, strict=True)])
+    return fit_stage(x, y, sm.COVERAGE_FEATURES, c_reg)
+
+
+def oof_probs(qs: list[Question], folds: list[int], n_stages: int, c_reg: float) -> list[np.ndarray]:
+    """Out-of-fold chunk probabilities of ``qs`` over the given fold ids."""
     probs: list[np.ndarray] = [np.zeros(0)] * len(qs)
-    for f in range(folds):
-        train = [q for q in qs if q.fold != f]
-        model = fit_model(train, n_stages, c_reg)
+    for f in folds:
+        model = fit_model([q for q in qs if q.fold != f], n_stages, c_reg)
         for i, q in enumerate(qs):
             if q.fold == f:
                 probs[i] = model.predict(q.prep)[-1]
     return probs
+
+
+def cross_validate(
+    qs: list[Question], folds: int, n_stages: int, c_reg: float
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Held-out chunk probabilities and coverage-before values of every question.
+
+    The coverage model of outer fold f is fitted on inner out-of-fold probabilities of the
+    training folds only (nested), so the test fold is never seen by either model.
+    """
+    probs: list[np.ndarray] = [np.zeros(0)] * len(qs)
+    covs: list[np.ndarray] = [np.zeros(0)] * len(qs)
+    for f in range(folds):
+        train = [q for q in qs if q.fold != f]
+        model = fit_model(train, n_stages, c_reg)
+        inner = oof_probs(train, [g for g in range(folds) if g != f], n_stages, c_reg)
+        model = sm.SetwiseModel(stages=model.stages, coverage=fit_coverage(train, inner, c_reg))
+        for i, q in enumerate(qs):
+            if q.fold == f:
+                p = model.predict(q.prep)[-1]
+                probs[i] = p
+                covs[i] = sm.coverage_before(p, model.complete_probs(p, q.prep.qfeat))
+    return probs, covs
 
 
 # -------------------------------------------------------------------------------------- evaluation
@@ -202,7 +244,7 @@ def topn_curve(qs: list[Question], scores: list[np.ndarray]) -> list[tuple[float
 def recall_at(curve: list[tuple[float, float]], comp: float) -> float:
     """Retained recall at a compression, interpolated on a (compression, recall) curve."""
     pts = sorted(curve)
-    for (c0, r0), (c1, r1) in zip(pts, pts[1:], strict=False):
+    for (c0, r0), (c1, r1) in itertools.pairwise(pts):
         if c0 <= comp <= c1:
             return r0 if c1 == c0 else r0 + (r1 - r0) * (comp - c0) / (c1 - c0)
     return pts[0][1] if comp < pts[0][0] else 0.0
@@ -214,56 +256,52 @@ def compression_at_recall(curve: list[tuple[float, float]], rec: float) -> float
     return max(ok) if ok else 0.0
 
 
-def threshold_eval(qs: list[Question], probs: list[np.ndarray], t: float) -> tuple[float, float]:
-    """Recall and compression when keeping chunks with probability >= t."""
-    return eval_keep(qs, [p >= t for p in probs])
+def choose_cuts(
+    by_ds: dict[str, tuple[list[Question], list[np.ndarray], list[np.ndarray]]],
+) -> tuple[float, float, float, float]:
+    """Chooses the grade cut points on held-out coverage values, the same for every dataset.
 
-
-def choose_cuts(by_ds: dict[str, tuple[list[Question], list[np.ndarray]]]) -> tuple[float, float, float, float]:
-    """Chooses grade cut points on held-out probabilities, the same for every dataset.
-
-    Grade 3 (default threshold): the probability threshold that maximises the worst dataset's
-    score ``min(recall - 0.96, compression - 0.68)`` (i.e. closest to the target on every set).
-    Grade 2: lower until the worst-dataset recall reaches 0.96 (or compression falls to 0.5).
-    Grade 4: raise until mean compression reaches ~0.80. Grade 5: the higher of 0.6 and the grade 4
-    cut (confident "essential").
+    A chunk is kept at threshold g when its coverage-before is below cuts[g-2].
+    Grade 3 (default threshold): the level that maximises the worst dataset's
+    ``min(recall - 0.96, compression - 0.68)``, i.e. the point closest to the target on every set.
+    Grade 2 (conservative): the smallest higher level at which every dataset reaches 0.96 recall
+    (capped where some dataset's compression would drop below 0.40). Grade 4 (aggressive): the
+    highest lower level at which mean compression reaches 0.80. Grade 5: half the grade-4 level.
     """
-    grid = np.round(np.concatenate([np.arange(0.005, 0.1, 0.0025), np.arange(0.1, 0.9, 0.01)]), 4)
-    table = {t: {d: threshold_eval(q, p, t) for d, (q, p) in by_ds.items()} for t in grid}
+    grid = np.round(np.arange(0.30, 0.9951, 0.005), 4)
+    table = {t: {d: eval_keep(q, [c < t for c in cv]) for d, (q, _, cv) in by_ds.items()} for t in grid}
 
     def worst(t: float) -> float:
         return min(min(r - TARGET_RECALL, c - TARGET_COMPRESSION) for r, c in table[t].values())
 
-    c3 = max(grid, key=lambda t: (worst(t), -t))
-    lower = [t for t in grid if t < c3]
-    c2 = lower[0] if lower else c3 / 2
-    for t in sorted(lower, reverse=True):
+    c3 = float(max(grid, key=lambda t: (worst(t), t)))
+    c2 = float(grid[-1])
+    for t in grid[grid > c3]:
         vals = table[t].values()
-        if min(r for r, _ in vals) >= TARGET_RECALL or min(c for _, c in vals) < 0.5:
-            c2 = t
+        if min(r for r, _ in vals) >= TARGET_RECALL or min(c for _, c in vals) < 0.40:
+            c2 = float(t)
             break
-    else:
-        c2 = lower[0] if lower else c3 / 2
-    higher = [t for t in grid if t > c3]
-    c4 = higher[-1] if higher else min(0.95, c3 * 2)
-    for t in higher:
+    c4 = float(grid[0])
+    for t in sorted(grid[grid < c3], reverse=True):
         if float(np.mean([c for _, c in table[t].values()])) >= 0.80:
-            c4 = t
+            c4 = float(t)
             break
-    c5 = max(0.6, c4 + 0.05)
-    return float(c2), float(c3), float(c4), float(c5)
+    c5 = round(c4 / 2, 4)
+    return c2, c3, c4, c5
 
 
-def report(by_ds: dict[str, tuple[list[Question], list[np.ndarray]]], cuts: tuple[float, ...]) -> dict[str, Any]:
+def report(
+    by_ds: dict[str, tuple[list[Question], list[np.ndarray], list[np.ndarray]]], cuts: tuple[float, ...]
+) -> dict[str, Any]:
     """Prints the held-out table and returns the summary stored in the model file."""
     summary: dict[str, Any] = {}
     print("\nHeld-out folds: retained recall / compression per grade threshold")
     print(f"{'dataset':22s} " + " ".join(f"{'thr ' + str(g):>14s}" for g in range(1, 6)) + "   exp_needed")
-    for d, (qs, probs) in by_ds.items():
+    for d, (qs, probs, covs) in by_ds.items():
         cells = []
         row: dict[str, Any] = {}
         for g in range(1, 6):
-            grades = [np.array([sm.grade_of(float(x), cuts) for x in p]) for p in probs]
+            grades = [np.array([sm.grade_of(float(x), cuts) for x in cv]) for cv in covs]
             rec, comp = eval_keep(qs, [gr >= g for gr in grades])
             row[f"thr{g}"] = {"recall": round(rec, 4), "compression": round(comp, 4)}
             cells.append(f"{rec:.3f}/{comp:.3f}")
@@ -278,16 +316,33 @@ def report(by_ds: dict[str, tuple[list[Question], list[np.ndarray]]], cuts: tupl
         row["hybrid_topn_R@68"] = round(recall_at(hybrid_curve, TARGET_COMPRESSION), 4)
         row["model_C@96"] = round(compression_at_recall(model_curve, TARGET_RECALL), 4)
         row["questions"] = len(qs)
+        # the model's own operating curve (sweeping the coverage level) against the top-N baselines
+        # at the same compression: the smallest margin over the range where the model keeps < all
+        model_pts = [eval_keep(qs, [c < t for c in covs]) for t in np.arange(0.30, 0.9951, 0.005)]
+        margins = [
+            r - max(recall_at(dense_curve, c), recall_at(hybrid_curve, c)) for r, c in model_pts if 0.3 <= c <= 0.9
+        ]
+        row["min_margin_vs_topn_c30_90"] = round(min(margins), 4) if margins else None
         summary[d] = row
     print("\nTop-N curves (held-out model probabilities vs plain dense vs hybrid RRF): N: model / dense / hybrid")
-    for d, (qs, probs) in by_ds.items():
+    for d, (qs, probs, _) in by_ds.items():
         mc = topn_curve(qs, probs)
         dc = topn_curve(qs, [q.prep.dense for q in qs])
         hc = topn_curve(qs, [q.prep.base[:, sm.BASE_FEATURES.index("hybrid_rank_inv")] for q in qs])
-        print(f"{d}: R@68 model {summary[d]['model_topn_R@68']:.3f}  dense {summary[d]['dense_topn_R@68']:.3f}"
-              f"  hybrid {summary[d]['hybrid_topn_R@68']:.3f};  C@96 model {summary[d]['model_C@96']:.3f}")
-        print("   " + "  ".join(f"N{n + 1}:{m[1]:.2f}/{dd[1]:.2f}/{h[1]:.2f}(c{m[0]:.2f})"
-                                for n, (m, dd, h) in enumerate(zip(mc, dc, hc, strict=True)) if n < 12))
+        print(
+            f"{d}: R@68 model {summary[d]['model_topn_R@68']:.3f}  dense {summary[d]['dense_topn_R@68']:.3f}"
+            f"  hybrid {summary[d]['hybrid_topn_R@68']:.3f};  C@96 model {summary[d]['model_C@96']:.3f};"
+            " coverage-rule curve minus best top-N baseline at equal compression (30-90%):"
+            f" min {summary[d]['min_margin_vs_topn_c30_90']}"
+        )
+        print(
+            "   "
+            + "  ".join(
+                f"N{n + 1}:{m[1]:.2f}/{dd[1]:.2f}/{h[1]:.2f}(c{m[0]:.2f})"
+                for n, (m, dd, h) in enumerate(zip(mc, dc, hc, strict=True))
+                if n < 12
+            )
+        )
     return summary
 
 
@@ -298,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=str(sm.DEFAULT_MODEL_PATH))
     ap.add_argument("--cache-dir", default="/tmp/setwise_cache")
     ap.add_argument("--folds", type=int, default=5)
-    ap.add_argument("--stages", type=int, default=3)
+    ap.add_argument("--stages", type=int, default=2)
     ap.add_argument("--C", dest="c_reg", type=float, default=0.3)
     ap.add_argument("--seed", type=int, default=20240611)
     ap.add_argument("--threads", type=int, default=2)
@@ -319,10 +374,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"prepared {len(qs)} questions in {time.time() - t0:.1f}s")
 
     t0 = time.time()
-    probs = cross_validate(qs, args.folds, args.stages, args.c_reg)
+    probs, covs = cross_validate(qs, args.folds, args.stages, args.c_reg)
     print(f"cross-validated ({args.folds} folds, {args.stages} stages) in {time.time() - t0:.1f}s")
     by_ds = {
-        d: ([q for q in qs if q.dataset == d], [p for q, p in zip(qs, probs, strict=True) if q.dataset == d])
+        d: (
+            [q for q in qs if q.dataset == d],
+            [p for q, p in zip(qs, probs, strict=True) if q.dataset == d],
+            [c for q, c in zip(qs, covs, strict=True) if q.dataset == d],
+        )
         for d in FILES
         if any(q.dataset == d for q in qs)
     }
@@ -333,14 +392,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_write:
         return 0
     model = fit_model(qs, args.stages, args.c_reg)
+    coverage = fit_coverage(qs, probs, args.c_reg)  # on the outer held-out probabilities
     meta = {
         "embedder": "all-MiniLM-L6-v2",
         "passage_words": sm.PASSAGE_WORDS,
         "trained_on": {d: len(v[0]) for d, v in by_ds.items()},
         "cv": {"folds": args.folds, "grouped_by": "question", "seed": args.seed, "C": args.c_reg, "held_out": summary},
-        "cut_rule": "grade g when final probability >= cuts[g-2]; same cut points for every question and corpus",
+        "cut_rule": (
+            "rank chunks by final probability; coverage_before(chunk) = P(the chunks ranked above it are"
+            " complete) from the coverage stage; grade g (2..5) when coverage_before < cuts[g-2]; the same"
+            " cut points for every question and corpus"
+        ),
     }
-    model = sm.SetwiseModel(stages=model.stages, cuts=cuts, meta=meta)
+    model = sm.SetwiseModel(stages=model.stages, coverage=coverage, cuts=cuts, meta=meta)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(model.to_json(), indent=1) + "\n", encoding="utf-8")

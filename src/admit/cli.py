@@ -69,6 +69,8 @@ def _read_json(path: str) -> Any:
         raise ConfigError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}.") from exc
     except RecursionError as exc:
         raise ConfigError(f"{path}: JSON nested too deeply.") from exc
+    except ValueError as exc:  # e.g. an integer literal longer than Python converts
+        raise ConfigError(f"{path}: not valid JSON: {exc}") from exc
 
 
 @main.command("pack")

@@ -5,6 +5,7 @@ authorize -> route -> budget -> rerank -> dedupe -> prune -> pack -> render -> t
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -26,6 +27,7 @@ from admit.render import EvidenceRenderer
 from admit.rerank import rerank
 from admit.retrieve import authorize
 from admit.route import Policy, PolicySet, load_policy_set
+from admit.security import flag_kinds
 from admit.trace import NullTracer, StageTimer, Tracer, TraceSink, build_record, trace_content_enabled
 from admit.types import Chunk, Decision, Message, PackResult, Principal
 
@@ -62,6 +64,12 @@ class PackRequest:
     """A caller's id; default: a hash of the request."""
     extra_trace: Mapping[str, Any] = field(default_factory=dict)
     """Fields a caller adds to the trace record (e.g. the knowledge base's retrieval counts and timings)."""
+
+
+@functools.lru_cache(maxsize=8192)
+def _flag_kinds(title: str, text: str) -> tuple[str, ...]:
+    """Injection flags of a chunk (cached: the same chunks recur across requests)."""
+    return tuple(flag_kinds(f"{title}\n{text}" if title else text))
 
 
 def _request_hash(req: PackRequest) -> str:
@@ -149,8 +157,8 @@ class Pipeline:
 
     def pack(self, req: PackRequest) -> PackResult:
         """Run the whole pipeline on one request."""
-        if req.principal is None:
-            raise AuthorizationError("The request names no principal; admit fails closed.")
+        if req.principal is None or not str(req.principal.tenant or "").strip():
+            raise AuthorizationError("The request names no principal (or no tenant); admit fails closed.")
         if not isinstance(req.question, str) or not req.question.strip():
             raise RequestError("`question` must be a non-empty string.", field="question")
         seen: set[str] = set()
@@ -189,6 +197,9 @@ class Pipeline:
                 if c.authority is None and c.source_id in self.authority:
                     c = replace(c, authority=self.authority[c.source_id])
                 valid.append(c)
+        with timer.stage("scan"):
+            # suspicious passages (injected instructions, fake boundaries, ...) are flagged, ids and kinds only
+            flags = {c.id: list(k) for c in valid if (k := _flag_kinds(c.title, c.text))}
         with timer.stage("rerank"):
             ranked, cut = rerank(req.question, valid, self.reranker, keep=policy.rerank_count)
             decisions.update((d.chunk_id, d) for d in cut)
@@ -235,6 +246,7 @@ class Pipeline:
                 decisions[d.chunk_id] = d
         ordered = tuple(decisions[c.id] for c in req.candidates)
         extra: dict[str, Any] = {**req.extra_trace, "question_tokens": tokenizer.count(req.question)}
+        extra["flags"] = flags
         if trace_content_enabled():
             extra["question"] = req.question
             extra["prompt"] = packed.prompt

@@ -90,9 +90,11 @@ def test_score_shapes_ranges_and_reasons(scorer: SetwiseScorer) -> None:
     assert res.expected_needed == pytest.approx(sum(res.probs), abs=1e-3)
     # the chunk named in the question is the most likely one
     assert int(np.argmax(res.probs)) == 0
-    # grades are monotone in probability
+    # grades are monotone in probability, coverage in [0, 1], top chunk is grade 5
     order = np.argsort(res.probs)
     assert list(np.array(res.grades)[order]) == sorted(res.grades)
+    assert all(0.0 <= c <= 1.0 for c in res.coverage)
+    assert res.grades[int(np.argmax(res.probs))] == 5
 
 
 def test_bridge_is_lifted_by_link(scorer: SetwiseScorer) -> None:
@@ -126,8 +128,9 @@ def test_edge_cases(scorer: SetwiseScorer, items: list[SetwiseItem]) -> None:
     assert all(g in (1, 2, 3, 4, 5) for g in res.grades)
     assert all(np.isfinite(res.probs))
     assert np.isfinite(res.expected_needed)
-    if items and items[0].text == items[1].text if len(items) > 1 else False:
+    if len(items) > 1 and items[0] == items[1]:
         assert res.probs[0] == res.probs[1]
+        assert res.grades[0] == res.grades[1]
 
 
 def test_empty_question(scorer: SetwiseScorer) -> None:
@@ -136,11 +139,20 @@ def test_empty_question(scorer: SetwiseScorer) -> None:
 
 
 def test_grade_of_and_cuts() -> None:
-    cuts = (0.1, 0.2, 0.4, 0.7)
-    assert [sm.grade_of(p, cuts) for p in (0.0, 0.1, 0.25, 0.5, 0.9)] == [1, 2, 3, 4, 5]
+    cuts = (0.9, 0.8, 0.5, 0.25)
+    assert [sm.grade_of(c, cuts) for c in (0.0, 0.3, 0.6, 0.85, 0.95)] == [5, 4, 3, 2, 1]
     model = sm.load_model()
-    assert list(model.cuts) == sorted(model.cuts)
+    assert list(model.cuts) == sorted(model.cuts, reverse=True)
+    assert model.coverage is not None
     assert len(model.stages) >= 1
+
+
+def test_coverage_before_monotone_and_ties() -> None:
+    probs = np.array([0.2, 0.9, 0.2, 0.05])
+    cov = sm.coverage_before(probs, np.array([0.3, 0.2, 0.7, 0.99]))
+    assert cov[1] == 0.0  # top chunk
+    assert cov[0] == cov[2] == 0.3  # tie shares the first position's value; running max applied
+    assert cov[3] == 0.7
 
 
 def test_model_file_is_small_and_label_free() -> None:

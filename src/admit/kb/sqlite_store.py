@@ -443,30 +443,38 @@ class SqliteStore:
         conn = self._conn()
         lexical: list[tuple[int, float]] = []
         terms = fts_terms(query_text)
+        # one read transaction: the lexical, vector and row reads see the same snapshot, so a source being
+        # replaced concurrently is seen wholly old or wholly new, never missing
         try:
-            if terms:
-                match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-                lexical = [
-                    (int(r[0]), -float(r[1]))
+            conn.execute("BEGIN")
+            try:
+                if terms:
+                    match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+                    lexical = [
+                        (int(r[0]), -float(r[1]))
+                        for r in conn.execute(
+                            "SELECT rowid, bm25(chunks_fts, 0.5, 1.0) AS s FROM chunks_fts "
+                            f"WHERE chunks_fts MATCH ? AND +rowid IN ({sub}) ORDER BY s LIMIT ?",
+                            [match, *params, n],
+                        )
+                    ]
+                # exact KNN inside the tenant's partition, restricted to the allowed rowids before distances rank
+                vector = [
+                    (int(r[0]), 1.0 - float(r[1]))
                     for r in conn.execute(
-                        "SELECT rowid, bm25(chunks_fts, 0.5, 1.0) AS s FROM chunks_fts "
-                        f"WHERE chunks_fts MATCH ? AND +rowid IN ({sub}) ORDER BY s LIMIT ?",
-                        [match, *params, n],
+                        "SELECT rowid, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ? AND tenant = ? "
+                        f"AND rowid IN ({sub})",
+                        [qv.tobytes(), n, principal.tenant, *params],
                     )
                 ]
-            # exact KNN inside the tenant's partition, restricted to the allowed rowids before distances rank
-            vector = [
-                (int(r[0]), 1.0 - float(r[1]))
-                for r in conn.execute(
-                    "SELECT rowid, distance FROM chunks_vec WHERE embedding MATCH ? AND k = ? AND tenant = ? "
-                    f"AND rowid IN ({sub})",
-                    [qv.tobytes(), n, principal.tenant, *params],
-                )
-            ]
+                fused = rrf_fuse([(str(a), b) for a, b in lexical], [(str(a), b) for a, b in vector], k=k)
+                recs = self._fetch(conn, [int(f[0]) for f in fused])
+            finally:
+                conn.execute("COMMIT")
+        except StoreError:
+            raise
         except Exception as exc:
             raise StoreError(f"Search in {self.path!r} failed: {exc}") from exc
-        fused = rrf_fuse([(str(a), b) for a, b in lexical], [(str(a), b) for a, b in vector], k=k)
-        recs = self._fetch(conn, [int(f[0]) for f in fused])
         return [
             Hit(record=recs[int(cid)], fused=score, bm25_rank=lr, vector_rank=vr, bm25=ls, similarity=sim)
             for cid, score, lr, vr, ls, sim in fused

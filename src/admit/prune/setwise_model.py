@@ -2,35 +2,47 @@
 
 Pure scoring logic: given a question and the retrieved chunks, estimate for every chunk the
 probability that the answer needs it, *as a member of the set* (a bridge paragraph that only
-matters together with another one included), and map it to admit's five-level rubric.
+matters together with another one included), decide how many chunks the question needs, and map
+the result to admit's five-level rubric. Numpy only at inference; the fitted weights live in
+``data/setwise.json`` (refit with ``scripts/fit_setwise.py``).
 
-How it works (all numpy at inference; the fitted weights live in ``data/setwise.json``):
+How it works:
 
 1. **Embeddings.** The question and every chunk are embedded (all-MiniLM-L6-v2 by default).
-   Long chunks are split into sentence-aligned passages of at most ~180 words (MiniLM reads 256
-   word pieces), each prefixed with the title; a chunk's dense score is the max over its passages
-   and its vector the normalised mean of its passage vectors.
+   Chunks are split into sentence-aligned passages of at most ~180 words (MiniLM reads 256 word
+   pieces; nothing is truncated), each prefixed with the title; a chunk's dense score is the max
+   over its passages (plus the top-2 mean) and its vector the normalised mean of its passages.
 2. **Within-list features.** Dense and BM25 scores (a small numpy BM25 with the list itself as the
-   corpus) as z-scores, distances to the top, ranks; the share of the question's words and
+   corpus) as z-scores, gaps to the top and ranks; the share of the question's words and
    capitalised entities a chunk contains; whether the chunk's title is named in the question;
-   chunk length. Question-level features (number of chunks, chunk length, question length, nested
-   ``of``/possessive chains, comparison cues, number of named entities, score spread) let the
-   model decide how many chunks a question of that form needs.
-3. **Links between chunks** (n x n matrices, row ``i`` = the chunk that points, column ``j`` = the
-   chunk pointed at): ``j``'s title named in ``i``'s text and vice versa, shared rare capitalised
-   entities not in the question (the bridge entity), lexical tf-idf similarity, and the dense
-   similarity of ``j`` to the question expanded with ``i``.
-4. **Iterated, soft beam.** Stage 0 is a logistic model over the within-list features. Each next
-   stage adds, for chunk ``j``, the evidence propagated from the chunks the previous stage believes
-   in (``max_i p_i * link[i, j]``), the dense similarity to the question expanded with the
-   probability-weighted other chunks, and the previous stage's logit and rank. Three stages reach
-   hop 3-4 of a chain: hop 1 is found by the question, hop 2 through hop 1, hop 3 through hop 2.
-5. **Grades.** The final probability is mapped to the rubric with fixed cut points that are the same
-   for every question and corpus (see :data:`DEFAULT_CUTS` / the model file): grade 5 "essential",
-   4 "needed with another chunk", 3 "useful context", 2 "tangential", 1 "unrelated". Threshold 3
-   is the operating point chosen on held-out folds; 4 is more aggressive, 2 more conservative.
-   ``expected_needed`` is the sum of the final probabilities (the model's expected number of
-   required chunks).
+   chunk length. Question-level features (number of chunks, mean chunk length, question length,
+   nested ``of the``/possessive chains, relative clauses, comparison / "A or B" cues, number of
+   named entities, dense score spread and top gap) shift the probabilities per question form.
+3. **Links between chunks** (n x n, row ``i`` points at column ``j``): ``j``'s title named in
+   ``i``'s text and the reverse, shared rare capitalised entities / multi-word names that are not
+   in the question (the bridge entity), lexical tf-idf similarity, and the dense similarity of
+   ``j`` to the question expanded with ``i``.
+4. **Iterated soft beam.** Stage 0 is a logistic model over the within-list features. Stage 1
+   adds, for chunk ``j``, the evidence propagated from the chunks stage 0 believes in
+   (``max_i p_i * link[i, j]`` and the same weighted by ``i``'s rank), the dense similarity to the
+   question expanded with the probability-weighted other chunks, the question words / entities
+   ``j`` adds beyond the stronger chunks (the second entity of a comparison), redundancy with a
+   stronger chunk, and stage 0's logit and rank. (A third stage did not help on held-out folds.)
+5. **Routing.** Every feature also enters multiplied by a soft long-document gate on the mean
+   chunk length (~0 for ~100-word passages, ~1 for ~900-word doc chunks, switching at ~300
+   words), so single-hop documentation lists get their own slopes (multi-hop features are noise
+   there) without a hard switch.
+6. **How many: coverage.** A logistic *coverage* stage reads the sorted probabilities (mass of the
+   top r, tail mass, the r-th and next probability, ...) plus the question features and estimates
+   ``P(the top-r chunks hold everything the answer needs)`` for r = 1..n (made non-decreasing).
+   Each chunk's ``coverage`` is that value for the chunks ranked above it (0 for the top chunk).
+7. **Grades** use fixed cut points on ``coverage`` (the same for every question and corpus): a
+   chunk gets grade g (2..5) when ``coverage < cuts[g - 2]``, with decreasing cuts (default model:
+   0.945, 0.87, 0.60, 0.30). Read as: 5 "essential" (the set is clearly incomplete without it; the
+   top chunk always), 4 "needed with another chunk", 3 "useful context" (keep at the default
+   threshold 3 until the model is ~87% sure the kept set is complete), 2 "tangential" (a cautious
+   reader would add it), 1 "unrelated". Threshold 4 is the aggressive point, 2 the conservative
+   one. ``expected_needed`` is the sum of the chunk probabilities.
 
 The module depends on nothing in admit except the embedders.
 """
@@ -57,8 +69,8 @@ FloatArray = npt.NDArray[np.float64]
 
 MODEL_VERSION = 1
 DEFAULT_MODEL_PATH = Path(__file__).with_name("data") / "setwise.json"
-#: Cut points on the final probability: grade g is given when p >= cuts[g - 2] (g = 2..5).
-DEFAULT_CUTS: tuple[float, float, float, float] = (0.05, 0.15, 0.35, 0.7)
+#: Cut points on "coverage before" (see :func:`grade_of`) for grades 2, 3, 4, 5 (decreasing).
+DEFAULT_CUTS: tuple[float, float, float, float] = (0.95, 0.8, 0.6, 0.3)
 
 PASSAGE_WORDS = 180
 MAX_PASSAGES = 24
@@ -77,13 +89,154 @@ _NESTED = re.compile(r"\b(of|in|by|for|from|at)\s+(the|a|an|this|that)\b|'s\b|â€
 _RELATIVE = re.compile(r"\b(who|which|that|where|whose|whom|when)\b", re.IGNORECASE)
 
 STOPWORDS = frozenset(
-    """a about above after again against all also am an and any are aren as at be because been before being
-    below between both but by can could did do does doing don down during each else few for from further had
-    has have having he her here hers herself him himself his how i if in into is isn it its itself just let
-    me more most my myself no nor not now of off on once only or other our ours ourselves out over own same
-    she should so some such than that the their theirs them themselves then there these they this those
-    through to too under until up very was we were what when where which while who whom whose why will with
-    would you your yours yourself yourselves s t d ll m o re ve y what's who's is there""".split()
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "also",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "aren",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "doing",
+        "don",
+        "down",
+        "during",
+        "each",
+        "else",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "has",
+        "have",
+        "having",
+        "he",
+        "her",
+        "here",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "isn",
+        "it",
+        "its",
+        "itself",
+        "just",
+        "let",
+        "me",
+        "more",
+        "most",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "now",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "she",
+        "should",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "s",
+        "t",
+        "d",
+        "ll",
+        "m",
+        "o",
+        "re",
+        "ve",
+        "y",
+        "what's",
+        "who's",
+        "is",
+        "there",
+    ]
 )
 
 BASE_FEATURES: tuple[str, ...] = (
@@ -117,6 +270,15 @@ QUESTION_FEATURES: tuple[str, ...] = (
 LINK_NAMES: tuple[str, ...] = ("title_fwd", "title_bwd", "entity", "lexical", "dense_cond")
 STAGE_EXTRA: tuple[str, ...] = (
     *(f"prop_{name}" for name in LINK_NAMES),
+    *(f"rankprop_{name}" for name in LINK_NAMES),
+    "dup_of_stronger",
+    "novel_q_cov_top1",
+    "novel_q_ent_top1",
+    "novel_q_cov_strong",
+    "novel_q_ent_strong",
+    "cmp_title_in_question",
+    "cmp_q_entity_cov",
+    "cmp_novel_q_ent_top1",
     "soft_expand_z",
     "prev_logit",
     "prev_rank_inv",
@@ -124,8 +286,18 @@ STAGE_EXTRA: tuple[str, ...] = (
 )
 
 
+NONLINEAR: tuple[str, ...] = ("dense_z_sq", "dense_z_pos", "dense_top1")
+#: Chunk length (mean words per chunk) around which the soft route gate switches from the
+#: short-passage regime (Wikipedia paragraphs, multi-hop features useful) to long documents.
+ROUTE_WORDS = 300.0
+ROUTE_SLOPE = 2.5
+
+
 def stage_feature_names(stage: int) -> tuple[str, ...]:
     """Returns the feature names a stage uses.
+
+    Every feature appears twice: as is, and multiplied by the long-document route gate
+    (``long_`` prefix), so the model has separate slopes for long-document lists.
 
     Args:
         stage: 0 for the first (within-list only) stage, >= 1 for propagation stages.
@@ -133,8 +305,23 @@ def stage_feature_names(stage: int) -> tuple[str, ...]:
     Returns:
         The ordered feature names.
     """
-    names = BASE_FEATURES + QUESTION_FEATURES
-    return names if stage == 0 else names + STAGE_EXTRA
+    names = BASE_FEATURES + QUESTION_FEATURES + NONLINEAR
+    if stage != 0:
+        names = names + STAGE_EXTRA
+    return names + tuple(f"long_{f}" for f in names)
+
+
+def route_gate(qfeat: FloatArray) -> float:
+    """Soft long-document gate in [0, 1] from the mean chunk length (question feature 1).
+
+    Args:
+        qfeat: Question-level features.
+
+    Returns:
+        ~0 for lists of short passages (~100 words), ~1 for long doc chunks (~900 words).
+    """
+    x = ROUTE_SLOPE * (float(qfeat[QUESTION_FEATURES.index("q_log_chunk_words")]) - math.log1p(ROUTE_WORDS))
+    return float(1.0 / (1.0 + math.exp(-x)))
 
 
 # --------------------------------------------------------------------------------------------- types
@@ -166,12 +353,15 @@ class SetwiseScores:
         grades: Rubric grade of each chunk, 1 (unrelated) to 5 (essential).
         reasons: A short human-readable reason for each grade.
         expected_needed: The model's expected number of needed chunks (sum of ``probs``).
+        coverage: For each chunk, the model's probability that the chunks ranked above it
+            (by ``probs``) already contain everything the answer needs; the grade is read off it.
     """
 
     probs: tuple[float, ...]
     grades: tuple[int, ...]
     reasons: tuple[str, ...]
     expected_needed: float
+    coverage: tuple[float, ...] = ()
 
 
 @dataclass(slots=True)
@@ -197,6 +387,8 @@ class Prepared:
     dense: FloatArray
     bm25: FloatArray
     labels: list[str] = field(default_factory=list)
+    q_hits: FloatArray = field(default_factory=lambda: np.zeros((0, 0)))
+    q_is_entity: FloatArray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def n(self) -> int:
@@ -253,6 +445,27 @@ def capitalised_tokens(text: str) -> set[str]:
             continue
         if tok[0].isupper() or tok.isdigit():
             out.add(low)
+    return out
+
+
+def entity_phrases(text: str) -> set[str]:
+    """Lower-cased runs of two or more capitalised non-stopword words (e.g. "natalie wood").
+
+    Args:
+        text: Any text.
+
+    Returns:
+        The set of phrases.
+    """
+    out: set[str] = set()
+    run: list[str] = []
+    for tok in [*_WORD.findall(_nfc(text)), ""]:
+        if tok and tok[0].isupper() and tok.lower() not in STOPWORDS:
+            run.append(tok.lower())
+            continue
+        if len(run) >= 2:
+            out.add(" ".join(run))
+        run = []
     return out
 
 
@@ -316,7 +529,9 @@ def _contains_phrase(haystack: str, phrase: str) -> bool:
 # -------------------------------------------------------------------------------------------- bm25
 
 
-def bm25_matrix(queries: Sequence[Sequence[str]], docs: Sequence[Sequence[str]], k1: float = 1.2, b: float = 0.75) -> FloatArray:
+def bm25_matrix(
+    queries: Sequence[Sequence[str]], docs: Sequence[Sequence[str]], k1: float = 1.2, b: float = 0.75
+) -> FloatArray:
     """BM25 scores of each query against each document, with the documents as the corpus.
 
     Args:
@@ -345,8 +560,8 @@ def bm25_matrix(queries: Sequence[Sequence[str]], docs: Sequence[Sequence[str]],
             if d == 0:
                 continue
             idf = math.log(1.0 + (n - d + 0.5) / (d + 0.5))
-            tf = np.array([t.get(term, 0) for t in tfs], dtype=np.float64)
-            out[qi] += qtf * idf * tf * (k1 + 1.0) / (tf + norm)
+            tfv = np.array([t.get(term, 0) for t in tfs], dtype=np.float64)
+            out[qi] += qtf * idf * tfv * (k1 + 1.0) / (tfv + norm)
     return out
 
 
@@ -371,7 +586,7 @@ def zscore(x: FloatArray) -> FloatArray:
 
 
 def rank_inv(x: FloatArray) -> FloatArray:
-    """1 / (1 + rank) with rank 0 for the best score; ties broken by position (stable).
+    """1 / (1 + rank), rank 0 for the best score; tied scores share the better rank.
 
     Args:
         x: Scores (higher is better).
@@ -379,10 +594,9 @@ def rank_inv(x: FloatArray) -> FloatArray:
     Returns:
         The inverse ranks.
     """
-    order = np.argsort(-x, kind="stable")
-    ranks = np.empty(x.size, dtype=np.float64)
-    ranks[order] = np.arange(x.size, dtype=np.float64)
-    return 1.0 / (1.0 + ranks)
+    ranks = (x[None, :] > x[:, None]).sum(axis=1).astype(np.float64)
+    out: FloatArray = 1.0 / (1.0 + ranks)
+    return out
 
 
 def _minmax_offdiag(m: FloatArray) -> FloatArray:
@@ -489,24 +703,28 @@ def prepare(question: str, items: Sequence[SetwiseItem], embedder: Embedder) -> 
             title_cov[j] = sum(w in q_set for w in ht) / len(ht)
 
     dmax = float(dense.max()) if n else 0.0
-    base = np.column_stack(
-        [
-            dense,
-            zscore(dense),
-            dense - dmax,
-            rank_inv(dense),
-            zscore(top2),
-            zscore(bm25),
-            bm25 / bm_max,
-            rank_inv(bm25),
-            rank_inv(hybrid),
-            q_cov,
-            q_ent_cov,
-            title_in_q,
-            title_cov,
-            zscore(np.log1p(n_words)),
-        ]
-    ) if n else np.zeros((0, len(BASE_FEATURES)))
+    base = (
+        np.column_stack(
+            [
+                dense,
+                zscore(dense),
+                dense - dmax,
+                rank_inv(dense),
+                zscore(top2),
+                zscore(bm25),
+                bm25 / bm_max,
+                rank_inv(bm25),
+                rank_inv(hybrid),
+                q_cov,
+                q_ent_cov,
+                title_in_q,
+                title_cov,
+                zscore(np.log1p(n_words)),
+            ]
+        )
+        if n
+        else np.zeros((0, len(BASE_FEATURES)))
+    )
 
     sd = np.sort(dense)[::-1]
     qfeat = np.array(
@@ -527,13 +745,15 @@ def prepare(question: str, items: Sequence[SetwiseItem], embedder: Embedder) -> 
 
     links = np.zeros((len(LINK_NAMES), n, n), dtype=np.float64)
     if n > 1:
-        texts_low = [" " + " ".join(words(t)) + " " for t in full_texts]
         body_low = [" " + " ".join(words(it.text)) + " " for it in items]
         df: Counter[str] = Counter()
         for s in ent_sets:
             df.update(s)
-        rare_ents = [{e for e in s if df[e] <= max(2, n // 5) and e not in q_set and e not in q_ents} for s in (
-            capitalised_tokens(t) for t in full_texts)]
+        q_phr = entity_phrases(question)
+        rare_ents = [
+            {e for e in s if df[e] <= max(2, n // 5) and e not in q_set and e not in q_ents}
+            for s in (capitalised_tokens(t) for t in full_texts)
+        ]
         for j, (full, head) in enumerate(keys):
             for i in range(n):
                 if i == j or keys[i][0] == full:
@@ -543,9 +763,10 @@ def prepare(question: str, items: Sequence[SetwiseItem], embedder: Embedder) -> 
                 elif head != full and _contains_phrase(body_low[i], head):
                     links[0, i, j] = 0.7
         links[1] = links[0].T
+        phrases = [entity_phrases(t) - q_phr for t in full_texts]
         for i in range(n):
             for j in range(i + 1, n):
-                shared = len(rare_ents[i] & rare_ents[j])
+                shared = len(rare_ents[i] & rare_ents[j]) + 2 * len(phrases[i] & phrases[j])
                 links[2, i, j] = links[2, j, i] = min(1.0, shared / 3.0)
         # lexical tf-idf cosine over tokens not in the question
         vocab: dict[str, int] = {}
@@ -575,9 +796,53 @@ def prepare(question: str, items: Sequence[SetwiseItem], embedder: Embedder) -> 
             np.fill_diagonal(links[k], 0.0)
 
     labels = [(it.title.strip() or it.id)[:40] for it in items]
-    return Prepared(
-        base=base, qfeat=qfeat, links=links, qvec=qvec, vecs=vecs, dense=dense, bm25=bm25, labels=labels
+    q_uniq = list(dict.fromkeys(q_tokens))
+    q_hits = np.array([[1.0 if t in s else 0.0 for t in q_uniq] for s in ent_sets], dtype=np.float64).reshape(
+        n, len(q_uniq)
     )
+    q_is_entity = np.array([1.0 if t in q_ents else 0.0 for t in q_uniq], dtype=np.float64)
+    return Prepared(
+        base=base,
+        qfeat=qfeat,
+        links=links,
+        qvec=qvec,
+        vecs=vecs,
+        dense=dense,
+        bm25=bm25,
+        labels=labels,
+        q_hits=q_hits,
+        q_is_entity=q_is_entity,
+    )
+
+
+def _novel_coverage(prep: Prepared, p: FloatArray) -> FloatArray:
+    """Share of the question's words (all / entity words) a chunk adds beyond stronger chunks.
+
+    "top1": beyond the most probable other chunk; "strong": beyond every other chunk with a
+    higher probability that is itself >= 0.3 (or the top one). This is what lets the second
+    entity of a comparison question ("Are A and B both ...?") earn its place.
+    """
+    n = prep.n
+    out = np.zeros((n, 4), dtype=np.float64)
+    hits = prep.q_hits
+    if n == 0 or hits.shape[1] == 0:
+        return out
+    ent = prep.q_is_entity
+    n_all = float(hits.shape[1])
+    n_ent = float(ent.sum())
+    order = np.argsort(-p, kind="stable")
+    for j in range(n):
+        top = int(order[0]) if int(order[0]) != j else (int(order[1]) if n > 1 else j)
+        new_top = hits[j] * (1.0 - hits[top]) if top != j else hits[j]
+        strong = [i for i in range(n) if i != j and p[i] > p[j] and (p[i] >= 0.3 or i == int(order[0]))]
+        covered = hits[strong].max(axis=0) if strong else np.zeros(hits.shape[1])
+        new_strong = hits[j] * (1.0 - covered)
+        out[j, 0] = new_top.sum() / n_all
+        out[j, 2] = new_strong.sum() / n_all
+        if n_ent > 0:
+            out[j, 1] = (new_top * ent).sum() / n_ent
+            out[j, 3] = (new_strong * ent).sum() / n_ent
+    return out
 
 
 def stage_features(prep: Prepared, prev: FloatArray | None) -> FloatArray:
@@ -592,14 +857,23 @@ def stage_features(prep: Prepared, prev: FloatArray | None) -> FloatArray:
     """
     n = prep.n
     qf = np.repeat(prep.qfeat[None, :], n, axis=0)
-    feats = np.hstack([prep.base, qf])
+    dz = prep.base[:, BASE_FEATURES.index("dense_z")]
+    top1 = (prep.base[:, BASE_FEATURES.index("dense_rank_inv")] >= 1.0).astype(np.float64)
+    feats = np.hstack([prep.base, qf, np.column_stack([dz**2, np.maximum(dz, 0.0), top1]).reshape(n, 3)])
+    gate = route_gate(prep.qfeat)
     if prev is None:
-        return feats
+        return np.hstack([feats, feats * gate])
     extra = np.zeros((n, len(STAGE_EXTRA)), dtype=np.float64)
     if n:
         p = np.clip(prev, 1e-6, 1 - 1e-6)
-        for k in range(len(LINK_NAMES)):
+        rinv = rank_inv(p)
+        nl = len(LINK_NAMES)
+        for k in range(nl):
             extra[:, k] = (p[:, None] * prep.links[k]).max(axis=0)
+            extra[:, nl + k] = (rinv[:, None] * prep.links[k]).max(axis=0)
+        sim = prep.vecs @ prep.vecs.T
+        stronger = p[:, None] > p[None, :]
+        extra[:, 2 * nl] = np.where(stronger, sim, -1.0).max(axis=0).clip(min=0.0)
         weighted = p[:, None] * prep.vecs
         total = weighted.sum(axis=0)
         psum = float(p.sum())
@@ -609,11 +883,97 @@ def stage_features(prep: Prepared, prev: FloatArray | None) -> FloatArray:
             e = prep.qvec + other
             ne = float(np.linalg.norm(e))
             soft[j] = float(prep.vecs[j] @ e) / ne if ne > 0 else 0.0
-        extra[:, len(LINK_NAMES)] = zscore(soft)
-        extra[:, len(LINK_NAMES) + 1] = np.log(p / (1 - p))
-        extra[:, len(LINK_NAMES) + 2] = rank_inv(p)
-        extra[:, len(LINK_NAMES) + 3] = p / float(p.max())
-    return np.hstack([feats, extra])
+        extra[:, 2 * nl + 1 : 2 * nl + 5] = _novel_coverage(prep, p)
+        cmp = max(
+            prep.qfeat[QUESTION_FEATURES.index("q_comparison")], prep.qfeat[QUESTION_FEATURES.index("q_or_choice")]
+        )
+        extra[:, 2 * nl + 5] = cmp * prep.base[:, BASE_FEATURES.index("title_in_question")]
+        extra[:, 2 * nl + 6] = cmp * prep.base[:, BASE_FEATURES.index("q_entity_cov")]
+        extra[:, 2 * nl + 7] = cmp * extra[:, 2 * nl + 2]
+        extra[:, 2 * nl + 8] = zscore(soft)
+        extra[:, 2 * nl + 9] = np.log(p / (1 - p))
+        extra[:, 2 * nl + 10] = rinv
+        extra[:, 2 * nl + 11] = p / float(p.max())
+    feats = np.hstack([feats, extra])
+    return np.hstack([feats, feats * gate])
+
+
+COVERAGE_FEATURES: tuple[str, ...] = (
+    "log_r",
+    "r_share",
+    "mass_top_r",
+    "mass_tail",
+    "log_mass_tail",
+    "p_r",
+    "p_next",
+    "log_p_r",
+    "log_p_next",
+    "mass_total",
+    "mass_top_r_minus_total",
+    "p_next_over_p1",
+    *QUESTION_FEATURES,
+)
+
+
+def coverage_features(probs: FloatArray, qfeat: FloatArray) -> FloatArray:
+    """Features of the sets "top r chunks by probability", r = 1..n.
+
+    Args:
+        probs: Final chunk probabilities (n,).
+        qfeat: Question-level features.
+
+    Returns:
+        Array of shape (n, len(COVERAGE_FEATURES)); row r-1 describes the top-r set.
+    """
+    n = probs.size
+    if n == 0:
+        return np.zeros((0, len(COVERAGE_FEATURES)))
+    s = np.sort(probs)[::-1]
+    cum = np.cumsum(s)
+    tot = float(cum[-1])
+    r = np.arange(1, n + 1, dtype=np.float64)
+    nxt = np.append(s[1:], 0.0)
+    tail = tot - cum
+    cols = [
+        np.log(r),
+        r / n,
+        cum,
+        tail,
+        np.log(np.maximum(tail, 0.0) + 1e-4),
+        s,
+        nxt,
+        np.log(s + 1e-4),
+        np.log(nxt + 1e-4),
+        np.full(n, tot),
+        cum - tot,
+        nxt / max(float(s[0]), 1e-6),
+    ]
+    return np.hstack([np.column_stack(cols), np.repeat(qfeat[None, :], n, axis=0)])
+
+
+def coverage_before(probs: FloatArray, complete: FloatArray) -> FloatArray:
+    """Per chunk, the probability that the chunks ranked above it are already complete.
+
+    Args:
+        probs: Chunk probabilities (n,), which define the ranking (stable on ties).
+        complete: P(top-r set complete) for r = 1..n (made non-decreasing here).
+
+    Returns:
+        Array (n,) in input order; the top-ranked chunk gets 0.
+    """
+    n = probs.size
+    out = np.zeros(n)
+    if n == 0:
+        return out
+    order = np.argsort(-probs, kind="stable")
+    mono = np.maximum.accumulate(np.clip(complete, 0.0, 1.0))
+    before = np.concatenate([[0.0], mono[:-1]])
+    ranked = probs[order]
+    for k in range(1, n):  # tied probabilities share the coverage of the first of the tie
+        if ranked[k] == ranked[k - 1]:
+            before[k] = before[k - 1]
+    out[order] = before
+    return out
 
 
 # ------------------------------------------------------------------------------------------- model
@@ -683,8 +1043,31 @@ class SetwiseModel:
     """The fitted stages and grade cut points."""
 
     stages: tuple[LinearStage, ...]
+    coverage: LinearStage | None = None
     cuts: tuple[float, float, float, float] = DEFAULT_CUTS
     meta: dict[str, Any] = field(default_factory=dict)
+
+    def complete_probs(self, probs: FloatArray, qfeat: FloatArray) -> FloatArray:
+        """P(top-r set complete), r = 1..n (falls back to a mass heuristic without a coverage stage).
+
+        Args:
+            probs: Final chunk probabilities.
+            qfeat: Question-level features.
+
+        Returns:
+            Non-decreasing probabilities (n,).
+        """
+        if probs.size == 0:
+            return np.zeros(0)
+        if self.coverage is None:
+            s = np.sort(probs)[::-1]
+            tail = float(s.sum()) - np.cumsum(s)
+            return np.maximum.accumulate(np.exp(-np.maximum(tail, 0.0) * 3.0))
+        x = coverage_features(probs, qfeat)
+        names = COVERAGE_FEATURES
+        if tuple(self.coverage.features) != names:
+            x = x[:, [names.index(f) for f in self.coverage.features]]
+        return np.maximum.accumulate(self.coverage.predict(x))
 
     def predict(self, prep: Prepared) -> list[FloatArray]:
         """Runs all stages.
@@ -717,6 +1100,7 @@ class SetwiseModel:
             "kind": "setwise-staged-logistic",
             "cuts": [float(c) for c in self.cuts],
             "stages": [s.to_json() for s in self.stages],
+            "coverage": self.coverage.to_json() if self.coverage is not None else None,
             "meta": self.meta,
         }
 
@@ -736,10 +1120,12 @@ class SetwiseModel:
         if int(d.get("version", 0)) != MODEL_VERSION:
             raise ValueError(f"unsupported setwise model version {d.get('version')!r}")
         cuts = tuple(float(c) for c in d["cuts"])
-        if len(cuts) != 4 or list(cuts) != sorted(cuts):
-            raise ValueError("cuts must be 4 increasing probabilities")
+        if len(cuts) != 4 or list(cuts) != sorted(cuts, reverse=True):
+            raise ValueError("cuts must be 4 decreasing coverage levels (grades 2, 3, 4, 5)")
+        cov = d.get("coverage")
         return cls(
             stages=tuple(LinearStage.from_json(s) for s in d["stages"]),
+            coverage=LinearStage.from_json(cov) if cov else None,
             cuts=(cuts[0], cuts[1], cuts[2], cuts[3]),
             meta=dict(d.get("meta", {})),
         )
@@ -759,26 +1145,31 @@ def load_model(path: str | Path = DEFAULT_MODEL_PATH) -> SetwiseModel:
         return SetwiseModel.from_json(json.load(fh))
 
 
-def grade_of(prob: float, cuts: Sequence[float]) -> int:
-    """Maps a probability to a rubric grade with fixed cut points.
+def grade_of(coverage: float, cuts: Sequence[float]) -> int:
+    """Maps a chunk's coverage-before value to a rubric grade with fixed cut points.
+
+    A chunk gets grade ``g`` (2..5) when the probability that the chunks ranked above it already
+    hold everything needed is below ``cuts[g - 2]``; the cut points decrease from grade 2 to 5,
+    so grade 5 goes to the chunks the set is clearly incomplete without, grade 2 to those only a
+    cautious reader would add.
 
     Args:
-        prob: The probability.
-        cuts: Four increasing cut points for grades 2, 3, 4 and 5.
+        coverage: P(the chunks ranked above this one are complete), in [0, 1].
+        cuts: Four decreasing cut points for grades 2, 3, 4 and 5.
 
     Returns:
         The grade in 1..5.
     """
     grade = 1
     for g, c in enumerate(cuts, start=2):
-        if prob >= c:
+        if coverage < c:
             grade = g
     return grade
 
 
 def _reason(j: int, prep: Prepared, stage0: FloatArray, final: FloatArray, grade: int) -> str:
-    dense_rank = int(round(1.0 / prep.base[j, BASE_FEATURES.index("dense_rank_inv")])) if prep.n else 0
-    bm_rank = int(round(1.0 / prep.base[j, BASE_FEATURES.index("bm25_rank_inv")])) if prep.n else 0
+    dense_rank = round(1.0 / float(prep.base[j, BASE_FEATURES.index("dense_rank_inv")]))
+    bm_rank = round(1.0 / float(prep.base[j, BASE_FEATURES.index("bm25_rank_inv")]))
     direct = f"dense rank {dense_rank}, bm25 rank {bm_rank}"
     if prep.n > 1 and final[j] - stage0[j] > 0.1:
         best_k, best_i, best_v = -1, -1, 0.0
@@ -825,7 +1216,9 @@ class SetwiseScorer:
         warm = getattr(self.embedder, "warm_up", None)
         if callable(warm):
             warm()
-        self.score("warm up", [SetwiseItem(id="w0", title="", text="warm up"), SetwiseItem(id="w1", title="", text="x")])
+        self.score(
+            "warm up", [SetwiseItem(id="w0", title="", text="warm up"), SetwiseItem(id="w1", title="", text="x")]
+        )
 
     def score(self, question: str, items: Sequence[SetwiseItem]) -> SetwiseScores:
         """Scores the items for the question.
@@ -843,11 +1236,13 @@ class SetwiseScorer:
         prep = prepare(question, items, self.embedder)
         stages = self.model.predict(prep)
         final = stages[-1]
-        grades = [grade_of(float(p), self.model.cuts) for p in final]
+        cov = coverage_before(final, self.model.complete_probs(final, prep.qfeat))
+        grades = [grade_of(float(c), self.model.cuts) for c in cov]
         reasons = [_reason(j, prep, stages[0], final, grades[j]) for j in range(prep.n)]
         return SetwiseScores(
             probs=tuple(round(float(p), 6) for p in final),
             grades=tuple(grades),
             reasons=tuple(reasons),
+            coverage=tuple(round(float(c), 6) for c in cov),
             expected_needed=round(float(final.sum()), 4),
         )

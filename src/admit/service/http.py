@@ -26,6 +26,7 @@ from typing import Annotated, Any, Protocol, TypeVar
 import anyio
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -480,6 +481,12 @@ def create_app(
     async def _on_validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         msg, field = _validation_message(exc)
         return _error(422, "invalid_request", msg, field)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        # e.g. a body that is not parseable JSON (invalid UTF-8, nested too deep): the service's error shape
+        kind = "invalid_request" if exc.status_code < 500 else "unavailable"
+        return _error(exc.status_code, kind, str(exc.detail), None, dict(exc.headers or {}) or None)
 
     @app.exception_handler(AdmitError)
     async def _on_admit_error(request: Request, exc: AdmitError) -> JSONResponse:

@@ -10,7 +10,15 @@ if TYPE_CHECKING:
     from admit.backends.embedders.fake import FakeEmbedder
     from admit.backends.embedders.minilm import MiniLMEmbedder
 
-__all__ = ["CachedEmbedder", "Embedder", "FakeEmbedder", "MiniLMEmbedder", "l2_normalise", "resolve_embedder", "text_key"]
+__all__ = [
+    "CachedEmbedder",
+    "Embedder",
+    "FakeEmbedder",
+    "MiniLMEmbedder",
+    "l2_normalise",
+    "resolve_embedder",
+    "text_key",
+]
 
 
 def resolve_embedder(spec: str | Embedder = "minilm") -> Embedder:

@@ -68,7 +68,8 @@ def l2_normalise(matrix: npt.ArrayLike) -> FloatMatrix:
         arr = arr[None, :]
     norms = np.linalg.norm(arr, axis=1, keepdims=True)
     norms[norms == 0.0] = 1.0
-    return (arr / norms).astype(np.float32, copy=False)
+    out: FloatMatrix = (arr / norms).astype(np.float32, copy=False)
+    return out
 
 
 class CachedEmbedder:

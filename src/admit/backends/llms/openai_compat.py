@@ -177,6 +177,8 @@ class OpenAICompatLLM:
                 ) from exc
             except self._openai.OpenAIError as exc:
                 raise BackendError(f"LLM {self.model!r} failed: {type(exc).__name__}: {exc}") from exc
+            except ValueError as exc:  # an HTTP body that is not JSON (json.JSONDecodeError is a ValueError)
+                raise BackendError(f"LLM {self.model!r} answered something that is not JSON: {exc}") from exc
             return self._reply(resp, mode, time.perf_counter() - t0, attempts)
 
     def _downgrade(self, mode: StructuredMode, status: int, body: str) -> bool:

@@ -1,0 +1,297 @@
+"""A fault-injecting OpenAI-compatible chat server on a real loopback socket, for reliability tests.
+
+It speaks enough of ``POST /v1/chat/completions`` for the ``openai`` SDK and answers every grader request the
+way the current *mode* says: a valid grade map, an HTTP error, a dropped connection, broken JSON, wrong ids,
+out-of-range grades, or a valid answer after a delay. Modes can be scripted per request (a queue consumed in
+order, then the default mode), and every request is recorded (time, mode, body) for assertions on retries,
+backoff and circuit breaking.
+
+Example:
+    >>> with FaultServer(default="status:503") as srv:  # doctest: +SKIP
+    ...     llm = OpenAICompatLLM("m", base_url=srv.base_url, max_retries=2)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import re
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = ["MODES", "FaultServer", "RecordedRequest"]
+
+logger = logging.getLogger(__name__)
+
+MODES: tuple[str, ...] = (
+    "ok",
+    "timeout",
+    "status:429",
+    "status:500",
+    "status:503",
+    "close",
+    "invalid_json",
+    "bad_body",
+    "unknown_ids",
+    "missing_ids",
+    "out_of_range",
+    "slow",
+)
+"""The modes: ``ok`` (every id graded ``grade``), ``timeout`` (hold the request ``hang_s`` then drop it),
+``status:NNN`` (that HTTP status, any 4xx/5xx; ``Retry-After: retry_after`` when set), ``close`` (drop the
+connection without a response), ``invalid_json`` (a 200 whose message is not JSON), ``bad_body`` (a 200 whose
+HTTP body is not a chat completion), ``unknown_ids`` (grades for ids that were not asked), ``missing_ids``
+(only the first id graded), ``out_of_range`` (grades like 9 and -3), ``slow`` (a valid answer after
+``delay_s``)."""
+
+_ID = re.compile(r"^### (C\d+) ", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecordedRequest:
+    """One request the server received."""
+
+    t: float
+    """``time.monotonic()`` when it arrived."""
+    mode: str
+    """The mode it was answered with."""
+    body: Mapping[str, Any] = field(default_factory=dict)
+    """The parsed JSON body (empty if it was not JSON)."""
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    owner: FaultServer
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:
+        logger.debug("fault server: %s", format % args)
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/").endswith("/models"):
+            self._json(200, {"object": "list", "data": [{"id": "fault-model", "object": "model"}]})
+        else:
+            self._json(404, {"error": {"message": "not found"}})
+
+    def do_POST(self) -> None:
+        owner = self.server.owner
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        mode = owner._next_mode()
+        owner._record(RecordedRequest(t=time.monotonic(), mode=mode, body=body))
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._json(404, {"error": {"message": f"unknown path {self.path}"}})
+            return
+        ids = _ids_of(body)
+        if mode == "timeout":
+            owner._stop.wait(owner.hang_s)
+            self.close_connection = True
+            _hard_close(self.connection)
+            return
+        if mode == "close":
+            self.close_connection = True
+            _hard_close(self.connection)
+            return
+        if mode.startswith("status:"):
+            status = int(mode.split(":", 1)[1])
+            headers = {"Retry-After": str(owner.retry_after)} if owner.retry_after is not None else {}
+            self._json(status, {"error": {"message": f"injected fault {status}", "type": "fault"}}, headers)
+            return
+        if mode == "bad_body":
+            self._raw(200, b"<html>upstream proxy error</html>", "application/json")
+            return
+        if mode == "slow":
+            owner._stop.wait(owner.delay_s)
+        content = _content(mode, ids, owner.grade)
+        self._json(200, _completion(content, body.get("model", "fault-model")))
+
+    def _json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
+        self._raw(status, json.dumps(payload).encode("utf-8"), "application/json", headers)
+
+    def _raw(self, status: int, data: bytes, ctype: str, headers: Mapping[str, str] | None = None) -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(data)))
+            for k, v in (headers or {}).items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (its timeout): fine
+            pass
+
+
+def _hard_close(conn: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        conn.shutdown(socket.SHUT_RDWR)
+    conn.close()
+
+
+def _ids_of(body: Mapping[str, Any]) -> list[str]:
+    """The short ids the grader asked for: from the JSON schema when there is one, else from the prompt."""
+    rf = body.get("response_format") or {}
+    schema = (rf.get("json_schema") or {}).get("schema") if isinstance(rf, Mapping) else None
+    if schema is None and isinstance(rf, Mapping):
+        schema = rf.get("schema")
+    if isinstance(schema, Mapping) and isinstance(schema.get("required"), list) and schema["required"]:
+        return [str(i) for i in schema["required"]]
+    text = "\n".join(str(m.get("content", "")) for m in body.get("messages", []) if isinstance(m, Mapping))
+    return list(dict.fromkeys(_ID.findall(text)))
+
+
+def _content(mode: str, ids: list[str], grade: int) -> str:
+    if mode == "invalid_json":
+        return "Sure! Here are the grades: C1 is great, C2 is fine {{{ not json"
+    if mode == "unknown_ids":
+        return json.dumps({"C999": 5, "X7": 3, "chunk-zzz": 4})
+    if mode == "missing_ids":
+        return json.dumps({ids[0]: grade} if ids else {})
+    if mode == "out_of_range":
+        return json.dumps({i: (9 if n % 2 == 0 else -3) for n, i in enumerate(ids)})
+    return json.dumps(dict.fromkeys(ids, grade))
+
+
+def _completion(content: str, model: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fault",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+
+
+class FaultServer:
+    """The fault-injecting server. Use as a context manager; ``base_url`` is ``http://127.0.0.1:PORT/v1``.
+
+    Args:
+        default: The mode used when the script is empty (see :data:`MODES`).
+        script: Modes for the next requests, in order.
+        grade: The grade a valid answer gives every id.
+        delay_s: Delay of ``slow`` answers.
+        hang_s: How long ``timeout`` holds a request before dropping it.
+        retry_after: ``Retry-After`` seconds sent with error statuses (``None``: no header).
+    """
+
+    def __init__(
+        self,
+        default: str = "ok",
+        *,
+        script: Iterable[str] = (),
+        grade: int = 4,
+        delay_s: float = 2.0,
+        hang_s: float = 30.0,
+        retry_after: float | None = None,
+    ) -> None:
+        for m in [default, *script]:
+            _check_mode(m)
+        self.default = default
+        self.grade = grade
+        self.delay_s = delay_s
+        self.hang_s = hang_s
+        self.retry_after = retry_after
+        self._script: deque[str] = deque(script)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.requests: list[RecordedRequest] = []
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- control ---------------------------------------------------------------------------------------------
+    def set(self, default: str | None = None, *, script: Iterable[str] = (), **options: Any) -> None:
+        """Change the default mode, queue scripted modes, or change ``grade``/``delay_s``/``hang_s``/``retry_after``."""
+        with self._lock:
+            if default is not None:
+                _check_mode(default)
+                self.default = default
+            for m in script:
+                _check_mode(m)
+                self._script.append(m)
+            for k, v in options.items():
+                if k not in {"grade", "delay_s", "hang_s", "retry_after"}:
+                    raise TypeError(f"unknown option {k!r}")
+                setattr(self, k, v)
+
+    def reset(self) -> None:
+        """Forget recorded requests and scripted modes."""
+        with self._lock:
+            self.requests.clear()
+            self._script.clear()
+
+    @property
+    def count(self) -> int:
+        """Requests received so far."""
+        with self._lock:
+            return len(self.requests)
+
+    def _next_mode(self) -> str:
+        with self._lock:
+            return self._script.popleft() if self._script else self.default
+
+    def _record(self, r: RecordedRequest) -> None:
+        with self._lock:
+            self.requests.append(r)
+
+    # -- lifecycle -------------------------------------------------------------------------------------------
+    @property
+    def base_url(self) -> str:
+        """The OpenAI-compatible base URL."""
+        assert self._httpd is not None, "start the server first"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+
+    def start(self) -> FaultServer:
+        """Bind a free loopback port and serve in a daemon thread."""
+        self._stop.clear()
+        httpd = _Server(("127.0.0.1", 0), _Handler)
+        httpd.owner = self
+        self._httpd = httpd
+        self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Release held requests, stop serving and close the socket."""
+        self._stop.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def __enter__(self) -> FaultServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _check_mode(mode: str) -> None:
+    if mode in MODES:
+        return
+    if mode.startswith("status:") and mode[7:].isdigit() and 400 <= int(mode[7:]) <= 599:
+        return
+    raise ValueError(f"unknown fault mode {mode!r}; use one of {', '.join(MODES)} (or status:NNN for any 4xx/5xx)")
