@@ -37,7 +37,7 @@ def kb_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     p = tmp_path_factory.mktemp("cfg") / "admit.toml"
     p.write_text(
-        '[service]\nprune_strategy = "top_n"\n\n[service.mcp]\ntenant = "acme"\ngroups = ["support"]\ntop_k = 8\n'
+        '[service]\n\n[service.mcp]\ntenant = "acme"\ngroups = ["support"]\ntop_k = 8\n'
         "input_limit = 6000\n",
         "utf-8",
     )
@@ -119,7 +119,7 @@ def test_search_returns_pruned_packed_cited_evidence(calls: dict[str, Any]) -> N
     for cid in out["citations"]:
         assert cid in out["evidence"]
     assert [p["id"] for p in out["passages"]] == out["citations"]
-    assert out["trace"]["pruner"]["strategy"] == "top_n"
+    assert out["trace"]["pruner"]["strategy"] == "setwise"  # the embedded default, on for agents
     assert out["trace"]["evidence_tokens"] <= out["trace"]["evidence_budget"]
 
 

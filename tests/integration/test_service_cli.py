@@ -37,7 +37,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         k.ingest(REPO / "examples" / "docs", registry=REPO / "examples" / "sources.toml")
     cfg = tmp / "admit.toml"
     cfg.write_text(
-        '[service]\nprune_strategy = "top_n"\ntrace_file = "trace.jsonl"\n\n'
+        '[service]\ntrace_file = "trace.jsonl"\n\n'
         '[service.keys.acme]\nkey_env = "ADMIT_CLI_KEY"\ntenant = "acme"\ngroups = ["support"]\n\n'
         '[service.keys.sre]\nkey_env = "ADMIT_CLI_SRE_KEY"\ntenant = "acme"\ngroups = ["sre"]\n',
         "utf-8",
@@ -113,7 +113,7 @@ def test_search_prune_opt_in_on_real_kb(served: str) -> None:
     body = {"query": "How do I fix error E4012?", "prune": True, "top_k": 10}
     r = httpx.post(f"{served}/v1/search", json=body, headers={"X-API-Key": KEY}, timeout=60)
     assert r.status_code == 200, r.text
-    assert r.json()["trace"]["pruner"]["strategy"] == "top_n"
+    assert r.json()["trace"]["pruner"]["strategy"] == "setwise"
 
 
 def test_groups_come_from_the_key(served: str) -> None:

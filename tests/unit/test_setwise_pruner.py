@@ -45,3 +45,26 @@ def test_threshold_means_the_same_for_every_strategy():
         "q", scored(5), PruneSettings(threshold=3, keep_top_k=0)
     )
     assert a.kept_ids == b.kept_ids == ["c0", "c1", "c2"]
+
+
+def test_identifiers_named_in_the_question():
+    from admit.prune.setwise import identifiers
+
+    assert identifiers("How do I fix error E4012 with HL_MAX_CONN on v2.1?") == {"E4012", "HL_MAX_CONN", "v2.1"}
+    assert identifiers("Who won the 2nd prize in 1998 and the 20th?") == set()
+    assert identifiers("Which aircraft, the FB-111A or the CP-400?") == {"FB-111A", "CP-400"}
+
+
+def test_a_chunk_naming_the_questions_identifier_is_graded_at_least_4():
+    cands = [
+        Scored(chunk=Chunk(id="e4044", source_id="s", text="E4044 unknown digest: push again."), score=0.9, rank=0),
+        Scored(
+            chunk=Chunk(id="e4012", source_id="s", text="E4012 quota exceeded: raise the quota."), score=0.8, rank=1
+        ),
+        Scored(chunk=Chunk(id="e40120", source_id="s", text="E40120 is another code."), score=0.7, rank=2),
+    ]
+    out = SetwisePruner(scorer=ScriptedScorer([5, 2, 1])).prune(
+        "How do I fix error E4012?", cands, PruneSettings(threshold=3, keep_top_k=0)
+    )
+    assert out.kept_ids == ["e4044", "e4012"]
+    assert "names E4012 from the question" in out.graded[1].reason

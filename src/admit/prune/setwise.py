@@ -7,10 +7,16 @@ strong one), score gaps and ranks. A small model fitted on labelled multi-hop an
 the probability that a chunk is needed and to the coverage of the chunks above it; grades are read off
 fixed cut points (see :mod:`admit.prune.setwise_model` and ``scripts/fit_setwise.py``). Long chunks are
 scored by passages, not truncated.
+
+One rule sits on top of the model: a chunk that contains, verbatim, an exact identifier the question names
+(an error code such as ``E4012``, a setting such as ``HL_MAX_CONN``, a part number such as ``FB-111A``; not
+plain numbers or ordinals) is graded at least 4. Embeddings blur such tokens; a support question that names
+one is answered by the chunk that carries it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,7 +26,22 @@ from admit.prune.setwise_model import SetwiseItem, SetwiseScorer
 from admit.route import PruneSettings
 from admit.types import Scored
 
-__all__ = ["SetwisePruner"]
+__all__ = ["SetwisePruner", "identifiers"]
+
+_IDENT = re.compile(
+    r"(?<![\w-])(?=[\w.-]*[A-Za-z])(?=[\w.-]*\d)[A-Za-z0-9][\w.-]*[A-Za-z0-9](?![\w-])"
+    r"|(?<![\w-])[A-Z][A-Z0-9]*_[A-Z0-9_]+(?![\w-])"
+)
+_ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th|s)$", re.I)
+
+
+def identifiers(question: str) -> set[str]:
+    """Exact identifiers named in a question: letter-digit codes and UPPER_SNAKE names, not ordinals."""
+    return {m for m in _IDENT.findall(question) if not _ORDINAL.match(m) and len(m) >= 2}
+
+
+def _contains(text: str, ident: str) -> bool:
+    return re.search(rf"(?<![\w-]){re.escape(ident)}(?![\w-])", text) is not None
 
 
 class SetwisePruner:
@@ -57,15 +78,20 @@ class SetwisePruner:
 
     def prune(self, question: str, candidates: Sequence[Scored], settings: PruneSettings) -> PruneOutcome:
         """Score the list as a set and keep grade >= threshold (plus the reranked keep_top_k)."""
-        items = [
-            SetwiseItem(id=c.chunk.id, title=c.chunk.title, text=c.chunk.text, score=c.score) for c in candidates
-        ]
+        items = [SetwiseItem(id=c.chunk.id, title=c.chunk.title, text=c.chunk.text, score=c.score) for c in candidates]
         scores = self.scorer.score(question, items)
+        grades = list(scores.grades)
+        reasons = [f"p={p:.2f}; {r}" for p, r in zip(scores.probs, scores.reasons, strict=True)]
+        for ident in sorted(identifiers(question)):
+            for j, c in enumerate(candidates):
+                if grades[j] < 4 and (_contains(c.chunk.text, ident) or _contains(c.chunk.title, ident)):
+                    grades[j] = 4
+                    reasons[j] += f"; names {ident} from the question"
         return apply_threshold(
             self.name,
             candidates,
-            scores.grades,
+            grades,
             settings,
-            reasons=[f"p={p:.2f}; {r}" for p, r in zip(scores.probs, scores.reasons, strict=True)],
+            reasons=reasons,
             notes=(f"expected_needed={scores.expected_needed:.2f}",),
         )
