@@ -197,12 +197,13 @@ class Pipeline:
                 if c.authority is None and c.source_id in self.authority:
                     c = replace(c, authority=self.authority[c.source_id])
                 valid.append(c)
-        with timer.stage("scan"):
-            # suspicious passages (injected instructions, fake boundaries, ...) are flagged, ids and kinds only
-            flags = {c.id: list(k) for c in valid if (k := _flag_kinds(c.title, c.text))}
         with timer.stage("rerank"):
             ranked, cut = rerank(req.question, valid, self.reranker, keep=policy.rerank_count)
             decisions.update((d.chunk_id, d) for d in cut)
+        with timer.stage("scan"):
+            # suspicious passages (injected instructions, fake boundaries, ...) among those that can reach the
+            # prompt are flagged in the trace: ids and kinds only, never text
+            flags = {s.chunk.id: list(k) for s in ranked if (k := _flag_kinds(s.chunk.title, s.chunk.text))}
         with timer.stage("dedupe"):
             unique, dup = dedupe(ranked, policy)
             decisions.update((d.chunk_id, d) for d in dup)

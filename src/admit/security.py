@@ -477,6 +477,105 @@ _COMMENT_WORDS = re.compile(
 )
 
 
+def _split_top(body: str) -> list[str] | None:
+    """Split a regex body at its top-level ``|`` (``None`` if the brackets do not balance)."""
+    parts, depth, cls, cur, i = [], 0, False, "", 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            cur += body[i : i + 2]
+            i += 2
+            continue
+        if cls:
+            cls = ch != "]"
+        elif ch == "[":
+            cls = True
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif ch == "|" and depth == 0:
+            parts.append(cur)
+            cur = ""
+            i += 1
+            continue
+        cur += ch
+        i += 1
+    return None if depth or cls else [*parts, cur]
+
+
+def _lead_literal(alt: str) -> str:
+    """The literal letters an alternative must start with (``""`` when it starts with anything else)."""
+    a = alt[2:] if alt.startswith("\\b") else alt
+    if a.startswith("(?:"):
+        inner = a[3:]
+        depth, j = 1, 0
+        while j < len(inner) and depth:
+            if inner[j] == "\\":
+                j += 2
+                continue
+            depth += {"(": 1, ")": -1}.get(inner[j], 0)
+            j += 1
+        group, rest = inner[: j - 1], inner[j:]
+        if rest[:1] in {"?", "*"}:
+            return ""
+        subs = _split_top(group)
+        if not subs:
+            return ""
+        lits = [_lead_literal(x) for x in subs]
+        return "|".join(lits) if all(lits) else ""
+    for prefix in ("(?:^|\\s)", "^\\s*", "^", "\\s*"):
+        if a.startswith(prefix):
+            a = a[len(prefix) :]
+    if a[:2] in {"\\[", "\\{", "\\("}:
+        return a[1]
+    if a[:1] in {"<", "!", "#", "{"}:
+        return a[0]
+    m = re.match(r"[A-Za-z']+", a)
+    if not m:
+        return ""
+    lit = m.group(0)
+    if a[len(lit) : len(lit) + 1] in {"?", "*", "{"}:
+        lit = lit[:-1]
+    return lit if len(lit) >= 2 else ""  # one letter is too common to skip anything
+
+
+def _triggers(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
+    """Literal strings of which a match must contain one, or ``None`` when the pattern gives none.
+
+    A cheap ``in`` test on them skips most rules for ordinary text, which is what keeps the scan fast.
+    """
+    alts = _split_top(pattern.pattern)
+    if not alts:
+        return None
+    out: list[str] = []
+    for alt in alts:
+        lit = _lead_literal(alt)
+        if not lit:
+            return None
+        out.extend(lit.split("|"))
+    fold = bool(pattern.flags & re.IGNORECASE)
+    return tuple(sorted({t.lower() if fold else t for t in out}))
+
+
+# rules whose pattern does not start with a literal, with the literals a match must still contain
+_MANUAL_TRIGGERS: dict[str, tuple[str, ...]] = {
+    "keep_me": ("keep", "include", "select", "retain", "prioriti"),
+    "grader_header": ("#",),
+    "end_marker": ("end",),
+    "heading_role": (":",),
+    "line_role": (":",),
+    "human_assistant": (":",),
+    "tool_json": ('"', "'"),
+}
+_RULE_TRIGGERS: tuple[tuple[str, ...] | None, ...] = tuple(
+    _MANUAL_TRIGGERS.get(rule) or _triggers(p) for _, rule, p in _RULES
+)
+_CONFUSABLE_ANY = re.compile(f"[{re.escape(_CONFUSABLE_CHARS)}]")
+
+
 def _is_latin_word_with_confusable(word: str) -> bool:
     latin = sum(1 for ch in word if "a" <= ch.lower() <= "z")
     return latin >= 2 and any(ch in _CONFUSABLE_CHARS for ch in word)
@@ -502,12 +601,17 @@ def scan(text: str) -> list[Flag]:
         m = _ZERO_WIDTH_IN_WORD.search(text)
         assert m is not None
         flags.append(Flag(kind="invisible_unicode", start=m.start(), end=m.end(), rule="zero_width_in_word"))
-    for m in _MIXED_WORD.finditer(text):
+    for m in _MIXED_WORD.finditer(text) if _CONFUSABLE_ANY.search(text) else ():
         if _is_latin_word_with_confusable(m.group(0)):
             flags.append(Flag(kind="confusable", start=m.start(), end=m.end(), rule="mixed_script_word"))
             break
     norm = normalize(text)
-    for kind, rule, pattern in _RULES:
+    low = norm.lower()
+    for (kind, rule, pattern), triggers in zip(_RULES, _RULE_TRIGGERS, strict=True):
+        if triggers is not None:
+            hay = low if pattern.flags & re.IGNORECASE else norm
+            if not any(t in hay for t in triggers):
+                continue
         m = pattern.search(norm)
         if m is not None:
             flags.append(Flag(kind=kind, start=m.start(), end=m.end(), rule=rule))

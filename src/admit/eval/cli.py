@@ -1,0 +1,267 @@
+"""``admit eval`` and ``admit replay``."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from admit.cli import handle_errors
+
+__all__ = ["eval_cmd", "replay_cmd"]
+
+logger = logging.getLogger(__name__)
+
+
+class _Progress:
+    """A rich progress bar with ETA (silent when disabled)."""
+
+    def __init__(self, enabled: bool, label: str) -> None:
+        self.enabled = enabled
+        self.label = label
+        self._p: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self._p = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("elapsed"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                transient=False,
+            )
+            self._p.start()
+        return self
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._p is None:
+            return
+        if self._task is None:
+            self._task = self._p.add_task(self.label, total=total, completed=done)
+        else:
+            self._p.update(self._task, completed=done, total=total)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._p is not None:
+            self._p.stop()
+
+
+def _summary_table(run: Any) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"{len(run.records)} questions, reranker {run.reranker}")
+    for col in ("configuration", "chunk comp", "token comp", "recall", "chunk recall", "p50 ms", "net $/q"):
+        t.add_column(col, justify="left" if col == "configuration" else "right")
+    for c in run.configs:
+        m = run.metrics[c.name]["overall"]
+        t.add_row(
+            c.name,
+            f"{m['chunk_compression']:.3f}",
+            f"{m['token_compression']:.3f}",
+            f"{m['retained_recall']:.3f}",
+            f"{m['chunk_recall']:.3f}",
+            f"{m['latency_ms_p50']:.2f}",
+            f"{m['net_cost_change_per_query_usd']:+.6f}",
+        )
+    Console(stderr=True, width=140).print(t)
+
+
+@click.command("eval")
+@click.option(
+    "--data",
+    "data",
+    multiple=True,
+    required=True,
+    type=click.Path(exists=True),
+    help="Labelled JSONL file(s) or folder(s); repeat, or list several after one --data.",
+)
+@click.argument("more_data", nargs=-1, type=click.Path(exists=True))
+@click.option(
+    "--strategy",
+    "strategies",
+    multiple=True,
+    default=("setwise",),
+    show_default=True,
+    help="Strategy to evaluate (repeatable), or `all` (CPU strategies; LLM ones with --llm-base-url).",
+)
+@click.option(
+    "--sweep",
+    "sweeps",
+    multiple=True,
+    metavar="KEY=V1,V2,...",
+    help="Grid values (repeatable; the grid is their product). Default: the strategy's default grid.",
+)
+@click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="A fixed parameter for every config.")
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option(
+    "--reranker",
+    default="dense",
+    show_default=True,
+    help="dense (MiniLM; falls back to bm25 when unavailable), hybrid or bm25.",
+)
+@click.option("--generator-model", default="gpt-4o", show_default=True, help="Tokenizer for token counts.")
+@click.option(
+    "--prices",
+    "prices_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Price table (TOML/JSON): generator and pruner USD per 1M tokens.",
+)
+@click.option(
+    "--cache",
+    "cache_dir",
+    type=click.Path(file_okay=False),
+    help="Cache folder (default ~/.cache/admit/eval, or $ADMIT_EVAL_CACHE).",
+)
+@click.option("--no-cache", is_flag=True, help="Compute everything; keep nothing.")
+@click.option("--workers", default=1, show_default=True, type=int, help="Local worker processes.")
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help='local processes, or Ray Data (pip install "admit[ray]").',
+)
+@click.option("--llm-base-url", default=None, envvar="ADMIT_LLM_BASE_URL", help="OpenAI-compatible endpoint.")
+@click.option("--llm-model", default=None, envvar="ADMIT_LLM_MODEL", help="Model name for LLM strategies.")
+@click.option("--limit", type=int, default=None, help="Use only the first N questions of each file.")
+@click.option(
+    "--policy",
+    "policy_path",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Policy file used to classify questions into query classes.",
+)
+@click.option(
+    "--x-axis",
+    type=click.Choice(["chunk", "token"]),
+    default="chunk",
+    show_default=True,
+    help="Compression on the plot's x axis.",
+)
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar.")
+@handle_errors
+def eval_cmd(
+    data: tuple[str, ...],
+    more_data: tuple[str, ...],
+    strategies: tuple[str, ...],
+    sweeps: tuple[str, ...],
+    params: tuple[str, ...],
+    out_dir: str,
+    reranker: str,
+    generator_model: str,
+    prices_path: str | None,
+    cache_dir: str | None,
+    no_cache: bool,
+    workers: int,
+    engine: str,
+    llm_base_url: str | None,
+    llm_model: str | None,
+    limit: int | None,
+    policy_path: str | None,
+    x_axis: str,
+    progress: bool,
+) -> None:
+    """Evaluate pruning strategies on labelled data; write metrics.json, pareto.png and report.html to --out."""
+    from admit.eval.cache import default_cache_dir
+    from admit.eval.dataset import expand_paths, load_datasets
+    from admit.eval.engine import make_engine
+    from admit.eval.metrics import PriceTable
+    from admit.eval.report import write_outputs
+    from admit.eval.sweep import EvalOptions, configs_for, parse_assignments, parse_sweep, run_eval
+
+    records = load_datasets(expand_paths([*data, *more_data]), limit=limit)
+    opts: dict[str, Any] = {}
+    if llm_base_url:
+        opts["llm_base_url"] = llm_base_url
+        if llm_model:
+            opts["llm_model"] = llm_model
+    configs, notes = configs_for(
+        strategies, parse_sweep(sweeps), parse_assignments(params), llm_available=bool(llm_base_url)
+    )
+    for n in notes:
+        click.echo(f"note: {n}", err=True)
+    options = EvalOptions(
+        reranker=reranker,
+        generator_model=generator_model,
+        prices=PriceTable.load(prices_path),
+        cache=None if no_cache else (cache_dir or default_cache_dir()),
+        pruner_options=opts,
+        policy=policy_path,
+    )
+    eng = make_engine(engine, workers=workers)
+    click.echo(f"{len(records)} questions x {len(configs)} configurations, engine {engine}", err=True)
+    with _Progress(progress, "eval") as bar:
+        run = run_eval(records, configs, options, engine=eng, progress=bar)
+    run.notes[:0] = notes
+    paths = write_outputs(run, out_dir, axis=x_axis)  # type: ignore[arg-type]
+    _summary_table(run)
+    for n in run.notes[len(notes) :]:
+        click.echo(f"note: {n}", err=True)
+    click.echo(
+        f"{run.computed} gradings computed, {run.cached} cached, {run.scores_computed} records reranked; "
+        f"{run.seconds:.1f} s",
+        err=True,
+    )
+    click.echo(json.dumps({k: str(v) for k, v in paths.items()}))
+
+
+@click.command("replay")
+@click.argument("traces", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--policy", "policy_path", required=True, type=click.Path(exists=True, dir_okay=False), help="The new policy TOML."
+)
+@click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output folder.")
+@click.option("--reranker", default=None, help="Reranker for the new run (default: the pipeline's).")
+@click.option("--prices", "prices_path", type=click.Path(exists=True, dir_okay=False), help="Price table.")
+@click.option("--llm-base-url", default=None, envvar="ADMIT_LLM_BASE_URL", help="Endpoint for LLM strategies.")
+@click.option("--llm-model", default=None, envvar="ADMIT_LLM_MODEL", help="Model for LLM strategies.")
+@handle_errors
+def replay_cmd(
+    traces: str,
+    policy_path: str,
+    out_dir: str,
+    reranker: str | None,
+    prices_path: str | None,
+    llm_base_url: str | None,
+    llm_model: str | None,
+) -> None:
+    """Shadow-replay logged requests (TRACES.jsonl from ReplayLog) under a new policy and report the diff."""
+    from admit.eval.metrics import PriceTable
+    from admit.eval.replay import replay_file, write_replay
+
+    opts: dict[str, Any] = {}
+    if llm_base_url:
+        opts["llm_base_url"] = llm_base_url
+        if llm_model:
+            opts["llm_model"] = llm_model
+    t0 = time.perf_counter()
+    report = replay_file(
+        traces, policy_path, reranker=reranker, pruner_options=opts, prices=PriceTable.load(prices_path)
+    )
+    paths = write_replay(report, Path(out_dir))
+    s = report.summary
+    click.echo(
+        f"{s['requests']} requests replayed ({s['in_rollout']} in rollout, kill switch "
+        f"{'on' if s['kill_switch'] else 'off'}): {s['changed']} changed, {s['lost_evidence']} lose previously "
+        f"admitted evidence; evidence tokens {s['old_evidence_tokens']} -> {s['new_evidence_tokens']}; "
+        f"est. cost change {s['est_cost_change_usd']:+.6f} USD; {time.perf_counter() - t0:.1f} s",
+        err=True,
+    )
+    click.echo(json.dumps({k: str(v) for k, v in paths.items()}))

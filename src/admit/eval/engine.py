@@ -1,0 +1,387 @@
+"""The batch function and the engines that run it: in process, in local worker processes, or on Ray Data.
+
+:func:`run_tasks` is the one batch function: it takes label-free tasks (a record's id, question and
+candidates, its cached reranker scores if any, and the configurations still to compute) and returns
+reranker scores and pruning outcomes. It never sees ``required`` or ``answers``. Every engine runs that same
+function; they differ only in where.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from admit.errors import ConfigError, MissingExtraError
+from admit.eval.dataset import PruneInput
+from admit.route import PruneSettings
+from admit.types import Scored
+
+__all__ = [
+    "GRADE_ONLY_STRATEGIES",
+    "Engine",
+    "LocalEngine",
+    "RayEngine",
+    "RunSpec",
+    "Task",
+    "make_engine",
+    "rank_order",
+    "run_tasks",
+    "settings_for",
+]
+
+logger = logging.getLogger(__name__)
+
+GRADE_ONLY_STRATEGIES = frozenset({"setwise", "top_n", "score_threshold"})
+"""Strategies whose grades do not depend on ``threshold``/``keep_top_k``: they are graded once per record and
+the threshold rule (:func:`admit.prune.base.apply_threshold`) is applied by the harness for each setting."""
+
+SETTING_KEYS = ("threshold", "keep_top_k", "on_error")
+_REASON_CHARS = 240
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunSpec:
+    """Everything a worker needs to build the reranker and the pruners (JSON-serialisable)."""
+
+    reranker: str = "dense"
+    """Reranker name for :func:`admit.backends.rerankers.resolve_reranker`."""
+    embedder: str = "minilm"
+    """Embedder shared by a dense reranker and the setwise pruner."""
+    pruner_options: Mapping[str, Any] = field(default_factory=dict)
+    """Keyword arguments for :func:`admit.prune.resolve_pruner` (``llm_base_url``, ``llm_model``, ...)."""
+    torch_threads: int | None = None
+    """Torch threads per worker (default: cores / workers)."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> RunSpec:
+        """Inverse of :meth:`to_json`."""
+        return cls(**d)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Task:
+    """One record's work: the label-free input, its cached scores, and the configurations to grade."""
+
+    input: PruneInput
+    """Id, question, candidates."""
+    scores: tuple[float, ...] | None = None
+    """Cached reranker scores, in candidate order (``None``: compute them)."""
+    jobs: tuple[tuple[str, str, Mapping[str, Any]], ...] = ()
+    """``(cache key, strategy, parameters)`` to compute."""
+
+    def to_json(self) -> dict[str, Any]:
+        """Return a JSON-ready dict."""
+        return {
+            "input": self.input.to_json(),
+            "scores": list(self.scores) if self.scores is not None else None,
+            "jobs": [[k, s, dict(p)] for k, s, p in self.jobs],
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Task:
+        """Inverse of :meth:`to_json`."""
+        return cls(
+            input=PruneInput.from_json(d["input"]),
+            scores=tuple(d["scores"]) if d.get("scores") is not None else None,
+            jobs=tuple((k, s, p) for k, s, p in d["jobs"]),
+        )
+
+
+def settings_for(params: Mapping[str, Any]) -> PruneSettings:
+    """Split a flat parameter dict into :class:`PruneSettings` fields and strategy ``params``."""
+    known = {k: params[k] for k in SETTING_KEYS if k in params}
+    rest = {k: v for k, v in params.items() if k not in SETTING_KEYS}
+    if "threshold" in known:
+        known["threshold"] = int(known["threshold"])
+        if not 1 <= known["threshold"] <= 5:
+            raise ConfigError(f"threshold must be between 1 and 5, got {known['threshold']}.")
+    if "keep_top_k" in known:
+        known["keep_top_k"] = int(known["keep_top_k"])
+    return PruneSettings(**known, params=rest)
+
+
+def rank_order(scores: Sequence[float]) -> list[int]:
+    """Candidate indexes best first (ties keep input order), as :func:`admit.rerank.rerank` orders them."""
+    clean = [s if isinstance(s, int | float) and math.isfinite(s) else -math.inf for s in scores]
+    return sorted(range(len(clean)), key=lambda i: (-clean[i], i))
+
+
+# ---------------------------------------------------------------------------------------------- worker side
+
+
+class _TimedEmbedder:
+    """Counts the seconds spent computing embeddings (cache misses only, below a CachedEmbedder)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self.seconds = 0.0
+        self._lock = threading.Lock()
+
+    def warm_up(self) -> None:
+        warm = getattr(self.inner, "warm_up", None)
+        if callable(warm):
+            warm()
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return self.inner.embed(texts)
+        finally:
+            with self._lock:
+                self.seconds += time.perf_counter() - t0
+
+
+class _Worker:
+    """Builds (once per process) and holds the reranker, the shared embedder and the pruners."""
+
+    def __init__(self, spec: RunSpec) -> None:
+        self.spec = spec
+        self._embedder: Any = None
+        self._timed: _TimedEmbedder | None = None
+        self._reranker: Any = None
+        self._pruners: dict[str, Any] = {}
+
+    def embedder(self) -> Any:
+        if self._embedder is None:
+            from admit.backends.embedders import CachedEmbedder, resolve_embedder
+
+            self._timed = _TimedEmbedder(resolve_embedder(self.spec.embedder))
+            self._embedder = CachedEmbedder(self._timed, max_items=20_000)
+        return self._embedder
+
+    @property
+    def encode_seconds(self) -> float:
+        return self._timed.seconds if self._timed is not None else 0.0
+
+    def reranker(self) -> Any:
+        if self._reranker is None:
+            from admit.backends.rerankers import resolve_reranker
+
+            name = self.spec.reranker
+            if name in {"dense", "minilm", "hybrid"}:
+                from admit.backends.rerankers.dense import DenseReranker
+
+                self._reranker = DenseReranker(self.embedder(), hybrid=name == "hybrid")
+            else:
+                self._reranker = resolve_reranker(name)
+        return self._reranker
+
+    def pruner(self, strategy: str) -> Any:
+        if strategy not in self._pruners:
+            from admit.prune import resolve_pruner
+
+            opts = dict(self.spec.pruner_options)
+            if strategy == "setwise":
+                from admit.prune.setwise import SetwisePruner
+
+                accepted = inspect.signature(SetwisePruner).parameters
+                takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
+                if ("embedder" in accepted or takes_any) and "embedder" not in opts:
+                    opts["embedder"] = self.embedder()
+                if not takes_any:
+                    opts = {k: v for k, v in opts.items() if k in accepted}
+            elif strategy in {"top_n", "score_threshold"}:
+                opts = {}
+            self._pruners[strategy] = resolve_pruner(strategy, **opts)
+        return self._pruners[strategy]
+
+    def run(self, task: Task) -> dict[str, Any]:
+        from admit.prune import run_pruner
+
+        inp = task.input
+        out: dict[str, Any] = {"record_id": inp.id, "outcomes": {}}
+        if task.scores is None:
+            t0 = time.perf_counter()
+            scores = [float(s) for s in self.reranker().score(inp.question, inp.candidates)] if inp.candidates else []
+            out["scores"] = scores
+            out["rerank_s"] = time.perf_counter() - t0
+        else:
+            scores = list(task.scores)
+        order = rank_order(scores)
+        ranked = [Scored(chunk=inp.candidates[i], score=scores[i], rank=r) for r, i in enumerate(order)]
+        for key, strategy, params in task.jobs:
+            settings = settings_for(params)
+            pruner = self.pruner(strategy)
+            enc0 = self.encode_seconds
+            t0 = time.perf_counter()
+            outcome = run_pruner(pruner, inp.question, ranked, settings)
+            dt = time.perf_counter() - t0
+            u = outcome.usage
+            out["outcomes"][key] = {
+                "grades": {g.chunk_id: g.grade for g in outcome.graded},
+                "kept": outcome.kept_ids,
+                "reasons": {g.chunk_id: g.reason[:_REASON_CHARS] for g in outcome.graded},
+                "latency_s": dt,
+                "encode_s": self.encode_seconds - enc0,
+                "prompt_tokens": u.prompt_tokens,
+                "completion_tokens": u.completion_tokens,
+                "calls": u.calls,
+                "cost_usd": u.cost_usd,
+                "fallback": outcome.fallback,
+                "error": outcome.error,
+            }
+        return out
+
+
+_WORKERS: dict[str, _Worker] = {}
+_WLOCK = threading.Lock()
+
+
+def _worker_for(spec: RunSpec) -> _Worker:
+    key = json.dumps(spec.to_json(), sort_keys=True, default=str)
+    with _WLOCK:
+        if key not in _WORKERS:
+            _WORKERS[key] = _Worker(spec)
+        return _WORKERS[key]
+
+
+def run_tasks(tasks: Sequence[Task], spec: RunSpec) -> list[dict[str, Any]]:
+    """The batch function: compute reranker scores (when missing) and every job of every task.
+
+    Returns one dict per task: ``record_id``, ``scores``/``rerank_s`` (when computed) and ``outcomes``
+    (cache key -> kept ids, grades, reasons, usage, latency, fallback).
+    """
+    worker = _worker_for(spec)
+    return [worker.run(t) for t in tasks]
+
+
+def _run_json(payloads: Sequence[str], spec_json: str) -> list[str]:
+    spec = RunSpec.from_json(json.loads(spec_json))
+    return [json.dumps(r) for r in run_tasks([Task.from_json(json.loads(p)) for p in payloads], spec)]
+
+
+def _init_worker(threads: int | None) -> None:  # pragma: no cover - runs in child processes
+    if threads:
+        os.environ.setdefault("ADMIT_TORCH_THREADS", str(threads))
+        os.environ.setdefault("OMP_NUM_THREADS", str(threads))
+
+
+# ---------------------------------------------------------------------------------------------- engines
+
+
+class Engine(Protocol):
+    """Runs the batch function over tasks and yields the results batch by batch, as batches finish."""
+
+    name: str
+
+    def run(self, tasks: Sequence[Task], spec: RunSpec) -> Iterator[list[dict[str, Any]]]:
+        """Yield the results batch by batch (any order)."""
+        ...
+
+
+def _batches(tasks: Sequence[Task], size: int) -> list[list[Task]]:
+    return [list(tasks[i : i + size]) for i in range(0, len(tasks), max(size, 1))]
+
+
+class LocalEngine:
+    """In this process (``workers=1``) or in a pool of local worker processes."""
+
+    name = "local"
+
+    def __init__(self, workers: int = 1, batch_size: int = 4) -> None:
+        """Create the engine."""
+        if workers < 1:
+            raise ConfigError(f"--workers must be >= 1, got {workers}.")
+        self.workers = workers
+        self.batch_size = batch_size
+
+    def run(self, tasks: Sequence[Task], spec: RunSpec) -> Iterator[list[dict[str, Any]]]:
+        """Yield results batch by batch."""
+        if not tasks:
+            return
+        if self.workers == 1:
+            for batch in _batches(tasks, 1):
+                yield run_tasks(batch, spec)
+            return
+        import multiprocessing
+
+        threads = spec.torch_threads or max(1, (os.cpu_count() or 1) // self.workers)
+        spec_json = json.dumps(spec.to_json(), default=str)
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker, initargs=(threads,)) as ex:
+            pending: set[Future[list[str]]] = {
+                ex.submit(_run_json, [json.dumps(t.to_json()) for t in b], spec_json)
+                for b in _batches(tasks, self.batch_size)
+            }
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    yield [json.loads(r) for r in fut.result()]
+
+
+def _ray_batch(batch: Mapping[str, Any], spec_json: str) -> dict[str, list[str]]:
+    return {"result": _run_json([str(x) for x in batch["task"]], spec_json)}
+
+
+class RayEngine:
+    """Ray Data: the same batch function through ``map_batches`` (extra ``admit[ray]``).
+
+    Starts a local Ray instance (``num_cpus``, no dashboard) unless one is already initialised or
+    ``address`` names a cluster.
+    """
+
+    name = "ray"
+
+    def __init__(self, *, num_cpus: int | None = 2, address: str | None = None, batch_size: int = 4) -> None:
+        """Create the engine."""
+        try:
+            import ray
+            import ray.data  # noqa: F401
+        except ImportError as exc:
+            raise MissingExtraError("ray[data]", "ray") from exc
+        self.num_cpus = num_cpus
+        self.address = address
+        self.batch_size = batch_size
+
+    def run(self, tasks: Sequence[Task], spec: RunSpec) -> Iterator[list[dict[str, Any]]]:
+        """Yield results batch by batch."""
+        import ray
+
+        if not tasks:
+            return
+        if not ray.is_initialized():
+            if self.address:
+                ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
+            else:
+                ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False)
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = False
+        ds = ray.data.from_items([{"task": json.dumps(t.to_json())} for t in tasks])
+        spec_json = json.dumps(spec.to_json(), default=str)
+        out = ds.map_batches(
+            _ray_batch,  # type: ignore[arg-type]
+            batch_size=self.batch_size,
+            fn_kwargs={"spec_json": spec_json},
+        )
+        buf: list[dict[str, Any]] = []
+        for row in out.iter_rows():
+            buf.append(json.loads(row["result"]))
+            if len(buf) >= self.batch_size:
+                yield buf
+                buf = []
+        if buf:
+            yield buf
+
+
+def make_engine(name: str, *, workers: int = 1, batch_size: int = 4) -> Engine:
+    """``local`` (with ``workers`` processes) or ``ray``."""
+    if name == "local":
+        return LocalEngine(workers=workers, batch_size=batch_size)
+    if name == "ray":
+        return RayEngine(num_cpus=max(workers, 2), batch_size=batch_size)
+    raise ConfigError(f"Unknown engine {name!r}; known: local, ray.")
