@@ -105,6 +105,7 @@ class Pipeline:
         sink: TraceSink | None = None,
         tracer: Tracer | None = None,
         authority: Mapping[str, float] | None = None,
+        baseline_policies: PolicySet | str | Path | None = None,
     ) -> None:
         """Create a pipeline.
 
@@ -116,8 +117,15 @@ class Pipeline:
             sink: Where trace records go (e.g. :class:`~admit.trace.JsonlSink`).
             tracer: Span tracer (default: none).
             authority: A source registry: ``source_id`` -> authority 0..1, used when a chunk has none.
+            baseline_policies: The policies that requests outside ``policies.rollout`` keep getting (a staged
+                rollout by a stable hash of the request id); ``None`` means everyone gets ``policies``.
         """
         self.policies = policies if isinstance(policies, PolicySet) else load_policy_set(policies)
+        self.baseline_policies: PolicySet | None = (
+            baseline_policies
+            if isinstance(baseline_policies, PolicySet) or baseline_policies is None
+            else load_policy_set(baseline_policies)
+        )
         self.reranker = resolve_reranker(reranker)
         self._pruner = pruner
         self._pruner_options = dict(pruner_options or {})
@@ -134,11 +142,20 @@ class Pipeline:
             self._pruners[strategy] = resolve_pruner(strategy, **self._pruner_options)
         return self._pruners[strategy]
 
-    def resolve_policy(self, req: PackRequest) -> tuple[Policy, dict[str, Any]]:
+    def policies_for(self, request_id: str) -> PolicySet:
+        """The policy set a request gets: the new one inside its rollout share, else the baseline."""
+        if self.baseline_policies is not None and not self.policies.in_rollout(request_id):
+            return self.baseline_policies
+        return self.policies
+
+    def resolve_policy(self, req: PackRequest, request_id: str = "") -> tuple[Policy, dict[str, Any]]:
         """Route the request and apply its overrides; return the policy and the route record."""
-        route = self.policies.classify(req.question, override=req.query_class)
-        policy = self.policies.policy(route.query_class)
+        policies = self.policies_for(request_id or req.request_id or _request_hash(req))
+        route = policies.classify(req.question, override=req.query_class)
+        policy = policies.policy(route.query_class)
         rec = route.as_dict()
+        rec["policy_version"] = policies.version
+        rec["rollout"] = "baseline" if policies is not self.policies else "current"
         changes: dict[str, Any] = {}
         if req.prune is not None:
             changes["strategy"] = req.prune
@@ -150,7 +167,7 @@ class Pipeline:
             changes["params"] = {**policy.prune.params, **params}
         if changes:
             policy = policy.with_prune(**changes)
-        if self.policies.kill_switch:
+        if policies.kill_switch:
             policy = policy.with_prune(strategy="none")
             rec["kill_switch"] = True
         return policy, rec
@@ -171,7 +188,7 @@ class Pipeline:
         decisions: dict[str, Decision] = {}
 
         with timer.stage("route"):
-            policy, route = self.resolve_policy(req)
+            policy, route = self.resolve_policy(req, request_id)
         with timer.stage("budget"):
             tokenizer = resolve_tokenizer(req.model)
             budget = compute_budget(
@@ -254,7 +271,7 @@ class Pipeline:
         record = build_record(
             request_id=request_id,
             route=route,
-            policy_version=self.policies.version,
+            policy_version=route["policy_version"],
             budget=budget,
             candidate_ids=[c.id for c in req.candidates],
             reranked_ids=[s.chunk.id for s in ranked],

@@ -58,7 +58,9 @@ def test_what_changed_question_keeps_both_versions():
 
 def test_question_that_needs_two_documents_keeps_the_bridge_under_a_tight_budget():
     # the second chunk never mentions audit logs, yet it is half of the answer
-    a = chunk("audit#export", "Audit log export writes to the sink owned by the harbor-audit service account.", score=0.9)
+    a = chunk(
+        "audit#export", "Audit log export writes to the sink owned by the harbor-audit service account.", score=0.9
+    )
     b = chunk("accounts#svc", "Service accounts are created by the installer; harbor-audit has uid 2001.", score=0.2)
     noise = [
         chunk(f"n#{i}", f"Unrelated release note {i} about dashboards and themes. " * 6, source=f"rel{i}", score=0.5)
@@ -92,8 +94,12 @@ def test_comparison_covers_both_sides():
 
 def test_broad_list_all_request_asks_to_narrow_instead_of_tail_dropping():
     cands = [
-        chunk(f"inc#{i}", f"Region eu-{i} was affected by the storage incident from morning to noon. " * 8,
-              source=f"inc{i}", score=1 - i / 100)
+        chunk(
+            f"inc#{i}",
+            f"Region eu-{i} was affected by the storage incident from morning to noon. " * 8,
+            source=f"inc{i}",
+            score=1 - i / 100,
+        )
         for i in range(40)
     ]
     res = run("List all regions affected by the storage incident", cands, input_limit=2600)
@@ -106,10 +112,14 @@ def test_broad_list_all_request_asks_to_narrow_instead_of_tail_dropping():
 
 
 def test_long_conversation_eats_the_evidence_budget_but_not_the_answer_reserve():
-    convo = [Message(role="user" if i % 2 == 0 else "assistant", content="Earlier detail about the setup. " * 30)
-             for i in range(12)]
-    cands = [chunk(f"d#{i}", f"Relevant passage {i} about the setting. " * 10, source=f"d{i}", score=1 - i / 10)
-             for i in range(8)]
+    convo = [
+        Message(role="user" if i % 2 == 0 else "assistant", content="Earlier detail about the setup. " * 30)
+        for i in range(12)
+    ]
+    cands = [
+        chunk(f"d#{i}", f"Relevant passage {i} about the setting. " * 10, source=f"d{i}", score=1 - i / 10)
+        for i in range(8)
+    ]
     short = run("What is the default?", cands, input_limit=3000)
     long = run("What is the default?", cands, input_limit=3000, conversation=convo)
     assert long.budget.answer_reserve == short.budget.answer_reserve == 300
@@ -117,8 +127,12 @@ def test_long_conversation_eats_the_evidence_budget_but_not_the_answer_reserve()
     assert long.budget.evidence_budget < short.budget.evidence_budget
     assert len(long.admitted) < len(short.admitted)
     assert long.trace["evidence_tokens"] <= long.budget.evidence_budget
-    total = (long.budget.instruction_tokens + long.budget.conversation_tokens + long.trace["evidence_tokens"]
-             + long.budget.answer_reserve)
+    total = (
+        long.budget.instruction_tokens
+        + long.budget.conversation_tokens
+        + long.trace["evidence_tokens"]
+        + long.budget.answer_reserve
+    )
     assert total <= 3000
 
 
@@ -134,7 +148,9 @@ def test_authorization_change_takes_effect_on_the_next_request():
     narrowed = replace(doc, access=Access(tenant="acme", groups=("finance",)))
     third = run("When is the launch?", [narrowed], pipeline=pipe)
     assert third.admitted_ids == []
-    fourth = run("When is the launch?", [narrowed], pipeline=pipe, principal=Principal(tenant="acme", groups=("finance",)))
+    fourth = run(
+        "When is the launch?", [narrowed], pipeline=pipe, principal=Principal(tenant="acme", groups=("finance",))
+    )
     assert fourth.admitted_ids == ["plan#q3"]
 
 
@@ -152,16 +168,28 @@ def test_duplicate_ids_are_rejected_with_the_field_named():
 
 
 def test_pruner_failure_applies_on_error_and_the_trace_says_so():
-    cands = [chunk(f"c#{i}", f"Distinct passage number {i} on topic {i}.", source=f"s{i}", score=1 - i / 10)
-             for i in range(4)]
-    res = run("topic", cands, pipeline=Pipeline(pruner=FakeGrader(fail=TimeoutError("grader timed out"))),
-              prune="fake", prune_params={"keep_top_k": 2})
+    cands = [
+        chunk(f"c#{i}", f"Distinct passage number {i} on topic {i}.", source=f"s{i}", score=1 - i / 10)
+        for i in range(4)
+    ]
+    res = run(
+        "topic",
+        cands,
+        pipeline=Pipeline(pruner=FakeGrader(fail=TimeoutError("grader timed out"))),
+        prune="fake",
+        prune_params={"keep_top_k": 2},
+    )
     assert res.admitted_ids == ["c#0", "c#1"]
     assert res.trace["pruner"]["fallback"] == "keep_top_k"
     assert "timed out" in res.trace["pruner"]["error"]
     with pytest.raises(Exception, match="timed out"):
-        run("topic", cands, pipeline=Pipeline(pruner=FakeGrader(fail=TimeoutError("grader timed out"))),
-            prune="fake", prune_params={"on_error": "raise"})
+        run(
+            "topic",
+            cands,
+            pipeline=Pipeline(pruner=FakeGrader(fail=TimeoutError("grader timed out"))),
+            prune="fake",
+            prune_params={"on_error": "raise"},
+        )
 
 
 def test_trace_has_a_decision_for_every_candidate_and_the_guide_fields(tmp_path):
@@ -174,8 +202,18 @@ def test_trace_has_a_decision_for_every_candidate_and_the_guide_fields(tmp_path)
     import json
 
     rec = json.loads((tmp_path / "t.jsonl").read_text().splitlines()[0])
-    for key in ("query_class", "evidence_budget", "answer_reserve", "candidate_count", "reranked_count",
-                "accepted_chunk_ids", "evidence_tokens", "dropped", "decisions", "latency_ms"):
+    for key in (
+        "query_class",
+        "evidence_budget",
+        "answer_reserve",
+        "candidate_count",
+        "reranked_count",
+        "accepted_chunk_ids",
+        "evidence_tokens",
+        "dropped",
+        "decisions",
+        "latency_ms",
+    ):
         assert key in rec
     assert [d["id"] for d in rec["decisions"]] == [c.id for c in cands]
     assert "secret" not in json.dumps(rec)
@@ -202,3 +240,23 @@ def test_kill_switch_skips_pruning(tmp_path):
 def test_access_label_is_rendered_in_the_envelope():
     res = run("What?", [chunk("a#1", "Some fact.", access=ACME)])
     assert 'access="internal"' in res.prompt
+
+
+def test_rollout_share_routes_requests_outside_it_to_the_baseline_policy(tmp_path):
+    import importlib.resources as r
+
+    body = r.files("admit.policies").joinpath("default.toml").read_text()
+    new = tmp_path / "new.toml"
+    new.write_text(body.replace("rollout = 1.0", "rollout = 0.5").replace('version = "', 'version = "new-', 1))
+    pipe = Pipeline(policies=new, baseline_policies=None)
+    staged = Pipeline(policies=new, baseline_policies=Pipeline().policies)
+    cands = [chunk("a#1", "Some fact about ports.", score=1.0)]
+    seen = {"current": 0, "baseline": 0}
+    for i in range(200):
+        res = staged.pack(PackRequest(question="What port?", principal=ALICE, candidates=cands, request_id=f"r{i}"))
+        seen[res.trace["route"]["rollout"]] += 1
+        again = staged.pack(PackRequest(question="What port?", principal=ALICE, candidates=cands, request_id=f"r{i}"))
+        assert again.trace["policy_version"] == res.trace["policy_version"]
+    assert 70 < seen["current"] < 130 and seen["current"] + seen["baseline"] == 200
+    only = pipe.pack(PackRequest(question="What port?", principal=ALICE, candidates=cands, request_id="r1"))
+    assert only.trace["route"]["rollout"] == "current" and only.trace["policy_version"].startswith("new-")
