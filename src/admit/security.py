@@ -40,7 +40,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 __all__ = ["FLAG_KINDS", "Flag", "FlagKind", "flag_kinds", "normalize", "scan", "scan_chunks", "summarize"]
 
@@ -57,18 +57,7 @@ FlagKind = Literal[
     "grader_manipulation",
 ]
 
-FLAG_KINDS: tuple[str, ...] = (
-    "boundary_forgery",
-    "role_marker",
-    "hijack",
-    "ai_addressed",
-    "tool_call",
-    "exfiltration",
-    "html_comment",
-    "invisible_unicode",
-    "confusable",
-    "grader_manipulation",
-)
+FLAG_KINDS: tuple[str, ...] = get_args(FlagKind)
 """Every kind :func:`scan` can report, in report order."""
 
 
