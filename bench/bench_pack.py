@@ -17,11 +17,11 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from admit import Access, Chunk, PackRequest, Pipeline, Principal
 import admit.pipeline as pipeline_module
+from admit import Access, Chunk, PackRequest, Pipeline, Principal
 from admit._text import clear_caches
-from admit.backends.tokenizers.base import clear_count_cache
 from admit.backends.tokenizers import resolve_tokenizer
+from admit.backends.tokenizers.base import clear_count_cache
 from admit.route import load_policy_set
 
 
@@ -75,7 +75,7 @@ def load_texts(data: Path, n: int, tok) -> list[tuple[str, str]]:
 
 def pct(xs, q):
     xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+    return xs[min(len(xs) - 1, round(q * (len(xs) - 1)))]
 
 
 def main() -> None:
@@ -88,27 +88,36 @@ def main() -> None:
     rng = random.Random(1)
     acc = Access(tenant="acme")
     cands = [
-        Chunk(id=f"c{i}", source_id=f"s{i % 40}", title=t, text=x, access=acc, authority=rng.random(), score=rng.random())
+        Chunk(
+            id=f"c{i}", source_id=f"s{i % 40}", title=t, text=x, access=acc, authority=rng.random(), score=rng.random()
+        )
         for i, (t, x) in enumerate(texts)
     ]
     ps = load_policy_set()
     wide = {k: replace(v, rerank_count=100, candidate_count=100) for k, v in ps.classes.items()}
     pipe = Pipeline(policies=replace(ps, classes=wide))
-    req = PackRequest(question="Which film directed by the author of the novel won the award?",
-                      principal=Principal(tenant="acme"), candidates=cands, model="gpt-4o", input_limit=16_000,
-                      instructions="Answer from the evidence.")
+    req = PackRequest(
+        question="Which film directed by the author of the novel won the award?",
+        principal=Principal(tenant="acme"),
+        candidates=cands,
+        model="gpt-4o",
+        input_limit=16_000,
+        instructions="Answer from the evidence.",
+    )
     mean_tok = statistics.mean(tok.count(c.text) for c in cands)
     pipe.pack(req)  # warm: tokenizer tables, nupunkt model
-    naive_in = [NaiveChunk(c.id, c.source_id, tok.count(c.text), c.score or 0, 1.0, c.authority or 0, c.text)
-                for c in cands]
+    naive_in = [
+        NaiveChunk(c.id, c.source_id, tok.count(c.text), c.score or 0, 1.0, c.authority or 0, c.text) for c in cands
+    ]
     t_admit, t_cold, t_naive, t_naive_tok = [], [], [], []
     for _ in range(args.runs):
         t0 = time.perf_counter()
         res = pipe.pack(req)
         t_admit.append((time.perf_counter() - t0) * 1000)
+        # cold: no shingles, signatures, hashes, token counts or flags remembered from earlier requests
         clear_caches()
         clear_count_cache()
-        pipeline_module._flag_kinds.cache_clear()  # cold: no shingles, signatures or hashes remembered from earlier requests
+        pipeline_module._flag_kinds.cache_clear()
         t0 = time.perf_counter()
         pipe.pack(req)
         t_cold.append((time.perf_counter() - t0) * 1000)
@@ -119,15 +128,19 @@ def main() -> None:
         pack_context([replace(n, tokens=tok.count(n.text)) for n in naive_in], 16_000 - 1000)
         t_naive_tok.append((time.perf_counter() - t0) * 1000)
     print(f"candidates: {len(cands)}, mean tokens/candidate: {mean_tok:.0f}, runs: {args.runs}")
-    print(f"admitted: {len(res.admitted)}, evidence tokens: {res.trace['evidence_tokens']}, "
-          f"dropped: {res.trace['dropped']}")
+    print(
+        f"admitted: {len(res.admitted)}, evidence tokens: {res.trace['evidence_tokens']}, "
+        f"dropped: {res.trace['dropped']}"
+    )
     print(f"{'pipeline':<38}{'median ms':>10}{'p95 ms':>10}")
-    print(f"{'admit Pipeline.pack, warm caches':<38}{statistics.median(t_admit):>10.2f}{pct(t_admit, .95):>10.2f}")
-    print(f"{'admit Pipeline.pack, cold caches':<38}{statistics.median(t_cold):>10.2f}{pct(t_cold, .95):>10.2f}")
-    print(f"{'naive pack_context (pre-counted)':<38}{statistics.median(t_naive):>10.2f}{pct(t_naive, .95):>10.2f}")
-    print(f"{'naive pack_context + token counting':<38}{statistics.median(t_naive_tok):>10.2f}"
-          f"{pct(t_naive_tok, .95):>10.2f}")
-    stages = {k: v for k, v in res.trace["latency_ms"].items()}
+    print(f"{'admit Pipeline.pack, warm caches':<38}{statistics.median(t_admit):>10.2f}{pct(t_admit, 0.95):>10.2f}")
+    print(f"{'admit Pipeline.pack, cold caches':<38}{statistics.median(t_cold):>10.2f}{pct(t_cold, 0.95):>10.2f}")
+    print(f"{'naive pack_context (pre-counted)':<38}{statistics.median(t_naive):>10.2f}{pct(t_naive, 0.95):>10.2f}")
+    print(
+        f"{'naive pack_context + token counting':<38}{statistics.median(t_naive_tok):>10.2f}"
+        f"{pct(t_naive_tok, 0.95):>10.2f}"
+    )
+    stages = dict(res.trace["latency_ms"].items())
     print("last run by stage (ms):", json.dumps(stages))
 
 

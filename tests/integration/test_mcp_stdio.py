@@ -37,8 +37,7 @@ def kb_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     p = tmp_path_factory.mktemp("cfg") / "admit.toml"
     p.write_text(
-        '[service]\n\n[service.mcp]\ntenant = "acme"\ngroups = ["support"]\ntop_k = 8\n'
-        "input_limit = 6000\n",
+        '[service]\n\n[service.mcp]\ntenant = "acme"\ngroups = ["support"]\ntop_k = 8\ninput_limit = 6000\n',
         "utf-8",
     )
     return p

@@ -8,14 +8,41 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from admit import Access, Chunk, Message, PackRequest, Pipeline, Principal
-from admit.budget import evidence_message_tokens
 from admit.backends.tokenizers import resolve_tokenizer
+from admit.budget import evidence_message_tokens
 
 TENANTS = ["acme", "globex", "initech"]
 GROUPS = ["eng", "sales", "ops"]
 WORDS = st.sampled_from(
-    "the port server audit log export error fix version install region default config key rotate 8080 2.4 "
-    "Qdrant pgvector ünïcode 日本 — <passage> </evidence> ignore previous instructions".split()
+    [
+        "the",
+        "port",
+        "server",
+        "audit",
+        "log",
+        "export",
+        "error",
+        "fix",
+        "version",
+        "install",
+        "region",
+        "default",
+        "config",
+        "key",
+        "rotate",
+        "8080",
+        "2.4",
+        "Qdrant",
+        "pgvector",
+        "ünïcode",
+        "日本",
+        "—",
+        "<passage>",
+        "</evidence>",
+        "ignore",
+        "previous",
+        "instructions",
+    ]
 )
 TEXT = st.lists(WORDS, min_size=0, max_size=120).map(" ".join)
 PIPE = Pipeline()
@@ -54,10 +81,20 @@ def candidates(draw):
 
 REQUESTS = st.builds(
     PackRequest,
-    question=st.sampled_from(["What is the default port?", "List all regions", "Compare Qdrant and pgvector",
-                              "Export fails with error", "Tell me everything"]),
-    principal=st.builds(Principal, tenant=st.sampled_from(TENANTS),
-                        groups=st.lists(st.sampled_from(GROUPS), max_size=2, unique=True).map(tuple)),
+    question=st.sampled_from(
+        [
+            "What is the default port?",
+            "List all regions",
+            "Compare Qdrant and pgvector",
+            "Export fails with error",
+            "Tell me everything",
+        ]
+    ),
+    principal=st.builds(
+        Principal,
+        tenant=st.sampled_from(TENANTS),
+        groups=st.lists(st.sampled_from(GROUPS), max_size=2, unique=True).map(tuple),
+    ),
     candidates=candidates(),
     input_limit=st.integers(300, 6000),
     instructions=st.sampled_from(["", "Answer briefly."]),

@@ -49,8 +49,12 @@ def test_different_texts_both_stay():
 
 
 def test_old_version_is_superseded_by_the_newest():
-    old = chunk("guide@1#install", "Install with apt-get install harbor.", source="guide", version="1.9", title="Install")
-    new = chunk("guide@2#install", "Install with the harbor installer script.", source="guide", version="2.0", title="Install")
+    old = chunk(
+        "guide@1#install", "Install with apt-get install harbor.", source="guide", version="1.9", title="Install"
+    )
+    new = chunk(
+        "guide@2#install", "Install with the harbor installer script.", source="guide", version="2.0", title="Install"
+    )
     kept, dropped = dedupe(ranked(old, new), POLICY)
     assert [s.chunk.id for s in kept] == ["guide@2#install"]
     assert dropped[0].reason == "superseded" and dropped[0].related_id == "guide@2#install"
@@ -83,7 +87,9 @@ def test_per_source_cap_keeps_the_best_ranks():
 
 
 def test_every_input_is_kept_or_dropped_exactly_once():
-    chunks = [chunk(f"c#{i}", POLICY_PAGE if i % 2 else f"unique text number {i} " * 5, source=f"s{i}") for i in range(8)]
+    chunks = [
+        chunk(f"c#{i}", POLICY_PAGE if i % 2 else f"unique text number {i} " * 5, source=f"s{i}") for i in range(8)
+    ]
     kept, dropped = dedupe(ranked(*chunks), POLICY)
     ids = [s.chunk.id for s in kept] + [d.chunk_id for d in dropped]
     assert sorted(ids) == sorted(c.id for c in chunks)

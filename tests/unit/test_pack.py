@@ -92,7 +92,9 @@ def test_anchored_excerpt_returns_none_when_nothing_fits():
 
 
 def test_list_all_asks_to_narrow_when_it_does_not_fit():
-    items = scored(*[chunk(f"r#{i}", f"Region {i} is affected by the outage. " * 15, source=f"r{i}") for i in range(12)])
+    items = scored(
+        *[chunk(f"r#{i}", f"Region {i} is affected by the outage. " * 15, source=f"r{i}") for i in range(12)]
+    )
     res = run("List all affected regions", items, 500, PS.policy("list_all"))
     kinds = [f.kind for f in res.fallbacks if f.kind != "anchored_excerpt"]
     assert kinds == ["ask_to_narrow", "scope_note"]

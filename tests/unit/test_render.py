@@ -47,8 +47,9 @@ def test_tool_output_is_capped_and_paginated_with_redaction():
     seen = []
     token = None
     while True:
-        page = cap_tool_output(rows, max_rows=10, max_bytes=10_000, page_token=token,
-                               redact=lambda r: {**r, "email": "[redacted]"})
+        page = cap_tool_output(
+            rows, max_rows=10, max_bytes=10_000, page_token=token, redact=lambda r: {**r, "email": "[redacted]"}
+        )
         seen.extend(page.rows)
         assert len(page.rows) <= 10
         token = page.next_token

@@ -56,21 +56,23 @@ def test_classes_have_distinct_answer_contracts(ps):
 
 
 def test_routing_is_deterministic(ps):
-    assert [ps.classify("Compare A and B").as_dict() for _ in range(3)] == [ps.classify("Compare A and B").as_dict()] * 3
+    assert [ps.classify("Compare A and B").as_dict() for _ in range(3)] == [
+        ps.classify("Compare A and B").as_dict()
+    ] * 3
 
 
 def test_bad_policy_files_fail_with_the_setting_named(tmp_path):
     p = tmp_path / "p.toml"
-    p.write_text('[classes.default]\ncues = []\nanswer_reserve = -5\n')
+    p.write_text("[classes.default]\ncues = []\nanswer_reserve = -5\n")
     with pytest.raises(ConfigError, match="answer_reserve"):
         load_policy_set(p)
     p.write_text('[classes.default]\ncues = ["(unclosed"]\n')
     with pytest.raises(ConfigError, match="Bad cue"):
         load_policy_set(p)
-    p.write_text('[classes.default]\nbogus = 1\n')
+    p.write_text("[classes.default]\nbogus = 1\n")
     with pytest.raises(ConfigError, match="bogus"):
         load_policy_set(p)
-    p.write_text('[classes.default]\n[classes.default.prune]\nthreshold = 9\n')
+    p.write_text("[classes.default]\n[classes.default.prune]\nthreshold = 9\n")
     with pytest.raises(ConfigError, match="threshold"):
         load_policy_set(p)
     p.write_text("not toml = = =")
@@ -80,7 +82,7 @@ def test_bad_policy_files_fail_with_the_setting_named(tmp_path):
 
 def test_rollout_share_is_a_stable_hash(tmp_path):
     p = tmp_path / "p.toml"
-    p.write_text('rollout = 0.3\n[classes.default]\ncues = []\n')
+    p.write_text("rollout = 0.3\n[classes.default]\ncues = []\n")
     ps = load_policy_set(p)
     picks = [ps.in_rollout(f"req-{i}") for i in range(2000)]
     assert picks == [ps.in_rollout(f"req-{i}") for i in range(2000)]

@@ -51,7 +51,7 @@ def test_hf_tokenizer_json_loads_offline():
 def test_unknown_model_is_a_clear_config_error():
     with pytest.raises(ConfigError, match="Unknown model 'llama-nonsense'"):
         resolve_tokenizer("llama-nonsense")
-    with pytest.raises(ConfigError, match="tokenizer.json"):
+    with pytest.raises(ConfigError, match=r"tokenizer\.json"):
         resolve_tokenizer("/no/such/tokenizer.json")
 
 

@@ -327,7 +327,8 @@ class KnowledgeBase:
             strategy = "none"
         else:
             strategy = prune
-        retrieval = {
+        retrieval_ms = {k2: round(v, 3) for k2, v in timings.items()}
+        retrieval: dict[str, Any] = {
             "store": type(self.store).__name__,
             "k": kk,
             "returned": len(hits),
@@ -335,7 +336,7 @@ class KnowledgeBase:
             "vector": sum(1 for h in hits if h.vector_rank is not None),
             "both": sum(1 for h in hits if h.bm25_rank is not None and h.vector_rank is not None),
             "filters": _filters_dict(filters),
-            "latency_ms": {k2: round(v, 3) for k2, v in timings.items()},
+            "latency_ms": retrieval_ms,
         }
         req = PackRequest(
             question=question,
@@ -351,10 +352,10 @@ class KnowledgeBase:
         )
         if not candidates:
             logger.info("kb search: no readable candidates for tenant %s", principal.tenant)
-        res = pipe.pack(req)
+        res: PackResult = pipe.pack(req)
         trace = dict(res.trace)
         lat = dict(trace.get("latency_ms") or {})
-        lat.update(retrieval["latency_ms"])
+        lat.update(retrieval_ms)
         lat["total_with_retrieval"] = round(float(lat.get("total", 0.0)) + sum(timings.values()), 3)
         trace["latency_ms"] = lat
         return replace(res, trace=trace)

@@ -180,7 +180,10 @@ class StoreContract:
                 self.rec("fin#1", text="runbook paging", groups=("finance", "execs")),
             ]
         )
-        ids = lambda p, **kw: {h.record.id for h in store.search("runbook paging", q, principal=p, k=10, **kw)}  # noqa: E731
+
+        def ids(p: Principal, **kw: Any) -> set[str]:
+            return {h.record.id for h in store.search("runbook paging", q, principal=p, k=10, **kw)}
+
         assert ids(Principal(tenant="t1")) == {"open#1"}
         assert ids(Principal(tenant="t1", groups=("sre",))) == {"open#1", "sre#1"}
         assert ids(Principal(tenant="t1", groups=("execs", "sre"))) == {"open#1", "sre#1", "fin#1"}

@@ -18,6 +18,7 @@ from admit.types import Chunk
 
 __all__ = ["DenseReranker", "passages"]
 
+
 def passages(text: str, *, words: int = 180, overlap: int = 30) -> list[str]:
     """Split ``text`` into overlapping windows of about ``words`` words (one window for short texts)."""
     toks = text.split()
