@@ -554,14 +554,30 @@ _MANUAL_TRIGGERS: dict[str, tuple[str, ...]] = {
     "keep_me": ("keep", "include", "select", "retain", "prioriti"),
     "grader_header": ("#",),
     "end_marker": ("end",),
-    "heading_role": (":",),
-    "line_role": (":",),
-    "human_assistant": (":",),
-    "tool_json": ('"', "'"),
+    "heading_role": ("system", "assistant", "developer", "admin", "root"),
+    "line_role": ("system", "assistant", "developer"),
+    "human_assistant": ("assistant",),
+    "tool_json": ("tool", "function", "arguments", "args", "parameters"),
+    # rules that start with a common word: a word the match must also contain is far more selective
+    "you_are_now": ("now",),
+    "must_respond": ("must", "should", "required", "have to", "shall"),
+    "your_task": ("task", "job", "goal", "purpose", "role"),
+    "do_not_tell": ("user", "anyone", "human"),
+    "if_you_are_ai": ("ai", "llm", "language model", "assistant", "chat", "gpt", "automated"),
+    "is_essential": ("essential", "relevant", "critical", "required", "always", "grade"),
+    "use_tool_to_act": ("tool", "plugin", "function", "integration"),
+    "instead_do": ("instead",),
+    "note_to_ai": ("ai", "a.i.", "llm", "assistant", "language model", "chat", "gpt", "claude", "copilot", "model"),
+    "send_to_url": ("url", "link", "endpoint", "webhook", "address", "http"),
+    "visit_link": ("http",),
+    "grade_me": ("me", "this", "it"),
+    "pretend_roleplay": ("pretend", "act as", "roleplay", "mode", "jailbreak", "anything now"),
+    "call_the_tool": ("tool", "function", "api", "plugin", "action", "_", "browser.open"),
 }
 _RULE_TRIGGERS: tuple[tuple[str, ...] | None, ...] = tuple(
     _MANUAL_TRIGGERS.get(rule) or _triggers(p) for _, rule, p in _RULES
 )
+_WORDS = re.compile(r"[a-z]+")
 _CONFUSABLE_ANY = re.compile(f"[{re.escape(_CONFUSABLE_CHARS)}]")
 
 
@@ -596,10 +612,12 @@ def scan(text: str) -> list[Flag]:
             break
     norm = normalize(text)
     low = norm.lower()
+    words = set(_WORDS.findall(low))
     for (kind, rule, pattern), triggers in zip(_RULES, _RULE_TRIGGERS, strict=True):
         if triggers is not None:
-            hay = low if pattern.flags & re.IGNORECASE else norm
-            if not any(t in hay for t in triggers):
+            fold = bool(pattern.flags & re.IGNORECASE)
+            hay = low if fold else norm
+            if not any((t in words) if fold and len(t) <= 3 and t.isalpha() else (t in hay) for t in triggers):
                 continue
         m = pattern.search(norm)
         if m is not None:
