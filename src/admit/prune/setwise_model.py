@@ -619,6 +619,11 @@ def _sigmoid(x: FloatArray) -> FloatArray:
 # -------------------------------------------------------------------------------------- preparation
 
 
+def question_text(question: str) -> str:
+    """The text embedded for a question (shared with the dense reranker so vectors are reused)."""
+    return _nfc(question).strip() or "?"
+
+
 def embed_items(
     question: str, items: Sequence[SetwiseItem], embedder: Embedder
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
@@ -632,7 +637,7 @@ def embed_items(
     Returns:
         (question vector, chunk vectors (n, d), dense max score (n,), dense top-2 mean (n,)).
     """
-    units: list[str] = [_nfc(question).strip() or "?"]
+    units: list[str] = [question_text(question)]
     owners: list[int] = []
     for idx, it in enumerate(items):
         ps = passages(it.title, it.text)

