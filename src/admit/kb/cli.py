@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 
 import click
 
+from admit.backends.tokenizers import resolve_tokenizer
 from admit.cli import handle_errors
 from admit.errors import ConfigError
 
@@ -147,6 +149,13 @@ def search_cmd(
             pipeline = Pipeline(
                 policies=policy_path, sink=JsonlSink(trace_file), pruner_options={"embedder": kb.embedder}
             )
+        # load the models before the request, so the trace's latencies are the request's own
+        t_load = time.perf_counter()
+        warm = getattr(kb.embedder, "warm_up", None)
+        if callable(warm):
+            warm()
+        resolve_tokenizer(model)
+        load_ms = (time.perf_counter() - t_load) * 1000
         res = kb.search(
             question,
             who,
@@ -171,6 +180,7 @@ def search_cmd(
         f"{lat.get('embed_query', 0) + lat.get('retrieve', 0):.1f} ms"
     )
     click.echo(render_human(res))
+    click.echo(f"model load (before the request): {load_ms:.0f} ms")
     click.echo("latency ms: " + ", ".join(f"{k} {v:.1f}" for k, v in lat.items() if isinstance(v, int | float)))
     if show_prompt:
         click.echo("\n" + res.prompt)
