@@ -186,6 +186,11 @@ class KnowledgeBase:
         self._pipelines: dict[str, Any] = {}
         self._pipe_lock = threading.Lock()
 
+    @property
+    def cached_embedder(self) -> Embedder:
+        """The KB's embedder behind a thread-safe cache seeded with retrieved chunks' stored vectors."""
+        return self._query_cache
+
     # -- lifecycle -----------------------------------------------------------------------------------------
     def close(self) -> None:
         """Close the store."""
@@ -318,7 +323,15 @@ class KnowledgeBase:
         timings: dict[str, float] = {}
         hits = self.hits(question, principal, k=kk, filters=filters, timings=timings)
         if self._query_cache is not None:
-            self._query_cache.seed(((h.record.text_hash, h.record.embedding) for h in hits), keys_are_hashes=True)
+            # a one-passage chunk's stored vector is the setwise pruner's passage vector: pruning reuses it
+            from admit.prune.setwise_model import passages
+
+            seeds = []
+            for h in hits:
+                ps = passages(h.record.title, h.record.text)
+                if len(ps) == 1 and ps[0]:
+                    seeds.append((ps[0], h.record.embedding))
+            self._query_cache.seed(seeds, keys_are_hashes=False)
         candidates = [h.record.to_chunk(score=h.fused, extra={"retrieval": h.as_dict()}) for h in hits]
         strategy: str | None
         if prune is True:

@@ -147,7 +147,7 @@ def search_cmd(
             from admit.trace import JsonlSink
 
             pipeline = Pipeline(
-                policies=policy_path, sink=JsonlSink(trace_file), pruner_options={"embedder": kb.embedder}
+                policies=policy_path, sink=JsonlSink(trace_file), pruner_options={"embedder": kb.cached_embedder}
             )
         # load the models before the request, so the trace's latencies are the request's own
         t_load = time.perf_counter()
