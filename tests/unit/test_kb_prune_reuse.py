@@ -33,3 +33,14 @@ def test_search_with_pruning_encodes_only_the_question_and_multi_passage_chunks(
     # the question (retrieval), the question again for setwise (cached), and only multi-passage chunks' passages
     assert len([t for t in emb.texts if t != question]) == multi
     kb.close()
+
+
+def test_the_service_prunes_with_the_kbs_seeded_cache_even_when_it_is_empty():
+    from admit.service.config import ServiceSettings
+    from admit.service.http import build_state
+
+    kb = KnowledgeBase(":memory:", embedder=CountingEmbedder())
+    assert len(kb.cached_embedder) == 0  # empty, hence falsy: it must still be the one the pruner gets
+    state = build_state(ServiceSettings(), kb=kb)
+    assert state.pipeline._pruner_options["embedder"] is kb.cached_embedder
+    kb.close()

@@ -129,7 +129,9 @@ def build_state(
         assert trace_path is not None
         sink = JsonlSink(trace_path)
     policies = _policy_set(settings.path(settings.policy), settings.kill_switch, settings.prune_on_error)
-    kb_embedder = getattr(kb, "cached_embedder", None) or getattr(kb, "embedder", None)
+    kb_embedder = getattr(kb, "cached_embedder", None)  # not `or`: an empty cache has len 0
+    if kb_embedder is None:
+        kb_embedder = getattr(kb, "embedder", None)
     if pruner_options is None and kb_embedder is not None:
         pruner_options = {"embedder": kb_embedder}  # share the KB's loaded model with setwise
     reranker = resolve_reranker(settings.reranker)
