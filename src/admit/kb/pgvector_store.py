@@ -29,6 +29,7 @@ from admit.kb.store import (
     acl_tokens,
     fts_terms,
     principal_tokens,
+    query_vector,
     rrf_fuse,
 )
 from admit.types import Access, Principal
@@ -344,10 +345,7 @@ class PgvectorStore:
         if w is None:
             return []
         where, params = w
-        qv = np.asarray(query_vec, dtype=np.float32).reshape(-1)
-        if qv.shape[0] != self.dim:
-            raise StoreError(f"Query vector is {qv.shape[0]}-d; this store holds {self.dim}-d.")
-        n = min(2 * k, k + 50)
+        qv, n = query_vector(query_vec, self.dim, k)
         terms = fts_terms(query_text)
         recs: dict[str, ChunkRecord] = {}
         lexical: list[tuple[str, float]] = []

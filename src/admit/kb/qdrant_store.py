@@ -30,6 +30,7 @@ from admit.kb.store import (
     acl_tokens,
     fts_terms,
     principal_tokens,
+    query_vector,
     rrf_fuse,
 )
 from admit.types import Principal
@@ -307,10 +308,7 @@ class QdrantStore:
         flt = self._filter(principal, filters or SearchFilters())
         if flt is None:
             return []
-        qv = np.asarray(query_vec, dtype=np.float32).reshape(-1)
-        if qv.shape[0] != self.dim:
-            raise StoreError(f"Query vector is {qv.shape[0]}-d; this store holds {self.dim}-d.")
-        n = min(2 * k, k + 50)
+        qv, n = query_vector(query_vec, self.dim, k)
         terms = fts_terms(query_text)
         recs: dict[str, ChunkRecord] = {}
         try:

@@ -33,6 +33,7 @@ from admit.kb.store import (
     acl_tokens,
     fts_terms,
     principal_tokens,
+    query_vector,
     rrf_fuse,
 )
 from admit.types import Access, Principal
@@ -436,10 +437,7 @@ class SqliteStore:
         if allowed is None:
             return []
         sub, params = allowed
-        n = min(2 * k, k + 50)
-        qv = np.asarray(query_vec, dtype=np.float32).reshape(-1)
-        if qv.shape[0] != self.dim:
-            raise StoreError(f"Query vector is {qv.shape[0]}-d; this store holds {self.dim}-d.")
+        qv, n = query_vector(query_vec, self.dim, k)
         conn = self._conn()
         lexical: list[tuple[int, float]] = []
         terms = fts_terms(query_text)

@@ -304,6 +304,19 @@ def principal_tokens(principal: Principal) -> list[str]:
     return [OPEN_GROUP, *sorted(set(principal.groups) - {OPEN_GROUP})]
 
 
+def query_vector(query_vec: FloatVector, dim: int, k: int) -> tuple[npt.NDArray[np.float32], int]:
+    """Check the query vector's size and return it flat, with the depth each ranked list goes to (``n``).
+
+    Every backend ranks lexically and by vector to ``n = min(2k, k + 50)`` before fusing the two lists.
+    """
+    from admit.errors import StoreError
+
+    qv = np.asarray(query_vec, dtype=np.float32).reshape(-1)
+    if qv.shape[0] != dim:
+        raise StoreError(f"Query vector is {qv.shape[0]}-d; this store holds {dim}-d.")
+    return qv, min(2 * k, k + 50)
+
+
 def fts_terms(text: str, *, limit: int = 32) -> list[str]:
     """Lower-cased query terms for the lexical search: word characters (``_`` kept), stop words dropped."""
     seen: dict[str, None] = {}
