@@ -26,7 +26,7 @@ from admit.backends.llms import LLM, PriceTable
 from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.errors import AdmitError, ConfigError, GraderOutputError
 from admit.prune.base import RUBRIC, PruneOutcome, apply_threshold
-from admit.prune.cache import PruneCache, cache_key
+from admit.prune.cache import PruneCache, cache_key, cached_outcome
 from admit.route import PruneSettings
 from admit.types import Message, Scored, Usage
 
@@ -266,17 +266,9 @@ class LLMPrunerBase:
                 candidates=candidates,
                 params={**{k: v for k, v in ctx.params.items() if k != "max_tokens"}, "threshold": settings.threshold},
             )
-            hit = self.cache.get(key)
-            if hit is not None:
-                return apply_threshold(
-                    self.name,
-                    candidates,
-                    hit["grades"],
-                    settings,
-                    reasons=hit["reasons"],
-                    usage=Usage(cached=True, latency_s=time.perf_counter() - t0),
-                    notes=("cache hit",),
-                )
+        cached = cached_outcome(self.cache, key, self.name, candidates, settings, t0)
+        if cached is not None:
+            return cached
         grades, reasons, notes, usage = self._grade(question, candidates, ctx)
         if self.supports_second_pass and _truthy(ctx.get("second_pass", False)):
             usage = usage + self._second_pass(question, candidates, grades, reasons, notes, ctx)

@@ -22,7 +22,7 @@ from admit.errors import BackendError, GraderOutputError
 from admit.prune._llm_common import PROMPT_VERSION, rubric_text
 from admit.prune._parsing import parse_anchors
 from admit.prune.base import PruneOutcome, apply_threshold
-from admit.prune.cache import PruneCache, cache_key
+from admit.prune.cache import PruneCache, cache_key, cached_outcome
 from admit.route import PruneSettings
 from admit.types import Chunk, Message, Scored, Usage
 
@@ -103,17 +103,9 @@ class AnchorsPruner:
                 candidates=candidates,
                 params={**dict(settings.params), "threshold": settings.threshold, "reranker": self.reranker.name},
             )
-            hit = self.cache.get(key)
-            if hit is not None:
-                return apply_threshold(
-                    self.name,
-                    candidates,
-                    hit["grades"],
-                    settings,
-                    reasons=hit["reasons"],
-                    usage=Usage(cached=True, latency_s=time.perf_counter() - t0),
-                    notes=("cache hit",),
-                )
+        cached = cached_outcome(self.cache, key, self.name, candidates, settings, t0)
+        if cached is not None:
+            return cached
         reply = self.llm.complete(
             self.messages(question),
             json_schema=ANCHOR_SCHEMA,

@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from admit.errors import ConfigError, StoreError
-from admit.types import Scored
+from admit.prune.base import PruneOutcome, apply_threshold
+from admit.route import PruneSettings
+from admit.types import Scored, Usage
 
 __all__ = ["PruneCache", "cache_key", "chunk_hash"]
 
@@ -127,3 +129,28 @@ class PruneCache:
             if self._db is not None:
                 self._db.close()
                 self._db = None
+
+
+def cached_outcome(
+    cache: PruneCache | None,
+    key: str | None,
+    strategy: str,
+    candidates: Sequence[Scored],
+    settings: PruneSettings,
+    started: float,
+) -> PruneOutcome | None:
+    """The outcome rebuilt from a cached grading (threshold and keep_top_k applied afresh), or ``None``."""
+    if cache is None or key is None:
+        return None
+    hit = cache.get(key)
+    if hit is None:
+        return None
+    return apply_threshold(
+        strategy,
+        candidates,
+        hit["grades"],
+        settings,
+        reasons=hit["reasons"],
+        usage=Usage(cached=True, latency_s=time.perf_counter() - started),
+        notes=("cache hit",),
+    )
