@@ -129,6 +129,17 @@ class AdmitFilter:
         return replace(self, **changes)
 
 
+def filter_from_fields(obj: Any) -> AdmitFilter:
+    """An :class:`AdmitFilter` from an adapter's ``strategy``/``threshold``/``keep_top_k``/``on_error``/``params``."""
+    return AdmitFilter(
+        strategy=obj.strategy,
+        threshold=obj.threshold,
+        keep_top_k=obj.keep_top_k,
+        on_error=obj.on_error,
+        params=obj.params,
+    )
+
+
 def _finite(x: float | None) -> float | None:
     if x is None:
         return None

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from admit.adapters._core import AdmitFilter, Doc
+from admit.adapters._core import AdmitFilter, Doc, filter_from_fields
 from admit.errors import MissingExtraError
 
 try:
@@ -47,13 +47,7 @@ class AdmitCompressor(BaseDocumentCompressor):
 
     def _filter(self) -> AdmitFilter:
         if self.filter is None:
-            self.filter = AdmitFilter(
-                strategy=self.strategy,
-                threshold=self.threshold,
-                keep_top_k=self.keep_top_k,
-                on_error=self.on_error,
-                params=self.params,
-            )
+            self.filter = filter_from_fields(self)
         return self.filter  # type: ignore[no-any-return]
 
     def compress_documents(
