@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from admit.errors import RequestError
 from admit.pipeline import PackRequest
@@ -19,6 +19,17 @@ from admit.types import Access, Chunk, Message, Principal
 __all__ = ["AccessModel", "CandidateModel", "PackRequestModel", "PrincipalModel", "parse_pack_request"]
 
 MAX_TEXT_CHARS = 2_000_000
+
+
+def finite_score(v: float | None) -> float | None:
+    """Validate a score: a finite number or nothing (NaN and infinities are refused)."""
+    if v is not None and not math.isfinite(v):
+        raise ValueError("score must be a finite number")
+    return v
+
+
+FiniteScore = Annotated[float | None, AfterValidator(finite_score)]
+"""A score field that refuses NaN and infinities."""
 
 
 class _Strict(BaseModel):
@@ -53,16 +64,9 @@ class CandidateModel(_Strict):
     updated_at: datetime | None = None
     access: AccessModel | None = None
     authority: float | None = Field(default=None, ge=0.0, le=1.0)
-    score: float | None = None
+    score: FiniteScore = None
     language: str | None = Field(default=None, max_length=20)
     metadata: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("score")
-    @classmethod
-    def _finite(cls, v: float | None) -> float | None:
-        if v is not None and not math.isfinite(v):
-            raise ValueError("score must be a finite number")
-        return v
 
 
 class MessageModel(_Strict):

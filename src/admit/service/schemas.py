@@ -6,13 +6,12 @@ from the API key, never from the body (a body that names one is refused with 422
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from admit.pipeline import PackRequest
-from admit.schema import PackRequestModel, PrincipalModel
+from admit.schema import FiniteScore, PackRequestModel, PrincipalModel
 from admit.types import Principal
 
 __all__ = [
@@ -98,15 +97,8 @@ class PruneCandidate(_Strict):
     text: str = Field(min_length=1)
     title: str = Field(default="", max_length=2000)
     source_id: str | None = Field(default=None, max_length=500)
-    score: float | None = Field(default=None, description="Retriever score; missing scores are reranked (BM25).")
+    score: FiniteScore = Field(default=None, description="Retriever score; missing scores are reranked (BM25).")
     metadata: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("score")
-    @classmethod
-    def _finite(cls, v: float | None) -> float | None:
-        if v is not None and not math.isfinite(v):
-            raise ValueError("score must be a finite number")
-        return v
 
 
 class PruneBody(_Strict):
