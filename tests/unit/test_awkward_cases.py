@@ -7,7 +7,6 @@ from dataclasses import replace
 import pytest
 
 from admit import Access, AuthorizationError, Message, PackRequest, Pipeline, Principal, RequestError
-from admit.backends.tokenizers import resolve_tokenizer
 from admit.prune.fake import FakeGrader
 from tests.helpers import ACME, ALICE, chunk
 
@@ -86,8 +85,7 @@ def test_comparison_covers_both_sides():
         chunk("qd#3", "In Qdrant, filtering can use a payload index or a full scan.", source="qd3", score=0.87),
         chunk("pg#1", "pgvector applies WHERE filters, then the index scan.", source="pg", score=0.3),
     ]
-    tok = resolve_tokenizer("gpt-4o")
-    res = run("Compare filtering in Qdrant vs pgvector", cands, input_limit=tok.count("x") * 0 + 1400)
+    res = run("Compare filtering in Qdrant vs pgvector", cands, input_limit=1400)
     assert res.trace["query_class"] == "comparison"
     assert "pg#1" in res.admitted_ids
 
@@ -222,9 +220,6 @@ def test_trace_has_a_decision_for_every_candidate_and_the_guide_fields(tmp_path)
 
 
 def test_kill_switch_skips_pruning(tmp_path):
-    from admit.route import load_policy_set
-
-    text = (load_policy_set().source and "") or ""
     import importlib.resources as r
 
     body = r.files("admit.policies").joinpath("default.toml").read_text()
@@ -234,7 +229,6 @@ def test_kill_switch_skips_pruning(tmp_path):
     grader = FakeGrader(default=1)
     res = run("q?", cands, pipeline=Pipeline(policies=p, pruner=grader), prune="fake")
     assert grader.calls == 0 and len(res.admitted) == 3 and res.trace["route"]["kill_switch"] is True
-    assert text == ""
 
 
 def test_access_label_is_rendered_in_the_envelope():
