@@ -1,37 +1,45 @@
 #!/usr/bin/env python3
-"""Refit admit's set-aware ``setwise`` scoring model and report held-out-fold figures.
+"""Fit admit's ``setwise`` model on a training folder and score it out of sample on a validation folder.
 
 Usage::
 
-    python3 scripts/fit_setwise.py [DATA_DIR] [--out src/admit/prune/data/setwise.json]
+    python3 scripts/fit_setwise.py --train ../shared/train --valid ../shared/data \\
+        [--out src/admit/prune/data/setwise.json] [--ship train+valid|train] [--lodo] [--no-write]
 
-``DATA_DIR`` (default ``../shared/data``) holds the development JSONL files
-(``hotpotqa_distractor.jsonl``, ``musique.jsonl``, ``rhdh_docs.jsonl``). The script
+1. Reads every ``*.jsonl`` / ``*.jsonl.gz`` file of both folders (the record format of ``../shared/data``;
+   labels are read for fitting and scoring only, never stored) and adds augmented training lists made from
+   the *training* records alone: the single-hop sub-questions of MuSiQue decompositions and of 2Wiki evidence
+   triples (one required chunk each, so the model also learns questions that need one chunk), and MuSiQue lists
+   re-sampled to 10 candidates.
+2. Embeds every question and passage with all-MiniLM-L6-v2 (vectors cached under ``--cache-dir``) and computes
+   the features of :mod:`admit.prune.setwise_model`.
+3. Fits the staged tree model on the training lists: stage k reads stage k-1's out-of-fold probabilities; the
+   coverage stage reads the last stage's out-of-fold probabilities; the grade cut points are chosen on those
+   same out-of-fold values (training data only): grade 3 at the level whose mean compression over the training
+   datasets is 68%, grades 2 / 4 / 5 at the levels for 55% / 76% / 85%.
+4. Prints, per validation dataset, retained recall and chunk compression at grade thresholds 1-5, R@68 (recall at
+   68% chunk compression, interpolated along the grade thresholds, as ``admit prune`` output is scored), the
+   model's top-N R@68, and the dense / BM25 / hybrid top-N baselines, in the same run.
+5. ``--lodo``: leave one dataset family out (fit on every other family of train + valid, score on it).
+6. Writes the model JSON (with ``--ship train+valid``, the default, refit on both folders; the figures printed
+   and stored in ``meta`` are those of the train-only fit scored on the validation folder).
 
-1. embeds every question and candidate passage with all-MiniLM-L6-v2 (vectors cached under
-   ``/tmp/setwise_cache/`` so reruns are fast) and computes the within-list features;
-2. runs K-fold cross-validation grouped by question (every fold holds ~1/K of every dataset) and
-   fits the staged logistic model on the training folds only;
-3. prints, per dataset, held-out retained recall and compression at grade thresholds 1-5, the
-   held-out ranking curve of the model, and the plain dense / hybrid top-N baseline curves;
-4. chooses the grade cut points on the held-out probabilities (one set for every dataset), refits
-   on all questions and writes the model JSON (weights, normalisers, cut points, CV summary; no
-   labels or answers).
-
-Needs numpy, scikit-learn and the ``admit[embed]`` extras. Labels are read for fitting and
-evaluation only.
+Needs numpy, scikit-learn and the ``admit[embed]`` extras.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
 import itertools
 import json
 import os
 import pickle
+import random
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,126 +49,241 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from admit.backends.embedders.base import CachedEmbedder  # noqa: E402
+from admit.backends.embedders.base import text_key  # noqa: E402
 from admit.prune import setwise_model as sm  # noqa: E402
 
-FILES = ("hotpotqa_distractor", "musique", "rhdh_docs")
 TARGET_RECALL = 0.96
 TARGET_COMPRESSION = 0.68
+#: Mean training compression each grade threshold is placed at (grades 2, 3, 4, 5).
+GRADE_COMPRESSION = (0.55, 0.68, 0.76, 0.85)
+
+
+# ------------------------------------------------------------------------------------------- data
+
+
+def family(name: str) -> str:
+    """Dataset family of a file name (``train_musique`` -> ``musique``), for leave-one-out."""
+    for fam in ("hotpotqa_fullwiki", "hotpotqa", "musique", "2wikimultihopqa", "rhdh_docs"):
+        if fam in name:
+            return fam
+    return name.split("_", 1)[-1]
+
+
+def read_folder(folder: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every JSONL(.gz) file of a folder, by file stem."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(folder.glob("*.jsonl*")):
+        stem = path.name.split(".jsonl")[0]
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as fh:
+            out[stem] = [json.loads(line) for line in fh if line.strip()]
+    return out
+
+
+_TEMPLATES = {
+    "date of birth": "When was {s} born?",
+    "date of death": "When did {s} die?",
+    "place of birth": "Where was {s} born?",
+    "place of death": "Where did {s} die?",
+    "country of citizenship": "What country is {s} a citizen of?",
+    "director": "Who directed {s}?",
+    "father": "Who is the father of {s}?",
+    "mother": "Who is the mother of {s}?",
+    "spouse": "Who is the spouse of {s}?",
+    "publication date": "When was {s} published?",
+    "country": "Which country is {s} in?",
+    "performer": "Who performed {s}?",
+    "founded by": "Who founded {s}?",
+    "inception": "When was {s} founded?",
+}
+
+
+def augment(train: dict[str, list[dict[str, Any]]], seed: int) -> dict[str, list[dict[str, Any]]]:
+    """Augmented lists made from the training records only (see the module docstring)."""
+    rng = random.Random(seed)
+    single_mus: list[dict[str, Any]] = []
+    single_wiki: list[dict[str, Any]] = []
+    resampled: list[dict[str, Any]] = []
+    for name, rows in train.items():
+        for r in rows:
+            meta = r.get("meta") or {}
+            answers: list[str] = []
+            for k, d in enumerate(meta.get("decomposition") or []):
+                q = str(d.get("question", ""))
+                for i, a in enumerate(answers, start=1):
+                    q = q.replace(f"#{i}", a)
+                answers.append(str(d.get("answer", "")))
+                if "#" not in q and d.get("support") in r["required"]:
+                    single_mus.append({**r, "id": f"{r['id']}::sub{k}", "question": q, "required": [d["support"]]})
+            titles = {c.get("title", ""): c["id"] for c in r["candidates"]}
+            for k, ev in enumerate(meta.get("evidences") or []):
+                if len(ev) != 3:
+                    continue
+                s, rel, _ = ev
+                cid = titles.get(s)
+                if cid in r["required"]:
+                    q = _TEMPLATES.get(rel, "What is the " + str(rel) + " of {s}?").format(s=s)
+                    single_wiki.append({**r, "id": f"{r['id']}::ev{k}", "question": q, "required": [cid]})
+            if family(name) == "musique":
+                req = set(r["required"])
+                gold = [c for c in r["candidates"] if c["id"] in req]
+                dis = [c for c in r["candidates"] if c["id"] not in req]
+                if len(dis) > 10 - len(gold):
+                    for k in range(2):
+                        cand = gold + rng.sample(dis, 10 - len(gold))
+                        rng.shuffle(cand)
+                        resampled.append({**r, "id": f"{r['id']}::rs{k}", "candidates": cand})
+    return {
+        "aug_single_musique": single_mus,
+        "aug_single_2wikimultihopqa": single_wiki,
+        "aug_resample_musique": resampled,
+    }
+
+
+class VectorCache:
+    """MiniLM vectors by text hash, persisted as one ``.npz``; misses are embedded in large batches."""
+
+    name = "all-MiniLM-L6-v2"
+    dim = 384
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.vecs: dict[str, np.ndarray] = {}
+        if path.exists():
+            z = np.load(path)
+            self.vecs = dict(zip(z["keys"].tolist(), z["vecs"], strict=True))
+        self._model: Any = None
+
+    def fill(self, texts: Sequence[str]) -> None:
+        todo = sorted(
+            {text_key(t): t for t in texts if text_key(t) not in self.vecs}.items(), key=lambda kv: len(kv[1])
+        )
+        if not todo:
+            return
+        if self._model is None:
+            from admit.backends.embedders.minilm import MiniLMEmbedder
+
+            self._model = MiniLMEmbedder(batch_size=64)
+        t0 = time.time()
+        for s in range(0, len(todo), 2048):
+            part = todo[s : s + 2048]
+            for (k, _), v in zip(part, self._model.embed([t for _, t in part]), strict=True):
+                self.vecs[k] = v
+            print(f"  embedded {s + len(part)}/{len(todo)} ({time.time() - t0:.0f}s)", file=sys.stderr)
+            self.save()
+
+    def save(self) -> None:
+        tmp = self.path.with_suffix(".tmp.npz")
+        np.savez(tmp, keys=np.array(list(self.vecs)), vecs=np.stack(list(self.vecs.values())).astype(np.float32))
+        os.replace(tmp, self.path)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self.fill(texts)
+        return np.stack([self.vecs[text_key(t)] for t in texts])
 
 
 @dataclass
 class Question:
-    """One question with its prepared features and labels."""
+    """One labelled list with its prepared features."""
 
     qid: str
     dataset: str
     prep: sm.Prepared
     y: np.ndarray
-    fold: int = 0
+
+    @property
+    def n(self) -> int:
+        return int(self.y.size)
 
 
-def load_rows(data_dir: Path) -> list[dict[str, Any]]:
-    """Reads the development files that exist in ``data_dir``."""
-    rows: list[dict[str, Any]] = []
-    for name in FILES:
-        path = data_dir / f"{name}.jsonl"
-        if not path.exists():
-            print(f"warning: {path} missing, skipped", file=sys.stderr)
-            continue
-        with open(path, encoding="utf-8") as fh:
-            for line in fh:
-                r = json.loads(line)
-                r["_dataset"] = name
-                rows.append(r)
-    return rows
-
-
-def make_embedder(cache_dir: Path) -> CachedEmbedder:
-    """MiniLM behind a cache seeded from ``cache_dir/minilm_vectors.npz``."""
-    from admit.backends.embedders.minilm import MiniLMEmbedder
-
-    emb = CachedEmbedder(MiniLMEmbedder(), max_items=1_000_000)
-    path = cache_dir / "minilm_vectors.npz"
-    if path.exists():
-        z = np.load(path)
-        emb.seed(zip(z["keys"].tolist(), z["vecs"], strict=True), keys_are_hashes=True)
-    return emb
-
-
-def save_embeddings(emb: CachedEmbedder, cache_dir: Path) -> None:
-    """Writes the embedding cache back."""
-    items = emb.export()
-    tmp = cache_dir / "minilm_vectors.tmp.npz"
-    np.savez(tmp, keys=np.array(list(items.keys())), vecs=np.stack(list(items.values())).astype(np.float32))
-    os.replace(tmp, cache_dir / "minilm_vectors.npz")
-
-
-def prepare_all(rows: list[dict[str, Any]], cache_dir: Path, folds: int, seed: int) -> list[Question]:
-    """Prepares features for all questions (cached by the feature code's hash)."""
-    code_hash = hashlib.sha1(Path(sm.__file__).read_bytes()).hexdigest()[:12]
-    ids_hash = hashlib.sha1("|".join(r["id"] for r in rows).encode()).hexdigest()[:12]
-    pkl = cache_dir / f"prepared_{code_hash}_{ids_hash}.pkl"
-    if pkl.exists():
-        with open(pkl, "rb") as fh:
-            preps: list[sm.Prepared] = pickle.load(fh)
-    else:
-        emb = make_embedder(cache_dir)
-        before = len(emb)
-        t0 = time.time()
-        preps = []
-        for k, r in enumerate(rows):
-            items = [
-                sm.SetwiseItem(id=c["id"], title=c.get("title") or "", text=c.get("text") or "")
-                for c in r["candidates"]
-            ]
-            preps.append(sm.prepare(r["question"], items, emb))
-            if (k + 1) % 100 == 0:
-                print(f"  prepared {k + 1}/{len(rows)} ({time.time() - t0:.0f}s)", file=sys.stderr)
-        if len(emb) > before:
-            save_embeddings(emb, cache_dir)
-        with open(pkl, "wb") as fh:
-            pickle.dump(preps, fh)
-    rng = np.random.default_rng(seed)
-    out: list[Question] = []
-    for name in FILES:
-        idx = [i for i, r in enumerate(rows) if r["_dataset"] == name]
-        perm = rng.permutation(len(idx))
-        for rank, pos in enumerate(perm):
-            r = rows[idx[pos]]
-            req = set(r["required"])
-            y = np.array([1.0 if c["id"] in req else 0.0 for c in r["candidates"]])
-            out.append(Question(r["id"], name, preps[idx[pos]], y, fold=rank % folds))
+def units(rows: Sequence[dict[str, Any]]) -> list[str]:
+    out = []
+    for r in rows:
+        out.append(sm.question_text(r["question"]))
+        for c in r["candidates"]:
+            out.extend(p or "-" for p in sm.passages(c.get("title") or "", c.get("text") or ""))
     return out
 
 
-# ----------------------------------------------------------------------------------------- fitting
+def prepare_set(name: str, rows: Sequence[dict[str, Any]], vc: VectorCache, cache_dir: Path) -> list[Question]:
+    """Prepared questions of one dataset (pickled by feature-code hash and record ids)."""
+    code = hashlib.sha1()
+    for mod in ("text", "features", "links"):
+        code.update((ROOT / "src/admit/prune/setwise_model" / f"{mod}.py").read_bytes())
+    code.update((ROOT / "src/admit/passages.py").read_bytes())
+    ids = hashlib.sha1("|".join(r["id"] for r in rows).encode()).hexdigest()[:10]
+    pkl = cache_dir / f"prep_{name}_{code.hexdigest()[:10]}_{ids}.pkl"
+    if pkl.exists():
+        with open(pkl, "rb") as fh:
+            out: list[Question] = pickle.load(fh)
+            return out
+    vc.fill(units(rows))
+    out = []
+    for r in rows:
+        items = [
+            sm.SetwiseItem(id=c["id"], title=c.get("title") or "", text=c.get("text") or "") for c in r["candidates"]
+        ]
+        req = set(r["required"])
+        y = np.array([1.0 if c["id"] in req else 0.0 for c in r["candidates"]])
+        out.append(Question(r["id"], name, sm.prepare(r["question"], items, vc), y))
+    with open(pkl, "wb") as fh:
+        pickle.dump(out, fh)
+    return out
 
 
-def fit_stage(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], c_reg: float) -> sm.LinearStage:
-    """Fits one standardised logistic stage."""
-    from sklearn.linear_model import LogisticRegression
-
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale < 1e-9] = 1.0
-    lr = LogisticRegression(C=c_reg, max_iter=2000)
-    lr.fit((x - mean) / scale, y)
-    return sm.LinearStage(names, mean, scale, lr.coef_[0].astype(float), float(lr.intercept_[0]))
+# ---------------------------------------------------------------------------------------- fitting
 
 
-def fit_model(train: list[Question], n_stages: int, c_reg: float) -> sm.SetwiseModel:
-    """Fits all stages on the given questions (stage k uses stage k-1's in-sample probabilities)."""
-    stages: list[sm.LinearStage] = []
-    prev: list[np.ndarray | None] = [None] * len(train)
+@dataclass
+class FitParams:
+    stages: int = 2
+    iters: int = 300
+    lr: float = 0.05
+    leaves: int = 31
+    min_leaf: int = 40
+    l2: float = 1.0
+    folds: int = 5
+    cov_iters: int = 200
+
+
+def _hgb(p: FitParams, iters: int | None = None) -> Any:
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    return HistGradientBoostingClassifier(
+        max_iter=iters or p.iters,
+        learning_rate=p.lr,
+        max_leaf_nodes=p.leaves,
+        min_samples_leaf=p.min_leaf,
+        l2_regularization=p.l2,
+        early_stopping=False,
+        random_state=0,
+    )
+
+
+def _split(flat: np.ndarray, qs: Sequence[Question]) -> list[np.ndarray]:
+    out, k = [], 0
+    for q in qs:
+        out.append(flat[k : k + q.n])
+        k += q.n
+    return out
+
+
+def fit_stages(train: Sequence[Question], p: FitParams) -> tuple[list[sm.TreeEnsemble], list[np.ndarray]]:
+    """Fits the stages; returns them and the last stage's out-of-fold probabilities per question."""
     y = np.concatenate([q.y for q in train])
-    for s in range(n_stages):
+    fold = np.concatenate([np.full(q.n, i % p.folds) for i, q in enumerate(train)])
+    prev: list[np.ndarray | None] = [None] * len(train)
+    stages: list[sm.TreeEnsemble] = []
+    oof = np.zeros(len(y))
+    for s in range(p.stages):
         names = sm.stage_feature_names(0 if s == 0 else 1)
-        x = np.vstack([sm.stage_features(q.prep, p) for q, p in zip(train, prev, strict=True)])
-        stage = fit_stage(x, y, names, c_reg)
-        stages.append(stage)
-        prev = [stage.predict(sm.stage_features(q.prep, p)) for q, p in zip(train, prev, strict=True)]
-    return sm.SetwiseModel(stages=tuple(stages))
+        x = np.vstack([sm.stage_features(q.prep, pr) for q, pr in zip(train, prev, strict=True)])
+        stages.append(sm.TreeEnsemble.from_sklearn(_hgb(p).fit(x, y), names))
+        for f in range(p.folds):
+            tr = fold != f
+            oof[~tr] = _hgb(p).fit(x[tr], y[tr]).predict_proba(x[~tr])[:, 1]
+        prev = list(_split(oof.copy(), train))
+    return stages, [pr for pr in prev if pr is not None]
 
 
 def complete_targets(q: Question, probs: np.ndarray) -> np.ndarray:
@@ -172,242 +295,218 @@ def complete_targets(q: Question, probs: np.ndarray) -> np.ndarray:
     return (np.arange(1, probs.size + 1) >= last).astype(float)
 
 
-def fit_coverage(qs: list[Question], probs: list[np.ndarray], c_reg: float) -> sm.LinearStage:
-    """Fits P(top-r set complete) over (question, r) pairs from held-out chunk probabilities."""
-    x = np.vstack([sm.coverage_features(p, q.prep.qfeat) for q, p in zip(qs, probs, strict=True)])
-    y = np.concatenate([complete_targets(q, p) for q, p in zip(qs, probs, strict=True)])
-    return fit_stage(x, y, sm.COVERAGE_FEATURES, c_reg)
+def fit_coverage(qs: Sequence[Question], probs: Sequence[np.ndarray], p: FitParams) -> sm.TreeEnsemble:
+    """Fits P(top-r set complete) over (question, r) pairs from out-of-fold chunk probabilities."""
+    x = np.vstack([sm.coverage_features(pr, q.prep.qfeat) for q, pr in zip(qs, probs, strict=True)])
+    y = np.concatenate([complete_targets(q, pr) for q, pr in zip(qs, probs, strict=True)])
+    return sm.TreeEnsemble.from_sklearn(_hgb(p, p.cov_iters).fit(x, y), sm.COVERAGE_FEATURES)
 
 
-def oof_probs(qs: list[Question], folds: list[int], n_stages: int, c_reg: float) -> list[np.ndarray]:
-    """Out-of-fold chunk probabilities of ``qs`` over the given fold ids."""
-    probs: list[np.ndarray] = [np.zeros(0)] * len(qs)
-    for f in folds:
-        model = fit_model([q for q in qs if q.fold != f], n_stages, c_reg)
-        for i, q in enumerate(qs):
-            if q.fold == f:
-                probs[i] = model.predict(q.prep)[-1]
-    return probs
+def coverage_oof(qs: Sequence[Question], probs: Sequence[np.ndarray], p: FitParams) -> list[np.ndarray]:
+    """Out-of-fold coverage-before values of the training questions (for choosing cut points)."""
+    out: list[np.ndarray] = [np.zeros(0)] * len(qs)
+    for f in range(p.folds):
+        tr = [i for i in range(len(qs)) if i % p.folds != f]
+        cov = fit_coverage([qs[i] for i in tr], [probs[i] for i in tr], p)
+        model = sm.SetwiseModel(stages=(), coverage=cov)
+        for i in range(len(qs)):
+            if i % p.folds == f:
+                out[i] = sm.coverage_before(probs[i], model.complete_probs(probs[i], qs[i].prep.qfeat))
+    return out
 
 
-def cross_validate(
-    qs: list[Question], folds: int, n_stages: int, c_reg: float
-) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Held-out chunk probabilities and coverage-before values of every question.
-
-    The coverage model of outer fold f is fitted on inner out-of-fold probabilities of the
-    training folds only (nested), so the test fold is never seen by either model.
-    """
-    probs: list[np.ndarray] = [np.zeros(0)] * len(qs)
-    covs: list[np.ndarray] = [np.zeros(0)] * len(qs)
-    for f in range(folds):
-        train = [q for q in qs if q.fold != f]
-        model = fit_model(train, n_stages, c_reg)
-        inner = oof_probs(train, [g for g in range(folds) if g != f], n_stages, c_reg)
-        model = sm.SetwiseModel(stages=model.stages, coverage=fit_coverage(train, inner, c_reg))
-        for i, q in enumerate(qs):
-            if q.fold == f:
-                p = model.predict(q.prep)[-1]
-                probs[i] = p
-                covs[i] = sm.coverage_before(p, model.complete_probs(p, q.prep.qfeat))
-    return probs, covs
-
-
-# -------------------------------------------------------------------------------------- evaluation
-
-
-def eval_keep(qs: list[Question], kept: list[np.ndarray]) -> tuple[float, float]:
-    """Retained recall and chunk compression of boolean keep masks."""
-    if not qs:
-        return 0.0, 0.0
+def eval_keep(qs: Sequence[Question], kept: Sequence[np.ndarray]) -> tuple[float, float]:
+    """(retained recall, chunk compression) of keep masks."""
     rec = float(np.mean([bool(np.all(k[q.y > 0])) for q, k in zip(qs, kept, strict=True)]))
-    n_keep = sum(int(k.sum()) for k in kept)
-    n_all = sum(q.y.size for q in qs)
-    return rec, 1.0 - n_keep / n_all
+    return rec, 1.0 - sum(int(k.sum()) for k in kept) / sum(q.n for q in qs)
 
 
-def topn_curve(qs: list[Question], scores: list[np.ndarray]) -> list[tuple[float, float]]:
-    """(compression, recall) for keeping the top N, N = 1..max."""
-    nmax = max(q.y.size for q in qs)
-    pts = []
-    for n in range(1, nmax + 1):
-        kept = []
-        for s in scores:
-            k = np.zeros(s.size, dtype=bool)
-            k[np.argsort(-s, kind="stable")[:n]] = True
-            kept.append(k)
-        rec, comp = eval_keep(qs, kept)
-        pts.append((comp, rec))
-    return pts
+def choose_cuts(by_ds: dict[str, tuple[list[Question], list[np.ndarray]]]) -> tuple[float, float, float, float]:
+    """Cut points at which the *mean* training compression (over datasets) is GRADE_COMPRESSION."""
+    grid = np.round(np.arange(0.02, 0.99951, 0.0025), 5)
+    mean_comp = np.array([np.mean([eval_keep(qs, [c < t for c in cv])[1] for qs, cv in by_ds.values()]) for t in grid])
+    cuts = []
+    for target in GRADE_COMPRESSION:  # compression falls as the level rises
+        ok = grid[mean_comp >= target]
+        cuts.append(float(ok.max()) if ok.size else float(grid[0]))
+    c = sorted(set(cuts), reverse=True)
+    while len(c) < 4:
+        c.append(round(c[-1] / 2, 5))
+    return c[0], c[1], c[2], c[3]
 
 
-def recall_at(curve: list[tuple[float, float]], comp: float) -> float:
-    """Retained recall at a compression, interpolated on a (compression, recall) curve."""
-    pts = sorted(curve)
+@dataclass
+class Fitted:
+    model: sm.SetwiseModel
+    train_oof_cov: dict[str, tuple[list[Question], list[np.ndarray]]]
+
+
+def fit_all(train: Sequence[Question], p: FitParams, meta: dict[str, Any] | None = None) -> Fitted:
+    stages, oof = fit_stages(train, p)
+    cov = fit_coverage(train, oof, p)
+    cov_oof = coverage_oof(train, oof, p)
+    by_ds: dict[str, tuple[list[Question], list[np.ndarray]]] = {}
+    for q, c in zip(train, cov_oof, strict=True):
+        fam = family(q.dataset) if not q.dataset.startswith("aug_") else q.dataset
+        by_ds.setdefault(fam, ([], []))
+        by_ds[fam][0].append(q)
+        by_ds[fam][1].append(c)
+    cuts = choose_cuts(by_ds)
+    return Fitted(sm.SetwiseModel(stages=tuple(stages), coverage=cov, cuts=cuts, meta=meta or {}), by_ds)
+
+
+# ------------------------------------------------------------------------------------- evaluation
+
+
+def recall_at(curve: Sequence[tuple[float, float]], comp: float = TARGET_COMPRESSION) -> float:
+    """Retained recall at a compression, interpolated on (compression, recall) points."""
+    pts = sorted(set(curve))
     for (c0, r0), (c1, r1) in itertools.pairwise(pts):
         if c0 <= comp <= c1:
             return r0 if c1 == c0 else r0 + (r1 - r0) * (comp - c0) / (c1 - c0)
     return pts[0][1] if comp < pts[0][0] else 0.0
 
 
-def compression_at_recall(curve: list[tuple[float, float]], rec: float) -> float:
-    """Highest compression on a curve whose recall is at least ``rec`` (0 if none)."""
-    ok = [c for c, r in curve if r >= rec]
-    return max(ok) if ok else 0.0
+def topn_curve(qs: Sequence[Question], scores: Sequence[np.ndarray]) -> list[tuple[float, float]]:
+    nmax = max(q.n for q in qs)
+    pts = [(0.0, 1.0)]
+    for n in range(1, nmax + 1):
+        kept = []
+        for s in scores:
+            k = np.zeros(s.size, dtype=bool)
+            k[np.argsort(-s, kind="stable")[:n]] = True
+            kept.append(k)
+        r, c = eval_keep(qs, kept)
+        pts.append((c, r))
+    return pts
 
 
-def choose_cuts(
-    by_ds: dict[str, tuple[list[Question], list[np.ndarray], list[np.ndarray]]],
-) -> tuple[float, float, float, float]:
-    """Chooses the grade cut points on held-out coverage values, the same for every dataset.
-
-    A chunk is kept at threshold g when its coverage-before is below cuts[g-2].
-    Grade 3 (default threshold): the level that maximises the worst dataset's
-    ``min(recall - 0.96, compression - 0.68)``, i.e. the point closest to the target on every set.
-    Grade 2 (conservative): the smallest higher level at which every dataset reaches 0.96 recall
-    (capped where some dataset's compression would drop below 0.40). Grade 4 (aggressive): the
-    highest lower level at which mean compression reaches 0.80. Grade 5: half the grade-4 level.
-    """
-    grid = np.round(np.arange(0.30, 0.9951, 0.005), 4)
-    table = {t: {d: eval_keep(q, [c < t for c in cv]) for d, (q, _, cv) in by_ds.items()} for t in grid}
-
-    def worst(t: float) -> float:
-        return min(min(r - TARGET_RECALL, c - TARGET_COMPRESSION) for r, c in table[t].values())
-
-    c3 = float(max(grid, key=lambda t: (worst(t), t)))
-    c2 = float(grid[-1])
-    for t in grid[grid > c3]:
-        vals = table[t].values()
-        if min(r for r, _ in vals) >= TARGET_RECALL or min(c for _, c in vals) < 0.40:
-            c2 = float(t)
-            break
-    c4 = float(grid[0])
-    for t in sorted(grid[grid < c3], reverse=True):
-        if float(np.mean([c for _, c in table[t].values()])) >= 0.80:
-            c4 = float(t)
-            break
-    c5 = round(c4 / 2, 4)
-    return c2, c3, c4, c5
+def score_model(model: sm.SetwiseModel, qs: Sequence[Question]) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Final probabilities and grades (with the identifier rule, as the scorer applies it)."""
+    probs, grades = [], []
+    for q in qs:
+        pr = model.predict(q.prep)[-1]
+        cov = sm.coverage_before(pr, model.complete_probs(pr, q.prep.qfeat))
+        g = np.array([sm.grade_of(float(c), model.cuts) for c in cov])
+        if q.prep.ident_hit.any():
+            g = np.where(q.prep.ident_hit > 0, np.maximum(g, 4), g)
+            g = np.where(q.prep.ident_other > 0, np.minimum(g, 2), g)
+        probs.append(pr)
+        grades.append(g)
+    return probs, grades
 
 
-def report(
-    by_ds: dict[str, tuple[list[Question], list[np.ndarray], list[np.ndarray]]], cuts: tuple[float, ...]
-) -> dict[str, Any]:
-    """Prints the held-out table and returns the summary stored in the model file."""
-    summary: dict[str, Any] = {}
-    print("\nHeld-out folds: retained recall / compression per grade threshold")
-    print(f"{'dataset':22s} " + " ".join(f"{'thr ' + str(g):>14s}" for g in range(1, 6)) + "   exp_needed")
-    for d, (qs, probs, covs) in by_ds.items():
-        cells = []
-        row: dict[str, Any] = {}
-        for g in range(1, 6):
-            grades = [np.array([sm.grade_of(float(x), cuts) for x in cv]) for cv in covs]
-            rec, comp = eval_keep(qs, [gr >= g for gr in grades])
-            row[f"thr{g}"] = {"recall": round(rec, 4), "compression": round(comp, 4)}
-            cells.append(f"{rec:.3f}/{comp:.3f}")
-        expn = float(np.mean([p.sum() for p in probs]))
-        truen = float(np.mean([q.y.sum() for q in qs]))
-        print(f"{d:22s} " + " ".join(f"{c:>14s}" for c in cells) + f"   {expn:.2f} (true {truen:.2f})")
-        model_curve = topn_curve(qs, probs)
-        dense_curve = topn_curve(qs, [q.prep.dense for q in qs])
-        hybrid_curve = topn_curve(qs, [q.prep.base[:, sm.BASE_FEATURES.index("hybrid_rank_inv")] for q in qs])
-        row["model_topn_R@68"] = round(recall_at(model_curve, TARGET_COMPRESSION), 4)
-        row["dense_topn_R@68"] = round(recall_at(dense_curve, TARGET_COMPRESSION), 4)
-        row["hybrid_topn_R@68"] = round(recall_at(hybrid_curve, TARGET_COMPRESSION), 4)
-        row["model_C@96"] = round(compression_at_recall(model_curve, TARGET_RECALL), 4)
-        row["questions"] = len(qs)
-        # the model's own operating curve (sweeping the coverage level) against the top-N baselines
-        # at the same compression: the smallest margin over the range where the model keeps < all
-        model_pts = [eval_keep(qs, [c < t for c in covs]) for t in np.arange(0.30, 0.9951, 0.005)]
-        margins = [
-            r - max(recall_at(dense_curve, c), recall_at(hybrid_curve, c)) for r, c in model_pts if 0.3 <= c <= 0.9
-        ]
-        row["min_margin_vs_topn_c30_90"] = round(min(margins), 4) if margins else None
-        summary[d] = row
-    print("\nTop-N curves (held-out model probabilities vs plain dense vs hybrid RRF): N: model / dense / hybrid")
-    for d, (qs, probs, _) in by_ds.items():
-        mc = topn_curve(qs, probs)
-        dc = topn_curve(qs, [q.prep.dense for q in qs])
-        hc = topn_curve(qs, [q.prep.base[:, sm.BASE_FEATURES.index("hybrid_rank_inv")] for q in qs])
+def report(model: sm.SetwiseModel, sets: dict[str, list[Question]], title: str) -> dict[str, Any]:
+    print(f"\n{title}")
+    print(f"{'dataset':30s} {'thr2':>12s} {'thr3':>12s} {'thr4':>12s} {'thr5':>12s}  R@68  topN  dense  bm25  hybrid")
+    out: dict[str, Any] = {}
+    for name, qs in sets.items():
+        probs, grades = score_model(model, qs)
+        pts = [eval_keep(qs, [g >= t for g in grades]) for t in range(1, 6)]
+        curve = [(c, r) for r, c in pts]
+        row = {
+            "questions": len(qs),
+            **{f"thr{t}": {"recall": round(r, 4), "compression": round(c, 4)} for t, (r, c) in enumerate(pts, 1)},
+            "R@68": round(recall_at(curve), 4),
+            "model_topN_R@68": round(recall_at(topn_curve(qs, probs)), 4),
+            "dense_topN_R@68": round(recall_at(topn_curve(qs, [q.prep.dense for q in qs])), 4),
+            "bm25_topN_R@68": round(recall_at(topn_curve(qs, [q.prep.bm25 for q in qs])), 4),
+            "hybrid_topN_R@68": round(
+                recall_at(topn_curve(qs, [q.prep.feature("hybrid_rank_inv") + 1e-6 * q.prep.dense for q in qs])), 4
+            ),
+        }
+        out[name] = row
+        cells = " ".join(f"{r:.3f}/{c:.3f}" for r, c in pts[1:])
         print(
-            f"{d}: R@68 model {summary[d]['model_topn_R@68']:.3f}  dense {summary[d]['dense_topn_R@68']:.3f}"
-            f"  hybrid {summary[d]['hybrid_topn_R@68']:.3f};  C@96 model {summary[d]['model_C@96']:.3f};"
-            " coverage-rule curve minus best top-N baseline at equal compression (30-90%):"
-            f" min {summary[d]['min_margin_vs_topn_c30_90']}"
+            f"{name:30s} {cells}  {row['R@68']:.3f} {row['model_topN_R@68']:.3f} {row['dense_topN_R@68']:.3f}"
+            f" {row['bm25_topN_R@68']:.3f} {row['hybrid_topN_R@68']:.3f}",
+            flush=True,
         )
-        print(
-            "   "
-            + "  ".join(
-                f"N{n + 1}:{m[1]:.2f}/{dd[1]:.2f}/{h[1]:.2f}(c{m[0]:.2f})"
-                for n, (m, dd, h) in enumerate(zip(mc, dc, hc, strict=True))
-                if n < 12
-            )
-        )
-    return summary
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("data_dir", nargs="?", default=str(ROOT.parent / "shared" / "data"))
+    ap.add_argument("--train", default=str(ROOT.parent / "shared" / "train"))
+    ap.add_argument("--valid", default=str(ROOT.parent / "shared" / "data"))
     ap.add_argument("--out", default=str(sm.DEFAULT_MODEL_PATH))
     ap.add_argument("--cache-dir", default="/tmp/setwise_cache")
-    ap.add_argument("--folds", type=int, default=5)
+    ap.add_argument("--ship", choices=("train+valid", "train"), default="train+valid")
+    ap.add_argument("--lodo", action="store_true", help="leave-one-dataset-family-out figures")
+    ap.add_argument("--no-aug", action="store_true", help="no augmented training lists")
+    ap.add_argument("--exclude", default="", help="comma-separated training file stems to leave out")
     ap.add_argument("--stages", type=int, default=2)
-    ap.add_argument("--C", dest="c_reg", type=float, default=0.3)
-    ap.add_argument("--seed", type=int, default=20240611)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=300)
+    ap.add_argument("--lr", type=float, default=0.05)
+    ap.add_argument("--leaves", type=int, default=31)
+    ap.add_argument("--seed", type=int, default=20261130)
     ap.add_argument("--no-write", action="store_true", help="report only, do not write the model file")
     args = ap.parse_args(argv)
-    os.environ.setdefault("ADMIT_TORCH_THREADS", str(args.threads))
-    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
-
-    data_dir = Path(args.data_dir)
+    p = FitParams(stages=args.stages, iters=args.iters, lr=args.lr, leaves=args.leaves)
     cache_dir = Path(args.cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    rows = load_rows(data_dir)
-    if not rows:
-        print(f"no data under {data_dir}", file=sys.stderr)
+    vc = VectorCache(cache_dir / "vecs.npz")
+
+    train_rows = {k: v for k, v in read_folder(Path(args.train)).items() if k not in set(args.exclude.split(","))}
+    valid_rows = read_folder(Path(args.valid))
+    if not train_rows or not valid_rows:
+        print("no data: --train and --valid must hold *.jsonl(.gz) files", file=sys.stderr)
         return 2
+    if not args.no_aug:
+        train_rows.update(augment(train_rows, args.seed))
     t0 = time.time()
-    qs = prepare_all(rows, cache_dir, args.folds, args.seed)
-    print(f"prepared {len(qs)} questions in {time.time() - t0:.1f}s")
+    train = {k: prepare_set(k, v, vc, cache_dir) for k, v in train_rows.items()}
+    valid = {k: prepare_set(k, v, vc, cache_dir) for k, v in valid_rows.items()}
+    print(
+        f"prepared {sum(map(len, train.values()))} training and {sum(map(len, valid.values()))} validation lists"
+        f" in {time.time() - t0:.0f}s: " + ", ".join(f"{k} {len(v)}" for k, v in {**train, **valid}.items())
+    )
 
     t0 = time.time()
-    probs, covs = cross_validate(qs, args.folds, args.stages, args.c_reg)
-    print(f"cross-validated ({args.folds} folds, {args.stages} stages) in {time.time() - t0:.1f}s")
-    by_ds = {
-        d: (
-            [q for q in qs if q.dataset == d],
-            [p for q, p in zip(qs, probs, strict=True) if q.dataset == d],
-            [c for q, c in zip(qs, covs, strict=True) if q.dataset == d],
-        )
-        for d in FILES
-        if any(q.dataset == d for q in qs)
-    }
-    cuts = choose_cuts(by_ds)
-    print("cut points (grade 2, 3, 4, 5):", cuts)
-    summary = report(by_ds, cuts)
+    flat = [q for qs in train.values() for q in qs]
+    fitted = fit_all(flat, p)
+    print(f"fitted on the training folder in {time.time() - t0:.0f}s; cut points {fitted.model.cuts}")
+    held = report(
+        fitted.model, valid, "Fitted on the training folder, scored on the validation folder (out of sample):"
+    )
+
+    lodo: dict[str, Any] = {}
+    if args.lodo:
+        everything = {**train, **valid}
+        for fam in sorted({family(k) for k in everything if not k.startswith("aug_")}):
+            rest = [
+                q
+                for k, qs in everything.items()
+                if family(k) != fam and not (k.startswith("aug_") and fam in k)
+                for q in qs
+            ]
+            test = {k: qs for k, qs in everything.items() if family(k) == fam and not k.startswith("aug_")}
+            m = fit_all(rest, p).model
+            lodo[fam] = report(m, test, f"Leave {fam} out (fitted on every other family of train + valid):")
 
     if args.no_write:
         return 0
-    model = fit_model(qs, args.stages, args.c_reg)
-    coverage = fit_coverage(qs, probs, args.c_reg)  # on the outer held-out probabilities
     meta = {
         "embedder": "all-MiniLM-L6-v2",
         "passage_words": sm.PASSAGE_WORDS,
-        "trained_on": {d: len(v[0]) for d, v in by_ds.items()},
-        "cv": {"folds": args.folds, "grouped_by": "question", "seed": args.seed, "C": args.c_reg, "held_out": summary},
-        "cut_rule": (
-            "rank chunks by final probability; coverage_before(chunk) = P(the chunks ranked above it are"
-            " complete) from the coverage stage; grade g (2..5) when coverage_before < cuts[g-2]; the same"
-            " cut points for every question and corpus"
-        ),
+        "fit": {"stages": p.stages, "iters": p.iters, "lr": p.lr, "leaves": p.leaves, "augmented": not args.no_aug},
+        "trained_on": {k: len(v) for k, v in (train | (valid if args.ship == "train+valid" else {})).items()},
+        "out_of_sample": {"fitted_on": sorted(train), "scored_on": held},
+        "leave_one_family_out": lodo,
+        "cut_rule": "grade g (2..5) when coverage_before < cuts[g-2]; cuts put the mean out-of-fold training"
+        f" compression at {GRADE_COMPRESSION} for grades 2..5",
     }
-    model = sm.SetwiseModel(stages=model.stages, coverage=coverage, cuts=cuts, meta=meta)
+    if args.ship == "train+valid":
+        t0 = time.time()
+        model = fit_all(flat + [q for qs in valid.values() for q in qs], p, meta).model
+        print(f"refitted on train + valid in {time.time() - t0:.0f}s; cut points {model.cuts}")
+    else:
+        model = sm.SetwiseModel(
+            stages=fitted.model.stages, coverage=fitted.model.coverage, cuts=fitted.model.cuts, meta=meta
+        )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(model.to_json(), indent=1) + "\n", encoding="utf-8")
+    out.write_text(json.dumps(model.to_json(), separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"wrote {out} ({out.stat().st_size} bytes)")
     return 0
 

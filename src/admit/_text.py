@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import unicodedata
 import zlib
+from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -13,6 +15,7 @@ import numpy as np
 
 __all__ = [
     "STOPWORDS",
+    "bm25_matrix",
     "content_words",
     "jaccard_estimates",
     "minhash",
@@ -169,3 +172,42 @@ def sentences(text: str) -> list[str]:
 def collapse_space(text: str) -> str:
     """Collapse runs of whitespace to one space."""
     return _SPACE.sub(" ", text).strip()
+
+
+def bm25_matrix(
+    queries: Sequence[Sequence[str]], docs: Sequence[Sequence[str]], k1: float = 1.2, b: float = 0.75
+) -> np.ndarray:
+    """BM25 of each tokenised query against each tokenised document, the documents being the corpus.
+
+    admit's one BM25: the lexical reranker and the setwise pruner both score a candidate list with it
+    (IDF over the list itself, so no corpus statistics are needed).
+
+    Args:
+        queries: Tokenised queries.
+        docs: Tokenised documents.
+        k1: Term-frequency saturation.
+        b: Length normalisation.
+
+    Returns:
+        Array of shape (len(queries), len(docs)).
+    """
+    n = len(docs)
+    out = np.zeros((len(queries), n), dtype=np.float64)
+    if n == 0:
+        return out
+    tfs = [Counter(d) for d in docs]
+    lens = np.array([len(d) for d in docs], dtype=np.float64)
+    avg = float(lens.mean()) or 1.0
+    df: Counter[str] = Counter()
+    for tf in tfs:
+        df.update(tf.keys())
+    norm = k1 * (1.0 - b + b * lens / avg)
+    for qi, q in enumerate(queries):
+        for term, qtf in Counter(q).items():
+            d = df.get(term, 0)
+            if d == 0:
+                continue
+            idf = math.log(1.0 + (n - d + 0.5) / (d + 0.5))
+            tfv = np.array([t.get(term, 0) for t in tfs], dtype=np.float64)
+            out[qi] += qtf * idf * tfv * (k1 + 1.0) / (tfv + norm)
+    return out

@@ -55,16 +55,26 @@ def test_identifiers_named_in_the_question():
     assert identifiers("Which aircraft, the FB-111A or the CP-400?") == {"FB-111A", "CP-400"}
 
 
-def test_a_chunk_naming_the_questions_identifier_is_graded_at_least_4():
+def test_identifiers_lift_the_asked_code_and_demote_its_neighbours():
+    """The real scorer (fake embedder): E4012 named -> >= 4; another code of the same shape -> <= 2."""
+    from admit.backends.embedders.fake import FakeEmbedder
+    from admit.prune.setwise_model import SetwiseScorer
+
     cands = [
         Scored(chunk=Chunk(id="e4044", source_id="s", text="E4044 unknown digest: push again."), score=0.9, rank=0),
         Scored(
             chunk=Chunk(id="e4012", source_id="s", text="E4012 quota exceeded: raise the quota."), score=0.8, rank=1
         ),
-        Scored(chunk=Chunk(id="e40120", source_id="s", text="E40120 is another code."), score=0.7, rank=2),
+        Scored(chunk=Chunk(id="e40120", source_id="s", text="E40120 is a code of another shape."), score=0.7, rank=2),
+        Scored(chunk=Chunk(id="quota", source_id="s", text="Quotas are set per project."), score=0.6, rank=3),
     ]
-    out = SetwisePruner(scorer=ScriptedScorer([5, 2, 1])).prune(
-        "How do I fix error E4012?", cands, PruneSettings(threshold=3, keep_top_k=0)
-    )
-    assert out.kept_ids == ["e4044", "e4012"]
-    assert "names E4012 from the question" in out.graded[1].reason
+    pruner = SetwisePruner(scorer=SetwiseScorer(embedder=FakeEmbedder(dim=32)))
+    out = pruner.prune("How do I fix error E4012?", cands, PruneSettings(threshold=3, keep_top_k=0))
+    grade = {g.chunk_id: g for g in out.graded}
+    assert grade["e4012"].grade >= 4 and "names E4012 from the question" in grade["e4012"].reason
+    assert grade["e4044"].grade <= 2 and "another identifier" in grade["e4044"].reason
+    assert "another identifier" not in grade["e40120"].reason  # a different shape is not a rival code
+    assert "e4012" in out.kept_ids and "e4044" not in out.kept_ids
+    # without the asked code anywhere in the list, a rival code is not demoted
+    alone = pruner.prune("How do I fix error E4012?", [cands[0], cands[3]], PruneSettings(threshold=1, keep_top_k=0))
+    assert all("another identifier" not in g.reason for g in alone.graded)

@@ -257,7 +257,14 @@ def effective_reranker(name: str) -> tuple[str, str | None]:
 
 
 _PRUNER_MODULES: dict[str, tuple[str, ...]] = {
-    "setwise": ("admit.prune.setwise", "admit.prune.setwise_model"),
+    "setwise": (
+        "admit.prune.setwise",
+        "admit.passages",
+        *(
+            f"admit.prune.setwise_model.{m}"
+            for m in ("text", "features", "links", "stages", "coverage", "model", "trees", "scorer")
+        ),
+    ),
     "top_n": ("admit.prune.top_n",),
     "score_threshold": ("admit.prune.score_threshold",),
     **{
@@ -297,9 +304,9 @@ def pruner_identity(strategy: str, options: EvalOptions) -> str:
     files: list[Path] = []
     parts = [strategy, __version__]
     if strategy == "setwise":
-        spec = importlib.util.find_spec("admit.prune.setwise_model")
-        if spec is not None and spec.origin:
-            files.append(Path(spec.origin).with_name("data") / "setwise.json")
+        from admit.prune.setwise_model.model import DEFAULT_MODEL_PATH
+
+        files.append(DEFAULT_MODEL_PATH)
         parts.append(options.embedder)
     elif strategy in LLM_STRATEGIES:
         parts.append(str(options.pruner_options.get("llm_model", "")))

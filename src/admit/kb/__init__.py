@@ -324,7 +324,7 @@ class KnowledgeBase:
         hits = self.hits(question, principal, k=kk, filters=filters, timings=timings)
         if self._query_cache is not None:
             # a one-passage chunk's stored vector is the setwise pruner's passage vector: pruning reuses it
-            from admit.prune.setwise_model import passages
+            from admit.passages import passages
 
             seeds = []
             for h in hits:

@@ -573,7 +573,7 @@ def _default_source_id(f: Path, root: Path | None) -> str:
 def _embed_input(title: str, text: str) -> str:
     """The text embedded for a chunk: for a chunk that is one passage, exactly the passage the setwise pruner
     embeds (so the stored vector serves both retrieval and pruning); else the title and the whole text."""
-    from admit.prune.setwise_model import passages
+    from admit.passages import passages
 
     ps = passages(title, text)
     if len(ps) == 1 and ps[0]:

@@ -8,40 +8,26 @@ the probability that a chunk is needed and to the coverage of the chunks above i
 fixed cut points (see :mod:`admit.prune.setwise_model` and ``scripts/fit_setwise.py``). Long chunks are
 scored by passages, not truncated.
 
-One rule sits on top of the model: a chunk that contains, verbatim, an exact identifier the question names
-(an error code such as ``E4012``, a setting such as ``HL_MAX_CONN``, a part number such as ``FB-111A``; not
-plain numbers or ordinals) is graded at least 4. Embeddings blur such tokens; a support question that names
-one is answered by the chunk that carries it.
+Exact identifiers named in the question (an error code such as ``E4012``, a setting such as ``HL_MAX_CONN``, a
+part number such as ``FB-111A``; not plain numbers or ordinals) act on top of the model: a chunk that names one
+is graded at least 4, and a chunk that names only another identifier of the same kind (``E4031``) is graded at
+most 2 when some chunk in the list names the asked one. Embeddings blur such tokens; a support question that names
+one is answered by the chunk that carries it, not by its neighbour in the error table.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from admit.backends.embedders.base import Embedder
 from admit.prune.base import PruneOutcome, apply_threshold
 from admit.prune.setwise_model import SetwiseItem, SetwiseScorer
+from admit.prune.setwise_model.text import identifiers
 from admit.route import PruneSettings
 from admit.types import Scored
 
 __all__ = ["SetwisePruner", "identifiers"]
-
-_IDENT = re.compile(
-    r"(?<![\w-])(?=[\w.-]*[A-Za-z])(?=[\w.-]*\d)[A-Za-z0-9][\w.-]*[A-Za-z0-9](?![\w-])"
-    r"|(?<![\w-])[A-Z][A-Z0-9]*_[A-Z0-9_]+(?![\w-])"
-)
-_ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th|s)$", re.I)
-
-
-def identifiers(question: str) -> set[str]:
-    """Exact identifiers named in a question: letter-digit codes and UPPER_SNAKE names, not ordinals."""
-    return {m for m in _IDENT.findall(question) if not _ORDINAL.match(m) and len(m) >= 2}
-
-
-def _contains(text: str, ident: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(ident)}(?![\w-])", text) is not None
 
 
 class SetwisePruner:
@@ -82,11 +68,6 @@ class SetwisePruner:
         scores = self.scorer.score(question, items)
         grades = list(scores.grades)
         reasons = [f"p={p:.2f}; {r}" for p, r in zip(scores.probs, scores.reasons, strict=True)]
-        for ident in sorted(identifiers(question)):
-            for j, c in enumerate(candidates):
-                if grades[j] < 4 and (_contains(c.chunk.text, ident) or _contains(c.chunk.title, ident)):
-                    grades[j] = 4
-                    reasons[j] += f"; names {ident} from the question"
         return apply_threshold(
             self.name,
             candidates,

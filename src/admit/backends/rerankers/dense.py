@@ -15,7 +15,7 @@ import numpy as np
 from admit.backends.embedders.base import Embedder
 from admit.backends.embedders.shared import shared_embedder
 from admit.backends.rerankers.lexical import bm25_scores
-from admit.prune.setwise_model import passages, question_text
+from admit.passages import passages, question_text
 from admit.types import Chunk
 
 __all__ = ["DenseReranker"]

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Sequence
 
-from admit._text import STOPWORDS, normalize
+from admit._text import STOPWORDS, bm25_matrix, normalize
 from admit.types import Chunk
 
 __all__ = ["BM25Reranker", "RetrieverScoreReranker", "bm25_scores"]
@@ -20,26 +19,8 @@ def bm25_scores(query: str, docs: Sequence[str], *, k1: float = 1.5, b: float = 
     """BM25 of ``query`` against ``docs``, with IDF taken over ``docs`` (the candidate list)."""
     if not docs:
         return []
-    toks = [_terms(d) for d in docs]
-    n = len(docs)
-    avgdl = (sum(len(t) for t in toks) / n) or 1.0
-    df: Counter[str] = Counter()
-    for t in toks:
-        df.update(set(t))
-    q = set(_terms(query))
-    out: list[float] = []
-    for t in toks:
-        tf = Counter(t)
-        dl = len(t)
-        s = 0.0
-        for term in q:
-            f = tf.get(term, 0)
-            if not f:
-                continue
-            idf = math.log(1 + (n - df[term] + 0.5) / (df[term] + 0.5))
-            s += idf * f * (k1 + 1) / (f + k1 * (1 - b + b * dl / avgdl))
-        out.append(s)
-    return out
+    q = list(dict.fromkeys(_terms(query)))  # each query term counts once
+    return [float(v) for v in bm25_matrix([q], [_terms(d) for d in docs], k1=k1, b=b)[0]]
 
 
 class BM25Reranker:

@@ -1,0 +1,74 @@
+"""Passages and question text: how chunks and questions are cut and written before embedding.
+
+A neutral module shared by the stages that embed text (the dense reranker, the setwise pruner) and by
+the knowledge base, which stores one vector per passage at ingest so that pruning a search never
+encodes a stored chunk again. Everything that embeds must cut the same way, or stored vectors would
+not be reused.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+__all__ = ["MAX_PASSAGES", "PASSAGE_WORDS", "nfc", "passages", "question_text"]
+
+#: Word budget of one passage (MiniLM reads 256 word pieces; nothing is truncated at this size).
+PASSAGE_WORDS = 180
+#: At most this many passages of a chunk are embedded (the first ones): bounds latency on huge chunks.
+MAX_PASSAGES = 24
+
+_SENT_SPLIT = re.compile(r"(?<=[.!?。！？])\s+|\n\s*\n+")
+
+
+def nfc(text: str) -> str:
+    """NFC-normalised text (``""`` for ``None``)."""
+    return unicodedata.normalize("NFC", text or "")
+
+
+def question_text(question: str) -> str:
+    """The text embedded for a question (shared by every stage that embeds, so vectors are reused)."""
+    return nfc(question).strip() or "?"
+
+
+def passages(title: str, text: str, max_words: int = PASSAGE_WORDS, max_passages: int = MAX_PASSAGES) -> list[str]:
+    """Splits a chunk into sentence-aligned passages for embedding.
+
+    Sentences are packed greedily into windows of at most ``max_words`` words (a longer sentence is
+    cut hard). Each passage is prefixed with the title. At most ``max_passages`` passages are kept
+    (the first ones), which bounds latency on very long chunks.
+
+    Args:
+        title: The chunk title (may be empty).
+        text: The chunk text (may be empty).
+        max_words: The word budget of a passage.
+        max_passages: The maximum number of passages.
+
+    Returns:
+        At least one passage string.
+    """
+    title = nfc(title).strip()
+    text = nfc(text).strip()
+    prefix = f"{title}\n" if title else ""
+    if not text:
+        return [title or ""]
+    pieces: list[list[str]] = []
+    for sent in _SENT_SPLIT.split(text):
+        toks = sent.split()
+        while len(toks) > max_words:
+            pieces.append(toks[:max_words])
+            toks = toks[max_words:]
+        if toks:
+            pieces.append(toks)
+    out: list[str] = []
+    cur: list[str] = []
+    for toks in pieces:
+        if cur and len(cur) + len(toks) > max_words:
+            out.append(prefix + " ".join(cur))
+            cur = []
+            if len(out) >= max_passages:
+                return out
+        cur.extend(toks)
+    if cur and len(out) < max_passages:
+        out.append(prefix + " ".join(cur))
+    return out or [prefix.strip()]

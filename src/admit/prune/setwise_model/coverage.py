@@ -1,0 +1,122 @@
+"""How many chunks a question needs: the coverage stage and the grades read off it.
+
+The coverage model reads the sorted chunk probabilities (mass of the top r, tail mass, the r-th and next
+probability, ...) and the question features, and estimates ``P(the top-r chunks hold everything the answer
+needs)`` for r = 1..n (made non-decreasing). Each chunk's *coverage before* is that value for the chunks
+ranked above it (0 for the top chunk); its grade is read off fixed cut points, the same for every question
+and corpus.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+from admit.prune.setwise_model.features import QUESTION_FEATURES
+
+__all__ = ["COVERAGE_FEATURES", "coverage_before", "coverage_features", "grade_of"]
+
+FloatArray = npt.NDArray[np.float64]
+
+COVERAGE_FEATURES: tuple[str, ...] = (
+    "log_r",
+    "r_share",
+    "mass_top_r",
+    "mass_tail",
+    "log_mass_tail",
+    "p_r",
+    "p_next",
+    "log_p_r",
+    "log_p_next",
+    "mass_total",
+    "mass_top_r_minus_total",
+    "p_next_over_p1",
+    "p_next_over_p_r",
+    *QUESTION_FEATURES,
+)
+
+
+def coverage_features(probs: FloatArray, qfeat: FloatArray) -> FloatArray:
+    """Features of the sets "top r chunks by probability", r = 1..n.
+
+    Args:
+        probs: Final chunk probabilities (n,).
+        qfeat: Question-level features.
+
+    Returns:
+        Array of shape (n, len(COVERAGE_FEATURES)); row r-1 describes the top-r set.
+    """
+    n = probs.size
+    if n == 0:
+        return np.zeros((0, len(COVERAGE_FEATURES)))
+    s = np.sort(probs)[::-1]
+    cum = np.cumsum(s)
+    tot = float(cum[-1])
+    r = np.arange(1, n + 1, dtype=np.float64)
+    nxt = np.append(s[1:], 0.0)
+    tail = tot - cum
+    cols = [
+        np.log(r),
+        r / n,
+        cum,
+        tail,
+        np.log(np.maximum(tail, 0.0) + 1e-4),
+        s,
+        nxt,
+        np.log(s + 1e-4),
+        np.log(nxt + 1e-4),
+        np.full(n, tot),
+        cum - tot,
+        nxt / max(float(s[0]), 1e-6),
+        nxt / np.maximum(s, 1e-6),
+    ]
+    return np.hstack([np.column_stack(cols), np.repeat(qfeat[None, :], n, axis=0)])
+
+
+def coverage_before(probs: FloatArray, complete: FloatArray) -> FloatArray:
+    """Per chunk, the probability that the chunks ranked above it are already complete.
+
+    Args:
+        probs: Chunk probabilities (n,), which define the ranking (stable on ties).
+        complete: P(top-r set complete) for r = 1..n (made non-decreasing here).
+
+    Returns:
+        Array (n,) in input order; the top-ranked chunk gets 0.
+    """
+    n = probs.size
+    out = np.zeros(n)
+    if n == 0:
+        return out
+    order = np.argsort(-probs, kind="stable")
+    mono = np.maximum.accumulate(np.clip(complete, 0.0, 1.0))
+    before = np.concatenate([[0.0], mono[:-1]])
+    ranked = probs[order]
+    for k in range(1, n):  # tied probabilities share the coverage of the first of the tie
+        if ranked[k] == ranked[k - 1]:
+            before[k] = before[k - 1]
+    out[order] = before
+    return out
+
+
+def grade_of(coverage: float, cuts: Sequence[float]) -> int:
+    """Maps a chunk's coverage-before value to a rubric grade with fixed cut points.
+
+    A chunk gets grade ``g`` (2..5) when the probability that the chunks ranked above it already hold
+    everything needed is below ``cuts[g - 2]``; the cut points decrease from grade 2 to 5, so grade 5
+    goes to the chunks the set is clearly incomplete without, grade 2 to those only a cautious reader
+    would add.
+
+    Args:
+        coverage: P(the chunks ranked above this one are complete), in [0, 1].
+        cuts: Four decreasing cut points for grades 2, 3, 4 and 5.
+
+    Returns:
+        The grade in 1..5.
+    """
+    grade = 1
+    for g, c in enumerate(cuts, start=2):
+        if coverage < c:
+            grade = g
+    return grade

@@ -1,0 +1,129 @@
+"""Links between the chunks of one list: what lets a bridge chunk borrow the strength of another.
+
+Each link matrix is n x n, row ``i`` pointing at column ``j``, values in [0, 1], zero diagonal:
+
+- ``title_fwd``: ``j``'s title is named in ``i``'s text (``i`` leads to ``j``: the classic bridge);
+- ``title_bwd``: the reverse;
+- ``entity``: ``i`` and ``j`` share rare capitalised entities or multi-word names that the question does not
+  name (the bridge entity);
+- ``lexical``: tf-idf cosine over the words the question does not contain;
+- ``dense_cond``: the dense similarity of ``j`` to the question expanded with ``i``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from admit.backends.embedders.base import l2_normalise
+from admit.prune.setwise_model import text as tx
+
+__all__ = ["LINK_NAMES", "build_links"]
+
+FloatArray = npt.NDArray[np.float64]
+
+LINK_NAMES: tuple[str, ...] = ("title_fwd", "title_bwd", "entity", "lexical", "dense_cond")
+
+
+def _minmax_offdiag(m: FloatArray) -> FloatArray:
+    n = m.shape[0]
+    if n < 2:
+        return np.zeros_like(m)
+    mask = ~np.eye(n, dtype=bool)
+    vals = m[mask]
+    lo, hi = float(vals.min()), float(vals.max())
+    out = np.zeros_like(m)
+    if hi - lo > 1e-9:
+        out[mask] = (vals - lo) / (hi - lo)
+    return out
+
+
+def build_links(
+    question: str,
+    items: Sequence[Any],
+    full_texts: Sequence[str],
+    doc_tokens: Sequence[Sequence[str]],
+    doc_sets: Sequence[set[str]],
+    ent_sets: Sequence[set[str]],
+    keys: Sequence[tuple[str, str]],
+    q_set: set[str],
+    q_ents: set[str],
+    qvec: FloatArray,
+    vecs: FloatArray,
+) -> FloatArray:
+    """Builds the link matrices of a list (see the module docstring).
+
+    Args:
+        question: The question.
+        items: The chunks (anything with ``text``).
+        full_texts: Title and text of each chunk.
+        doc_tokens: Content tokens of each chunk.
+        doc_sets: The same as sets.
+        ent_sets: Capitalised tokens and content tokens of each chunk.
+        keys: Normalised (full title, title head) of each chunk.
+        q_set: The question's content tokens.
+        q_ents: The question's capitalised tokens.
+        qvec: The question vector.
+        vecs: The chunk vectors.
+
+    Returns:
+        Array of shape (len(LINK_NAMES), n, n).
+    """
+    n = len(items)
+    links = np.zeros((len(LINK_NAMES), n, n), dtype=np.float64)
+    if n < 2:
+        return links
+    body_low = [" " + " ".join(tx.words(it.text)) + " " for it in items]
+    df: Counter[str] = Counter()
+    for s in ent_sets:
+        df.update(s)
+    q_phr = tx.entity_phrases(question)
+    rare_ents = [
+        {e for e in s if df[e] <= max(2, n // 5) and e not in q_set and e not in q_ents}
+        for s in (tx.capitalised_tokens(t) for t in full_texts)
+    ]
+    for j, (full, head) in enumerate(keys):
+        for i in range(n):
+            if i == j or keys[i][0] == full:
+                continue
+            if tx.contains_phrase(body_low[i], full):
+                links[0, i, j] = 1.0
+            elif head != full and tx.contains_phrase(body_low[i], head):
+                links[0, i, j] = 0.7
+    links[1] = links[0].T
+    phrases = [tx.entity_phrases(t) - q_phr for t in full_texts]
+    for i in range(n):
+        for j in range(i + 1, n):
+            shared = len(rare_ents[i] & rare_ents[j]) + 2 * len(phrases[i] & phrases[j])
+            links[2, i, j] = links[2, j, i] = min(1.0, shared / 3.0)
+    vocab: dict[str, int] = {}
+    rows: list[dict[int, float]] = []
+    dfl: Counter[str] = Counter()
+    for s in doc_sets:
+        dfl.update(s)
+    for toks in doc_tokens:
+        tf = Counter(t for t in toks if t not in q_set)
+        row: dict[int, float] = {}
+        for t, c in tf.items():
+            row[vocab.setdefault(t, len(vocab))] = (1.0 + math.log(c)) * math.log((n + 1) / (dfl[t] + 0.5))
+        rows.append(row)
+    tfidf = np.zeros((n, max(1, len(vocab))), dtype=np.float64)
+    for i, row in enumerate(rows):
+        for k, v in row.items():
+            tfidf[i, k] = v
+    tfidf = l2_normalise(tfidf).astype(np.float64)
+    lex = tfidf @ tfidf.T
+    np.fill_diagonal(lex, 0.0)
+    links[3] = _minmax_offdiag(lex)
+    expanded = l2_normalise(vecs + qvec[None, :]).astype(np.float64)
+    cond = expanded @ vecs.T
+    np.fill_diagonal(cond, 0.0)
+    links[4] = _minmax_offdiag(cond)
+    for k in range(len(LINK_NAMES)):
+        np.fill_diagonal(links[k], 0.0)
+    return links

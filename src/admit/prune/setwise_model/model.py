@@ -1,0 +1,110 @@
+"""The fitted setwise model: staged tree ensembles, a coverage ensemble and the grade cut points.
+
+Stored as one JSON file (``data/setwise.json``, written by ``scripts/fit_setwise.py``): the trees as plain
+arrays, evaluated with numpy (:mod:`admit.prune.setwise_model.trees`), and a ``meta`` block with what it was
+fitted on and its out-of-sample figures. No labels or answers are stored.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from admit.prune.setwise_model.coverage import COVERAGE_FEATURES, coverage_features
+from admit.prune.setwise_model.features import Prepared
+from admit.prune.setwise_model.stages import stage_feature_names, stage_features
+from admit.prune.setwise_model.trees import TreeEnsemble
+
+__all__ = ["DEFAULT_CUTS", "DEFAULT_MODEL_PATH", "MODEL_VERSION", "SetwiseModel", "load_model"]
+
+FloatArray = npt.NDArray[np.float64]
+
+MODEL_VERSION = 2
+DEFAULT_MODEL_PATH = Path(__file__).resolve().parent.parent / "data" / "setwise.json"
+DEFAULT_CUTS: tuple[float, float, float, float] = (0.95, 0.8, 0.6, 0.3)
+
+
+def _columns(x: FloatArray, have: tuple[str, ...], want: tuple[str, ...]) -> FloatArray:
+    if have == want:
+        return x
+    missing = [f for f in want if f not in have]
+    if missing:
+        raise ValueError(f"the model reads features this code does not compute: {missing[:5]}")
+    return x[:, [have.index(f) for f in want]]
+
+
+@dataclass(frozen=True, slots=True)
+class SetwiseModel:
+    """The fitted stages, the coverage stage and the grade cut points."""
+
+    stages: tuple[TreeEnsemble, ...]
+    coverage: TreeEnsemble | None = None
+    cuts: tuple[float, float, float, float] = DEFAULT_CUTS
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def predict(self, prep: Prepared) -> list[FloatArray]:
+        """Runs all stages; returns the probabilities after each (the last one is the model's output)."""
+        out: list[FloatArray] = []
+        prev: FloatArray | None = None
+        for idx, stage in enumerate(self.stages):
+            x = _columns(stage_features(prep, prev), stage_feature_names(0 if idx == 0 else 1), stage.features)
+            prev = stage.predict(x)
+            out.append(prev)
+        return out
+
+    def complete_probs(self, probs: FloatArray, qfeat: FloatArray) -> FloatArray:
+        """P(top-r set complete), r = 1..n, non-decreasing (a mass heuristic without a coverage stage)."""
+        if probs.size == 0:
+            return np.zeros(0)
+        if self.coverage is None:
+            s = np.sort(probs)[::-1]
+            tail = float(s.sum()) - np.cumsum(s)
+            return np.maximum.accumulate(np.exp(-np.maximum(tail, 0.0) * 3.0))
+        x = _columns(coverage_features(probs, qfeat), COVERAGE_FEATURES, self.coverage.features)
+        return np.maximum.accumulate(self.coverage.predict(x))
+
+    def to_json(self) -> dict[str, Any]:
+        """Serialises the model."""
+        return {
+            "version": MODEL_VERSION,
+            "kind": "setwise-staged-trees",
+            "cuts": [float(c) for c in self.cuts],
+            "stages": [s.to_json() for s in self.stages],
+            "coverage": self.coverage.to_json() if self.coverage is not None else None,
+            "meta": self.meta,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> SetwiseModel:
+        """Loads a model written by :meth:`to_json`.
+
+        Raises:
+            ValueError: If the version is unsupported or the cut points are not 4 decreasing levels.
+        """
+        if int(d.get("version", 0)) != MODEL_VERSION:
+            raise ValueError(
+                f"unsupported setwise model version {d.get('version')!r} (this code reads {MODEL_VERSION})"
+            )
+        cuts = tuple(float(c) for c in d["cuts"])
+        if len(cuts) != 4 or list(cuts) != sorted(cuts, reverse=True):
+            raise ValueError("cuts must be 4 decreasing coverage levels (grades 2, 3, 4, 5)")
+        cov = d.get("coverage")
+        return cls(
+            stages=tuple(TreeEnsemble.from_json(s) for s in d["stages"]),
+            coverage=TreeEnsemble.from_json(cov) if cov else None,
+            cuts=(cuts[0], cuts[1], cuts[2], cuts[3]),
+            meta=dict(d.get("meta", {})),
+        )
+
+
+@lru_cache(maxsize=8)
+def load_model(path: str | Path = DEFAULT_MODEL_PATH) -> SetwiseModel:
+    """Loads (and caches) a model file."""
+    with open(path, encoding="utf-8") as fh:
+        return SetwiseModel.from_json(json.load(fh))

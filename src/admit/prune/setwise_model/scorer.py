@@ -1,0 +1,138 @@
+"""The setwise scorer: prepare the list, run the stages and the coverage stage, grade, explain."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from admit.backends.embedders.base import Embedder
+from admit.prune.setwise_model import text as tx
+from admit.prune.setwise_model.coverage import coverage_before, grade_of
+from admit.prune.setwise_model.features import Prepared, SetwiseItem, prepare
+from admit.prune.setwise_model.links import LINK_NAMES
+from admit.prune.setwise_model.model import DEFAULT_MODEL_PATH, load_model
+
+__all__ = ["SetwiseScorer", "SetwiseScores"]
+
+FloatArray = npt.NDArray[np.float64]
+
+#: Grade given to a chunk that names an identifier the question names (an error code, a setting).
+IDENT_HIT_GRADE = 4
+#: Highest grade of a chunk that names only *other* identifiers of the asked kind (``E4031`` when the
+#: question asks about ``E4012``) while some chunk in the list names the asked one.
+IDENT_OTHER_MAX_GRADE = 2
+
+
+@dataclass(frozen=True, slots=True)
+class SetwiseScores:
+    """The scorer's verdict on a list of chunks (in input order).
+
+    Attributes:
+        probs: Probability that each chunk is needed for the answer.
+        grades: Rubric grade of each chunk, 1 (unrelated) to 5 (essential).
+        reasons: A short human-readable reason for each grade.
+        expected_needed: The model's expected number of needed chunks (sum of ``probs``).
+        coverage: For each chunk, the model's probability that the chunks ranked above it (by ``probs``)
+            already contain everything the answer needs; the grade is read off it.
+    """
+
+    probs: tuple[float, ...]
+    grades: tuple[int, ...]
+    reasons: tuple[str, ...]
+    expected_needed: float
+    coverage: tuple[float, ...] = ()
+
+
+def _reason(j: int, prep: Prepared, stage0: FloatArray, final: FloatArray, grade: int) -> str:
+    dense_rank = round(1.0 / float(prep.feature("dense_rank_inv")[j]))
+    bm_rank = round(1.0 / float(prep.feature("bm25_rank_inv")[j]))
+    direct = f"dense rank {dense_rank}, bm25 rank {bm_rank}"
+    if prep.n > 1 and final[j] - stage0[j] > 0.1:
+        best_k, best_i, best_v = -1, -1, 0.0
+        for k in range(len(LINK_NAMES) - 1):  # dense_cond is explained by "expanded question"
+            col = stage0 * prep.links[k][:, j]
+            i = int(np.argmax(col))
+            if col[i] > best_v:
+                best_k, best_i, best_v = k, i, float(col[i])
+        if best_k >= 0 and best_v > 0.05:
+            what = {0: "title named by", 1: "names title of", 2: "shares entity with", 3: "overlaps"}[best_k]
+            return f"bridge: {what} {prep.labels[best_i]!r}; {direct}"
+        return f"bridge: matches question expanded with strong chunks; {direct}"
+    if grade <= 1:
+        return f"unrelated: {direct}"
+    return direct
+
+
+class SetwiseScorer:
+    """Scores a retrieved list as a set and grades each chunk on admit's 1-5 rubric.
+
+    Args:
+        embedder: The embedder (default: all-MiniLM-L6-v2, loaded lazily).
+        model_path: The fitted model file (default: the shipped ``data/setwise.json``).
+    """
+
+    def __init__(self, embedder: Embedder | None = None, model_path: str | Path | None = None) -> None:
+        if embedder is None:
+            from admit.backends.embedders import resolve_embedder
+
+            embedder = resolve_embedder("minilm")
+        self.embedder = embedder
+        self.model = load_model(str(model_path) if model_path is not None else str(DEFAULT_MODEL_PATH))
+
+    @property
+    def cuts(self) -> tuple[float, float, float, float]:
+        """The grade cut points."""
+        return self.model.cuts
+
+    def warm_up(self) -> None:
+        """Loads the embedding model (if it loads lazily) and runs one tiny scoring pass."""
+        warm = getattr(self.embedder, "warm_up", None)
+        if callable(warm):
+            warm()
+        self.score(
+            "warm up", [SetwiseItem(id="w0", title="", text="warm up"), SetwiseItem(id="w1", title="", text="x")]
+        )
+
+    def score(self, question: str, items: Sequence[SetwiseItem]) -> SetwiseScores:
+        """Scores the items for the question.
+
+        Exact identifiers named in the question (``E4012``, ``HL_MAX_CONN``; see
+        :func:`admit.prune.setwise_model.text.identifiers`) act on top of the model: a chunk naming one is
+        graded at least 4; a chunk naming only other identifiers of the same kind is graded at most 2 when
+        another chunk in the list names the asked one.
+
+        Args:
+            question: The user question.
+            items: The retrieved chunks, in any order.
+
+        Returns:
+            Per-item probabilities, grades and reasons (input order) and the expected number of needed chunks.
+        """
+        if not items:
+            return SetwiseScores(probs=(), grades=(), reasons=(), expected_needed=0.0)
+        prep = prepare(question, items, self.embedder)
+        stages = self.model.predict(prep)
+        final = stages[-1]
+        cov = coverage_before(final, self.model.complete_probs(final, prep.qfeat))
+        grades = [grade_of(float(c), self.model.cuts) for c in cov]
+        reasons = [_reason(j, prep, stages[0], final, grades[j]) for j in range(prep.n)]
+        if prep.ident_hit.any():
+            asked = ", ".join(sorted(tx.identifiers(question)))
+            for j in range(prep.n):
+                if prep.ident_hit[j]:
+                    grades[j] = max(grades[j], IDENT_HIT_GRADE)
+                    reasons[j] += f"; names {asked} from the question"
+                elif prep.ident_other[j]:
+                    grades[j] = min(grades[j], IDENT_OTHER_MAX_GRADE)
+                    reasons[j] += f"; names another identifier than {asked}"
+        return SetwiseScores(
+            probs=tuple(round(float(p), 6) for p in final),
+            grades=tuple(grades),
+            reasons=tuple(reasons),
+            coverage=tuple(round(float(c), 6) for c in cov),
+            expected_needed=round(float(final.sum()), 4),
+        )

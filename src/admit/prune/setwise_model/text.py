@@ -1,0 +1,110 @@
+"""Word-level helpers of the setwise scorer: tokens, entities, titles, identifiers, question cues."""
+
+from __future__ import annotations
+
+import re
+
+from admit._text import STOPWORDS
+from admit.passages import nfc
+
+__all__ = [
+    "capitalised_tokens",
+    "contains_phrase",
+    "content_tokens",
+    "entity_phrases",
+    "identifier_kind",
+    "identifiers",
+    "title_keys",
+    "words",
+]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_PAREN = re.compile(r"\s*\([^)]*\)")
+#: Exact identifiers: letter-digit codes (``E4012``, ``FB-111A``, ``v1.2``) and UPPER_SNAKE names.
+_IDENT = re.compile(
+    r"(?<![\w-])(?=[\w.-]*[A-Za-z])(?=[\w.-]*\d)[A-Za-z0-9][\w.-]*[A-Za-z0-9](?![\w-])"
+    r"|(?<![\w-])[A-Z][A-Z0-9]*_[A-Z0-9_]+(?![\w-])"
+)
+_ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th|s)$", re.I)
+
+COMPARISON = re.compile(
+    r"\b(both|either|neither|same|different|older|younger|earlier|later|first|last|more|less|larger|smaller"
+    r"|longer|shorter|higher|lower|bigger|further|closer|compare|comparison|versus|vs)\b",
+    re.IGNORECASE,
+)
+OR_CHOICE = re.compile(r"\b\w+\s+or\s+\w+", re.IGNORECASE)
+NESTED = re.compile(r"\b(of|in|by|for|from|at)\s+(the|a|an|this|that)\b|'s\b|’s\b", re.IGNORECASE)
+RELATIVE = re.compile(r"\b(who|which|that|where|whose|whom|when)\b", re.IGNORECASE)
+YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
+NUMBER = re.compile(r"\b\d[\d,.]*\b")
+#: Answer-type cues of a question, in the order of the ``q_wh_*`` question features.
+WH_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("when", re.compile(r"^\s*(when|what year|which year|in what year|in which year)\b|\bwhat (year|date)\b", re.I)),
+    ("who", re.compile(r"^\s*(who|whom|whose)\b", re.I)),
+    ("where", re.compile(r"^\s*where\b|\bwhat (city|country|state|county)\b", re.I)),
+    ("how_many", re.compile(r"\bhow (many|much|long|old|far|tall)\b", re.I)),
+    ("yes_no", re.compile(r"^\s*(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", re.I)),
+)
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens."""
+    return _WORD.findall(nfc(text).lower())
+
+
+def content_tokens(text: str) -> list[str]:
+    """Lower-cased tokens without stopwords and one-letter words (digits kept)."""
+    return [w for w in words(text) if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+
+
+def capitalised_tokens(text: str) -> set[str]:
+    """Lower-cased tokens written capitalised (or numbers) that are not stopwords (sentence starts too)."""
+    out: set[str] = set()
+    for tok in _WORD.findall(nfc(text)):
+        low = tok.lower()
+        if low in STOPWORDS or len(tok) < 2:
+            continue
+        if tok[0].isupper() or tok.isdigit():
+            out.add(low)
+    return out
+
+
+def entity_phrases(text: str) -> set[str]:
+    """Lower-cased runs of two or more capitalised non-stopword words (e.g. "natalie wood")."""
+    out: set[str] = set()
+    run: list[str] = []
+    for tok in [*_WORD.findall(nfc(text)), ""]:
+        if tok and tok[0].isupper() and tok.lower() not in STOPWORDS:
+            run.append(tok.lower())
+            continue
+        if len(run) >= 2:
+            out.add(" ".join(run))
+        run = []
+    return out
+
+
+def title_keys(title: str) -> tuple[str, str]:
+    """Normalised full title and its head (before a comma or parenthesis)."""
+    t = nfc(title).lower()
+    full = " ".join(_WORD.findall(_PAREN.sub("", t)))
+    head = " ".join(_WORD.findall(_PAREN.sub("", t).split(",")[0]))
+    return full, head
+
+
+def contains_phrase(haystack: str, phrase: str) -> bool:
+    """Whether a space-padded lower-cased text contains a phrase of 3+ characters as whole words."""
+    if len(phrase) < 3:
+        return False
+    return f" {phrase} " in haystack
+
+
+def identifiers(text: str) -> set[str]:
+    """Exact identifiers in a text: letter-digit codes and UPPER_SNAKE names, not ordinals or years."""
+    return {m for m in _IDENT.findall(nfc(text)) if not _ORDINAL.match(m) and len(m) >= 2}
+
+
+def identifier_kind(ident: str) -> str:
+    """The shape of an identifier: ``E4012`` and ``E4031`` share ``A9999``; ``HL_X`` and ``HL_Y`` share ``HL_``."""
+    if "_" in ident and ident.upper() == ident:
+        return "snake:" + ident.split("_")[0]
+    return re.sub(r"[A-Za-z]", "A", re.sub(r"\d", "9", ident))

@@ -1,0 +1,205 @@
+"""Gradient-boosted decision trees evaluated with numpy (no runtime beyond numpy).
+
+The ensembles are fitted offline with scikit-learn's ``HistGradientBoostingClassifier`` (see
+``scripts/fit_setwise.py``) and exported to plain arrays: one row per tree, one column per node.
+Evaluation walks every tree at once, one level per step, so scoring 20 chunks through 300 trees
+of depth 8 is a handful of vectorised numpy operations (well under a millisecond).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+__all__ = ["TreeEnsemble"]
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int32]
+BoolArray = npt.NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True)
+class TreeEnsemble:
+    """A binary-logistic tree ensemble: ``sigmoid(baseline + sum of leaf values)``.
+
+    Attributes:
+        features: The feature names, in the column order the ensemble expects.
+        feature: Split feature index per (tree, node); leaves point at feature 0.
+        threshold: Split threshold per (tree, node): ``x <= threshold`` goes left.
+        left: Left child per (tree, node); a leaf points at itself.
+        right: Right child per (tree, node); a leaf points at itself.
+        missing_left: Whether a NaN goes left at that node.
+        value: Leaf value per (tree, node) (0 for inner nodes).
+        baseline: The raw score every tree adds to.
+        depth: The maximum depth over all trees (the number of walking steps).
+    """
+
+    features: tuple[str, ...]
+    feature: IntArray
+    threshold: FloatArray
+    left: IntArray
+    right: IntArray
+    missing_left: BoolArray
+    value: FloatArray
+    baseline: float
+    depth: int
+
+    @property
+    def n_trees(self) -> int:
+        """Number of trees."""
+        return int(self.feature.shape[0])
+
+    def raw(self, x: FloatArray) -> FloatArray:
+        """Raw scores (log-odds) of a feature matrix.
+
+        Args:
+            x: Features, shape (n, len(features)).
+
+        Returns:
+            Log-odds, shape (n,).
+        """
+        n = x.shape[0]
+        if n == 0:
+            return np.zeros(0)
+        if x.shape[1] != len(self.features):
+            raise ValueError(f"expected {len(self.features)} features, got {x.shape[1]}")
+        trees = np.arange(self.n_trees)[None, :]
+        rows = np.arange(n)[:, None]
+        node = np.zeros((n, self.n_trees), dtype=np.int32)
+        for _ in range(self.depth):
+            v = x[rows, self.feature[trees, node]]
+            go_left = (v <= self.threshold[trees, node]) | (np.isnan(v) & self.missing_left[trees, node])
+            node = np.where(go_left, self.left[trees, node], self.right[trees, node])
+        return self.baseline + self.value[trees, node].sum(axis=1)
+
+    def predict(self, x: FloatArray) -> FloatArray:
+        """Probabilities of a feature matrix.
+
+        Args:
+            x: Features, shape (n, len(features)).
+
+        Returns:
+            Probabilities, shape (n,).
+        """
+        r = self.raw(x)
+        out: FloatArray = 1.0 / (1.0 + np.exp(-np.clip(r, -40.0, 40.0)))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """Serialises the ensemble (trees as lists of node arrays, padding dropped).
+
+        Returns:
+            A JSON-able dict.
+        """
+        trees = []
+        for t in range(self.n_trees):
+            used = int(np.max(np.concatenate([self.left[t], self.right[t]]))) + 1
+            used = max(used, 1)
+            trees.append(
+                {
+                    "f": self.feature[t, :used].tolist(),
+                    "t": [float(v) for v in self.threshold[t, :used]],
+                    "l": self.left[t, :used].tolist(),
+                    "r": self.right[t, :used].tolist(),
+                    "m": [int(b) for b in self.missing_left[t, :used]],
+                    "v": [float(v) for v in self.value[t, :used]],
+                }
+            )
+        return {
+            "kind": "trees",
+            "features": list(self.features),
+            "baseline": self.baseline,
+            "depth": self.depth,
+            "trees": trees,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> TreeEnsemble:
+        """Loads an ensemble written by :meth:`to_json`.
+
+        Args:
+            d: The dict.
+
+        Returns:
+            The ensemble.
+
+        Raises:
+            ValueError: If the arrays are inconsistent.
+        """
+        trees = d["trees"]
+        if not trees:
+            raise ValueError("a tree ensemble needs at least one tree")
+        width = max(len(t["f"]) for t in trees)
+        shape = (len(trees), width)
+        feature = np.zeros(shape, dtype=np.int32)
+        threshold = np.zeros(shape, dtype=np.float64)
+        left = np.tile(np.arange(width, dtype=np.int32), (len(trees), 1))
+        right = left.copy()
+        missing = np.zeros(shape, dtype=np.bool_)
+        value = np.zeros(shape, dtype=np.float64)
+        n_feat = len(d["features"])
+        for i, t in enumerate(trees):
+            k = len(t["f"])
+            if not all(len(t[key]) == k for key in ("t", "l", "r", "m", "v")):
+                raise ValueError(f"tree {i}: node arrays of different lengths")
+            feature[i, :k] = t["f"]
+            threshold[i, :k] = t["t"]
+            left[i, :k] = t["l"]
+            right[i, :k] = t["r"]
+            missing[i, :k] = t["m"]
+            value[i, :k] = t["v"]
+            if (
+                feature[i, :k].max(initial=0) >= n_feat
+                or left[i, :k].max(initial=0) >= k
+                or right[i, :k].max(initial=0) >= k
+            ):
+                raise ValueError(f"tree {i}: index out of range")
+        return cls(
+            features=tuple(d["features"]),
+            feature=feature,
+            threshold=threshold,
+            left=left,
+            right=right,
+            missing_left=missing,
+            value=value,
+            baseline=float(d["baseline"]),
+            depth=int(d["depth"]),
+        )
+
+    @classmethod
+    def from_sklearn(cls, clf: Any, features: tuple[str, ...]) -> TreeEnsemble:
+        """Exports a fitted binary ``HistGradientBoostingClassifier`` (fitting-time helper).
+
+        Args:
+            clf: The fitted classifier (numerical features only).
+            features: Names of its input columns.
+
+        Returns:
+            The ensemble.
+        """
+        preds = [p[0] for p in clf._predictors]
+        width = max(len(p.nodes) for p in preds)
+        shape = (len(preds), width)
+        feature = np.zeros(shape, dtype=np.int32)
+        threshold = np.zeros(shape, dtype=np.float64)
+        left = np.tile(np.arange(width, dtype=np.int32), (len(preds), 1))
+        right = left.copy()
+        missing = np.zeros(shape, dtype=np.bool_)
+        value = np.zeros(shape, dtype=np.float64)
+        depth = 0
+        for i, p in enumerate(preds):
+            nd = p.nodes
+            k = len(nd)
+            leaf = nd["is_leaf"].astype(bool)
+            feature[i, :k] = np.where(leaf, 0, nd["feature_idx"])
+            threshold[i, :k] = np.where(leaf, 0.0, nd["num_threshold"])
+            left[i, :k] = np.where(leaf, np.arange(k), nd["left"])
+            right[i, :k] = np.where(leaf, np.arange(k), nd["right"])
+            missing[i, :k] = nd["missing_go_to_left"].astype(bool)
+            value[i, :k] = np.where(leaf, nd["value"], 0.0)
+            depth = max(depth, int(nd["depth"].max()))
+        baseline = float(np.asarray(clf._baseline_prediction).ravel()[0])
+        return cls(features, feature, threshold, left, right, missing, value, baseline, depth)
