@@ -247,9 +247,8 @@ class Pipeline:
                             detail=g.reason,
                         )
         with timer.stage("pack"):
-            seed = f"{request_id}:{req.question}"
-            boundary = EvidenceRenderer.choose_boundary([c.text for c in valid] + [c.title for c in valid], seed)
-            renderer = EvidenceRenderer(boundary)
+            # a fresh random boundary per request, absent from every string rendered for any candidate
+            renderer = EvidenceRenderer.for_chunks(valid, tokenizer)
             packed = pack_stage(
                 req.question,
                 survivors,
