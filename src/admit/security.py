@@ -42,6 +42,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+import regex
+
 __all__ = ["FLAG_KINDS", "Flag", "FlagKind", "flag_kinds", "normalize", "scan", "scan_chunks", "summarize"]
 
 FlagKind = Literal[
@@ -81,12 +83,15 @@ class Flag:
 
 # -- normalisation ---------------------------------------------------------------------------------------
 
-_INVISIBLE = re.compile(
-    "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180e\u200b-\u200f\u202a-\u202e\u2060-\u206f"
-    "\u3164\ufe00-\ufe0f\ufeff\uffa0\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
-)
+# invisible characters by Unicode property (``regex``): every default-ignorable code point (zero-width, bidi
+# controls, variation selectors, tag characters, fillers such as U+3164 / U+115F, U+034F, U+061C, U+180E ...)
+_INVISIBLE = regex.compile(r"\p{Default_Ignorable_Code_Point}")
 _BIDI_OR_TAG = re.compile("[\u202a-\u202e\u2066-\u2069\U000e0000-\U000e007f]")
-_ZERO_WIDTH_IN_WORD = re.compile("\\w[\u00ad\u200b-\u200d\u2060\ufeff]+\\w")
+_ZERO_WIDTH_IN_WORD = regex.compile(r"\w\p{Default_Ignorable_Code_Point}+\w")
+# a run of invisible characters: more than an emoji's joiner and selector (variation-selector smuggling
+# encodes one byte per selector; fillers and joiners pad hidden text)
+_INVISIBLE_RUN = regex.compile(r"\p{Default_Ignorable_Code_Point}{3,}")
+_VARIATION_RUN = regex.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]{4,}")
 
 # Cyrillic and Greek letters that render like Latin ones (the usual homoglyph swaps).
 _CONFUSABLES = str.maketrans(
@@ -156,14 +161,22 @@ def _untag(m: re.Match[str]) -> str:
     return " " + "".join(chr(ord(c) - 0xE0000) for c in m.group(0)) + " "
 
 
+def _unselect(m: regex.Match[str] | re.Match[str]) -> str:
+    # variation selectors smuggle bytes: VS1..VS16 are 0..15, VS17..VS256 are 16..255
+    out = bytes((ord(c) - 0xFE00) if ord(c) < 0xFE10 else (ord(c) - 0xE0100 + 16) for c in m.group(0))
+    return " " + out.decode("utf-8", "replace") + " "
+
+
 def normalize(text: str) -> str:
-    """The text the rules match: tag characters decoded, invisible characters removed, NFKC, look-alikes mapped.
+    """The text the rules match: tag characters and variation-selector runs decoded, invisible characters
+    removed, NFKC, look-alikes mapped.
 
     Example:
         >>> normalize("ig\\u200bnore")
         'ignore'
     """
     s = _TAG_CHARS.sub(_untag, text)
+    s = _VARIATION_RUN.sub(_unselect, s)
     s = _INVISIBLE.sub("", s)
     s = unicodedata.normalize("NFKC", s)
     return s.translate(_CONFUSABLES)
@@ -602,10 +615,10 @@ def scan(text: str) -> list[Flag]:
         m = _BIDI_OR_TAG.search(text)
         assert m is not None
         flags.append(Flag(kind="invisible_unicode", start=m.start(), end=m.end(), rule="bidi_or_tag"))
-    elif _ZERO_WIDTH_IN_WORD.search(text):
-        m = _ZERO_WIDTH_IN_WORD.search(text)
-        assert m is not None
-        flags.append(Flag(kind="invisible_unicode", start=m.start(), end=m.end(), rule="zero_width_in_word"))
+    elif m2 := _INVISIBLE_RUN.search(text):
+        flags.append(Flag(kind="invisible_unicode", start=m2.start(), end=m2.end(), rule="invisible_run"))
+    elif m3 := _ZERO_WIDTH_IN_WORD.search(text):
+        flags.append(Flag(kind="invisible_unicode", start=m3.start(), end=m3.end(), rule="zero_width_in_word"))
     for m in _MIXED_WORD.finditer(text) if _CONFUSABLE_ANY.search(text) else ():
         if _is_latin_word_with_confusable(m.group(0)):
             flags.append(Flag(kind="confusable", start=m.start(), end=m.end(), rule="mixed_script_word"))
