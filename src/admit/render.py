@@ -75,14 +75,14 @@ def make_boundary() -> str:
 
 def clean_text(text: str) -> str:
     """Remove invisible, format and control characters; turn every other line break into ``\\n``."""
-    return _INVISIBLE.sub("", _BREAKS.sub("\n", text))
+    return str(_INVISIBLE.sub("", _BREAKS.sub("\n", text)))
 
 
 def clean_attr(value: object) -> str:
     """An attribute value that cannot break out of its quotes or its line: cleaned, all whitespace (line
     breaks included) collapsed to one space, cut to 300 characters, then escaped (so a cut never splits an
     escape)."""
-    s = _ANY_SPACE.sub(" ", clean_text(str(value if value is not None else ""))).strip()
+    s = str(_ANY_SPACE.sub(" ", clean_text(str(value if value is not None else "")))).strip()
     return s[:_ATTR_CHARS].replace("\\", "\\\\").replace('"', '\\"')
 
 

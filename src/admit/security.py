@@ -632,8 +632,15 @@ _RULES: tuple[tuple[FlagKind, str, re.Pattern[str]], ...] = (
             r"required\s+to)\b))",
         ),
     ),
-    ("role_marker", "bare_special_token", re.compile(r"<\s*/?\s*(?:im_start|im_end|im_sep|endoftext|eot_id|"
-     r"start_header_id|end_header_id|begin_of_text)\s*>", _I)),
+    (
+        "role_marker",
+        "bare_special_token",
+        re.compile(
+            r"<\s*/?\s*(?:im_start|im_end|im_sep|endoftext|eot_id|"
+            r"start_header_id|end_header_id|begin_of_text)\s*>",
+            _I,
+        ),
+    ),
     (
         "role_marker",
         "begin_system_prompt",
@@ -701,7 +708,9 @@ _COMMENT_WORDS = re.compile(
 
 
 # instructions hidden from a human reader: invisible HTML elements and markdown comments
-_HIDDEN_EL = re.compile(r"<(div|span|p|section|font|small|td|li|a|b|i)\b([^>]*)>(.*?)</\1\s*>", re.IGNORECASE | re.DOTALL)
+_HIDDEN_EL = re.compile(
+    r"<(div|span|p|section|font|small|td|li|a|b|i)\b([^>]*)>(.*?)</\1\s*>", re.IGNORECASE | re.DOTALL
+)
 _HIDDEN_STYLE = re.compile(
     r"display\s*:\s*none|visibility\s*:\s*hidden|font-size\s*:\s*0*[01](?:\.\d+)?\s*(?:px|pt|em|rem)?\s*[;\"']"
     r"|opacity\s*:\s*0(?:\.0+)?\s*[;\"']|color\s*:\s*(?:#fff(?:fff)?|white|transparent)\b|\shidden(?:\s|>|=|$)"
@@ -871,13 +880,39 @@ _MANUAL_TRIGGERS: dict[str, tuple[str, ...]] = {
     "rank_me_first": ("first", "top", "highest", "above"),
     "others_irrelevant": ("other",),
     "set_aside": ("aside", "one side", "on hold"),
-    "dismiss_given": ("ignore", "disregard", "forget", "skip", "drop", "abandon", "discard", "omit", "leave out", "refrain"),
+    "dismiss_given": (
+        "ignore",
+        "disregard",
+        "forget",
+        "skip",
+        "drop",
+        "abandon",
+        "discard",
+        "omit",
+        "leave out",
+        "refrain",
+    ),
     "system_notice": ("SYSTEM", "ADMIN", "OPERATOR", "SECURITY", "PRIORITY", "DEVELOPER", "IMPORTANT", "URGENT"),
     "alpaca_header": ("#",),
     "persona_game": ("game", "imagine", "pretend", "suppose", "assume", "without", "with no", "character", "play"),
     "automated_reader": (
-        "summari", "automated", "automatic", "machine", "crawler", "grader", "ranker", "retriever", "judge", "evaluator",
-        "whoever", "reading", "processing", "handling", "answering", "parsing", "happen to be",
+        "summari",
+        "automated",
+        "automatic",
+        "machine",
+        "crawler",
+        "grader",
+        "ranker",
+        "retriever",
+        "judge",
+        "evaluator",
+        "whoever",
+        "reading",
+        "processing",
+        "handling",
+        "answering",
+        "parsing",
+        "happen to be",
     ),
     "react_action": ("Action",),
 }

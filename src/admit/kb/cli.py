@@ -83,7 +83,9 @@ def ingest_cmd(
     if rep.skipped:
         click.echo(f"  skipped {len(rep.skipped)} file(s) of unsupported formats", err=True)
     if rep.refused_links:
-        click.echo(f"  refused {len(rep.refused_links)} symlink(s) whose target lies outside the ingested folder", err=True)
+        click.echo(
+            f"  refused {len(rep.refused_links)} symlink(s) whose target lies outside the ingested folder", err=True
+        )
 
 
 def _parse_date(value: str | None) -> datetime | None:

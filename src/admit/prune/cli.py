@@ -27,6 +27,7 @@ from admit.types import Chunk
 
 __all__ = ["parse_set_options", "prune_cmd", "read_records"]
 
+
 def _coerce(value: str) -> Any:
     low = value.strip().lower()
     if low in {"true", "yes", "on"}:

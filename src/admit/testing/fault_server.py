@@ -18,6 +18,7 @@ import json
 import logging
 import re
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -73,6 +74,11 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     owner: FaultServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):  # a client that gave up (its deadline): expected
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -141,7 +147,6 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (its timeout): fine
             pass
-
 
     def _drip(self, data: bytes, owner: FaultServer) -> None:
         try:

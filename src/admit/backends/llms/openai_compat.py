@@ -50,11 +50,17 @@ class ReplyTooLarge(Exception):
     """The server's body passed the byte cap (raised inside the transport, wrapped by the SDK)."""
 
 
-def _deadline_transport(max_bytes: int) -> Any:
-    """An httpx transport that enforces the attempt's total deadline (``_DEADLINE``) and a body-size cap."""
-    import httpx
+def _deadline_transport(max_bytes: int, client_cls: type) -> Any:
+    """A transport for ``client_cls`` (the SDK's httpx-style client) that enforces the attempt's total deadline
+    (``_DEADLINE``) and a body-size cap."""
+    import importlib
 
-    class _Capped(httpx.SyncByteStream):
+    httpx = importlib.import_module(client_cls.__module__.split(".")[0])  # httpx, or the SDK's httpx2 fork
+
+    stream_base: Any = httpx.SyncByteStream
+    transport_base: Any = httpx.BaseTransport
+
+    class _Capped(stream_base):  # type: ignore[misc]
         def __init__(self, inner: Any, request: Any, deadline: float | None) -> None:
             self._inner, self._request, self._deadline = inner, request, deadline
 
@@ -75,7 +81,7 @@ def _deadline_transport(max_bytes: int) -> Any:
             if close is not None:
                 close()
 
-    class _Transport(httpx.BaseTransport):
+    class _Transport(transport_base):  # type: ignore[misc]
         def __init__(self) -> None:
             self._inner = httpx.HTTPTransport()
 
@@ -184,7 +190,9 @@ class OpenAICompatLLM:
         if int(max_reply_bytes) < 1024:
             raise ConfigError(f"OpenAICompatLLM: max_reply_bytes must be >= 1024, got {max_reply_bytes}.")
         if http_client is None:
-            http_client = openai.DefaultHttpxClient(transport=_deadline_transport(int(max_reply_bytes)))
+            client_cls = openai.DefaultHttpxClient
+            base = next((c for c in client_cls.__mro__[1:] if c.__name__ == "Client"), client_cls)
+            http_client = client_cls(transport=_deadline_transport(int(max_reply_bytes), base))
         kwargs["http_client"] = http_client
         self._client = openai.OpenAI(**kwargs)
 
@@ -243,6 +251,8 @@ class OpenAICompatLLM:
                     self._backoff(retries, _retry_after(exc))
                     continue
                 raise BackendError(f"LLM {self.model!r} answered HTTP {status}: {body[:300]}") from exc
+            except ReplyTooLarge as exc:
+                raise BackendError(f"LLM {self.model!r} sent a reply over the size cap; not read further.") from exc
             except self._openai.APIConnectionError as exc:
                 if _caused_by(exc, ReplyTooLarge):
                     raise BackendError(f"LLM {self.model!r} sent a reply over the size cap; not read further.") from exc
