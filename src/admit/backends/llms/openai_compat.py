@@ -20,9 +20,11 @@ recorded ``on_error`` fallback.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -61,22 +63,49 @@ def _deadline_transport(max_bytes: int, client_cls: type) -> Any:
     transport_base: Any = httpx.BaseTransport
 
     class _Capped(stream_base):  # type: ignore[misc]
-        def __init__(self, inner: Any, request: Any, deadline: float | None) -> None:
+        def __init__(self, inner: Any, request: Any, deadline: float | None, sock: Any) -> None:
             self._inner, self._request, self._deadline = inner, request, deadline
+            self._timer: threading.Timer | None = None
+            if deadline is not None and sock is not None:
+                # a watchdog: at the deadline, shut the socket down so a read blocked on a dripping server
+                # returns at once (the per-read timeout alone would let each slow byte restart the clock)
+                self._timer = threading.Timer(max(deadline - time.monotonic(), 0.0), _shutdown, (sock,))
+                self._timer.daemon = True
+                self._timer.start()
+
+        def _late(self) -> bool:
+            return self._deadline is not None and time.monotonic() >= self._deadline
 
         def __iter__(self) -> Iterator[bytes]:
             got = 0
-            for piece in self._inner:
-                if self._deadline is not None and time.monotonic() > self._deadline:
-                    self.close()
-                    raise httpx.ReadTimeout("total deadline passed while reading the body", request=self._request)
-                got += len(piece)
-                if got > max_bytes:
-                    self.close()
-                    raise ReplyTooLarge(f"the reply is larger than {max_bytes} bytes")
-                yield piece
+            try:
+                for piece in self._inner:
+                    if self._late():
+                        raise httpx.ReadTimeout("total deadline passed while reading the body", request=self._request)
+                    got += len(piece)
+                    if got > max_bytes:
+                        raise ReplyTooLarge(f"the reply is larger than {max_bytes} bytes")
+                    yield piece
+            except (ReplyTooLarge, httpx.ReadTimeout):
+                self.close()
+                raise
+            except Exception as exc:  # the watchdog cut the connection: report it as the timeout it is
+                self.close()
+                if self._late():
+                    raise httpx.ReadTimeout(
+                        "total deadline passed while reading the body", request=self._request
+                    ) from exc
+                raise
+            finally:
+                self._cancel()
+
+        def _cancel(self) -> None:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
 
         def close(self) -> None:
+            self._cancel()
             close = getattr(self._inner, "close", None)
             if close is not None:
                 close()
@@ -96,10 +125,13 @@ def _deadline_transport(max_bytes: int, client_cls: type) -> Any:
                     t[k] = min(float(t.get(k) or left), left)
                 request.extensions["timeout"] = t
             resp = self._inner.handle_request(request)
+            sock = None
+            with contextlib.suppress(Exception):
+                sock = resp.extensions["network_stream"].get_extra_info("socket")
             return httpx.Response(
                 status_code=resp.status_code,
                 headers=resp.headers,
-                stream=_Capped(resp.stream, request, deadline),
+                stream=_Capped(resp.stream, request, deadline, sock),
                 extensions=resp.extensions,
                 request=request,
             )
@@ -309,6 +341,11 @@ class OpenAICompatLLM:
             structured=mode,
             attempts=attempts,
         )
+
+
+def _shutdown(sock: Any) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
