@@ -44,7 +44,7 @@ def _doc(cid: str = "keys#1", **kw: Any) -> Chunk:
 
 
 def _boundary(prompt: str) -> str:
-    m = re.match(r"<evidence-(\d{20})>\n", prompt)
+    m = re.match(r"<evidence-([0-9a-f]+)>\n", prompt)
     assert m, prompt[:60]
     return m.group(1)
 
@@ -456,11 +456,11 @@ def test_ingest_refuses_symlinks_that_leave_the_tree_and_reports_them(tmp_path: 
     kb = KnowledgeBase(tmp_path / "kb.sqlite", embedder="fake")
     try:
         rep = kb.ingest([docs], tenant="acme")
-        assert rep.refused_links == (str(docs.resolve() / "passwd.txt"),)
-        assert rep.as_dict()["refused_links"] == [str(docs.resolve() / "passwd.txt")]
         res = kb.search("CANARY-PASSWD root bin bash", ALICE, prune=False)
         assert "CANARY-PASSWD" not in res.prompt
         assert {s.source_id for s in kb.sources("acme")} == {"guide", "sub/inside"}
+        assert rep.refused_links == (str(docs.resolve() / "passwd.txt"),)
+        assert rep.as_dict()["refused_links"] == [str(docs.resolve() / "passwd.txt")]
     finally:
         kb.close()
 
