@@ -915,6 +915,79 @@ _MANUAL_TRIGGERS: dict[str, tuple[str, ...]] = {
         "happen to be",
     ),
     "react_action": ("Action",),
+    # the other-language rules: the stems a match must contain (lower case; CJK as written)
+    "ignore_previous_i18n": (
+        "ignor",
+        "oubli",
+        "tiens pas",
+        "tenez pas",
+        "abstraction",
+        "de côté",
+        "de cote",
+        "vergiss",
+        "vergessen",
+        "missacht",
+        "bergeh",
+        "verwirf",
+        "verwerfen",
+        "olvid",
+        "omit",
+        "descart",
+        "de lado",
+        "caso omiso",
+        "dimentic",
+        "trascur",
+        "esque",
+        "desconsider",
+        "игнор",
+        "забу",
+        "забыва",
+        "обраща",
+        "отбро",
+        "пренебр",
+        "忽略",
+        "无视",
+        "忘记",
+        "忘掉",
+        "不要理会",
+        "不要遵守",
+        "抛开",
+        "放弃",
+        "無視",
+        "忘れ",
+    ),
+    "you_are_now_i18n": (
+        "partir de",
+        "désormais",
+        "desormais",
+        "dorénavant",
+        "dorenavant",
+        "ab jetzt",
+        "ab sofort",
+        "von nun an",
+        "desde ahora",
+        "en adelante",
+        "da ora",
+        "этого момента",
+        "отныне",
+        "теперь",
+        "从现在",
+        "今から",
+        "これから",
+        "今後",
+    ),
+    "reveal_prompt_i18n": ("syst", "anweisungen", "originales", "системн", "系统", "システムプロンプト"),
+    "system_header_i18n": (
+        "系统",
+        "システム",
+        "системн",
+        "système",
+        "systeme",
+        "systemnachricht",
+        "systemanweisung",
+        "sistema",
+    ),
+    "rank_i18n": ("他の", "関連性", "排在", "放在", "其他", "ce passage", "ce document", "spitze", "coloca"),
 }
 _RULE_TRIGGERS: tuple[tuple[str, ...] | None, ...] = tuple(
     _MANUAL_TRIGGERS.get(rule) or _triggers(p) for _, rule, p in _RULES
@@ -959,9 +1032,13 @@ def scan(text: str) -> list[Flag]:
             break
     hidden = [
         (m.start(), m.end())
-        for m in _HIDDEN_EL.finditer(norm)
+        for m in (_HIDDEN_EL.finditer(norm) if "<" in norm else ())
         if _HIDDEN_STYLE.search(m.group(2)) and _HIDDEN_WORDS.search(m.group(3))
-    ] + [(m.start(), m.end()) for m in _MD_COMMENT.finditer(norm) if _HIDDEN_WORDS.search(m.group(0))]
+    ] + [
+        (m.start(), m.end())
+        for m in (_MD_COMMENT.finditer(norm) if "]:" in norm else ())
+        if _HIDDEN_WORDS.search(m.group(0))
+    ]
     if hidden:
         a, b = min(hidden)
         flags.append(Flag(kind="hidden_text", start=a, end=b, rule="hidden_instruction"))
@@ -979,21 +1056,31 @@ def _rule_flags(norm: str) -> list[Flag]:
     """The pattern rules on normalised text (at most one flag per rule), minus reported mentions."""
     low = norm.lower()
     words = set(_WORDS.findall(low))
-    about_attacks = _ABOUT_ATTACKS.search(norm) is not None
-    quoted = [(m.start(), m.end()) for m in _QUOTED.finditer(norm)] if about_attacks else []
-    example = _EXAMPLE.search(norm)
+    context: dict[str, Any] = {}  # computed on the first match only (most texts match nothing)
+
+    def reported(kind: str, m: re.Match[str]) -> bool:
+        if not context:
+            context["about"] = _ABOUT_ATTACKS.search(norm) is not None
+            context["quoted"] = [(q.start(), q.end()) for q in _QUOTED.finditer(norm)] if context["about"] else []
+            context["example"] = _EXAMPLE.search(norm)
+        if context["about"] and kind in _REPORTABLE and _reported(norm, m.start(), m.end(), context["quoted"]):
+            return True  # security documentation quoting an attack: not addressed to the model
+        ex = context["example"]
+        # documentation showing a tool-call or chat format after "Example:"
+        return ex is not None and kind in _EXAMPLE_KINDS and ex.end() <= m.start() < ex.end() + 300
+
     out: list[Flag] = []
     for (kind, rule, pattern), triggers in zip(_RULES, _RULE_TRIGGERS, strict=True):
         if triggers is not None:
             fold = bool(pattern.flags & re.IGNORECASE)
             hay = low if fold else norm
-            if not any((t in words) if fold and len(t) <= 3 and t.isalpha() else (t in hay) for t in triggers):
+            if not any(
+                (t in words) if fold and len(t) <= 3 and t.isascii() and t.isalpha() else (t in hay) for t in triggers
+            ):
                 continue
         for m in pattern.finditer(norm):
-            if about_attacks and kind in _REPORTABLE and _reported(norm, m.start(), m.end(), quoted):
-                continue  # security documentation quoting an attack: not addressed to the model
-            if example is not None and kind in _EXAMPLE_KINDS and example.end() <= m.start() < example.end() + 300:
-                continue  # documentation showing a tool-call or chat format after "Example:"
+            if reported(kind, m):
+                continue
             out.append(Flag(kind=kind, start=m.start(), end=m.end(), rule=rule))
             break
     return out
