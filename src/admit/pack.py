@@ -182,8 +182,7 @@ def pack(
     lo_t, hi_t = (min(known), max(known)) if known else (0.0, 0.0)
     rec = [((t - lo_t) / (hi_t - lo_t)) if t is not None and hi_t > lo_t else 0.5 for t in stamps]
 
-    ex_id = items[0].chunk.id if items else ""
-    base_cost = evidence_message_tokens(tokenizer, renderer.block(["x"], example_id=ex_id)) - tokenizer.count("x")
+    base_cost = evidence_message_tokens(tokenizer, renderer.block(["x"])) - tokenizer.count("x")
     sep_cost = 2  # the blank line between envelopes, counted generously; the final count is exact
 
     # static part of each candidate's value; novelty and coverage change as passages are admitted
@@ -312,7 +311,11 @@ def pack(
     order = list(chosen)
     while True:
         envs = [renderer.envelope(items[i].chunk, chosen_text[i][0], excerpt=chosen_text[i][1]) for i in order]
-        block = renderer.block(envs, notes=notes, example_id=items[order[0]].chunk.id if order else ex_id)
+        block = renderer.block(envs, notes=notes)
+        if not renderer.sealed(block, len(envs)):
+            # the boundary turned up in a rendered string (an excerpt's joins): draw another of the same cost
+            renderer = renderer.redraw([block])
+            continue
         tokens = evidence_message_tokens(tokenizer, block)
         if tokens <= limit:
             break

@@ -156,19 +156,14 @@ class Pipeline:
         rec = route.as_dict()
         rec["policy_version"] = policies.version
         rec["rollout"] = "baseline" if policies is not self.policies else "current"
-        changes: dict[str, Any] = {}
-        if req.prune is not None:
-            changes["strategy"] = req.prune
-        params = dict(req.prune_params)
-        for key in ("threshold", "keep_top_k", "on_error"):
-            if key in params:
-                changes[key] = params.pop(key)
-        if params:
-            changes["params"] = {**policy.prune.params, **params}
-        if changes:
-            policy = policy.with_prune(**changes)
+        try:
+            prune = policy.prune.with_overrides(req.prune_params, strategy=req.prune)
+        except RequestError as exc:
+            raise RequestError(f"prune_params: {exc}", field=f"prune_params.{exc.field or ''}".rstrip(".")) from None
+        if prune != policy.prune:
+            policy = replace(policy, prune=prune)
         if policies.kill_switch:
-            policy = policy.with_prune(strategy="none")
+            policy = replace(policy, prune=policy.prune.with_overrides({}, strategy="none"))
             rec["kill_switch"] = True
         return policy, rec
 
@@ -247,9 +242,8 @@ class Pipeline:
                             detail=g.reason,
                         )
         with timer.stage("pack"):
-            seed = f"{request_id}:{req.question}"
-            boundary = EvidenceRenderer.choose_boundary([c.text for c in valid] + [c.title for c in valid], seed)
-            renderer = EvidenceRenderer(boundary)
+            # a fresh random boundary per request, absent from every string rendered for any candidate
+            renderer = EvidenceRenderer.for_chunks(valid, tokenizer)
             packed = pack_stage(
                 req.question,
                 survivors,

@@ -8,29 +8,114 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from admit.errors import ConfigError
+from admit.errors import ConfigError, RequestError
 
-__all__ = ["Policy", "PolicySet", "PruneSettings", "Route", "load_policy_set"]
+__all__ = ["STRATEGY_PARAMS", "Policy", "PolicySet", "PruneSettings", "Route", "load_policy_set"]
 
 logger = logging.getLogger(__name__)
 
 OnError = Literal["keep_top_k", "keep_all", "drop", "raise"]
 FallbackKind = Literal["anchored_excerpt", "scope_note", "ask_to_narrow", "second_retrieval"]
 _FALLBACKS = {"anchored_excerpt", "scope_note", "ask_to_narrow", "second_retrieval"}
-_ON_ERROR = {"keep_top_k", "keep_all", "drop", "raise"}
+
+
+def _int_at_least(lo: int) -> Callable[[Any], Any]:
+    def check(v: Any) -> Any:
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            raise ValueError(f"an integer >= {lo}")
+        return v
+
+    return check
+
+
+def _optional(check: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def opt(v: Any) -> Any:
+        return None if v is None else check(v)
+
+    return opt
+
+
+def _number(v: Any) -> Any:
+    if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+        raise ValueError("a finite number")
+    return v
+
+
+_BOOL_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False, "0": False}
+
+
+def _boolean(v: Any) -> Any:
+    if isinstance(v, str) and v.strip().lower() in _BOOL_WORDS:
+        return _BOOL_WORDS[v.strip().lower()]
+    if not isinstance(v, bool):
+        raise ValueError("true or false")
+    return v
+
+
+def _one_of(*choices: str) -> Callable[[Any], Any]:
+    def check(v: Any) -> Any:
+        if v not in choices:
+            raise ValueError(f"one of {list(choices)}")
+        return v
+
+    return check
+
+
+_LLM_PARAMS: dict[str, Callable[[Any], Any]] = {
+    "max_prompt_tokens": _int_at_least(256),
+    "window_anchors": _int_at_least(0),
+    "max_chunk_tokens": _int_at_least(1),
+    "max_tokens": _optional(_int_at_least(1)),
+    "on_missing": _one_of("reask", "on_error"),
+    "second_pass": _boolean,
+}
+STRATEGY_PARAMS: Mapping[str, Mapping[str, Callable[[Any], Any]]] = {
+    "none": {},
+    "setwise": {},
+    "top_n": {"n": _int_at_least(0)},
+    "score_threshold": {"min_score": _number, "relative": _boolean},
+    "graded": _LLM_PARAMS,
+    "select": _LLM_PARAMS,
+    "budget_select": {**_LLM_PARAMS, "m": _int_at_least(0), "n": _int_at_least(0)},
+    "anchors": {},
+}
+"""The strategy parameters each shipped strategy reads, with their checks. A strategy not listed (a custom
+pruner given to the pipeline) takes its params unchecked."""
+
+_SETTING_CHECKS: dict[str, Callable[[Any], Any]] = {
+    "threshold": lambda v: _in_range(_int_at_least(1)(v), 5),
+    "keep_top_k": _int_at_least(0),
+    "on_error": _one_of("keep_top_k", "keep_all", "drop", "raise"),
+}
+
+
+def _in_range(v: int, hi: int) -> int:
+    if v > hi:
+        raise ValueError(f"an integer between 1 and {hi}")
+    return v
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PruneSettings:
-    """Pruner settings of a policy. ``threshold`` is a grade on the shared five-level rubric."""
+    """Pruner settings of a policy. ``threshold`` is a grade on the shared five-level rubric.
+
+    The settings check themselves when made (also through :func:`dataclasses.replace`): a wrong type, a value
+    out of range or a parameter the strategy does not read raises :class:`~admit.errors.RequestError` naming
+    the field, so every entry point (policy file, ``PackRequest.prune_params``, ``admit prune --set``, the
+    evaluation grid, ``/v1/pack``, ``/v1/prune``) gives the same clear error. Use :meth:`with_overrides` to
+    apply a caller's flat ``{key: value}`` overrides.
+    """
 
     strategy: str = "none"
     """Pruner strategy name (``none``, ``setwise``, ``graded``, ``select``, ``budget_select``, ``anchors``,
@@ -43,6 +128,58 @@ class PruneSettings:
     """What happens when the pruner fails: keep the reranked top-k, keep all, drop all, or raise."""
     params: Mapping[str, Any] = field(default_factory=dict)
     """Strategy-specific parameters (``n`` for top_n, ``min_score`` for score_threshold, ...)."""
+
+    def __post_init__(self) -> None:
+        """Check every field and parameter (see the class docstring)."""
+        if not isinstance(self.strategy, str) or not self.strategy.strip():
+            raise RequestError(f"prune strategy must be a non-empty string, got {self.strategy!r}.", field="strategy")
+        for key, check in _SETTING_CHECKS.items():
+            value = getattr(self, key)
+            try:
+                object.__setattr__(self, key, check(value))
+            except ValueError as exc:
+                raise RequestError(f"prune setting `{key}` must be {exc}, got {value!r}.", field=key) from None
+        if not isinstance(self.params, Mapping):
+            raise RequestError(f"prune `params` must be a mapping, got {type(self.params).__name__}.", field="params")
+        spec = STRATEGY_PARAMS.get(self.strategy)
+        if spec is None:
+            return
+        checked: dict[str, Any] = {}
+        for key, value in self.params.items():
+            if key not in spec:
+                known = ", ".join(sorted(spec)) or "none"
+                raise RequestError(
+                    f"unknown prune parameter `{key}` for strategy {self.strategy!r} (it reads: {known}).", field=key
+                )
+            try:
+                checked[key] = spec[key](value)
+            except ValueError as exc:
+                raise RequestError(
+                    f"prune parameter `{key}` of strategy {self.strategy!r} must be {exc}, got {value!r}.", field=key
+                ) from None
+        object.__setattr__(self, "params", checked)
+
+    def with_overrides(self, overrides: Mapping[str, Any], *, strategy: str | None = None) -> PruneSettings:
+        """Return these settings with a caller's flat overrides applied, checked.
+
+        ``threshold``, ``keep_top_k`` and ``on_error`` set those fields; every other key is a strategy
+        parameter. With a new ``strategy``, the policy's own parameters that the new strategy does not read
+        are dropped (they were meant for the old one); the caller's are all checked.
+
+        Example:
+            >>> PruneSettings(strategy="top_n").with_overrides({"n": 2, "threshold": 4}).params
+            {'n': 2}
+        """
+        if not isinstance(overrides, Mapping):
+            raise RequestError(f"prune overrides must be an object, got {type(overrides).__name__}.", field="params")
+        fields = {k: v for k, v in overrides.items() if k in _SETTING_CHECKS}
+        extra = {k: v for k, v in overrides.items() if k not in _SETTING_CHECKS}
+        new_strategy = self.strategy if strategy is None else strategy
+        base = dict(self.params)
+        if new_strategy != self.strategy:
+            spec = STRATEGY_PARAMS.get(new_strategy)
+            base = {k: v for k, v in base.items() if spec is None or k in spec}
+        return replace(self, strategy=new_strategy, params={**base, **extra}, **fields)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,8 +228,13 @@ class Policy:
     """Pruner settings."""
 
     def with_prune(self, **changes: Any) -> Policy:
-        """Return a copy with pruner settings changed."""
-        return replace(self, prune=replace(self.prune, **changes))
+        """Return a copy with pruner settings changed (checked: see :class:`PruneSettings`)."""
+        strategy = changes.pop("strategy", None)
+        params = changes.pop("params", None)
+        prune = self.prune.with_overrides(changes, strategy=strategy)
+        if params is not None:
+            prune = replace(prune, params=params)
+        return replace(self, prune=prune)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -192,14 +334,10 @@ def _build_prune(raw: Mapping[str, Any], where: str) -> PruneSettings:
     if "params" in raw and isinstance(raw["params"], Mapping):
         params.pop("params", None)
         params.update(raw["params"])
-    ps = PruneSettings(**known, params=params)
-    if not 1 <= int(ps.threshold) <= 5:
-        raise ConfigError(f"{where}.threshold must be between 1 and 5, got {ps.threshold}.")
-    if ps.keep_top_k < 0:
-        raise ConfigError(f"{where}.keep_top_k must be >= 0, got {ps.keep_top_k}.")
-    if ps.on_error not in _ON_ERROR:
-        raise ConfigError(f"{where}.on_error must be one of {sorted(_ON_ERROR)}, got {ps.on_error!r}.")
-    return ps
+    try:
+        return PruneSettings(**known, params=params)
+    except RequestError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def _build_policy(name: str, raw: Mapping[str, Any], defaults: Mapping[str, Any]) -> Policy:

@@ -137,7 +137,10 @@ def test_config_name_and_grading_params() -> None:
     c = Config(strategy="setwise", params={"threshold": 3, "keep_top_k": 1, "x": 2})
     assert c.grading_params() == {"x": 2}
     assert Config(strategy="graded", params={"threshold": 3}).grading_params() == {"threshold": 3}
-    assert c.settings().threshold == 3 and dict(c.settings().params) == {"x": 2}
+    with pytest.raises(ConfigError, match="unknown prune parameter `x`"):
+        c.settings()  # setwise reads no parameter called x: an error, not silently ignored
+    ok = Config(strategy="top_n", params={"threshold": 3, "n": 2})
+    assert ok.settings().threshold == 3 and dict(ok.settings().params) == {"n": 2}
 
 
 def test_cache_identity_follows_the_code(tmp_path: Path) -> None:

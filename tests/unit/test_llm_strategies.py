@@ -298,12 +298,14 @@ def test_budget_select_keeps_top_m_plus_n_added() -> None:
 
 
 def test_budget_select_params_from_settings_and_validation() -> None:
-    out = BudgetSelectPruner(FakeLLM('{"add": []}')).prune(Q, cands(5), settings(params={"m": 3}, keep_top_k=0))
+    out = BudgetSelectPruner(FakeLLM('{"add": []}')).prune(
+        Q, cands(5), settings(strategy="budget_select", params={"m": 3}, keep_top_k=0)
+    )
     assert out.kept_ids == ["d0", "d1", "d2"]
     with pytest.raises(ConfigError, match="m and n"):
         BudgetSelectPruner(FakeLLM(), m=-1)
-    with pytest.raises(ConfigError, match="m and n"):
-        BudgetSelectPruner(FakeLLM()).prune(Q, cands(2), settings(params={"n": "many"}))
+    with pytest.raises(ConfigError, match="`n` of strategy 'budget_select' must be an integer"):
+        BudgetSelectPruner(FakeLLM()).prune(Q, cands(2), settings(strategy="budget_select", params={"n": "many"}))
 
 
 # -- anchors ---------------------------------------------------------------------------------------------

@@ -46,7 +46,7 @@ def test_lower_scoring_chunk_covering_a_missing_facet_beats_a_redundant_high_sco
     b = chunk("pg#1", "PostgreSQL uses the default port 5432.", source="pg")
     items = scored(a1, a2, b)
     one = TOK.count(EvidenceRenderer("b0b0").envelope(a2, a2.text)) + 4
-    base = evidence_message_tokens(TOK, EvidenceRenderer("b0b0").block(["x"], example_id="q#1"))
+    base = evidence_message_tokens(TOK, EvidenceRenderer("b0b0").block(["x"]))
     res = run(q, items, base + 2 * one + 4, replace(PS.policy("comparison"), fallbacks=("second_retrieval",)))
     assert "pg#1" in [p.chunk.id for p in res.admitted]
     assert "q#1" in [p.chunk.id for p in res.admitted]
@@ -121,7 +121,7 @@ def test_authority_breaks_a_relevance_tie():
     hi = chunk("docs#1", "Audit logs are retained for 30 days by default.", source="docs", authority=1.0)
     items = [Scored(chunk=lo, score=0.5, rank=0), Scored(chunk=hi, score=0.5, rank=1)]
     env = TOK.count(EvidenceRenderer("b0b0").envelope(hi, hi.text)) + 2
-    base = evidence_message_tokens(TOK, EvidenceRenderer("b0b0").block(["x"], example_id="blog#1"))
+    base = evidence_message_tokens(TOK, EvidenceRenderer("b0b0").block(["x"]))
     res = run("How long are audit logs retained?", items, base + env + 3, replace(PS.policy("default"), fallbacks=()))
     assert [p.chunk.id for p in res.admitted] == ["docs#1"]
 

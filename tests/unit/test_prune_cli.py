@@ -189,8 +189,10 @@ def test_unknown_strategy_exits_2(tmp_path: Path) -> None:
 
 def test_parse_set_options_types() -> None:
     s = parse_set_options(
-        ["threshold=4", "keep_top_k=0", "on_error=keep_all", "n=3", "min_score=0.5", "second_pass=true", "label=x"],
+        ["threshold=4", "keep_top_k=0", "on_error=keep_all", "max_tokens=64", "on_missing=reask", "second_pass=true"],
         "graded",
     )
     assert (s.threshold, s.keep_top_k, s.on_error, s.strategy) == (4, 0, "keep_all", "graded")
-    assert dict(s.params) == {"n": 3, "min_score": 0.5, "second_pass": True, "label": "x"}
+    assert dict(s.params) == {"max_tokens": 64, "on_missing": "reask", "second_pass": True}
+    t = parse_set_options(["min_score=0.5", "relative=true"], "score_threshold")
+    assert dict(t.params) == {"min_score": 0.5, "relative": True}

@@ -100,17 +100,14 @@ class Task:
         )
 
 
-def settings_for(params: Mapping[str, Any]) -> PruneSettings:
-    """Split a flat parameter dict into :class:`PruneSettings` fields and strategy ``params``."""
-    known = {k: params[k] for k in SETTING_KEYS if k in params}
-    rest = {k: v for k, v in params.items() if k not in SETTING_KEYS}
-    if "threshold" in known:
-        known["threshold"] = int(known["threshold"])
-        if not 1 <= known["threshold"] <= 5:
-            raise ConfigError(f"threshold must be between 1 and 5, got {known['threshold']}.")
-    if "keep_top_k" in known:
-        known["keep_top_k"] = int(known["keep_top_k"])
-    return PruneSettings(**known, params=rest)
+def settings_for(params: Mapping[str, Any], strategy: str = "") -> PruneSettings:
+    """Split a flat parameter dict into :class:`PruneSettings` fields and strategy ``params``, checked there
+    (for a shipped ``strategy``, a key it does not read is an error; without one, only the fields are checked)."""
+    if not strategy:
+        fields = {k: v for k, v in params.items() if k in SETTING_KEYS}
+        rest = {k: v for k, v in params.items() if k not in SETTING_KEYS}
+        return PruneSettings(strategy="custom", params=rest).with_overrides(fields)
+    return PruneSettings(strategy=strategy).with_overrides(params)
 
 
 def rank_order(scores: Sequence[float]) -> list[int]:
@@ -215,7 +212,7 @@ class _Worker:
         order = rank_order(scores)
         ranked = [Scored(chunk=inp.candidates[i], score=scores[i], rank=r) for r, i in enumerate(order)]
         for key, strategy, params in task.jobs:
-            settings = settings_for(params)
+            settings = settings_for(params, strategy)
             pruner = self.pruner(strategy)
             enc0 = self.encode_seconds
             t0 = time.perf_counter()

@@ -93,7 +93,7 @@ class Config:
         """The pruner settings of this configuration."""
         from admit.eval.engine import settings_for
 
-        return settings_for(self.params)
+        return settings_for(self.params, self.strategy)
 
 
 def _fmt(v: Any) -> str:

@@ -82,6 +82,10 @@ def ingest_cmd(
         click.echo(f"  error: {path}: {err}", err=True)
     if rep.skipped:
         click.echo(f"  skipped {len(rep.skipped)} file(s) of unsupported formats", err=True)
+    if rep.refused_links:
+        click.echo(
+            f"  refused {len(rep.refused_links)} symlink(s) whose target lies outside the ingested folder", err=True
+        )
 
 
 def _parse_date(value: str | None) -> datetime | None:

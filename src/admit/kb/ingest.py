@@ -25,7 +25,7 @@ import time
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -414,14 +414,19 @@ class Registry:
         return out
 
 
-def _check_registry_table(t: Mapping[str, Any], where: str) -> dict[str, Any]:
+def _check_registry_table(t: Any, where: str) -> dict[str, Any]:
+    if not isinstance(t, Mapping):
+        raise ConfigError(f"{where}: must be a table, got {type(t).__name__} {t!r}.")
     unknown = set(t) - _REGISTRY_KEYS
     if unknown:
         raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(_REGISTRY_KEYS)}.")
     d = dict(t)
+    for key in ("match", "id", "tenant", "label", "document", "language"):
+        if key in d and (not isinstance(d[key], str) or not d[key].strip()):
+            raise ConfigError(f"{where}: `{key}` must be a non-empty string, got {d[key]!r}.")
     if "authority" in d:
         a = d["authority"]
-        if not isinstance(a, int | float) or not 0.0 <= float(a) <= 1.0:
+        if isinstance(a, bool) or not isinstance(a, int | float) or not 0.0 <= float(a) <= 1.0:
             raise ConfigError(f"{where}: authority must be a number between 0 and 1, got {a!r}.")
         d["authority"] = float(a)
     if "groups" in d:
@@ -438,12 +443,16 @@ def _check_registry_table(t: Mapping[str, Any], where: str) -> dict[str, Any]:
                 u = datetime.fromisoformat(u)
             except ValueError as exc:
                 raise ConfigError(f"{where}: updated must be an ISO date, got {u!r}.") from exc
-        elif not isinstance(u, datetime):  # TOML dates without time
+        elif isinstance(u, date) and not isinstance(u, datetime):  # TOML dates without time
             u = datetime(u.year, u.month, u.day)
+        elif not isinstance(u, datetime):  # a TOML time of day (12:00:00), a number, ...
+            raise ConfigError(f"{where}: updated must be a date or date-time (2026-01-31), got {u!r}.")
         d["updated"] = u if u.tzinfo else u.replace(tzinfo=UTC)
-    for key in ("version",):
-        if key in d:
-            d[key] = str(d[key])
+    if "version" in d:
+        v = d["version"]
+        if isinstance(v, bool) or not isinstance(v, str | int | float) or not str(v).strip():
+            raise ConfigError(f"{where}: version must be a string or a number, got {v!r}.")
+        d["version"] = str(v)
     return d
 
 
@@ -462,6 +471,9 @@ def load_registry(path: str | Path | None) -> Registry:
     if unknown:
         raise ConfigError(f"Source registry {p}: unknown table(s) {sorted(unknown)}; use [defaults] and [[sources]].")
     defaults = _check_registry_table(data.get("defaults", {}), f"{p} [defaults]")
+    for key in ("match", "id"):
+        if key in defaults:
+            raise ConfigError(f"{p} [defaults]: `{key}` belongs in a [[sources]] entry, not in [defaults].")
     entries_raw = data.get("sources", [])
     if not isinstance(entries_raw, list):
         raise ConfigError(f"Source registry {p}: `sources` must be an array of tables ([[sources]]).")
@@ -528,6 +540,8 @@ class IngestReport:
     """Chunks written by this run."""
     skipped: tuple[str, ...] = ()
     """Files skipped (unsupported format)."""
+    refused_links: tuple[str, ...] = ()
+    """Symbolic links under an ingested folder whose target lies outside that folder: not followed, not read."""
     errors: tuple[tuple[str, str], ...] = ()
     """``(path, message)`` of files that could not be read."""
     seconds: float = 0.0
@@ -542,21 +556,35 @@ class IngestReport:
         """A JSON-ready dict."""
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["skipped"] = list(self.skipped)
+        d["refused_links"] = list(self.refused_links)
         d["errors"] = [{"path": p, "error": e} for p, e in self.errors]
         d["seconds"] = round(self.seconds, 3)
         d["chunks_per_second"] = round(self.chunks_per_second, 1)
         return d
 
 
-def _walk(paths: Sequence[str | Path]) -> list[tuple[Path, Path | None]]:
-    """``(file, root)`` for every file under the paths (root: the folder it was found under, None if named)."""
+def _walk(paths: Sequence[str | Path], refused: list[str] | None = None) -> list[tuple[Path, Path | None]]:
+    """``(file, root)`` for every file under the paths (root: the folder it was found under, None if named).
+
+    A symbolic link found in a folder is followed only when its target lies inside that folder; others go to
+    ``refused`` (and the log), so a link such as ``docs/passwd.txt -> /etc/passwd`` is never read.
+    """
     out: list[tuple[Path, Path | None]] = []
     for raw in paths:
         p = Path(raw).expanduser()
         if p.is_dir():
             root = p.resolve()
             for f in sorted(root.rglob("*")):
-                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(root).parts):
+                if any(part.startswith(".") for part in f.relative_to(root).parts):
+                    continue
+                if f.is_symlink() or f.resolve() != f:
+                    target = f.resolve()
+                    if not target.is_relative_to(root):
+                        logger.warning("ingest: not following %s: its target lies outside %s", f, root)
+                        if refused is not None:
+                            refused.append(str(f))
+                        continue
+                if f.is_file():
                     out.append((f, root))
         elif p.is_file():
             out.append((p.resolve(), None))
@@ -619,7 +647,8 @@ def ingest_paths(
     if groups is not None:
         overrides["groups"] = tuple(g for g in groups if g)
     t0 = time.perf_counter()
-    files = _walk(paths)
+    refused: list[str] = []
+    files = _walk(paths, refused)
     roots = {r for _, r in files if r is not None}
     counts: dict[str, int] = dict.fromkeys(
         (
@@ -730,7 +759,13 @@ def ingest_paths(
     finally:
         if bar is not None:
             bar.stop()
-    return IngestReport(**counts, skipped=tuple(skipped), errors=tuple(errors), seconds=time.perf_counter() - t0)
+    return IngestReport(
+        **counts,
+        skipped=tuple(skipped),
+        refused_links=tuple(refused),
+        errors=tuple(errors),
+        seconds=time.perf_counter() - t0,
+    )
 
 
 def _ingest_one(

@@ -1,6 +1,10 @@
 """Robust parsing of LLM grader output: JSON inside prose or code fences, truncated JSON, numbers as strings,
 unknown / duplicated / missing ids, out-of-range grades. Nothing usable raises
 :class:`~admit.errors.GraderOutputError` so :func:`~admit.prune.base.run_pruner` applies ``on_error``.
+
+A hostile or broken grader cannot make parsing slow: a reply longer than :data:`MAX_REPLY_CHARS` is refused
+outright, and the search for the JSON value does linear work in the reply's length (at most 32 start offsets,
+one bounded repair scan each, a few decode attempts per repair, a total scan budget).
 """
 
 from __future__ import annotations
@@ -8,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +20,7 @@ from typing import Any
 from admit.errors import GraderOutputError
 
 __all__ = [
+    "MAX_REPLY_CHARS",
     "GradeParse",
     "SelectParse",
     "extract_json",
@@ -40,6 +46,11 @@ _WORDS = {
     "irrelevant": 1,
     "off topic": 1,
 }
+MAX_REPLY_CHARS = 65_536
+"""The longest grader reply parsed (grades for hundreds of chunks fit in a few kB); longer is an error."""
+_MAX_STARTS = 32
+_MAX_TRIES = 8
+
 _LIST_KEYS = ("grades", "chunks", "results", "scores", "ratings", "items", "data", "output", "answer")
 _ID_KEYS = ("id", "chunk", "chunk_id", "cid", "chunkid", "name")
 _GRADE_KEYS = ("grade", "score", "relevance", "rating", "level", "value")
@@ -109,17 +120,30 @@ def to_grade(raw: Any) -> float | None:
 
 def extract_json(text: str) -> tuple[Any, list[str]]:
     """Find the JSON value in ``text`` (prose and code fences around it are ignored; truncated JSON is
-    repaired by dropping the incomplete tail). Returns ``(value, notes)``; value is ``None`` when none."""
+    repaired by dropping the incomplete tail). Returns ``(value, notes)``; value is ``None`` when none.
+
+    Raises:
+        GraderOutputError: ``text`` is longer than :data:`MAX_REPLY_CHARS`.
+    """
     notes: list[str] = []
+    if len(text) > MAX_REPLY_CHARS:
+        raise GraderOutputError(
+            f"grader reply of {len(text)} characters is over the {MAX_REPLY_CHARS}-character cap; not parsed"
+        )
     s = text.strip()
     if not s:
         return None, ["empty output"]
     dec = json.JSONDecoder()
-    for i in [i for i, ch in enumerate(s) if ch in "{["][:32]:
+    budget = 4 * len(s)  # characters the repair scans may read in all: linear work whatever the reply
+    starts = [m.start() for m, _ in zip(_OPENERS.finditer(s), range(_MAX_STARTS), strict=False)]
+    for i in starts:
         try:
             value, end = dec.raw_decode(s, i)
         except (json.JSONDecodeError, RecursionError):
-            value = _repair(s[i:])
+            if budget <= 0:
+                continue
+            value, scanned = _repair(s, i, budget)
+            budget -= scanned
             if value:  # an empty container is what any stray bracket repairs to: not an answer
                 notes.append("truncated JSON repaired (incomplete tail dropped)")
                 return value, notes
@@ -131,12 +155,22 @@ def extract_json(text: str) -> tuple[Any, list[str]]:
     return None, notes
 
 
-def _repair(s: str) -> Any:
-    """Close a truncated JSON document at the last point where it was complete."""
-    stack: list[str] = []
-    cuts: list[tuple[int, str]] = []
+_OPENERS = re.compile(r"[{\[]")
+
+
+def _repair(s: str, start: int, budget: int) -> tuple[Any, int]:
+    """Close the JSON document truncated at ``s[start:]`` at the last point where it was complete.
+
+    One pass of at most ``budget`` characters; the open-bracket stack is a linked list so remembering it at a
+    cut point costs nothing, and only the last few cut points are tried. Returns ``(value, characters read)``.
+    """
+    stack: tuple[str, Any] | None = None  # (closer, rest): a persistent stack
+    cuts: deque[tuple[int, tuple[str, Any] | None]] = deque(maxlen=_MAX_TRIES)
     in_str = esc = False
-    for i, ch in enumerate(s):
+    end = min(len(s), start + budget)
+    i = start
+    for i in range(start, end):
+        ch = s[i]
         if in_str:
             if esc:
                 esc = False
@@ -147,27 +181,33 @@ def _repair(s: str) -> Any:
             continue
         if ch == '"':
             in_str = True
-        elif ch in "{[":
-            stack.append("}" if ch == "{" else "]")
-            cuts.append((i + 1, "".join(reversed(stack))))
-        elif ch in "}]":
-            if not stack:
+        elif ch == "{" or ch == "[":
+            stack = ("}" if ch == "{" else "]", stack)
+            cuts.append((i + 1, stack))
+        elif ch == "}" or ch == "]":
+            if stack is None:
                 break
-            stack.pop()
-            cuts.append((i + 1, "".join(reversed(stack))))
-            if not stack:
+            stack = stack[1]
+            cuts.append((i + 1, stack))
+            if stack is None:
                 break
         elif ch == ",":
-            cuts.append((i, "".join(reversed(stack))))
-    if not in_str and stack:
-        cuts.append((len(s), "".join(reversed(stack))))
-    for pos, closers in reversed(cuts[-200:]):
-        candidate = s[:pos].rstrip().rstrip(",") + closers
+            cuts.append((i, stack))
+    else:
+        if not in_str and stack is not None and end == len(s):
+            cuts.append((len(s), stack))
+    read = i - start + 1
+    for pos, st in reversed(cuts):
+        closers: list[str] = []
+        while st is not None:
+            closers.append(st[0])
+            st = st[1]
+        candidate = s[start:pos].rstrip().rstrip(",") + "".join(closers)
         try:
-            return json.loads(candidate)
+            return json.loads(candidate), read
         except (json.JSONDecodeError, RecursionError):
             continue
-    return None
+    return None, read
 
 
 def _pairs(obj: Any, depth: int = 0) -> Iterator[tuple[Any, Any]]:

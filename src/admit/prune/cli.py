@@ -27,9 +27,6 @@ from admit.types import Chunk
 
 __all__ = ["parse_set_options", "prune_cmd", "read_records"]
 
-_SETTING_FIELDS = {"threshold", "keep_top_k", "on_error"}
-_ON_ERROR = {"keep_top_k", "keep_all", "drop", "raise"}
-
 
 def _coerce(value: str) -> Any:
     low = value.strip().lower()
@@ -46,31 +43,19 @@ def _coerce(value: str) -> Any:
 
 
 def parse_set_options(items: Sequence[str], strategy: str) -> PruneSettings:
-    """Build PruneSettings from ``key=value`` strings: ``threshold``, ``keep_top_k``, ``on_error``, else params."""
-    fields: dict[str, Any] = {}
-    params: dict[str, Any] = {}
+    """Build PruneSettings from ``key=value`` strings: ``threshold``, ``keep_top_k``, ``on_error``, else params
+    (checked by :class:`PruneSettings`: a key the strategy does not read is an error)."""
+    overrides: dict[str, Any] = {}
     for item in items:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
             raise ConfigError(f"--set {item!r}: expected key=value (e.g. --set threshold=4).")
-        value = _coerce(raw)
-        if key in _SETTING_FIELDS:
-            fields[key] = value
-        else:
-            params[key] = value
-    settings = PruneSettings(strategy=strategy, params=params, **fields)
-    if (
-        isinstance(settings.threshold, bool)
-        or not isinstance(settings.threshold, int)
-        or not 1 <= settings.threshold <= 5
-    ):
-        raise ConfigError(f"--set threshold must be an integer 1..5, got {settings.threshold!r}.")
-    if isinstance(settings.keep_top_k, bool) or not isinstance(settings.keep_top_k, int) or settings.keep_top_k < 0:
-        raise ConfigError(f"--set keep_top_k must be an integer >= 0, got {settings.keep_top_k!r}.")
-    if settings.on_error not in _ON_ERROR:
-        raise ConfigError(f"--set on_error must be one of {sorted(_ON_ERROR)}, got {settings.on_error!r}.")
-    return settings
+        overrides[key] = _coerce(raw)
+    try:
+        return PruneSettings(strategy=strategy).with_overrides(overrides)
+    except RequestError as exc:
+        raise ConfigError(f"--set {exc.field}: {exc}") from None
 
 
 def read_records(path: str) -> list[tuple[str, str, list[Chunk]]]:

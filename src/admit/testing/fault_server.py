@@ -18,6 +18,7 @@ import json
 import logging
 import re
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -43,13 +44,16 @@ MODES: tuple[str, ...] = (
     "missing_ids",
     "out_of_range",
     "slow",
+    "drip",
+    "nested",
 )
 """The modes: ``ok`` (every id graded ``grade``), ``timeout`` (hold the request ``hang_s`` then drop it),
 ``status:NNN`` (that HTTP status, any 4xx/5xx; ``Retry-After: retry_after`` when set), ``close`` (drop the
 connection without a response), ``invalid_json`` (a 200 whose message is not JSON), ``bad_body`` (a 200 whose
 HTTP body is not a chat completion), ``unknown_ids`` (grades for ids that were not asked), ``missing_ids``
 (only the first id graded), ``out_of_range`` (grades like 9 and -3), ``slow`` (a valid answer after
-``delay_s``)."""
+``delay_s``), ``drip`` (a valid answer sent one byte every ``drip_s``), ``nested`` (a 200 whose message is
+``nested_chars`` characters of nested brackets)."""
 
 _ID = re.compile(r"^### (C\d+) ", re.MULTILINE)
 
@@ -70,6 +74,11 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     owner: FaultServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError):  # a client that gave up (its deadline): expected
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -118,6 +127,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if mode == "slow":
             owner._stop.wait(owner.delay_s)
+        if mode == "drip":
+            self._drip(json.dumps(_completion(_content("ok", ids, owner.grade), "fault-model")).encode(), owner)
+            return
         content = _content(mode, ids, owner.grade)
         self._json(200, _completion(content, body.get("model", "fault-model")))
 
@@ -135,6 +147,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (its timeout): fine
             pass
+
+    def _drip(self, data: bytes, owner: FaultServer) -> None:
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.flush()
+            for i in range(len(data)):
+                if owner._stop.wait(owner.drip_s):
+                    break
+                self.wfile.write(data[i : i + 1])
+                self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, OSError):  # the client gave up (its deadline): fine
+            self.close_connection = True
 
 
 def _hard_close(conn: socket.socket) -> None:
@@ -156,6 +183,8 @@ def _ids_of(body: Mapping[str, Any]) -> list[str]:
 
 
 def _content(mode: str, ids: list[str], grade: int) -> str:
+    if mode == "nested":
+        return "[" * 60_000 + '{"C1": 5' + "[" * 40_000
     if mode == "invalid_json":
         return "Sure! Here are the grades: C1 is great, C2 is fine {{{ not json"
     if mode == "unknown_ids":
@@ -195,6 +224,7 @@ class FaultServer:
         delay_s: Delay of ``slow`` answers.
         hang_s: How long ``timeout`` holds a request before dropping it.
         retry_after: ``Retry-After`` seconds sent with error statuses (``None``: no header).
+        drip_s: Pause between the bytes of a ``drip`` answer.
     """
 
     def __init__(
@@ -206,6 +236,7 @@ class FaultServer:
         delay_s: float = 2.0,
         hang_s: float = 30.0,
         retry_after: float | None = None,
+        drip_s: float = 0.2,
     ) -> None:
         for m in [default, *script]:
             _check_mode(m)
@@ -214,6 +245,7 @@ class FaultServer:
         self.delay_s = delay_s
         self.hang_s = hang_s
         self.retry_after = retry_after
+        self.drip_s = drip_s
         self._script: deque[str] = deque(script)
         self._lock = threading.Lock()
         self._stop = threading.Event()

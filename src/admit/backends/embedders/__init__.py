@@ -21,6 +21,10 @@ __all__ = [
 ]
 
 
+MAX_FAKE_DIM = 4096
+"""The largest dimension ``fake:<dim>`` accepts (a bigger one only burns memory)."""
+
+
 def resolve_embedder(spec: str | Embedder = "minilm") -> Embedder:
     """Returns an embedder for a name or passes an instance through.
 
@@ -44,8 +48,10 @@ def resolve_embedder(spec: str | Embedder = "minilm") -> Embedder:
         if name == "fake" or name.startswith("fake:"):
             from admit.backends.embedders.fake import FakeEmbedder
 
-            dim = int(name.split(":", 1)[1]) if ":" in name else 64
-            return FakeEmbedder(dim=dim)
+            raw = name.split(":", 1)[1] if ":" in name else "64"
+            if not raw.isdigit() or not 1 <= int(raw) <= MAX_FAKE_DIM:
+                raise ValueError(f"embedder {spec!r}: the fake embedder's dimension must be 1..{MAX_FAKE_DIM}")
+            return FakeEmbedder(dim=int(raw))
         raise ValueError(f"unknown embedder {spec!r}; expected 'minilm', 'fake' or an Embedder instance")
     if hasattr(spec, "embed") and hasattr(spec, "dim"):
         return spec

@@ -24,8 +24,8 @@ class FakeEmbedder:
     """
 
     def __init__(self, dim: int = 64) -> None:
-        if dim < 1:
-            raise ValueError("dim must be >= 1")
+        if not 1 <= dim <= 4096:
+            raise ValueError("dim must be between 1 and 4096")
         self.dim = dim
         self.name = f"fake-{dim}"
         self.calls = 0

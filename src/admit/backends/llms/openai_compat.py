@@ -9,23 +9,33 @@ Errors are wrapped at this boundary: a timeout becomes :class:`~admit.errors.Bac
 :class:`~admit.errors.BackendError`. 429 and 5xx answers and refused connections are retried with bounded
 exponential backoff (``Retry-After`` honoured up to ``max_backoff_s``). The API key is read from the
 environment variable named by ``api_key_env`` and never logged.
+
+``timeout`` is a total deadline for each HTTP attempt, not a per-read one: connecting, sending, waiting and
+reading the body must all end within it. The client's transport checks the clock after every piece of the body
+and drops the connection once the deadline has passed (a server that drips one byte every 0.2 s cannot hold a
+worker), and refuses a body larger than ``max_reply_bytes`` (the read stops there). Both end in
+:class:`~admit.errors.BackendTimeout` / :class:`~admit.errors.BackendError`, which the pruners turn into their
+recorded ``on_error`` fallback.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
+import socket
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from admit.backends.llms.base import LLMReply, StructuredMode
 from admit.errors import BackendError, BackendTimeout, ConfigError, MissingExtraError
 from admit.types import Message
 
-__all__ = ["DEFAULT_API_KEY_ENV", "OpenAICompatLLM"]
+__all__ = ["DEFAULT_API_KEY_ENV", "MAX_REPLY_BYTES", "OpenAICompatLLM"]
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +43,103 @@ DEFAULT_API_KEY_ENV = "ADMIT_LLM_API_KEY"
 _MODES: tuple[StructuredMode, ...] = ("json_schema", "json_object_schema", "json_object", "prompt")
 _RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
 _FORMAT_HINTS = ("response_format", "json_schema", "json_object", "schema")
+MAX_REPLY_BYTES = 1_048_576
+"""The largest HTTP body read from the server by default (a grader's answer is a few kB)."""
+_DEADLINE: ContextVar[float | None] = ContextVar("admit_llm_deadline", default=None)
+
+
+class ReplyTooLarge(Exception):
+    """The server's body passed the byte cap (raised inside the transport, wrapped by the SDK)."""
+
+
+def _deadline_transport(max_bytes: int, client_cls: type) -> Any:
+    """A transport for ``client_cls`` (the SDK's httpx-style client) that enforces the attempt's total deadline
+    (``_DEADLINE``) and a body-size cap."""
+    import importlib
+
+    httpx = importlib.import_module(client_cls.__module__.split(".")[0])  # httpx, or the SDK's httpx2 fork
+
+    stream_base: Any = httpx.SyncByteStream
+    transport_base: Any = httpx.BaseTransport
+
+    class _Capped(stream_base):  # type: ignore[misc]
+        def __init__(self, inner: Any, request: Any, deadline: float | None, sock: Any) -> None:
+            self._inner, self._request, self._deadline = inner, request, deadline
+            self._timer: threading.Timer | None = None
+            if deadline is not None and sock is not None:
+                # a watchdog: at the deadline, shut the socket down so a read blocked on a dripping server
+                # returns at once (the per-read timeout alone would let each slow byte restart the clock)
+                self._timer = threading.Timer(max(deadline - time.monotonic(), 0.0), _shutdown, (sock,))
+                self._timer.daemon = True
+                self._timer.start()
+
+        def _late(self) -> bool:
+            return self._deadline is not None and time.monotonic() >= self._deadline
+
+        def __iter__(self) -> Iterator[bytes]:
+            got = 0
+            try:
+                for piece in self._inner:
+                    if self._late():
+                        raise httpx.ReadTimeout("total deadline passed while reading the body", request=self._request)
+                    got += len(piece)
+                    if got > max_bytes:
+                        raise ReplyTooLarge(f"the reply is larger than {max_bytes} bytes")
+                    yield piece
+            except (ReplyTooLarge, httpx.ReadTimeout):
+                self.close()
+                raise
+            except Exception as exc:  # the watchdog cut the connection: report it as the timeout it is
+                self.close()
+                if self._late():
+                    raise httpx.ReadTimeout(
+                        "total deadline passed while reading the body", request=self._request
+                    ) from exc
+                raise
+            finally:
+                self._cancel()
+
+        def _cancel(self) -> None:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+        def close(self) -> None:
+            self._cancel()
+            close = getattr(self._inner, "close", None)
+            if close is not None:
+                close()
+
+    class _Transport(transport_base):  # type: ignore[misc]
+        def __init__(self) -> None:
+            self._inner = httpx.HTTPTransport()
+
+        def handle_request(self, request: Any) -> Any:
+            deadline = _DEADLINE.get()
+            if deadline is not None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise httpx.ConnectTimeout("total deadline passed before the request", request=request)
+                t = dict(request.extensions.get("timeout") or {})
+                for k in ("connect", "read", "write", "pool"):
+                    t[k] = min(float(t.get(k) or left), left)
+                request.extensions["timeout"] = t
+            resp = self._inner.handle_request(request)
+            sock = None
+            with contextlib.suppress(Exception):
+                sock = resp.extensions["network_stream"].get_extra_info("socket")
+            return httpx.Response(
+                status_code=resp.status_code,
+                headers=resp.headers,
+                stream=_Capped(resp.stream, request, deadline, sock),
+                extensions=resp.extensions,
+                request=request,
+            )
+
+        def close(self) -> None:
+            self._inner.close()
+
+    return _Transport()
 
 
 class OpenAICompatLLM:
@@ -57,6 +164,7 @@ class OpenAICompatLLM:
         structured: StructuredMode | str = "auto",
         http_client: Any = None,
         sleep: Callable[[float], None] = time.sleep,
+        max_reply_bytes: int = MAX_REPLY_BYTES,
     ) -> None:
         """Create the client.
 
@@ -65,14 +173,16 @@ class OpenAICompatLLM:
             base_url: Endpoint base URL (``http://127.0.0.1:8080/v1``); ``None`` means api.openai.com.
             api_key_env: NAME of the environment variable holding the API key. Without a key a custom
                 ``base_url`` gets a placeholder (local servers need none); api.openai.com is a ConfigError.
-            timeout: Default per-call timeout in seconds.
+            timeout: Default total deadline of one HTTP attempt in seconds (connect, wait and body together).
             max_retries: Retries on 429/5xx/refused connections (0..10).
             backoff_s: First backoff; doubled each retry, with jitter.
             max_backoff_s: Ceiling of one backoff (and of a server's ``Retry-After``).
             structured: ``auto`` (try the modes in order), or force one of ``json_schema``,
                 ``json_object_schema``, ``json_object``, ``prompt``.
-            http_client: An ``httpx2.Client`` for the SDK (proxies, custom TLS); optional.
+            http_client: An ``httpx.Client`` for the SDK (proxies, custom TLS); optional. Its own transport is
+                used as given: the total deadline and the size cap then rest on that client.
             sleep: Sleep function (tests replace it).
+            max_reply_bytes: The largest HTTP body read (default 1 MiB); a larger one is an error.
         """
         try:
             import openai
@@ -109,8 +219,13 @@ class OpenAICompatLLM:
         kwargs: dict[str, Any] = {"api_key": key, "timeout": self.timeout, "max_retries": 0}
         if base_url is not None:
             kwargs["base_url"] = base_url
-        if http_client is not None:
-            kwargs["http_client"] = http_client
+        if int(max_reply_bytes) < 1024:
+            raise ConfigError(f"OpenAICompatLLM: max_reply_bytes must be >= 1024, got {max_reply_bytes}.")
+        if http_client is None:
+            client_cls = openai.DefaultHttpxClient
+            base = next((c for c in client_cls.__mro__[1:] if c.__name__ == "Client"), client_cls)
+            http_client = client_cls(transport=_deadline_transport(int(max_reply_bytes), base))
+        kwargs["http_client"] = http_client
         self._client = openai.OpenAI(**kwargs)
 
     def __repr__(self) -> str:
@@ -150,6 +265,7 @@ class OpenAICompatLLM:
                 if rf is not None:
                     kwargs["response_format"] = rf
             attempts += 1
+            token = _DEADLINE.set(time.monotonic() + kwargs["timeout"])
             try:
                 resp = self._client.chat.completions.create(**kwargs)
             except self._openai.APITimeoutError as exc:
@@ -167,7 +283,11 @@ class OpenAICompatLLM:
                     self._backoff(retries, _retry_after(exc))
                     continue
                 raise BackendError(f"LLM {self.model!r} answered HTTP {status}: {body[:300]}") from exc
+            except ReplyTooLarge as exc:
+                raise BackendError(f"LLM {self.model!r} sent a reply over the size cap; not read further.") from exc
             except self._openai.APIConnectionError as exc:
+                if _caused_by(exc, ReplyTooLarge):
+                    raise BackendError(f"LLM {self.model!r} sent a reply over the size cap; not read further.") from exc
                 if retries < self.max_retries:
                     retries += 1
                     self._backoff(retries, None)
@@ -179,6 +299,8 @@ class OpenAICompatLLM:
                 raise BackendError(f"LLM {self.model!r} failed: {type(exc).__name__}: {exc}") from exc
             except ValueError as exc:  # an HTTP body that is not JSON (json.JSONDecodeError is a ValueError)
                 raise BackendError(f"LLM {self.model!r} answered something that is not JSON: {exc}") from exc
+            finally:
+                _DEADLINE.reset(token)
             return self._reply(resp, mode, time.perf_counter() - t0, attempts)
 
     def _downgrade(self, mode: StructuredMode, status: int, body: str) -> bool:
@@ -219,6 +341,22 @@ class OpenAICompatLLM:
             structured=mode,
             attempts=attempts,
         )
+
+
+def _shutdown(sock: Any) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, kind):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _response_format(mode: StructuredMode, schema: Mapping[str, Any]) -> dict[str, Any] | None:
