@@ -72,7 +72,7 @@ class Gate:
 
     Args:
         app: The wrapped ASGI app.
-        keyring: The configured keys.
+        keyring: Returns the configured keys, read per request (a rotated key ring applies at once).
         max_body_bytes: Largest accepted body on a protected path (413 over it, with or without Content-Length).
         protected: Which paths need a key (default: every path).
         metrics: Where request counts and latency go (``None``: not counted).
@@ -83,7 +83,7 @@ class Gate:
         self,
         app: ASGIApp,
         *,
-        keyring: KeyRing,
+        keyring: Callable[[], KeyRing],
         max_body_bytes: int,
         protected: Callable[[str], bool] = lambda path: True,
         metrics: ServiceMetrics | None = None,
@@ -136,7 +136,7 @@ class Gate:
             await self.app(scope, receive, send)
             return
         key = _presented_key(scope)
-        found = self.keyring.lookup(key)
+        found = self.keyring().lookup(key)
         if found is None:
             why = "missing API key" if not key else "unknown API key"
             resp = error_response(

@@ -147,7 +147,7 @@ def create_app(
     app.state.admit = state
     app.add_middleware(
         Gate,
-        keyring=state.keyring,
+        keyring=lambda: state.keyring,
         max_body_bytes=state.limits.max_body_bytes,
         protected=lambda path: path.startswith("/v1/"),
         metrics=state.metrics,
