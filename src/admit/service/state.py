@@ -50,7 +50,9 @@ class Readiness:
 
     status: Literal["idle", "loading", "ready", "failed"] = "idle"
     loaded: list[str] = field(default_factory=list)
-    """What was loaded, in order (``tokenizer:gpt-4o``, ``embedder``, ``pruner:setwise``, ...)."""
+    """What was loaded, in order (``tokenizer:gpt-4o``, ``knowledge_base``, ``pruner:setwise``, ...)."""
+    step_seconds: dict[str, float] = field(default_factory=dict)
+    """Seconds each loaded step took."""
     error: str | None = None
     seconds: float | None = None
     done: threading.Event = field(default_factory=threading.Event)
@@ -58,6 +60,8 @@ class Readiness:
     def as_dict(self) -> dict[str, Any]:
         """The ``/readyz`` body."""
         out: dict[str, Any] = {"status": self.status, "loaded": list(self.loaded)}
+        if self.step_seconds:
+            out["step_s"] = {k: round(v, 3) for k, v in self.step_seconds.items()}
         if self.seconds is not None:
             out["warm_up_s"] = round(self.seconds, 3)
         if self.error:
@@ -122,7 +126,9 @@ class ServiceState:
             t0 = time.perf_counter()
             try:
                 for name, step in self._warm_steps():
+                    t = time.perf_counter()
                     step()
+                    r.step_seconds[name] = time.perf_counter() - t
                     r.loaded.append(name)
                 r.status = "ready"
             except Exception as exc:  # the lazy path will raise the same error per request, mapped there
