@@ -415,6 +415,12 @@ def test_search_takes_question_and_still_reads_the_deprecated_query(client: http
     assert spec["required"] == ["question"]
 
 
+def test_a_blank_question_is_refused_before_retrieval(client: httpx.Client) -> None:
+    r = client.post("/v1/search", json={"question": "  \n "}, headers=H)
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == "question"
+
+
 def test_an_unknown_field_is_reported_first_with_the_fields_the_body_takes(client: httpx.Client) -> None:
     r = client.post("/v1/search", json={"querry": "audit export", "top_k": 3}, headers=H)
     assert r.status_code == 422, r.text
