@@ -120,7 +120,7 @@ class ServiceState:
         """Load every model a request will need, once (thread-safe); a failure is recorded, not raised."""
         with self._warm_lock:
             r = self.readiness
-            if r.status in ("ready", "failed"):
+            if r.done.is_set():
                 return r
             r.status = "loading"
             t0 = time.perf_counter()
@@ -143,7 +143,8 @@ class ServiceState:
 
     def start_warm_up(self) -> threading.Thread:
         """Run :meth:`warm_up` in a daemon thread (``/readyz`` answers ``loading`` meanwhile)."""
-        self.readiness.status = "loading"
+        if self.readiness.status == "idle":
+            self.readiness.status = "loading"
         t = threading.Thread(target=self.warm_up, name="admit-warm-up", daemon=True)
         t.start()
         return t
