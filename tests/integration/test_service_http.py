@@ -134,7 +134,9 @@ def test_unknown_key_is_401_even_with_a_malformed_body(client: httpx.Client) -> 
 
 
 def test_bearer_and_sha256_keys_map_to_principals(client: httpx.Client) -> None:
-    r = client.post("/v1/search", json={"query": "audit log export"}, headers={"Authorization": f"Bearer {GLOBEX_KEY}"})
+    r = client.post(
+        "/v1/search", json={"question": "audit log export"}, headers={"Authorization": f"Bearer {GLOBEX_KEY}"}
+    )
     assert r.status_code == 200, r.text
     assert r.json()["citations"] == ["globex#audit"]
 
@@ -173,7 +175,7 @@ def test_pack_admits_with_ids_and_full_trace(client: httpx.Client) -> None:
 
 
 def test_search_is_unpruned_by_default_and_filters_by_acl(client: httpx.Client) -> None:
-    r = client.post("/v1/search", json={"query": "How do I fix audit export error E4012?"}, headers=H)
+    r = client.post("/v1/search", json={"question": "How do I fix audit export error E4012?"}, headers=H)
     assert r.status_code == 200, r.text
     out = r.json()
     assert out["citations"][0] == "troubleshooting#e4012"
@@ -187,7 +189,7 @@ def test_search_is_unpruned_by_default_and_filters_by_acl(client: httpx.Client) 
 
 
 def test_search_prune_is_opt_in(client: httpx.Client) -> None:
-    body = {"query": "How do I fix audit export error E4012?", "prune": True, "top_k": 4}
+    body = {"question": "How do I fix audit export error E4012?", "prune": True, "top_k": 4}
     r = client.post("/v1/search", json=body, headers=H)
     assert r.status_code == 200, r.text
     tr = r.json()["trace"]
@@ -348,7 +350,7 @@ def test_kill_switch_stops_all_pruning(tmp_path: Path) -> None:
     with LoopbackServer(create_app(settings, kb=FakeKnowledgeBase(CORPUS), environ=ENV)) as srv:
         assert httpx.get(f"{srv.url}/healthz").json()["kill_switch"] is True
         r = httpx.post(
-            f"{srv.url}/v1/search", json={"query": "audit export E4012", "prune": True}, headers=H, timeout=30
+            f"{srv.url}/v1/search", json={"question": "audit export E4012", "prune": True}, headers=H, timeout=30
         )
         assert r.status_code == 200, r.text
         assert r.json()["trace"]["kill_switch"] is True
@@ -372,7 +374,7 @@ def test_pruner_failure_falls_back_and_shows_in_trace_and_metrics(tmp_path: Path
         assert p.json()["fallback"] == "keep_top_k"
         assert "grader down" in p.json()["error"]
         assert p.json()["kept_ids"] == ["a"]
-        s = httpx.post(f"{srv.url}/v1/search", json={"query": "audit export", "prune": True}, headers=H, timeout=30)
+        s = httpx.post(f"{srv.url}/v1/search", json={"question": "audit export", "prune": True}, headers=H, timeout=30)
         assert s.status_code == 200, s.text
         assert s.json()["trace"]["pruner"]["fallback"] == "keep_top_k"
         metrics = httpx.get(f"{srv.url}/metrics").text
@@ -395,6 +397,211 @@ def test_slow_request_gets_504(tmp_path: Path) -> None:
 
 def test_search_without_a_kb_is_503_with_a_safe_message(tmp_path: Path) -> None:
     with LoopbackServer(create_app(_settings(tmp_path), environ=ENV)) as srv:
-        r = httpx.post(f"{srv.url}/v1/search", json={"query": "q"}, headers=H, timeout=30)
+        r = httpx.post(f"{srv.url}/v1/search", json={"question": "q"}, headers=H, timeout=30)
     assert r.status_code == 503
     assert "--kb" in r.json()["detail"]
+
+
+# ---------------------------------------------------------------- one vocabulary, clear validation errors
+
+
+def test_search_takes_question_and_still_reads_the_deprecated_query(client: httpx.Client) -> None:
+    new = client.post("/v1/search", json={"question": "audit export E4012"}, headers=H)
+    old = client.post("/v1/search", json={"query": "audit export E4012"}, headers=H)
+    assert new.status_code == old.status_code == 200, (new.text, old.text)
+    assert new.json()["question"] == "audit export E4012"
+    assert new.json()["citations"] == old.json()["citations"]
+    spec = client.get("/openapi.json").json()["components"]["schemas"]["SearchBody"]
+    assert spec["required"] == ["question"]
+
+
+def test_a_blank_question_is_refused_before_retrieval(client: httpx.Client) -> None:
+    r = client.post("/v1/search", json={"question": "  \n "}, headers=H)
+    assert r.status_code == 422, r.text
+    assert r.json()["field"] == "question"
+
+
+def test_an_unknown_field_is_reported_first_with_the_fields_the_body_takes(client: httpx.Client) -> None:
+    r = client.post("/v1/search", json={"querry": "audit export", "top_k": 3}, headers=H)
+    assert r.status_code == 422, r.text
+    err = r.json()
+    assert err["field"] == "querry"
+    assert err["detail"].startswith("querry: unknown field; the body takes question, top_k, prune")
+    assert "question: Field required" in err["detail"]  # the consequence comes second
+    r = client.post("/v1/prune", json={"question": "q", "candidates": [], "stratgy": "top_n"}, headers=H)
+    assert r.json()["field"] == "stratgy"
+    assert "unknown field" in r.json()["detail"]
+
+
+# ---------------------------------------------------------------- liveness and readiness
+
+
+def test_readyz_reports_the_loaded_models_and_healthz_stays_liveness(client: httpx.Client) -> None:
+    r = client.get("/readyz")
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["status"] == "ready"
+    assert "tokenizer:gpt-4o" in body["loaded"]
+    assert "knowledge_base" in body["loaded"]
+    assert "pruner:top_n" in body["loaded"]
+    h = client.get("/healthz").json()
+    assert h["status"] == "ok" and h["ready"] is True
+
+
+class _Blocker:
+    """A warm-up step that blocks until released (a model still loading)."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.release = threading.Event()
+        self.called = threading.Event()
+
+    def warm_up(self) -> None:
+        self.called.set()
+        self.release.wait(30)
+
+
+def test_readyz_is_503_while_loading_and_requests_wait_for_the_models(tmp_path: Path) -> None:
+    from admit.prune.top_n import TopNPruner
+
+    loading = _Blocker()
+
+    class SlowLoadingPruner(TopNPruner):
+        def warm_up(self) -> None:
+            loading.warm_up()
+
+    settings = _settings(tmp_path)
+    app = create_app(settings, kb=FakeKnowledgeBase(CORPUS), pruner=SlowLoadingPruner(), environ=ENV)
+    with LoopbackServer(app) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
+        assert loading.called.wait(10)
+        assert c.get("/healthz").status_code == 200  # alive
+        r = c.get("/readyz")
+        assert r.status_code == 503 and r.json()["status"] == "loading"
+        import concurrent.futures
+
+        with concurrent.futures.ThreadPoolExecutor(1) as ex:
+            fut = ex.submit(c.post, "/v1/search", json={"question": "audit export", "prune": True}, headers=H)
+            loading.release.set()
+            r = fut.result()
+            assert r.status_code == 200, r.text  # waited for the models instead of failing
+            assert r.json()["trace"]["pruner"]["strategy"] == "top_n"
+        assert c.get("/readyz").json()["status"] == "ready"
+
+
+def test_the_real_models_are_loaded_before_ready(tmp_path: Path) -> None:
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("sqlite_vec")
+    from admit.kb import KnowledgeBase
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# Audit\n\nError E4012 means the audit export sink rejected the request.\n", "utf-8")
+    kb_path = tmp_path / "kb.db"
+    with KnowledgeBase(kb_path) as k:
+        k.ingest([docs], tenant="acme")
+    kb = KnowledgeBase(kb_path)
+    settings = _settings(tmp_path, prune_strategy="setwise")
+    app = create_app(settings, kb=kb, environ=ENV)
+    try:
+        with LoopbackServer(app, ready_path="/readyz", startup_timeout_s=180) as srv:
+            ready = httpx.get(f"{srv.url}/readyz").json()
+            assert {"knowledge_base", "pruner:setwise"} <= set(ready["loaded"]), ready
+            assert kb.embedder.loaded  # type: ignore[attr-defined]
+            r = httpx.post(
+                f"{srv.url}/v1/search", json={"question": "What is E4012?", "prune": True}, headers=H, timeout=60
+            )
+            assert r.status_code == 200, r.text
+            assert r.json()["trace"]["pruner"]["strategy"] == "setwise"
+            assert r.json()["trace"]["pruner"].get("fallback") is None
+    finally:
+        kb.close()
+
+
+# ---------------------------------------------------------------- bounded metrics labels
+
+
+def test_random_methods_do_not_grow_metrics(client: httpx.Client) -> None:
+    import random
+    import string
+
+    rng = random.Random(7)
+
+    def burst(n: int) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        calls = [
+            (
+                "".join(rng.choices(string.ascii_uppercase + string.digits, k=rng.randint(3, 12))),
+                rng.choice(["/healthz", "/v1/search", f"/x{rng.randint(0, 10**6)}"]),
+            )
+            for _ in range(n)
+        ]
+        with ThreadPoolExecutor(8) as pool:  # eight connections: the loopback round trip dominates
+            list(pool.map(lambda mp: client.request(*mp), calls))
+
+    burst(20)  # the bounded series ("other" method, "other" route) exist from here on
+    before = client.get("/metrics").text
+    burst(2_000)
+    after = client.get("/metrics").text
+    series = lambda text: {ln.rsplit(" ", 1)[0] for ln in text.splitlines() if not ln.startswith("#")}  # noqa: E731
+    assert series(after) - series(before) <= {
+        s for s in series(after) if "/metrics" in s
+    }  # only the /metrics scrape itself may add a series
+    assert len(after) < len(before) + 2_000
+    assert 'method="other"' in after
+    for line in after.splitlines():
+        if line.startswith("admit_http_requests_total{"):
+            method = line.split('method="', 1)[1].split('"', 1)[0]
+            assert method in {"GET", "POST", "HEAD", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT", "other"}
+
+
+# ---------------------------------------------------------------- replay from the server's own trace file
+
+
+def test_admit_replay_reads_the_servers_trace_file(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    settings = _settings(tmp_path, trace_requests=True, shadow_policy=str(_shadow_policy(tmp_path)))
+    with LoopbackServer(create_app(settings, kb=FakeKnowledgeBase(CORPUS), environ=ENV)) as srv:
+        assert httpx.post(f"{srv.url}/v1/pack", json=_pack_body(), headers=H, timeout=30).status_code == 200
+        s = httpx.post(f"{srv.url}/v1/search", json={"question": "audit export E4012"}, headers=H, timeout=30)
+        assert s.status_code == 200
+    trace = tmp_path / "trace.jsonl"
+    lines = [json.loads(x) for x in trace.read_text("utf-8").splitlines()]
+    assert sum(1 for rec in lines if "request" in rec) == 2
+    out = tmp_path / "replay"
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from admit.cli import main; main()",
+            "replay",
+            str(trace),
+            "--policy",
+            str(_shadow_policy(tmp_path)),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    summary = json.loads((out / "summary.json").read_text("utf-8"))
+    assert summary["requests"] == 2
+    assert summary["policy_version"] == "shadow-test-1"
+    diffs = [json.loads(x) for x in (out / "diff.jsonl").read_text("utf-8").splitlines()]
+    assert diffs[1]["old_admitted"] == s.json()["citations"]
+
+
+def test_replay_of_a_trace_without_requests_says_how_to_log_them(tmp_path: Path) -> None:
+    from admit.errors import ConfigError
+    from admit.eval.replay import replay_file
+
+    with LoopbackServer(create_app(_settings(tmp_path), kb=FakeKnowledgeBase(CORPUS), environ=ENV)) as srv:
+        httpx.post(f"{srv.url}/v1/search", json={"question": "audit export"}, headers=H, timeout=30)
+    with pytest.raises(ConfigError, match="trace_requests = true"):
+        replay_file(tmp_path / "trace.jsonl", REPO / "src" / "admit" / "policies" / "default.toml")

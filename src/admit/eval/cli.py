@@ -242,7 +242,10 @@ def replay_cmd(
     llm_base_url: str | None,
     llm_model: str | None,
 ) -> None:
-    """Shadow-replay logged requests (TRACES.jsonl from ReplayLog) under a new policy and report the diff."""
+    """Shadow-replay logged requests under a new policy and report the diff.
+
+    TRACES.jsonl: the trace file of `admit serve` with `trace_requests = true`, or a ReplayLog file.
+    """
     from admit.eval.metrics import PriceTable
     from admit.eval.replay import replay_file, write_replay
 

@@ -1,7 +1,9 @@
 """Shadow replay: recompute logged production requests under a new policy and report the diff.
 
-Production logs what replay needs with :class:`ReplayLog` (opt-in): one JSON line per request holding the
-request itself (candidates included, in the ``admit pack`` JSON format) and its trace record::
+Production logs what replay needs (opt-in, since it holds chunk text): ``admit serve`` with
+``trace_requests = true`` under ``[service]`` writes each request into its trace file, and a library user
+writes a :class:`ReplayLog`: one JSON line per request holding the request itself (candidates included, in
+the ``admit pack`` JSON format) and its trace record::
 
     from admit.eval.replay import ReplayLog
     log = ReplayLog("replay.jsonl")
@@ -120,7 +122,12 @@ class ReplayReport:
 
 
 def iter_replay_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield ``(line number, record)``; a line without ``request`` is an error naming the line."""
+    """Yield ``(line number, {"request", "trace"})`` from a :class:`ReplayLog` file or a server's trace file.
+
+    A server started with ``trace_requests = true`` (``[service]`` in ``admit.toml``) writes the request into
+    each trace line; those lines are read as they are, and its shadow-policy records are skipped. A line
+    with no request is an error naming the line and how to log requests.
+    """
     p = Path(path)
     with p.open("r", encoding="utf-8") as fh:
         for n, raw in enumerate(fh, start=1):
@@ -130,11 +137,16 @@ def iter_replay_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 obj = json.loads(raw)
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"{p} line {n}: not valid JSON: {exc.msg}.") from exc
+            if isinstance(obj, dict) and obj.get("shadow") is True:
+                continue  # a shadow-policy record of the server: not a request
             if not isinstance(obj, dict) or not isinstance(obj.get("request"), dict):
                 raise ConfigError(
-                    f"{p} line {n}: field `request`: missing. A plain trace record has no candidates; log requests "
-                    "for replay with admit.eval.replay.ReplayLog."
+                    f"{p} line {n}: field `request`: missing. This trace record holds ids and decisions, not the "
+                    "request: set `trace_requests = true` under [service] in admit.toml (the server then writes "
+                    "each request into its trace file), or log requests with admit.eval.replay.ReplayLog."
                 )
+            if "trace" not in obj and "request_id" in obj:  # a server trace line carrying its request
+                obj = {"request": obj["request"], "trace": {k: v for k, v in obj.items() if k != "request"}}
             if not isinstance(obj.get("trace"), dict):
                 raise ConfigError(f"{p} line {n}: field `trace`: missing or not an object.")
             yield n, obj

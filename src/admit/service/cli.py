@@ -15,19 +15,15 @@ __all__ = ["mcp_cmd", "open_kb", "serve_cmd"]
 logger = logging.getLogger(__name__)
 
 
-def open_kb(path: str | None) -> Any:
-    """Open the knowledge base at ``path`` (``None``: no knowledge base)."""
-    if path is None:
-        return None
-    try:
-        from admit.kb import KnowledgeBase
-    except ImportError as exc:
-        raise MissingExtraError("admit knowledge base dependencies", "kb") from exc
-    return KnowledgeBase(path)
+def open_kb(location: str | None) -> Any:
+    """Open the knowledge base at a path or store URL (see :func:`admit.service.state.open_kb`)."""
+    from admit.service.state import open_kb as _open
+
+    return _open(location)
 
 
 @click.command("serve")
-@click.option("--kb", "kb_path", type=click.Path(exists=True), default=None, help="Knowledge base for /v1/search.")
+@click.option("--kb", "kb_path", default=None, help="Knowledge base file or store URL (postgresql://...).")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
 @click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port to bind.")
 @click.option(
@@ -38,11 +34,15 @@ def open_kb(path: str | None) -> Any:
     help="admit.toml with the [service] section (keys, limits, policy, shadow, kill switch).",
 )
 @click.option(
-    "--log-level", default="info", show_default=True, type=click.Choice(["debug", "info", "warning", "error"])
+    "--log-level",
+    default="info",
+    show_default=True,
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    help="Server log level (stderr).",
 )
 @handle_errors
 def serve_cmd(kb_path: str | None, host: str, port: int, config_path: str | None, log_level: str) -> None:
-    """Serve the HTTP API: /v1/search, /v1/prune, /v1/pack, /healthz, /metrics, /openapi.json."""
+    """Serve the HTTP API: /v1/search, /v1/prune, /v1/pack, /healthz, /readyz, /metrics, /openapi.json."""
     try:
         import uvicorn
     except ImportError as exc:
@@ -57,7 +57,7 @@ def serve_cmd(kb_path: str | None, host: str, port: int, config_path: str | None
 
 
 @click.command("mcp")
-@click.option("--kb", "kb_path", type=click.Path(exists=True), default=None, help="Knowledge base to search.")
+@click.option("--kb", "kb_path", default=None, help="Knowledge base file or store URL to search.")
 @click.option(
     "--config",
     "config_path",
@@ -65,7 +65,13 @@ def serve_cmd(kb_path: str | None, host: str, port: int, config_path: str | None
     envvar="ADMIT_CONFIG",
     help="admit.toml; [service.mcp] names the principal.",
 )
-@click.option("--transport", type=click.Choice(["stdio", "streamable-http"]), default="stdio", show_default=True)
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "streamable-http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio (the agent starts the server) or streamable-http (needs API keys in [service.keys]).",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface (streamable-http only).")
 @click.option("--port", default=8090, show_default=True, type=click.IntRange(0, 65535), help="Port (streamable-http).")
 @click.option("--tenant", default=None, help="Principal tenant (overrides [service.mcp]).")
@@ -82,16 +88,12 @@ def mcp_cmd(
 ) -> None:
     """Serve the MCP tools search_knowledge_base and prune_context (stdio by default)."""
     from admit.service.config import load_settings
-    from admit.service.mcp import build_mcp_server
+    from admit.service.mcp import run_mcp
     from admit.types import Principal
 
     settings = load_settings(config_path)
     if groups and not tenant:
         raise ConfigError("--group needs --tenant.")
     principal = Principal(tenant=tenant, groups=groups) if tenant else None
-    server = build_mcp_server(settings, kb=open_kb(kb_path), principal=principal)
     logging.basicConfig(level="WARNING", format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # stderr
-    if transport == "stdio":
-        server.run("stdio")
-    else:
-        server.run("streamable-http", host=host, port=port)
+    run_mcp(settings, kb=open_kb(kb_path), principal=principal, transport=transport, host=host, port=port)  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ Example ``admit.toml``::
     shadow_policy = "policies/next.toml"   # optional: compute and log this policy's pack, return the current one
     kill_switch = false                    # true: no pruning anywhere, the reranked top within budget
     trace_file = "traces/admit.jsonl"      # optional: one JSON line per request
+    trace_requests = false                 # true: each line also holds the request, so `admit replay` reads it
     reranker = "retriever"
     prune_strategy = "setwise"             # default strategy of /v1/prune and of prune=true searches
 
@@ -131,6 +132,9 @@ class ServiceSettings(_Strict):
     """When on, nothing is pruned: the reranked top within budget is admitted."""
     trace_file: str | None = None
     """JSONL trace file (relative to the config file)."""
+    trace_requests: bool = False
+    """Also write each request (question, principal, candidates with their text) into its trace line, so
+    ``admit replay TRACE_FILE`` can re-run it under a new policy. Off by default: the trace holds no text."""
     reranker: str = "retriever"
     """Reranker name for the pipelines (retriever, bm25, dense, hybrid)."""
     prune_strategy: str = "setwise"

@@ -2,31 +2,53 @@
 
 Tools:
 
-* ``search_knowledge_base(query, top_k?, prune?)``: retrieve from the knowledge base as the configured
-  principal, prune (on by default: this tool is meant for agents), pack, and return the evidence block
-  with the ids to cite.
+* ``search_knowledge_base(question, top_k?, prune?)``: retrieve from the knowledge base as the principal,
+  prune (on by default: this tool is meant for agents), pack, and return the evidence block with the ids
+  to cite.
 * ``prune_context(question, chunks, strategy?)``: prune the agent's own chunks (strings or ``{id, text}``).
 
-stdio carries no per-call credentials, so the principal comes from the server's configuration
-(``[service.mcp]`` in ``admit.toml``, or ``--tenant/--group`` on ``admit mcp``), never from a tool argument.
+Who the tools answer for is never a tool argument:
+
+* **stdio** carries no credentials, so the principal comes from the operator: ``--tenant/--group`` on
+  ``admit mcp``, else ``[service.mcp]`` in ``admit.toml``, else the knowledge base's only tenant (a local,
+  single-tenant knowledge base needs no configuration at all).
+* **streamable-http** needs an API key on every request (``X-API-Key`` or ``Authorization: Bearer``), mapped
+  to a principal by ``[service.keys]`` exactly as ``/v1`` does; no key, no answer (401).
+
+Both transports go through the service core (:mod:`admit.service.core`): the same limits (``max_top_k``,
+``max_candidates``, ``max_text_chars``) and the same ``request_timeout_s`` deadline as the HTTP API.
 """
 
-from __future__ import annotations
-
+# no `from __future__ import annotations`: the SDK reads the tools' annotations (the Context parameter)
 import logging
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from admit.errors import AdmitError, AuthorizationError, ConfigError
+from admit.errors import AdmitError, AuthorizationError, BackendTimeout, ConfigError, MissingExtraError
+from admit.service import core
 from admit.service.config import ServiceSettings
-from admit.service.http import KnowledgeBaseLike, ServiceState, build_state, prune_chunks, search, trace_summary
 from admit.service.schemas import PruneBody, PruneCandidate, SearchBody
+from admit.service.state import KnowledgeBaseLike, ServiceState, build_state
 from admit.types import Principal
 
-__all__ = ["ChunkIn", "CitedPassage", "EvidenceResult", "PruneResult", "build_mcp_server"]
+__all__ = [
+    "ChunkIn",
+    "CitedPassage",
+    "EvidenceResult",
+    "PruneResult",
+    "build_mcp_server",
+    "mcp_http_app",
+    "resolve_mcp_principal",
+    "run_mcp",
+]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+Transport = Literal["stdio", "streamable-http"]
 
 _INSTRUCTIONS = (
     "admit answers from a permission-filtered knowledge base. Call search_knowledge_base with the user's "
@@ -77,60 +99,140 @@ class PruneResult(BaseModel):
     fallback: str | None = None
 
 
+def resolve_mcp_principal(
+    settings: ServiceSettings, kb: KnowledgeBaseLike | None, principal: Principal | None = None
+) -> Principal | None:
+    """Who an MCP server over stdio answers for: ``principal``, else ``[service.mcp]``, else the KB's only tenant.
+
+    The last rule serves a local single-tenant knowledge base (``admit ingest DOCS --kb KB --tenant me``) with
+    no configuration: its only tenant, with no groups (group-restricted chunks stay hidden; pass ``--group``).
+
+    Raises:
+        ConfigError: The knowledge base holds several tenants and none was chosen.
+    """
+    if principal is not None:
+        return principal
+    configured = settings.mcp_principal()
+    if configured is not None:
+        return configured
+    tenants = _kb_tenants(kb)
+    if len(tenants) == 1:
+        return Principal(tenant=tenants[0])
+    if len(tenants) > 1:
+        shown = ", ".join(tenants[:5]) + (", ..." if len(tenants) > 5 else "")
+        raise ConfigError(
+            f"the knowledge base holds {len(tenants)} tenants ({shown}); choose who the MCP server answers for "
+            "with --tenant T [--group G] or [service.mcp] tenant in admit.toml."
+        )
+    return None
+
+
+def _kb_tenants(kb: KnowledgeBaseLike | None) -> list[str]:
+    sources = getattr(kb, "sources", None)
+    if not callable(sources):
+        return []
+    return sorted({str(s.tenant) for s in sources()})
+
+
 def build_mcp_server(
     settings: ServiceSettings,
     *,
     kb: KnowledgeBaseLike | None,
     principal: Principal | None = None,
     state: ServiceState | None = None,
+    transport: Transport = "stdio",
 ) -> Any:
     """Build the ``MCPServer`` with its two tools.
 
     Args:
-        settings: Service settings (policy, kill switch, shadow, prune strategy, ``[service.mcp]``).
+        settings: Service settings (policy, kill switch, shadow, prune strategy, limits, ``[service.mcp]``, and
+            ``[service.keys]`` for streamable-http).
         kb: The knowledge base searched by ``search_knowledge_base``.
-        principal: Who the server answers for (default: ``settings.mcp``); required for searching.
+        principal: Who a stdio server answers for (see :func:`resolve_mcp_principal`); refused over HTTP,
+            where every request's API key names its principal.
         state: A prebuilt service state (tests); built from ``settings`` otherwise.
+        transport: ``stdio`` or ``streamable-http``.
+
+    Raises:
+        ConfigError: streamable-http without API keys, or with ``principal``; an ambiguous stdio principal.
     """
     try:
-        from mcp.server.mcpserver import MCPServer
+        from mcp.server.mcpserver import Context, MCPServer
         from mcp.server.mcpserver.exceptions import ToolError
     except ImportError as exc:  # pragma: no cover
-        from admit.errors import MissingExtraError
-
         raise MissingExtraError("mcp", "service") from exc
 
-    who = principal or settings.mcp_principal()
-    st = state or build_state(settings.model_copy(update={"keys": {}}), kb=kb)
+    over_http = transport == "streamable-http"
+    if over_http:
+        if principal is not None:
+            raise ConfigError(
+                "--tenant/--group apply to stdio; over streamable-http each request's API key names its principal."
+            )
+        if not settings.keys:
+            raise ConfigError(
+                "admit mcp --transport streamable-http needs API keys: add [service.keys.NAME] (key_env or "
+                "key_sha256, tenant, groups) to admit.toml; every request must send X-API-Key (or Bearer)."
+            )
+        st = state or build_state(settings, kb=kb)
+        configured: Principal | None = None
+    else:
+        st = state or build_state(settings.model_copy(update={"keys": {}}), kb=kb)
+        configured = resolve_mcp_principal(settings, kb, principal)
     mcp_cfg = settings.mcp
     server = MCPServer(name="admit", instructions=_INSTRUCTIONS, version=_version())
+
+    def who(ctx: Any) -> Principal:
+        nonlocal configured
+        if over_http:
+            request = getattr(ctx.request_context, "request", None)
+            found = getattr(request, "scope", {}).get("state", {}).get("principal") if request is not None else None
+            if not isinstance(found, Principal):  # the gate always sets it; fail closed anyway
+                raise ToolError("no principal for this request: send an API key")
+            return found
+        if configured is None:  # e.g. an empty knowledge base at start-up: look again
+            configured = resolve_mcp_principal(settings, st.kb)
+        if configured is None:
+            raise ToolError(
+                "no principal configured: pass --tenant T to admit mcp, set [service.mcp] tenant in admit.toml, "
+                "or ingest documents for one tenant"
+            )
+        return configured
+
+    async def guarded(what: str, fn: Callable[[], Awaitable[T]]) -> T:
+        try:
+            return await fn()
+        except ValidationError as exc:
+            raise ToolError(_first(exc)) from exc
+        except (ConfigError, AuthorizationError) as exc:  # incl. LimitExceeded: the message names the limit
+            raise ToolError(str(exc)) from exc
+        except AdmitError as exc:
+            logger.warning("%s failed: %s", what, exc)
+            detail = str(exc) if isinstance(exc, BackendTimeout) else type(exc).__name__
+            raise ToolError(f"{what} failed: {detail}") from exc
 
     @server.tool(
         name="search_knowledge_base",
         description="Search the knowledge base and return pruned, packed evidence with passage ids to cite.",
     )
-    def search_knowledge_base(query: str, top_k: int | None = None, prune: bool = True) -> EvidenceResult:
+    async def search_knowledge_base(
+        question: str, ctx: Context, top_k: int | None = None, prune: bool = True
+    ) -> EvidenceResult:
         """Search, prune (default on) and pack; cite the returned ids."""
         if st.kb is None:
             raise ToolError("no knowledge base is configured (start the server with --kb)")
-        if who is None:
-            raise ToolError("no principal configured: set [service.mcp] tenant in admit.toml or pass --tenant")
-        try:
+        principal = who(ctx)
+
+        async def run() -> Any:
             body = SearchBody(
-                query=query,
+                question=question,
                 top_k=top_k or mcp_cfg.top_k,
                 prune=prune,
                 model=mcp_cfg.model,
                 input_limit=mcp_cfg.input_limit,
             )
-            res, _ = search(st, st.kb, body, who)
-        except ValidationError as exc:
-            raise ToolError(_first(exc)) from exc
-        except (ConfigError, AuthorizationError) as exc:
-            raise ToolError(str(exc)) from exc
-        except AdmitError as exc:
-            logger.warning("search_knowledge_base failed: %s", exc)
-            raise ToolError(f"search failed: {type(exc).__name__}") from exc
+            return await core.search(st, body, principal)
+
+        res = await guarded("search", run)
         passages = [
             CitedPassage(
                 id=p.chunk.id,
@@ -148,33 +250,30 @@ def build_mcp_server(
             citations=res.admitted_ids,
             passages=passages,
             note=" ".join(f.detail for f in res.fallbacks),
-            trace=trace_summary(res.trace),
+            trace=core.trace_summary(res.trace),
         )
 
     @server.tool(
         name="prune_context",
         description="Drop the chunks a question does not need; keeps bridges. Chunks: strings or {id, text}.",
     )
-    def prune_context(question: str, chunks: list[ChunkIn | str], strategy: str | None = None) -> PruneResult:
+    async def prune_context(
+        question: str, chunks: list[ChunkIn | str], ctx: Context, strategy: str | None = None
+    ) -> PruneResult:
         """Prune the caller's chunks; string chunks get ids ``c0``, ``c1``, ..."""
+        if over_http:
+            who(ctx)
         items = [c if isinstance(c, ChunkIn) else ChunkIn(id=f"c{i}", text=c) for i, c in enumerate(chunks)]
-        limits = st.limits
-        if len(items) > limits.max_candidates:
-            raise ToolError(f"{len(items)} chunks is over max_candidates={limits.max_candidates}; send fewer")
-        try:
+
+        async def run() -> Any:
             body = PruneBody(
                 question=question,
                 candidates=[PruneCandidate(id=c.id, text=c.text, title=c.title, score=c.score) for c in items],
                 strategy=strategy,
             )
-            out = prune_chunks(st, body)
-        except ValidationError as exc:
-            raise ToolError(_first(exc)) from exc
-        except (ConfigError, AuthorizationError) as exc:
-            raise ToolError(str(exc)) from exc
-        except AdmitError as exc:
-            logger.warning("prune_context failed: %s", exc)
-            raise ToolError(f"prune failed: {type(exc).__name__}") from exc
+            return await core.prune(st, body)
+
+        out = await guarded("prune", run)
         kept = set(out.kept_ids)
         return PruneResult(
             kept=[c for c in items if c.id in kept],
@@ -184,7 +283,46 @@ def build_mcp_server(
             fallback=out.fallback,
         )
 
+    holder: Any = server
+    holder.admit_state = st  # the state the tools use (warm-up, the HTTP gate)
     return server
+
+
+def mcp_http_app(server: Any, *, host: str = "127.0.0.1") -> Any:
+    """The streamable-HTTP ASGI app of ``server`` behind the service's gate (API key, body limit).
+
+    ``server`` comes from :func:`build_mcp_server` with ``transport="streamable-http"``.
+    """
+    from admit.service.gate import Gate
+
+    st: ServiceState = server.admit_state
+    app = server.streamable_http_app(host=host, max_request_body_size=st.limits.max_body_bytes)
+    return Gate(app, keyring=lambda: st.keyring, max_body_bytes=st.limits.max_body_bytes)
+
+
+def run_mcp(
+    settings: ServiceSettings,
+    *,
+    kb: KnowledgeBaseLike | None,
+    principal: Principal | None = None,
+    transport: Transport = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8090,
+) -> None:
+    """Build the server, load its models, then serve (``admit mcp``); the first tool call is as fast as the next."""
+    server = build_mcp_server(settings, kb=kb, principal=principal, transport=transport)
+    st: ServiceState = server.admit_state
+    readiness = st.warm_up()
+    if readiness.status == "failed":
+        logger.warning("serving without every model loaded: %s", readiness.error)
+    if transport == "stdio":
+        server.run("stdio")
+        return
+    try:
+        import uvicorn
+    except ImportError as exc:  # pragma: no cover
+        raise MissingExtraError("uvicorn", "service") from exc
+    uvicorn.run(mcp_http_app(server, host=host), host=host, port=port, log_level="warning", access_log=False)
 
 
 def _version() -> str:
@@ -194,6 +332,7 @@ def _version() -> str:
 
 
 def _first(exc: ValidationError) -> str:
-    err = exc.errors()[0]
+    errors = sorted(exc.errors(), key=lambda e: e.get("type") != "extra_forbidden")
+    err = errors[0]
     loc = ".".join(str(p) for p in err.get("loc", ()))
     return f"{loc or 'arguments'}: {err.get('msg', 'invalid')}"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 
 from admit.pipeline import PackRequest
 from admit.schema import FiniteScore, PackRequestModel, PrincipalModel
@@ -50,9 +50,14 @@ def pack_request_from_body(body: BaseModel, principal: Principal) -> PackRequest
 
 
 class SearchBody(_Strict):
-    """The /v1/search request."""
+    """The /v1/search request (``query`` is still read as a deprecated spelling of ``question``)."""
 
-    query: str = Field(min_length=1, max_length=20_000, description="The question.")
+    question: str = Field(
+        min_length=1,
+        max_length=20_000,
+        validation_alias=AliasChoices("question", "query"),
+        description="The question (`query`: deprecated spelling, still accepted).",
+    )
     top_k: int = Field(default=8, ge=1, le=1000, description="Chunks retrieved from the knowledge base.")
     prune: bool = Field(default=False, description="Prune the retrieved chunks before packing (opt-in).")
     policy: str | None = Field(
@@ -80,7 +85,8 @@ class PassageOut(BaseModel):
 class SearchResponse(BaseModel):
     """Admitted passages in evidence envelopes, their ids for citation, and the trace summary."""
 
-    query: str
+    question: str
+    query: str = Field(description="Deprecated: the same as `question`.")
     admitted: list[PassageOut]
     citations: list[str]
     prompt: str

@@ -1,0 +1,190 @@
+"""The ASGI gate in front of the service's routes: API-key auth, the body-size limit, and request metrics.
+
+Pure ASGI (no framework): the HTTP app puts it before ``/v1/*``, the MCP server's streamable-HTTP transport
+before every path. A key maps to a principal (:class:`~admit.service.config.KeyRing`); the gate stores it in
+``scope["state"]["principal"]`` for the routes, so no body and no tool argument can name one.
+
+Metric labels are bounded: a route template the app knows (else ``/v1/*`` or ``other``), a standard HTTP
+method (else ``other``) and a status code, so random methods or paths cannot grow ``/metrics``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection
+
+from fastapi.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from admit.service.config import KeyRing
+from admit.service.metrics import ServiceMetrics
+from admit.service.schemas import ErrorBody
+
+__all__ = ["KNOWN_METHODS", "Gate", "error_response", "method_label", "status_label"]
+
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
+"""The HTTP methods a metric label may carry; anything else is counted as ``other``."""
+
+
+def method_label(method: object) -> str:
+    """A bounded metric label for an HTTP method."""
+    m = str(method or "").upper()
+    return m if m in KNOWN_METHODS else "other"
+
+
+def status_label(status: int) -> str:
+    """A bounded metric label for a status code."""
+    return str(status) if 100 <= status <= 599 else "other"
+
+
+def error_response(
+    status: int, error: str, detail: str, field: str | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """The service's error shape: ``{"error", "detail", "field"}``."""
+    body = ErrorBody(error=error, detail=detail, field=field).model_dump()
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+async def _send(send: Send, resp: JSONResponse) -> None:
+    await send({"type": "http.response.start", "status": resp.status_code, "headers": resp.raw_headers})
+    await send({"type": "http.response.body", "body": resp.body})
+
+
+def _presented_key(scope: Scope) -> str | None:
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+    key = headers.get("x-api-key")
+    if key is None:
+        auth = headers.get("authorization", "")
+        if auth[:7].lower() == "bearer ":
+            key = auth[7:].strip()
+    return key
+
+
+def _content_length(scope: Scope) -> str | None:
+    for k, v in scope.get("headers", []):
+        if k.lower() == b"content-length":
+            return str(v.decode("latin-1"))
+    return None
+
+
+class Gate:
+    """API-key auth and a bounded body for protected paths; metrics for every request (when given).
+
+    Args:
+        app: The wrapped ASGI app.
+        keyring: Returns the configured keys, read per request (a rotated key ring applies at once).
+        max_body_bytes: Largest accepted body on a protected path (413 over it, with or without Content-Length).
+        protected: Which paths need a key (default: every path).
+        metrics: Where request counts and latency go (``None``: not counted).
+        known_routes: Paths that are their own metric label when the router did not name a route.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        keyring: Callable[[], KeyRing],
+        max_body_bytes: int,
+        protected: Callable[[str], bool] = lambda path: True,
+        metrics: ServiceMetrics | None = None,
+        known_routes: Collection[str] = (),
+    ) -> None:
+        self.app = app
+        self.keyring = keyring
+        self.max_body_bytes = max_body_bytes
+        self.protected = protected
+        self.metrics = metrics
+        self.known_routes = frozenset(known_routes)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.metrics is None:
+            await self._handle(scope, receive, send)
+            return
+        t0 = time.perf_counter()
+        status_box = [500]
+
+        async def send_wrapped(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status_box[0] = int(message["status"])
+            await send(message)
+
+        try:
+            await self._handle(scope, receive, send_wrapped)
+        finally:
+            route = self.route_label(scope)
+            m = self.metrics
+            m.requests.labels(
+                route=route, method=method_label(scope.get("method")), status=status_label(status_box[0])
+            ).inc()
+            m.latency.labels(route=route).observe(time.perf_counter() - t0)
+
+    def route_label(self, scope: Scope) -> str:
+        """The route template the router matched, else a bounded label for the path."""
+        template = getattr(scope.get("route"), "path", None)
+        if isinstance(template, str) and template in self.known_routes:
+            return template
+        path = str(scope.get("path", ""))
+        if path in self.known_routes:
+            return path
+        return "/v1/*" if path.startswith("/v1/") else "other"
+
+    async def _handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.protected(str(scope.get("path", ""))):
+            await self.app(scope, receive, send)
+            return
+        key = _presented_key(scope)
+        found = self.keyring().lookup(key)
+        if found is None:
+            why = "missing API key" if not key else "unknown API key"
+            resp = error_response(
+                401,
+                "unauthorized",
+                f"{why}: send X-API-Key: KEY (or Authorization: Bearer KEY)",
+                headers={"WWW-Authenticate": 'ApiKey header="X-API-Key"'},
+            )
+            await _send(send, resp)
+            return
+        label, principal = found
+        scope.setdefault("state", {})
+        scope["state"]["principal"] = principal
+        scope["state"]["key_label"] = label
+        limit = self.max_body_bytes
+        too_big = error_response(
+            413, "payload_too_large", f"request body over max_body_bytes={limit}; send fewer or shorter candidates"
+        )
+        declared = _content_length(scope)
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await _send(send, too_big)
+            return
+        if scope.get("method") in ("GET", "HEAD", "DELETE"):
+            await self.app(scope, receive, send)  # no body to bound (a GET may hold an event stream open)
+            return
+        # buffer the body (bounded), so a body without Content-Length is held to the limit too
+        chunks: list[bytes] = []
+        size = 0
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body = message.get("body", b"")
+            size += len(body)
+            if size > limit:
+                await _send(send, too_big)
+                return
+            chunks.append(body)
+            more = bool(message.get("more_body", False))
+        data = b"".join(chunks)
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": data, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)

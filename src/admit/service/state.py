@@ -1,0 +1,277 @@
+"""What one running service holds (settings, keys, pipelines, knowledge base, metrics) and its readiness.
+
+Transport-free: the HTTP app and the MCP server build the same :class:`ServiceState` with :func:`build_state`.
+Models load lazily by default; :meth:`ServiceState.warm_up` loads every model a request will need (the
+knowledge base's embedder, the pruners the settings and policies name, the tokenizers of the configured
+models), so the first request after the service reports ready is as fast as the tenth.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
+
+from admit.backends.rerankers import resolve_reranker
+from admit.backends.tokenizers import resolve_tokenizer
+from admit.pipeline import PackRequest, Pipeline
+from admit.prune import Pruner
+from admit.route import PolicySet, load_policy_set
+from admit.service.config import KeyRing, Limits, ServiceSettings
+from admit.service.metrics import ServiceMetrics
+from admit.trace import JsonlSink, TraceSink
+from admit.types import Chunk, PackResult, Principal
+
+__all__ = ["KnowledgeBaseLike", "Readiness", "ServiceState", "build_state", "open_kb"]
+
+logger = logging.getLogger(__name__)
+
+WARM_UP_TENANT = "admit-warm-up"
+"""The tenant of the warm-up retrieval: no knowledge base holds it, so nothing is read."""
+
+
+class KnowledgeBaseLike(Protocol):
+    """What the service needs from a knowledge base (:class:`admit.kb.KnowledgeBase`)."""
+
+    def retrieve(
+        self, question: str, principal: Principal, *, k: int, filters: Mapping[str, Any] | None = None
+    ) -> list[Chunk]:
+        """Return up to ``k`` chunks the principal may read, best first."""
+        ...
+
+
+@dataclass(slots=True)
+class Readiness:
+    """Where the warm-up stands: ``idle`` (never started), ``loading``, ``ready`` or ``failed``."""
+
+    status: Literal["idle", "loading", "ready", "failed"] = "idle"
+    loaded: list[str] = field(default_factory=list)
+    """What was loaded, in order (``tokenizer:gpt-4o``, ``knowledge_base``, ``pruner:setwise``, ...)."""
+    step_seconds: dict[str, float] = field(default_factory=dict)
+    """Seconds each loaded step took."""
+    error: str | None = None
+    seconds: float | None = None
+    done: threading.Event = field(default_factory=threading.Event)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The ``/readyz`` body."""
+        out: dict[str, Any] = {"status": self.status, "loaded": list(self.loaded)}
+        if self.step_seconds:
+            out["step_s"] = {k: round(v, 3) for k, v in self.step_seconds.items()}
+        if self.seconds is not None:
+            out["warm_up_s"] = round(self.seconds, 3)
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+class _RequestLoggingPipeline(Pipeline):
+    """A pipeline that writes its trace records itself, adding the request when ``log_requests`` is on.
+
+    With requests in the trace file, ``admit replay`` re-runs the server's own log (the request holds the
+    question, the principal and the candidates with their text: opt in).
+    """
+
+    def __init__(self, *, out: TraceSink | None, log_requests: bool, **kwargs: Any) -> None:
+        super().__init__(sink=None, **kwargs)
+        self.out = out
+        self.log_requests = log_requests
+
+    def pack(self, req: PackRequest) -> PackResult:
+        """Run the pipeline, then write the trace record (and the request, when logged)."""
+        res = super().pack(req)
+        if self.out is not None:
+            record: dict[str, Any] = dict(res.trace)
+            try:
+                if self.log_requests:
+                    from admit.eval.replay import record_for_replay
+
+                    record["request"] = record_for_replay(req, res)["request"]
+                self.out.write(record)
+            except Exception:  # a broken sink must not fail the request; say so
+                logger.exception("trace sink failed for request %s", res.trace.get("request_id"))
+        return res
+
+
+@dataclass(slots=True, kw_only=True)
+class ServiceState:
+    """Everything one service holds: settings, key ring, pipelines, knowledge base, metrics, readiness."""
+
+    settings: ServiceSettings
+    keyring: KeyRing
+    pipeline: Pipeline
+    shadow: Pipeline | None
+    kb: KnowledgeBaseLike | None
+    metrics: ServiceMetrics
+    sink: TraceSink | None
+    readiness: Readiness = field(default_factory=Readiness)
+    _warm_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def limits(self) -> Limits:
+        """The request limits."""
+        return self.settings.limits
+
+    def warm_up(self) -> Readiness:
+        """Load every model a request will need, once (thread-safe); a failure is recorded, not raised."""
+        with self._warm_lock:
+            r = self.readiness
+            if r.done.is_set():
+                return r
+            r.status = "loading"
+            t0 = time.perf_counter()
+            try:
+                for name, step in self._warm_steps():
+                    t = time.perf_counter()
+                    step()
+                    r.step_seconds[name] = time.perf_counter() - t
+                    r.loaded.append(name)
+                r.status = "ready"
+            except Exception as exc:  # the lazy path will raise the same error per request, mapped there
+                logger.error("warm-up failed after %s: %s", r.loaded, exc)
+                r.status = "failed"
+                r.error = f"{type(exc).__name__}: {str(exc)[:300]}"
+            r.seconds = time.perf_counter() - t0
+            if r.status == "ready":
+                logger.info("ready in %.1fs: loaded %s", r.seconds, ", ".join(r.loaded))
+            r.done.set()
+            return r
+
+    def start_warm_up(self) -> threading.Thread:
+        """Run :meth:`warm_up` in a daemon thread (``/readyz`` answers ``loading`` meanwhile)."""
+        if self.readiness.status == "idle":
+            self.readiness.status = "loading"
+        t = threading.Thread(target=self.warm_up, name="admit-warm-up", daemon=True)
+        t.start()
+        return t
+
+    def _warm_steps(self) -> list[tuple[str, Callable[[], None]]]:
+        steps: list[tuple[str, Callable[[], None]]] = []
+        models = dict.fromkeys(["gpt-4o", self.settings.mcp.model, *self.settings.models.values()])
+        for model in models:
+            steps.append((f"tokenizer:{model}", functools.partial(_warm_tokenizer, model)))
+        kb = self.kb
+        if kb is not None:
+            # one retrieval as a tenant no knowledge base holds: loads the embedder, opens the store, reads nothing
+            steps.append(("knowledge_base", functools.partial(_warm_kb, kb)))
+        pipes = [self.pipeline] + ([self.shadow] if self.shadow is not None else [])
+        warm_reranker = getattr(self.pipeline.reranker, "warm_up", None)
+        if callable(warm_reranker):
+            steps.append((f"reranker:{self.settings.reranker}", warm_reranker))
+        for strategy in _strategies(self.settings, pipes):
+            steps.append((f"pruner:{strategy}", functools.partial(_warm_pruners, pipes, strategy)))
+        return steps
+
+
+def _warm_tokenizer(model: str) -> None:
+    resolve_tokenizer(model).count("warm up")
+
+
+def _warm_kb(kb: KnowledgeBaseLike) -> None:
+    kb.retrieve("warm up", Principal(tenant=WARM_UP_TENANT), k=1)
+
+
+def _strategies(settings: ServiceSettings, pipes: list[Pipeline]) -> list[str]:
+    """The pruning strategies requests can reach: the service default and every class's configured one."""
+    names = [settings.prune_strategy]
+    for pipe in pipes:
+        names.extend(pol.prune.strategy for pol in pipe.policies.classes.values())
+    return [n for n in dict.fromkeys(names) if n != "none"]
+
+
+def _warm_pruners(pipes: list[Pipeline], strategy: str) -> None:
+    for pipe in pipes:
+        warm = getattr(pipe.pruner_for(strategy), "warm_up", None)
+        if callable(warm):
+            warm()
+
+
+def _policy_set(path: Any, kill_switch: bool, on_error: str | None) -> PolicySet:
+    ps = load_policy_set(path)
+    if on_error:
+        ps = replace(ps, classes={name: pol.with_prune(on_error=on_error) for name, pol in ps.classes.items()})
+    return replace(ps, kill_switch=True) if kill_switch and not ps.kill_switch else ps
+
+
+def build_state(
+    settings: ServiceSettings,
+    *,
+    kb: KnowledgeBaseLike | None = None,
+    pruner: Pruner | None = None,
+    pruner_options: Mapping[str, Any] | None = None,
+    sink: TraceSink | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> ServiceState:
+    """Resolve keys, load policies and build the pipelines (a bad setting raises :class:`ConfigError`).
+
+    Nothing is loaded here: call :meth:`ServiceState.warm_up` (the HTTP app does at start-up).
+    """
+    keyring = KeyRing(settings.keys, environ=environ)
+    if sink is None and settings.trace_file:
+        trace_path = settings.path(settings.trace_file)
+        assert trace_path is not None
+        sink = JsonlSink(trace_path)
+    policies = _policy_set(settings.path(settings.policy), settings.kill_switch, settings.prune_on_error)
+    kb_embedder = getattr(kb, "cached_embedder", None)  # not `or`: an empty cache has len 0
+    if kb_embedder is None:
+        kb_embedder = getattr(kb, "embedder", None)
+    if pruner_options is None and kb_embedder is not None:
+        pruner_options = {"embedder": kb_embedder}  # share the KB's loaded model with setwise
+    reranker = resolve_reranker(settings.reranker)
+    pipeline = _RequestLoggingPipeline(
+        policies=policies,
+        reranker=reranker,
+        pruner=pruner,
+        pruner_options=pruner_options,
+        out=sink,
+        log_requests=settings.trace_requests,
+    )
+    shadow = None
+    if settings.shadow_policy:
+        shadow = Pipeline(
+            policies=_policy_set(settings.path(settings.shadow_policy), settings.kill_switch, settings.prune_on_error),
+            reranker=reranker,
+            pruner=pruner,
+            pruner_options=pruner_options,
+            sink=None,
+        )
+    return ServiceState(
+        settings=settings, keyring=keyring, pipeline=pipeline, shadow=shadow, kb=kb, metrics=ServiceMetrics(), sink=sink
+    )
+
+
+def open_kb(location: str | None) -> Any:
+    """Open the knowledge base at a path or store URL (``None``: no knowledge base).
+
+    A path must exist (the service never creates an empty knowledge base); a URL (``postgresql://``,
+    ``qdrant://``, ...) opens that store, as ``admit ingest`` and ``admit search`` do.
+
+    Raises:
+        ConfigError: The path does not exist, the store URL or the embedder is unusable.
+        MissingExtraError: The knowledge base's dependencies are not installed.
+    """
+    if location is None:
+        return None
+    from pathlib import Path
+
+    from admit.errors import ConfigError, MissingExtraError
+
+    if "://" not in location and location != ":memory:" and not Path(location).expanduser().exists():
+        raise ConfigError(
+            f"--kb {location!r}: no knowledge base there; build one with `admit ingest DOCS --kb {location}`, "
+            "or give a store URL (postgresql://..., qdrant://...)."
+        )
+    try:
+        from admit.kb import KnowledgeBase
+    except ImportError as exc:
+        raise MissingExtraError("admit knowledge base dependencies", "kb") from exc
+    try:
+        return KnowledgeBase(location)
+    except MissingExtraError:
+        raise
+    except (ImportError, ValueError) as exc:
+        raise ConfigError(f"--kb {location!r}: {exc}") from exc
