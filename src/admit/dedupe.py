@@ -97,7 +97,7 @@ def dedupe(ranked: Sequence[Scored], policy: Policy) -> tuple[list[Scored], list
     pairs = sorted(_candidate_pairs(items, sh))
     short = [i for i, s in enumerate(sh) if len(s) < 10]
     pairs = sorted(set(pairs) | {(i, j) for a, i in enumerate(short) for j in short[a + 1 :]})
-    nums = [frozenset(_NUM.findall(s.chunk.text)) for s in items]
+    nums = _Numbers(items)
     short_ids = set(short)
     sims: dict[tuple[int, int], float] = {}
     for i, j in pairs:
@@ -175,6 +175,19 @@ def dedupe(ranked: Sequence[Scored], policy: Policy) -> tuple[list[Scored], list
         per_source[s.chunk.source_id] += 1
         kept.append(s)
     return kept, [dropped[i] for i in sorted(dropped)]
+
+
+class _Numbers:
+    """The numbers of each item's text, found on first use (most items are never compared)."""
+
+    def __init__(self, items: Sequence[Scored]) -> None:
+        self._items = items
+        self._found: dict[int, frozenset[str]] = {}
+
+    def __getitem__(self, i: int) -> frozenset[str]:
+        if i not in self._found:
+            self._found[i] = frozenset(_NUM.findall(self._items[i].chunk.text))
+        return self._found[i]
 
 
 def _short_ratio(a: Scored, b: Scored) -> float:

@@ -29,7 +29,7 @@ from admit.retrieve import authorize
 from admit.route import Policy, PolicySet, load_policy_set
 from admit.security import flag_kinds
 from admit.trace import NullTracer, StageTimer, Tracer, TraceSink, build_record, trace_content_enabled
-from admit.types import Chunk, Decision, Message, PackResult, Principal
+from admit.types import Chunk, Decision, Message, PackResult, Principal, Scored
 
 __all__ = ["PackRequest", "Pipeline", "pack"]
 
@@ -64,6 +64,10 @@ class PackRequest:
     """A caller's id; default: a hash of the request."""
     extra_trace: Mapping[str, Any] = field(default_factory=dict)
     """Fields a caller adds to the trace record (e.g. the knowledge base's retrieval counts and timings)."""
+
+
+_LOCAL_PRUNERS = frozenset({"setwise", "top_n", "score_threshold"})
+"""Pruners that show the candidates to no model (their input needs no injection scan of its own)."""
 
 
 @functools.lru_cache(maxsize=8192)
@@ -217,19 +221,19 @@ class Pipeline:
         with timer.stage("rerank"):
             ranked, cut = rerank(req.question, valid, self.reranker, keep=policy.rerank_count)
             decisions.update((d.chunk_id, d) for d in cut)
-        with timer.stage("scan"):
-            # suspicious passages (injected instructions, fake boundaries, ...) among those that can reach the
-            # prompt are flagged in the trace: ids and kinds only, never text
-            flags = {s.chunk.id: list(k) for s in ranked if (k := _flag_kinds(s.chunk.title, s.chunk.text))}
         with timer.stage("dedupe"):
             unique, dup = dedupe(ranked, policy)
             decisions.update((d.chunk_id, d) for d in dup)
         outcome: PruneOutcome | None = None
         grades: dict[str, int] = {}
         survivors = unique
+        shown_to_llm: Sequence[Scored] = ()
         with timer.stage("prune", strategy=policy.prune.strategy):
             if policy.prune.strategy != "none" and unique:
-                outcome = run_pruner(self.pruner_for(policy.prune.strategy), req.question, unique, policy.prune)
+                pruner = self.pruner_for(policy.prune.strategy)
+                if getattr(pruner, "name", "") not in _LOCAL_PRUNERS:
+                    shown_to_llm = unique
+                outcome = run_pruner(pruner, req.question, unique, policy.prune)
                 keep = set(outcome.kept_ids)
                 by_id = {g.chunk_id: g for g in outcome.graded}
                 grades = {g.chunk_id: g.grade for g in outcome.graded}
@@ -262,6 +266,12 @@ class Pipeline:
             )
             for d in packed.decisions:
                 decisions[d.chunk_id] = d
+        with timer.stage("scan"):
+            # suspicious passages (injected instructions, fake boundaries, ...) among those that reach a model
+            # (the prompt, or an LLM pruner's prompt) are flagged in the trace: ids and kinds only, never text.
+            # Scanning only those, not every candidate, keeps a first sight of 100 new chunks cheap.
+            shown = [*(s.chunk for s in shown_to_llm), *(p.chunk for p in packed.admitted)]
+            flags = {c.id: list(k) for c in shown if (k := _flag_kinds(c.title, c.text))}
         ordered = tuple(decisions[c.id] for c in req.candidates)
         extra: dict[str, Any] = {**req.extra_trace, "question_tokens": tokenizer.count(req.question)}
         extra["flags"] = flags

@@ -163,10 +163,12 @@ def normalize(text: str) -> str:
         >>> normalize("ig\\u200bnore")
         'ignore'
     """
+    if text.isascii():
+        return text  # nothing to decode, remove, normalise or map (the slow part of a scan, skipped)
     s = _TAG_CHARS.sub(_untag, text)
     s = _INVISIBLE.sub("", s)
     s = unicodedata.normalize("NFKC", s)
-    return s.translate(_CONFUSABLES)
+    return s.translate(_CONFUSABLES) if _CONFUSABLE_ANY.search(s) else s
 
 
 # -- rules -----------------------------------------------------------------------------------------------
@@ -578,6 +580,33 @@ _RULE_TRIGGERS: tuple[tuple[str, ...] | None, ...] = tuple(
     _MANUAL_TRIGGERS.get(rule) or _triggers(p) for _, rule, p in _RULES
 )
 _WORDS = re.compile(r"[a-z]+")
+
+
+def _trigger_sets() -> tuple[tuple[tuple[frozenset[str], frozenset[str]] | None, ...], frozenset[str], frozenset[str]]:
+    """Per rule, its triggers as (whole words, substrings of the lowered or as-is text), and every substring.
+
+    A scan tests each distinct substring once per text, then skips the rules none of whose triggers is
+    present (set operations), instead of testing every rule's triggers one by one.
+    """
+    per_rule: list[tuple[frozenset[str], frozenset[str]] | None] = []
+    for (_, _, pattern), triggers in zip(_RULES, _RULE_TRIGGERS, strict=True):
+        if triggers is None:
+            per_rule.append(None)
+            continue
+        fold = bool(pattern.flags & re.IGNORECASE)
+        words = frozenset(t for t in triggers if fold and len(t) <= 3 and t.isalpha())
+        # substrings are tagged with where they are looked for: "l:" the lowered text, "n:" the text as is
+        subs = frozenset(("l:" if fold else "n:") + t for t in triggers if t not in words)
+        per_rule.append((words, subs))
+    every = frozenset().union(*(r[1] for r in per_rule if r is not None))
+    return tuple(per_rule), frozenset(t[2:] for t in every if t[0] == "l"), frozenset(t[2:] for t in every if t[0] == "n")
+
+
+_RULE_SETS, _LOW_SUBS, _NORM_SUBS = _trigger_sets()
+# a lowercase ASCII trigger can only occur inside one [a-z]+ run, so it is looked for in the distinct words
+# (short, ASCII: fast) rather than in the whole text
+_WORD_SUBS = frozenset(t for t in _LOW_SUBS if t.isascii() and t.isalpha() and t.islower())
+_TEXT_SUBS = _LOW_SUBS - _WORD_SUBS
 _CONFUSABLE_ANY = re.compile(f"[{re.escape(_CONFUSABLE_CHARS)}]")
 
 
@@ -598,27 +627,29 @@ def scan(text: str) -> list[Flag]:
     if not text:
         return []
     flags: list[Flag] = []
-    if _BIDI_OR_TAG.search(text):
+    plain = text.isascii()  # ASCII holds no invisible, bidi, tag or look-alike characters
+    if not plain and _BIDI_OR_TAG.search(text):
         m = _BIDI_OR_TAG.search(text)
         assert m is not None
         flags.append(Flag(kind="invisible_unicode", start=m.start(), end=m.end(), rule="bidi_or_tag"))
-    elif _ZERO_WIDTH_IN_WORD.search(text):
+    elif not plain and _ZERO_WIDTH_IN_WORD.search(text):
         m = _ZERO_WIDTH_IN_WORD.search(text)
         assert m is not None
         flags.append(Flag(kind="invisible_unicode", start=m.start(), end=m.end(), rule="zero_width_in_word"))
-    for m in _MIXED_WORD.finditer(text) if _CONFUSABLE_ANY.search(text) else ():
+    for m in _MIXED_WORD.finditer(text) if not plain and _CONFUSABLE_ANY.search(text) else ():
         if _is_latin_word_with_confusable(m.group(0)):
             flags.append(Flag(kind="confusable", start=m.start(), end=m.end(), rule="mixed_script_word"))
             break
     norm = normalize(text)
     low = norm.lower()
     words = set(_WORDS.findall(low))
-    for (kind, rule, pattern), triggers in zip(_RULES, _RULE_TRIGGERS, strict=True):
-        if triggers is not None:
-            fold = bool(pattern.flags & re.IGNORECASE)
-            hay = low if fold else norm
-            if not any((t in words) if fold and len(t) <= 3 and t.isalpha() else (t in hay) for t in triggers):
-                continue
+    joined = " ".join(words)
+    present = {"l:" + t for t in _WORD_SUBS if t in joined}
+    present.update("l:" + t for t in _TEXT_SUBS if t in low)
+    present.update("n:" + t for t in _NORM_SUBS if t in norm)
+    for (kind, rule, pattern), sets in zip(_RULES, _RULE_SETS, strict=True):
+        if sets is not None and words.isdisjoint(sets[0]) and present.isdisjoint(sets[1]):
+            continue
         m = pattern.search(norm)
         if m is not None:
             flags.append(Flag(kind=kind, start=m.start(), end=m.end(), rule=rule))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -9,7 +10,7 @@ from typing import Protocol, runtime_checkable
 
 from admit.types import Message
 
-__all__ = ["Tokenizer", "cached_count", "count_chat"]
+__all__ = ["Tokenizer", "cached_count", "count_chat", "count_by_lines", "line_additive"]
 
 
 @runtime_checkable
@@ -77,3 +78,29 @@ def clear_count_cache() -> None:
     """Forget remembered counts."""
     with _COUNT_LOCK:
         _COUNT_CACHE.clear()
+
+
+_LINE_START = re.compile(r"\n(?=[^\s/])")
+
+
+def line_additive(tokenizer: Tokenizer) -> bool:
+    """Whether ``tokenizer`` never merges tokens across a newline followed by a character that is not
+    whitespace or ``/`` (so such a text's count is the sum of its lines'): the case of cl100k_base and
+    o200k_base, whose pre-tokenizer ends every piece there. Tokenizers say so with ``line_additive = True``."""
+    return bool(getattr(tokenizer, "line_additive", False))
+
+
+def count_by_lines(tokenizer: Tokenizer, text: str) -> int:
+    """``tokenizer.count(text)``, summed over remembered lines when the tokenizer is :func:`line_additive`.
+
+    A rendered evidence block repeats the same passage lines request after request (and its own envelope
+    lines within one request), so each line is counted once and the block's exact count is a sum of
+    lookups. Other tokenizers count the whole text.
+    """
+    if not line_additive(tokenizer):
+        return tokenizer.count(text)
+    total, start = 0, 0
+    for m in _LINE_START.finditer(text):
+        total += cached_count(tokenizer, text[start : m.end()])
+        start = m.end()
+    return total + (cached_count(tokenizer, text[start:]) if start < len(text) else 0)
