@@ -17,11 +17,9 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import admit.pipeline as pipeline_module
 from admit import Access, Chunk, PackRequest, Pipeline, Principal
-from admit._text import clear_caches
 from admit.backends.tokenizers import resolve_tokenizer
-from admit.backends.tokenizers.base import clear_count_cache
+from admit.features import chunk_features, clear_caches, seed_features
 from admit.route import load_policy_set
 
 
@@ -109,18 +107,25 @@ def main() -> None:
     naive_in = [
         NaiveChunk(c.id, c.source_id, tok.count(c.text), c.score or 0, 1.0, c.authority or 0, c.text) for c in cands
     ]
-    t_admit, t_cold, t_naive, t_naive_tok = [], [], [], []
+    # what a knowledge base stores with each chunk at ingest (admit.features), handed back on retrieval
+    stored = {c.id: chunk_features(c.title, c.text) for c in cands}
+    t_admit, t_cold, t_stored, t_naive, t_naive_tok = [], [], [], [], []
     for _ in range(args.runs):
         t0 = time.perf_counter()
         res = pipe.pack(req)
         t_admit.append((time.perf_counter() - t0) * 1000)
         # cold: no shingles, signatures, hashes, token counts or flags remembered from earlier requests
         clear_caches()
-        clear_count_cache()
-        pipeline_module._flag_kinds.cache_clear()
         t0 = time.perf_counter()
         pipe.pack(req)
         t_cold.append((time.perf_counter() - t0) * 1000)
+        # cold again, but with the features stored at ingest seeded first (as KnowledgeBase.search does)
+        clear_caches()
+        t0 = time.perf_counter()
+        for c in cands:
+            seed_features(c.title, c.text, stored[c.id])
+        pipe.pack(req)
+        t_stored.append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
         pack_context(naive_in, 16_000 - 1000)
         t_naive.append((time.perf_counter() - t0) * 1000)
@@ -135,6 +140,8 @@ def main() -> None:
     print(f"{'pipeline':<38}{'median ms':>10}{'p95 ms':>10}")
     print(f"{'admit Pipeline.pack, warm caches':<38}{statistics.median(t_admit):>10.2f}{pct(t_admit, 0.95):>10.2f}")
     print(f"{'admit Pipeline.pack, cold caches':<38}{statistics.median(t_cold):>10.2f}{pct(t_cold, 0.95):>10.2f}")
+    label = "admit, cold, features stored at ingest"
+    print(f"{label:<38}{statistics.median(t_stored):>10.2f}{pct(t_stored, 0.95):>10.2f}")
     print(f"{'naive pack_context (pre-counted)':<38}{statistics.median(t_naive):>10.2f}{pct(t_naive, 0.95):>10.2f}")
     print(
         f"{'naive pack_context + token counting':<38}{statistics.median(t_naive_tok):>10.2f}"

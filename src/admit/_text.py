@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import unicodedata
 import zlib
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -46,10 +49,49 @@ def normalize(text: str) -> str:
     return " ".join(_WORD.findall(t))
 
 
-@lru_cache(maxsize=8192)
-def norm_hash(text: str) -> str:
-    """A stable hash of the normalised text (exact-duplicate key)."""
+T = TypeVar("T")
+
+
+class Memo(Generic[T]):
+    """A thread-safe LRU memo of a function of one text, which callers can also seed with known values."""
+
+    def __init__(self, fn: Callable[[str], T], maxsize: int = 8192) -> None:
+        """Memoise ``fn``, keeping the ``maxsize`` most recently used texts."""
+        self._fn = fn
+        self._max = maxsize
+        self._data: OrderedDict[str, T] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> T:
+        """``fn(text)``, computed once per text."""
+        with self._lock:
+            if text in self._data:
+                self._data.move_to_end(text)
+                return self._data[text]
+        value = self._fn(text)
+        self.seed(text, value)
+        return value
+
+    def seed(self, text: str, value: T) -> None:
+        """Remember ``value`` as ``fn(text)``."""
+        with self._lock:
+            self._data[text] = value
+            self._data.move_to_end(text)
+            while len(self._data) > self._max:
+                self._data.popitem(last=False)
+
+    def cache_clear(self) -> None:
+        """Forget everything."""
+        with self._lock:
+            self._data.clear()
+
+
+def _norm_hash(text: str) -> str:
     return hashlib.sha1(normalize(text).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+norm_hash: Memo[str] = Memo(_norm_hash)
+"""A stable hash of the normalised text (exact-duplicate key); remembered, seedable."""
 
 
 @lru_cache(maxsize=65536)
@@ -125,12 +167,27 @@ def minhash(sets: Sequence[np.ndarray]) -> np.ndarray:
     return out
 
 
-@lru_cache(maxsize=8192)
-def signature(text: str) -> np.ndarray:
-    """The MinHash signature of a text's shingles (cached per text)."""
+def _signature(text: str) -> np.ndarray:
     sig: np.ndarray = minhash([shingles(text)])[0]
     sig.flags.writeable = False
     return sig
+
+
+signature: Memo[np.ndarray] = Memo(_signature)
+"""The MinHash signature of a text's shingles (remembered per text; ``signature.seed`` adds known ones)."""
+
+
+def seed_signature(text: str, sig: np.ndarray) -> None:
+    """Remember a text's signature (e.g. one stored with the chunk at ingest)."""
+    arr = np.asarray(sig, dtype=np.uint64)
+    if arr.shape != (32,):
+        raise ValueError(f"a signature has 32 values, got shape {arr.shape}")
+    arr.flags.writeable = False
+    signature.seed(text, arr)
+
+
+shingle_count: Memo[int] = Memo(lambda text: len(shingles(text)))
+"""How many distinct shingles a text has (remembered; seedable, so stored chunks need no shingling to tell)."""
 
 
 def signatures(texts: Sequence[str]) -> np.ndarray:
@@ -143,7 +200,7 @@ def signatures(texts: Sequence[str]) -> np.ndarray:
 
 def clear_caches() -> None:
     """Forget cached shingles, signatures and hashes (benchmarks measure cold runs with it)."""
-    for fn in (normalize, shingles, signature, norm_hash, content_words):
+    for fn in (normalize, shingles, norm_hash, content_words, signature, shingle_count):
         fn.cache_clear()
 
 

@@ -5,7 +5,6 @@ authorize -> route -> budget -> rerank -> dedupe -> prune -> pack -> render -> t
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
@@ -20,6 +19,7 @@ from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.budget import compute_budget
 from admit.dedupe import dedupe
 from admit.errors import AuthorizationError, RequestError
+from admit.features import chunk_flags
 from admit.pack import pack as pack_stage
 from admit.prune import Pruner, resolve_pruner, run_pruner
 from admit.prune.base import PruneOutcome
@@ -27,7 +27,6 @@ from admit.render import EvidenceRenderer
 from admit.rerank import rerank
 from admit.retrieve import authorize
 from admit.route import Policy, PolicySet, load_policy_set
-from admit.security import flag_kinds
 from admit.trace import NullTracer, StageTimer, Tracer, TraceSink, build_record, trace_content_enabled
 from admit.types import Chunk, Decision, Message, PackResult, Principal, Scored
 
@@ -68,12 +67,6 @@ class PackRequest:
 
 _LOCAL_PRUNERS = frozenset({"setwise", "top_n", "score_threshold"})
 """Pruners that show the candidates to no model (their input needs no injection scan of its own)."""
-
-
-@functools.lru_cache(maxsize=8192)
-def _flag_kinds(title: str, text: str) -> tuple[str, ...]:
-    """Injection flags of a chunk (cached: the same chunks recur across requests)."""
-    return tuple(flag_kinds(f"{title}\n{text}" if title else text))
 
 
 def _request_hash(req: PackRequest) -> str:
@@ -271,7 +264,7 @@ class Pipeline:
             # (the prompt, or an LLM pruner's prompt) are flagged in the trace: ids and kinds only, never text.
             # Scanning only those, not every candidate, keeps a first sight of 100 new chunks cheap.
             shown = [*(s.chunk for s in shown_to_llm), *(p.chunk for p in packed.admitted)]
-            flags = {c.id: list(k) for c in shown if (k := _flag_kinds(c.title, c.text))}
+            flags = {c.id: list(k) for c in shown if (k := chunk_flags(c.title, c.text))}
         ordered = tuple(decisions[c.id] for c in req.candidates)
         extra: dict[str, Any] = {**req.extra_trace, "question_tokens": tokenizer.count(req.question)}
         extra["flags"] = flags

@@ -599,7 +599,11 @@ def _trigger_sets() -> tuple[tuple[tuple[frozenset[str], frozenset[str]] | None,
         subs = frozenset(("l:" if fold else "n:") + t for t in triggers if t not in words)
         per_rule.append((words, subs))
     every = frozenset().union(*(r[1] for r in per_rule if r is not None))
-    return tuple(per_rule), frozenset(t[2:] for t in every if t[0] == "l"), frozenset(t[2:] for t in every if t[0] == "n")
+    return (
+        tuple(per_rule),
+        frozenset(t[2:] for t in every if t[0] == "l"),
+        frozenset(t[2:] for t in every if t[0] == "n"),
+    )
 
 
 _RULE_SETS, _LOW_SUBS, _NORM_SUBS = _trigger_sets()

@@ -21,7 +21,7 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -86,6 +86,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": "not found"}})
 
     def do_POST(self) -> None:
+        t0 = time.perf_counter()
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -118,8 +119,15 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if mode == "slow":
             owner._stop.wait(owner.delay_s)
-        content = _content(mode, ids, owner.grade)
-        self._json(200, _completion(content, body.get("model", "fault-model")))
+        custom = owner.answer(body) if owner.answer is not None and mode == "ok" else None
+        if isinstance(custom, Mapping):  # a whole assistant message (e.g. with tool calls)
+            payload = _completion("", body.get("model", "fault-model"))
+            payload["choices"][0]["message"] = {"role": "assistant", "content": None, **custom}
+        else:
+            content = custom if isinstance(custom, str) else _content(mode, ids, owner.grade)
+            payload = _completion(content, body.get("model", "fault-model"))
+        self._json(200, payload)
+        owner._served(time.perf_counter() - t0)
 
     def _json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
         self._raw(status, json.dumps(payload).encode("utf-8"), "application/json", headers)
@@ -195,6 +203,9 @@ class FaultServer:
         delay_s: Delay of ``slow`` answers.
         hang_s: How long ``timeout`` holds a request before dropping it.
         retry_after: ``Retry-After`` seconds sent with error statuses (``None``: no header).
+        answer: In ``ok`` mode, a function of the request body that returns the reply's content (a string),
+            a whole assistant message (a mapping, e.g. with ``tool_calls``), or ``None`` for the grade map.
+            Lets other clients' prompt formats (benchmarks of other libraries) get answers they parse.
     """
 
     def __init__(
@@ -206,6 +217,7 @@ class FaultServer:
         delay_s: float = 2.0,
         hang_s: float = 30.0,
         retry_after: float | None = None,
+        answer: Callable[[Mapping[str, Any]], str | Mapping[str, Any] | None] | None = None,
     ) -> None:
         for m in [default, *script]:
             _check_mode(m)
@@ -214,6 +226,9 @@ class FaultServer:
         self.delay_s = delay_s
         self.hang_s = hang_s
         self.retry_after = retry_after
+        self.answer = answer
+        self.served_s = 0.0
+        """Seconds spent on ``ok`` requests, from reading the body to the last byte written (the server's time)."""
         self._script: deque[str] = deque(script)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -251,6 +266,10 @@ class FaultServer:
     def _next_mode(self) -> str:
         with self._lock:
             return self._script.popleft() if self._script else self.default
+
+    def _served(self, seconds: float) -> None:
+        with self._lock:
+            self.served_s += seconds
 
     def _record(self, r: RecordedRequest) -> None:
         with self._lock:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from admit.types import Message
 
-__all__ = ["Tokenizer", "cached_count", "count_chat", "count_by_lines", "line_additive"]
+__all__ = ["Tokenizer", "cached_count", "count_by_lines", "count_chat", "count_lines", "line_additive", "seed_counts"]
 
 
 @runtime_checkable
@@ -99,8 +99,26 @@ def count_by_lines(tokenizer: Tokenizer, text: str) -> int:
     """
     if not line_additive(tokenizer):
         return tokenizer.count(text)
-    total, start = 0, 0
+    return sum(cached_count(tokenizer, line) for line in count_lines(text))
+
+
+def count_lines(text: str) -> list[str]:
+    """``text`` cut after each newline that a character other than whitespace or ``/`` follows (the pieces
+    :func:`count_by_lines` counts and remembers)."""
+    out, start = [], 0
     for m in _LINE_START.finditer(text):
-        total += cached_count(tokenizer, text[start : m.end()])
+        out.append(text[start : m.end()])
         start = m.end()
-    return total + (cached_count(tokenizer, text[start:]) if start < len(text) else 0)
+    if start < len(text):
+        out.append(text[start:])
+    return out
+
+
+def seed_counts(tokenizer_name: str, counts: Iterable[tuple[str, int]]) -> None:
+    """Remember known counts (e.g. stored with a chunk at ingest) as if ``tokenizer_name`` had counted them."""
+    with _COUNT_LOCK:
+        for text, n in counts:
+            _COUNT_CACHE[(tokenizer_name, text)] = int(n)
+            _COUNT_CACHE.move_to_end((tokenizer_name, text))
+        while len(_COUNT_CACHE) > _COUNT_MAX:
+            _COUNT_CACHE.popitem(last=False)
