@@ -626,6 +626,8 @@ def r_at(rows: Sequence[Mapping[str, Any]], group: str | None, axis: str = "chun
     """Retained recall at 68% compression (chunk or token axis) along a class's configurations' Pareto front."""
     pts = []
     for row in rows:
+        if row["errors"]:  # a configuration that raised on some questions is no operating point
+            continue
         m = row["metrics"]["overall"] if group is None else row["metrics"]["by_source"].get(group)
         if m is not None:
             pts.append((float(m[f"{axis}_compression"]), float(m["retained_recall"]), row["config"]))
@@ -724,8 +726,9 @@ def render_markdown(out: Mapping[str, Any]) -> str:
     lines = [
         f"{out['questions']} questions; embeddings: {out['embedder']} (cached, encoding time not in latencies).",
         "",
-        f"Retained recall at {out['target_compression']:.0%} chunk compression, interpolated along each class's "
-        "swept configurations (`-`: no configuration compresses that much).",
+        f"Retained recall at {out['target_compression']:.0%} chunk compression (and, in the last but two column, "
+        "token compression), interpolated along the Pareto front of each class's swept configurations that ran "
+        "on every question (`-`: none compresses that much).",
         "",
         "| library | class | all | "
         + " | ".join(groups)
