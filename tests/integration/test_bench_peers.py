@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 for mod in ("langchain_classic", "langchain_community", "llama_index.core", "haystack", "openai"):
     pytest.importorskip(mod)
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def _record(i: int, source: str) -> dict[str, object]:
