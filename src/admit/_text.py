@@ -5,11 +5,13 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import threading
 import unicodedata
 import zlib
-from collections import Counter
-from collections.abc import Sequence
+from collections import Counter, OrderedDict
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -45,14 +47,53 @@ _SPACE = re.compile(r"\s+")
 @lru_cache(maxsize=8192)
 def normalize(text: str) -> str:
     """Casefold, NFKC-normalise and collapse whitespace and punctuation, for hashing and overlap."""
-    t = unicodedata.normalize("NFKC", text).casefold()
+    t = (text if text.isascii() else unicodedata.normalize("NFKC", text)).casefold()
     return " ".join(_WORD.findall(t))
 
 
-@lru_cache(maxsize=8192)
-def norm_hash(text: str) -> str:
-    """A stable hash of the normalised text (exact-duplicate key)."""
+T = TypeVar("T")
+
+
+class Memo(Generic[T]):
+    """A thread-safe LRU memo of a function of one text, which callers can also seed with known values."""
+
+    def __init__(self, fn: Callable[[str], T], maxsize: int = 8192) -> None:
+        """Memoise ``fn``, keeping the ``maxsize`` most recently used texts."""
+        self._fn = fn
+        self._max = maxsize
+        self._data: OrderedDict[str, T] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, text: str) -> T:
+        """``fn(text)``, computed once per text."""
+        with self._lock:
+            if text in self._data:
+                self._data.move_to_end(text)
+                return self._data[text]
+        value = self._fn(text)
+        self.seed(text, value)
+        return value
+
+    def seed(self, text: str, value: T) -> None:
+        """Remember ``value`` as ``fn(text)``."""
+        with self._lock:
+            self._data[text] = value
+            self._data.move_to_end(text)
+            while len(self._data) > self._max:
+                self._data.popitem(last=False)
+
+    def cache_clear(self) -> None:
+        """Forget everything."""
+        with self._lock:
+            self._data.clear()
+
+
+def _norm_hash(text: str) -> str:
     return hashlib.sha1(normalize(text).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+norm_hash: Memo[str] = Memo(_norm_hash)
+"""A stable hash of the normalised text (exact-duplicate key); remembered, seedable."""
 
 
 @lru_cache(maxsize=65536)
@@ -82,11 +123,11 @@ def shingles(text: str, k: int = 3) -> np.ndarray:
     Words are hashed with CRC-32 (stable across processes) and combined arithmetically, so a shingle set
     costs a few microseconds of numpy per text. Very short texts use their words as shingles.
     """
-    words = normalize(text).split()
-    if not words:
+    norm = normalize(text)
+    if not norm:
         return np.zeros(0, dtype=np.uint64)
-    ids = {x: zlib.crc32(x.encode("utf-8", "surrogatepass")) for x in set(words)}
-    w = np.fromiter((ids[x] for x in words), dtype=np.uint64, count=len(words))
+    words = norm.encode("utf-8", "surrogatepass").split(b" ")
+    w = np.fromiter(map(zlib.crc32, words), dtype=np.uint64, count=len(words))
     if len(words) < k:
         return np.unique(w)
     with np.errstate(over="ignore"):
@@ -110,28 +151,45 @@ _PRIME = (1 << 61) - 1
 _PERM_RNG = np.random.default_rng(20240611)
 _A = _PERM_RNG.integers(1, _PRIME, size=32, dtype=np.uint64)
 _B = _PERM_RNG.integers(0, _PRIME, size=32, dtype=np.uint64)
+_A_ODD = _A | np.uint64(1)
 
 
 def minhash(sets: Sequence[np.ndarray]) -> np.ndarray:
     """32-permutation MinHash signatures, one row per set (an empty set gets a row of max values).
 
-    Permutations are ``(a*x + b) mod 2^61-1`` computed in uint64 with wrap-around, which keeps the
-    min-wise property well enough for similarity estimates; exact decisions re-check the sets.
+    Permutations are ``a*x + b`` in uint64 with wrap-around (``a`` odd after ``| 1``, so each is a bijection of
+    the 64-bit values), which keeps the min-wise property well enough for similarity estimates and costs a
+    third of a modular reduction; exact decisions re-check the sets.
     """
     out = np.full((len(sets), 32), np.iinfo(np.uint64).max, dtype=np.uint64)
     for i, s in enumerate(sets):
         if len(s):
             with np.errstate(over="ignore"):
-                out[i] = ((s[:, None] * _A[None, :] + _B[None, :]) % np.uint64(_PRIME)).min(axis=0)
+                out[i] = (s[:, None] * _A_ODD[None, :] + _B[None, :]).min(axis=0)
     return out
 
 
-@lru_cache(maxsize=8192)
-def signature(text: str) -> np.ndarray:
-    """The MinHash signature of a text's shingles (cached per text)."""
+def _signature(text: str) -> np.ndarray:
     sig: np.ndarray = minhash([shingles(text)])[0]
     sig.flags.writeable = False
     return sig
+
+
+signature: Memo[np.ndarray] = Memo(_signature)
+"""The MinHash signature of a text's shingles (remembered per text; ``signature.seed`` adds known ones)."""
+
+
+def seed_signature(text: str, sig: np.ndarray) -> None:
+    """Remember a text's signature (e.g. one stored with the chunk at ingest)."""
+    arr = np.asarray(sig, dtype=np.uint64)
+    if arr.shape != (32,):
+        raise ValueError(f"a signature has 32 values, got shape {arr.shape}")
+    arr.flags.writeable = False
+    signature.seed(text, arr)
+
+
+shingle_count: Memo[int] = Memo(lambda text: len(shingles(text)))
+"""How many distinct shingles a text has (remembered; seedable, so stored chunks need no shingling to tell)."""
 
 
 def signatures(texts: Sequence[str]) -> np.ndarray:
@@ -144,7 +202,7 @@ def signatures(texts: Sequence[str]) -> np.ndarray:
 
 def clear_caches() -> None:
     """Forget cached shingles, signatures and hashes (benchmarks measure cold runs with it)."""
-    for fn in (normalize, shingles, signature, norm_hash, content_words):
+    for fn in (normalize, shingles, norm_hash, content_words, signature, shingle_count):
         fn.cache_clear()
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from admit.backends.tokenizers import Tokenizer, count_chat
+from admit.backends.tokenizers.base import count_by_lines
 from admit.errors import RequestError
 from admit.route import Policy
 from admit.types import Budget, Message
@@ -51,4 +52,5 @@ def evidence_message_tokens(tokenizer: Tokenizer, block: str) -> int:
     """Tokens the evidence block costs as its own user message (content plus chat overhead)."""
     if not block:
         return 0
-    return count_chat(tokenizer, [Message(role="user", content=block)])
+    # what count_chat gives for one user message, with the block's lines counted once each (exact)
+    return tokenizer.tokens_per_message + tokenizer.count("user") + count_by_lines(tokenizer, block)

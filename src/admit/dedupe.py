@@ -22,7 +22,7 @@ from datetime import datetime
 
 import numpy as np
 
-from admit._text import norm_hash, normalize, overlap, shingles, signatures
+from admit._text import norm_hash, normalize, overlap, shingle_count, shingles, signatures
 from admit.route import Policy
 from admit.types import Chunk, Decision, Scored
 
@@ -54,7 +54,7 @@ def _better(x: Scored) -> tuple[float, tuple[tuple[int, ...], float], int]:
     return (-auth, (tuple(-p for p in vk[0]), -vk[1]), x.rank)
 
 
-def _candidate_pairs(items: Sequence[Scored], sh: Sequence[np.ndarray]) -> set[tuple[int, int]]:
+def _candidate_pairs(items: Sequence[Scored], sizes: Sequence[int]) -> set[tuple[int, int]]:
     """Pairs worth an exact check: MinHash LSH (8 bands x 4 rows, ~60% Jaccard) plus same-source pairs."""
     sig = signatures([s.chunk.text for s in items])
     out: set[tuple[int, int]] = set()
@@ -62,7 +62,7 @@ def _candidate_pairs(items: Sequence[Scored], sh: Sequence[np.ndarray]) -> set[t
         buckets: dict[bytes, list[int]] = defaultdict(list)
         rows = sig[:, band * 4 : band * 4 + 4]
         for i in range(len(items)):
-            if len(sh[i]):
+            if sizes[i]:
                 buckets[rows[i].tobytes()].append(i)
         for ids in buckets.values():
             out.update((ids[a], ids[b]) for a in range(len(ids)) for b in range(a + 1, len(ids)))
@@ -92,12 +92,15 @@ def dedupe(ranked: Sequence[Scored], policy: Policy) -> tuple[list[Scored], list
                 dropped[i] = _dup(items[i], items[best], "exact duplicate")
 
     # 2. near-duplicates over shingles
-    sh = [shingles(s.chunk.text) for s in items]
+    # shingle sets are built only for the pairs that get an exact check; their sizes (and the signatures)
+    # may come from features stored at ingest (admit.features)
+    sh = _Shingles(items)
+    sizes = [shingle_count(s.chunk.text) for s in items]
     thr = policy.near_duplicate_threshold
-    pairs = sorted(_candidate_pairs(items, sh))
-    short = [i for i, s in enumerate(sh) if len(s) < 10]
+    pairs = sorted(_candidate_pairs(items, sizes))
+    short = [i for i, n in enumerate(sizes) if n < 10]
     pairs = sorted(set(pairs) | {(i, j) for a, i in enumerate(short) for j in short[a + 1 :]})
-    nums = [frozenset(_NUM.findall(s.chunk.text)) for s in items]
+    nums = _Numbers(items)
     short_ids = set(short)
     sims: dict[tuple[int, int], float] = {}
     for i, j in pairs:
@@ -110,8 +113,8 @@ def dedupe(ranked: Sequence[Scored], policy: Policy) -> tuple[list[Scored], list
             and version_key(items[i].chunk) != version_key(items[j].chunk)
         ):
             continue  # versions of one source: the superseded rule decides (history keeps both)
-        small, large = (i, j) if len(sh[i]) <= len(sh[j]) else (j, i)
-        same_size = len(sh[small]) >= 0.8 * len(sh[large])
+        small, large = (i, j) if sizes[i] <= sizes[j] else (j, i)
+        same_size = sizes[small] >= 0.8 * sizes[large]
         if (nums[small] != nums[large]) if same_size else not nums[small] <= nums[large]:
             continue  # a changed number (port, version, limit) is a different fact, not a copy
         sim = _short_ratio(items[i], items[j]) if i in short_ids and j in short_ids else similarity(sh[i], sh[j])
@@ -175,6 +178,29 @@ def dedupe(ranked: Sequence[Scored], policy: Policy) -> tuple[list[Scored], list
         per_source[s.chunk.source_id] += 1
         kept.append(s)
     return kept, [dropped[i] for i in sorted(dropped)]
+
+
+class _Shingles:
+    """The shingle sets of the items' texts, built on first use."""
+
+    def __init__(self, items: Sequence[Scored]) -> None:
+        self._items = items
+
+    def __getitem__(self, i: int) -> np.ndarray:
+        return shingles(self._items[i].chunk.text)
+
+
+class _Numbers:
+    """The numbers of each item's text, found on first use (most items are never compared)."""
+
+    def __init__(self, items: Sequence[Scored]) -> None:
+        self._items = items
+        self._found: dict[int, frozenset[str]] = {}
+
+    def __getitem__(self, i: int) -> frozenset[str]:
+        if i not in self._found:
+            self._found[i] = frozenset(_NUM.findall(self._items[i].chunk.text))
+        return self._found[i]
 
 
 def _short_ratio(a: Scored, b: Scored) -> float:

@@ -26,7 +26,7 @@ import numpy as np
 
 from admit._text import content_words, jaccard_estimates, sentences, signatures
 from admit.backends.tokenizers import Tokenizer
-from admit.backends.tokenizers.base import cached_count
+from admit.backends.tokenizers.base import cached_count, count_by_lines, line_additive
 from admit.budget import evidence_message_tokens
 from admit.render import EvidenceRenderer, clean_text
 from admit.route import Policy
@@ -172,7 +172,10 @@ def pack(
     n = len(items)
     limit = budget.evidence_budget
     facets = split_facets(question)
-    words = [content_words(f"{s.chunk.title}\n{s.chunk.text}") for s in items]
+    multi = len(facets) > 1
+    # facet coverage matters only for a question of several facets; the words of title and text are the
+    # union of each's (they are cached per text, and the text's were normalised by dedupe already)
+    words = [content_words(s.chunk.title) | content_words(s.chunk.text) for s in items] if multi else []
     # pairwise text similarity for novelty, estimated once from MinHash signatures
     sim = jaccard_estimates(signatures([s.chunk.text for s in items]))
     rel = _minmax([s.score for s in items])
@@ -196,8 +199,9 @@ def pack(
         ],
         dtype=np.float64,
     )
-    cover = np.array([[_covers(words[i], f) for f in facets] for i in range(n)], dtype=bool).reshape(n, len(facets))
-    multi = len(facets) > 1
+    cover = np.zeros((n, len(facets)), dtype=bool)
+    if multi:
+        cover = np.array([[_covers(words[i], f) for f in facets] for i in range(n)], dtype=bool).reshape(n, len(facets))
     use_cover_first = multi and policy.coverage_weight > 0
     neg_rank = -np.array([s.rank for s in items], dtype=np.float64)
     cost_cache: dict[int, int] = {}
@@ -207,8 +211,11 @@ def pack(
         # frame ends in a newline, so BPE pieces do not merge across it. The final block count is exact.
         if i not in cost_cache:
             c = items[i].chunk
-            frame = tokenizer.count(renderer.envelope(c, ""))
-            cost_cache[i] = frame + cached_count(tokenizer, clean_text(c.text).strip()) + sep_cost
+            if line_additive(tokenizer):  # exact, and its lines are the ones the final count looks up
+                cost_cache[i] = count_by_lines(tokenizer, renderer.envelope(c, c.text)) + sep_cost
+            else:
+                frame = tokenizer.count(renderer.envelope(c, ""))
+                cost_cache[i] = frame + cached_count(tokenizer, clean_text(c.text).strip()) + sep_cost
         return cost_cache[i]
 
     def select(

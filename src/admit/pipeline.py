@@ -5,7 +5,6 @@ authorize -> route -> budget -> rerank -> dedupe -> prune -> pack -> render -> t
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
@@ -20,6 +19,7 @@ from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.budget import compute_budget
 from admit.dedupe import dedupe
 from admit.errors import AuthorizationError, RequestError
+from admit.features import chunk_flags
 from admit.pack import pack as pack_stage
 from admit.prune import Pruner, resolve_pruner, run_pruner
 from admit.prune.base import PruneOutcome
@@ -27,9 +27,8 @@ from admit.render import EvidenceRenderer
 from admit.rerank import rerank
 from admit.retrieve import authorize
 from admit.route import Policy, PolicySet, load_policy_set
-from admit.security import flag_kinds
 from admit.trace import NullTracer, StageTimer, Tracer, TraceSink, build_record, trace_content_enabled
-from admit.types import Chunk, Decision, Message, PackResult, Principal
+from admit.types import Chunk, Decision, Message, PackResult, Principal, Scored
 
 __all__ = ["PackRequest", "Pipeline", "pack"]
 
@@ -66,10 +65,8 @@ class PackRequest:
     """Fields a caller adds to the trace record (e.g. the knowledge base's retrieval counts and timings)."""
 
 
-@functools.lru_cache(maxsize=8192)
-def _flag_kinds(title: str, text: str) -> tuple[str, ...]:
-    """Injection flags of a chunk (cached: the same chunks recur across requests)."""
-    return tuple(flag_kinds(f"{title}\n{text}" if title else text))
+_LOCAL_PRUNERS = frozenset({"setwise", "top_n", "score_threshold"})
+"""Pruners that show the candidates to no model (their input needs no injection scan of its own)."""
 
 
 def _request_hash(req: PackRequest) -> str:
@@ -212,19 +209,19 @@ class Pipeline:
         with timer.stage("rerank"):
             ranked, cut = rerank(req.question, valid, self.reranker, keep=policy.rerank_count)
             decisions.update((d.chunk_id, d) for d in cut)
-        with timer.stage("scan"):
-            # suspicious passages (injected instructions, fake boundaries, ...) among those that can reach the
-            # prompt are flagged in the trace: ids and kinds only, never text
-            flags = {s.chunk.id: list(k) for s in ranked if (k := _flag_kinds(s.chunk.title, s.chunk.text))}
         with timer.stage("dedupe"):
             unique, dup = dedupe(ranked, policy)
             decisions.update((d.chunk_id, d) for d in dup)
         outcome: PruneOutcome | None = None
         grades: dict[str, int] = {}
         survivors = unique
+        shown_to_llm: Sequence[Scored] = ()
         with timer.stage("prune", strategy=policy.prune.strategy):
             if policy.prune.strategy != "none" and unique:
-                outcome = run_pruner(self.pruner_for(policy.prune.strategy), req.question, unique, policy.prune)
+                pruner = self.pruner_for(policy.prune.strategy)
+                if getattr(pruner, "name", "") not in _LOCAL_PRUNERS:
+                    shown_to_llm = unique
+                outcome = run_pruner(pruner, req.question, unique, policy.prune)
                 keep = set(outcome.kept_ids)
                 by_id = {g.chunk_id: g for g in outcome.graded}
                 grades = {g.chunk_id: g.grade for g in outcome.graded}
@@ -256,6 +253,12 @@ class Pipeline:
             )
             for d in packed.decisions:
                 decisions[d.chunk_id] = d
+        with timer.stage("scan"):
+            # suspicious passages (injected instructions, fake boundaries, ...) among those that reach a model
+            # (the prompt, or an LLM pruner's prompt) are flagged in the trace: ids and kinds only, never text.
+            # Scanning only those, not every candidate, keeps a first sight of 100 new chunks cheap.
+            shown = [*(s.chunk for s in shown_to_llm), *(p.chunk for p in packed.admitted)]
+            flags = {c.id: list(k) for c in shown if (k := chunk_flags(c.title, c.text))}
         ordered = tuple(decisions[c.id] for c in req.candidates)
         extra: dict[str, Any] = {**req.extra_trace, "question_tokens": tokenizer.count(req.question)}
         extra["flags"] = flags

@@ -184,6 +184,8 @@ def normalize(text: str) -> str:
         >>> normalize("ig\\u200bnore")
         'ignore'
     """
+    if text.isascii():
+        return text  # nothing to decode, remove, normalise or map (the slow part of a scan, skipped)
     s = _TAG_CHARS.sub(_untag, text)
     s = _VARIATION_RUN.sub(_unselect, s)
     s = _INVISIBLE.sub("", s)
@@ -1012,7 +1014,8 @@ def scan(text: str) -> list[Flag]:
     if not text:
         return []
     flags: list[Flag] = []
-    if _BIDI_OR_TAG.search(text):
+    plain = text.isascii()  # ASCII holds no invisible, bidi, tag or look-alike characters
+    if not plain and _BIDI_OR_TAG.search(text):
         m = _BIDI_OR_TAG.search(text)
         assert m is not None
         flags.append(Flag(kind="invisible_unicode", start=m.start(), end=m.end(), rule="bidi_or_tag"))

@@ -22,7 +22,7 @@ def test_every_stage_opens_a_span_and_is_timed():
         PackRequest(question="What port?", principal=ALICE, candidates=[chunk("a#1", "Port 8080.")])
     )
     names = [n for n, _ in spy.spans]
-    assert names == ["route", "budget", "authorize", "rerank", "scan", "dedupe", "prune", "pack"]
+    assert names == ["route", "budget", "authorize", "rerank", "dedupe", "prune", "pack", "scan"]
     assert set(res.trace["latency_ms"]) == {*names, "total"}
     assert dict(spy.spans)["prune"]["strategy"] == "none"
 

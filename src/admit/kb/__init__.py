@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from admit.backends.embedders import CachedEmbedder, Embedder, resolve_embedder
 from admit.errors import AuthorizationError, ConfigError
+from admit.features import FEATURES_KEY, seed_features
 from admit.kb.ingest import DEFAULT_MAX_TOKENS, IngestReport, Registry, ingest_paths
 from admit.kb.store import ChunkRecord, Hit, SearchFilters, SourceInfo, Store
 from admit.types import Chunk, PackResult, Principal
@@ -251,6 +252,8 @@ class KnowledgeBase:
         qv = self._query_cache.embed([question])[0]
         t1 = time.perf_counter()
         hits = self.store.search(question, qv, principal=principal, k=k, filters=filters)
+        for h in hits:  # token counts, flags and signatures stored at ingest: the chunks are not cold
+            seed_features(h.record.title, h.record.text, h.record.metadata.get(FEATURES_KEY))
         t2 = time.perf_counter()
         if timings is not None:
             timings["embed_query"] = (t1 - t0) * 1000

@@ -34,6 +34,7 @@ import numpy as np
 from admit.backends.embedders.base import Embedder, text_key
 from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.errors import ConfigError, MissingExtraError
+from admit.features import FEATURES_KEY, FEATURES_VERSION, chunk_features
 from admit.kb.store import ChunkRecord, Store
 from admit.types import Access
 
@@ -827,6 +828,14 @@ def _ingest_one(
             drafts[j]["embedding"] = v
     counts["chunks_embedded"] += len(to_embed)
     meta = {"content_hash": content_hash, "ingest_key": ingest_key, "format": fmt}
+    for d in drafts:
+        # what the pipeline computes on a chunk's first sight (token counts, injection flags, MinHash
+        # signature), computed once here and stored with the chunk (handed back on retrieval)
+        prev = old.get(d["id"])
+        unchanged = prev is not None and prev.text_hash == d["text_hash"] and prev.title == d["title"]
+        stored = prev.metadata.get(FEATURES_KEY) if unchanged and prev is not None else None
+        fresh = not isinstance(stored, dict) or stored.get("v") != FEATURES_VERSION
+        d["features"] = chunk_features(d["title"], d["text"]) if fresh else stored
     records = [
         ChunkRecord(
             id=d["id"],
@@ -844,7 +853,7 @@ def _ingest_one(
             language=language,
             origin=str(f),
             ordinal=d["ordinal"],
-            metadata=meta,
+            metadata={**meta, FEATURES_KEY: d["features"]},
         )
         for d in drafts
     ]

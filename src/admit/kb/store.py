@@ -18,6 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from admit.features import FEATURES_KEY
 from admit.types import Access, Chunk, Principal
 
 __all__ = [
@@ -144,7 +145,7 @@ class ChunkRecord:
     def to_chunk(self, *, score: float | None = None, extra: Mapping[str, Any] | None = None) -> Chunk:
         """Return the :class:`~admit.types.Chunk` handed to the pipeline (``source_id`` is the document)."""
         meta = {
-            **dict(self.metadata),
+            **{k: v for k, v in self.metadata.items() if k != FEATURES_KEY},  # stored features stay inside
             "kb_source_id": self.source_id,
             "heading_path": list(self.heading_path),
             "ordinal": self.ordinal,

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -84,6 +84,9 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
     protocol_version = "HTTP/1.1"
+    # headers and body go out in two writes: without TCP_NODELAY the body waits for the client's delayed ACK
+    # (~40 ms a request), which a benchmark would charge to the client library
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:
         logger.debug("fault server: %s", format % args)
@@ -95,6 +98,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(404, {"error": {"message": "not found"}})
 
     def do_POST(self) -> None:
+        t0 = time.perf_counter()
         owner = self.server.owner
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -130,8 +134,15 @@ class _Handler(BaseHTTPRequestHandler):
         if mode == "drip":
             self._drip(json.dumps(_completion(_content("ok", ids, owner.grade), "fault-model")).encode(), owner)
             return
-        content = _content(mode, ids, owner.grade)
-        self._json(200, _completion(content, body.get("model", "fault-model")))
+        custom = owner.answer(body) if owner.answer is not None and mode == "ok" else None
+        if isinstance(custom, Mapping):  # a whole assistant message (e.g. with tool calls)
+            payload = _completion("", body.get("model", "fault-model"))
+            payload["choices"][0]["message"] = {"role": "assistant", "content": None, **custom}
+        else:
+            content = custom if isinstance(custom, str) else _content(mode, ids, owner.grade)
+            payload = _completion(content, body.get("model", "fault-model"))
+        self._json(200, payload)
+        owner._served(time.perf_counter() - t0)
 
     def _json(self, status: int, payload: Any, headers: Mapping[str, str] | None = None) -> None:
         self._raw(status, json.dumps(payload).encode("utf-8"), "application/json", headers)
@@ -225,6 +236,9 @@ class FaultServer:
         hang_s: How long ``timeout`` holds a request before dropping it.
         retry_after: ``Retry-After`` seconds sent with error statuses (``None``: no header).
         drip_s: Pause between the bytes of a ``drip`` answer.
+        answer: In ``ok`` mode, a function of the request body that returns the reply's content (a string),
+            a whole assistant message (a mapping, e.g. with ``tool_calls``), or ``None`` for the grade map.
+            Lets other clients' prompt formats (benchmarks of other libraries) get answers they parse.
     """
 
     def __init__(
@@ -237,6 +251,7 @@ class FaultServer:
         hang_s: float = 30.0,
         retry_after: float | None = None,
         drip_s: float = 0.2,
+        answer: Callable[[Mapping[str, Any]], str | Mapping[str, Any] | None] | None = None,
     ) -> None:
         for m in [default, *script]:
             _check_mode(m)
@@ -246,6 +261,9 @@ class FaultServer:
         self.hang_s = hang_s
         self.retry_after = retry_after
         self.drip_s = drip_s
+        self.answer = answer
+        self.served_s = 0.0
+        """Seconds spent on ``ok`` requests, from reading the body to the last byte written (the server's time)."""
         self._script: deque[str] = deque(script)
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -283,6 +301,10 @@ class FaultServer:
     def _next_mode(self) -> str:
         with self._lock:
             return self._script.popleft() if self._script else self.default
+
+    def _served(self, seconds: float) -> None:
+        with self._lock:
+            self.served_s += seconds
 
     def _record(self, r: RecordedRequest) -> None:
         with self._lock:

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from admit.types import Message
 
-__all__ = ["Tokenizer", "cached_count", "count_chat"]
+__all__ = ["Tokenizer", "cached_count", "count_by_lines", "count_chat", "count_lines", "line_additive", "seed_counts"]
 
 
 @runtime_checkable
@@ -77,3 +78,47 @@ def clear_count_cache() -> None:
     """Forget remembered counts."""
     with _COUNT_LOCK:
         _COUNT_CACHE.clear()
+
+
+_LINE_START = re.compile(r"\n(?=[^\s/])")
+
+
+def line_additive(tokenizer: Tokenizer) -> bool:
+    """Whether ``tokenizer`` never merges tokens across a newline followed by a character that is not
+    whitespace or ``/`` (so such a text's count is the sum of its lines'): the case of cl100k_base and
+    o200k_base, whose pre-tokenizer ends every piece there. Tokenizers say so with ``line_additive = True``."""
+    return bool(getattr(tokenizer, "line_additive", False))
+
+
+def count_by_lines(tokenizer: Tokenizer, text: str) -> int:
+    """``tokenizer.count(text)``, summed over remembered lines when the tokenizer is :func:`line_additive`.
+
+    A rendered evidence block repeats the same passage lines request after request (and its own envelope
+    lines within one request), so each line is counted once and the block's exact count is a sum of
+    lookups. Other tokenizers count the whole text.
+    """
+    if not line_additive(tokenizer):
+        return tokenizer.count(text)
+    return sum(cached_count(tokenizer, line) for line in count_lines(text))
+
+
+def count_lines(text: str) -> list[str]:
+    """``text`` cut after each newline that a character other than whitespace or ``/`` follows (the pieces
+    :func:`count_by_lines` counts and remembers)."""
+    out, start = [], 0
+    for m in _LINE_START.finditer(text):
+        out.append(text[start : m.end()])
+        start = m.end()
+    if start < len(text):
+        out.append(text[start:])
+    return out
+
+
+def seed_counts(tokenizer_name: str, counts: Iterable[tuple[str, int]]) -> None:
+    """Remember known counts (e.g. stored with a chunk at ingest) as if ``tokenizer_name`` had counted them."""
+    with _COUNT_LOCK:
+        for text, n in counts:
+            _COUNT_CACHE[(tokenizer_name, text)] = int(n)
+            _COUNT_CACHE.move_to_end((tokenizer_name, text))
+        while len(_COUNT_CACHE) > _COUNT_MAX:
+            _COUNT_CACHE.popitem(last=False)

@@ -1,0 +1,136 @@
+"""What the pipeline computes once per chunk, computed at ingest and stored with the chunk.
+
+A chunk's first sight in :meth:`~admit.pipeline.Pipeline.pack` costs token counts (its envelope lines, per
+target encoding), the injection scan (its flag kinds) and a MinHash signature. :func:`chunk_features` computes
+them; the knowledge base stores them in the chunk's metadata under :data:`FEATURES_KEY` at ingest and
+:func:`seed_features` hands them to the pipeline's caches when the chunk is retrieved, so a chunk that came
+from the store is never cold. Stored features are keyed by the text they were computed from: a changed text
+simply finds nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from admit._text import norm_hash, seed_signature, shingle_count, signature
+from admit.backends.tokenizers.base import count_lines, seed_counts
+from admit.render import clean_text
+from admit.security import flag_kinds
+
+__all__ = [
+    "ENCODINGS",
+    "FEATURES_KEY",
+    "FEATURES_VERSION",
+    "chunk_features",
+    "chunk_flags",
+    "clear_caches",
+    "envelope_lines",
+    "seed_features",
+]
+
+FEATURES_KEY = "admit_features"
+"""The metadata key the knowledge base stores features under (removed from the chunks it hands out)."""
+FEATURES_VERSION = 1
+"""Bumped when the stored form changes; other versions are ignored."""
+ENCODINGS = ("o200k_base", "cl100k_base")
+"""Encodings whose counts are stored (the ones whose line counts add up; see ``count_by_lines``)."""
+
+_FLAGS: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
+_FLAGS_LOCK = threading.Lock()
+_FLAGS_MAX = 8192
+
+
+def chunk_flags(title: str, text: str) -> tuple[str, ...]:
+    """The injection flag kinds of a chunk (title and text), remembered: the same chunks recur."""
+    key = (title, text)
+    with _FLAGS_LOCK:
+        hit = _FLAGS.get(key)
+        if hit is not None:
+            _FLAGS.move_to_end(key)
+            return hit
+    kinds = tuple(flag_kinds(f"{title}\n{text}" if title else text))
+    _remember_flags(key, kinds)
+    return kinds
+
+
+def _remember_flags(key: tuple[str, str], kinds: Iterable[str]) -> None:
+    with _FLAGS_LOCK:
+        _FLAGS[key] = tuple(kinds)
+        _FLAGS.move_to_end(key)
+        while len(_FLAGS) > _FLAGS_MAX:
+            _FLAGS.popitem(last=False)
+
+
+def envelope_lines(text: str) -> list[str]:
+    """The pieces of a chunk's text that the exact block count looks up (its lines as rendered in an envelope)."""
+    return count_lines(clean_text(text).strip() + "\n")
+
+
+def chunk_features(title: str, text: str, encodings: Iterable[str] = ENCODINGS) -> dict[str, Any]:
+    """The JSON-ready features of a chunk: flag kinds, MinHash signature, envelope line counts per encoding.
+
+    Example:
+        >>> f = chunk_features("Ports", "The server listens on port 8080.")
+        >>> f["flags"], len(f["sig"]), f["shingles"], f["tokens"]["o200k_base"]
+        ([], 512, 4, [9])
+    """
+    from admit.backends.tokenizers import resolve_tokenizer
+
+    lines = envelope_lines(text)
+    tokens = {}
+    for enc in encodings:
+        tok = resolve_tokenizer(enc)
+        tokens[enc] = [tok.count(line) for line in lines]
+    return {
+        "v": FEATURES_VERSION,
+        "flags": list(chunk_flags(title, text)),
+        "sig": signature(text).astype("<u8").tobytes().hex(),
+        "shingles": shingle_count(text),
+        "hash": norm_hash(text),
+        "tokens": tokens,
+    }
+
+
+def seed_features(title: str, text: str, features: Any) -> bool:
+    """Hand stored features to the pipeline's caches; ``False`` (and nothing seeded) if they do not fit.
+
+    Features that do not match the text (another version, a different line count, a malformed signature)
+    are ignored rather than trusted.
+    """
+    if not isinstance(features, Mapping) or features.get("v") != FEATURES_VERSION:
+        return False
+    try:
+        sig = np.frombuffer(bytes.fromhex(str(features["sig"])), dtype="<u8").astype(np.uint64)
+        flags = [str(k) for k in features["flags"]]
+        tokens = features.get("tokens") or {}
+        if sig.shape != (32,) or not isinstance(tokens, Mapping):
+            return False
+        n_shingles = int(features["shingles"])
+        digest = str(features["hash"])
+        lines = envelope_lines(text)
+        counts = {enc: [int(n) for n in ns] for enc, ns in tokens.items() if len(ns) == len(lines)}
+    except (KeyError, TypeError, ValueError):
+        return False
+    seed_signature(text, sig)
+    shingle_count.seed(text, n_shingles)
+    norm_hash.seed(text, digest)
+    _remember_flags((title, text), flags)
+    for enc, ns in counts.items():
+        seed_counts(enc, zip(lines, ns, strict=True))
+    return True
+
+
+def clear_caches() -> None:
+    """Forget remembered flags, signatures, shingles and token counts (benchmarks measure cold runs with it)."""
+    from admit._text import clear_caches as clear_text
+    from admit.backends.tokenizers.base import clear_count_cache
+
+    clear_text()
+    clear_count_cache()
+    with _FLAGS_LOCK:
+        _FLAGS.clear()
