@@ -387,7 +387,7 @@ def score_model(model: sm.SetwiseModel, qs: Sequence[Question]) -> tuple[list[np
     for q in qs:
         pr = model.predict(q.prep)[-1]
         cov = sm.coverage_before(pr, model.complete_probs(pr, q.prep.qfeat))
-        g = np.array([sm.grade_of(float(c), model.cuts) for c in cov])
+        g = np.array(sm.grades(pr, cov, model.cuts, model.keep_bounds))
         if q.prep.ident_hit.any():
             g = np.where(q.prep.ident_hit > 0, np.maximum(g, 4), g)
             g = np.where(q.prep.ident_other > 0, np.minimum(g, 2), g)
@@ -495,7 +495,7 @@ def main(argv: list[str] | None = None) -> int:
         "out_of_sample": {"fitted_on": sorted(train), "scored_on": held},
         "leave_one_family_out": lodo,
         "cut_rule": "grade g (2..5) when coverage_before < cuts[g-2]; cuts put the mean out-of-fold training"
-        f" compression at {GRADE_COMPRESSION} for grades 2..5",
+        f" compression at {GRADE_COMPRESSION} for grades 2..5; each threshold's keep count clamped to keep_bounds",
     }
     if args.ship == "train+valid":
         t0 = time.time()

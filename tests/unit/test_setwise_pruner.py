@@ -53,6 +53,7 @@ def test_identifiers_named_in_the_question():
     assert identifiers("How do I fix error E4012 with HL_MAX_CONN on v2.1?") == {"E4012", "HL_MAX_CONN", "v2.1"}
     assert identifiers("Who won the 2nd prize in 1998 and the 20th?") == set()
     assert identifiers("Which aircraft, the FB-111A or the CP-400?") == {"FB-111A", "CP-400"}
+    assert identifiers("Material UI v5 on S3 after WW2, the MP4 and the M1") == set()  # too short to be exact
 
 
 def test_identifiers_lift_the_asked_code_and_demote_its_neighbours():

@@ -27,7 +27,14 @@ The package follows the model's own stages, one module each:
 """
 
 from admit.passages import MAX_PASSAGES, PASSAGE_WORDS, passages, question_text
-from admit.prune.setwise_model.coverage import COVERAGE_FEATURES, coverage_before, coverage_features, grade_of
+from admit.prune.setwise_model.coverage import (
+    COVERAGE_FEATURES,
+    DEFAULT_KEEP_BOUNDS,
+    coverage_before,
+    coverage_features,
+    grade_of,
+    grades,
+)
 from admit.prune.setwise_model.features import (
     BASE_FEATURES,
     QUESTION_FEATURES,
@@ -48,6 +55,7 @@ __all__ = [
     "BASE_FEATURES",
     "COVERAGE_FEATURES",
     "DEFAULT_CUTS",
+    "DEFAULT_KEEP_BOUNDS",
     "DEFAULT_MODEL_PATH",
     "LINK_NAMES",
     "MAX_PASSAGES",
@@ -65,6 +73,7 @@ __all__ = [
     "coverage_features",
     "embed_items",
     "grade_of",
+    "grades",
     "load_model",
     "passages",
     "prepare",

@@ -9,6 +9,7 @@ and corpus.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -16,9 +17,14 @@ import numpy.typing as npt
 
 from admit.prune.setwise_model.features import QUESTION_FEATURES
 
-__all__ = ["COVERAGE_FEATURES", "coverage_before", "coverage_features", "grade_of"]
+__all__ = ["COVERAGE_FEATURES", "DEFAULT_KEEP_BOUNDS", "coverage_before", "coverage_features", "grade_of", "grades"]
 
 FloatArray = npt.NDArray[np.float64]
+
+#: Per grade threshold 2..5, the least and the most share of a list that may reach it: how many chunks
+#: the coverage stage keeps is clamped to ``[ceil(lo * n), floor(hi * n)]`` (at least one), so the
+#: compression of a threshold cannot collapse on a corpus whose calibration differs from the training data.
+DEFAULT_KEEP_BOUNDS: tuple[tuple[float, float], ...] = ((0.2, 0.6), (0.15, 0.45), (0.1, 0.3), (0.05, 0.2))
 
 COVERAGE_FEATURES: tuple[str, ...] = (
     "log_r",
@@ -120,3 +126,34 @@ def grade_of(coverage: float, cuts: Sequence[float]) -> int:
         if coverage < c:
             grade = g
     return grade
+
+
+def grades(
+    probs: FloatArray,
+    coverage: FloatArray,
+    cuts: Sequence[float],
+    bounds: Sequence[tuple[float, float]] = DEFAULT_KEEP_BOUNDS,
+) -> list[int]:
+    """Grades of a list: :func:`grade_of` per chunk, with each threshold's keep count clamped to ``bounds``.
+
+    Args:
+        probs: Chunk probabilities (they define the ranking, stable on ties).
+        coverage: Coverage-before values of the chunks (:func:`coverage_before`).
+        cuts: Four decreasing cut points for grades 2..5.
+        bounds: Per grade 2..5, the (least, most) share of the list that reaches it.
+
+    Returns:
+        Grades 1..5, in input order; a higher grade never goes to a lower-ranked chunk.
+    """
+    n = probs.size
+    if n == 0:
+        return []
+    order = np.argsort(-probs, kind="stable")
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    out = np.ones(n, dtype=np.int64)
+    for g, (cut, (lo, hi)) in enumerate(zip(cuts, bounds, strict=True), start=2):
+        keep = int((coverage < cut).sum())
+        keep = min(max(keep, math.ceil(lo * n)), max(1, math.floor(hi * n)))
+        out[rank < keep] = g
+    return [int(v) for v in out]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from admit.prune.setwise_model.coverage import COVERAGE_FEATURES, coverage_features
+from admit.prune.setwise_model.coverage import COVERAGE_FEATURES, DEFAULT_KEEP_BOUNDS, coverage_features
 from admit.prune.setwise_model.features import Prepared
 from admit.prune.setwise_model.stages import stage_feature_names, stage_features
 from admit.prune.setwise_model.trees import TreeEnsemble
@@ -47,6 +47,7 @@ class SetwiseModel:
     coverage: TreeEnsemble | None = None
     cuts: tuple[float, float, float, float] = DEFAULT_CUTS
     meta: dict[str, Any] = field(default_factory=dict)
+    keep_bounds: tuple[tuple[float, float], ...] = DEFAULT_KEEP_BOUNDS
 
     def predict(self, prep: Prepared) -> list[FloatArray]:
         """Runs all stages; returns the probabilities after each (the last one is the model's output)."""
@@ -75,6 +76,7 @@ class SetwiseModel:
             "version": MODEL_VERSION,
             "kind": "setwise-staged-trees",
             "cuts": [float(c) for c in self.cuts],
+            "keep_bounds": [[float(lo), float(hi)] for lo, hi in self.keep_bounds],
             "stages": [s.to_json() for s in self.stages],
             "coverage": self.coverage.to_json() if self.coverage is not None else None,
             "meta": self.meta,
@@ -95,11 +97,15 @@ class SetwiseModel:
         if len(cuts) != 4 or list(cuts) != sorted(cuts, reverse=True):
             raise ValueError("cuts must be 4 decreasing coverage levels (grades 2, 3, 4, 5)")
         cov = d.get("coverage")
+        bounds = tuple((float(lo), float(hi)) for lo, hi in d.get("keep_bounds", DEFAULT_KEEP_BOUNDS))
+        if len(bounds) != 4 or not all(0.0 <= lo <= hi <= 1.0 for lo, hi in bounds):
+            raise ValueError("keep_bounds must be 4 (least, most) shares in [0, 1]")
         return cls(
             stages=tuple(TreeEnsemble.from_json(s) for s in d["stages"]),
             coverage=TreeEnsemble.from_json(cov) if cov else None,
             cuts=(cuts[0], cuts[1], cuts[2], cuts[3]),
             meta=dict(d.get("meta", {})),
+            keep_bounds=bounds,
         )
 
 

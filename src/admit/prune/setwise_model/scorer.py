@@ -11,7 +11,8 @@ import numpy.typing as npt
 
 from admit.backends.embedders.base import Embedder
 from admit.prune.setwise_model import text as tx
-from admit.prune.setwise_model.coverage import coverage_before, grade_of
+from admit.prune.setwise_model.coverage import coverage_before
+from admit.prune.setwise_model.coverage import grades as grade_list
 from admit.prune.setwise_model.features import Prepared, SetwiseItem, prepare
 from admit.prune.setwise_model.links import LINK_NAMES
 from admit.prune.setwise_model.model import DEFAULT_MODEL_PATH, load_model
@@ -118,7 +119,7 @@ class SetwiseScorer:
         stages = self.model.predict(prep)
         final = stages[-1]
         cov = coverage_before(final, self.model.complete_probs(final, prep.qfeat))
-        grades = [grade_of(float(c), self.model.cuts) for c in cov]
+        grades = grade_list(final, cov, self.model.cuts, self.model.keep_bounds)
         reasons = [_reason(j, prep, stages[0], final, grades[j]) for j in range(prep.n)]
         if prep.ident_hit.any():
             asked = ", ".join(sorted(tx.identifiers(question)))

@@ -99,8 +99,12 @@ def contains_phrase(haystack: str, phrase: str) -> bool:
 
 
 def identifiers(text: str) -> set[str]:
-    """Exact identifiers in a text: letter-digit codes and UPPER_SNAKE names, not ordinals or years."""
-    return {m for m in _IDENT.findall(nfc(text)) if not _ORDINAL.match(m) and len(m) >= 2}
+    """Exact identifiers in a text: letter-digit codes of 4+ characters and UPPER_SNAKE names.
+
+    Not ordinals (``20th``), decades (``1990s``) or short tokens such as ``v5``, ``S3`` or ``WW2``, which
+    name things too loosely for an exact-match rule.
+    """
+    return {m for m in _IDENT.findall(nfc(text)) if not _ORDINAL.match(m) and (len(m) >= 4 or "_" in m)}
 
 
 def identifier_kind(ident: str) -> str:
