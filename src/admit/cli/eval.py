@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from admit.cli import handle_errors
+from admit.cli._common import handle_errors
 
 __all__ = ["eval_cmd", "replay_cmd"]
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import click
 
-from admit.cli import handle_errors
+from admit.cli._common import handle_errors
 from admit.errors import AdmitError, ConfigError, RequestError
 from admit.route import PruneSettings
 from admit.types import Chunk

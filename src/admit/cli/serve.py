@@ -1,29 +1,17 @@
-"""``admit serve`` (HTTP API) and ``admit mcp`` (MCP server), plugged into the ``admit`` command."""
+"""``admit serve`` (HTTP API) and ``admit mcp`` (MCP server): thin wrappers over :mod:`admit.service`."""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 import click
 
-from admit.cli import handle_errors
+from admit.cli._common import handle_errors, open_kb
 from admit.errors import ConfigError, MissingExtraError
 
-__all__ = ["mcp_cmd", "open_kb", "serve_cmd"]
+__all__ = ["mcp_cmd", "serve_cmd"]
 
 logger = logging.getLogger(__name__)
-
-
-def open_kb(path: str | None) -> Any:
-    """Open the knowledge base at ``path`` (``None``: no knowledge base)."""
-    if path is None:
-        return None
-    try:
-        from admit.kb import KnowledgeBase
-    except ImportError as exc:
-        raise MissingExtraError("admit knowledge base dependencies", "kb") from exc
-    return KnowledgeBase(path)
 
 
 @click.command("serve")
@@ -51,7 +39,7 @@ def serve_cmd(kb_path: str | None, host: str, port: int, config_path: str | None
     from admit.service.http import create_app
 
     settings = load_settings(config_path)
-    app = create_app(settings, kb=open_kb(kb_path))
+    app = create_app(settings, kb=open_kb(kb_path) if kb_path else None)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
 
@@ -89,7 +77,7 @@ def mcp_cmd(
     if groups and not tenant:
         raise ConfigError("--group needs --tenant.")
     principal = Principal(tenant=tenant, groups=groups) if tenant else None
-    server = build_mcp_server(settings, kb=open_kb(kb_path), principal=principal)
+    server = build_mcp_server(settings, kb=open_kb(kb_path) if kb_path else None, principal=principal)
     logging.basicConfig(level="WARNING", format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # stderr
     if transport == "stdio":
         server.run("stdio")
