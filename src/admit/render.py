@@ -74,12 +74,19 @@ class EvidenceRenderer:
 
     def envelope(self, chunk: Chunk, text: str, *, excerpt: bool = False) -> str:
         """Render one passage's envelope."""
-        when = chunk.version or (chunk.updated_at.isoformat() if chunk.updated_at else "unknown")
+        # a document version when the source has one; else when it was last updated (registry or file time),
+        # labelled as such: a timestamp is not a version
+        if chunk.version:
+            when = f'version="{_attr(chunk.version)}"'
+        elif chunk.updated_at:
+            when = f'updated="{_attr(chunk.updated_at.isoformat(timespec="seconds"))}"'
+        else:
+            when = 'version="unknown"'
         access = chunk.access.display() if chunk.access else "unknown"
         mark = ' excerpt="anchored"' if excerpt else ""
         head = (
             f'<passage-{self.boundary} id="{_attr(chunk.id)}" source="{_attr(chunk.source_id)}" '
-            f'title="{_attr(chunk.title)}" version="{_attr(when)}" access="{_attr(access)}"{mark}>'
+            f'title="{_attr(chunk.title)}" {when} access="{_attr(access)}"{mark}>'
         )
         return f"{head}\n{clean_text(text).strip()}\n</passage-{self.boundary}>"
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import click
 
+from admit.cli._common import quiet_model_loading
 from admit.cli.eval import eval_cmd, replay_cmd
 from admit.cli.ingest import ingest_cmd
 from admit.cli.pack import pack_cmd, policy_cmd, schema_cmd
@@ -32,7 +33,12 @@ __all__ = ["main"]
 @click.group()
 @click.version_option(package_name="admit")
 def main() -> None:
-    """admit: decide which retrieved evidence a RAG answer gets to see."""
+    """admit: decide which retrieved evidence a RAG answer gets to see.
+
+    One vocabulary on every command: --principal tenant:T[,group:G], --prune [STRATEGY] (none: off),
+    --json for tools. Usage errors exit 2, runtime failures 1.
+    """
+    quiet_model_loading()
 
 
 for _cmd in (

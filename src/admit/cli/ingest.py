@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
 import click
 
-from admit.cli._common import handle_errors, open_kb
+from admit.cli._common import access_option, echo_json, handle_errors, json_option, open_kb, stdout_console
 
 __all__ = ["ingest_cmd"]
 
@@ -14,19 +14,26 @@ __all__ = ["ingest_cmd"]
 @click.command("ingest")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.option("--kb", "kb_path", required=True, envvar="ADMIT_KB", help="Knowledge base file or store URL.")
-@click.option("--tenant", default=None, help="Default tenant (the registry may override per source).")
-@click.option("--groups", default=None, help="Default groups, comma-separated (empty: the whole tenant).")
+@access_option()
+@click.option("--tenant", default=None, hidden=True, help="Deprecated: use --access tenant:T.")
+@click.option("--groups", default=None, hidden=True, help="Deprecated: use --access tenant:T,group:G.")
 @click.option("--authority", type=float, default=None, help="Default authority 0..1.")
 @click.option("--label", default=None, help="Default access label shown in evidence envelopes.")
-@click.option("--registry", type=click.Path(exists=True, dir_okay=False), default=None, help="sources.toml registry.")
+@click.option(
+    "--registry",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="sources.toml registry: tenant, groups, authority, version, ... per source.",
+)
 @click.option("--embedder", default=None, help="minilm (default) or fake[:dim] for tests.")
 @click.option("--max-tokens", type=int, default=350, show_default=True, help="Largest chunk, in cl100k tokens.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
-@click.option("--json", "as_json", is_flag=True, help="Print the ingest report as JSON.")
+@json_option("the ingest report")
 @handle_errors
 def ingest_cmd(
     paths: tuple[str, ...],
     kb_path: str,
+    access: Any,
     tenant: str | None,
     groups: str | None,
     authority: float | None,
@@ -37,9 +44,20 @@ def ingest_cmd(
     progress: bool,
     as_json: bool,
 ) -> None:
-    """Ingest Markdown, HTML and text files (and folders) into a knowledge base."""
+    """Ingest Markdown, HTML and text files (and folders) into a knowledge base.
+
+    Re-ingesting replaces changed chunks, keeps the ids (and embeddings) of unchanged ones and removes the chunks
+    of files gone from an ingested folder.
+    """
     from admit.kb import KnowledgeBase
 
+    group_list: list[str] | None = None
+    if access is not None:
+        if tenant is not None or groups is not None:
+            raise click.UsageError("--access replaces --tenant and --groups; give only --access.")
+        tenant, group_list = access.tenant, list(access.groups)
+    elif groups is not None:
+        group_list = [g.strip() for g in groups.split(",") if g.strip()]
     kb = open_kb(kb_path, embedder)
     assert isinstance(kb, KnowledgeBase)
     kb.max_tokens = max_tokens
@@ -47,7 +65,7 @@ def ingest_cmd(
         rep = kb.ingest(
             list(paths),
             tenant=tenant,
-            groups=None if groups is None else [g.strip() for g in groups.split(",") if g.strip()],
+            groups=group_list,
             authority=authority,
             label=label,
             registry=registry,
@@ -57,13 +75,18 @@ def ingest_cmd(
     finally:
         kb.close()
     if as_json:
-        click.echo(json.dumps({**rep.as_dict(), "kb_chunks": total}, indent=2))
+        echo_json({**rep.as_dict(), "kb_chunks": total})
         return
-    click.echo(
-        f"ingested {rep.files} files into {kb_path}: sources +{rep.sources_added} ~{rep.sources_updated} "
-        f"={rep.sources_unchanged} -{rep.sources_removed}; chunks +{rep.chunks_added} ~{rep.chunks_changed} "
-        f"={rep.chunks_unchanged} -{rep.chunks_removed} ({rep.chunks_embedded} embedded); "
-        f"{total} chunks in the knowledge base; {rep.seconds:.1f}s"
+    console = stdout_console()
+    console.print(
+        f"ingested {rep.files} files into {kb_path} in {rep.seconds:.1f} s\n"
+        f"  sources: {rep.sources_added} added, {rep.sources_updated} updated, "
+        f"{rep.sources_unchanged} unchanged, {rep.sources_removed} removed\n"
+        f"  chunks:  {rep.chunks_added} added, {rep.chunks_changed} changed, {rep.chunks_unchanged} unchanged, "
+        f"{rep.chunks_removed} removed; {rep.chunks_written} written, {rep.chunks_embedded} embedded\n"
+        f"  the knowledge base now holds {total} chunks",
+        highlight=False,
+        markup=False,
     )
     for path, err in rep.errors:
         click.echo(f"  error: {path}: {err}", err=True)

@@ -2,81 +2,110 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
-from admit.cli._common import handle_errors, read_json
+from admit.cli._common import (
+    check_question,
+    echo_json,
+    handle_errors,
+    json_option,
+    policy_option,
+    prune_option,
+    read_json,
+    stdout_console,
+    trace_file_option,
+)
 
 __all__ = ["pack_cmd", "policy_cmd", "schema_cmd"]
 
 
 @click.command("pack")
 @click.argument("request", type=click.Path(allow_dash=True))
+@policy_option()
+@prune_option(default_help="Default: the request's `prune`, else the policy's (the shipped policy prunes nothing).")
 @click.option(
-    "--policy",
-    "policy_path",
-    type=click.Path(exists=True, dir_okay=False),
-    envvar="ADMIT_POLICY",
-    help="Policy TOML (default: the shipped one).",
+    "--reranker",
+    default=None,
+    help="Reorder the candidates with: retriever (their own scores; default), bm25, dense (MiniLM) or hybrid.",
 )
-@click.option("--prune", "strategy", default=None, help="Pruning strategy (setwise, top_n, ..., none).")
-@click.option("--reranker", default=None, help="retriever (default), bm25, dense, hybrid.")
-@click.option(
-    "--trace-file",
-    type=click.Path(dir_okay=False),
-    envvar="ADMIT_TRACE_FILE",
-    help="Append the trace record to this JSONL file.",
-)
-@click.option("--human", is_flag=True, help="Readable output instead of JSON.")
+@trace_file_option()
+@click.option("--human", is_flag=True, help="A readable view: admitted passages and every candidate's fate.")
+@json_option("the result (the default)")
 @handle_errors
 def pack_cmd(
     request: str,
     policy_path: str | None,
-    strategy: str | None,
+    prune: str | None,
     reranker: str | None,
     trace_file: str | None,
     human: bool,
+    as_json: bool,
 ) -> None:
-    """Admit evidence for REQUEST (a JSON file, or - for stdin) and print the result as JSON."""
+    """Admit evidence for REQUEST (a JSON file, or - for stdin) and print the result as JSON.
+
+    The request holds the question, the principal, the target model's input limit and the candidates; its
+    schema is `admit schema`, an example is examples/request.json.
+    """
+    if human and as_json:
+        raise click.UsageError("--human and --json exclude each other.")
     from admit.pipeline import Pipeline
     from admit.schema import parse_pack_request
     from admit.trace import JsonlSink
 
     req = parse_pack_request(read_json(request))
-    if strategy is not None:
+    if prune is not None:
         from dataclasses import replace
 
-        req = replace(req, prune=strategy)
+        req = replace(req, prune=prune)
     pipe = Pipeline(policies=policy_path, reranker=reranker, sink=JsonlSink(trace_file) if trace_file else None)
     res = pipe.pack(req)
     if human:
-        from admit.report_text import render_human
+        from admit.cli._human import print_result
 
-        click.echo(render_human(res))
+        print_result(res, stdout_console())
     else:
-        click.echo(json.dumps(res.as_dict(), ensure_ascii=False, indent=2, default=str))
+        echo_json(res.as_dict())
 
 
 @click.command("schema")
-def schema_cmd() -> None:
+@json_option("the schema (JSON either way)")
+def schema_cmd(as_json: bool) -> None:
     """Print the JSON Schema of the pack request."""
     from admit.schema import PackRequestModel
 
-    click.echo(json.dumps(PackRequestModel.model_json_schema(), indent=2))
+    echo_json(PackRequestModel.model_json_schema())
 
 
 @click.command("policy")
 @click.argument("question")
-@click.option("--policy", "policy_path", type=click.Path(exists=True, dir_okay=False), envvar="ADMIT_POLICY")
+@policy_option()
+@json_option("the route and the whole policy")
 @handle_errors
-def policy_cmd(question: str, policy_path: str | None) -> None:
+def policy_cmd(question: str, policy_path: str | None, as_json: bool) -> None:
     """Show which query class and policy QUESTION gets, and the cue that chose it."""
     from dataclasses import asdict
 
     from admit.route import load_policy_set
 
+    check_question(question)
     ps = load_policy_set(policy_path)
     route = ps.classify(question)
-    pol = asdict(ps.policy(route.query_class))
-    click.echo(json.dumps({"route": route.as_dict(), "policy": pol}, indent=2, default=str))
+    pol = ps.policy(route.query_class)
+    if as_json:
+        echo_json({"route": route.as_dict(), "policy": asdict(pol)})
+        return
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = stdout_console()
+    r = route.as_dict()
+    console.print(
+        f"query class [bold]{escape(str(r.get('query_class')))}[/] (cue: {escape(repr(r.get('cue')))}); "
+        f"policy version {escape(str(ps.version))}"
+    )
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column("setting", style="bold")
+    table.add_column("value")
+    for key, value in asdict(pol).items():
+        table.add_row(key, escape(str(value)))
+    console.print(table)

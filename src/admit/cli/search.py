@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import click
 
-from admit.backends.tokenizers import resolve_tokenizer
-from admit.cli._common import handle_errors, open_kb
+from admit.cli._common import (
+    check_question,
+    check_strategy,
+    echo_json,
+    handle_errors,
+    json_option,
+    open_kb,
+    policy_option,
+    principal_option,
+    prune_option,
+    stdout_console,
+    trace_file_option,
+)
 from admit.errors import ConfigError
 
 __all__ = ["search_cmd"]
@@ -28,25 +39,27 @@ def _parse_date(value: str | None) -> datetime | None:
 @click.command("search")
 @click.argument("question")
 @click.option("--kb", "kb_path", required=True, envvar="ADMIT_KB", help="Knowledge base file or store URL.")
-@click.option("--principal", required=True, envvar="ADMIT_PRINCIPAL", help="tenant:T[,group:G...]")
-@click.option("--prune/--no-prune", default=None, help="Prune with setwise / not at all (default: the policy's).")
-@click.option("--strategy", default=None, help="A pruning strategy by name (overrides --prune).")
+@principal_option()
+@prune_option(default_help="Default: the policy's (the shipped policy prunes nothing).")
+@click.option("--no-prune", "no_prune", is_flag=True, hidden=True, help="Deprecated: use --prune none.")
+@click.option("--strategy", default=None, hidden=True, help="Deprecated: use --prune STRATEGY.")
 @click.option("--model", default="gpt-4o", show_default=True, help="Target model (its tokenizer counts the budget).")
 @click.option("--input-limit", type=int, default=16_000, show_default=True, help="Target model input limit.")
-@click.option("--policy", "policy_path", type=click.Path(exists=True, dir_okay=False), envvar="ADMIT_POLICY")
+@policy_option()
 @click.option("-k", "--candidates", type=int, default=None, help="Candidates to retrieve (default: the policy's).")
 @click.option("--language", "languages", multiple=True, help="Only chunks in this language (repeatable).")
 @click.option("--updated-after", default=None, help="Only chunks modified on or after this ISO date.")
 @click.option("--embedder", default=None, help="Override the embedder the KB was built with.")
-@click.option("--trace-file", type=click.Path(dir_okay=False), envvar="ADMIT_TRACE_FILE")
+@trace_file_option()
 @click.option("--show-prompt", is_flag=True, help="Also print the rendered evidence block.")
-@click.option("--json", "as_json", is_flag=True, help="JSON output for tools.")
+@json_option()
 @handle_errors
 def search_cmd(
     question: str,
     kb_path: str,
-    principal: str,
-    prune: bool | None,
+    principal: Any,
+    prune: str | None,
+    no_prune: bool,
     strategy: str | None,
     model: str,
     input_limit: int,
@@ -60,16 +73,21 @@ def search_cmd(
     as_json: bool,
 ) -> None:
     """Retrieve, rerank, dedupe, prune and pack evidence for QUESTION from a knowledge base."""
-    from pathlib import Path
+    check_question(question)
+    given = [n for n, v in (("--prune", prune), ("--strategy", strategy), ("--no-prune", no_prune or None)) if v]
+    if len(given) > 1:
+        raise click.UsageError(f"{' and '.join(given)} exclude each other; use --prune STRATEGY (or none).")
+    if strategy is not None:
+        prune = check_strategy(strategy)
+    elif no_prune:
+        prune = "none"
+    filters_dates = _parse_date(updated_after)
 
-    from admit.kb import KnowledgeBase, SearchFilters, parse_principal
-    from admit.report_text import render_human
+    from admit.backends.tokenizers import resolve_tokenizer
+    from admit.kb import KnowledgeBase, SearchFilters
 
-    if "://" not in kb_path and kb_path != ":memory:" and not Path(kb_path).expanduser().is_file():
-        raise ConfigError(f"Knowledge base {kb_path!r} does not exist; create it with `admit ingest ... --kb`.")
-    who = parse_principal(principal)
-    filters = SearchFilters(languages=tuple(languages) or None, updated_after=_parse_date(updated_after))
-    kb = open_kb(kb_path, embedder)
+    filters = SearchFilters(languages=tuple(languages) or None, updated_after=filters_dates)
+    kb = open_kb(kb_path, embedder, must_exist=True)
     assert isinstance(kb, KnowledgeBase)
     try:
         pipeline = None
@@ -89,8 +107,8 @@ def search_cmd(
         load_ms = (time.perf_counter() - t_load) * 1000
         res = kb.search(
             question,
-            who,
-            prune=strategy if strategy else prune,
+            principal,
+            prune=prune,
             model=model,
             input_limit=input_limit,
             policy=policy_path,
@@ -101,17 +119,24 @@ def search_cmd(
     finally:
         kb.close()
     if as_json:
-        click.echo(json.dumps(res.as_dict(), ensure_ascii=False, indent=2, default=str))
+        echo_json(res.as_dict())
         return
+    from rich.markup import escape
+
+    from admit.cli._human import print_result
+
+    console = stdout_console()
     r = res.trace.get("retrieval", {})
     lat = res.trace.get("latency_ms", {})
-    click.echo(
-        f"retrieved {r.get('returned')} of k={r.get('k')} readable chunks for tenant {who.tenant} "
+    console.print(
+        f"retrieved {r.get('returned')} of k={r.get('k')} readable chunks for tenant {escape(principal.tenant)} "
         f"(lexical {r.get('lexical')}, vector {r.get('vector')}, both {r.get('both')}) in "
         f"{lat.get('embed_query', 0) + lat.get('retrieve', 0):.1f} ms"
     )
-    click.echo(render_human(res))
-    click.echo(f"model load (before the request): {load_ms:.0f} ms")
-    click.echo("latency ms: " + ", ".join(f"{k} {v:.1f}" for k, v in lat.items() if isinstance(v, int | float)))
+    print_result(res, console)
+    console.print(f"[dim]model load (before the request): {load_ms:.0f} ms[/]")
+    console.print(
+        "[dim]latency ms: " + ", ".join(f"{k} {v:.1f}" for k, v in lat.items() if isinstance(v, int | float)) + "[/]"
+    )
     if show_prompt:
-        click.echo("\n" + res.prompt)
+        console.print("\n" + res.prompt, markup=False, highlight=False)
