@@ -210,10 +210,8 @@ def prune_option(*, default_help: str, default: str | None = None, multiple: boo
         f"{default_help}"
     )
     if multiple:
-        return click.option(  # type: ignore[return-value]
-            "--prune", "prune", multiple=True, metavar="STRATEGY", callback=check, help=help_text
-        )
-    return click.option(  # type: ignore[return-value]
+        return click.option("--prune", "prune", multiple=True, metavar="STRATEGY", callback=check, help=help_text)
+    return click.option(
         "--prune",
         "prune",
         is_flag=False,
@@ -238,7 +236,7 @@ def _parse_principal(_ctx: click.Context, param: click.Parameter, value: str | N
 
 def principal_option(*, required: bool = True, extra_help: str = "") -> Callable[[F], F]:
     """``--principal tenant:T[,group:G...]`` (dest ``principal``, a :class:`~admit.types.Principal`)."""
-    return click.option(  # type: ignore[return-value]
+    return click.option(
         "--principal",
         "principal",
         required=required,
@@ -251,7 +249,7 @@ def principal_option(*, required: bool = True, extra_help: str = "") -> Callable
 
 def access_option() -> Callable[[F], F]:
     """``--access tenant:T[,group:G...]`` (dest ``access``): who may read ingested documents, same syntax."""
-    return click.option(  # type: ignore[return-value]
+    return click.option(
         "--access",
         "access",
         default=None,
@@ -264,12 +262,12 @@ def access_option() -> Callable[[F], F]:
 
 def json_option(what: str = "the result") -> Callable[[F], F]:
     """``--json`` (dest ``as_json``): print the result as JSON on stdout."""
-    return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON on stdout (for tools).")  # type: ignore[return-value]
+    return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON on stdout (for tools).")
 
 
 def policy_option(*, required: bool = False, what: str = "Policy TOML") -> Callable[[F], F]:
     """``--policy FILE`` (dest ``policy_path``)."""
-    return click.option(  # type: ignore[return-value]
+    return click.option(
         "--policy",
         "policy_path",
         required=required,
@@ -281,7 +279,7 @@ def policy_option(*, required: bool = False, what: str = "Policy TOML") -> Calla
 
 def trace_file_option() -> Callable[[F], F]:
     """``--trace-file FILE`` (dest ``trace_file``)."""
-    return click.option(  # type: ignore[return-value]
+    return click.option(
         "--trace-file",
         type=click.Path(dir_okay=False),
         envvar="ADMIT_TRACE_FILE",

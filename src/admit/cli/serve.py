@@ -7,7 +7,8 @@ readiness, the tools) lives in :mod:`admit.service`.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
@@ -18,10 +19,12 @@ __all__ = ["mcp_cmd", "serve_cmd"]
 
 logger = logging.getLogger(__name__)
 
+F = TypeVar("F", bound=Callable[..., Any])
+
 _LOG_LEVELS = click.Choice(["debug", "info", "warning", "error"])
 
 
-def _kb_option(what: str) -> Any:
+def _kb_option(what: str) -> Callable[[F], F]:
     return click.option(
         "--kb",
         "kb_path",
@@ -31,7 +34,7 @@ def _kb_option(what: str) -> Any:
     )
 
 
-def _config_option(what: str) -> Any:
+def _config_option(what: str) -> Callable[[F], F]:
     return click.option(
         "--config",
         "config_path",
