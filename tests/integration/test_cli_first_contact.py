@@ -83,6 +83,8 @@ def test_missing_request_file_is_a_clean_error(tmp_path: Path) -> None:
         (("ingest", "missing-folder", "--kb", "x.kb"), "missing-folder"),
         (("search", QUESTION, "--kb", "missing.kb", "--principal", "tenant:acme"), "does not exist"),
         (("pack", str(EXAMPLE), "--policy", "missing.toml"), "missing.toml"),
+        (("serve", "--kb", "missing.kb", "--port", "0"), "does not exist"),
+        (("mcp", "--kb", "missing.kb", "--principal", "tenant:acme"), "does not exist"),
         (("search", QUESTION, "--kb", "missing.kb", "--principal", "acme"), "--principal"),
         (("pack", str(EXAMPLE), "--prune", "bogus"), "unknown strategy 'bogus'"),
         (("prune", "--input", "-", "--output", "-", "--prune", "bogus"), "unknown strategy 'bogus'"),

@@ -4,8 +4,9 @@ One vocabulary across commands:
 
 * ``--principal tenant:T[,group:G...]``: who asks (``search``, ``mcp``); ingest's ``--access`` takes the same syntax.
 * ``--prune [STRATEGY]``: prune with STRATEGY (``setwise``, ``graded``, ..., or ``none`` for no pruning); a bare
-  ``--prune`` means ``setwise``. Without it each command keeps its surface's default (see ``PRUNE_DEFAULTS``).
-* ``--json``: the result as one JSON document on stdout, for tools; without it, a human view.
+  ``--prune`` means ``setwise``. Without it each command keeps its surface's default (README, "Pruning by default").
+* ``--json``: the result as one JSON document on stdout, for tools; without it, a human view (``pack`` prints
+  JSON unless ``--human``: it is JSON in, JSON out).
 * ``--policy FILE``, ``--trace-file FILE``: the same on every command that has them.
 
 Errors become one clean line on stderr, once, in :func:`handle_errors`: a caller mistake (bad option, missing
@@ -28,7 +29,6 @@ from admit.errors import AdmitError, AuthorizationError, ConfigError, MissingExt
 
 __all__ = [
     "DEFAULT_STRATEGY",
-    "PRUNE_DEFAULTS",
     "access_option",
     "check_question",
     "check_strategy",
@@ -41,7 +41,6 @@ __all__ = [
     "prune_option",
     "quiet_model_loading",
     "read_json",
-    "stderr_console",
     "stdout_console",
     "trace_file_option",
 ]
@@ -50,16 +49,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_STRATEGY = "setwise"
 """The strategy a bare ``--prune`` names: the embedded CPU pruner (no LLM, no network)."""
-
-PRUNE_DEFAULTS = {
-    "library": "opt-in: the policy's strategy, `none` in the shipped policy",
-    "pack": "opt-in (the policy's strategy; the shipped policy prunes nothing)",
-    "search": "opt-in (the policy's strategy; the shipped policy prunes nothing)",
-    "http /v1/search": "opt-in (`prune: true`)",
-    "mcp search_knowledge_base": "on (setwise), as for agents",
-    "prune, /v1/prune, mcp prune_context": "always (setwise unless named)",
-}
-"""Whether each surface prunes when the caller says nothing (README, "Pruning by default")."""
 
 # errors of a path the caller named: a usage mistake, not a runtime failure
 _USAGE_ERRNOS = {errno.ENOENT, errno.EISDIR, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.ENAMETOOLONG}
@@ -168,13 +157,6 @@ def stdout_console() -> Any:
 
     # a terminal's own width; a pipe or file gets wide lines rather than folded tables
     return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
-
-
-def stderr_console() -> Any:
-    """A rich console on stderr, for notes and progress."""
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False)
 
 
 # -- options -------------------------------------------------------------------------------------------------
