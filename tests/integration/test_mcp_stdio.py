@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -52,6 +53,7 @@ def _run(kb: Path, cfg: Path, fn: Callable[[ClientSession], Awaitable[Any]], *ex
             "TRANSFORMERS_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
             "PATH": "/usr/bin:/bin",
+            **{k: v for k, v in os.environ.items() if k == "PYTHONPATH"},  # a checkout run with PYTHONPATH=src
         },
     )
 
