@@ -41,7 +41,7 @@ def _run(args: list[str]) -> tuple[float, dict]:
     if proc.returncode != 0:
         sys.stderr.write(proc.stderr)
         raise SystemExit(f"admit eval failed ({proc.returncode})")
-    paths = json.loads(proc.stdout.strip().splitlines()[-1])
+    paths = json.loads(proc.stdout)["paths"]
     return dt, json.loads(Path(paths["metrics"]).read_text())
 
 
@@ -69,14 +69,15 @@ def main() -> None:
             "--cache",
             cache,
             "--no-progress",
+            "--json",
             "--workers",
             str(a.workers),
         ]
         if a.limit:
             common += ["--limit", str(a.limit)]
-        cold_s, cold = _run([*common, "--strategy", strategy, "--out", str(Path(tmp) / "cold")])
-        warm_s, warm = _run([*common, "--strategy", strategy, "--out", str(Path(tmp) / "warm")])
-        base_s, base = _run([*common, "--strategy", "top_n", "--out", str(Path(tmp) / "top_n")])
+        cold_s, cold = _run([*common, "--prune", strategy, "--out", str(Path(tmp) / "cold")])
+        warm_s, warm = _run([*common, "--prune", strategy, "--out", str(Path(tmp) / "warm")])
+        base_s, base = _run([*common, "--prune", "top_n", "--out", str(Path(tmp) / "top_n")])
     n = cold["questions"]
 
     def best(m: dict) -> str:

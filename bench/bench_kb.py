@@ -165,7 +165,7 @@ def bench_e2e(queries: int) -> None:
         t_load = time.perf_counter() - t0
         rep = kb.ingest([docs], registry=ROOT / "examples" / "sources.toml")
         print(
-            f"ingest with MiniLM (model load {t_load:.1f}s apart): {rep.chunks_total} chunks from {rep.files} files "
+            f"ingest with MiniLM (model load {t_load:.1f}s apart): {rep.chunks_written} chunks from {rep.files} files "
             f"in {rep.seconds:.2f}s = {rep.chunks_per_second:.1f} chunks/s"
         )
         who = parse_principal("tenant:acme")

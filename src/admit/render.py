@@ -113,7 +113,13 @@ class EvidenceRenderer:
     @staticmethod
     def attributes(chunk: Chunk) -> tuple[str, str, str, str, str]:
         """The five attribute values of a chunk's envelope, as rendered."""
-        when = chunk.version or (chunk.updated_at.isoformat() if chunk.updated_at else "unknown")
+        # a document version when the source has one; else when it was last updated (registry or file time)
+        if chunk.version:
+            when = chunk.version
+        elif chunk.updated_at:
+            when = chunk.updated_at.isoformat(timespec="seconds")
+        else:
+            when = "unknown"
         access = chunk.access.display() if chunk.access else "unknown"
         return (
             clean_attr(chunk.id),
@@ -126,9 +132,11 @@ class EvidenceRenderer:
     def envelope(self, chunk: Chunk, text: str, *, excerpt: bool = False) -> str:
         """Render one passage's envelope."""
         cid, source, title, when, access = self.attributes(chunk)
+        # a timestamp is not a version: without one, the envelope says when the source was last updated
+        label = "version" if chunk.version or not chunk.updated_at else "updated"
         mark = ' excerpt="anchored"' if excerpt else ""
         head = (
-            f'<passage-{self.boundary} id="{cid}" source="{source}" title="{title}" version="{when}" '
+            f'<passage-{self.boundary} id="{cid}" source="{source}" title="{title}" {label}="{when}" '
             f'access="{access}"{mark}>'
         )
         return f"{head}\n{clean_text(text).strip()}\n</passage-{self.boundary}>"

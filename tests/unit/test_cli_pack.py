@@ -60,10 +60,14 @@ def test_malformed_request_names_the_field_and_exits_2():
     assert res.exit_code == 2 and "candidates[8].id" in res.output
 
 
-def test_human_output_lists_ids_and_drop_counts():
+def test_human_output_lists_admitted_passages_and_every_candidates_fate():
     res = CliRunner().invoke(main, ["pack", str(EXAMPLE), "--human"])
     assert res.exit_code == 0
-    assert "[troubleshooting#e4012]" in res.output and "dropped:" in res.output and "acl 2" in res.output
+    assert "[troubleshooting#e4012]" in res.output
+    rows = {ln.split()[0]: ln.split() for ln in res.output.splitlines() if ln.split()}
+    assert rows["globex#e4012"][1:4] == ["dropped", "authorize", "acl"]
+    assert rows["kb-mirror#e4012"][1:4] == ["dropped", "dedupe", "duplicate"]
+    assert rows["troubleshooting#e4012"][1:4] == ["admitted", "pack", "admitted"]
 
 
 def test_schema_command_prints_json_schema():
@@ -73,7 +77,7 @@ def test_schema_command_prints_json_schema():
 
 
 def test_policy_command_shows_class_and_cue():
-    res = CliRunner().invoke(main, ["policy", "Compare A vs B"])
+    res = CliRunner().invoke(main, ["policy", "Compare A vs B", "--json"])
     assert json.loads(res.output)["route"]["query_class"] == "comparison"
 
 

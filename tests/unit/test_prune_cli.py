@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from admit.cli import main
-from admit.prune.cli import parse_set_options
+from admit.cli.prune import parse_set_options
 
 RECORDS = [
     {

@@ -532,13 +532,15 @@ class IngestReport:
     chunks_changed: int = 0
     """Chunks whose id stayed but whose text changed."""
     chunks_unchanged: int = 0
-    """Chunks kept as they were (their embedding reused), in updated sources."""
+    """Chunks kept as they were: all of an unchanged source's, and the unchanged ones of an updated source."""
     chunks_removed: int = 0
     """Chunks deleted (gone from an updated source, or of a removed source)."""
     chunks_embedded: int = 0
     """Chunks the embedder had to encode."""
-    chunks_total: int = 0
-    """Chunks written by this run."""
+    chunks_written: int = 0
+    """Chunks this run stored: every chunk of an added or updated source (unchanged ones keep their embedding).
+
+    ``chunks_added + chunks_changed + chunks_unchanged`` is the number of chunks the files read now have."""
     skipped: tuple[str, ...] = ()
     """Files skipped (unsupported format)."""
     refused_links: tuple[str, ...] = ()
@@ -551,7 +553,7 @@ class IngestReport:
     @property
     def chunks_per_second(self) -> float:
         """Written chunks per second."""
-        return self.chunks_total / self.seconds if self.seconds > 0 else 0.0
+        return self.chunks_written / self.seconds if self.seconds > 0 else 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -663,7 +665,7 @@ def ingest_paths(
             "chunks_unchanged",
             "chunks_removed",
             "chunks_embedded",
-            "chunks_total",
+            "chunks_written",
         ),
         0,
     )
@@ -733,12 +735,13 @@ def ingest_paths(
                 old_src = existing.get(key_src)
                 if old_src is not None and old_src.ingest_key == ingest_key and old_src.origin == str(f):
                     counts["sources_unchanged"] += 1
+                    counts["chunks_unchanged"] += old_src.chunks
                     continue
                 n = _ingest_one(
                     store, embedder, doc, f, st, fmt, content_hash, ingest_key, tok, max_tokens, batch_size, counts
                 )
                 counts["sources_updated" if old_src is not None else "sources_added"] += 1
-                counts["chunks_total"] += n
+                counts["chunks_written"] += n
             except ConfigError:
                 raise
             except (OSError, ValueError) as exc:

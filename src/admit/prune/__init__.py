@@ -1,6 +1,6 @@
 """Prune: drop the chunks the answer does not need, keep every one it does (bridges included).
 
-Strategies (select by name): ``setwise`` (the embedded CPU default), ``graded`` (listwise LLM, five-level
+Strategies (select by name): ``setwise`` (the embedded CPU strategy), ``graded`` (listwise LLM, five-level
 rubric), ``select``, ``budget_select``, ``anchors``, and the baselines ``top_n`` and ``score_threshold``.
 """
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from pathlib import Path
@@ -10,7 +9,15 @@ from typing import Any
 
 import click
 
-from admit.cli import handle_errors
+from admit.cli._common import (
+    DEFAULT_STRATEGY,
+    check_strategy,
+    echo_json,
+    handle_errors,
+    json_option,
+    prune_option,
+    stdout_console,
+)
 
 __all__ = ["eval_cmd", "replay_cmd"]
 
@@ -63,17 +70,31 @@ class _Progress:
             self._p.stop()
 
 
-def _summary_table(run: Any) -> None:
-    from rich.console import Console
+def _prices_note(prices: Any, path: str | None) -> str:
+    """Which prices ``net $/q`` used: the defaults (named) or the file's."""
+    p = prices.as_dict()
+    where = f"prices from {path}" if path else "default prices (gpt-4o generator, gpt-4o-mini LLM pruner)"
+    extra = ""
+    if p.get("pruner_per_call") or p.get("pruner_per_cpu_second"):
+        extra = f", ${p['pruner_per_call']:g}/call, ${p['pruner_per_cpu_second']:g}/CPU s"
+    return (
+        f"net $/q = pruner cost - generator input saved, at {where}: generator input "
+        f"${p['generator_input_per_mtok']:g}/1M tokens, LLM pruner ${p['pruner_input_per_mtok']:g} in / "
+        f"${p['pruner_output_per_mtok']:g} out per 1M{extra}; --prices FILE sets your own. Negative is a saving."
+    )
+
+
+def _summary_table(run: Any, prices_note: str, console: Any) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
-    t = Table(title=f"{len(run.records)} questions, reranker {run.reranker}")
+    t = Table(title=f"{len(run.records)} questions, reranker {run.reranker}", caption=escape(prices_note))
     for col in ("configuration", "chunk comp", "token comp", "recall", "chunk recall", "p50 ms", "net $/q"):
         t.add_column(col, justify="left" if col == "configuration" else "right")
     for c in run.configs:
         m = run.metrics[c.name]["overall"]
         t.add_row(
-            c.name,
+            escape(c.name),
             f"{m['chunk_compression']:.3f}",
             f"{m['token_compression']:.3f}",
             f"{m['retained_recall']:.3f}",
@@ -81,7 +102,7 @@ def _summary_table(run: Any) -> None:
             f"{m['latency_ms_p50']:.2f}",
             f"{m['net_cost_change_per_query_usd']:+.6f}",
         )
-    Console(stderr=True, width=140).print(t)
+    console.print(t)
 
 
 @click.command("eval")
@@ -94,14 +115,11 @@ def _summary_table(run: Any) -> None:
     help="Labelled JSONL file(s) or folder(s); repeat, or list several after one --data.",
 )
 @click.argument("more_data", nargs=-1, type=click.Path(exists=True))
-@click.option(
-    "--strategy",
-    "strategies",
+@prune_option(
     multiple=True,
-    default=("setwise",),
-    show_default=True,
-    help="Strategy to evaluate (repeatable), or `all` (CPU strategies; LLM ones with --llm-base-url).",
+    default_help="Repeatable; `all` for every CPU strategy (and the LLM ones with --llm-base-url). Default: setwise.",
 )
+@click.option("--strategy", "strategies", multiple=True, hidden=True, help="Deprecated: use --prune STRATEGY.")
 @click.option(
     "--sweep",
     "sweeps",
@@ -155,11 +173,13 @@ def _summary_table(run: Any) -> None:
     show_default=True,
     help="Compression on the plot's x axis.",
 )
-@click.option("--progress/--no-progress", default=True, help="Show a progress bar.")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
+@json_option("the output paths and every configuration's overall metrics")
 @handle_errors
 def eval_cmd(
     data: tuple[str, ...],
     more_data: tuple[str, ...],
+    prune: tuple[str, ...] | None,
     strategies: tuple[str, ...],
     sweeps: tuple[str, ...],
     params: tuple[str, ...],
@@ -177,8 +197,12 @@ def eval_cmd(
     policy_path: str | None,
     x_axis: str,
     progress: bool,
+    as_json: bool,
 ) -> None:
     """Evaluate pruning strategies on labelled data; write metrics.json, pareto.png and report.html to --out."""
+    if prune and strategies:
+        raise click.UsageError("--prune and --strategy exclude each other; use --prune STRATEGY.")
+    strategies = prune or tuple(s if s == "all" else check_strategy(s) for s in strategies) or (DEFAULT_STRATEGY,)
     from admit.eval.cache import default_cache_dir
     from admit.eval.dataset import expand_paths, load_datasets
     from admit.eval.engine import make_engine
@@ -197,10 +221,11 @@ def eval_cmd(
     )
     for n in notes:
         click.echo(f"note: {n}", err=True)
+    prices = PriceTable.load(prices_path)
     options = EvalOptions(
         reranker=reranker,
         generator_model=generator_model,
-        prices=PriceTable.load(prices_path),
+        prices=prices,
         cache=None if no_cache else (cache_dir or default_cache_dir()),
         pruner_options=opts,
         policy=policy_path,
@@ -211,15 +236,30 @@ def eval_cmd(
         run = run_eval(records, configs, options, engine=eng, progress=bar)
     run.notes[:0] = notes
     paths = write_outputs(run, out_dir, axis=x_axis)  # type: ignore[arg-type]
-    _summary_table(run)
     for n in run.notes[len(notes) :]:
         click.echo(f"note: {n}", err=True)
-    click.echo(
+    done = (
         f"{run.computed} gradings computed, {run.cached} cached, {run.scores_computed} records reranked; "
-        f"{run.seconds:.1f} s",
-        err=True,
+        f"{run.seconds:.1f} s"
     )
-    click.echo(json.dumps({k: str(v) for k, v in paths.items()}))
+    note = _prices_note(prices, prices_path)
+    if as_json:
+        click.echo(done, err=True)
+        echo_json(
+            {
+                "paths": {k: str(v) for k, v in paths.items()},
+                "questions": len(run.records),
+                "reranker": run.reranker,
+                "prices": {"source": prices_path or "default", **prices.as_dict()},
+                "configs": {c.name: run.metrics[c.name]["overall"] for c in run.configs},
+            }
+        )
+        return
+    console = stdout_console()
+    _summary_table(run, note, console)
+    console.print(done, highlight=False)
+    for k, v in paths.items():
+        console.print(f"{k}: {v}", highlight=False, markup=False)
 
 
 @click.command("replay")
@@ -232,6 +272,7 @@ def eval_cmd(
 @click.option("--prices", "prices_path", type=click.Path(exists=True, dir_okay=False), help="Price table.")
 @click.option("--llm-base-url", default=None, envvar="ADMIT_LLM_BASE_URL", help="Endpoint for LLM strategies.")
 @click.option("--llm-model", default=None, envvar="ADMIT_LLM_MODEL", help="Model for LLM strategies.")
+@json_option("the output paths and the replay summary")
 @handle_errors
 def replay_cmd(
     traces: str,
@@ -241,6 +282,7 @@ def replay_cmd(
     prices_path: str | None,
     llm_base_url: str | None,
     llm_model: str | None,
+    as_json: bool,
 ) -> None:
     """Shadow-replay logged requests under a new policy and report the diff.
 
@@ -255,16 +297,25 @@ def replay_cmd(
         if llm_model:
             opts["llm_model"] = llm_model
     t0 = time.perf_counter()
-    report = replay_file(
-        traces, policy_path, reranker=reranker, pruner_options=opts, prices=PriceTable.load(prices_path)
-    )
+    prices = PriceTable.load(prices_path)
+    report = replay_file(traces, policy_path, reranker=reranker, pruner_options=opts, prices=prices)
     paths = write_replay(report, Path(out_dir))
     s = report.summary
+    if as_json:
+        echo_json(
+            {
+                "paths": {k: str(v) for k, v in paths.items()},
+                "summary": s,
+                "prices": {"source": prices_path or "default", **prices.as_dict()},
+            }
+        )
+        return
+    where = f"prices from {prices_path}" if prices_path else "default prices (gpt-4o generator input)"
     click.echo(
         f"{s['requests']} requests replayed ({s['in_rollout']} in rollout, kill switch "
         f"{'on' if s['kill_switch'] else 'off'}): {s['changed']} changed, {s['lost_evidence']} lose previously "
         f"admitted evidence; evidence tokens {s['old_evidence_tokens']} -> {s['new_evidence_tokens']}; "
-        f"est. cost change {s['est_cost_change_usd']:+.6f} USD; {time.perf_counter() - t0:.1f} s",
-        err=True,
+        f"est. cost change {s['est_cost_change_usd']:+.6f} USD at {where}; {time.perf_counter() - t0:.1f} s"
     )
-    click.echo(json.dumps({k: str(v) for k, v in paths.items()}))
+    for k, v in paths.items():
+        click.echo(f"{k}: {v}")

@@ -15,12 +15,12 @@ import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import click
 
-from admit.cli import handle_errors
+from admit.cli._common import DEFAULT_STRATEGY, check_strategy, echo_json, handle_errors, json_option, prune_option
 from admit.errors import AdmitError, ConfigError, RequestError
 from admit.route import PruneSettings
 from admit.types import Chunk
@@ -138,12 +138,8 @@ def _default_reranker() -> Any:
     type=click.Path(allow_dash=True, dir_okay=False),
     help="JSONL output, one line per input line (- for stdout).",
 )
-@click.option(
-    "--strategy",
-    default="setwise",
-    show_default=True,
-    help="setwise, graded, select, budget_select, anchors, top_n, score_threshold.",
-)
+@prune_option(default_help="Default: setwise (this command always prunes).")
+@click.option("--strategy", default=None, hidden=True, help="Deprecated: use --prune STRATEGY.")
 @click.option(
     "--set",
     "sets",
@@ -171,11 +167,13 @@ def _default_reranker() -> Any:
 @click.option(
     "--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Records pruned concurrently."
 )
+@json_option("a summary of the run (records, kept, fallbacks, tokens)")
 @handle_errors
 def prune_cmd(
     input_path: str,
     output_path: str,
-    strategy: str,
+    prune: str | None,
+    strategy: str | None,
     sets: tuple[str, ...],
     llm_spec: str | None,
     llm_base_url: str | None,
@@ -184,8 +182,17 @@ def prune_cmd(
     cache_path: str | None,
     reranker: str | None,
     workers: int,
+    as_json: bool,
 ) -> None:
     """Prune the candidates of every record in --input and write the decisions to --output."""
+    if prune is not None and strategy is not None:
+        raise click.UsageError("--prune and --strategy exclude each other; use --prune STRATEGY.")
+    strategy = prune or (check_strategy(strategy) if strategy else DEFAULT_STRATEGY)
+    if strategy == "none":
+        raise click.UsageError("admit prune needs a strategy; --prune none would keep everything.")
+    if as_json and output_path == "-":
+        raise click.UsageError("--json prints a summary on stdout; write the records to a file with --output.")
+    t_run = time.perf_counter()
     from admit.backends.rerankers import resolve_reranker
     from admit.prune import resolve_pruner, run_pruner
     from admit.prune.llm_strategies import LLM_STRATEGIES
@@ -243,19 +250,67 @@ def prune_cmd(
             "notes": list(outcome.notes),
         }
 
+    summary = _Summary(strategy=strategy, output=output_path)
     out = sys.stdout if output_path == "-" else open(output_path, "w", encoding="utf-8")  # noqa: SIM115
     try:
         if workers == 1:
             results = map(one, records)
             for row in results:
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                summary.add(row)
         else:
             with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="admit-prune-cli") as ex:
                 for row in ex.map(one, records):
                     out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    summary.add(row)
     finally:
         if out is not sys.stdout:
             out.close()
     cache = getattr(pruner, "cache", None)
     if cache is not None:
         cache.close()
+    summary.seconds = time.perf_counter() - t_run
+    if as_json:
+        echo_json(summary.as_dict())
+    else:
+        click.echo(summary.line(), err=output_path == "-")
+
+
+@dataclass(slots=True, kw_only=True)
+class _Summary:
+    """What one ``admit prune`` run did, for people (one line) or tools (``--json``)."""
+
+    strategy: str
+    output: str
+    records: int = 0
+    candidates: int = 0
+    kept: int = 0
+    fallbacks: int = 0
+    errors: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.records += 1
+        self.candidates += len(row["decisions"])
+        self.kept += len(row["kept"])
+        self.fallbacks += row["fallback"] is not None
+        self.errors += row["error"] is not None
+        usage = row.get("usage") or {}
+        self.prompt_tokens += int(usage.get("prompt_tokens", 0) or 0)
+        self.completion_tokens += int(usage.get("completion_tokens", 0) or 0)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["seconds"] = round(self.seconds, 3)
+        d["chunk_compression"] = round(1 - self.kept / self.candidates, 4) if self.candidates else 0.0
+        return d
+
+    def line(self) -> str:
+        comp = self.as_dict()["chunk_compression"]
+        return (
+            f"pruned {self.records} records with {self.strategy}: kept {self.kept} of {self.candidates} candidates "
+            f"(chunk compression {comp:.1%}); {self.fallbacks} fallbacks, {self.errors} errors; "
+            f"{self.prompt_tokens + self.completion_tokens} LLM tokens; {self.seconds:.1f} s -> {self.output}"
+        )

@@ -1,0 +1,56 @@
+"""The ``admit`` command line: a thin face over the library, one module per command group.
+
+========================  ===========================================
+module                    commands
+========================  ===========================================
+:mod:`admit.cli.pack`     ``pack``, ``schema``, ``policy``
+:mod:`admit.cli.ingest`   ``ingest``
+:mod:`admit.cli.search`   ``search``
+:mod:`admit.cli.prune`    ``prune``
+:mod:`admit.cli.eval`     ``eval``, ``replay``
+:mod:`admit.cli.serve`    ``serve``, ``mcp`` (thin wrappers over :mod:`admit.service`)
+========================  ===========================================
+
+Every command imports its heavy dependencies inside its body, so ``admit --help`` stays fast and a command
+whose extra is not installed says which ``pip install`` it needs instead of disappearing.
+"""
+
+from __future__ import annotations
+
+import click
+
+from admit.cli._common import quiet_model_loading
+from admit.cli.eval import eval_cmd, replay_cmd
+from admit.cli.ingest import ingest_cmd
+from admit.cli.pack import pack_cmd, policy_cmd, schema_cmd
+from admit.cli.prune import prune_cmd
+from admit.cli.search import search_cmd
+from admit.cli.serve import mcp_cmd, serve_cmd
+
+__all__ = ["main"]
+
+
+@click.group()
+@click.version_option(package_name="admit")
+def main() -> None:
+    """admit: decide which retrieved evidence a RAG answer gets to see.
+
+    One vocabulary on every command: --principal tenant:T[,group:G], --prune [STRATEGY] (none: off),
+    --json for tools. Usage errors exit 2, runtime failures 1.
+    """
+    quiet_model_loading()
+
+
+for _cmd in (
+    pack_cmd,
+    schema_cmd,
+    policy_cmd,
+    ingest_cmd,
+    search_cmd,
+    prune_cmd,
+    eval_cmd,
+    replay_cmd,
+    serve_cmd,
+    mcp_cmd,
+):
+    main.add_command(_cmd)

@@ -1,0 +1,5 @@
+"""``python -m admit.cli``: the ``admit`` command."""
+
+from admit.cli import main
+
+main()

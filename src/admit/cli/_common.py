@@ -1,0 +1,269 @@
+"""What every ``admit`` command shares: one vocabulary of options, error handling, input and output.
+
+One vocabulary across commands:
+
+* ``--principal tenant:T[,group:G...]``: who asks (``search``, ``mcp``); ingest's ``--access`` takes the same syntax.
+* ``--prune [STRATEGY]``: prune with STRATEGY (``setwise``, ``graded``, ..., or ``none`` for no pruning); a bare
+  ``--prune`` means ``setwise``. Without it each command keeps its surface's default (README, "Pruning by default").
+* ``--json``: the result as one JSON document on stdout, for tools; without it, a human view (``pack`` prints
+  JSON unless ``--human``: it is JSON in, JSON out).
+* ``--policy FILE``, ``--trace-file FILE``: the same on every command that has them.
+
+Errors become one clean line on stderr, once, in :func:`handle_errors`: a caller mistake (bad option, missing
+file, malformed request, bad principal) exits with code 2, a runtime failure with code 1; no traceback.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from admit.errors import AdmitError, AuthorizationError, ConfigError, MissingExtraError
+
+__all__ = [
+    "DEFAULT_STRATEGY",
+    "access_option",
+    "check_question",
+    "check_strategy",
+    "echo_json",
+    "handle_errors",
+    "json_option",
+    "open_kb",
+    "policy_option",
+    "principal_option",
+    "prune_option",
+    "quiet_model_loading",
+    "read_json",
+    "stdout_console",
+    "trace_file_option",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_STRATEGY = "setwise"
+"""The strategy a bare ``--prune`` names: the embedded CPU pruner (no LLM, no network)."""
+
+# errors of a path the caller named: a usage mistake, not a runtime failure
+_USAGE_ERRNOS = {errno.ENOENT, errno.EISDIR, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.ENAMETOOLONG}
+
+
+def handle_errors(fn: F) -> F:
+    """Turn errors into one clean line: caller mistakes exit 2, runtime failures exit 1, Ctrl-C exits 130.
+
+    ConfigError (incl. RequestError, MissingExtraError), AuthorizationError (a malformed or missing principal)
+    and an unreadable path the caller named exit 2; any other AdmitError or OSError exits 1.
+    """
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (ConfigError, AuthorizationError) as exc:
+            _fail(str(exc), 2)
+        except AdmitError as exc:
+            _fail(str(exc), 1)
+        except OSError as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            _fail(f"{where}{exc.strerror or exc}", 2 if exc.errno in _USAGE_ERRNOS else 1)
+        except KeyboardInterrupt:
+            _fail("interrupted", 130)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _fail(message: str, code: int) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+def quiet_model_loading() -> None:
+    """Silence Hugging Face progress bars (transformers' ``Loading weights``) unless the user asked for them.
+
+    The command line is the process's edge, so it sets the switches once, before any model library is imported;
+    an explicit ``HF_HUB_DISABLE_PROGRESS_BARS=0`` in the environment wins.
+    """
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+
+# -- input ---------------------------------------------------------------------------------------------------
+def read_json(path: str) -> Any:
+    """Read one JSON document from ``path`` (``-``: stdin); a missing or bad file is a ConfigError."""
+    if path == "-":
+        raw = sys.stdin.buffer.read()
+    else:
+        try:
+            with open(path, "rb") as fh:
+                raw = fh.read()
+        except OSError as exc:
+            raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}.") from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid UTF-8 (byte {exc.start}).") from exc
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}.") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"{path}: JSON nested too deeply.") from exc
+    except ValueError as exc:  # e.g. an integer literal longer than Python converts
+        raise ConfigError(f"{path}: not valid JSON: {exc}") from exc
+
+
+def check_question(question: str) -> str:
+    """Reject an empty question before anything is loaded."""
+    if not question or not question.strip():
+        raise ConfigError('The question is empty; ask something, e.g. admit search "What does E4012 mean?" ...')
+    return question
+
+
+def open_kb(kb: str, embedder: str | None = None, *, must_exist: bool = False) -> Any:
+    """Open the knowledge base at ``kb`` (a file or a store URL); a bad one is a ConfigError.
+
+    ``must_exist``: a file path that does not exist is an error instead of a new, empty knowledge base.
+    """
+    from pathlib import Path
+
+    if must_exist and "://" not in kb and kb != ":memory:" and not Path(kb).expanduser().is_file():
+        raise ConfigError(f"Knowledge base {kb!r} does not exist; create it with `admit ingest ... --kb {kb}`.")
+    try:
+        from admit.kb import KnowledgeBase
+    except ImportError as exc:
+        raise MissingExtraError("admit knowledge base dependencies", "kb") from exc
+    try:
+        return KnowledgeBase(kb, embedder=embedder)
+    except (ImportError, ValueError) as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+# -- output --------------------------------------------------------------------------------------------------
+def echo_json(obj: Any) -> None:
+    """Print ``obj`` as indented JSON on stdout."""
+    click.echo(json.dumps(obj, ensure_ascii=False, indent=2, default=str))
+
+
+def stdout_console() -> Any:
+    """A rich console on stdout (plain text, 160 columns, when stdout is not a terminal)."""
+    from rich.console import Console
+
+    # a terminal's own width; a pipe or file gets wide lines rather than folded tables
+    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+
+
+# -- options -------------------------------------------------------------------------------------------------
+def _strategy_names() -> tuple[str, ...]:
+    from admit.prune import STRATEGIES
+
+    return (*STRATEGIES, "none")
+
+
+def check_strategy(value: str) -> str:
+    """Return ``value`` if it names a pruning strategy (or ``none``); else a usage error."""
+    if value not in _strategy_names():
+        raise click.BadParameter(f"unknown strategy {value!r}; known: {', '.join(_strategy_names())}.")
+    return value
+
+
+def prune_option(*, default_help: str, default: str | None = None, multiple: bool = False) -> Callable[[F], F]:
+    """``--prune [STRATEGY]`` (dest ``prune``): the pruning strategy, validated before anything loads.
+
+    A bare ``--prune`` means ``setwise``; ``none`` turns pruning off. ``multiple``: repeatable (``eval``), where
+    ``all`` is accepted too and the value is required.
+    """
+
+    def check(_ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+        if value is None:
+            return None
+        if multiple:
+            return tuple(v if v == "all" else check_strategy(v) for v in value) or None
+        return check_strategy(value)
+
+    help_text = (
+        f"Pruning strategy: setwise, graded, select, budget_select, anchors, top_n, score_threshold, or none. "
+        f"{default_help}"
+    )
+    if multiple:
+        return click.option("--prune", "prune", multiple=True, metavar="STRATEGY", callback=check, help=help_text)
+    return click.option(
+        "--prune",
+        "prune",
+        is_flag=False,
+        flag_value=DEFAULT_STRATEGY,
+        default=default,
+        metavar="[STRATEGY]",
+        callback=check,
+        help=help_text + f" A bare --prune means {DEFAULT_STRATEGY}.",
+    )
+
+
+def _parse_principal(_ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+    if value is None:
+        return None
+    from admit.kb import parse_principal
+
+    try:
+        return parse_principal(value)
+    except AuthorizationError as exc:
+        raise click.BadParameter(str(exc), param=param) from exc
+
+
+def principal_option(*, required: bool = True, extra_help: str = "") -> Callable[[F], F]:
+    """``--principal tenant:T[,group:G...]`` (dest ``principal``, a :class:`~admit.types.Principal`)."""
+    return click.option(
+        "--principal",
+        "principal",
+        required=required,
+        envvar="ADMIT_PRINCIPAL",
+        metavar="tenant:T[,group:G...]",
+        callback=_parse_principal,
+        help=f"Who asks: a tenant and its groups, e.g. tenant:acme,group:support.{extra_help}",
+    )
+
+
+def access_option() -> Callable[[F], F]:
+    """``--access tenant:T[,group:G...]`` (dest ``access``): who may read ingested documents, same syntax."""
+    return click.option(
+        "--access",
+        "access",
+        default=None,
+        metavar="tenant:T[,group:G...]",
+        callback=_parse_principal,
+        help="Who may read the ingested documents (the registry may override per source), in the syntax of "
+        "--principal; no group: the whole tenant.",
+    )
+
+
+def json_option(what: str = "the result") -> Callable[[F], F]:
+    """``--json`` (dest ``as_json``): print the result as JSON on stdout."""
+    return click.option("--json", "as_json", is_flag=True, help=f"Print {what} as JSON on stdout (for tools).")
+
+
+def policy_option(*, required: bool = False, what: str = "Policy TOML") -> Callable[[F], F]:
+    """``--policy FILE`` (dest ``policy_path``)."""
+    return click.option(
+        "--policy",
+        "policy_path",
+        required=required,
+        type=click.Path(exists=True, dir_okay=False),
+        envvar=None if required else "ADMIT_POLICY",
+        help=f"{what}: routing cues and per-class settings (default: the shipped policy; see `admit policy`).",
+    )
+
+
+def trace_file_option() -> Callable[[F], F]:
+    """``--trace-file FILE`` (dest ``trace_file``)."""
+    return click.option(
+        "--trace-file",
+        type=click.Path(dir_okay=False),
+        envvar="ADMIT_TRACE_FILE",
+        help="Append each request's trace record to this JSONL file (readable by `admit replay`).",
+    )

@@ -1,0 +1,98 @@
+"""``admit ingest``: Markdown, HTML and text into a knowledge base."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from admit.cli._common import access_option, echo_json, handle_errors, json_option, open_kb, stdout_console
+
+__all__ = ["ingest_cmd"]
+
+
+@click.command("ingest")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--kb", "kb_path", required=True, envvar="ADMIT_KB", help="Knowledge base file or store URL.")
+@access_option()
+@click.option("--tenant", default=None, hidden=True, help="Deprecated: use --access tenant:T.")
+@click.option("--groups", default=None, hidden=True, help="Deprecated: use --access tenant:T,group:G.")
+@click.option("--authority", type=float, default=None, help="Default authority 0..1.")
+@click.option("--label", default=None, help="Default access label shown in evidence envelopes.")
+@click.option(
+    "--registry",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="sources.toml registry: tenant, groups, authority, version, ... per source.",
+)
+@click.option("--embedder", default=None, help="minilm (default) or fake[:dim] for tests.")
+@click.option("--max-tokens", type=int, default=350, show_default=True, help="Largest chunk, in cl100k tokens.")
+@click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
+@json_option("the ingest report")
+@handle_errors
+def ingest_cmd(
+    paths: tuple[str, ...],
+    kb_path: str,
+    access: Any,
+    tenant: str | None,
+    groups: str | None,
+    authority: float | None,
+    label: str | None,
+    registry: str | None,
+    embedder: str | None,
+    max_tokens: int,
+    progress: bool,
+    as_json: bool,
+) -> None:
+    """Ingest Markdown, HTML and text files (and folders) into a knowledge base.
+
+    Re-ingesting replaces changed chunks, keeps the ids (and embeddings) of unchanged ones and removes the chunks
+    of files gone from an ingested folder.
+    """
+    from admit.kb import KnowledgeBase
+
+    group_list: list[str] | None = None
+    if access is not None:
+        if tenant is not None or groups is not None:
+            raise click.UsageError("--access replaces --tenant and --groups; give only --access.")
+        tenant, group_list = access.tenant, list(access.groups)
+    elif groups is not None:
+        group_list = [g.strip() for g in groups.split(",") if g.strip()]
+    kb = open_kb(kb_path, embedder)
+    assert isinstance(kb, KnowledgeBase)
+    kb.max_tokens = max_tokens
+    try:
+        rep = kb.ingest(
+            list(paths),
+            tenant=tenant,
+            groups=group_list,
+            authority=authority,
+            label=label,
+            registry=registry,
+            progress=progress,
+        )
+        total = kb.count()
+    finally:
+        kb.close()
+    if as_json:
+        echo_json({**rep.as_dict(), "kb_chunks": total})
+        return
+    console = stdout_console()
+    console.print(
+        f"ingested {rep.files} files into {kb_path} in {rep.seconds:.1f} s\n"
+        f"  sources: {rep.sources_added} added, {rep.sources_updated} updated, "
+        f"{rep.sources_unchanged} unchanged, {rep.sources_removed} removed\n"
+        f"  chunks:  {rep.chunks_added} added, {rep.chunks_changed} changed, {rep.chunks_unchanged} unchanged, "
+        f"{rep.chunks_removed} removed; {rep.chunks_written} written, {rep.chunks_embedded} embedded\n"
+        f"  the knowledge base now holds {total} chunks",
+        highlight=False,
+        markup=False,
+    )
+    for path, err in rep.errors:
+        click.echo(f"  error: {path}: {err}", err=True)
+    if rep.skipped:
+        click.echo(f"  skipped {len(rep.skipped)} file(s) of unsupported formats", err=True)
+    if rep.refused_links:
+        click.echo(
+            f"  refused {len(rep.refused_links)} symlink(s) whose target lies outside the ingested folder", err=True
+        )

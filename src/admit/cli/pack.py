@@ -1,0 +1,111 @@
+"""``admit pack``, ``admit schema`` and ``admit policy``: the pipeline on a request, its schema, its routing."""
+
+from __future__ import annotations
+
+import click
+
+from admit.cli._common import (
+    check_question,
+    echo_json,
+    handle_errors,
+    json_option,
+    policy_option,
+    prune_option,
+    read_json,
+    stdout_console,
+    trace_file_option,
+)
+
+__all__ = ["pack_cmd", "policy_cmd", "schema_cmd"]
+
+
+@click.command("pack")
+@click.argument("request", type=click.Path(allow_dash=True))
+@policy_option()
+@prune_option(default_help="Default: the request's `prune`, else the policy's (the shipped policy prunes nothing).")
+@click.option(
+    "--reranker",
+    default=None,
+    help="Reorder the candidates with: retriever (their own scores; default), bm25, dense (MiniLM) or hybrid.",
+)
+@trace_file_option()
+@click.option("--human", is_flag=True, help="A readable view: admitted passages and every candidate's fate.")
+@json_option("the result (the default)")
+@handle_errors
+def pack_cmd(
+    request: str,
+    policy_path: str | None,
+    prune: str | None,
+    reranker: str | None,
+    trace_file: str | None,
+    human: bool,
+    as_json: bool,
+) -> None:
+    """Admit evidence for REQUEST (a JSON file, or - for stdin) and print the result as JSON.
+
+    The request holds the question, the principal, the target model's input limit and the candidates; its
+    schema is `admit schema`, an example is examples/request.json.
+    """
+    if human and as_json:
+        raise click.UsageError("--human and --json exclude each other.")
+    from admit.pipeline import Pipeline
+    from admit.schema import parse_pack_request
+    from admit.trace import JsonlSink
+
+    req = parse_pack_request(read_json(request))
+    if prune is not None:
+        from dataclasses import replace
+
+        req = replace(req, prune=prune)
+    pipe = Pipeline(policies=policy_path, reranker=reranker, sink=JsonlSink(trace_file) if trace_file else None)
+    res = pipe.pack(req)
+    if human:
+        from admit.cli._human import print_result
+
+        print_result(res, stdout_console())
+    else:
+        echo_json(res.as_dict())
+
+
+@click.command("schema")
+@json_option("the schema (JSON either way)")
+def schema_cmd(as_json: bool) -> None:
+    """Print the JSON Schema of the pack request."""
+    from admit.schema import PackRequestModel
+
+    echo_json(PackRequestModel.model_json_schema())
+
+
+@click.command("policy")
+@click.argument("question")
+@policy_option()
+@json_option("the route and the whole policy")
+@handle_errors
+def policy_cmd(question: str, policy_path: str | None, as_json: bool) -> None:
+    """Show which query class and policy QUESTION gets, and the cue that chose it."""
+    from dataclasses import asdict
+
+    from admit.route import load_policy_set
+
+    check_question(question)
+    ps = load_policy_set(policy_path)
+    route = ps.classify(question)
+    pol = ps.policy(route.query_class)
+    if as_json:
+        echo_json({"route": route.as_dict(), "policy": asdict(pol)})
+        return
+    from rich.markup import escape
+    from rich.table import Table
+
+    console = stdout_console()
+    r = route.as_dict()
+    console.print(
+        f"query class [bold]{escape(str(r.get('query_class')))}[/] (cue: {escape(repr(r.get('cue')))}); "
+        f"policy version {escape(str(ps.version))}"
+    )
+    table = Table(box=None, show_header=False, pad_edge=False)
+    table.add_column("setting", style="bold")
+    table.add_column("value")
+    for key, value in asdict(pol).items():
+        table.add_row(key, escape(str(value)))
+    console.print(table)

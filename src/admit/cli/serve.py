@@ -1,0 +1,121 @@
+"""``admit serve`` (HTTP API) and ``admit mcp`` (MCP server): thin wrappers over :mod:`admit.service`.
+
+They parse options, open the knowledge base and hand both to the service; everything else (auth, limits,
+readiness, the tools) lives in :mod:`admit.service`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from admit.cli._common import handle_errors, open_kb, principal_option, prune_option
+from admit.errors import MissingExtraError
+
+__all__ = ["mcp_cmd", "serve_cmd"]
+
+logger = logging.getLogger(__name__)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_LOG_LEVELS = click.Choice(["debug", "info", "warning", "error"])
+
+
+def _kb_option(what: str) -> Callable[[F], F]:
+    return click.option(
+        "--kb",
+        "kb_path",
+        default=None,
+        envvar="ADMIT_KB",
+        help=f"Knowledge base file or store URL {what} (built with `admit ingest`).",
+    )
+
+
+def _config_option(what: str) -> Callable[[F], F]:
+    return click.option(
+        "--config",
+        "config_path",
+        type=click.Path(exists=True, dir_okay=False),
+        envvar="ADMIT_CONFIG",
+        help=f"admit.toml with the [service] section ({what}).",
+    )
+
+
+@click.command("serve")
+@_kb_option("for /v1/search")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
+@click.option("--port", default=8080, show_default=True, type=click.IntRange(0, 65535), help="Port to bind.")
+@_config_option("API keys and their principals, limits, policy, shadow, kill switch")
+@click.option(
+    "--log-level",
+    default="info",
+    show_default=True,
+    type=_LOG_LEVELS,
+    help="Least severe log message printed on stderr (the server's and uvicorn's).",
+)
+@handle_errors
+def serve_cmd(kb_path: str | None, host: str, port: int, config_path: str | None, log_level: str) -> None:
+    """Serve the HTTP API: /v1/search, /v1/prune, /v1/pack, /healthz, /readyz, /metrics, /openapi.json."""
+    try:
+        import uvicorn
+    except ImportError as exc:
+        raise MissingExtraError("uvicorn", "service") from exc
+    from admit.service.config import load_settings
+    from admit.service.http import create_app
+
+    settings = load_settings(config_path)
+    app = create_app(settings, kb=open_kb(kb_path, must_exist=True) if kb_path else None)
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+
+
+@click.command("mcp")
+@_kb_option("to search")
+@_config_option("[service.mcp] names the principal and the search defaults")
+@principal_option(required=False, extra_help=" Default: [service.mcp] in --config.")
+@click.option("--tenant", default=None, hidden=True, help="Deprecated: use --principal tenant:T.")
+@click.option("--group", "groups", multiple=True, hidden=True, help="Deprecated: use --principal tenant:T,group:G.")
+@prune_option(default_help="Default: the config's prune_strategy (setwise); search_knowledge_base prunes by default.")
+@click.option(
+    "--transport",
+    type=click.Choice(["stdio", "streamable-http"]),
+    default="stdio",
+    show_default=True,
+    help="stdio for a local agent that starts the server; streamable-http to serve MCP over HTTP.",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface (streamable-http only).")
+@click.option("--port", default=8090, show_default=True, type=click.IntRange(0, 65535), help="Port (streamable-http).")
+@handle_errors
+def mcp_cmd(
+    kb_path: str | None,
+    config_path: str | None,
+    principal: Any,
+    tenant: str | None,
+    groups: tuple[str, ...],
+    prune: str | None,
+    transport: str,
+    host: str,
+    port: int,
+) -> None:
+    """Serve the MCP tools search_knowledge_base and prune_context (stdio by default)."""
+    from admit.service.config import load_settings
+    from admit.service.mcp import run_mcp
+    from admit.types import Principal
+
+    if principal is not None and (tenant or groups):
+        raise click.UsageError("--principal replaces --tenant and --group; give only --principal.")
+    if groups and not tenant:
+        raise click.UsageError("--group needs --tenant; better: --principal tenant:T,group:G.")
+    if tenant:
+        principal = Principal(tenant=tenant, groups=groups)
+    if prune == "none":
+        raise click.UsageError("admit mcp cannot turn pruning off for every call; an agent passes prune=false.")
+    settings = load_settings(config_path)
+    if prune is not None:
+        settings = settings.model_copy(update={"prune_strategy": prune})
+    kb = open_kb(kb_path, must_exist=True) if kb_path else None
+    logging.basicConfig(level="WARNING", format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # stderr
+    run_mcp(settings, kb=kb, principal=principal, transport=transport, host=host, port=port)  # type: ignore[arg-type]
