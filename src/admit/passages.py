@@ -8,10 +8,23 @@ not be reused.
 
 from __future__ import annotations
 
+import base64
 import re
 import unicodedata
+from typing import Any
 
-__all__ = ["MAX_PASSAGES", "PASSAGE_WORDS", "nfc", "passages", "question_text"]
+import numpy as np
+
+__all__ = [
+    "MAX_PASSAGES",
+    "PASSAGE_VECTORS_KEY",
+    "PASSAGE_WORDS",
+    "decode_vectors",
+    "encode_vectors",
+    "nfc",
+    "passages",
+    "question_text",
+]
 
 #: Word budget of one passage (MiniLM reads 256 word pieces; nothing is truncated at this size).
 PASSAGE_WORDS = 180
@@ -72,3 +85,27 @@ def passages(title: str, text: str, max_words: int = PASSAGE_WORDS, max_passages
     if cur and len(out) < max_passages:
         out.append(prefix + " ".join(cur))
     return out or [prefix.strip()]
+
+
+#: Metadata key under which the knowledge base stores the passage vectors of a multi-passage chunk.
+PASSAGE_VECTORS_KEY = "admit_passage_vectors"
+
+
+def encode_vectors(model: str, vecs: Any) -> dict[str, Any]:
+    """The stored form of a chunk's passage vectors: the model's name and the float32 rows in base64."""
+    arr = np.ascontiguousarray(np.asarray(vecs, dtype=np.float32))
+    return {"model": model, "dim": int(arr.shape[1]), "b64": base64.b64encode(arr.tobytes()).decode("ascii")}
+
+
+def decode_vectors(stored: Any, model: str, count: int) -> Any:
+    """The passage vectors stored by :func:`encode_vectors`, or ``None`` when absent, malformed or of another model."""
+    if not isinstance(stored, dict) or stored.get("model") != model:
+        return None
+    try:
+        dim = int(stored["dim"])
+        arr = np.frombuffer(base64.b64decode(stored["b64"]), dtype=np.float32)
+    except (KeyError, TypeError, ValueError):
+        return None
+    if dim <= 0 or arr.size != dim * count:
+        return None
+    return arr.reshape(count, dim)

@@ -54,7 +54,7 @@ def _search(kb: Path, *flags: str) -> dict[str, Any]:
         with anyio.fail_after(180):
             async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
                 await session.initialize()
-                return await session.call_tool("search_knowledge_base", {"query": "How do I fix error E4012?"})
+                return await session.call_tool("search_knowledge_base", {"question": "How do I fix error E4012?"})
 
     res = anyio.run(main)
     assert not res.is_error, res.content

@@ -326,14 +326,19 @@ class KnowledgeBase:
         timings: dict[str, float] = {}
         hits = self.hits(question, principal, k=kk, filters=filters, timings=timings)
         if self._query_cache is not None:
-            # a one-passage chunk's stored vector is the setwise pruner's passage vector: pruning reuses it
-            from admit.passages import passages
+            # a one-passage chunk's stored vector is the setwise pruner's passage vector, and a longer chunk
+            # stored one vector per passage at ingest: pruning a search encodes no stored chunk again
+            from admit.passages import PASSAGE_VECTORS_KEY, decode_vectors, passages
 
             seeds = []
             for h in hits:
                 ps = passages(h.record.title, h.record.text)
                 if len(ps) == 1 and ps[0]:
                     seeds.append((ps[0], h.record.embedding))
+                elif len(ps) > 1:
+                    vecs = decode_vectors(h.record.metadata.get(PASSAGE_VECTORS_KEY), self.embedder.name, len(ps))
+                    if vecs is not None:
+                        seeds.extend((p or "-", v) for p, v in zip(ps, vecs, strict=True))
             self._query_cache.seed(seeds, keys_are_hashes=False)
         candidates = [h.record.to_chunk(score=h.fused, extra={"retrieval": h.as_dict()}) for h in hits]
         strategy: str | None

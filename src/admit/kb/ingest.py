@@ -36,6 +36,7 @@ from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.errors import ConfigError, MissingExtraError
 from admit.features import FEATURES_KEY, FEATURES_VERSION, chunk_features
 from admit.kb.store import ChunkRecord, Store
+from admit.passages import PASSAGE_VECTORS_KEY, decode_vectors, encode_vectors, passages
 from admit.types import Access
 
 __all__ = [
@@ -830,6 +831,27 @@ def _ingest_one(
         for j, v in zip(idx, vecs, strict=True):
             drafts[j]["embedding"] = v
     counts["chunks_embedded"] += len(to_embed)
+    # a chunk longer than one passage also keeps one vector per passage (the pruner's units), so pruning a
+    # search never encodes a stored chunk again; an unchanged chunk keeps the vectors it has
+    for d in drafts:
+        ps = passages(d["title"], d["text"])
+        d["passages"] = ps if len(ps) > 1 else []
+        prev = old.get(d["id"])
+        if d["passages"] and prev is not None and prev.text_hash == d["text_hash"] and prev.title == d["title"]:
+            d["passage_vectors"] = prev.metadata.get(PASSAGE_VECTORS_KEY)
+            if decode_vectors(d["passage_vectors"], embedder.name, len(ps)) is not None:
+                continue
+        d["passage_vectors"] = None
+    multi = [d for d in drafts if d["passages"] and d["passage_vectors"] is None]
+    for i in range(0, len(multi), batch_size):
+        part = multi[i : i + batch_size]
+        units = [p or "-" for d in part for p in d["passages"]]
+        vecs = np.asarray(embedder.embed(units), dtype=np.float32)
+        k = 0
+        for d in part:
+            m = len(d["passages"])
+            d["passage_vectors"] = encode_vectors(embedder.name, vecs[k : k + m])
+            k += m
     meta = {"content_hash": content_hash, "ingest_key": ingest_key, "format": fmt}
     for d in drafts:
         # what the pipeline computes on a chunk's first sight (token counts, injection flags, MinHash
@@ -856,7 +878,11 @@ def _ingest_one(
             language=language,
             origin=str(f),
             ordinal=d["ordinal"],
-            metadata={**meta, FEATURES_KEY: d["features"]},
+            metadata={
+                **meta,
+                FEATURES_KEY: d["features"],
+                **({PASSAGE_VECTORS_KEY: d["passage_vectors"]} if d["passage_vectors"] else {}),
+            },
         )
         for d in drafts
     ]

@@ -19,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from admit.features import FEATURES_KEY
+from admit.passages import PASSAGE_VECTORS_KEY
 from admit.types import Access, Chunk, Principal
 
 __all__ = [
@@ -145,7 +146,8 @@ class ChunkRecord:
     def to_chunk(self, *, score: float | None = None, extra: Mapping[str, Any] | None = None) -> Chunk:
         """Return the :class:`~admit.types.Chunk` handed to the pipeline (``source_id`` is the document)."""
         meta = {
-            **{k: v for k, v in self.metadata.items() if k != FEATURES_KEY},  # stored features stay inside
+            # stored features and passage vectors stay inside
+            **{k: v for k, v in self.metadata.items() if k not in (FEATURES_KEY, PASSAGE_VECTORS_KEY)},
             "kb_source_id": self.source_id,
             "heading_path": list(self.heading_path),
             "ordinal": self.ordinal,

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Score the ``setwise`` pruner's grades on labelled data, as ``admit prune`` output is scored.
+
+Usage::
+
+    python3 scripts/score_setwise.py [DATA_DIR] [--vectors /tmp/setwise_cache/vecs.npz] [--json OUT]
+
+For every record of every ``*.jsonl(.gz)`` file in ``DATA_DIR`` (default ``../shared/data``) the pruner grades
+the candidates (through :class:`admit.prune.setwise.SetwisePruner`, the class ``admit prune`` runs); the script
+prints, per file, retained recall / chunk compression at grade thresholds 2-5 and R@68: retained recall at 68%
+chunk compression, interpolated along the grade thresholds (1 = keep all). Labels are read for scoring only.
+
+It uses only the pruner's public API, so it also scores an older checkout of admit (``PYTHONPATH=OLD/src``): the
+README's "previous model" column comes from running it on the commit before the refit. ``--vectors`` seeds the
+embedding cache with vectors computed earlier (``scripts/fit_setwise.py`` writes them), so no chunk is encoded twice.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import itertools
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from admit.backends.embedders.base import CachedEmbedder
+from admit.prune.setwise import SetwisePruner
+from admit.route import PruneSettings
+from admit.types import Chunk, Scored
+
+
+def recall_at(curve: list[tuple[float, float]], comp: float = 0.68) -> float:
+    """Retained recall at a compression, interpolated on (compression, recall) points."""
+    pts = sorted(set(curve))
+    for (c0, r0), (c1, r1) in itertools.pairwise(pts):
+        if c0 <= comp <= c1:
+            return r0 if c1 == c0 else r0 + (r1 - r0) * (comp - c0) / (c1 - c0)
+    return pts[0][1] if comp < pts[0][0] else 0.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("data_dir", nargs="?", default="../shared/data")
+    ap.add_argument("--vectors", default=None, help=".npz of (keys, vecs) MiniLM vectors keyed by SHA-1 of the text")
+    ap.add_argument("--json", dest="json_out", default=None)
+    args = ap.parse_args(argv)
+    from admit.backends.embedders.minilm import MiniLMEmbedder
+
+    emb = CachedEmbedder(MiniLMEmbedder(), max_items=2_000_000)
+    if args.vectors:
+        z = np.load(args.vectors)
+        emb.seed(zip(z["keys"].tolist(), z["vecs"], strict=True), keys_are_hashes=True)
+    pruner = SetwisePruner(embedder=emb)
+    settings = PruneSettings(strategy="setwise", threshold=1, keep_top_k=0)
+    out: dict[str, Any] = {}
+    for path in sorted(Path(args.data_dir).glob("*.jsonl*")):
+        opener = gzip.open if path.suffix == ".gz" else open
+        with opener(path, "rt", encoding="utf-8") as fh:
+            rows = [json.loads(line) for line in fh if line.strip()]
+        t0 = time.perf_counter()
+        kept_at: dict[int, list[bool]] = {t: [] for t in range(1, 6)}
+        n_keep = dict.fromkeys(range(1, 6), 0)
+        n_all = 0
+        for r in rows:
+            cands = [
+                Scored(
+                    chunk=Chunk(
+                        id=c["id"],
+                        source_id=c.get("source_id") or c["id"],
+                        title=c.get("title") or "",
+                        text=c.get("text") or "",
+                    ),
+                    score=0.0,
+                    rank=i,
+                )
+                for i, c in enumerate(r["candidates"])
+            ]
+            grades = {g.chunk_id: g.grade for g in pruner.prune(r["question"], cands, settings).graded}
+            req = set(r["required"])
+            n_all += len(cands)
+            for t in range(1, 6):
+                kept = {cid for cid, g in grades.items() if g >= t}
+                kept_at[t].append(req <= kept)
+                n_keep[t] += len(kept)
+        pts = {t: (1.0 - n_keep[t] / n_all, float(np.mean(kept_at[t]))) for t in range(1, 6)}
+        name = path.name.split(".jsonl")[0]
+        out[name] = {
+            "questions": len(rows),
+            "R@68": round(recall_at(list(pts.values())), 4),
+            **{f"thr{t}": {"compression": round(c, 4), "recall": round(r, 4)} for t, (c, r) in pts.items()},
+            "seconds": round(time.perf_counter() - t0, 1),
+        }
+        cells = "  ".join(f"thr{t} {r:.3f}/{c:.3f}" for t, (c, r) in pts.items() if t > 1)
+        print(f"{name:24s} R@68 {out[name]['R@68']:.3f}   recall/compression: {cells}", flush=True)
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
