@@ -21,6 +21,20 @@ IntArray = npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
 
 
+def _blank(n_trees: int, width: int) -> tuple[IntArray, FloatArray, IntArray, IntArray, BoolArray, FloatArray]:
+    """Empty node arrays (feature, threshold, left, right, missing_left, value); every node starts as a leaf."""
+    shape = (n_trees, width)
+    left = np.tile(np.arange(width, dtype=np.int32), (n_trees, 1))
+    return (
+        np.zeros(shape, dtype=np.int32),
+        np.zeros(shape, dtype=np.float64),
+        left,
+        left.copy(),
+        np.zeros(shape, dtype=np.bool_),
+        np.zeros(shape, dtype=np.float64),
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class TreeEnsemble:
     """A binary-logistic tree ensemble: ``sigmoid(baseline + sum of leaf values)``.
@@ -132,14 +146,7 @@ class TreeEnsemble:
         trees = d["trees"]
         if not trees:
             raise ValueError("a tree ensemble needs at least one tree")
-        width = max(len(t["f"]) for t in trees)
-        shape = (len(trees), width)
-        feature = np.zeros(shape, dtype=np.int32)
-        threshold = np.zeros(shape, dtype=np.float64)
-        left = np.tile(np.arange(width, dtype=np.int32), (len(trees), 1))
-        right = left.copy()
-        missing = np.zeros(shape, dtype=np.bool_)
-        value = np.zeros(shape, dtype=np.float64)
+        feature, threshold, left, right, missing, value = _blank(len(trees), max(len(t["f"]) for t in trees))
         n_feat = len(d["features"])
         for i, t in enumerate(trees):
             k = len(t["f"])
@@ -181,14 +188,7 @@ class TreeEnsemble:
             The ensemble.
         """
         preds = [p[0] for p in clf._predictors]
-        width = max(len(p.nodes) for p in preds)
-        shape = (len(preds), width)
-        feature = np.zeros(shape, dtype=np.int32)
-        threshold = np.zeros(shape, dtype=np.float64)
-        left = np.tile(np.arange(width, dtype=np.int32), (len(preds), 1))
-        right = left.copy()
-        missing = np.zeros(shape, dtype=np.bool_)
-        value = np.zeros(shape, dtype=np.float64)
+        feature, threshold, left, right, missing, value = _blank(len(preds), max(len(p.nodes) for p in preds))
         depth = 0
         for i, p in enumerate(preds):
             nd = p.nodes
