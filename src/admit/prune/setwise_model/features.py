@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from admit._text import bm25_matrix
+from admit._text import STOPWORDS, bm25_matrix
 from admit.backends.embedders.base import Embedder, l2_normalise
 from admit.passages import nfc, passages, question_text
 from admit.prune.setwise_model import text as tx
@@ -255,7 +255,7 @@ def prepare(question: str, items: Sequence[SetwiseItem], embedder: Embedder) -> 
     )
     title_cov = np.zeros(n, dtype=np.float64)
     for j, (_, head) in enumerate(keys):
-        ht = [w for w in head.split() if w not in tx.STOPWORDS]
+        ht = [w for w in head.split() if w not in STOPWORDS]
         if ht:
             title_cov[j] = sum(w in q_set for w in ht) / len(ht)
     ident_hit, ident_other = _identifier_features(question, full_texts)

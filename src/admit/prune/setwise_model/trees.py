@@ -87,7 +87,8 @@ class TreeEnsemble:
             v = x[rows, self.feature[trees, node]]
             go_left = (v <= self.threshold[trees, node]) | (np.isnan(v) & self.missing_left[trees, node])
             node = np.where(go_left, self.left[trees, node], self.right[trees, node])
-        return self.baseline + self.value[trees, node].sum(axis=1)
+        out: FloatArray = self.baseline + self.value[trees, node].sum(axis=1)
+        return out
 
     def predict(self, x: FloatArray) -> FloatArray:
         """Probabilities of a feature matrix.
