@@ -237,12 +237,12 @@ def prepare_set(name: str, rows: Sequence[dict[str, Any]], vc: VectorCache, cach
 @dataclass
 class FitParams:
     stages: int = 2
-    iters: int = 300
-    lr: float = 0.05
-    leaves: int = 31
+    iters: int = 200
+    lr: float = 0.08
+    leaves: int = 15
     min_leaf: int = 40
     l2: float = 1.0
-    folds: int = 5
+    folds: int = 3
     cov_iters: int = 200
 
 
@@ -436,10 +436,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-aug", action="store_true", help="no augmented training lists")
     ap.add_argument("--exclude", default="", help="comma-separated training file stems to leave out")
     ap.add_argument("--stages", type=int, default=2)
-    ap.add_argument("--iters", type=int, default=300)
-    ap.add_argument("--lr", type=float, default=0.05)
-    ap.add_argument("--leaves", type=int, default=31)
-    ap.add_argument("--folds", type=int, default=5, help="out-of-fold splits for the stacked stages")
+    ap.add_argument("--iters", type=int, default=200)
+    ap.add_argument("--lr", type=float, default=0.08)
+    ap.add_argument("--leaves", type=int, default=15)
+    ap.add_argument("--folds", type=int, default=3, help="out-of-fold splits for the stacked stages")
     ap.add_argument("--seed", type=int, default=20261130)
     ap.add_argument("--no-write", action="store_true", help="report only, do not write the model file")
     args = ap.parse_args(argv)
