@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from admit.backends.embedders.fake import FakeEmbedder
 from admit.kb import KnowledgeBase
-from admit.prune.setwise_model import passages
+from admit.passages import passages
 from admit.types import Principal
 from tests.conftest import REPO
 
@@ -27,6 +29,7 @@ def test_search_with_pruning_encodes_only_the_question_and_multi_passage_chunks(
     question = "What does error E4012 mean and how do I fix it?"
     res = kb.search(question, Principal(tenant="acme"), prune=True, k=12)
     assert res.trace["pruner"]["strategy"] == "setwise"
+    assert res.trace["pruner"]["fallback"] is None, res.trace["pruner"]
     reranked = set(res.trace["reranked_ids"])
     long_chunks = [c for c in kb.retrieve(question, Principal(tenant="acme"), k=12) if c.id in reranked]
     multi = sum(len(passages(c.title, c.text)) for c in long_chunks if len(passages(c.title, c.text)) > 1)
@@ -36,6 +39,7 @@ def test_search_with_pruning_encodes_only_the_question_and_multi_passage_chunks(
 
 
 def test_the_service_prunes_with_the_kbs_seeded_cache_even_when_it_is_empty():
+    pytest.importorskip("fastapi", reason="the service needs the `service` extra")
     from admit.service.config import ServiceSettings
     from admit.service.http import build_state
 
