@@ -225,6 +225,7 @@ class Pipeline:
         tracer: Tracer | None = None,
         authority: Mapping[str, float] | None = None,
         baseline_policies: PolicySet | str | Path | None = None,
+        trace_content: bool | None = None,
     ) -> None:
         """Create a pipeline.
 
@@ -238,6 +239,8 @@ class Pipeline:
             authority: A source registry: ``source_id`` -> authority 0..1, used when a chunk has none.
             baseline_policies: The policies that requests outside ``policies.rollout`` keep getting (a staged
                 rollout by a stable hash of the request id); ``None`` means everyone gets ``policies``.
+            trace_content: Record the question and the prompt in trace records; ``None`` reads
+                ``ADMIT_TRACE_CONTENT`` once, here.
         """
         self.policies = policies if isinstance(policies, PolicySet) else load_policy_set(policies)
         self.baseline_policies: PolicySet | None = (
@@ -252,6 +255,7 @@ class Pipeline:
         self.sink = sink
         self.tracer = tracer or NullTracer()
         self.authority = dict(authority or {})
+        self.trace_content = trace_content_enabled() if trace_content is None else trace_content
 
     def pruner_for(self, strategy: str) -> Pruner:
         """Return (and cache) the pruner of a strategy."""
@@ -404,7 +408,7 @@ class Pipeline:
         ordered = tuple(decisions[c.id] for c in req.candidates)
         extra: dict[str, Any] = {**req.extra_trace, "question_tokens": tokenizer.count(req.question)}
         extra["flags"] = flags
-        if trace_content_enabled():
+        if self.trace_content:
             extra["question"] = req.question
             extra["prompt"] = packed.prompt
         record = build_record(
