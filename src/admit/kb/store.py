@@ -28,6 +28,7 @@ __all__ = [
     "RRF_K",
     "ChunkRecord",
     "Hit",
+    "HybridSearch",
     "SearchFilters",
     "SourceInfo",
     "Store",
@@ -273,3 +274,37 @@ def fts_terms(text: str, *, limit: int = 32) -> list[str]:
     if not terms:  # a question made only of stop words still searches
         terms = list(dict.fromkeys(_TERM.findall(text.lower())))
     return terms[:limit]
+
+
+class HybridSearch:
+    """The search skeleton the stores share: no tenant or ``k <= 0``, nothing; authorization and filters become
+    the store's scope (``None``: nothing can match); then both ranked lists, fused by reciprocal rank.
+
+    A store gives :meth:`_scope` (its filter: SQL, a Qdrant filter ...) and :meth:`_ranked` (the two queries).
+    """
+
+    dim: int
+
+    def search(
+        self,
+        query_text: str,
+        query_vec: FloatVector,
+        *,
+        principal: Principal,
+        k: int,
+        filters: SearchFilters | None = None,
+    ) -> list[Hit]:
+        """Hybrid search (lexical + vector, fused by reciprocal rank) over the chunks ``principal`` may read."""
+        if k <= 0 or not principal.tenant:
+            return []
+        scope = self._scope(principal, filters or SearchFilters())
+        if scope is None:
+            return []
+        qv, n = query_vector(query_vec, self.dim, k)
+        return self._ranked(scope, principal, fts_terms(query_text), qv, n, k)
+
+    def _scope(self, principal: Principal, filters: SearchFilters) -> Any | None:
+        raise NotImplementedError
+
+    def _ranked(self, scope: Any, principal: Principal, terms: list[str], qv: FloatVector, n: int, k: int) -> list[Hit]:
+        raise NotImplementedError
