@@ -277,13 +277,7 @@ class SqliteStore(HybridSearch):
         """Replace a source's chunks atomically (one transaction)."""
         try:
             with self._tx() as conn:
-                rids = [
-                    row[0]
-                    for row in conn.execute(
-                        "SELECT rid FROM chunks WHERE source_id = ? AND tenant = ?", (source_id, tenant or "")
-                    )
-                ]
-                self._delete_rids(conn, rids)
+                self._delete_source(conn, source_id, tenant)
                 self._insert(conn, records)
         except StoreError:
             raise
@@ -293,13 +287,12 @@ class SqliteStore(HybridSearch):
     def delete_source(self, source_id: str, tenant: str) -> int:
         """Delete a source's chunks; return how many."""
         with self._tx() as conn:
-            rids = [
-                row[0]
-                for row in conn.execute(
-                    "SELECT rid FROM chunks WHERE source_id = ? AND tenant = ?", (source_id, tenant or "")
-                )
-            ]
-            self._delete_rids(conn, rids)
+            return self._delete_source(conn, source_id, tenant)
+
+    def _delete_source(self, conn: Any, source_id: str, tenant: str) -> int:
+        sql = "SELECT rid FROM chunks WHERE source_id = ? AND tenant = ?"
+        rids = [row[0] for row in conn.execute(sql, (source_id, tenant or ""))]
+        self._delete_rids(conn, rids)
         return len(rids)
 
     # -- reads ---------------------------------------------------------------------------------------------
