@@ -41,7 +41,6 @@ STOPWORDS = frozenset(
 )
 
 _WORD = re.compile(r"\w+", re.UNICODE)
-_SPACE = re.compile(r"\s+")
 
 
 @lru_cache(maxsize=8192)
@@ -225,11 +224,6 @@ def sentences(text: str) -> list[str]:
             continue
         out.extend(str(s).strip() for s in nupunkt.sent_tokenize(para) if str(s).strip())
     return out
-
-
-def collapse_space(text: str) -> str:
-    """Collapse runs of whitespace to one space."""
-    return _SPACE.sub(" ", text).strip()
 
 
 def bm25_matrix(

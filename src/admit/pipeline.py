@@ -1,12 +1,15 @@
 """Pipeline: wires the stages together. One call, one :class:`~admit.types.PackResult`, one trace record.
 
 authorize -> route -> budget -> rerank -> dedupe -> prune -> pack -> render -> trace
+
+:func:`prune_candidates` (and :meth:`Pipeline.prune` over it) is the one "rerank, prune, decide" path
+that every face without a token budget uses: the framework adapters, ``POST /v1/prune``, ``admit prune``
+and the evaluation harness.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 from collections.abc import Mapping, Sequence
@@ -18,19 +21,27 @@ from admit.backends.rerankers import Reranker, resolve_reranker
 from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.budget import compute_budget
 from admit.dedupe import dedupe
-from admit.errors import AuthorizationError, RequestError
+from admit.errors import AuthorizationError, ConfigError, RequestError
 from admit.features import chunk_flags
 from admit.pack import pack as pack_stage
 from admit.prune import Pruner, resolve_pruner, run_pruner
 from admit.prune.base import PruneOutcome
 from admit.render import EvidenceRenderer
-from admit.rerank import rerank
+from admit.rerank import ranked_by, rerank
 from admit.retrieve import authorize
-from admit.route import Policy, PolicySet, load_policy_set
+from admit.route import Policy, PolicySet, PruneSettings, load_policy_set
 from admit.trace import NullTracer, StageTimer, Tracer, TraceSink, build_record, trace_content_enabled
 from admit.types import Chunk, Decision, Message, PackResult, Principal, Scored
 
-__all__ = ["PackRequest", "Pipeline", "pack"]
+__all__ = [
+    "PackRequest",
+    "Pipeline",
+    "PruneRun",
+    "PruneVerdict",
+    "check_unique_ids",
+    "pack",
+    "prune_candidates",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -69,6 +80,117 @@ _LOCAL_PRUNERS = frozenset({"setwise", "top_n", "score_threshold"})
 """Pruners that show the candidates to no model (their input needs no injection scan of its own)."""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PruneVerdict:
+    """What pruning decided for one candidate."""
+
+    chunk: Chunk
+    """The candidate."""
+    kept: bool
+    """Whether it stays."""
+    grade: int
+    """Its grade on the five-level rubric."""
+    reason: str
+    """Why (the pruner's words, or why nothing was pruned)."""
+    score: float | None
+    """Its rerank score (``None`` when not finite)."""
+    rank: int
+    """Its position after reranking, 0-based."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PruneRun:
+    """The result of :func:`prune_candidates`: one verdict per candidate, in input order."""
+
+    strategy: str
+    """The strategy that ran (``none`` when nothing was pruned)."""
+    verdicts: tuple[PruneVerdict, ...]
+    """One verdict per candidate, in input order."""
+    ranked: tuple[Scored, ...]
+    """The candidates, best first."""
+    outcome: PruneOutcome | None
+    """The pruner's outcome (usage, fallback, error, notes); ``None`` when nothing was pruned."""
+
+    @property
+    def kept_ids(self) -> list[str]:
+        """Ids of the kept candidates, in input order."""
+        return [v.chunk.id for v in self.verdicts if v.kept]
+
+
+def check_unique_ids(ids: Sequence[str]) -> None:
+    """Raise :class:`~admit.errors.RequestError` (naming ``candidates[i].id``) when a candidate id repeats."""
+    seen: set[str] = set()
+    for i, cid in enumerate(ids):
+        if cid in seen:
+            raise RequestError(f"Duplicate candidate id {cid!r}.", field=f"candidates[{i}].id")
+        seen.add(cid)
+
+
+def prune_candidates(
+    question: str,
+    candidates: Sequence[Chunk],
+    *,
+    settings: PruneSettings,
+    reranker: Reranker | None,
+    pruner: Pruner | None,
+    scores: Sequence[float] | None = None,
+    skip_reason: str = "strategy none",
+) -> PruneRun:
+    """Rerank ``candidates`` (or order them by ``scores``), prune them with ``settings`` and decide per candidate.
+
+    Args:
+        question: The question.
+        candidates: The candidates; their ids must be unique.
+        settings: The pruner settings (``strategy`` ``none`` keeps everything).
+        reranker: Orders the candidates when ``scores`` is not given (may be ``None`` when it is).
+        pruner: The pruner; ``None`` keeps everything.
+        scores: Reranker scores computed before, in candidate order (skips reranking).
+        skip_reason: The reason recorded on every candidate when nothing is pruned.
+    """
+    check_unique_ids([c.id for c in candidates])
+    if scores is None:
+        if reranker is None:
+            raise ConfigError("prune_candidates needs a reranker or the candidates' scores.")
+        ranked, _ = rerank(question, candidates, reranker, keep=len(candidates))
+    else:
+        ranked = ranked_by(candidates, scores)
+    by_id = {s.chunk.id: s for s in ranked}
+    if pruner is None or settings.strategy == "none" or not ranked:
+        verdicts = tuple(
+            PruneVerdict(
+                chunk=c,
+                kept=True,
+                grade=3,
+                reason=skip_reason,
+                score=_finite(by_id[c.id].score),
+                rank=by_id[c.id].rank,
+            )
+            for c in candidates
+        )
+        return PruneRun(strategy="none", verdicts=verdicts, ranked=tuple(ranked), outcome=None)
+    outcome = run_pruner(pruner, question, ranked, settings)
+    graded = {g.chunk_id: g for g in outcome.graded}
+    verdicts = tuple(
+        PruneVerdict(
+            chunk=c,
+            kept=graded[c.id].kept,
+            grade=graded[c.id].grade,
+            reason=graded[c.id].reason,
+            score=_finite(by_id[c.id].score),
+            rank=by_id[c.id].rank,
+        )
+        for c in candidates
+    )
+    return PruneRun(strategy=outcome.strategy, verdicts=verdicts, ranked=tuple(ranked), outcome=outcome)
+
+
+def _finite(x: float | None) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
 def _request_hash(req: PackRequest) -> str:
     h = hashlib.sha256()
     h.update(req.question.encode("utf-8", "surrogatepass"))
@@ -103,6 +225,7 @@ class Pipeline:
         tracer: Tracer | None = None,
         authority: Mapping[str, float] | None = None,
         baseline_policies: PolicySet | str | Path | None = None,
+        trace_content: bool | None = None,
     ) -> None:
         """Create a pipeline.
 
@@ -116,6 +239,8 @@ class Pipeline:
             authority: A source registry: ``source_id`` -> authority 0..1, used when a chunk has none.
             baseline_policies: The policies that requests outside ``policies.rollout`` keep getting (a staged
                 rollout by a stable hash of the request id); ``None`` means everyone gets ``policies``.
+            trace_content: Record the question and the prompt in trace records; ``None`` reads
+                ``ADMIT_TRACE_CONTENT`` once, here.
         """
         self.policies = policies if isinstance(policies, PolicySet) else load_policy_set(policies)
         self.baseline_policies: PolicySet | None = (
@@ -130,6 +255,7 @@ class Pipeline:
         self.sink = sink
         self.tracer = tracer or NullTracer()
         self.authority = dict(authority or {})
+        self.trace_content = trace_content_enabled() if trace_content is None else trace_content
 
     def pruner_for(self, strategy: str) -> Pruner:
         """Return (and cache) the pruner of a strategy."""
@@ -164,17 +290,37 @@ class Pipeline:
             rec["kill_switch"] = True
         return policy, rec
 
+    def prune(
+        self,
+        question: str,
+        candidates: Sequence[Chunk],
+        settings: PruneSettings,
+        *,
+        scores: Sequence[float] | None = None,
+        skip_reason: str = "strategy none",
+    ) -> PruneRun:
+        """Prune ``candidates`` with this pipeline's reranker and the pruner of ``settings.strategy``.
+
+        No budget, no packing: see :func:`prune_candidates`.
+        """
+        pruner = None if settings.strategy == "none" else self.pruner_for(settings.strategy)
+        return prune_candidates(
+            question,
+            candidates,
+            settings=settings,
+            reranker=self.reranker,
+            pruner=pruner,
+            scores=scores,
+            skip_reason=skip_reason,
+        )
+
     def pack(self, req: PackRequest) -> PackResult:
         """Run the whole pipeline on one request."""
         if req.principal is None or not str(req.principal.tenant or "").strip():
             raise AuthorizationError("The request names no principal (or no tenant); admit fails closed.")
         if not isinstance(req.question, str) or not req.question.strip():
             raise RequestError("`question` must be a non-empty string.", field="question")
-        seen: set[str] = set()
-        for i, c in enumerate(req.candidates):
-            if c.id in seen:
-                raise RequestError(f"Duplicate candidate id {c.id!r}.", field=f"candidates[{i}].id")
-            seen.add(c.id)
+        check_unique_ids([c.id for c in req.candidates])
         request_id = req.request_id or _request_hash(req)
         timer = StageTimer(self.tracer)
         decisions: dict[str, Decision] = {}
@@ -262,7 +408,7 @@ class Pipeline:
         ordered = tuple(decisions[c.id] for c in req.candidates)
         extra: dict[str, Any] = {**req.extra_trace, "question_tokens": tokenizer.count(req.question)}
         extra["flags"] = flags
-        if trace_content_enabled():
+        if self.trace_content:
             extra["question"] = req.question
             extra["prompt"] = packed.prompt
         record = build_record(
@@ -331,8 +477,3 @@ def pack(
             prune=prune,
         )
     )
-
-
-def canonical_json(obj: Any) -> str:
-    """Stable JSON used to compare results in tests and replay."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, default=str)

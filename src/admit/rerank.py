@@ -9,7 +9,26 @@ from admit.backends.rerankers import Reranker
 from admit.errors import BackendError
 from admit.types import Chunk, Decision, Scored
 
-__all__ = ["rerank"]
+__all__ = ["rank_order", "ranked_by", "rerank"]
+
+
+def rank_order(scores: Sequence[float | None]) -> list[int]:
+    """Indexes best first; ties keep input order; a missing or non-finite score ranks last."""
+    clean = [_clean(s) for s in scores]
+    return sorted(range(len(clean)), key=lambda i: (-clean[i], i))
+
+
+def ranked_by(chunks: Sequence[Chunk], scores: Sequence[float | None]) -> list[Scored]:
+    """``chunks`` best first by ``scores`` (one per chunk, computed before), as :func:`rerank` orders them."""
+    if len(scores) != len(chunks):
+        raise BackendError(f"{len(scores)} scores for {len(chunks)} chunks.")
+    return [Scored(chunk=chunks[i], score=_clean(scores[i]), rank=r) for r, i in enumerate(rank_order(scores))]
+
+
+def _clean(s: float | None) -> float:
+    if not isinstance(s, int | float) or isinstance(s, bool):
+        return -math.inf
+    return float(s) if math.isfinite(s) else -math.inf
 
 
 def rerank(
@@ -24,9 +43,7 @@ def rerank(
         raise BackendError(f"Reranker {getattr(reranker, 'name', reranker)!r} failed: {exc}") from exc
     if len(raw) != len(chunks):
         raise BackendError(f"Reranker returned {len(raw)} scores for {len(chunks)} chunks.")
-    scores = [float(s) if s is not None and math.isfinite(float(s)) else -math.inf for s in raw]
-    order = sorted(range(len(chunks)), key=lambda i: (-scores[i], i))
-    ranked = [Scored(chunk=chunks[i], score=scores[i], rank=r) for r, i in enumerate(order)]
+    ranked = ranked_by(chunks, [None if s is None else float(s) for s in raw])
     kept, cut = ranked[: max(keep, 0)], ranked[max(keep, 0) :]
     decisions = [
         Decision(

@@ -23,7 +23,10 @@ __all__ = ["JsonlSink", "NullTracer", "OTelTracer", "TraceSink", "Tracer", "buil
 
 
 def trace_content_enabled() -> bool:
-    """Whether traces may carry chunk text and prompts (``ADMIT_TRACE_CONTENT=true``)."""
+    """Whether ``ADMIT_TRACE_CONTENT=true`` lets traces carry chunk text and prompts.
+
+    Read once, at the edge: :class:`~admit.pipeline.Pipeline` calls it when built without ``trace_content``.
+    """
     return os.environ.get("ADMIT_TRACE_CONTENT", "").strip().lower() in {"1", "true", "yes", "on"}
 
 

@@ -118,4 +118,8 @@ def test_prune_option_runs_a_pruner(kb: KnowledgeBase) -> None:
     except ImportError:
         strategy = "top_n"
     res = kb.search("How do I raise a repository quota?", parse_principal("tenant:acme"), prune=strategy)
-    assert res.trace["pruner"] is not None
+    pruner = res.trace["pruner"]
+    assert pruner is not None
+    # the pruner ran: no on_error fallback hid a failure behind the kept top-k
+    assert pruner["fallback"] is None and pruner["error"] is None, pruner
+    assert pruner["strategy"] == ("setwise" if strategy is True else strategy)

@@ -9,7 +9,6 @@ over HTTP the fallback is counted in ``/metrics``.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -59,6 +58,8 @@ FAILING = [
     "nested",
 ]
 PARTIAL = ["missing_ids", "out_of_range"]
+STALLING = {"timeout", "slow", "drip"}
+"""Modes where the server holds the answer longer than the client's deadline (``HANG_S``, ``SLOW_S``, dripping)."""
 
 
 @pytest.fixture(scope="module")
@@ -111,14 +112,14 @@ def test_ok_mode_grades_everything(srv: FaultServer) -> None:
 def test_fault_applies_the_configured_fallback(srv: FaultServer, mode: str, on_error: str) -> None:
     srv.set(mode)
     pipe = Pipeline(pruner=GradedPruner(_llm(srv)))
-    t0 = time.monotonic()
     res = _pack(pipe, on_error)
-    elapsed = time.monotonic() - t0
-    # completes on the client's deadline, not the server's (which would be HANG_S or SLOW_S)
-    assert elapsed < SLOW_S - 1.0, f"{mode} took {elapsed:.1f}s"
     p = res.trace["pruner"]
     assert p["fallback"] == on_error
     assert p["error"]
+    if mode in STALLING:
+        # ended by the client's deadline (a BackendTimeout), not by the server giving up or answering late
+        assert p["error"].startswith("BackendTimeout:"), p["error"]
+        assert f"within {LLM_TIMEOUT_S}s" in p["error"]
     top = res.trace["reranked_ids"][0]
     if on_error == "keep_top_k":
         assert res.admitted_ids == [top]
@@ -271,11 +272,13 @@ def test_breaker_counts_timeouts(srv: FaultServer) -> None:
     srv.set("timeout")
     cb = CircuitBreakerLLM(_llm(srv, max_retries=0), failure_threshold=2, reset_timeout_s=60, clock=Clock())
     pipe = Pipeline(pruner=GradedPruner(cb))
-    t0 = time.monotonic()
+    errors = []
     for _ in range(5):
-        assert _pack(pipe).trace["pruner"]["fallback"] == "keep_top_k"
-    assert srv.count == 2
-    assert time.monotonic() - t0 < 2 * LLM_TIMEOUT_S + SLOW_S  # the 3 short-circuited calls cost nothing
+        p = _pack(pipe).trace["pruner"]
+        assert p["fallback"] == "keep_top_k"
+        errors.append(p["error"])
+    assert srv.count == 2  # the 3 short-circuited calls never reached the server
+    assert [e.split(":")[0] for e in errors] == ["BackendTimeout"] * 2 + ["CircuitOpenError"] * 3, errors
 
 
 def test_breaker_success_resets_the_failure_count() -> None:

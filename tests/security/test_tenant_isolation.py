@@ -109,7 +109,7 @@ def random_question(rng: random.Random) -> str:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def world(tmp_path_factory: pytest.TempPathFactory, _trace_content: None) -> Iterator[dict[str, Any]]:
     rng = random.Random(20240611)
     docs = make_docs(rng)
     root = tmp_path_factory.mktemp("iso")
@@ -133,13 +133,23 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         for i, d in enumerate(docs)
     ]
     sink = MemorySink()
-    yield {"kb": kb, "docs": docs, "chunks": chunks, "root": root, "pipe": Pipeline(sink=sink), "sink": sink}
+    yield {
+        "kb": kb,
+        "docs": docs,
+        "chunks": chunks,
+        "root": root,
+        "pipe": Pipeline(sink=sink, trace_content=True),
+        "sink": sink,
+    }
     kb.close()
 
 
-@pytest.fixture(autouse=True)
-def _trace_content(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ADMIT_TRACE_CONTENT", "true")
+@pytest.fixture(autouse=True, scope="module")
+def _trace_content() -> Iterator[None]:
+    # read once, when a pipeline (or the service's) is built: set before the module's fixtures build them
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("ADMIT_TRACE_CONTENT", "true")
+        yield
 
 
 def one_request(world: dict[str, Any], seed: int) -> tuple[str, int]:

@@ -8,7 +8,7 @@ import pytest
 
 from admit.errors import ConfigError
 from admit.eval.metrics import (
-    PriceTable,
+    CostRates,
     QuestionResult,
     breakdowns,
     diagnose,
@@ -64,7 +64,7 @@ def test_summarize_hand_computed() -> None:
         calls=1,
     )
     q3 = _q("q3", {"p": 10, "q": 10, "r": 10}, ["p"], ["p", "gone"], latency_s=0.030, source="s2", cost_usd=0.01)
-    prices = PriceTable(generator_input_per_mtok=2.0, pruner_input_per_mtok=1.0, pruner_output_per_mtok=4.0)
+    prices = CostRates(generator_input_per_mtok=2.0, pruner_input_per_mtok=1.0, pruner_output_per_mtok=4.0)
     m = summarize([q1, q2, q3], prices)
     assert m["questions"] == 3
     assert m["chunk_compression"] == pytest.approx(1 - 4 / 9)
@@ -98,19 +98,19 @@ def test_breakdowns_group_by_source_and_classes() -> None:
 def test_price_table_load_nested_and_flat(tmp_path) -> None:
     p = tmp_path / "prices.toml"
     p.write_text("[generator]\ninput_per_mtok = 3.0\n[pruner]\ninput_per_mtok = 0.5\nper_call = 0.001\n")
-    t = PriceTable.load(p)
+    t = CostRates.load(p)
     assert (t.generator_input_per_mtok, t.pruner_input_per_mtok, t.pruner_per_call) == (3.0, 0.5, 0.001)
     j = tmp_path / "prices.json"
     j.write_text(json.dumps({"generator_input_per_mtok": 1.25}))
-    assert PriceTable.load(j).generator_input_per_mtok == 1.25
+    assert CostRates.load(j).generator_input_per_mtok == 1.25
     bad = tmp_path / "bad.toml"
     bad.write_text("[generator]\nprice = 1\n")
     with pytest.raises(ConfigError, match="generator_price"):
-        PriceTable.load(bad)
+        CostRates.load(bad)
     neg = tmp_path / "neg.toml"
     neg.write_text("generator_input_per_mtok = -1\n")
     with pytest.raises(ConfigError, match="non-negative"):
-        PriceTable.load(neg)
+        CostRates.load(neg)
 
 
 def test_pareto_front_and_recall_at() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from admit.backends.embedders.fake import FakeEmbedder
 from admit.kb import KnowledgeBase
 from admit.passages import passages
@@ -57,6 +59,7 @@ def test_multi_passage_chunks_keep_one_vector_per_passage(tmp_path):
 
 
 def test_the_service_prunes_with_the_kbs_seeded_cache_even_when_it_is_empty():
+    pytest.importorskip("fastapi", reason="the service needs the `service` extra")
     from admit.service.config import ServiceSettings
     from admit.service.http import build_state
 

@@ -102,7 +102,7 @@ def test_stdout_output(tmp_path: Path) -> None:
         ('{"id": "x", "question": "q", "candidates": [{"text": "t"}]}', r"line 2: field `candidates\[0\].id`"),
         (
             '{"id": "x", "question": "q", "candidates": [{"id": "a", "text": "t"}, {"id": "a", "text": "u"}]}',
-            "repeats id",
+            r"line 2: field `candidates\[1\]\.id`: Duplicate candidate id",
         ),
         ("[1, 2]", "line 2: expected a JSON object"),
     ],

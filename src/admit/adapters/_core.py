@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from admit.backends.rerankers import Reranker, resolve_reranker
-from admit.prune import Pruner, resolve_pruner, run_pruner
-from admit.rerank import rerank
+from admit.pipeline import prune_candidates
+from admit.prune import Pruner, resolve_pruner
 from admit.route import PruneSettings
 from admit.types import Chunk
 
@@ -106,23 +106,15 @@ class AdmitFilter:
             Chunk(id=cid, source_id=cid, text=d.text or " ", title=d.title, score=_finite(d.score))
             for cid, d in zip(ids, docs, strict=True)
         ]
-        ranked, _ = rerank(question, chunks, self._reranker, keep=len(chunks))
-        pruner = self._get_pruner()
-        outcome = run_pruner(pruner, question, ranked, self.settings())
-        graded = {g.chunk_id: g for g in outcome.graded}
-        by_id = {s.chunk.id: s for s in ranked}
+        run = prune_candidates(
+            question, chunks, settings=self.settings(), reranker=self._reranker, pruner=self._get_pruner()
+        )
         kept = [
-            Kept(
-                index=i,
-                grade=graded[cid].grade,
-                reason=graded[cid].reason,
-                score=_finite(by_id[cid].score),
-                rank=by_id[cid].rank,
-            )
-            for i, cid in enumerate(ids)
-            if graded[cid].kept
+            Kept(index=i, grade=v.grade, reason=v.reason, score=v.score, rank=v.rank)
+            for i, v in enumerate(run.verdicts)
+            if v.kept
         ]
-        return kept, outcome.strategy
+        return kept, run.strategy
 
     def with_(self, **changes: Any) -> AdmitFilter:
         """A copy with fields changed."""

@@ -206,7 +206,7 @@ def eval_cmd(
     from admit.eval.cache import default_cache_dir
     from admit.eval.dataset import expand_paths, load_datasets
     from admit.eval.engine import make_engine
-    from admit.eval.metrics import PriceTable
+    from admit.eval.metrics import CostRates
     from admit.eval.report import write_outputs
     from admit.eval.sweep import EvalOptions, configs_for, parse_assignments, parse_sweep, run_eval
 
@@ -221,7 +221,7 @@ def eval_cmd(
     )
     for n in notes:
         click.echo(f"note: {n}", err=True)
-    prices = PriceTable.load(prices_path)
+    prices = CostRates.load(prices_path)
     options = EvalOptions(
         reranker=reranker,
         generator_model=generator_model,
@@ -288,7 +288,7 @@ def replay_cmd(
 
     TRACES.jsonl: the trace file of `admit serve` with `trace_requests = true`, or a ReplayLog file.
     """
-    from admit.eval.metrics import PriceTable
+    from admit.eval.metrics import CostRates
     from admit.eval.replay import replay_file, write_replay
 
     opts: dict[str, Any] = {}
@@ -297,7 +297,7 @@ def replay_cmd(
         if llm_model:
             opts["llm_model"] = llm_model
     t0 = time.perf_counter()
-    prices = PriceTable.load(prices_path)
+    prices = CostRates.load(prices_path)
     report = replay_file(traces, policy_path, reranker=reranker, pruner_options=opts, prices=prices)
     paths = write_replay(report, Path(out_dir))
     s = report.summary

@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import click
@@ -88,7 +88,6 @@ def read_records(path: str) -> list[tuple[str, str, list[Chunk]]]:
             if not isinstance(cands, list):
                 raise RequestError(f"{where}: field `candidates` is missing or not a list.", field="candidates")
             chunks: list[Chunk] = []
-            seen: set[str] = set()
             for k, c in enumerate(cands):
                 f = f"candidates[{k}]"
                 if not isinstance(c, dict):
@@ -96,9 +95,6 @@ def read_records(path: str) -> list[tuple[str, str, list[Chunk]]]:
                 cid, text = c.get("id"), c.get("text")
                 if not isinstance(cid, str) or not cid:
                     raise RequestError(f"{where}: field `{f}.id` is missing or not a string.", field=f"{f}.id")
-                if cid in seen:
-                    raise RequestError(f"{where}: field `{f}.id` repeats id {cid!r}.", field=f"{f}.id")
-                seen.add(cid)
                 if not isinstance(text, str):
                     raise RequestError(f"{where}: field `{f}.text` is missing or not a string.", field=f"{f}.text")
                 title = c.get("title") or ""
@@ -106,6 +102,12 @@ def read_records(path: str) -> list[tuple[str, str, list[Chunk]]]:
                     raise RequestError(f"{where}: field `{f}.title` must be a string.", field=f"{f}.title")
                 source = c.get("source_id") or cid
                 chunks.append(Chunk(id=cid, source_id=str(source), text=text, title=title))
+            try:
+                from admit.pipeline import check_unique_ids
+
+                check_unique_ids([c.id for c in chunks])
+            except RequestError as exc:
+                raise RequestError(f"{where}: field `{exc.field}`: {exc}", field=exc.field) from None
             out.append((str(rid), q, chunks))
     finally:
         if fh is not sys.stdin:
@@ -194,9 +196,9 @@ def prune_cmd(
         raise click.UsageError("--json prints a summary on stdout; write the records to a file with --output.")
     t_run = time.perf_counter()
     from admit.backends.rerankers import resolve_reranker
-    from admit.prune import resolve_pruner, run_pruner
+    from admit.pipeline import prune_candidates
+    from admit.prune import resolve_pruner
     from admit.prune.llm_strategies import LLM_STRATEGIES
-    from admit.rerank import rerank
 
     settings = parse_set_options(sets, strategy)
     records = read_records(input_path)
@@ -225,29 +227,21 @@ def prune_cmd(
     def one(rec: tuple[str, str, list[Chunk]]) -> dict[str, Any]:
         rid, question, chunks = rec
         t0 = time.perf_counter()
-        ranked, _ = rerank(question, chunks, rr, keep=len(chunks))
-        outcome = run_pruner(pruner, question, ranked, replace(settings))
-        by_id = {g.chunk_id: g for g in outcome.graded}
-        decisions = [
-            {
-                "id": c.id,
-                "grade": by_id[c.id].grade,
-                "state": "admitted" if by_id[c.id].kept else "dropped",
-                "reason": by_id[c.id].reason,
-            }
-            for c in chunks
-            if c.id in by_id
-        ]
+        run = prune_candidates(question, chunks, settings=settings, reranker=rr, pruner=pruner)
+        outcome = run.outcome
         return {
             "id": rid,
-            "kept": [c.id for c in chunks if c.id in by_id and by_id[c.id].kept],
-            "decisions": decisions,
-            "usage": outcome.usage.as_dict(),
+            "kept": run.kept_ids,
+            "decisions": [
+                {"id": v.chunk.id, "grade": v.grade, "state": "admitted" if v.kept else "dropped", "reason": v.reason}
+                for v in run.verdicts
+            ],
+            "usage": outcome.usage.as_dict() if outcome else {},
             "latency_s": round(time.perf_counter() - t0, 4),
-            "strategy": outcome.strategy,
-            "fallback": outcome.fallback,
-            "error": outcome.error,
-            "notes": list(outcome.notes),
+            "strategy": run.strategy,
+            "fallback": outcome.fallback if outcome else None,
+            "error": outcome.error if outcome else None,
+            "notes": list(outcome.notes) if outcome else [],
         }
 
     summary = _Summary(strategy=strategy, output=output_path)

@@ -7,16 +7,16 @@ entry points are :func:`run_eval` and :func:`replay_file`.
 from __future__ import annotations
 
 from admit.eval.dataset import EvalRecord, PruneInput, load_dataset, load_datasets
-from admit.eval.metrics import PriceTable, QuestionResult, breakdowns, diagnose, percentile, summarize
+from admit.eval.metrics import CostRates, QuestionResult, breakdowns, diagnose, percentile, summarize
 from admit.eval.replay import ReplayLog, record_for_replay, replay_file
 from admit.eval.sweep import Config, EvalOptions, EvalRun, expand_grid, parse_sweep, run_eval
 
 __all__ = [
     "Config",
+    "CostRates",
     "EvalOptions",
     "EvalRecord",
     "EvalRun",
-    "PriceTable",
     "PruneInput",
     "QuestionResult",
     "ReplayLog",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-import math
 import os
 import threading
 import time
@@ -22,8 +21,9 @@ from typing import Any, Protocol
 
 from admit.errors import ConfigError, MissingExtraError
 from admit.eval.dataset import PruneInput
+from admit.prune.base import PruneOutcome
+from admit.rerank import rank_order
 from admit.route import PruneSettings
-from admit.types import Scored
 
 __all__ = [
     "GRADE_ONLY_STRATEGIES",
@@ -110,12 +110,6 @@ def settings_for(params: Mapping[str, Any], strategy: str = "") -> PruneSettings
     return PruneSettings(strategy=strategy).with_overrides(params)
 
 
-def rank_order(scores: Sequence[float]) -> list[int]:
-    """Candidate indexes best first (ties keep input order), as :func:`admit.rerank.rerank` orders them."""
-    clean = [s if isinstance(s, int | float) and math.isfinite(s) else -math.inf for s in scores]
-    return sorted(range(len(clean)), key=lambda i: (-clean[i], i))
-
-
 # ---------------------------------------------------------------------------------------------- worker side
 
 
@@ -170,12 +164,8 @@ class _Worker:
             from admit.backends.rerankers import resolve_reranker
 
             name = self.spec.reranker
-            if name in {"dense", "minilm", "hybrid"}:
-                from admit.backends.rerankers.dense import DenseReranker
-
-                self._reranker = DenseReranker(self.embedder(), hybrid=name == "hybrid")
-            else:
-                self._reranker = resolve_reranker(name)
+            dense = name in {"dense", "minilm", "hybrid"}
+            self._reranker = resolve_reranker(name, embedder=self.embedder()) if dense else resolve_reranker(name)
         return self._reranker
 
     def pruner(self, strategy: str) -> Any:
@@ -198,7 +188,7 @@ class _Worker:
         return self._pruners[strategy]
 
     def run(self, task: Task) -> dict[str, Any]:
-        from admit.prune import run_pruner
+        from admit.pipeline import prune_candidates
 
         inp = task.input
         out: dict[str, Any] = {"record_id": inp.id, "outcomes": {}}
@@ -209,30 +199,35 @@ class _Worker:
             out["rerank_s"] = time.perf_counter() - t0
         else:
             scores = list(task.scores)
-        order = rank_order(scores)
-        ranked = [Scored(chunk=inp.candidates[i], score=scores[i], rank=r) for r, i in enumerate(order)]
         for key, strategy, params in task.jobs:
             settings = settings_for(params, strategy)
             pruner = self.pruner(strategy)
             enc0 = self.encode_seconds
             t0 = time.perf_counter()
-            outcome = run_pruner(pruner, inp.question, ranked, settings)
+            run = prune_candidates(
+                inp.question, inp.candidates, settings=settings, reranker=None, pruner=pruner, scores=scores
+            )
             dt = time.perf_counter() - t0
-            u = outcome.usage
-            out["outcomes"][key] = {
-                "grades": {g.chunk_id: g.grade for g in outcome.graded},
-                "kept": outcome.kept_ids,
-                "reasons": {g.chunk_id: g.reason[:_REASON_CHARS] for g in outcome.graded},
-                "latency_s": dt,
-                "encode_s": self.encode_seconds - enc0,
-                "prompt_tokens": u.prompt_tokens,
-                "completion_tokens": u.completion_tokens,
-                "calls": u.calls,
-                "cost_usd": u.cost_usd,
-                "fallback": outcome.fallback,
-                "error": outcome.error,
-            }
+            out["outcomes"][key] = _outcome_json(run.outcome, strategy, dt, self.encode_seconds - enc0)
         return out
+
+
+def _outcome_json(outcome: PruneOutcome | None, strategy: str, latency_s: float, encode_s: float) -> dict[str, Any]:
+    outcome = outcome or PruneOutcome(strategy=strategy, graded=())
+    u = outcome.usage
+    return {
+        "grades": {g.chunk_id: g.grade for g in outcome.graded},
+        "kept": outcome.kept_ids,
+        "reasons": {g.chunk_id: g.reason[:_REASON_CHARS] for g in outcome.graded},
+        "latency_s": latency_s,
+        "encode_s": encode_s,
+        "prompt_tokens": u.prompt_tokens,
+        "completion_tokens": u.completion_tokens,
+        "calls": u.calls,
+        "cost_usd": u.cost_usd,
+        "fallback": outcome.fallback,
+        "error": outcome.error,
+    }
 
 
 _WORKERS: dict[str, _Worker] = {}

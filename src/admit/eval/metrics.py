@@ -13,7 +13,7 @@ Definitions (over a group of questions):
   the worst of its chunks';
 * **latency** p50 / p95 of the pruner's wall time per question;
 * **cost** the pruner's own cost (its reported ``cost_usd``, else its tokens priced with the
-  :class:`PriceTable`), the generator input tokens saved, and the **net change per query**
+  :class:`CostRates`), the generator input tokens saved, and the **net change per query**
   ``pruner cost - tokens saved x generator input price`` (negative is a saving).
 """
 
@@ -31,7 +31,7 @@ from admit.errors import ConfigError
 
 __all__ = [
     "DIAGNOSES",
-    "PriceTable",
+    "CostRates",
     "QuestionResult",
     "breakdowns",
     "diagnose",
@@ -48,8 +48,9 @@ _GROUPS = ("source", "hop_type", "question_type", "query_class")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class PriceTable:
-    """Prices in USD per million tokens (and per call / per CPU second for local pruners)."""
+class CostRates:
+    """The evaluation's cost rates: one generator and one pruner, USD per million tokens (and per call / per CPU
+    second for local pruners). Per-model LLM prices live in :class:`admit.backends.llms.PriceTable`."""
 
     generator_input_per_mtok: float = 2.50
     """Generator input price (default: gpt-4o, USD 2.50 / 1M input tokens)."""
@@ -63,7 +64,7 @@ class PriceTable:
     """Price of a second of pruner wall time (to charge a local CPU pruner for its machine; default free)."""
 
     @classmethod
-    def load(cls, path: str | Path | None) -> PriceTable:
+    def load(cls, path: str | Path | None) -> CostRates:
         """Load a TOML or JSON price table; ``None`` gives the defaults.
 
         The file is flat (``generator_input_per_mtok = 2.5``) or nested (``[generator] input_per_mtok = 2.5``,
@@ -81,7 +82,7 @@ class PriceTable:
         return cls.from_dict(raw, where=str(p))
 
     @classmethod
-    def from_dict(cls, raw: Mapping[str, Any], *, where: str = "price table") -> PriceTable:
+    def from_dict(cls, raw: Mapping[str, Any], *, where: str = "price table") -> CostRates:
         """Build from a flat or nested mapping (see :meth:`load`)."""
         flat: dict[str, Any] = {}
         for k, v in raw.items():
@@ -222,7 +223,7 @@ def percentile(values: Sequence[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
-def pruner_cost(r: QuestionResult, prices: PriceTable) -> float:
+def pruner_cost(r: QuestionResult, prices: CostRates) -> float:
     """The pruner's cost for one question: its own figure, else its tokens and time priced."""
     if r.cost_usd > 0:
         return r.cost_usd
@@ -234,9 +235,9 @@ def pruner_cost(r: QuestionResult, prices: PriceTable) -> float:
     )
 
 
-def summarize(results: Sequence[QuestionResult], prices: PriceTable | None = None) -> dict[str, Any]:
+def summarize(results: Sequence[QuestionResult], prices: CostRates | None = None) -> dict[str, Any]:
     """All metrics over ``results`` (one configuration)."""
-    prices = prices or PriceTable()
+    prices = prices or CostRates()
     n = len(results)
     n_cand = n_kept = tok_all = tok_kept = n_req = req_kept = retained = 0
     saved: list[int] = []
@@ -298,10 +299,10 @@ def summarize(results: Sequence[QuestionResult], prices: PriceTable | None = Non
 
 def breakdowns(
     results: Sequence[QuestionResult],
-    prices: PriceTable | None = None,
+    prices: CostRates | None = None,
     *,
     groups: Sequence[str] = _GROUPS,
-    summarizer: Callable[[Sequence[QuestionResult], PriceTable | None], dict[str, Any]] = summarize,
+    summarizer: Callable[[Sequence[QuestionResult], CostRates | None], dict[str, Any]] = summarize,
 ) -> dict[str, Any]:
     """Metrics overall and per group.
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from admit.errors import ConfigError, RequestError
-from admit.eval.metrics import PriceTable
+from admit.eval.metrics import CostRates
 from admit.pipeline import PackRequest, Pipeline
 from admit.route import PolicySet, load_policy_set
 from admit.types import PackResult
@@ -164,14 +164,14 @@ def replay_records(
     *,
     reranker: str | None = None,
     pruner_options: Mapping[str, Any] | None = None,
-    prices: PriceTable | None = None,
+    prices: CostRates | None = None,
     pipeline: Pipeline | None = None,
     where: str = "<replay>",
 ) -> ReplayReport:
     """Re-pack each logged request under ``policies`` and diff against the logged decision."""
     from admit.schema import parse_pack_request
 
-    prices = prices or PriceTable()
+    prices = prices or CostRates()
     pipe = pipeline or Pipeline(policies=policies, reranker=reranker, pruner_options=pruner_options)
     diffs: list[dict[str, Any]] = []
     for n, obj in lines:
@@ -255,7 +255,7 @@ def replay_file(
     *,
     reranker: str | None = None,
     pruner_options: Mapping[str, Any] | None = None,
-    prices: PriceTable | None = None,
+    prices: CostRates | None = None,
 ) -> ReplayReport:
     """Replay a :class:`ReplayLog` file under a policy file (or set)."""
     policies = policy if isinstance(policy, PolicySet) else load_policy_set(policy)

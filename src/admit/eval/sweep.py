@@ -23,7 +23,7 @@ from admit.errors import ConfigError
 from admit.eval.cache import EvalCache, outcome_key, record_digest, score_key, token_key
 from admit.eval.dataset import EvalRecord
 from admit.eval.engine import GRADE_ONLY_STRATEGIES, SETTING_KEYS, Engine, LocalEngine, RunSpec, Task, rank_order
-from admit.eval.metrics import PriceTable, QuestionResult, breakdowns, percentile
+from admit.eval.metrics import CostRates, QuestionResult, breakdowns, percentile
 from admit.prune import STRATEGIES
 from admit.prune.base import PruneOutcome, apply_threshold, fallback_outcome
 from admit.route import PruneSettings, load_policy_set
@@ -175,7 +175,7 @@ class EvalOptions:
     """Embedder of the dense reranker and the setwise pruner."""
     generator_model: str = "gpt-4o"
     """Tokenizer for token compression and savings."""
-    prices: PriceTable = field(default_factory=PriceTable)
+    prices: CostRates = field(default_factory=CostRates)
     """The price table."""
     cache: str | Path | None = None
     """Cache folder or file (``None``: in memory, nothing kept)."""

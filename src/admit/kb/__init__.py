@@ -15,14 +15,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
-
-import numpy as np
-import numpy.typing as npt
 
 from admit.backends.embedders import CachedEmbedder, Embedder, resolve_embedder
 from admit.errors import AuthorizationError, ConfigError
@@ -30,6 +28,9 @@ from admit.features import FEATURES_KEY, seed_features
 from admit.kb.ingest import DEFAULT_MAX_TOKENS, IngestReport, Registry, ingest_paths
 from admit.kb.store import ChunkRecord, Hit, SearchFilters, SourceInfo, Store
 from admit.types import Chunk, PackResult, Principal
+
+_MAX_PIPELINES = 8
+"""Pipelines kept per knowledge base (one per policy set in use; the least recently used goes)."""
 
 __all__ = [
     "ChunkRecord",
@@ -126,22 +127,6 @@ def open_store(path_or_url: str | Path, *, dim: int) -> Store:
     return SqliteStore(s, dim=dim)
 
 
-class _LockedCache(CachedEmbedder):
-    """A thread-safe :class:`CachedEmbedder`: concurrent searches share it."""
-
-    def __init__(self, inner: Embedder, max_items: int = 20_000) -> None:
-        super().__init__(inner, max_items=max_items)
-        self._lock = threading.RLock()
-
-    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        with self._lock:
-            return super().embed(texts)
-
-    def seed(self, items: Any, *, keys_are_hashes: bool | None = None) -> None:
-        with self._lock:
-            super().seed(items, keys_are_hashes=keys_are_hashes)
-
-
 class KnowledgeBase:
     """A knowledge base: a store, an embedder, and the admission pipeline on top.
 
@@ -183,8 +168,8 @@ class KnowledgeBase:
             )
         self._spec = spec if isinstance(spec, str) else None
         self.max_tokens = max_tokens
-        self._query_cache = _LockedCache(self.embedder)
-        self._pipelines: dict[str, Any] = {}
+        self._query_cache = CachedEmbedder(self.embedder, max_items=20_000)
+        self._pipelines: OrderedDict[Any, tuple[Any, Any]] = OrderedDict()
         self._pipe_lock = threading.Lock()
 
     @property
@@ -273,11 +258,18 @@ class KnowledgeBase:
     def _pipeline(self, policy: Any) -> Any:
         from admit.pipeline import Pipeline
 
-        key = str(policy) if policy is not None else ""
+        # a policy file by its path, a PolicySet by identity (kept alive beside its pipeline, so the id stays
+        # its own); the few most recently used are kept
+        key: Any = ("path", str(policy)) if policy is None or isinstance(policy, str | Path) else ("set", id(policy))
         with self._pipe_lock:
-            if key not in self._pipelines:
-                self._pipelines[key] = Pipeline(policies=policy, pruner_options={"embedder": self._query_cache})
-            return self._pipelines[key]
+            hit = self._pipelines.get(key)
+            if hit is None:
+                hit = (policy, Pipeline(policies=policy, pruner_options={"embedder": self._query_cache}))
+                self._pipelines[key] = hit
+                while len(self._pipelines) > _MAX_PIPELINES:
+                    self._pipelines.popitem(last=False)
+            self._pipelines.move_to_end(key)
+            return hit[1]
 
     def search(
         self,

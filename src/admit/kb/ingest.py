@@ -23,7 +23,7 @@ import logging
 import re
 import time
 import tomllib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -888,8 +888,3 @@ def _ingest_one(
     ]
     store.replace_source(st.source_id, st.tenant, records)
     return len(records)
-
-
-def iter_supported(paths: Iterable[Path]) -> list[Path]:
-    """The paths whose suffix has a parser."""
-    return [p for p in paths if p.suffix.lower() in FORMATS]

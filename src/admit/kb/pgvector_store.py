@@ -24,12 +24,11 @@ from admit.kb.store import (
     ChunkRecord,
     FloatVector,
     Hit,
+    HybridSearch,
     SearchFilters,
     SourceInfo,
     acl_tokens,
-    fts_terms,
     principal_tokens,
-    query_vector,
     rrf_fuse,
 )
 from admit.types import Access, Principal
@@ -45,7 +44,7 @@ _COLS = (
 )
 
 
-class PgvectorStore:
+class PgvectorStore(HybridSearch):
     """A :class:`~admit.kb.store.Store` on PostgreSQL with the ``vector`` extension.
 
     Args:
@@ -305,7 +304,7 @@ class PgvectorStore:
         return int(row[0]) if row else 0
 
     @staticmethod
-    def _where(principal: Principal, filters: SearchFilters) -> tuple[str, list[Any]] | None:
+    def _scope(principal: Principal, filters: SearchFilters) -> tuple[str, list[Any]] | None:
         clauses = ["tenant = %s", "acl && %s::text[]"]
         params: list[Any] = [principal.tenant, principal_tokens(principal)]
         if filters.groups is not None:
@@ -329,24 +328,9 @@ class PgvectorStore:
             params.append(list(filters.source_ids))
         return " AND ".join(clauses), params
 
-    def search(
-        self,
-        query_text: str,
-        query_vec: FloatVector,
-        *,
-        principal: Principal,
-        k: int,
-        filters: SearchFilters | None = None,
-    ) -> list[Hit]:
-        """Hybrid search; authorization and filters are the ``WHERE`` of both ranked queries."""
-        if k <= 0 or not principal.tenant:
-            return []
-        w = self._where(principal, filters or SearchFilters())
-        if w is None:
-            return []
-        where, params = w
-        qv, n = query_vector(query_vec, self.dim, k)
-        terms = fts_terms(query_text)
+    def _ranked(self, scope: Any, principal: Principal, terms: list[str], qv: FloatVector, n: int, k: int) -> list[Hit]:
+        """Both ranked queries, with authorization and filters as their ``WHERE`` (``scope``)."""
+        where, params = scope
         recs: dict[str, ChunkRecord] = {}
         lexical: list[tuple[str, float]] = []
         with self._tx() as cur:

@@ -25,12 +25,11 @@ from admit.kb.store import (
     ChunkRecord,
     FloatVector,
     Hit,
+    HybridSearch,
     SearchFilters,
     SourceInfo,
     acl_tokens,
-    fts_terms,
     principal_tokens,
-    query_vector,
     rrf_fuse,
 )
 from admit.types import Principal
@@ -62,7 +61,7 @@ def _point_id(chunk_id: str, tenant: str = "") -> str:
     return str(uuid.uuid5(_NS, f"{tenant}\0{chunk_id}"))
 
 
-class QdrantStore:
+class QdrantStore(HybridSearch):
     """A :class:`~admit.kb.store.Store` on Qdrant.
 
     Args:
@@ -270,7 +269,7 @@ class QdrantStore:
         with self._lock:
             return int(self.client.count(self.collection, count_filter=flt, exact=True).count)
 
-    def _filter(self, principal: Principal, filters: SearchFilters) -> Any | None:
+    def _scope(self, principal: Principal, filters: SearchFilters) -> Any | None:
         m = self._m
         must: list[Any] = [
             m.FieldCondition(key="tenant", match=m.MatchValue(value=principal.tenant)),
@@ -293,23 +292,9 @@ class QdrantStore:
             must.append(m.FieldCondition(key="source_id", match=m.MatchAny(any=list(filters.source_ids))))
         return m.Filter(must=must)
 
-    def search(
-        self,
-        query_text: str,
-        query_vec: FloatVector,
-        *,
-        principal: Principal,
-        k: int,
-        filters: SearchFilters | None = None,
-    ) -> list[Hit]:
-        """Hybrid search; the payload filter (tenant, ACL, filters) is part of both Qdrant queries."""
-        if k <= 0 or not principal.tenant:
-            return []
-        flt = self._filter(principal, filters or SearchFilters())
-        if flt is None:
-            return []
-        qv, n = query_vector(query_vec, self.dim, k)
-        terms = fts_terms(query_text)
+    def _ranked(self, scope: Any, principal: Principal, terms: list[str], qv: FloatVector, n: int, k: int) -> list[Hit]:
+        """Both Qdrant queries, with the payload filter (tenant, ACL, filters) of ``scope``."""
+        flt = scope
         recs: dict[str, ChunkRecord] = {}
         try:
             with self._lock:

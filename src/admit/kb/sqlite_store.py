@@ -28,12 +28,11 @@ from admit.kb.store import (
     ChunkRecord,
     FloatVector,
     Hit,
+    HybridSearch,
     SearchFilters,
     SourceInfo,
     acl_tokens,
-    fts_terms,
     principal_tokens,
-    query_vector,
     rrf_fuse,
 )
 from admit.types import Access, Principal
@@ -94,7 +93,7 @@ def _connect_module() -> Any:
     return sqlean, sqlite_vec
 
 
-class SqliteStore:
+class SqliteStore(HybridSearch):
     """The embedded default store: one SQLite file (or ``:memory:``), safe for concurrent readers.
 
     Each thread gets its own connection (WAL journal, so readers do not block the writer); writes take a lock and
@@ -278,13 +277,7 @@ class SqliteStore:
         """Replace a source's chunks atomically (one transaction)."""
         try:
             with self._tx() as conn:
-                rids = [
-                    row[0]
-                    for row in conn.execute(
-                        "SELECT rid FROM chunks WHERE source_id = ? AND tenant = ?", (source_id, tenant or "")
-                    )
-                ]
-                self._delete_rids(conn, rids)
+                self._delete_source(conn, source_id, tenant)
                 self._insert(conn, records)
         except StoreError:
             raise
@@ -294,13 +287,12 @@ class SqliteStore:
     def delete_source(self, source_id: str, tenant: str) -> int:
         """Delete a source's chunks; return how many."""
         with self._tx() as conn:
-            rids = [
-                row[0]
-                for row in conn.execute(
-                    "SELECT rid FROM chunks WHERE source_id = ? AND tenant = ?", (source_id, tenant or "")
-                )
-            ]
-            self._delete_rids(conn, rids)
+            return self._delete_source(conn, source_id, tenant)
+
+    def _delete_source(self, conn: Any, source_id: str, tenant: str) -> int:
+        sql = "SELECT rid FROM chunks WHERE source_id = ? AND tenant = ?"
+        rids = [row[0] for row in conn.execute(sql, (source_id, tenant or ""))]
+        self._delete_rids(conn, rids)
         return len(rids)
 
     # -- reads ---------------------------------------------------------------------------------------------
@@ -383,7 +375,7 @@ class SqliteStore:
         return int(row[0])
 
     @staticmethod
-    def _allowed(principal: Principal, filters: SearchFilters) -> tuple[str, list[Any]] | None:
+    def _scope(principal: Principal, filters: SearchFilters) -> tuple[str, list[Any]] | None:
         """A subquery of the rids the principal may read that pass the filters (``None``: nothing can match).
 
         It is the first thing both ranked lists are restricted by, so ranking only ever sees readable rows.
@@ -421,26 +413,11 @@ class SqliteStore:
         sql = f"SELECT c.rid FROM chunks c WHERE c.tenant = ? AND c.rid IN ({acl}) AND " + " AND ".join(clauses)
         return sql, [principal.tenant, *acl_params, *params]
 
-    def search(
-        self,
-        query_text: str,
-        query_vec: FloatVector,
-        *,
-        principal: Principal,
-        k: int,
-        filters: SearchFilters | None = None,
-    ) -> list[Hit]:
-        """Hybrid search over the rows the principal may read (filters inside the SQL, before ranking)."""
-        if k <= 0 or not principal.tenant:
-            return []
-        allowed = self._allowed(principal, filters or SearchFilters())
-        if allowed is None:
-            return []
-        sub, params = allowed
-        qv, n = query_vector(query_vec, self.dim, k)
+    def _ranked(self, scope: Any, principal: Principal, terms: list[str], qv: FloatVector, n: int, k: int) -> list[Hit]:
+        """Both ranked queries over the rows the principal may read (``scope``: the filters, inside the SQL)."""
+        sub, params = scope
         conn = self._conn()
         lexical: list[tuple[int, float]] = []
-        terms = fts_terms(query_text)
         # one read transaction: the lexical, vector and row reads see the same snapshot, so a source being
         # replaced concurrently is seen wholly old or wholly new, never missing
         try:

@@ -18,6 +18,8 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from admit._text import STOPWORDS
+from admit.backends.rerankers.fusion import RRF_K, rrf_fuse
 from admit.features import FEATURES_KEY
 from admit.passages import PASSAGE_VECTORS_KEY
 from admit.types import Access, Chunk, Principal
@@ -27,6 +29,7 @@ __all__ = [
     "RRF_K",
     "ChunkRecord",
     "Hit",
+    "HybridSearch",
     "SearchFilters",
     "SourceInfo",
     "Store",
@@ -39,65 +42,8 @@ __all__ = [
 OPEN_GROUP = "*"
 """ACL token stored for a chunk readable by every principal of its tenant (no groups)."""
 
-RRF_K = 60
-"""The constant of reciprocal-rank fusion: ``score = sum(1 / (RRF_K + rank + 1))``."""
-
 FloatVector = npt.NDArray[np.float32]
 
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "but",
-        "by",
-        "can",
-        "do",
-        "does",
-        "for",
-        "from",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "of",
-        "on",
-        "or",
-        "so",
-        "than",
-        "that",
-        "the",
-        "their",
-        "then",
-        "there",
-        "these",
-        "this",
-        "to",
-        "was",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "why",
-        "will",
-        "with",
-        "you",
-        "your",
-        "my",
-        "me",
-        "we",
-        "our",
-    ]
-)
 _TERM = re.compile(r"[\w]+", re.UNICODE)
 
 
@@ -324,7 +270,7 @@ def fts_terms(text: str, *, limit: int = 32) -> list[str]:
     """Lower-cased query terms for the lexical search: word characters (``_`` kept), stop words dropped."""
     seen: dict[str, None] = {}
     for t in _TERM.findall(text.lower()):
-        if t not in _STOP and t not in seen:
+        if t not in STOPWORDS and t not in seen:
             seen[t] = None
     terms = list(seen)
     if not terms:  # a question made only of stop words still searches
@@ -332,24 +278,35 @@ def fts_terms(text: str, *, limit: int = 32) -> list[str]:
     return terms[:limit]
 
 
-def rrf_fuse(
-    lexical: Sequence[tuple[str, float]], vector: Sequence[tuple[str, float]], *, k: int, rrf_k: int = RRF_K
-) -> list[tuple[str, float, int | None, int | None, float | None, float | None]]:
-    """Fuse two ranked lists of ``(id, score)`` by reciprocal rank.
+class HybridSearch:
+    """The search skeleton the stores share: no tenant or ``k <= 0``, nothing; authorization and filters become
+    the store's scope (``None``: nothing can match); then both ranked lists, fused by reciprocal rank.
 
-    Returns:
-        ``(id, fused, lexical_rank, vector_rank, lexical_score, similarity)`` best first, at most ``k``; ties
-        broken by the vector rank, then the id.
+    A store gives :meth:`_scope` (its filter: SQL, a Qdrant filter ...) and :meth:`_ranked` (the two queries).
     """
-    acc: dict[str, list[Any]] = {}
-    for rank, (cid, score) in enumerate(lexical):
-        acc.setdefault(cid, [0.0, None, None, None, None])
-        acc[cid][0] += 1.0 / (rrf_k + rank + 1)
-        acc[cid][1], acc[cid][3] = rank, score
-    for rank, (cid, sim) in enumerate(vector):
-        acc.setdefault(cid, [0.0, None, None, None, None])
-        acc[cid][0] += 1.0 / (rrf_k + rank + 1)
-        acc[cid][2], acc[cid][4] = rank, sim
-    out = [(cid, v[0], v[1], v[2], v[3], v[4]) for cid, v in acc.items()]
-    out.sort(key=lambda r: (-r[1], r[3] if r[3] is not None else 1 << 30, r[0]))
-    return out[:k]
+
+    dim: int
+
+    def search(
+        self,
+        query_text: str,
+        query_vec: FloatVector,
+        *,
+        principal: Principal,
+        k: int,
+        filters: SearchFilters | None = None,
+    ) -> list[Hit]:
+        """Hybrid search (lexical + vector, fused by reciprocal rank) over the chunks ``principal`` may read."""
+        if k <= 0 or not principal.tenant:
+            return []
+        scope = self._scope(principal, filters or SearchFilters())
+        if scope is None:
+            return []
+        qv, n = query_vector(query_vec, self.dim, k)
+        return self._ranked(scope, principal, fts_terms(query_text), qv, n, k)
+
+    def _scope(self, principal: Principal, filters: SearchFilters) -> Any | None:
+        raise NotImplementedError
+
+    def _ranked(self, scope: Any, principal: Principal, terms: list[str], qv: FloatVector, n: int, k: int) -> list[Hit]:
+        raise NotImplementedError

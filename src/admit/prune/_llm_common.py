@@ -35,6 +35,7 @@ __all__ = [
     "CallResult",
     "LLMPrunerBase",
     "Rendered",
+    "llm_cache_key",
     "make_boundary",
     "plan_windows",
     "render_chunks",
@@ -151,6 +152,22 @@ class _Ctx:
         return self.params.get(key, default)
 
 
+def llm_cache_key(
+    cache: PruneCache | None, strategy: str, llm: LLM, question: str, candidates: Sequence[Scored], params: Any
+) -> str | None:
+    """The cache key of one LLM pruner call (``None`` without a cache)."""
+    if cache is None:
+        return None
+    return cache_key(
+        strategy=strategy,
+        model=f"{llm.name}:{llm.model}",
+        prompt_version=PROMPT_VERSION,
+        question=question,
+        candidates=candidates,
+        params=params,
+    )
+
+
 class LLMPrunerBase:
     """Base of the listwise LLM pruners (``graded``, ``select``, ``budget_select``).
 
@@ -256,16 +273,8 @@ class LLMPrunerBase:
         """Grade ``candidates`` with the LLM and keep grade >= threshold plus the reranked top ``keep_top_k``."""
         t0 = time.perf_counter()
         ctx = _Ctx(settings=settings, params={**self.defaults, **dict(settings.params)})
-        key = None
-        if self.cache is not None:
-            key = cache_key(
-                strategy=self.name,
-                model=f"{self.llm.name}:{self.llm.model}",
-                prompt_version=PROMPT_VERSION,
-                question=question,
-                candidates=candidates,
-                params={**{k: v for k, v in ctx.params.items() if k != "max_tokens"}, "threshold": settings.threshold},
-            )
+        params = {**{k: v for k, v in ctx.params.items() if k != "max_tokens"}, "threshold": settings.threshold}
+        key = llm_cache_key(self.cache, self.name, self.llm, question, candidates, params)
         cached = cached_outcome(self.cache, key, self.name, candidates, settings, t0)
         if cached is not None:
             return cached

@@ -19,10 +19,10 @@ from typing import Any
 from admit.backends.llms import LLM, PriceTable
 from admit.backends.rerankers import Reranker, resolve_reranker
 from admit.errors import BackendError, GraderOutputError
-from admit.prune._llm_common import PROMPT_VERSION, rubric_text
+from admit.prune._llm_common import llm_cache_key, rubric_text
 from admit.prune._parsing import parse_anchors
 from admit.prune.base import PruneOutcome, apply_threshold
-from admit.prune.cache import PruneCache, cache_key, cached_outcome
+from admit.prune.cache import PruneCache, cached_outcome
 from admit.route import PruneSettings
 from admit.types import Chunk, Message, Scored, Usage
 
@@ -93,16 +93,8 @@ class AnchorsPruner:
     def prune(self, question: str, candidates: Sequence[Scored], settings: PruneSettings) -> PruneOutcome:
         """Write anchors, rerank them with the chunks, and grade each chunk by the band it falls in."""
         t0 = time.perf_counter()
-        key = None
-        if self.cache is not None:
-            key = cache_key(
-                strategy=self.name,
-                model=f"{self.llm.name}:{self.llm.model}",
-                prompt_version=PROMPT_VERSION,
-                question=question,
-                candidates=candidates,
-                params={**dict(settings.params), "threshold": settings.threshold, "reranker": self.reranker.name},
-            )
+        params = {**dict(settings.params), "threshold": settings.threshold, "reranker": self.reranker.name}
+        key = llm_cache_key(self.cache, self.name, self.llm, question, candidates, params)
         cached = cached_outcome(self.cache, key, self.name, candidates, settings, t0)
         if cached is not None:
             return cached

@@ -6,11 +6,10 @@
 from __future__ import annotations
 
 import logging
-import os
 from pathlib import Path
 from typing import Any
 
-from admit.backends.llms import LLM, PriceTable, resolve_llm
+from admit.backends.llms import LLM, PriceTable, environment_llm_spec, openai_spec, resolve_llm
 from admit.errors import ConfigError
 from admit.prune.base import Pruner
 from admit.prune.cache import PruneCache
@@ -32,23 +31,22 @@ def build_llm(
     llm_timeout: float | None = None,
     strategy: str = "graded",
 ) -> LLM:
-    """Return the grader model: ``llm`` (instance or spec), else ``llm_model``/``llm_base_url``, else the
-    environment (``ADMIT_LLM_MODEL``, ``ADMIT_LLM_BASE_URL``)."""
+    """Return the grader model: ``llm`` (instance or spec), else ``llm_model``/``llm_base_url`` as an
+    ``openai:`` spec, else the spec of the environment (:func:`~admit.backends.llms.environment_llm_spec`)."""
     if llm is not None:
         return resolve_llm(llm)
-    model = llm_model or os.environ.get("ADMIT_LLM_MODEL")
-    base_url = llm_base_url or os.environ.get("ADMIT_LLM_BASE_URL")
-    if not model:
+    spec = openai_spec(llm_model, llm_base_url) if llm_model else environment_llm_spec(base_url=llm_base_url)
+    if spec is None:
         raise ConfigError(
             f"strategy {strategy!r} needs an LLM: pass llm= (an LLM or a spec like openai:MODEL@URL), or "
             "llm_model= (and llm_base_url= for a non-OpenAI server), or set ADMIT_LLM_MODEL / ADMIT_LLM_BASE_URL."
         )
-    from admit.backends.llms.openai_compat import DEFAULT_API_KEY_ENV, OpenAICompatLLM
-
-    kwargs: dict[str, Any] = {"base_url": base_url, "api_key_env": llm_api_key_env or DEFAULT_API_KEY_ENV}
+    kwargs: dict[str, Any] = {}
+    if llm_api_key_env:
+        kwargs["api_key_env"] = llm_api_key_env
     if llm_timeout is not None:
         kwargs["timeout"] = float(llm_timeout)
-    return OpenAICompatLLM(model, **kwargs)
+    return resolve_llm(spec, **kwargs)
 
 
 def build(

@@ -9,17 +9,14 @@ resolved by the transport (an API key over HTTP, the configuration over MCP stdi
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from admit.backends.tokenizers import resolve_tokenizer
-from admit.errors import BackendError, RequestError
+from admit.errors import BackendError
 from admit.pipeline import PackRequest, Pipeline
-from admit.prune import run_pruner
-from admit.rerank import rerank
 from admit.service.limits import (
     check_pack_limits,
     check_prune_limits,
@@ -134,11 +131,6 @@ def run_pack(state: ServiceState, req: PackRequest) -> tuple[PackResult, str | N
 def run_prune(state: ServiceState, body: PruneBody) -> PruneResponse:
     """Rerank (when scores are missing) and prune bring-your-own chunks."""
     t0 = time.perf_counter()
-    seen: set[str] = set()
-    for i, c in enumerate(body.candidates):
-        if c.id in seen:
-            raise RequestError(f"candidates[{i}].id: duplicate candidate id {c.id!r}", field=f"candidates[{i}].id")
-        seen.add(c.id)
     chunks = [
         Chunk(id=c.id, source_id=c.source_id or c.id, text=c.text, title=c.title, score=c.score, metadata=c.metadata)
         for c in body.candidates
@@ -147,8 +139,7 @@ def run_prune(state: ServiceState, body: PruneBody) -> PruneResponse:
     policies = pipe.policies
     route = policies.classify(body.question)
     settings = policies.policy(route.query_class).prune
-    strategy = body.strategy or state.settings.prune_strategy
-    changes: dict[str, Any] = {"strategy": strategy}
+    changes: dict[str, Any] = {"strategy": body.strategy or state.settings.prune_strategy}
     if body.threshold is not None:
         changes["threshold"] = body.threshold
     if body.keep_top_k is not None:
@@ -160,16 +151,18 @@ def run_prune(state: ServiceState, body: PruneBody) -> PruneResponse:
     if body.params:
         changes["params"] = {**settings.params, **body.params}
     settings = replace(settings, **changes)
-    ranked, _ = rerank(body.question, chunks, pipe.reranker, keep=len(chunks))
     kill = policies.kill_switch
-    if kill or strategy == "none" or not ranked:
-        why = "kill_switch" if kill else "strategy none"
-        decisions = [
-            PruneDecisionOut(id=s.chunk.id, kept=True, grade=3, reason=why, score=_finite(s.score), rank=s.rank)
-            for s in ranked
-        ]
-        order = {c.id: i for i, c in enumerate(chunks)}
-        decisions.sort(key=lambda d: order[d.id])
+    if kill:
+        settings = replace(settings, strategy="none")
+    run = pipe.prune(body.question, chunks, settings, skip_reason="kill_switch" if kill else "strategy none")
+    decisions = [
+        PruneDecisionOut(id=v.chunk.id, kept=v.kept, grade=v.grade, reason=v.reason, score=v.score, rank=v.rank)
+        for v in run.verdicts
+    ]
+    trace: dict[str, Any] = {"kill_switch": kill, "query_class": route.query_class}
+    outcome = run.outcome
+    if outcome is None:
+        trace["latency_ms"] = round((time.perf_counter() - t0) * 1000, 3)
         return PruneResponse(
             strategy="none",
             kept_ids=[c.id for c in chunks],
@@ -177,30 +170,12 @@ def run_prune(state: ServiceState, body: PruneBody) -> PruneResponse:
             fallback=None,
             error=None,
             usage={},
-            trace={
-                "kill_switch": kill,
-                "query_class": route.query_class,
-                "latency_ms": round((time.perf_counter() - t0) * 1000, 3),
-            },
+            trace=trace,
         )
-    outcome = run_pruner(pipe.pruner_for(strategy), body.question, ranked, settings)
-    by_rank = {s.chunk.id: s for s in ranked}
-    graded = {g.chunk_id: g for g in outcome.graded}
-    decisions = [
-        PruneDecisionOut(
-            id=c.id,
-            kept=graded[c.id].kept,
-            grade=graded[c.id].grade,
-            reason=graded[c.id].reason,
-            score=_finite(by_rank[c.id].score),
-            rank=by_rank[c.id].rank,
-        )
-        for c in chunks
-    ]
     m = state.metrics
     if outcome.fallback:
         m.pruner_fallbacks.labels(strategy=outcome.strategy, action=outcome.fallback).inc()
-    dropped = [c for c in chunks if not graded[c.id].kept]
+    dropped = [v.chunk for v in run.verdicts if not v.kept]
     for _ in dropped:
         m.candidates_dropped.labels(route="/v1/prune", reason="pruned").inc()
     if dropped:
@@ -209,19 +184,16 @@ def run_prune(state: ServiceState, body: PruneBody) -> PruneResponse:
             m.tokens_dropped.labels(route="/v1/prune").inc(sum(tok.count(c.text) for c in dropped))
         except Exception:
             logger.debug("could not count dropped tokens", exc_info=True)
+    trace["pruner"] = outcome.as_dict()
+    trace["latency_ms"] = round((time.perf_counter() - t0) * 1000, 3)
     return PruneResponse(
         strategy=outcome.strategy,
-        kept_ids=[c.id for c in chunks if graded[c.id].kept],
+        kept_ids=run.kept_ids,
         decisions=decisions,
         fallback=outcome.fallback,
         error=outcome.error,
         usage=outcome.usage.as_dict(),
-        trace={
-            "kill_switch": False,
-            "query_class": route.query_class,
-            "pruner": outcome.as_dict(),
-            "latency_ms": round((time.perf_counter() - t0) * 1000, 3),
-        },
+        trace=trace,
     )
 
 
@@ -324,7 +296,3 @@ def _run_shadow(state: ServiceState, compute: Callable[[], PackResult], current:
         except Exception:
             logger.exception("trace sink failed for the shadow record")
     return outcome
-
-
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None

@@ -8,6 +8,7 @@ a knowledge base stored at ingest) are not encoded twice.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
@@ -73,7 +74,7 @@ def l2_normalise(matrix: npt.ArrayLike) -> FloatMatrix:
 
 
 class CachedEmbedder:
-    """An LRU cache in front of another embedder.
+    """An LRU cache in front of another embedder; thread-safe (one lock), so threads may share it.
 
     Vectors are keyed by the SHA-1 of the text. The cache can be pre-seeded, e.g. with vectors a
     knowledge base computed at ingest, so that scoring a retrieved list encodes only the question.
@@ -97,13 +98,15 @@ class CachedEmbedder:
         self.dim = inner.dim
         self.max_items = max_items
         self._cache: OrderedDict[str, FloatMatrix] = OrderedDict()
+        self._lock = threading.RLock()  # shared by the service's worker threads
         self.hits = 0
         self.misses = 0
         if seed:
             self.seed(seed.items())
 
     def __len__(self) -> int:
-        return len(self._cache)
+        with self._lock:
+            return len(self._cache)
 
     def seed(self, items: Iterable[tuple[str, npt.ArrayLike]], *, keys_are_hashes: bool | None = None) -> None:
         """Adds known vectors to the cache.
@@ -113,15 +116,18 @@ class CachedEmbedder:
             keys_are_hashes: Whether the first elements are already SHA-1 keys. ``None`` guesses:
                 a 40-character lowercase hex string is taken as a key.
         """
-        for key, vec in items:
-            is_hash = keys_are_hashes
-            if is_hash is None:
-                is_hash = len(key) == 40 and all(ch in "0123456789abcdef" for ch in key)
-            k = key if is_hash else text_key(key)
-            v = l2_normalise(vec)[0]
-            if v.shape[0] != self.dim:
-                raise ValueError(f"seed vector has dim {v.shape[0]}, expected {self.dim}")
-            self._put(k, v)
+        with self._lock:
+            for key, vec in items:
+                self._seed_one(key, vec, keys_are_hashes)
+
+    def _seed_one(self, key: str, vec: npt.ArrayLike, keys_are_hashes: bool | None) -> None:
+        is_hash = keys_are_hashes
+        if is_hash is None:
+            is_hash = len(key) == 40 and all(ch in "0123456789abcdef" for ch in key)
+        v = l2_normalise(vec)[0]
+        if v.shape[0] != self.dim:
+            raise ValueError(f"seed vector has dim {v.shape[0]}, expected {self.dim}")
+        self._put(key if is_hash else text_key(key), v)
 
     def _put(self, key: str, vec: FloatMatrix) -> None:
         self._cache[key] = vec
@@ -138,6 +144,10 @@ class CachedEmbedder:
         Returns:
             A float32 array of shape ``(len(texts), dim)``.
         """
+        with self._lock:  # one computation per missing text, even when threads ask for it at once
+            return self._embed(texts)
+
+    def _embed(self, texts: Sequence[str]) -> FloatMatrix:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         keys = [text_key(t) for t in texts]
         missing: dict[str, str] = {}
@@ -166,4 +176,5 @@ class CachedEmbedder:
         Returns:
             The cached vectors.
         """
-        return dict(self._cache)
+        with self._lock:
+            return dict(self._cache)

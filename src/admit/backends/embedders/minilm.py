@@ -81,17 +81,9 @@ class MiniLMEmbedder:
                 raise ImportError(_HINT) from exc
             if torch.get_num_threads() != self.threads:
                 torch.set_num_threads(self.threads)
-            old = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-            os.environ["HF_HUB_OFFLINE"] = "1"
-            os.environ["TRANSFORMERS_OFFLINE"] = "1"
-            try:
-                model = SentenceTransformer(path, device=self.device, local_files_only=True)
-            finally:
-                for k, v in old.items():
-                    if v is None:
-                        os.environ.pop(k, None)
-                    else:
-                        os.environ[k] = v
+            # a local directory, read with local_files_only: nothing is looked up on a hub, and the process's
+            # environment (HF_HUB_OFFLINE, ...) is left as the caller set it
+            model = SentenceTransformer(str(path), device=self.device, local_files_only=True)
             model.max_seq_length = self.max_seq_length
             model.eval()
             self._model = model

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from admit.backends.llms.base import LLM, LLMReply, StructuredMode
@@ -16,7 +17,32 @@ from admit.backends.llms.fake import FakeLLM
 from admit.backends.llms.pricing import DEFAULT_PRICES, Price, PriceTable
 from admit.errors import ConfigError
 
-__all__ = ["DEFAULT_PRICES", "LLM", "FakeLLM", "LLMReply", "Price", "PriceTable", "StructuredMode", "resolve_llm"]
+__all__ = [
+    "DEFAULT_PRICES",
+    "LLM",
+    "FakeLLM",
+    "LLMReply",
+    "Price",
+    "PriceTable",
+    "StructuredMode",
+    "environment_llm_spec",
+    "openai_spec",
+    "resolve_llm",
+]
+
+
+def openai_spec(model: str, base_url: str | None = None) -> str:
+    """The ``openai:`` spec of a model on an OpenAI-compatible server (``None``: api.openai.com)."""
+    return f"openai:{model}@{base_url}" if base_url else f"openai:{model}"
+
+
+def environment_llm_spec(*, base_url: str | None = None) -> str | None:
+    """The ``openai:`` spec named by ``ADMIT_LLM_MODEL`` (and ``ADMIT_LLM_BASE_URL``, unless ``base_url`` is
+    given), or ``None`` when no model is named. The one place the library reads these variables."""
+    model = os.environ.get("ADMIT_LLM_MODEL")
+    if not model:
+        return None
+    return openai_spec(model, base_url or os.environ.get("ADMIT_LLM_BASE_URL") or None)
 
 
 def resolve_llm(spec: str | LLM, **kwargs: Any) -> LLM:

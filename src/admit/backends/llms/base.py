@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from admit.types import Message
 
-__all__ = ["LLM", "LLMReply", "StructuredMode"]
+__all__ = ["LLM", "CompleteOptions", "LLMReply", "StructuredMode"]
 
 StructuredMode = Literal["json_schema", "json_object_schema", "json_object", "prompt"]
 """How the output was constrained: the OpenAI ``json_schema`` response format, llama.cpp's
@@ -35,6 +35,15 @@ class LLMReply:
     """How the output was constrained."""
     attempts: int = 1
     """Calls made, retries included."""
+
+
+class CompleteOptions(TypedDict, total=False):
+    """The keyword options of :meth:`LLM.complete`, for backends that pass them on (``**opts``)."""
+
+    json_schema: Mapping[str, Any] | None
+    max_tokens: int
+    temperature: float
+    timeout: float | None
 
 
 @runtime_checkable

@@ -28,11 +28,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal, Unpack
 
-from admit.backends.llms.base import LLM, LLMReply
+from admit.backends.llms.base import LLM, CompleteOptions, LLMReply
 from admit.errors import BackendError, ConfigError
 from admit.types import Message
 
@@ -174,21 +174,11 @@ class CircuitBreakerLLM:
             f"not calling it for another {left:.1f}s"
         )
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        timeout: float | None = None,
-    ) -> LLMReply:
+    def complete(self, messages: Sequence[Message], **opts: Unpack[CompleteOptions]) -> LLMReply:
         """Call the backend unless the circuit is open; record the outcome."""
         self._admit()
         try:
-            reply = self.inner.complete(
-                messages, json_schema=json_schema, max_tokens=max_tokens, temperature=temperature, timeout=timeout
-            )
+            reply = self.inner.complete(messages, **opts)
         except self._failure_types:
             with self._lock:
                 self._failures += 1

@@ -6,9 +6,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Unpack
 
-from admit.backends.llms.base import LLMReply
+from admit.backends.llms.base import CompleteOptions, LLMReply
 from admit.types import Message
 
 __all__ = ["FakeCall", "FakeLLM"]
@@ -59,16 +59,9 @@ class FakeLLM:
         self.calls: list[FakeCall] = []
         self._lock = threading.Lock()
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        timeout: float | None = None,
-    ) -> LLMReply:
+    def complete(self, messages: Sequence[Message], **opts: Unpack[CompleteOptions]) -> LLMReply:
         """Return (or raise) the scripted reply."""
+        json_schema, max_tokens = opts.get("json_schema"), opts.get("max_tokens", 512)
         t0 = time.perf_counter()
         with self._lock:
             idx = len(self.calls)

@@ -12,11 +12,11 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
-from admit.backends.llms.base import LLMReply
+from admit.backends.llms.base import CompleteOptions, LLMReply
 from admit.errors import BackendError, BackendTimeout, ConfigError, MissingExtraError
 from admit.types import Message
 
@@ -80,16 +80,10 @@ class LlamaLocalLLM:
         """Tokens of ``text`` with the model's own tokenizer."""
         return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        timeout: float | None = None,
-    ) -> LLMReply:
+    def complete(self, messages: Sequence[Message], **opts: Unpack[CompleteOptions]) -> LLMReply:
         """Return one chat completion, grammar-constrained to ``json_schema`` when given."""
+        json_schema, max_tokens = opts.get("json_schema"), opts.get("max_tokens", 512)
+        temperature, timeout = opts.get("temperature", 0.0), opts.get("timeout")
         kwargs: dict[str, Any] = {
             "messages": [{"role": m.role, "content": m.content} for m in messages],
             "max_tokens": int(max_tokens),

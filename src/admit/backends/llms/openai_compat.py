@@ -29,9 +29,9 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, Unpack
 
-from admit.backends.llms.base import LLMReply, StructuredMode
+from admit.backends.llms.base import CompleteOptions, LLMReply, StructuredMode
 from admit.errors import BackendError, BackendTimeout, ConfigError, MissingExtraError
 from admit.types import Message
 
@@ -237,16 +237,10 @@ class OpenAICompatLLM:
         """The structured-output mode the next call will use."""
         return self._mode
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int = 512,
-        temperature: float = 0.0,
-        timeout: float | None = None,
-    ) -> LLMReply:
+    def complete(self, messages: Sequence[Message], **opts: Unpack[CompleteOptions]) -> LLMReply:
         """Return one chat completion; see the module docstring for modes, retries and errors."""
+        json_schema, max_tokens = opts.get("json_schema"), opts.get("max_tokens", 512)
+        temperature, timeout = opts.get("temperature", 0.0), opts.get("timeout")
         msgs = [{"role": m.role, "content": m.content} for m in messages]
         t0 = time.perf_counter()
         attempts = 0

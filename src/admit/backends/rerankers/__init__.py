@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from admit.backends.rerankers.base import Reranker
 from admit.errors import ConfigError
+
+if TYPE_CHECKING:
+    from admit.backends.embedders import Embedder
 
 __all__ = ["Reranker", "resolve_reranker"]
 
 
-def resolve_reranker(spec: str | Reranker | None) -> Reranker:
-    """Return a reranker for ``retriever`` (default), ``bm25``, ``dense``/``minilm`` or an instance."""
+def resolve_reranker(spec: str | Reranker | None, *, embedder: Embedder | str = "minilm") -> Reranker:
+    """Return a reranker for ``retriever`` (default), ``bm25``, ``dense``/``minilm``/``hybrid`` or an instance.
+
+    ``embedder`` is the embedder a dense or hybrid reranker uses (an instance, or a name shared across
+    rerankers); the other rerankers ignore it.
+    """
     if spec is None or spec == "retriever":
         from admit.backends.rerankers.lexical import RetrieverScoreReranker
 
@@ -23,5 +32,5 @@ def resolve_reranker(spec: str | Reranker | None) -> Reranker:
     if spec in {"dense", "minilm", "hybrid"}:
         from admit.backends.rerankers.dense import DenseReranker
 
-        return DenseReranker(hybrid=spec == "hybrid")
+        return DenseReranker(embedder, hybrid=spec == "hybrid")
     raise ConfigError(f"Unknown reranker {spec!r}; known: retriever, bm25, dense, hybrid.")

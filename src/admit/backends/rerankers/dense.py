@@ -14,6 +14,7 @@ import numpy as np
 
 from admit.backends.embedders.base import Embedder
 from admit.backends.embedders.shared import shared_embedder
+from admit.backends.rerankers.fusion import rrf_fuse
 from admit.backends.rerankers.lexical import bm25_scores
 from admit.passages import passages, question_text
 from admit.types import Chunk
@@ -65,6 +66,7 @@ class DenseReranker:
             return dense
         lex = bm25_scores(question, [f"{c.title}\n{c.text}" for c in chunks])
         n = len(chunks)
-        d_rank = {i: r for r, i in enumerate(sorted(range(n), key=lambda i: (-dense[i], i)))}
-        l_rank = {i: r for r, i in enumerate(sorted(range(n), key=lambda i: (-lex[i], i)))}
-        return [1.0 / (self.rrf_k + d_rank[i] + 1) + 1.0 / (self.rrf_k + l_rank[i] + 1) for i in range(n)]
+        by_lex = [(str(i), lex[i]) for i in sorted(range(n), key=lambda i: (-lex[i], i))]
+        by_dense = [(str(i), dense[i]) for i in sorted(range(n), key=lambda i: (-dense[i], i))]
+        fused = {cid: score for cid, score, *_ in rrf_fuse(by_lex, by_dense, k=n, rrf_k=self.rrf_k)}
+        return [fused[str(i)] for i in range(n)]

@@ -4,13 +4,23 @@ from __future__ import annotations
 
 import re
 import threading
+import weakref
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from admit.types import Message
 
-__all__ = ["Tokenizer", "cached_count", "count_by_lines", "count_chat", "count_lines", "line_additive", "seed_counts"]
+__all__ = [
+    "Tokenizer",
+    "cached_count",
+    "count_by_lines",
+    "count_chat",
+    "count_key",
+    "count_lines",
+    "line_additive",
+    "seed_counts",
+]
 
 
 @runtime_checkable
@@ -50,17 +60,29 @@ def count_chat(tokenizer: Tokenizer, messages: Sequence[Message], *, priming: bo
     return total + (tokenizer.reply_priming if priming else 0)
 
 
-_COUNT_CACHE: OrderedDict[tuple[str, str], int] = OrderedDict()
+_COUNT_CACHE: OrderedDict[tuple[Hashable, str], int] = OrderedDict()
 _COUNT_LOCK = threading.Lock()
 _COUNT_MAX = 16_384
 
 
+def count_key(tokenizer: Tokenizer) -> Hashable:
+    """Whose counts a tokenizer shares: its ``count_key`` when it has one (the shipped BPE encodings, by
+    encoding), else the instance itself (two tokenizers that merely share a name never share counts)."""
+    key = getattr(tokenizer, "count_key", None)
+    if key is not None:
+        return key  # type: ignore[no-any-return]
+    try:
+        return ("instance", weakref.ref(tokenizer))  # a dead reference never equals a new instance's
+    except TypeError:  # not weak-referenceable: the class and the name are the best left
+        return ("named", type(tokenizer).__qualname__, tokenizer.name)
+
+
 def cached_count(tokenizer: Tokenizer, text: str) -> int:
-    """``tokenizer.count(text)``, remembered per (tokenizer, text): chunks recur across requests.
+    """``tokenizer.count(text)``, remembered per (tokenizer identity, text): chunks recur across requests.
 
     Used to rank and estimate; the final fit is always decided by counting the rendered block.
     """
-    key = (tokenizer.name, text)
+    key = (count_key(tokenizer), text)
     with _COUNT_LOCK:
         hit = _COUNT_CACHE.get(key)
         if hit is not None:
@@ -114,11 +136,12 @@ def count_lines(text: str) -> list[str]:
     return out
 
 
-def seed_counts(tokenizer_name: str, counts: Iterable[tuple[str, int]]) -> None:
-    """Remember known counts (e.g. stored with a chunk at ingest) as if ``tokenizer_name`` had counted them."""
+def seed_counts(encoding: str, counts: Iterable[tuple[str, int]]) -> None:
+    """Remember known counts (e.g. stored with a chunk at ingest) as if the BPE ``encoding`` had counted them."""
+    who = ("bpe", encoding)
     with _COUNT_LOCK:
         for text, n in counts:
-            _COUNT_CACHE[(tokenizer_name, text)] = int(n)
-            _COUNT_CACHE.move_to_end((tokenizer_name, text))
+            _COUNT_CACHE[(who, text)] = int(n)
+            _COUNT_CACHE.move_to_end((who, text))
         while len(_COUNT_CACHE) > _COUNT_MAX:
             _COUNT_CACHE.popitem(last=False)

@@ -62,6 +62,7 @@ class OpenAITokenizer:
     def __init__(self, encoding: str = "o200k_base") -> None:
         """Load ``encoding`` (shipped inside ``bpe-openai``; nothing is downloaded)."""
         self.name = encoding
+        self.count_key = ("bpe", encoding)  # instances of one encoding count alike: they share remembered counts
         self._enc = _load(encoding)
         # cl100k/o200k pre-tokenizers end a piece at a newline before a non-space, non-"/" character, so
         # counts of such lines add up (see admit.backends.tokenizers.base.count_by_lines)

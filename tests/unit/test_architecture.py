@@ -1,0 +1,37 @@
+"""The import rules of docs/architecture.md, checked by import-linter (contracts in pyproject.toml).
+
+faces (cli, service, adapters) -> eval -> kb -> pipeline -> stages -> backends -> passages/_text -> types/errors;
+no stage imports a face or eval, and no stage, kb or eval module imports a vendor module (or a vendor-backed
+backend) directly.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_import_contracts_hold(capsys: pytest.CaptureFixture[str]) -> None:
+    cli = pytest.importorskip("importlinter.cli", reason="import-linter is in the `test` extra")
+    code = cli.lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "broken" in out and "0 broken" in out
+
+
+def test_every_top_level_module_sits_in_a_layer() -> None:
+    """A new module must be placed in the layers (else the contract silently ignores it)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["type"] == "layers")["layers"]
+    placed = {name.strip() for layer in layers for name in layer.replace("|", ":").split(":")}
+    src = ROOT / "src" / "admit"
+    modules = {p.stem for p in src.glob("*.py") if p.stem != "__init__"} | {
+        p.name for p in src.iterdir() if p.is_dir() and (p / "__init__.py").exists()
+    }
+    outside = {"testing", "policies"}  # test helpers for users; data
+    assert modules - placed - outside == set()
