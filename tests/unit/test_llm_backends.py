@@ -112,9 +112,14 @@ def test_fake_llm_scripts() -> None:
     assert isinstance(f, LLM)
 
 
-def test_fake_llm_sleeps() -> None:
-    r = FakeLLM("x", sleep_s=0.05).complete(MSGS)
-    assert r.latency_s >= 0.05
+def test_fake_llm_sleeps(monkeypatch: pytest.MonkeyPatch) -> None:
+    import admit.backends.llms.fake as fake_mod
+
+    slept: list[float] = []
+    monkeypatch.setattr(fake_mod.time, "sleep", slept.append)
+    FakeLLM("x", sleep_s=0.05).complete(MSGS)
+    FakeLLM("x").complete(MSGS)
+    assert slept == [0.05]  # the delay is requested once, and only when asked for (no clock is read)
 
 
 def test_resolve_llm_specs() -> None:
