@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import hashlib
-import itertools
 import json
 import os
 import pickle
@@ -50,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from admit.backends.embedders.base import text_key  # noqa: E402
+from admit.eval.report import recall_at as _report_recall_at  # noqa: E402
 from admit.prune import setwise_model as sm  # noqa: E402
 
 TARGET_RECALL = 0.96
@@ -359,12 +359,8 @@ def fit_all(train: Sequence[Question], p: FitParams, meta: dict[str, Any] | None
 
 
 def recall_at(curve: Sequence[tuple[float, float]], comp: float = TARGET_COMPRESSION) -> float:
-    """Retained recall at a compression, interpolated on (compression, recall) points."""
-    pts = sorted(set(curve))
-    for (c0, r0), (c1, r1) in itertools.pairwise(pts):
-        if c0 <= comp <= c1:
-            return r0 if c1 == c0 else r0 + (r1 - r0) * (comp - c0) / (c1 - c0)
-    return pts[0][1] if comp < pts[0][0] else 0.0
+    """Retained recall at a compression, interpolated on (compression, recall) points (admit's own R@68)."""
+    return _report_recall_at([(c, r, "") for c, r in curve], comp) or 0.0
 
 
 def topn_curve(qs: Sequence[Question], scores: Sequence[np.ndarray]) -> list[tuple[float, float]]:

@@ -19,27 +19,24 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import itertools
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from admit.backends.embedders.base import CachedEmbedder
+from admit.eval import report
 from admit.prune.setwise import SetwisePruner
 from admit.route import PruneSettings
 from admit.types import Chunk, Scored
 
 
-def recall_at(curve: list[tuple[float, float]], comp: float = 0.68) -> float:
-    """Retained recall at a compression, interpolated on (compression, recall) points."""
-    pts = sorted(set(curve))
-    for (c0, r0), (c1, r1) in itertools.pairwise(pts):
-        if c0 <= comp <= c1:
-            return r0 if c1 == c0 else r0 + (r1 - r0) * (comp - c0) / (c1 - c0)
-    return pts[0][1] if comp < pts[0][0] else 0.0
+def recall_at(curve: Sequence[tuple[float, float]], comp: float = 0.68) -> float:
+    """Retained recall at a compression, interpolated on (compression, recall) points (admit's own R@68)."""
+    return report.recall_at([(c, r, "") for c, r in curve], comp) or 0.0
 
 
 def main(argv: list[str] | None = None) -> int:
