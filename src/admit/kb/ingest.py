@@ -602,12 +602,9 @@ def _default_source_id(f: Path, root: Path | None) -> str:
     return rel.with_suffix("").as_posix()
 
 
-def _embed_input(title: str, text: str) -> str:
-    """The text embedded for a chunk: for a chunk that is one passage, exactly the passage the setwise pruner
-    embeds (so the stored vector serves both retrieval and pruning); else the title and the whole text."""
-    from admit.passages import passages
-
-    ps = passages(title, text)
+def _embed_input(title: str, text: str, ps: Sequence[str]) -> str:
+    """The text embedded for a chunk: for a chunk that is one passage (``ps``: its passages), exactly the passage
+    the setwise pruner embeds (so the stored vector serves both retrieval and pruning); else title and text."""
     if len(ps) == 1 and ps[0]:
         return ps[0]
     return f"{title}\n{text}" if title else text
@@ -823,44 +820,40 @@ def _ingest_one(
             to_embed.append(len(drafts) - 1)
     new_ids = {d["id"] for d in drafts}
     counts["chunks_removed"] += sum(1 for i in old if i not in new_ids)
+    for d in drafts:
+        d["passages"] = passages(d["title"], d["text"])
     for i in range(0, len(to_embed), batch_size):
         idx = to_embed[i : i + batch_size]
         vecs = np.asarray(
-            embedder.embed([_embed_input(drafts[j]["title"], drafts[j]["text"]) for j in idx]), dtype=np.float32
+            embedder.embed([_embed_input(drafts[j]["title"], drafts[j]["text"], drafts[j]["passages"]) for j in idx]),
+            dtype=np.float32,
         )
         for j, v in zip(idx, vecs, strict=True):
             drafts[j]["embedding"] = v
     counts["chunks_embedded"] += len(to_embed)
-    # a chunk longer than one passage also keeps one vector per passage (the pruner's units), so pruning a
-    # search never encodes a stored chunk again; an unchanged chunk keeps the vectors it has
-    for d in drafts:
-        ps = passages(d["title"], d["text"])
-        d["passages"] = ps if len(ps) > 1 else []
-        prev = old.get(d["id"])
-        if d["passages"] and prev is not None and prev.text_hash == d["text_hash"] and prev.title == d["title"]:
-            d["passage_vectors"] = prev.metadata.get(PASSAGE_VECTORS_KEY)
-            if decode_vectors(d["passage_vectors"], embedder.name, len(ps)) is not None:
-                continue
-        d["passage_vectors"] = None
-    multi = [d for d in drafts if d["passages"] and d["passage_vectors"] is None]
-    for i in range(0, len(multi), batch_size):
-        part = multi[i : i + batch_size]
-        units = [p or "-" for d in part for p in d["passages"]]
-        vecs = np.asarray(embedder.embed(units), dtype=np.float32)
-        k = 0
-        for d in part:
-            m = len(d["passages"])
-            d["passage_vectors"] = encode_vectors(embedder.name, vecs[k : k + m])
-            k += m
     meta = {"content_hash": content_hash, "ingest_key": ingest_key, "format": fmt}
     for d in drafts:
         # what the pipeline computes on a chunk's first sight (token counts, injection flags, MinHash
-        # signature), computed once here and stored with the chunk (handed back on retrieval)
+        # signature), computed once here and stored with the chunk (handed back on retrieval); a chunk longer
+        # than one passage also keeps one vector per passage (the pruner's units), so pruning a search never
+        # encodes a stored chunk again. An unchanged chunk keeps what it has.
         prev = old.get(d["id"])
         unchanged = prev is not None and prev.text_hash == d["text_hash"] and prev.title == d["title"]
         stored = prev.metadata.get(FEATURES_KEY) if unchanged and prev is not None else None
         fresh = not isinstance(stored, dict) or stored.get("v") != FEATURES_VERSION
         d["features"] = chunk_features(d["title"], d["text"]) if fresh else stored
+        n_ps = len(d["passages"])
+        kept = prev.metadata.get(PASSAGE_VECTORS_KEY) if unchanged and prev is not None and n_ps > 1 else None
+        d["passage_vectors"] = kept if decode_vectors(kept, embedder.name, n_ps) is not None else None
+    multi = [d for d in drafts if len(d["passages"]) > 1 and d["passage_vectors"] is None]
+    for i in range(0, len(multi), batch_size):
+        part = multi[i : i + batch_size]
+        vecs = np.asarray(embedder.embed([p or "-" for d in part for p in d["passages"]]), dtype=np.float32)
+        k = 0
+        for d in part:
+            m = len(d["passages"])
+            d["passage_vectors"] = encode_vectors(embedder.name, vecs[k : k + m])
+            k += m
     records = [
         ChunkRecord(
             id=d["id"],
