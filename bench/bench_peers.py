@@ -50,7 +50,7 @@ from admit.backends.rerankers.dense import DenseReranker
 from admit.backends.tokenizers import resolve_tokenizer
 from admit.eval.cache import default_cache_dir
 from admit.eval.dataset import EvalRecord, expand_paths, load_datasets
-from admit.eval.engine import rank_order, settings_for
+from admit.eval.engine import TimedEmbedder, rank_order, settings_for
 from admit.eval.metrics import QuestionResult, breakdowns, percentile
 from admit.eval.report import pareto_front, recall_at
 from admit.prune import resolve_pruner, run_pruner
@@ -60,25 +60,6 @@ from admit.types import Scored
 TARGET_COMPRESSION = 0.68
 
 # ---------------------------------------------------------------------------------------------- embeddings
-
-
-class TimedEmbedder:
-    """Counts the seconds spent encoding (misses of the cache above it), to take them out of latencies."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.dim = inner.dim
-        self.seconds = 0.0
-        self._lock = threading.Lock()
-
-    def embed(self, texts: Sequence[str]) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return self.inner.embed(texts)
-        finally:
-            with self._lock:
-                self.seconds += time.perf_counter() - t0
 
 
 class DiskCachedEmbedder(CachedEmbedder):

@@ -32,6 +32,7 @@ __all__ = [
     "RayEngine",
     "RunSpec",
     "Task",
+    "TimedEmbedder",
     "make_engine",
     "rank_order",
     "run_tasks",
@@ -113,7 +114,7 @@ def settings_for(params: Mapping[str, Any], strategy: str = "") -> PruneSettings
 # ---------------------------------------------------------------------------------------------- worker side
 
 
-class _TimedEmbedder:
+class TimedEmbedder:
     """Counts the seconds spent computing embeddings (cache misses only, below a CachedEmbedder)."""
 
     def __init__(self, inner: Any) -> None:
@@ -143,7 +144,7 @@ class _Worker:
     def __init__(self, spec: RunSpec) -> None:
         self.spec = spec
         self._embedder: Any = None
-        self._timed: _TimedEmbedder | None = None
+        self._timed: TimedEmbedder | None = None
         self._reranker: Any = None
         self._pruners: dict[str, Any] = {}
 
@@ -151,7 +152,7 @@ class _Worker:
         if self._embedder is None:
             from admit.backends.embedders import CachedEmbedder, resolve_embedder
 
-            self._timed = _TimedEmbedder(resolve_embedder(self.spec.embedder))
+            self._timed = TimedEmbedder(resolve_embedder(self.spec.embedder))
             self._embedder = CachedEmbedder(self._timed, max_items=20_000)
         return self._embedder
 
