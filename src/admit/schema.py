@@ -16,7 +16,15 @@ from admit.errors import RequestError
 from admit.pipeline import PackRequest
 from admit.types import Access, Chunk, Message, Principal
 
-__all__ = ["AccessModel", "CandidateModel", "PackRequestModel", "PrincipalModel", "parse_pack_request"]
+__all__ = [
+    "AccessModel",
+    "CandidateModel",
+    "PackRequestModel",
+    "PrincipalModel",
+    "describe_validation_errors",
+    "field_path",
+    "parse_pack_request",
+]
 
 MAX_TEXT_CHARS = 2_000_000
 
@@ -138,11 +146,58 @@ class PackRequestModel(_Strict):
         )
 
 
-def _loc(err: Any) -> str:
+def field_path(loc: Any, *, skip: tuple[str, ...] = ()) -> str | None:
+    """The one spelling of a field's path on every face: ``candidates[1].id`` (``None`` for the whole body)."""
     out = ""
-    for part in err.get("loc", ()):
+    for part in loc:
+        if isinstance(part, str) and part in skip and not out:
+            continue
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "<request>"
+    return out or None
+
+
+def describe_validation_errors(
+    errors: Any, model: type[BaseModel] | None = None, *, skip: tuple[str, ...] = (), noun: str = "request"
+) -> tuple[str, str | None]:
+    """One message and the field it names, for pydantic errors: the real mistake first.
+
+    An unknown field is named before the missing one it probably replaces (``querry`` before ``question``),
+    with the fields ``model`` takes; a body that is not JSON names no field. ``admit pack``, ``/v1/*`` and MCP
+    all word their errors with it.
+    """
+    errors = sorted(errors, key=lambda e: e.get("type") != "extra_forbidden")  # stable: keeps pydantic's order
+    if not errors:
+        return "invalid request", None
+    first = errors[0]
+    if first.get("type") == "json_invalid":
+        why = (first.get("ctx") or {}).get("error") or first.get("msg", "invalid JSON")
+        return f"the body is not valid JSON: {why}", None
+    loc = tuple(first.get("loc", ()))
+    field = field_path(loc, skip=skip)
+    named = [p for p in loc if not (isinstance(p, str) and p in skip)]
+    if first.get("type") == "extra_forbidden":
+        if named == ["principal"] and model is not None and "principal" not in model.model_fields:
+            return "principal: not allowed in the body; the principal comes from the API key", "principal"
+        msg = f"{field}: unknown field"
+        if model is not None and len(named) == 1:
+            msg += f"; the {noun} takes {', '.join(_field_names(model))}"
+    else:
+        msg = f"{field or '<' + noun + '>'}: {first.get('msg', 'invalid')}"
+    if len(errors) > 1:
+        nxt = errors[1]
+        nloc = field_path(nxt.get("loc", ()), skip=skip) or f"<{noun}>"
+        more = f" and {len(errors) - 2} more" if len(errors) > 2 else ""
+        msg += f" (also {nloc}: {nxt.get('msg', 'invalid')}{more})"
+    return msg, field
+
+
+def _field_names(model: type[BaseModel]) -> list[str]:
+    out = []
+    for name, info in model.model_fields.items():
+        alias = info.validation_alias
+        choices = getattr(alias, "choices", None)
+        out.append(str(choices[0]) if choices else name)
+    return out
 
 
 def parse_pack_request(data: Any) -> PackRequest:
@@ -152,8 +207,6 @@ def parse_pack_request(data: Any) -> PackRequest:
     try:
         model = PackRequestModel.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = _loc(first)
-        more = f" (and {exc.error_count() - 1} more problem(s))" if exc.error_count() > 1 else ""
-        raise RequestError(f"{where}: {first.get('msg', 'invalid')}{more}", field=where) from exc
+        msg, where = describe_validation_errors(exc.errors(), PackRequestModel)
+        raise RequestError(msg, field=where or "<request>") from exc
     return model.to_request()

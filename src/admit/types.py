@@ -329,11 +329,17 @@ class PackResult:
         return [p.chunk.id for p in self.admitted]
 
     def as_dict(self) -> dict[str, Any]:
-        """Return the JSON form printed by ``admit pack``."""
+        """Return the JSON form printed by ``admit pack`` (and ``admit search --json``, ``POST /v1/pack``).
+
+        The same names on every face: ``admitted``, ``citations`` (the admitted ids, in prompt order),
+        ``decisions`` (one per candidate), ``budget``, ``fallbacks``, ``trace``.
+        """
         return {
             "admitted": [p.as_dict() for p in self.admitted],
+            "citations": self.admitted_ids,
             "prompt": self.prompt,
             "budget": self.budget.as_dict(),
+            "decisions": [d.as_dict() for d in self.decisions],
             "fallbacks": [f.as_dict() for f in self.fallbacks],
             "trace": dict(self.trace),
         }

@@ -213,5 +213,5 @@ def test_a_multi_tenant_kb_without_a_principal_is_refused_at_start(kb_path: Path
         check=False,
     )
     assert r.returncode == 2, r.stderr[-1000:]
-    assert "--tenant" in r.stderr and "tenants" in r.stderr
+    assert "--principal" in r.stderr and "tenants" in r.stderr
     assert "Traceback" not in r.stderr

@@ -74,7 +74,7 @@ def test_unknown_setting_and_bad_limit_are_refused() -> None:
 
 def test_example_config_loads_and_resolves_paths() -> None:
     s = load_settings(REPO / "examples" / "admit.toml")
-    assert set(s.keys) == {"acme_support", "acme_sre"}
+    assert set(s.keys) == {"acme_support"}  # no working SRE key ships (issue 19, item 4)
     assert s.mcp_principal() == Principal(tenant="acme", groups=("support",))
     assert s.path(s.trace_file) == REPO / "examples" / "traces" / "admit.jsonl"
     assert s.limits.max_candidates == 200

@@ -44,7 +44,7 @@ def test_mcp_principal_flag_then_config_then_the_kbs_only_tenant() -> None:
     assert resolve_mcp_principal(ServiceSettings(), _KB("me", "me")) == Principal(tenant="me")
     assert resolve_mcp_principal(ServiceSettings(), _KB()) is None
     assert resolve_mcp_principal(ServiceSettings(), None) is None
-    with pytest.raises(ConfigError, match=r"2 tenants \(acme, globex\).*--tenant"):
+    with pytest.raises(ConfigError, match=r"2 tenants \(acme, globex\).*--principal"):
         resolve_mcp_principal(ServiceSettings(), _KB("globex", "acme"))
 
 

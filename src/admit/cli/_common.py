@@ -30,11 +30,15 @@ from admit.errors import AdmitError, AuthorizationError, ConfigError, MissingExt
 __all__ = [
     "DEFAULT_STRATEGY",
     "access_option",
+    "check_port_free",
     "check_question",
     "check_strategy",
     "echo_json",
     "handle_errors",
     "json_option",
+    "llm_options",
+    "llm_pruner_options",
+    "logging_pipeline",
     "open_kb",
     "policy_option",
     "principal_option",
@@ -65,6 +69,10 @@ def handle_errors(fn: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except BrokenPipeError:
+            # the reader stopped reading (`admit search ... | head -1`): not a failure; say nothing
+            _quiet_stdout()
+            sys.exit(0)
         except (ConfigError, AuthorizationError) as exc:
             _fail(str(exc), 2)
         except AdmitError as exc:
@@ -76,6 +84,37 @@ def handle_errors(fn: F) -> F:
             _fail("interrupted", 130)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's final flush does not raise on the closed pipe again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real stdout (a test runner's capture): nothing to flush
+        pass
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a port another process holds before anything loads (uvicorn would exit 3 after start-up)."""
+    import socket
+
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise ConfigError(f"--host {host!r}: cannot be resolved ({exc.strerror or exc}).") from exc
+    family, _, _, _, addr = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # what uvicorn sets: TIME_WAIT is no conflict
+        try:
+            s.bind(addr)
+        except OSError as exc:
+            raise ConfigError(
+                f"{host}:{port} is not available ({exc.strerror or exc}); is another server running there? "
+                "Pick another with --port."
+            ) from exc
 
 
 def _fail(message: str, code: int) -> None:
@@ -265,5 +304,52 @@ def trace_file_option() -> Callable[[F], F]:
         "--trace-file",
         type=click.Path(dir_okay=False),
         envvar="ADMIT_TRACE_FILE",
-        help="Append each request's trace record to this JSONL file (readable by `admit replay`).",
+        help="Append each request's trace record, with the request itself (candidate text included), to this "
+        "JSONL file: `admit replay FILE --policy NEW.toml` re-runs it.",
+    )
+
+
+def llm_options() -> Callable[[F], F]:
+    """``--llm-base-url``, ``--llm-model``, ``--llm-api-key-env``: the endpoint of the LLM strategies."""
+
+    def deco(fn: F) -> F:
+        fn = click.option(
+            "--llm-api-key-env",
+            default="ADMIT_LLM_API_KEY",
+            show_default=True,
+            help="NAME of the environment variable holding the endpoint's API key.",
+        )(fn)
+        fn = click.option(
+            "--llm-model", default=None, envvar="ADMIT_LLM_MODEL", help="Model name at the endpoint (LLM strategies)."
+        )(fn)
+        return click.option(
+            "--llm-base-url",
+            default=None,
+            envvar="ADMIT_LLM_BASE_URL",
+            help="OpenAI-compatible endpoint of the LLM strategies (graded, select, budget_select, anchors).",
+        )(fn)
+
+    return deco
+
+
+def llm_pruner_options(llm_base_url: str | None, llm_model: str | None, llm_api_key_env: str) -> dict[str, Any]:
+    """The pruner options the ``--llm-*`` options stand for (empty when none was given)."""
+    if not llm_base_url and not llm_model:
+        return {}
+    return {"llm_base_url": llm_base_url, "llm_model": llm_model, "llm_api_key_env": llm_api_key_env}
+
+
+def logging_pipeline(
+    *, policy_path: str | None, trace_file: str | None, pruner_options: dict[str, Any], reranker: str | None = None
+) -> Any:
+    """A pipeline whose trace records (request included) go to ``trace_file``, readable by ``admit replay``."""
+    from admit.eval.replay import RequestLoggingPipeline
+    from admit.trace import JsonlSink
+
+    return RequestLoggingPipeline(
+        out=JsonlSink(trace_file) if trace_file else None,
+        log_requests=True,
+        policies=policy_path,
+        reranker=reranker,
+        pruner_options=pruner_options,
     )

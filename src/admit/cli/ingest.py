@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import click
@@ -58,9 +61,11 @@ def ingest_cmd(
         tenant, group_list = access.tenant, list(access.groups)
     elif groups is not None:
         group_list = [g.strip() for g in groups.split(",") if g.strip()]
+    new_file = _new_kb_file(kb_path)
     kb = open_kb(kb_path, embedder)
     assert isinstance(kb, KnowledgeBase)
     kb.max_tokens = max_tokens
+    total = 0
     try:
         rep = kb.ingest(
             list(paths),
@@ -74,8 +79,12 @@ def ingest_cmd(
         total = kb.count()
     finally:
         kb.close()
+        if new_file is not None and total == 0:  # a failed first ingest leaves no empty knowledge base behind
+            for p in (new_file, *(new_file.with_name(new_file.name + s) for s in ("-wal", "-shm", "-journal"))):
+                p.unlink(missing_ok=True)
     if as_json:
         echo_json({**rep.as_dict(), "kb_chunks": total})
+        _exit_on_errors(rep.errors)
         return
     console = stdout_console()
     console.print(
@@ -96,3 +105,19 @@ def ingest_cmd(
         click.echo(
             f"  refused {len(rep.refused_links)} symlink(s) whose target lies outside the ingested folder", err=True
         )
+    _exit_on_errors(rep.errors)
+
+
+def _new_kb_file(kb_path: str) -> Path | None:
+    """The knowledge base file this run would create (``None``: a store URL, or a file that exists)."""
+    if "://" in kb_path or kb_path == ":memory:":
+        return None
+    path = Path(kb_path).expanduser()
+    return None if path.exists() else path
+
+
+def _exit_on_errors(errors: Sequence[tuple[str, str]]) -> None:
+    """A file that failed to ingest is a runtime failure: exit 1 after the report (the rest is ingested)."""
+    if errors:
+        click.echo(f"error: {len(errors)} file(s) failed to ingest; the others were ingested.", err=True)
+        sys.exit(1)

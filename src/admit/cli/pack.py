@@ -9,6 +9,9 @@ from admit.cli._common import (
     echo_json,
     handle_errors,
     json_option,
+    llm_options,
+    llm_pruner_options,
+    logging_pipeline,
     policy_option,
     prune_option,
     read_json,
@@ -28,6 +31,7 @@ __all__ = ["pack_cmd", "policy_cmd", "schema_cmd"]
     default=None,
     help="Reorder the candidates with: retriever (their own scores; default), bm25, dense (MiniLM) or hybrid.",
 )
+@llm_options()
 @trace_file_option()
 @click.option("--human", is_flag=True, help="A readable view: admitted passages and every candidate's fate.")
 @json_option("the result (the default)")
@@ -37,6 +41,9 @@ def pack_cmd(
     policy_path: str | None,
     prune: str | None,
     reranker: str | None,
+    llm_base_url: str | None,
+    llm_model: str | None,
+    llm_api_key_env: str,
     trace_file: str | None,
     human: bool,
     as_json: bool,
@@ -48,16 +55,19 @@ def pack_cmd(
     """
     if human and as_json:
         raise click.UsageError("--human and --json exclude each other.")
-    from admit.pipeline import Pipeline
     from admit.schema import parse_pack_request
-    from admit.trace import JsonlSink
 
     req = parse_pack_request(read_json(request))
     if prune is not None:
         from dataclasses import replace
 
         req = replace(req, prune=prune)
-    pipe = Pipeline(policies=policy_path, reranker=reranker, sink=JsonlSink(trace_file) if trace_file else None)
+    pipe = logging_pipeline(
+        policy_path=policy_path,
+        trace_file=trace_file,
+        pruner_options=llm_pruner_options(llm_base_url, llm_model, llm_api_key_env),
+        reranker=reranker,
+    )
     res = pipe.pack(req)
     if human:
         from admit.cli._human import print_result

@@ -4,8 +4,10 @@ Each input line is a record of the development-data format; only ``id``, ``quest
 (``id``, ``text``, optional ``title``/``source_id``) are read, never labels. Candidates are reranked first
 (they carry no scores), then pruned. One output line per input line::
 
-    {"id": ..., "kept": [...], "decisions": [{"id", "grade", "state", "reason"}, ...], "usage": {...},
-     "latency_s": ..., "strategy": ..., "fallback": ..., "error": ..., "notes": [...]}
+    {"id": ..., "kept_ids": [...], "dropped_ids": [...], "decisions": [{"id", "grade", "state", "reason"}, ...],
+     "usage": {...}, "latency_s": ..., "strategy": ..., "fallback": ..., "error": ..., "notes": [...]}
+
+``kept`` is still written beside ``kept_ids`` (its deprecated spelling).
 """
 
 from __future__ import annotations
@@ -231,7 +233,9 @@ def prune_cmd(
         outcome = run.outcome
         return {
             "id": rid,
-            "kept": run.kept_ids,
+            "kept_ids": run.kept_ids,
+            "dropped_ids": [v.chunk.id for v in run.verdicts if not v.kept],
+            "kept": run.kept_ids,  # deprecated spelling of kept_ids (the name /v1/prune and MCP use)
             "decisions": [
                 {"id": v.chunk.id, "grade": v.grade, "state": "admitted" if v.kept else "dropped", "reason": v.reason}
                 for v in run.verdicts

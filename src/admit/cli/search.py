@@ -14,6 +14,9 @@ from admit.cli._common import (
     echo_json,
     handle_errors,
     json_option,
+    llm_options,
+    llm_pruner_options,
+    logging_pipeline,
     open_kb,
     policy_option,
     principal_option,
@@ -36,6 +39,33 @@ def _parse_date(value: str | None) -> datetime | None:
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
+def _explain_nothing(kb: Any, kb_path: str, principal: Any, *, filtered: bool) -> None:
+    """No candidate at all: say why, instead of a silent "admitted 0 of 0".
+
+    An empty knowledge base or a tenant it does not hold is a caller mistake (exit 2, naming the tenants it
+    holds: their names only, never their content); a known tenant with nothing readable gets a hint on stderr.
+    """
+    import difflib
+
+    if kb.count() == 0:
+        raise ConfigError(f"The knowledge base {kb_path!r} holds no chunks; add documents with `admit ingest`.")
+    tenants = sorted({str(s.tenant) for s in kb.sources()})
+    if principal.tenant not in tenants:
+        close = [t for t in tenants if t.lower() == principal.tenant.lower()]
+        close = close or difflib.get_close_matches(principal.tenant, tenants, n=1)
+        hint = f" Did you mean tenant:{close[0]}?" if close else ""
+        shown = ", ".join(tenants[:20]) + (", ..." if len(tenants) > 20 else "")
+        raise ConfigError(
+            f"The knowledge base holds no documents for tenant {principal.tenant!r}; its tenants: {shown}.{hint}"
+        )
+    why = "the --language/--updated-after filters" if filtered else f"the groups {list(principal.groups)}"
+    click.echo(
+        f"note: tenant {principal.tenant!r} has {kb.count(principal.tenant)} chunks, but none is readable with "
+        f"{why}; check --principal tenant:{principal.tenant},group:G (chunk access is set at ingest).",
+        err=True,
+    )
+
+
 @click.command("search")
 @click.argument("question")
 @click.option("--kb", "kb_path", required=True, envvar="ADMIT_KB", help="Knowledge base file or store URL.")
@@ -50,6 +80,7 @@ def _parse_date(value: str | None) -> datetime | None:
 @click.option("--language", "languages", multiple=True, help="Only chunks in this language (repeatable).")
 @click.option("--updated-after", default=None, help="Only chunks modified on or after this ISO date.")
 @click.option("--embedder", default=None, help="Override the embedder the KB was built with.")
+@llm_options()
 @trace_file_option()
 @click.option("--show-prompt", is_flag=True, help="Also print the rendered evidence block.")
 @json_option()
@@ -68,6 +99,9 @@ def search_cmd(
     languages: tuple[str, ...],
     updated_after: str | None,
     embedder: str | None,
+    llm_base_url: str | None,
+    llm_model: str | None,
+    llm_api_key_env: str,
     trace_file: str | None,
     show_prompt: bool,
     as_json: bool,
@@ -91,12 +125,10 @@ def search_cmd(
     assert isinstance(kb, KnowledgeBase)
     try:
         pipeline = None
-        if trace_file:
-            from admit.pipeline import Pipeline
-            from admit.trace import JsonlSink
-
-            pipeline = Pipeline(
-                policies=policy_path, sink=JsonlSink(trace_file), pruner_options={"embedder": kb.cached_embedder}
+        llm = llm_pruner_options(llm_base_url, llm_model, llm_api_key_env)
+        if trace_file or llm:
+            pipeline = logging_pipeline(
+                policy_path=policy_path, trace_file=trace_file, pruner_options={"embedder": kb.cached_embedder, **llm}
             )
         # load the models before the request, so the trace's latencies are the request's own
         t_load = time.perf_counter()
@@ -116,6 +148,8 @@ def search_cmd(
             filters=filters,
             k=candidates,
         )
+        if not res.trace.get("candidate_count"):
+            _explain_nothing(kb, kb_path, principal, filtered=bool(languages or updated_after))
     finally:
         kb.close()
     if as_json:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import click
 
-from admit.cli._common import handle_errors, open_kb, principal_option, prune_option
+from admit.cli._common import check_port_free, handle_errors, open_kb, principal_option, prune_option
 from admit.errors import MissingExtraError
 
 __all__ = ["mcp_cmd", "serve_cmd"]
@@ -67,6 +67,7 @@ def serve_cmd(kb_path: str | None, host: str, port: int, config_path: str | None
     from admit.service.http import create_app
 
     settings = load_settings(config_path)
+    check_port_free(host, port)
     app = create_app(settings, kb=open_kb(kb_path, must_exist=True) if kb_path else None)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
@@ -116,6 +117,8 @@ def mcp_cmd(
     settings = load_settings(config_path)
     if prune is not None:
         settings = settings.model_copy(update={"prune_strategy": prune})
+    if transport == "streamable-http":
+        check_port_free(host, port)
     kb = open_kb(kb_path, must_exist=True) if kb_path else None
     logging.basicConfig(level="WARNING", format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # stderr
     run_mcp(settings, kb=kb, principal=principal, transport=transport, host=host, port=port)  # type: ignore[arg-type]

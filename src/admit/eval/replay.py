@@ -20,6 +20,7 @@ hash of its request id) keeps its old decision and is counted as such.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -30,11 +31,15 @@ from admit.errors import ConfigError, RequestError
 from admit.eval.metrics import CostRates
 from admit.pipeline import PackRequest, Pipeline
 from admit.route import PolicySet, load_policy_set
+from admit.trace import TraceSink
 from admit.types import PackResult
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "ReplayLog",
     "ReplayReport",
+    "RequestLoggingPipeline",
     "record_for_replay",
     "replay_file",
     "replay_records",
@@ -109,6 +114,34 @@ class ReplayLog:
         line = json.dumps(record_for_replay(request, result), ensure_ascii=False, default=str)
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line + "\n")
+
+
+class RequestLoggingPipeline(Pipeline):
+    """A pipeline that writes its trace records itself, adding the request when ``log_requests`` is on.
+
+    With requests in the trace file, ``admit replay`` re-runs the log (the request holds the question, the
+    principal and the candidates with their text: opt in). ``admit serve`` (``trace_requests = true``) and the
+    ``--trace-file`` option of ``admit search`` and ``admit pack`` write their trace files through it.
+    """
+
+    def __init__(self, *, out: TraceSink | None, log_requests: bool, **kwargs: Any) -> None:
+        """Build the pipeline (``kwargs`` as :class:`~admit.pipeline.Pipeline`) writing records to ``out``."""
+        super().__init__(sink=None, **kwargs)
+        self.out = out
+        self.log_requests = log_requests
+
+    def pack(self, req: PackRequest) -> PackResult:
+        """Run the pipeline, then write the trace record (and the request, when logged)."""
+        res = super().pack(req)
+        if self.out is not None:
+            record: dict[str, Any] = dict(res.trace)
+            try:
+                if self.log_requests:
+                    record["request"] = record_for_replay(req, res)["request"]
+                self.out.write(record)
+            except Exception:  # a broken sink must not fail the request; say so
+                logger.exception("trace sink failed for request %s", res.trace.get("request_id"))
+        return res
 
 
 @dataclass(slots=True, kw_only=True)

@@ -38,8 +38,9 @@ def build_llm(
     spec = openai_spec(llm_model, llm_base_url) if llm_model else environment_llm_spec(base_url=llm_base_url)
     if spec is None:
         raise ConfigError(
-            f"strategy {strategy!r} needs an LLM: pass llm= (an LLM or a spec like openai:MODEL@URL), or "
-            "llm_model= (and llm_base_url= for a non-OpenAI server), or set ADMIT_LLM_MODEL / ADMIT_LLM_BASE_URL."
+            f"strategy {strategy!r} needs an LLM: on the command line --llm-base-url URL --llm-model MODEL; in "
+            "Python llm= (an LLM or a spec like openai:MODEL@URL) or llm_model= (and llm_base_url=); or set "
+            "ADMIT_LLM_MODEL / ADMIT_LLM_BASE_URL."
         )
     kwargs: dict[str, Any] = {}
     if llm_api_key_env:

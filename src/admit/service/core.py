@@ -77,15 +77,17 @@ async def pack(state: ServiceState, req: PackRequest) -> PackResult:
 def run_search(
     state: ServiceState, kb: KnowledgeBaseLike, body: SearchBody, principal: Principal
 ) -> tuple[PackResult, str | None]:
-    """Retrieve ``top_k`` chunks as ``principal`` and admit them (pruned only when ``body.prune``).
+    """Retrieve ``top_k`` chunks as ``principal`` and admit them (``body.prune``: true, false, or the policy's).
 
     A knowledge base with a ``search`` method (:class:`admit.kb.KnowledgeBase`) runs retrieval and the
     service's pipeline itself; anything else is used through ``retrieve`` and packed here. Returns the result
     and the shadow outcome (``None`` without a shadow policy).
     """
     question = body.question
-    strategy: str = "none"
-    if body.prune:
+    strategy: str | None = None  # absent: the policy's strategy, as on every other surface
+    if body.prune is False:
+        strategy = "none"
+    elif body.prune:
         route = state.pipeline.policies.classify(question, override=body.policy)
         configured = state.pipeline.policies.policy(route.query_class).prune.strategy
         strategy = configured if configured != "none" else state.settings.prune_strategy
@@ -166,6 +168,7 @@ def run_prune(state: ServiceState, body: PruneBody) -> PruneResponse:
         return PruneResponse(
             strategy="none",
             kept_ids=[c.id for c in chunks],
+            dropped_ids=[],
             decisions=decisions,
             fallback=None,
             error=None,
@@ -189,6 +192,7 @@ def run_prune(state: ServiceState, body: PruneBody) -> PruneResponse:
     return PruneResponse(
         strategy=outcome.strategy,
         kept_ids=run.kept_ids,
+        dropped_ids=[c.id for c in dropped],
         decisions=decisions,
         fallback=outcome.fallback,
         error=outcome.error,

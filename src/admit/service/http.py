@@ -31,6 +31,7 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from admit.errors import (
     AdmitError,
@@ -43,6 +44,7 @@ from admit.errors import (
     MissingExtraError,
 )
 from admit.prune import Pruner
+from admit.schema import describe_validation_errors
 from admit.service import core
 from admit.service.config import ServiceSettings
 from admit.service.core import run_prune as prune_chunks
@@ -81,7 +83,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-ROUTES = ("/v1/pack", "/v1/search", "/v1/prune", "/healthz", "/readyz", "/metrics", "/openapi.json", "/docs")
+ROUTES = ("/v1/pack", "/v1/search", "/v1/prune", "/healthz", "/readyz", "/metrics", "/openapi.json")
 """The app's paths: each is its own metrics label; any other path is counted as ``/v1/*`` or ``other``."""
 
 _BODIES: dict[str, type[BaseModel]] = {"/v1/search": SearchBody, "/v1/prune": PruneBody, "/v1/pack": PackBody}
@@ -143,8 +145,13 @@ def create_app(
         version=_version(),
         description="Decide which retrieved evidence a RAG answer gets to see.",
         lifespan=lifespan,
+        # Swagger UI and ReDoc load their scripts from a CDN, and nothing may be fetched at run time:
+        # the schema is served at /openapi.json for any OpenAPI viewer the operator runs locally
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.admit = state
+    app.add_middleware(JsonBodies)  # added first, so it runs inside the gate (authenticated /v1 calls only)
     app.add_middleware(
         Gate,
         keyring=lambda: state.keyring,
@@ -184,9 +191,7 @@ def create_app(
     async def pack_endpoint(body: PackBody, principal: PrincipalDep) -> dict[str, Any]:  # type: ignore[valid-type]
         """Run the whole pipeline on the caller's candidates (the `admit pack` request minus `principal`)."""
         res = await core.pack(state, pack_request_from_body(body, principal))
-        out = res.as_dict()
-        out["decisions"] = [d.as_dict() for d in res.decisions]
-        return out
+        return res.as_dict()
 
     @app.post("/v1/search", tags=["admit"], response_model=SearchResponse, responses=_ERRORS)
     async def search_endpoint(body: SearchBody, principal: PrincipalDep) -> dict[str, Any]:
@@ -198,6 +203,7 @@ def create_app(
             "admitted": [p.as_dict() for p in res.admitted],
             "citations": res.admitted_ids,
             "prompt": res.prompt,
+            "budget": res.budget.as_dict(),
             "fallbacks": [f.as_dict() for f in res.fallbacks],
             "trace": trace_summary(res.trace),
         }
@@ -208,6 +214,24 @@ def create_app(
         return await core.prune(state, body)
 
     return app
+
+
+class JsonBodies:
+    """Read every ``/v1`` POST body as JSON, whatever its ``Content-Type`` says.
+
+    ``curl -d '{...}'`` sends ``application/x-www-form-urlencoded``; FastAPI would then hand the raw bytes to
+    the body model ("Input should be a valid dictionary"). The ``/v1`` routes take nothing but JSON, so the
+    header is set to ``application/json`` before routing; a body that is not JSON still gets a clear 422.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("method") == "POST" and str(scope.get("path", "")).startswith("/v1/"):
+            headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-type"]
+            scope = {**scope, "headers": [*headers, (b"content-type", b"application/json")]}
+        await self.app(scope, receive, send)
 
 
 def _add_error_handlers(app: FastAPI) -> None:
@@ -239,35 +263,7 @@ def _add_error_handlers(app: FastAPI) -> None:
 
 def validation_message(errors: Any, model: type[BaseModel] | None = None) -> tuple[str, str | None]:
     """The 422 message: the real mistake first (an unknown field before the missing one it probably replaces)."""
-    errors = sorted(errors, key=lambda e: e.get("type") != "extra_forbidden")  # stable: keeps pydantic's order
-    if not errors:
-        return "invalid request", None
-    first = errors[0]
-    loc = [str(p) for p in first.get("loc", ()) if p != "body"]
-    field = ".".join(loc) or None
-    if first.get("type") == "extra_forbidden":
-        if loc == ["principal"]:
-            return "principal: not allowed in the body; the principal comes from the API key", "principal"
-        msg = f"{field}: unknown field"
-        if model is not None and len(loc) == 1:
-            msg += f"; the body takes {', '.join(_field_names(model))}"
-    else:
-        msg = f"{field or '<body>'}: {first.get('msg', 'invalid')}"
-    if len(errors) > 1:
-        nxt = errors[1]
-        nloc = ".".join(str(p) for p in nxt.get("loc", ()) if p != "body") or "<body>"
-        more = f" and {len(errors) - 2} more" if len(errors) > 2 else ""
-        msg += f" (also {nloc}: {nxt.get('msg', 'invalid')}{more})"
-    return msg, field
-
-
-def _field_names(model: type[BaseModel]) -> list[str]:
-    out = []
-    for name, info in model.model_fields.items():
-        alias = info.validation_alias
-        choices = getattr(alias, "choices", None)
-        out.append(str(choices[0]) if choices else name)
-    return out
+    return describe_validation_errors(errors, model, skip=("body",), noun="body")
 
 
 def map_error(exc: AdmitError) -> JSONResponse:

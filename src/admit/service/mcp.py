@@ -9,7 +9,7 @@ Tools:
 
 Who the tools answer for is never a tool argument:
 
-* **stdio** carries no credentials, so the principal comes from the operator: ``--tenant/--group`` on
+* **stdio** carries no credentials, so the principal comes from the operator: ``--principal tenant:T[,group:G]`` on
   ``admit mcp``, else ``[service.mcp]`` in ``admit.toml``, else the knowledge base's only tenant (a local,
   single-tenant knowledge base needs no configuration at all).
 * **streamable-http** needs an API key on every request (``X-API-Key`` or ``Authorization: Bearer``), mapped
@@ -93,6 +93,7 @@ class PruneResult(BaseModel):
     """What ``prune_context`` returns."""
 
     kept: list[ChunkIn] = Field(description="The chunks to keep, in input order.")
+    kept_ids: list[str] = Field(default_factory=list, description="Their ids (the name /v1/prune uses).")
     dropped_ids: list[str]
     decisions: list[dict[str, Any]]
     strategy: str
@@ -104,8 +105,9 @@ def resolve_mcp_principal(
 ) -> Principal | None:
     """Who an MCP server over stdio answers for: ``principal``, else ``[service.mcp]``, else the KB's only tenant.
 
-    The last rule serves a local single-tenant knowledge base (``admit ingest DOCS --kb KB --tenant me``) with
-    no configuration: its only tenant, with no groups (group-restricted chunks stay hidden; pass ``--group``).
+    The last rule serves a local single-tenant knowledge base (``admit ingest DOCS --kb KB --access tenant:me``)
+    with no configuration: its only tenant, with no groups (group-restricted chunks stay hidden; pass
+    ``--principal tenant:T,group:G``).
 
     Raises:
         ConfigError: The knowledge base holds several tenants and none was chosen.
@@ -122,7 +124,7 @@ def resolve_mcp_principal(
         shown = ", ".join(tenants[:5]) + (", ..." if len(tenants) > 5 else "")
         raise ConfigError(
             f"the knowledge base holds {len(tenants)} tenants ({shown}); choose who the MCP server answers for "
-            "with --tenant T [--group G] or [service.mcp] tenant in admit.toml."
+            "with --principal tenant:T[,group:G] or [service.mcp] tenant in admit.toml."
         )
     return None
 
@@ -166,7 +168,7 @@ def build_mcp_server(
     if over_http:
         if principal is not None:
             raise ConfigError(
-                "--tenant/--group apply to stdio; over streamable-http each request's API key names its principal."
+                "--principal applies to stdio; over streamable-http each request's API key names its principal."
             )
         if not settings.keys:
             raise ConfigError(
@@ -193,8 +195,8 @@ def build_mcp_server(
             configured = resolve_mcp_principal(settings, st.kb)
         if configured is None:
             raise ToolError(
-                "no principal configured: pass --tenant T to admit mcp, set [service.mcp] tenant in admit.toml, "
-                "or ingest documents for one tenant"
+                "no principal configured: pass --principal tenant:T to admit mcp, set [service.mcp] tenant in "
+                "admit.toml, or ingest documents for one tenant"
             )
         return configured
 
@@ -277,6 +279,7 @@ def build_mcp_server(
         kept = set(out.kept_ids)
         return PruneResult(
             kept=[c for c in items if c.id in kept],
+            kept_ids=[c.id for c in items if c.id in kept],
             dropped_ids=[c.id for c in items if c.id not in kept],
             decisions=[d.model_dump() for d in out.decisions],
             strategy=out.strategy,

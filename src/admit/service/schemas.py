@@ -59,7 +59,11 @@ class SearchBody(_Strict):
         description="The question (`query`: deprecated spelling, still accepted).",
     )
     top_k: int = Field(default=8, ge=1, le=1000, description="Chunks retrieved from the knowledge base.")
-    prune: bool = Field(default=False, description="Prune the retrieved chunks before packing (opt-in).")
+    prune: bool | None = Field(
+        default=None,
+        description="true: prune (the policy's strategy, else the service's prune_strategy); false: never; "
+        "absent: the policy's `[defaults.prune] strategy` (the shipped policy prunes nothing).",
+    )
     policy: str | None = Field(
         default=None, max_length=100, description="Force a query class of the policy (default: routed)."
     )
@@ -90,6 +94,7 @@ class SearchResponse(BaseModel):
     admitted: list[PassageOut]
     citations: list[str]
     prompt: str
+    budget: dict[str, Any] = Field(description="The evidence budget: input limit, reserves, what is left for evidence.")
     fallbacks: list[dict[str, Any]]
     trace: dict[str, Any]
 
@@ -134,6 +139,7 @@ class PruneResponse(BaseModel):
 
     strategy: str
     kept_ids: list[str]
+    dropped_ids: list[str] = Field(default_factory=list, description="The ids not kept, in input order.")
     decisions: list[PruneDecisionOut]
     fallback: str | None
     error: str | None

@@ -18,15 +18,16 @@ from typing import Any, Literal, Protocol
 
 from admit.backends.rerankers import resolve_reranker
 from admit.backends.tokenizers import resolve_tokenizer
-from admit.pipeline import PackRequest, Pipeline
+from admit.eval.replay import RequestLoggingPipeline
+from admit.pipeline import Pipeline
 from admit.prune import Pruner
 from admit.route import PolicySet, load_policy_set
 from admit.service.config import KeyRing, Limits, ServiceSettings
 from admit.service.metrics import ServiceMetrics
 from admit.trace import JsonlSink, TraceSink
-from admit.types import Chunk, PackResult, Principal
+from admit.types import Chunk, Principal
 
-__all__ = ["KnowledgeBaseLike", "Readiness", "ServiceState", "build_state", "open_kb"]
+__all__ = ["KnowledgeBaseLike", "Readiness", "ServiceState", "build_state", "check_strategies", "open_kb"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,34 +68,6 @@ class Readiness:
         if self.error:
             out["error"] = self.error
         return out
-
-
-class _RequestLoggingPipeline(Pipeline):
-    """A pipeline that writes its trace records itself, adding the request when ``log_requests`` is on.
-
-    With requests in the trace file, ``admit replay`` re-runs the server's own log (the request holds the
-    question, the principal and the candidates with their text: opt in).
-    """
-
-    def __init__(self, *, out: TraceSink | None, log_requests: bool, **kwargs: Any) -> None:
-        super().__init__(sink=None, **kwargs)
-        self.out = out
-        self.log_requests = log_requests
-
-    def pack(self, req: PackRequest) -> PackResult:
-        """Run the pipeline, then write the trace record (and the request, when logged)."""
-        res = super().pack(req)
-        if self.out is not None:
-            record: dict[str, Any] = dict(res.trace)
-            try:
-                if self.log_requests:
-                    from admit.eval.replay import record_for_replay
-
-                    record["request"] = record_for_replay(req, res)["request"]
-                self.out.write(record)
-            except Exception:  # a broken sink must not fail the request; say so
-                logger.exception("trace sink failed for request %s", res.trace.get("request_id"))
-        return res
 
 
 @dataclass(slots=True, kw_only=True)
@@ -190,6 +163,31 @@ def _warm_pruners(pipes: list[Pipeline], strategy: str) -> None:
             warm()
 
 
+def check_strategies(settings: ServiceSettings, policy_sets: list[PolicySet]) -> None:
+    """Refuse a configuration that names a pruning strategy no pruner implements (at start, not per request).
+
+    Raises:
+        ConfigError: naming the setting or the policy class, the unknown name and the closest known one.
+    """
+    import difflib
+
+    from admit.errors import ConfigError
+    from admit.prune import STRATEGIES
+
+    known = (*STRATEGIES, "none")
+    named = [("[service] prune_strategy", settings.prune_strategy)]
+    for ps in policy_sets:
+        where = ps.source or "the policy"
+        named.extend(
+            (f"{where}: class {name!r} prune.strategy", pol.prune.strategy) for name, pol in ps.classes.items()
+        )
+    for where, strategy in named:
+        if strategy not in known:
+            close = difflib.get_close_matches(strategy, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"{where}: unknown pruning strategy {strategy!r}{hint} Known: {', '.join(known)}.")
+
+
 def _policy_set(path: Any, kill_switch: bool, on_error: str | None) -> PolicySet:
     ps = load_policy_set(path)
     if on_error:
@@ -222,7 +220,7 @@ def build_state(
     if pruner_options is None and kb_embedder is not None:
         pruner_options = {"embedder": kb_embedder}  # share the KB's loaded model with setwise
     reranker = resolve_reranker(settings.reranker)
-    pipeline = _RequestLoggingPipeline(
+    pipeline = RequestLoggingPipeline(
         policies=policies,
         reranker=reranker,
         pruner=pruner,
@@ -230,10 +228,17 @@ def build_state(
         out=sink,
         log_requests=settings.trace_requests,
     )
-    shadow = None
+    shadow_policies = None
     if settings.shadow_policy:
+        shadow_policies = _policy_set(
+            settings.path(settings.shadow_policy), settings.kill_switch, settings.prune_on_error
+        )
+    if pruner is None:  # a given pruner runs whatever the strategy says
+        check_strategies(settings, [policies] + ([shadow_policies] if shadow_policies is not None else []))
+    shadow = None
+    if shadow_policies is not None:
         shadow = Pipeline(
-            policies=_policy_set(settings.path(settings.shadow_policy), settings.kill_switch, settings.prune_on_error),
+            policies=shadow_policies,
             reranker=reranker,
             pruner=pruner,
             pruner_options=pruner_options,
