@@ -194,8 +194,15 @@ def stdout_console() -> Any:
     """A rich console on stdout (plain text, 160 columns, when stdout is not a terminal)."""
     from rich.console import Console
 
+    class _PipeConsole(Console):
+        def on_broken_pipe(self) -> None:
+            # rich exits 1 here; a reader that stopped reading (`| head -1`) is no failure of ours
+            self.quiet = True
+            _quiet_stdout()
+            raise SystemExit(0)
+
     # a terminal's own width; a pipe or file gets wide lines rather than folded tables
-    return Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    return _PipeConsole(highlight=False, width=None if sys.stdout.isatty() else 160)
 
 
 # -- options -------------------------------------------------------------------------------------------------

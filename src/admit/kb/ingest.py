@@ -502,7 +502,8 @@ def _settings(
     tenant = merged.get("tenant")
     if not tenant:
         raise ConfigError(
-            f"No tenant for {rel!r}: pass --tenant or set `tenant` in the registry's [defaults] or a [[sources]] entry."
+            f"No tenant for {rel!r}: pass --access tenant:T (tenant= in Python) or set `tenant` in the registry's "
+            "[defaults] or a [[sources]] entry."
         )
     return SourceSettings(
         source_id=source_id,
