@@ -275,7 +275,7 @@ def test_text_over_limit_is_413_and_names_the_field(client: httpx.Client) -> Non
         ({"question": "   ", "candidates": []}, "question"),
         (
             {"question": "q", "candidates": [{"id": "a", "source_id": "s", "text": "t", "score": "high"}]},
-            "candidates.0.score",
+            "candidates[0].score",
         ),
     ],
 )
