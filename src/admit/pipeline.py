@@ -30,6 +30,7 @@ from admit.render import EvidenceRenderer
 from admit.rerank import ranked_by, rerank
 from admit.retrieve import authorize
 from admit.route import Policy, PolicySet, PruneSettings, load_policy_set
+from admit.tools import Redactor, ToolOutput, render_tool_outputs
 from admit.trace import NullTracer, StageTimer, Tracer, TraceSink, build_record, trace_content_enabled
 from admit.types import Chunk, Decision, Message, PackResult, Principal, Scored
 
@@ -74,6 +75,9 @@ class PackRequest:
     """A caller's id; default: a hash of the request."""
     extra_trace: Mapping[str, Any] = field(default_factory=dict)
     """Fields a caller adds to the trace record (e.g. the knowledge base's retrieval counts and timings)."""
+    tool_outputs: Sequence[ToolOutput] = ()
+    """Tool results, apart from the evidence: schema-checked, redacted, capped, rendered in their own block
+    (``PackResult.tools``) and counted in the budget before the evidence is packed (:mod:`admit.tools`)."""
 
 
 _LOCAL_PRUNERS = frozenset({"setwise", "top_n", "score_threshold"})
@@ -226,6 +230,7 @@ class Pipeline:
         authority: Mapping[str, float] | None = None,
         baseline_policies: PolicySet | str | Path | None = None,
         trace_content: bool | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         """Create a pipeline.
 
@@ -241,6 +246,8 @@ class Pipeline:
                 rollout by a stable hash of the request id); ``None`` means everyone gets ``policies``.
             trace_content: Record the question and the prompt in trace records; ``None`` reads
                 ``ADMIT_TRACE_CONTENT`` once, here.
+            redactor: What tool outputs are redacted with (default: :meth:`Redactor.default`, secrets and
+                e-mail addresses).
         """
         self.policies = policies if isinstance(policies, PolicySet) else load_policy_set(policies)
         self.baseline_policies: PolicySet | None = (
@@ -256,6 +263,7 @@ class Pipeline:
         self.tracer = tracer or NullTracer()
         self.authority = dict(authority or {})
         self.trace_content = trace_content_enabled() if trace_content is None else trace_content
+        self.redactor = redactor or Redactor.default()
 
     def pruner_for(self, strategy: str) -> Pruner:
         """Return (and cache) the pruner of a strategy."""
@@ -337,6 +345,13 @@ class Pipeline:
                 question=req.question,
                 policy=policy,
             )
+        tools = None
+        if req.tool_outputs:
+            with timer.stage("tools"):
+                tools = render_tool_outputs(
+                    req.tool_outputs, redactor=self.redactor, tokenizer=tokenizer, room=budget.evidence_budget
+                )
+                budget = replace(budget, tool_tokens=tools.tokens)
         with timer.stage("authorize"):
             readable, acl = authorize(req.candidates, req.principal)
             decisions.update((d.chunk_id, d) for d in acl)
@@ -408,6 +423,8 @@ class Pipeline:
         ordered = tuple(decisions[c.id] for c in req.candidates)
         extra: dict[str, Any] = {**req.extra_trace, "question_tokens": tokenizer.count(req.question)}
         extra["flags"] = flags
+        if tools is not None:
+            extra["tools"] = [r.as_dict() for r in tools.reports]
         if self.trace_content:
             extra["question"] = req.question
             extra["prompt"] = packed.prompt
@@ -439,6 +456,7 @@ class Pipeline:
             decisions=ordered,
             fallbacks=packed.fallbacks,
             trace=record,
+            tools=tools.text if tools is not None else "",
         )
 
 

@@ -14,6 +14,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from admit.errors import RequestError
 from admit.pipeline import PackRequest
+from admit.tools import ToolOutput
 from admit.types import Access, Chunk, Message, Principal
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "CandidateModel",
     "PackRequestModel",
     "PrincipalModel",
+    "ToolOutputModel",
     "describe_validation_errors",
     "field_path",
     "parse_pack_request",
@@ -84,6 +86,37 @@ class MessageModel(_Strict):
     content: str = Field(max_length=MAX_TEXT_CHARS)
 
 
+class ToolOutputModel(_Strict):
+    """One tool's result, apart from the evidence (see :mod:`admit.tools`)."""
+
+    id: str = Field(min_length=1, max_length=500, description="Its id in the prompt, unique in the request.")
+    tool: str = Field(min_length=1, max_length=200, description="The tool's name.")
+    rows: list[Any] = Field(max_length=100_000, description="The result's rows (objects fitting `schema`).")
+    row_schema: dict[str, Any] = Field(
+        alias="schema",
+        description='The tool\'s declared response schema: {"type": "object", "properties": {...}, "required": [...]}.',
+    )
+    max_rows: int = Field(default=50, ge=1, le=10_000, description="Most rows shown; the rest by continuation.")
+    max_bytes: int = Field(default=16_000, ge=1, le=2_000_000, description="Most serialized bytes of rows shown.")
+    page_token: str | None = Field(default=None, max_length=200, description="Show the rows after this token.")
+
+    def to_output(self, where: str = "tool_outputs") -> ToolOutput:
+        """The library's :class:`~admit.tools.ToolOutput` (a bad schema names its field)."""
+        try:
+            return ToolOutput(
+                id=self.id,
+                tool=self.tool,
+                rows=self.rows,
+                schema=self.row_schema,
+                max_rows=self.max_rows,
+                max_bytes=self.max_bytes,
+                page_token=self.page_token,
+            )
+        except RequestError as exc:
+            field = f"{where}.{exc.field}" if exc.field else where
+            raise RequestError(f"{field}: {exc}", field=field) from None
+
+
 class PackRequestModel(_Strict):
     """The ``admit pack`` request."""
 
@@ -98,6 +131,12 @@ class PackRequestModel(_Strict):
     prune_params: dict[str, Any] = Field(default_factory=dict)
     request_id: str | None = Field(default=None, max_length=200)
     candidates: list[CandidateModel] = Field(max_length=10_000)
+    tool_outputs: list[ToolOutputModel] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Tool results, apart from the evidence: schema-checked, redacted, capped, counted in the budget "
+        "and rendered in their own untrusted block (`tools` in the result).",
+    )
 
     @field_validator("question")
     @classmethod
@@ -143,6 +182,7 @@ class PackRequestModel(_Strict):
             prune=self.prune,
             prune_params=self.prune_params,
             request_id=self.request_id,
+            tool_outputs=[t.to_output(f"tool_outputs[{i}]") for i, t in enumerate(self.tool_outputs)],
         )
 
 

@@ -136,14 +136,18 @@ class Budget:
     """A class ceiling on evidence tokens, below what the model could take."""
     tokenizer: str = ""
     """Name of the tokenizer that counted."""
+    tool_tokens: int = 0
+    """Tokens of the tool-results block (its own message; see :mod:`admit.tools`)."""
 
     @property
     def evidence_budget(self) -> int:
-        """``input_limit - instructions - conversation - answer_reserve - safety_margin``, capped by the ceiling."""
+        """``input_limit - instructions - conversation - tool results - answer_reserve - safety_margin``, capped
+        by the ceiling."""
         room = (
             self.input_limit
             - self.instruction_tokens
             - self.conversation_tokens
+            - self.tool_tokens
             - self.answer_reserve
             - self.safety_margin
         )
@@ -160,6 +164,7 @@ class Budget:
             "answer_reserve": self.answer_reserve,
             "safety_margin": self.safety_margin,
             "evidence_ceiling": self.evidence_ceiling,
+            "tool_tokens": self.tool_tokens,
             "evidence_budget": self.evidence_budget,
             "tokenizer": self.tokenizer,
         }
@@ -322,6 +327,9 @@ class PackResult:
     """Fallbacks applied."""
     trace: Mapping[str, Any]
     """The JSON trace record (see :mod:`admit.trace`)."""
+    tools: str = ""
+    """The rendered tool-results block (untrusted tool data, its own envelope kind): send it as its own message,
+    apart from the instructions and the evidence block; ``""`` without tool outputs."""
 
     @property
     def admitted_ids(self) -> list[str]:
@@ -341,5 +349,6 @@ class PackResult:
             "budget": self.budget.as_dict(),
             "decisions": [d.as_dict() for d in self.decisions],
             "fallbacks": [f.as_dict() for f in self.fallbacks],
+            "tools": self.tools,
             "trace": dict(self.trace),
         }

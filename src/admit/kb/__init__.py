@@ -286,6 +286,7 @@ class KnowledgeBase:
         query_class: str | None = None,
         instructions: str = "",
         request_id: str | None = None,
+        tool_outputs: Sequence[Any] = (),
     ) -> PackResult:
         """Retrieve widely (the route's ``candidate_count``), then rerank, dedupe, prune, pack, render and trace.
 
@@ -302,6 +303,7 @@ class KnowledgeBase:
             query_class: Force a query class.
             instructions: System instructions (counted in the budget).
             request_id: A caller's request id.
+            tool_outputs: Tool results packed beside the evidence (:class:`admit.tools.ToolOutput`).
 
         Returns:
             The pack result; its trace gains ``retrieval`` (counts, k, filters) and ``embed_query``/``retrieve``
@@ -362,6 +364,7 @@ class KnowledgeBase:
             prune=strategy,
             request_id=request_id,
             extra_trace={"retrieval": retrieval},
+            tool_outputs=tuple(tool_outputs),
         )
         if not candidates:
             logger.info("kb search: no readable candidates for tenant %s", principal.tenant)

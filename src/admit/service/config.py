@@ -32,6 +32,12 @@ Example ``admit.toml``::
     [service.mcp]                          # the principal of the MCP server (no per-call keys over stdio)
     tenant = "acme"
     groups = ["support"]
+    max_result_bytes = 32_000              # a search_knowledge_base result past it continues with page_token
+
+    [service.tools]                        # tool outputs (tool_outputs of /v1/pack, /v1/search, MCP)
+    max_rows = 200                         # ceilings over what callers declare per output
+    max_bytes = 64_000
+    redact = { ticket = "TCK-[0-9]{6}" }   # extra redaction patterns beside the shipped secret and e-mail ones
 
 Keys are compared by SHA-256 digest in constant time; neither keys nor digests are ever logged.
 """
@@ -53,7 +59,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from admit.errors import ConfigError
 from admit.types import Principal
 
-__all__ = ["ApiKey", "KeyRing", "Limits", "McpSettings", "ServiceSettings", "load_settings", "settings_from_dict"]
+__all__ = [
+    "ApiKey",
+    "KeyRing",
+    "Limits",
+    "McpSettings",
+    "ServiceSettings",
+    "ToolSettings",
+    "load_settings",
+    "settings_from_dict",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -119,6 +134,36 @@ class McpSettings(_Strict):
     """Target model whose tokenizer counts the evidence budget."""
     input_limit: int = Field(default=8_000, gt=0)
     """Input limit the evidence is packed for."""
+    max_result_bytes: int = Field(default=32_000, gt=0)
+    """Most bytes of one ``search_knowledge_base`` result (passages past it come with a continuation token)."""
+
+
+class ToolSettings(_Strict):
+    """``[service.tools]``: how tool outputs (``tool_outputs`` of /v1/pack, /v1/search, MCP) are capped and redacted.
+
+    A caller declares each output's ``max_rows``/``max_bytes``; the server's ceilings here win when lower.
+    """
+
+    max_rows: int = Field(default=200, gt=0)
+    """Most rows of one tool output shown, whatever the caller asks."""
+    max_bytes: int = Field(default=64_000, gt=0)
+    """Most serialized bytes of one tool output's rows shown, whatever the caller asks."""
+    redact: dict[str, str] = Field(default_factory=dict)
+    """Extra redaction patterns, name -> regular expression (added to the shipped secret and e-mail ones)."""
+    default_patterns: bool = True
+    """Apply the shipped patterns (:data:`admit.tools.DEFAULT_REDACTIONS`) too."""
+
+    @field_validator("redact")
+    @classmethod
+    def _compiles(cls, v: dict[str, str]) -> dict[str, str]:
+        import re
+
+        for name, pattern in v.items():
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"redaction pattern {name!r} is not a valid regular expression: {exc}") from exc
+        return v
 
 
 class ServiceSettings(_Strict):
@@ -148,6 +193,7 @@ class ServiceSettings(_Strict):
     keys: dict[str, ApiKey] = Field(default_factory=dict)
     """API keys by label."""
     mcp: McpSettings = Field(default_factory=McpSettings)
+    tools: ToolSettings = Field(default_factory=ToolSettings)
     base_dir: str = Field(default=".", exclude=True)
     """Folder relative paths are resolved against (the config file's folder)."""
 

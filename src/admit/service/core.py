@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -26,9 +26,11 @@ from admit.service.limits import (
 )
 from admit.service.schemas import PruneBody, PruneDecisionOut, PruneResponse, SearchBody
 from admit.service.state import KnowledgeBaseLike, ServiceState
+from admit.tools import ToolOutput
 from admit.types import Chunk, PackResult, Principal
 
 __all__ = [
+    "cap_tools",
     "pack",
     "prune",
     "run_pack",
@@ -66,9 +68,21 @@ async def pack(state: ServiceState, req: PackRequest) -> PackResult:
     ``req.principal`` must be the transport's principal; ``req.model`` a caller's model name.
     """
     check_pack_limits(req, state.limits)
-    req = replace(req, model=resolve_model(req.model if isinstance(req.model, str) else "", state.settings))
+    req = replace(
+        req,
+        model=resolve_model(req.model if isinstance(req.model, str) else "", state.settings),
+        tool_outputs=cap_tools(req.tool_outputs, state),
+    )
     res, _ = await run_bounded(state, lambda: _pack_with_shadow(state, "/v1/pack", req))
     return res
+
+
+def cap_tools(outputs: Sequence[ToolOutput], state: ServiceState) -> list[ToolOutput]:
+    """The caller's tool outputs under the server's ``[service.tools]`` ceilings (the lower cap wins)."""
+    cfg = state.settings.tools
+    return [
+        replace(o, max_rows=min(o.max_rows, cfg.max_rows), max_bytes=min(o.max_bytes, cfg.max_bytes)) for o in outputs
+    ]
 
 
 # ---------------------------------------------------------------- the work
@@ -92,6 +106,7 @@ def run_search(
         configured = state.pipeline.policies.policy(route.query_class).prune.strategy
         strategy = configured if configured != "none" else state.settings.prune_strategy
     model = resolve_model(body.model, state.settings)
+    tools = cap_tools([t.to_output(f"tool_outputs[{i}]") for i, t in enumerate(body.tool_outputs)], state)
     kb_search = getattr(kb, "search", None)
     if callable(kb_search):
 
@@ -105,6 +120,7 @@ def run_search(
                 pipeline=pipe,
                 k=body.top_k,
                 query_class=body.policy,
+                **({"tool_outputs": tools} if tools else {}),
             )
 
         res = run(state.pipeline)
@@ -121,6 +137,7 @@ def run_search(
         input_limit=body.input_limit,
         query_class=body.policy,
         prune=strategy,
+        tool_outputs=tools,
     )
     return _pack_with_shadow(state, "/v1/search", req)
 

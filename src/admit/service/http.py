@@ -204,6 +204,7 @@ def create_app(
             "citations": res.admitted_ids,
             "prompt": res.prompt,
             "budget": res.budget.as_dict(),
+            "tools": res.tools,
             "fallbacks": [f.as_dict() for f in res.fallbacks],
             "trace": trace_summary(res.trace),
         }

@@ -2,9 +2,12 @@
 
 Tools:
 
-* ``search_knowledge_base(question, top_k?, prune?)``: retrieve from the knowledge base as the principal,
-  prune (on by default: this tool is meant for agents), pack, and return the evidence block with the ids
-  to cite.
+* ``search_knowledge_base(question, top_k?, prune?, tool_outputs?, page_token?)``: retrieve from the
+  knowledge base as the principal, prune (on by default: this tool is meant for agents), pack, and return the
+  evidence block with the ids to cite. ``tool_outputs`` are the agent's other tool results, packed beside the
+  evidence in their own untrusted block (``tools``; see :mod:`admit.tools`). The result is held to
+  ``[service.mcp] max_result_bytes``: the passages past it come with ``next_page_token`` (pass it back as
+  ``page_token`` with the same question for the next page; the search runs again).
 * ``prune_context(question, chunks, strategy?)``: prune the agent's own chunks (strings or ``{id, text}``).
 
 Who the tools answer for is never a tool argument:
@@ -20,6 +23,9 @@ Both transports go through the service core (:mod:`admit.service.core`): the sam
 """
 
 # no `from __future__ import annotations`: the SDK reads the tools' annotations (the Context parameter)
+import base64
+import hashlib
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, TypeVar
@@ -27,6 +33,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from admit.errors import AdmitError, AuthorizationError, BackendTimeout, ConfigError, MissingExtraError
+from admit.schema import ToolOutputModel
 from admit.service import core
 from admit.service.config import ServiceSettings
 from admit.service.schemas import PruneBody, PruneCandidate, SearchBody
@@ -40,6 +47,7 @@ __all__ = [
     "PruneResult",
     "build_mcp_server",
     "mcp_http_app",
+    "paged_result",
     "resolve_mcp_principal",
     "run_mcp",
 ]
@@ -83,10 +91,87 @@ class EvidenceResult(BaseModel):
     """What ``search_knowledge_base`` returns."""
 
     evidence: str = Field(description="The evidence block: untrusted-evidence envelopes, cite their ids.")
-    citations: list[str] = Field(description="Ids of the admitted passages, in prompt order.")
+    citations: list[str] = Field(description="Ids of the admitted passages on this page, in prompt order.")
     passages: list[CitedPassage]
+    tools: str = Field(default="", description="The tool-results block (untrusted tool data), if tools were given.")
     note: str = Field(default="", description="Fallbacks applied (scope notes, excerpts, ask to narrow).")
+    total_passages: int = Field(default=0, description="Admitted passages in all pages.")
+    next_page_token: str | None = Field(
+        default=None, description="More passages exist: call again with this page_token and the same question."
+    )
     trace: dict[str, Any]
+
+
+def _token(offset: int, question: str) -> str:
+    digest = hashlib.sha256(question.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return base64.urlsafe_b64encode(json.dumps({"o": offset, "q": digest}).encode()).decode()
+
+
+def _offset(token: str | None, question: str) -> int:
+    if not token:
+        return 0
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token.encode()).decode())
+        offset = int(data["o"])
+    except Exception as exc:
+        raise ConfigError(f"page_token {token[:40]!r} is not one this tool returned.") from exc
+    if offset < 0 or _token(offset, question) != token:
+        raise ConfigError("page_token belongs to another question; pass the question it was returned with.")
+    return offset
+
+
+def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: int) -> EvidenceResult:
+    """The search result held to ``max_bytes`` of JSON, from the page ``page_token`` names (at least one passage).
+
+    A result that fits whole is returned as packed; a page is re-rendered with only its passages, in
+    envelopes of a fresh boundary.
+    """
+    from admit.render import EvidenceRenderer
+
+    admitted = list(res.admitted)
+    start = _offset(page_token, question)
+    note = " ".join(f.detail for f in res.fallbacks)
+    trace = core.trace_summary(res.trace)
+
+    def build(k: int) -> EvidenceResult:
+        page = admitted[start : start + k]
+        if start == 0 and k >= len(admitted):
+            evidence = res.prompt
+        else:
+            renderer = EvidenceRenderer.for_chunks([p.chunk for p in page])
+            evidence = renderer.block([renderer.envelope(p.chunk, p.text, excerpt=p.excerpt) for p in page])
+        nxt = _token(start + k, question) if start + k < len(admitted) else None
+        return EvidenceResult(
+            evidence=evidence,
+            citations=[p.chunk.id for p in page],
+            passages=[_cited(p) for p in page],
+            tools=res.tools,
+            note=note,
+            total_passages=len(admitted),
+            next_page_token=nxt,
+            trace=trace,
+        )
+
+    remaining = max(len(admitted) - start, 0)
+    best = build(min(1, remaining))
+    for k in range(2, remaining + 1):
+        candidate = build(k)
+        if len(candidate.model_dump_json().encode()) > max_bytes:
+            break
+        best = candidate
+    return best
+
+
+def _cited(p: Any) -> CitedPassage:
+    return CitedPassage(
+        id=p.chunk.id,
+        source_id=p.chunk.source_id,
+        title=p.chunk.title,
+        score=p.score if p.score == p.score and abs(p.score) != float("inf") else None,
+        grade=p.grade,
+        excerpt=p.excerpt,
+        text=p.text,
+    )
 
 
 class PruneResult(BaseModel):
@@ -217,9 +302,15 @@ def build_mcp_server(
         description="Search the knowledge base and return pruned, packed evidence with passage ids to cite.",
     )
     async def search_knowledge_base(
-        question: str, ctx: Context, top_k: int | None = None, prune: bool = True
+        question: str,
+        ctx: Context,
+        top_k: int | None = None,
+        prune: bool = True,
+        tool_outputs: list[ToolOutputModel] | None = None,
+        page_token: str | None = None,
     ) -> EvidenceResult:
-        """Search, prune (default on) and pack; cite the returned ids."""
+        """Search, prune (default on) and pack; cite the returned ids. ``tool_outputs``: your other tools'
+        results ({id, tool, rows, schema, max_rows?, max_bytes?, page_token?}), packed beside the evidence."""
         if st.kb is None:
             raise ToolError("no knowledge base is configured (start the server with --kb)")
         principal = who(ctx)
@@ -231,29 +322,15 @@ def build_mcp_server(
                 prune=prune,
                 model=mcp_cfg.model,
                 input_limit=mcp_cfg.input_limit,
+                tool_outputs=tool_outputs or [],
             )
             return await core.search(st, body, principal)
 
         res = await guarded("search", run)
-        passages = [
-            CitedPassage(
-                id=p.chunk.id,
-                source_id=p.chunk.source_id,
-                title=p.chunk.title,
-                score=p.score if p.score == p.score and abs(p.score) != float("inf") else None,
-                grade=p.grade,
-                excerpt=p.excerpt,
-                text=p.text,
-            )
-            for p in res.admitted
-        ]
-        return EvidenceResult(
-            evidence=res.prompt,
-            citations=res.admitted_ids,
-            passages=passages,
-            note=" ".join(f.detail for f in res.fallbacks),
-            trace=core.trace_summary(res.trace),
-        )
+        try:
+            return paged_result(res, question, page_token=page_token, max_bytes=mcp_cfg.max_result_bytes)
+        except ConfigError as exc:
+            raise ToolError(str(exc)) from exc
 
     @server.tool(
         name="prune_context",

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 
 from admit.pipeline import PackRequest
-from admit.schema import FiniteScore, PackRequestModel, PrincipalModel
+from admit.schema import FiniteScore, PackRequestModel, PrincipalModel, ToolOutputModel
 from admit.types import Principal
 
 __all__ = [
@@ -69,6 +69,12 @@ class SearchBody(_Strict):
     )
     model: str = Field(default="gpt-4o", min_length=1, max_length=200, description="Target model (tokenizer).")
     input_limit: int = Field(default=16_000, gt=0, le=10_000_000, description="The target model's input limit.")
+    tool_outputs: list[ToolOutputModel] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Tool results packed beside the evidence, in their own untrusted block (`tools`), counted in "
+        "the budget (the `admit pack` request's `tool_outputs`).",
+    )
 
 
 class PassageOut(BaseModel):
@@ -95,6 +101,7 @@ class SearchResponse(BaseModel):
     citations: list[str]
     prompt: str
     budget: dict[str, Any] = Field(description="The evidence budget: input limit, reserves, what is left for evidence.")
+    tools: str = Field(default="", description="The tool-results block (its own message); empty without tools.")
     fallbacks: list[dict[str, Any]]
     trace: dict[str, Any]
 

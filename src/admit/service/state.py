@@ -24,10 +24,19 @@ from admit.prune import Pruner
 from admit.route import PolicySet, load_policy_set
 from admit.service.config import KeyRing, Limits, ServiceSettings
 from admit.service.metrics import ServiceMetrics
+from admit.tools import Redactor
 from admit.trace import JsonlSink, TraceSink
 from admit.types import Chunk, Principal
 
-__all__ = ["KnowledgeBaseLike", "Readiness", "ServiceState", "build_state", "check_strategies", "open_kb"]
+__all__ = [
+    "KnowledgeBaseLike",
+    "Readiness",
+    "ServiceState",
+    "build_state",
+    "check_strategies",
+    "open_kb",
+    "tool_redactor",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -163,6 +172,14 @@ def _warm_pruners(pipes: list[Pipeline], strategy: str) -> None:
             warm()
 
 
+def tool_redactor(settings: ServiceSettings) -> Redactor:
+    """The redactor of tool outputs: the shipped patterns (unless turned off) and ``[service.tools] redact``."""
+    extra = dict(settings.tools.redact)
+    if settings.tools.default_patterns:
+        return Redactor.default(extra)
+    return Redactor.from_patterns(extra)
+
+
 def check_strategies(settings: ServiceSettings, policy_sets: list[PolicySet]) -> None:
     """Refuse a configuration that names a pruning strategy no pruner implements (at start, not per request).
 
@@ -220,6 +237,7 @@ def build_state(
     if pruner_options is None and kb_embedder is not None:
         pruner_options = {"embedder": kb_embedder}  # share the KB's loaded model with setwise
     reranker = resolve_reranker(settings.reranker)
+    redactor = tool_redactor(settings)
     pipeline = RequestLoggingPipeline(
         policies=policies,
         reranker=reranker,
@@ -227,6 +245,7 @@ def build_state(
         pruner_options=pruner_options,
         out=sink,
         log_requests=settings.trace_requests,
+        redactor=redactor,
     )
     shadow_policies = None
     if settings.shadow_policy:
@@ -243,6 +262,7 @@ def build_state(
             pruner=pruner,
             pruner_options=pruner_options,
             sink=None,
+            redactor=redactor,
         )
     return ServiceState(
         settings=settings, keyring=keyring, pipeline=pipeline, shadow=shadow, kb=kb, metrics=ServiceMetrics(), sink=sink
