@@ -142,3 +142,17 @@ def test_metrics_registries_are_per_app() -> None:
     a.requests.labels(route="/v1/pack", method="POST", status="200").inc()
     assert b'route="/v1/pack"' in a.render()
     assert b'route="/v1/pack"' not in b.render()
+
+
+def test_tool_settings_refuse_a_bad_redaction_pattern() -> None:
+    with pytest.raises(ConfigError, match="redaction pattern 'ticket'"):
+        settings_from_dict({"service": {"tools": {"redact": {"ticket": "TCK-("}}}})
+    s = settings_from_dict({"service": {"tools": {"max_rows": 5, "redact": {"ticket": "TCK-[0-9]+"}}}})
+    assert s.tools.max_rows == 5 and s.tools.default_patterns
+
+
+def test_a_configured_unknown_strategy_is_refused_at_build() -> None:
+    from admit.service.state import build_state
+
+    with pytest.raises(ConfigError, match="did you mean 'setwise'"):
+        build_state(settings_from_dict({"service": {"prune_strategy": "setwse"}}))
