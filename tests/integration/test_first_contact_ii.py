@@ -213,8 +213,14 @@ def test_search_and_pack_take_the_llm_endpoint_options(kb: Path) -> None:
 def test_a_wrong_case_tenant_names_the_tenants_that_exist(kb: Path) -> None:
     res = admit("search", QUESTION, "--kb", str(kb), "--principal", "tenant:Acme")
     assert res.returncode == 2, (res.stdout, res.stderr)
-    assert "no documents for tenant 'Acme'" in res.stderr and "Did you mean tenant:acme?" in res.stderr
+    assert "holds no documents for tenant 'Acme'" in res.stderr and "Did you mean tenant:acme?" in res.stderr
     assert "E4012" not in res.stderr  # tenant names only, never content
+
+
+def test_mcp_with_a_wrong_case_tenant_stops_at_start(kb: Path) -> None:
+    res = admit("mcp", "--kb", str(kb), "--principal", "tenant:ACME", stdin="")
+    assert res.returncode == 2, res.stderr
+    assert "Did you mean tenant:acme?" in res.stderr and "Traceback" not in res.stderr
 
 
 def test_an_empty_knowledge_base_says_so(tmp: Path) -> None:

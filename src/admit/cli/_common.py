@@ -33,6 +33,7 @@ __all__ = [
     "check_port_free",
     "check_question",
     "check_strategy",
+    "check_tenant",
     "echo_json",
     "handle_errors",
     "json_option",
@@ -182,6 +183,27 @@ def open_kb(kb: str, embedder: str | None = None, *, must_exist: bool = False) -
         return KnowledgeBase(kb, embedder=embedder)
     except (ImportError, ValueError) as exc:
         raise ConfigError(str(exc)) from exc
+
+
+def check_tenant(kb: Any, principal: Any, *, kb_path: str) -> None:
+    """Refuse a principal whose tenant the knowledge base does not hold (a misspelling, a wrong case).
+
+    The message names the tenants it holds (their names only, never their content), with the closest one.
+    A knowledge base without documents passes: there is nothing to compare with.
+    """
+    import difflib
+
+    tenants = sorted({str(s.tenant) for s in kb.sources()})
+    if not tenants or principal.tenant in tenants:
+        return
+    close = [t for t in tenants if t.lower() == principal.tenant.lower()]
+    close = close or difflib.get_close_matches(principal.tenant, tenants, n=1)
+    hint = f" Did you mean tenant:{close[0]}?" if close else ""
+    shown = ", ".join(tenants[:20]) + (", ..." if len(tenants) > 20 else "")
+    raise ConfigError(
+        f"The knowledge base {kb_path!r} holds no documents for tenant {principal.tenant!r}; its tenants: "
+        f"{shown}.{hint}"
+    )
 
 
 # -- output --------------------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import click
 from admit.cli._common import (
     check_question,
     check_strategy,
+    check_tenant,
     echo_json,
     handle_errors,
     json_option,
@@ -45,19 +46,9 @@ def _explain_nothing(kb: Any, kb_path: str, principal: Any, *, filtered: bool) -
     An empty knowledge base or a tenant it does not hold is a caller mistake (exit 2, naming the tenants it
     holds: their names only, never their content); a known tenant with nothing readable gets a hint on stderr.
     """
-    import difflib
-
     if kb.count() == 0:
         raise ConfigError(f"The knowledge base {kb_path!r} holds no chunks; add documents with `admit ingest`.")
-    tenants = sorted({str(s.tenant) for s in kb.sources()})
-    if principal.tenant not in tenants:
-        close = [t for t in tenants if t.lower() == principal.tenant.lower()]
-        close = close or difflib.get_close_matches(principal.tenant, tenants, n=1)
-        hint = f" Did you mean tenant:{close[0]}?" if close else ""
-        shown = ", ".join(tenants[:20]) + (", ..." if len(tenants) > 20 else "")
-        raise ConfigError(
-            f"The knowledge base holds no documents for tenant {principal.tenant!r}; its tenants: {shown}.{hint}"
-        )
+    check_tenant(kb, principal, kb_path=kb_path)
     why = "the --language/--updated-after filters" if filtered else f"the groups {list(principal.groups)}"
     click.echo(
         f"note: tenant {principal.tenant!r} has {kb.count(principal.tenant)} chunks, but none is readable with "

@@ -12,7 +12,14 @@ from typing import Any, TypeVar
 
 import click
 
-from admit.cli._common import check_port_free, handle_errors, open_kb, principal_option, prune_option
+from admit.cli._common import (
+    check_port_free,
+    check_tenant,
+    handle_errors,
+    open_kb,
+    principal_option,
+    prune_option,
+)
 from admit.errors import MissingExtraError
 
 __all__ = ["mcp_cmd", "serve_cmd"]
@@ -120,5 +127,8 @@ def mcp_cmd(
     if transport == "streamable-http":
         check_port_free(host, port)
     kb = open_kb(kb_path, must_exist=True) if kb_path else None
+    chosen = principal or settings.mcp_principal()
+    if kb is not None and chosen is not None and transport == "stdio":
+        check_tenant(kb, chosen, kb_path=str(kb_path))  # a misspelled tenant would answer nothing, silently
     logging.basicConfig(level="WARNING", format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # stderr
     run_mcp(settings, kb=kb, principal=principal, transport=transport, host=host, port=port)  # type: ignore[arg-type]
