@@ -392,8 +392,8 @@ def render_tool_outputs(
 ) -> ToolBlock:
     """Check, redact, cap and render ``outputs`` as one block; fit it into ``room`` tokens when given.
 
-    When the block is over ``room``, the largest page gives up its last row (its continuation token then
-    points at it, ``truncated_by="budget"``) until the block fits.
+    When the block is over ``room``, the largest page gives up rows from its end (its continuation token then
+    points at the first one cut, ``truncated_by="budget"``) until the block fits.
 
     Raises:
         RequestError: Two outputs share an id, or a page token is invalid.
@@ -440,7 +440,8 @@ def render_tool_outputs(
                 f"the tool outputs take {tokens} tokens with one row each, more than the {room} the budget leaves; "
                 "raise input_limit or send fewer or smaller tool outputs."
             )
-        limits[widest] -= 1
+        # shrink in proportion to the overshoot (then one row at a time), so a long page needs few recounts
+        limits[widest] = max(1, min(limits[widest] - 1, limits[widest] * room // max(tokens, 1)))
         by_budget[widest] = True
     assert text.count(boundary) == 2 + 2 * len(envelopes)  # the boundary occurs only in the block's own tags
     reports = []
