@@ -166,3 +166,19 @@ def test_mcp_search_takes_tool_outputs_and_pages_its_result(kb: Path, config: Pa
     b = second.structured_content
     assert b["citations"] and not set(b["citations"]) & set(a["citations"])
     assert wrong.is_error and "another question" in str(wrong.content)
+
+
+def test_a_replay_log_holds_tool_rows_only_redacted_and_replays(tmp: Path) -> None:
+    req = json.loads((REPO / "examples" / "request.json").read_text("utf-8"))
+    req["tool_outputs"] = [tool(4)]
+    trace = tmp / "pack-tools.jsonl"
+    res = admit("pack", "-", "--trace-file", str(trace), stdin=json.dumps(req))
+    assert res.returncode == 0, res.stderr
+    text = trace.read_text("utf-8")
+    assert "@example.com" not in text
+    logged = json.loads(text.splitlines()[-1])["request"]["tool_outputs"][0]
+    assert len(logged["rows"]) == 4 and logged["rows"][0]["contact"] == "[redacted:email]"
+    policy = REPO / "src" / "admit" / "policies" / "default.toml"
+    rep = admit("replay", str(trace), "--policy", str(policy), "--out", str(tmp / "replay-tools"), "--json")
+    assert rep.returncode == 0, rep.stderr
+    assert json.loads(rep.stdout)["summary"]["changed"] == 0  # same policy, same tool block, same decision

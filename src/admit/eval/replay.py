@@ -31,6 +31,7 @@ from admit.errors import ConfigError, RequestError
 from admit.eval.metrics import CostRates
 from admit.pipeline import PackRequest, Pipeline
 from admit.route import PolicySet, load_policy_set
+from admit.tools import Redactor
 from admit.trace import TraceSink
 from admit.types import PackResult
 
@@ -50,8 +51,11 @@ __all__ = [
 REPLAY_FORMAT = "admit-replay/1"
 
 
-def request_to_json(req: PackRequest) -> dict[str, Any]:
+def request_to_json(req: PackRequest, *, redactor: Redactor | None = None) -> dict[str, Any]:
     """The ``admit pack`` JSON of a request (:func:`admit.schema.parse_pack_request` reads it back).
+
+    Tool outputs are written with their rows redacted (``redactor``, default :meth:`Redactor.default`): a log
+    never holds what the prompt would not.
 
     Raises:
         ConfigError: when the request's model is a tokenizer instance rather than a name (it cannot be logged).
@@ -87,15 +91,29 @@ def request_to_json(req: PackRequest) -> dict[str, Any]:
         "prune_params": dict(req.prune_params),
         "request_id": req.request_id,
     }
+    if req.tool_outputs:
+        red = redactor or Redactor.default()
+        out["tool_outputs"] = [
+            {
+                "id": t.id,
+                "tool": t.tool,
+                "rows": [red.redact(r)[0] for r in t.rows],
+                "schema": dict(t.schema),
+                "max_rows": t.max_rows,
+                "max_bytes": t.max_bytes,
+                "page_token": t.page_token,
+            }
+            for t in req.tool_outputs
+        ]
     return out
 
 
-def record_for_replay(request: PackRequest, result: PackResult) -> dict[str, Any]:
+def record_for_replay(request: PackRequest, result: PackResult, *, redactor: Redactor | None = None) -> dict[str, Any]:
     """One replay log line: the request (with its candidates) and the trace of the decision taken.
 
     The request id of the trace is written into the request, so a replay hashes the same id (rollout).
     """
-    req = request_to_json(request)
+    req = request_to_json(request, redactor=redactor)
     req["request_id"] = result.trace.get("request_id") or request.request_id
     return {"format": REPLAY_FORMAT, "request": req, "trace": dict(result.trace)}
 
@@ -137,7 +155,7 @@ class RequestLoggingPipeline(Pipeline):
             record: dict[str, Any] = dict(res.trace)
             try:
                 if self.log_requests:
-                    record["request"] = record_for_replay(req, res)["request"]
+                    record["request"] = record_for_replay(req, res, redactor=self.redactor)["request"]
                 self.out.write(record)
             except Exception:  # a broken sink must not fail the request; say so
                 logger.exception("trace sink failed for request %s", res.trace.get("request_id"))
