@@ -55,7 +55,8 @@ class Counting:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.texts.extend(texts)
-        return self.inner.embed(texts)
+        out: np.ndarray = self.inner.embed(texts)
+        return out
 
 
 def counting_embedder() -> tuple[CachedEmbedder, Counting]:

@@ -51,7 +51,8 @@ def _pipeline(pruner: AdmitPruner | None = None) -> Pipeline:
 
 
 def _run(p: Pipeline, **admit: object) -> list[Document]:
-    return p.run({"retriever": {"query": Q}, "admit": {"query": Q, **admit}})["admit"]["documents"]
+    docs: list[Document] = p.run({"retriever": {"query": Q}, "admit": {"query": Q, **admit}})["admit"]["documents"]
+    return docs
 
 
 def test_component_in_pipeline_keeps_metadata() -> None:
@@ -135,6 +136,7 @@ def test_custom_filter_survives_dumps_and_loads() -> None:
     assert "KeepIds" in text
     again = Pipeline.loads(text, allowed_modules=[*ALLOWED, "tests.integration._adapter_helpers"])
     comp = again.get_component("admit")
+    assert isinstance(comp, AdmitPruner)
     assert isinstance(comp.admit_filter.pruner, KeepIds)
     assert [d.id for d in _run(again)] == ["h4"]  # not the default pruner
 

@@ -17,7 +17,7 @@ import math
 import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import numpy as np
 
@@ -171,6 +171,11 @@ class AdmitFilter:
     pruner_options: Mapping[str, Any] = field(default_factory=dict)
 
     _CACHES: ClassVar[tuple[str, ...]] = ("_built_pruner", "_built_reranker", "_embedder", "_warmed")
+    if TYPE_CHECKING:  # built on first use; not fields (never compared, copied deep or pickled)
+        _built_pruner: Pruner | None
+        _built_reranker: Reranker | None
+        _embedder: Any
+        _warmed: Pruner | None
 
     def __post_init__(self) -> None:
         self.params = dict(self.params)
@@ -272,7 +277,7 @@ class AdmitFilter:
             return None
         if self._built_reranker is None:
             object.__setattr__(self, "_built_reranker", resolve_reranker(self.reranker))
-        return self._built_reranker  # type: ignore[no-any-return]
+        return self._built_reranker
 
     def warm_up(self) -> None:
         """Build the pruner and load its model now (not on the first call); once per built pruner."""
@@ -319,16 +324,14 @@ class AdmitFilter:
                 for i in live
             ]
             reranker = self._get_reranker()
-            scores: list[float | None] | None = None
+            scores: list[float] | None = None
             if reranker is None:
-                given = [docs[i].score for i in live]
                 # the retriever's scores when every document has one, else the retriever's order
-                scores = given if all(s is not None for s in given) else [float(len(live) - r) for r in range(len(live))]
+                given = [s for i in live if (s := docs[i].score) is not None]
+                scores = given if len(given) == len(live) else [float(len(live) - r) for r in range(len(live))]
             pruner = self._get_pruner()
             self._seed_vectors([docs[i] for i in live], chunks)
-            run = prune_candidates(
-                question, chunks, settings=settings, reranker=reranker, pruner=pruner, scores=scores
-            )
+            run = prune_candidates(question, chunks, settings=settings, reranker=reranker, pruner=pruner, scores=scores)
             strategy = run.strategy
             for i, v in zip(live, run.verdicts, strict=True):
                 verdicts[i] = Verdict(
@@ -359,9 +362,8 @@ class AdmitFilter:
                 d = docs[v.index]
                 n = tok.count(f"{d.title}\n{d.text}" if d.title else d.text)
                 if used + n > self.max_tokens:
-                    verdicts[v.index] = replace(
-                        v, kept=False, stage="budget", reason=f"{n} tokens over max_tokens {self.max_tokens} ({used} used)"
-                    )
+                    why = f"{n} tokens over max_tokens {self.max_tokens} ({used} used)"
+                    verdicts[v.index] = replace(v, kept=False, stage="budget", reason=why)
                     continue
                 used += n
 
@@ -402,7 +404,8 @@ class AdmitFilter:
         data["tokenizer"] = self.tokenizer
         data["reranker"] = _instance_to_dict(self.reranker, "reranker")
         data["pruner"] = _instance_to_dict(self.pruner, "pruner")
-        data["pruner_options"] = {k: _instance_to_dict(v, f"pruner_options.{k}") for k, v in self.pruner_options.items()}
+        opts = self.pruner_options.items()
+        data["pruner_options"] = {k: _instance_to_dict(v, f"pruner_options.{k}") for k, v in opts}
         return data
 
     @classmethod
@@ -413,11 +416,14 @@ class AdmitFilter:
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - known)
         if unknown:
-            raise ConfigError(f"Unknown AdmitFilter setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}.")
+            raise ConfigError(
+                f"Unknown AdmitFilter setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}."
+            )
         values = dict(data)
         for key in ("reranker", "pruner"):
             values[key] = _instance_from_dict(values.get(key))
-        values["pruner_options"] = {k: _instance_from_dict(v) for k, v in dict(values.get("pruner_options") or {}).items()}
+        opts = dict(values.get("pruner_options") or {})
+        values["pruner_options"] = {k: _instance_from_dict(v) for k, v in opts.items()}
         return cls(**values)
 
 

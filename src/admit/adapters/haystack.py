@@ -82,9 +82,9 @@ class AdmitPruner:
         keep_top_k: int | None = None,
         on_error: str | None = None,
         params: dict[str, Any] | None = None,
-        top_k: int | None | Literal[_Keep.KEEP] = _KEEP,
-        max_tokens: int | None | Literal[_Keep.KEEP] = _KEEP,
-        max_doc_chars: int | None | Literal[_Keep.KEEP] = _KEEP,
+        top_k: int | Literal[_Keep.KEEP] | None = _KEEP,
+        max_tokens: int | Literal[_Keep.KEEP] | None = _KEEP,
+        max_doc_chars: int | Literal[_Keep.KEEP] | None = _KEEP,
         drop_duplicates: bool | None = None,
         embeddings: str | None = None,
         reranker: str | None = None,
@@ -171,4 +171,3 @@ class AdmitPruner:
     ) -> dict[str, list[Document]]:
         """As :meth:`run`, in a worker thread: a cold first call (model load) never blocks the event loop."""
         return await asyncio.to_thread(self.run, query, documents, top_k)
-

@@ -94,6 +94,13 @@ class AdmitNodePostprocessor(BaseNodePostprocessor):
     def _save_filter(self, f: Any) -> Any:
         return f.to_dict() if isinstance(f, AdmitFilter) and f.is_custom() else None
 
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """Every setting, and a custom filter (a pruner that cannot save itself raises ``ConfigError``)."""
+        if isinstance(self.filter, AdmitFilter) and self.filter.is_custom():
+            self.filter.to_dict()  # the clear error, before pydantic wraps it
+        data: dict[str, Any] = super().to_dict(**kwargs)
+        return data
+
     @field_serializer("reranker")
     def _save_reranker(self, r: Any) -> Any:
         return r if isinstance(r, str | None) else None  # an instance travels in the saved filter
