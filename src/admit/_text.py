@@ -37,6 +37,7 @@ def versions(text: str) -> list[str]:
     """The dotted versions a text names, in order, without a leading ``v`` (``"v3.2.0 and 2.1"`` -> both)."""
     return list(dict.fromkeys(_VERSION.findall(text or "")))
 
+
 STOPWORDS = frozenset(
     """
     a an the and or but if then else of to in on at by for with from into onto over under about as is are
