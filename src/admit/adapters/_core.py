@@ -211,11 +211,19 @@ class AdmitFilter:
         object.__setattr__(self, "_ready", True)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> AdmitFilter:
-        """A deep copy of the settings sharing the loaded pruner (its model is read-only and process-wide)."""
+        """A deep copy of the settings sharing the backends: the loaded pruner (its model is read-only and
+        process-wide) and the instances given (a pruner, a reranker, an LLM or embedder in ``pruner_options``)."""
         new = object.__new__(type(self))
         memo[id(self)] = new
         for f in fields(self):
-            object.__setattr__(new, f.name, copy.deepcopy(getattr(self, f.name), memo))
+            value = getattr(self, f.name)
+            if f.name in {"pruner", "reranker"}:
+                copied = value
+            elif f.name == "pruner_options":
+                copied = dict(value)
+            else:
+                copied = copy.deepcopy(value, memo)
+            object.__setattr__(new, f.name, copied)
         for name in self._CACHES:
             object.__setattr__(new, name, getattr(self, name, None))
         object.__setattr__(new, "_ready", True)
