@@ -26,7 +26,17 @@ __all__ = [
     "overlap",
     "sentences",
     "shingles",
+    "versions",
 ]
+
+#: A dotted version (``3.2.0``, ``v2.1``): one token to a reader, three numbers to a word tokenizer.
+_VERSION = re.compile(r"(?<![\w.])[vV]?(\d+(?:\.\d+)+)(?![\w]|\.\d)")
+
+
+def versions(text: str) -> list[str]:
+    """The dotted versions a text names, in order, without a leading ``v`` (``"v3.2.0 and 2.1"`` -> both)."""
+    return list(dict.fromkeys(_VERSION.findall(text or "")))
+
 
 STOPWORDS = frozenset(
     """

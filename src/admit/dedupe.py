@@ -10,14 +10,16 @@
   that duplicates a kept representative is dropped with ``duplicate_of``.
 * Superseded versions: chunks of the same source that carry an older version or date lose to the newest
   (``superseded_by``) unless the class keeps history (``policy.keep_superseded``).
-* Per-source cap: at most ``policy.per_source_limit`` passages of one source, best ranks first.
+* Per-source cap (:func:`source_cap`): at most ``policy.per_source_limit`` passages of one source, best grades
+  first (then best ranks). The pipeline caps *after* pruning, so a useful chunk is never capped away while a
+  weaker one of the same source survives; :func:`dedupe` caps by rank when no pruner runs after it.
 """
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -26,7 +28,7 @@ from admit._text import norm_hash, normalize, overlap, shingle_count, shingles, 
 from admit.route import Policy
 from admit.types import Chunk, Decision, Scored
 
-__all__ = ["dedupe", "similarity", "version_key"]
+__all__ = ["dedupe", "similarity", "source_cap", "version_key"]
 
 _NUM = re.compile(r"\d+")
 
@@ -74,8 +76,8 @@ def _candidate_pairs(items: Sequence[Scored], sizes: Sequence[int]) -> set[tuple
     return out
 
 
-def dedupe(ranked: Sequence[Scored], policy: Policy) -> tuple[list[Scored], list[Decision]]:
-    """Remove duplicates, superseded versions and over-cap passages. Input and output are best-first."""
+def dedupe(ranked: Sequence[Scored], policy: Policy, *, cap: bool = True) -> tuple[list[Scored], list[Decision]]:
+    """Remove duplicates, superseded versions and (``cap``) over-cap passages. Input and output are best-first."""
     items = list(ranked)
     dropped: dict[int, Decision] = {}
 
@@ -159,25 +161,47 @@ def dedupe(ranked: Sequence[Scored], policy: Policy) -> tuple[list[Scored], list
                     f"< {items[winner].chunk.version or items[winner].chunk.updated_at})",
                 )
 
-    # 4. per-source cap, best ranks first
-    per_source: dict[str, int] = defaultdict(int)
-    kept: list[Scored] = []
-    for i, s in enumerate(items):
-        if i in dropped:
-            continue
-        if per_source[s.chunk.source_id] >= policy.per_source_limit:
-            dropped[i] = Decision(
-                chunk_id=s.chunk.id,
-                state="dropped",
-                stage="dedupe",
-                reason="source_cap",
-                score=s.score,
-                detail=f"source {s.chunk.source_id} already has {policy.per_source_limit} passages",
-            )
-            continue
-        per_source[s.chunk.source_id] += 1
-        kept.append(s)
+    # 4. per-source cap, best ranks first (the pipeline caps after pruning instead: ``cap=False``)
+    kept = [s for i, s in enumerate(items) if i not in dropped]
+    if cap:
+        kept, capped = source_cap(kept, policy)
+        at = {s.chunk.id: i for i, s in enumerate(items)}
+        dropped.update((at[d.chunk_id], d) for d in capped)
     return kept, [dropped[i] for i in sorted(dropped)]
+
+
+def source_cap(
+    items: Sequence[Scored], policy: Policy, grades: Mapping[str, int] | None = None
+) -> tuple[list[Scored], list[Decision]]:
+    """At most ``policy.per_source_limit`` of ``items`` per source: the best graded stay (then the best ranked).
+
+    Returns the kept items in input order and a ``source_cap`` drop for each other one, in input order.
+    """
+    g = grades or {}
+    order = sorted(range(len(items)), key=lambda i: (-g.get(items[i].chunk.id, 0), items[i].rank, i))
+    per_source: dict[str, int] = defaultdict(int)
+    over: set[int] = set()
+    for i in order:
+        src = items[i].chunk.source_id
+        if per_source[src] >= policy.per_source_limit:
+            over.add(i)
+        else:
+            per_source[src] += 1
+    drops = [
+        Decision(
+            chunk_id=s.chunk.id,
+            state="dropped",
+            stage="dedupe",
+            reason="source_cap",
+            score=s.score,
+            grade=g.get(s.chunk.id),
+            detail=f"source {s.chunk.source_id} already has {policy.per_source_limit} passages"
+            + (" graded at least as high" if grades else ""),
+        )
+        for i, s in enumerate(items)
+        if i in over
+    ]
+    return [s for i, s in enumerate(items) if i not in over], drops
 
 
 class _Shingles:

@@ -20,7 +20,7 @@ from typing import Any
 from admit.backends.rerankers import Reranker, resolve_reranker
 from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.budget import compute_budget
-from admit.dedupe import dedupe
+from admit.dedupe import dedupe, source_cap
 from admit.errors import AuthorizationError, ConfigError, RequestError
 from admit.features import chunk_flags
 from admit.pack import pack as pack_stage
@@ -371,7 +371,9 @@ class Pipeline:
             ranked, cut = rerank(req.question, valid, self.reranker, keep=policy.rerank_count)
             decisions.update((d.chunk_id, d) for d in cut)
         with timer.stage("dedupe"):
-            unique, dup = dedupe(ranked, policy)
+            # the per-source cap runs after pruning (source_cap below), by grade, so a useful chunk is not capped
+            # away while a weaker one of its source survives
+            unique, dup = dedupe(ranked, policy, cap=False)
             decisions.update((d.chunk_id, d) for d in dup)
         outcome: PruneOutcome | None = None
         grades: dict[str, int] = {}
@@ -399,6 +401,8 @@ class Pipeline:
                             grade=g.grade,
                             detail=g.reason,
                         )
+            survivors, capped = source_cap(survivors, policy, grades)
+            decisions.update((d.chunk_id, d) for d in capped)
         with timer.stage("pack"):
             # a fresh random boundary per request, absent from every string rendered for any candidate
             renderer = EvidenceRenderer.for_chunks(valid, tokenizer)

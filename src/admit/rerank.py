@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 
+from admit._text import versions
 from admit.backends.rerankers import Reranker
 from admit.errors import BackendError
 from admit.types import Chunk, Decision, Scored
@@ -43,7 +45,7 @@ def rerank(
         raise BackendError(f"Reranker {getattr(reranker, 'name', reranker)!r} failed: {exc}") from exc
     if len(raw) != len(chunks):
         raise BackendError(f"Reranker returned {len(raw)} scores for {len(chunks)} chunks.")
-    ranked = ranked_by(chunks, [None if s is None else float(s) for s in raw])
+    ranked = _asked_version_first(question, ranked_by(chunks, [None if s is None else float(s) for s in raw]))
     kept, cut = ranked[: max(keep, 0)], ranked[max(keep, 0) :]
     decisions = [
         Decision(
@@ -57,3 +59,24 @@ def rerank(
         for s in cut
     ]
     return kept, decisions
+
+
+def _asked_version_first(question: str, ranked: list[Scored]) -> list[Scored]:
+    """Chunks whose title (or version) names a version the question asks about move ahead, in rank order.
+
+    "What changed in 3.2.0?" is about the section titled 3.2.0; a neighbouring version's notes share its words
+    and digits and would otherwise outrank it. ``3.2`` asked names ``3.2.0`` and ``3.2.1`` too.
+    """
+    asked = versions(question)
+    if not asked:
+        return ranked
+
+    def names(c: Chunk) -> bool:
+        own = [*versions(c.title), *([c.version.lstrip("vV")] if c.version else [])]
+        return any(v == a or v.startswith(a + ".") for v in own for a in asked)
+
+    hit = [s for s in ranked if names(s.chunk)]
+    if not hit or len(hit) == len(ranked):
+        return ranked
+    rest = [s for s in ranked if not names(s.chunk)]
+    return [replace(s, rank=r) for r, s in enumerate([*hit, *rest])]

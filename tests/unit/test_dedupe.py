@@ -93,3 +93,20 @@ def test_every_input_is_kept_or_dropped_exactly_once():
     kept, dropped = dedupe(ranked(*chunks), POLICY)
     ids = [s.chunk.id for s in kept] + [d.chunk_id for d in dropped]
     assert sorted(ids) == sorted(c.id for c in chunks)
+
+
+def test_source_cap_keeps_the_best_graded_not_the_best_ranked():
+    from admit.dedupe import source_cap
+
+    texts = ["alpha beta gamma delta", "epsilon zeta eta theta", "iota kappa lambda mu"]
+    chunks = [chunk(f"s#{i}", t * 3, source="s") for i, t in enumerate(texts)]
+    kept, dropped = source_cap(ranked(*chunks), replace(POLICY, per_source_limit=2), {"s#0": 2, "s#1": 5, "s#2": 4})
+    assert [s.chunk.id for s in kept] == ["s#1", "s#2"]  # input order kept
+    assert [(d.chunk_id, d.reason, d.grade) for d in dropped] == [("s#0", "source_cap", 2)]
+
+
+def test_dedupe_without_the_cap_leaves_it_to_after_pruning():
+    texts = ["alpha beta gamma delta", "epsilon zeta eta theta", "iota kappa lambda mu"]
+    chunks = [chunk(f"s#{i}", t * 3, source="s") for i, t in enumerate(texts)]
+    kept, dropped = dedupe(ranked(*chunks), replace(POLICY, per_source_limit=1), cap=False)
+    assert len(kept) == 3 and dropped == []

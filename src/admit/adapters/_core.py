@@ -1,19 +1,59 @@
-"""What every framework adapter shares: turn framework documents into chunks, prune, report per document."""
+"""What every framework adapter shares: framework documents in, one verdict per document out.
+
+:class:`AdmitFilter` holds the settings (checked when made and when changed), the pruner built from them (built
+once, on :meth:`AdmitFilter.warm_up` or the first call, rebuilt when the strategy changes) and the steps around
+pruning that every adapter needs: a size cap per document, exact duplicates under another id, the rank signal
+(the retriever's scores, else the retriever's order), the framework's stored vectors, ``top_k`` and a token
+budget. It is picklable and deep-copyable (the loaded model is shared, never copied) and saves itself as a
+plain dict (:meth:`AdmitFilter.to_dict`), custom pruners included when they save themselves.
+"""
 
 from __future__ import annotations
 
+import copy
+import importlib
+import logging
 import math
+import numbers
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+import numpy as np
+
+from admit._text import norm_hash
 from admit.backends.rerankers import Reranker, resolve_reranker
+from admit.errors import ConfigError
+from admit.passages import passages
 from admit.pipeline import prune_candidates
-from admit.prune import Pruner, resolve_pruner
+from admit.prune import STRATEGIES, Pruner, resolve_pruner
 from admit.route import PruneSettings
 from admit.types import Chunk
 
-__all__ = ["AdmitFilter", "Doc", "Kept"]
+__all__ = ["SETTINGS", "AdmitFilter", "Doc", "FilterRun", "Verdict", "as_score", "settings_from"]
+
+logger = logging.getLogger(__name__)
+
+EmbeddingUse = Literal["auto", "reuse", "ignore"]
+
+#: The setting fields an adapter exposes under the same names (checked by :class:`AdmitFilter`).
+SETTINGS = (
+    "strategy",
+    "threshold",
+    "keep_top_k",
+    "on_error",
+    "params",
+    "top_k",
+    "max_tokens",
+    "max_doc_chars",
+    "drop_duplicates",
+    "embeddings",
+    "reranker",
+)
+
+#: Cosine the framework's vector of one document must reach against admit's own before ``embeddings="auto"``
+#: trusts the rest of them (same model, same text).
+_SAME_MODEL_COSINE = 0.98
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -21,24 +61,41 @@ class Doc:
     """A framework document, reduced to what admit needs."""
 
     id: str | None
+    """The framework's id (``None``: a position-based id is made)."""
     text: str
+    """The text graded."""
     title: str = ""
+    """The title (counts in ranking and grading)."""
     score: float | None = None
+    """The retriever's score, if any."""
+    embedding: Sequence[float] | None = None
+    """The vector the framework's store holds for the document, if it gives one."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class Kept:
-    """A kept document: its input position and admit's decision (added to the document's metadata)."""
+class Verdict:
+    """What admit decided for one document (added to the document's metadata as ``admit``)."""
 
     index: int
-    grade: int
+    """The document's input position."""
+    kept: bool
+    """Whether it stays."""
+    stage: str
+    """Where it was decided: ``prune``, ``size``, ``duplicate``, ``top_k`` or ``budget``."""
+    grade: int | None
+    """Its grade on the five-level rubric (``None`` when it never reached the pruner)."""
     reason: str
+    """Why."""
     score: float | None
-    rank: int
+    """Its rank score (the retriever's score, or the reranker's)."""
+    rank: int | None
+    """Its position in the ranked list, 0-based (``None`` when it never reached the pruner)."""
 
     def as_metadata(self, strategy: str) -> dict[str, Any]:
-        """The ``admit`` metadata entry added to a kept document."""
+        """The ``admit`` metadata entry added to the document."""
         return {
+            "kept": self.kept,
+            "stage": self.stage,
             "strategy": strategy,
             "grade": self.grade,
             "reason": self.reason,
@@ -47,17 +104,53 @@ class Kept:
         }
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FilterRun:
+    """One call of :meth:`AdmitFilter.run`: a verdict per document, in input order."""
+
+    strategy: str
+    """The strategy that ran (``none`` when nothing was pruned)."""
+    verdicts: tuple[Verdict, ...]
+    """One verdict per document, in input order."""
+
+    @property
+    def kept(self) -> list[Verdict]:
+        """The kept documents' verdicts, in input order."""
+        return [v for v in self.verdicts if v.kept]
+
+    @property
+    def dropped(self) -> list[Verdict]:
+        """The dropped documents' verdicts, in input order."""
+        return [v for v in self.verdicts if not v.kept]
+
+
 @dataclass(kw_only=True)
 class AdmitFilter:
     """Prune a list of documents for a question with one of admit's strategies.
 
+    Settings are checked when the filter is made and whenever one is assigned (a :class:`~admit.errors.ConfigError`
+    naming the setting); a changed setting applies from the next call.
+
+    Example:
+        >>> f = AdmitFilter(strategy="top_n", params={"n": 1}, keep_top_k=0)
+        >>> run = f.run("port", [Doc(id="a", text="port 80", score=2.0), Doc(id="b", text="bananas", score=1.0)])
+        >>> [v.kept for v in run.verdicts]
+        [True, False]
+
     Args:
         strategy: Pruning strategy (``setwise`` by default; ``top_n``, ``score_threshold``, LLM strategies ...).
         threshold: Keep grades at or above this (1..5).
-        keep_top_k: The top-k reranked documents always stay.
+        keep_top_k: The top-k ranked documents always stay (unless over the size cap or the budget).
         on_error: What a pruner failure does (``keep_top_k``, ``keep_all``, ``drop``, ``raise``).
         params: Strategy parameters (``n`` for ``top_n`` ...).
-        reranker: Reranker name or instance (``retriever``: the documents' scores, else BM25).
+        top_k: At most this many documents are returned (the best ranked), like Haystack's rankers.
+        max_tokens: Token budget of the kept documents (best ranked first; ``None``: no budget).
+        max_doc_chars: A document longer than this is dropped before grading (``None``: no cap).
+        drop_duplicates: Drop a document whose text repeats an earlier one under another id.
+        embeddings: The framework's stored vectors: ``auto`` reuses them when one checks out against admit's own
+            (same model, same text), ``reuse`` trusts them, ``ignore`` re-encodes.
+        tokenizer: The tokenizer counting ``max_tokens`` (a model name or encoding).
+        reranker: Reranker name or instance (``retriever``/``None``: the documents' scores, else their order).
         pruner: A pruner instance (overrides ``strategy``).
         pruner_options: Keyword arguments for the pruner built by name (``embedder=``, ``llm=`` ...).
     """
@@ -67,73 +160,413 @@ class AdmitFilter:
     keep_top_k: int = 1
     on_error: str = "keep_top_k"
     params: Mapping[str, Any] = field(default_factory=dict)
+    top_k: int | None = None
+    max_tokens: int | None = None
+    max_doc_chars: int | None = 20_000
+    drop_duplicates: bool = True
+    embeddings: EmbeddingUse = "auto"
+    tokenizer: str = "gpt-4o"
     reranker: Reranker | str | None = None
     pruner: Pruner | None = None
     pruner_options: Mapping[str, Any] = field(default_factory=dict)
 
+    _CACHES: ClassVar[tuple[str, ...]] = ("_built_pruner", "_built_reranker", "_embedder", "_warmed")
+    if TYPE_CHECKING:  # built on first use; not fields (never compared, copied deep or pickled)
+        _built_pruner: Pruner | None
+        _built_reranker: Reranker | None
+        _embedder: Any
+        _warmed: Pruner | None
+
     def __post_init__(self) -> None:
-        self._reranker = resolve_reranker(self.reranker)
-        self._pruner: Pruner | None = self.pruner
+        self.params = dict(self.params)
+        self.pruner_options = dict(self.pruner_options)
+        self._check()
+        self._reset_caches()
+        object.__setattr__(self, "_ready", True)
 
-    def _get_pruner(self) -> Pruner:
-        if self._pruner is None:
-            self._pruner = resolve_pruner(self.strategy, **dict(self.pruner_options))
-        return self._pruner
+    def __setattr__(self, name: str, value: Any) -> None:
+        if not getattr(self, "_ready", False) or name.startswith("_"):
+            object.__setattr__(self, name, value)
+            return
+        trial = {f.name: getattr(self, f.name) for f in fields(self)}
+        trial[name] = value
+        _check_values(trial)  # a bad value is refused here, before it can be used
+        object.__setattr__(self, name, value)
+        if name in {"strategy", "pruner", "pruner_options"}:
+            object.__setattr__(self, "_built_pruner", None)
+            object.__setattr__(self, "_embedder", None)
+        if name == "reranker":
+            object.__setattr__(self, "_built_reranker", None)
 
+    # -- copying and pickling: settings travel, the loaded model is shared or rebuilt --------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        """The settings only (the pruner built by name is rebuilt on first use after unpickling)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore the settings; caches start empty."""
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+        self._reset_caches()
+        object.__setattr__(self, "_ready", True)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> AdmitFilter:
+        """A deep copy of the settings sharing the backends: the loaded pruner (its model is read-only and
+        process-wide) and the instances given (a pruner, a reranker, an LLM or embedder in ``pruner_options``)."""
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in {"pruner", "reranker"}:
+                copied = value
+            elif f.name == "pruner_options":
+                copied = dict(value)
+            else:
+                copied = copy.deepcopy(value, memo)
+            object.__setattr__(new, f.name, copied)
+        for name in self._CACHES:
+            object.__setattr__(new, name, getattr(self, name, None))
+        object.__setattr__(new, "_ready", True)
+        return new
+
+    def _reset_caches(self) -> None:
+        for name in self._CACHES:
+            object.__setattr__(self, name, None)
+
+    def _check(self) -> None:
+        _check_values({f.name: getattr(self, f.name) for f in fields(self)})
+
+    # -- settings ----------------------------------------------------------------------------------------------
     def settings(self) -> PruneSettings:
-        """The prune settings built from the fields."""
-        return PruneSettings(
-            strategy=self.strategy,
-            threshold=self.threshold,
-            keep_top_k=self.keep_top_k,
-            on_error=self.on_error,  # type: ignore[arg-type]
-            params=dict(self.params),
-        )
+        """The prune settings built from the fields (checked)."""
+        return _prune_settings({f.name: getattr(self, f.name) for f in fields(self)})
 
-    def run(self, question: str, docs: Sequence[Doc]) -> tuple[list[Kept], str]:
-        """Return the kept documents (in input order) and the strategy that ran."""
-        if not docs:
-            return [], self.strategy
-        ids: list[str] = []
-        seen: set[str] = set()
-        for i, d in enumerate(docs):
-            cid = d.id or f"doc-{i}"
-            if cid in seen:
-                cid = f"{cid}~{i}"
-            seen.add(cid)
-            ids.append(cid)
-        chunks = [
-            Chunk(id=cid, source_id=cid, text=d.text or " ", title=d.title, score=_finite(d.score))
-            for cid, d in zip(ids, docs, strict=True)
-        ]
-        run = prune_candidates(
-            question, chunks, settings=self.settings(), reranker=self._reranker, pruner=self._get_pruner()
-        )
-        kept = [
-            Kept(index=i, grade=v.grade, reason=v.reason, score=v.score, rank=v.rank)
-            for i, v in enumerate(run.verdicts)
-            if v.kept
-        ]
-        return kept, run.strategy
+    def settings_dict(self) -> dict[str, Any]:
+        """The adapter-facing settings (:data:`SETTINGS`), as plain values."""
+        return {k: (dict(v) if isinstance(v := getattr(self, k), Mapping) else v) for k in SETTINGS}
 
     def with_(self, **changes: Any) -> AdmitFilter:
-        """A copy with fields changed."""
-        return replace(self, **changes)
+        """A copy with fields changed (checked), sharing what was built when its inputs did not change."""
+        new = replace(self, **changes)
+        if not ({"strategy", "pruner", "pruner_options"} & changes.keys()):
+            object.__setattr__(new, "_built_pruner", self._built_pruner)
+            object.__setattr__(new, "_embedder", self._embedder)
+            object.__setattr__(new, "_warmed", self._warmed)
+        if "reranker" not in changes:
+            object.__setattr__(new, "_built_reranker", self._built_reranker)
+        return new
+
+    def configured(self, values: Mapping[str, Any]) -> AdmitFilter:
+        """This filter when ``values`` (adapter settings) equal its own, else a checked copy with them."""
+        changes = {k: v for k, v in values.items() if _differs(getattr(self, k), v)}
+        return self.with_(**changes) if changes else self
+
+    # -- the built parts ---------------------------------------------------------------------------------------
+    def _get_pruner(self) -> Pruner:
+        if self.pruner is not None:
+            return self.pruner
+        built: Pruner | None = self._built_pruner
+        if built is None:
+            opts = dict(self.pruner_options)
+            if self.strategy == "setwise" and "scorer" not in opts:
+                from admit.backends.embedders.shared import shared_embedder
+
+                emb = opts.get("embedder")
+                emb = "minilm" if emb is None else emb  # (an empty cache is falsy)
+                opts["embedder"] = shared_embedder(emb) if isinstance(emb, str) else emb
+            built = resolve_pruner(self.strategy, **opts)
+            object.__setattr__(self, "_built_pruner", built)
+            object.__setattr__(self, "_embedder", opts.get("embedder") if self.strategy == "setwise" else None)
+        return built
+
+    def _get_reranker(self) -> Reranker | None:
+        """The reranker, or ``None`` for the retriever's own signal (scores, else order)."""
+        if self.reranker is None or self.reranker == "retriever":
+            return None
+        if self._built_reranker is None:
+            object.__setattr__(self, "_built_reranker", resolve_reranker(self.reranker))
+        return self._built_reranker
+
+    def warm_up(self) -> None:
+        """Build the pruner and load its model now (not on the first call); once per built pruner."""
+        pruner = self._get_pruner()
+        if self._warmed is pruner:
+            return
+        object.__setattr__(self, "_warmed", pruner)
+        warm = getattr(pruner, "warm_up", None)
+        if callable(warm):
+            warm()
+        reranker = self._get_reranker()
+        warm = getattr(reranker, "warm_up", None)
+        if callable(warm):
+            warm()
+
+    # -- one call ----------------------------------------------------------------------------------------------
+    def run(self, question: str, docs: Sequence[Doc], *, top_k: int | None = None) -> FilterRun:
+        """Decide for each document (``top_k`` overrides the field for this call)."""
+        settings = self.settings()
+        if top_k is not None:
+            _check_values({**{f.name: getattr(self, f.name) for f in fields(self)}, "top_k": top_k})
+        limit = top_k if top_k is not None else self.top_k
+        if not docs:
+            return FilterRun(strategy=self.strategy, verdicts=())
+        ids = _unique_ids(docs)
+        verdicts: dict[int, Verdict] = {}
+        live: list[int] = []
+        first_of: dict[str, int] = {}
+        for i, d in enumerate(docs):
+            if self.max_doc_chars is not None and len(d.text) > self.max_doc_chars:
+                verdicts[i] = _drop(i, "size", f"{len(d.text)} characters > max_doc_chars {self.max_doc_chars}", d)
+                continue
+            if self.drop_duplicates and d.text.strip():
+                h = norm_hash(d.text)
+                if h in first_of:
+                    verdicts[i] = _drop(i, "duplicate", f"duplicate_of {ids[first_of[h]]} (exact duplicate)", d)
+                    continue
+                first_of[h] = i
+            live.append(i)
+        strategy = "none"
+        if live:
+            chunks = [
+                Chunk(id=ids[i], source_id=ids[i], text=docs[i].text or " ", title=docs[i].title, score=docs[i].score)
+                for i in live
+            ]
+            reranker = self._get_reranker()
+            scores: list[float] | None = None
+            if reranker is None:
+                # the retriever's scores when every document has one, else the retriever's order
+                given = [s for i in live if (s := docs[i].score) is not None]
+                scores = given if len(given) == len(live) else [float(len(live) - r) for r in range(len(live))]
+            pruner = self._get_pruner()
+            self._seed_vectors([docs[i] for i in live], chunks)
+            run = prune_candidates(question, chunks, settings=settings, reranker=reranker, pruner=pruner, scores=scores)
+            strategy = run.strategy
+            for i, v in zip(live, run.verdicts, strict=True):
+                verdicts[i] = Verdict(
+                    index=i,
+                    kept=v.kept,
+                    stage="prune",
+                    grade=v.grade,
+                    reason=v.reason,
+                    score=v.score if reranker is not None else docs[i].score,
+                    rank=v.rank,
+                )
+            self._cut(verdicts, limit, docs)
+        return FilterRun(strategy=strategy, verdicts=tuple(verdicts[i] for i in range(len(docs))))
+
+    def _cut(self, verdicts: dict[int, Verdict], limit: int | None, docs: Sequence[Doc]) -> None:
+        """``top_k``, then the token budget, over the kept documents best ranked first."""
+        kept = sorted((v for v in verdicts.values() if v.kept), key=lambda v: v.rank if v.rank is not None else 0)
+        if limit is not None:
+            for v in kept[limit:]:
+                verdicts[v.index] = replace(v, kept=False, stage="top_k", reason=f"rank {v.rank} beyond top_k {limit}")
+            kept = kept[:limit]
+        if self.max_tokens is not None:
+            from admit.backends.tokenizers import resolve_tokenizer
+
+            tok = resolve_tokenizer(self.tokenizer)
+            used = 0
+            for v in kept:
+                d = docs[v.index]
+                n = tok.count(f"{d.title}\n{d.text}" if d.title else d.text)
+                if used + n > self.max_tokens:
+                    why = f"{n} tokens over max_tokens {self.max_tokens} ({used} used)"
+                    verdicts[v.index] = replace(v, kept=False, stage="budget", reason=why)
+                    continue
+                used += n
+
+    def _seed_vectors(self, docs: Sequence[Doc], chunks: Sequence[Chunk]) -> None:
+        """Put the framework's stored vectors in the pruner's embedder cache, so those documents are not encoded."""
+        emb = self._embedder
+        if self.embeddings == "ignore" or emb is None or not hasattr(emb, "seed"):
+            return
+        pairs: list[tuple[str, np.ndarray]] = []
+        for d, c in zip(docs, chunks, strict=True):
+            if d.embedding is None:
+                continue
+            vec = np.asarray(d.embedding, dtype=np.float32).ravel()
+            ps = passages(c.title, c.text)
+            if len(ps) == 1 and ps[0] and vec.shape[0] == emb.dim and np.isfinite(vec).all() and vec.any():
+                pairs.append((ps[0], vec))
+        if not pairs:
+            return
+        if self.embeddings == "auto":
+            # one document is encoded to check the vectors come from admit's model over the same text
+            text, vec = pairs[0]
+            own = emb.embed([text])[0]
+            cos = float(own @ vec) / max(float(np.linalg.norm(vec)), 1e-12)
+            if cos < _SAME_MODEL_COSINE:
+                logger.info("stored vectors not reused: cosine %.3f against %s's own (another model?)", cos, emb.name)
+                return
+            pairs = pairs[1:]
+        emb.seed(pairs, keys_are_hashes=False)
+
+    # -- saving ------------------------------------------------------------------------------------------------
+    def is_custom(self) -> bool:
+        """Whether a pruner, reranker or pruner options beyond the settings would be lost by saving the settings."""
+        return self.pruner is not None or not isinstance(self.reranker, str | None) or bool(self.pruner_options)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field as plain data; instances as ``{"type", "init_parameters"}`` (they must have ``to_dict``)."""
+        data: dict[str, Any] = self.settings_dict()
+        data["tokenizer"] = self.tokenizer
+        data["reranker"] = _instance_to_dict(self.reranker, "reranker")
+        data["pruner"] = _instance_to_dict(self.pruner, "pruner")
+        opts = self.pruner_options.items()
+        data["pruner_options"] = {k: _instance_to_dict(v, f"pruner_options.{k}") for k, v in opts}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AdmitFilter:
+        """The filter :meth:`to_dict` saved (settings checked)."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(f"An AdmitFilter is loaded from a mapping, got {type(data).__name__}.")
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(
+                f"Unknown AdmitFilter setting(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}."
+            )
+        values = dict(data)
+        for key in ("reranker", "pruner"):
+            values[key] = _instance_from_dict(values.get(key))
+        opts = dict(values.get("pruner_options") or {})
+        values["pruner_options"] = {k: _instance_from_dict(v) for k, v in opts.items()}
+        return cls(**values)
 
 
-def filter_from_fields(obj: Any) -> AdmitFilter:
-    """An :class:`AdmitFilter` from an adapter's ``strategy``/``threshold``/``keep_top_k``/``on_error``/``params``."""
-    return AdmitFilter(
-        strategy=obj.strategy,
-        threshold=obj.threshold,
-        keep_top_k=obj.keep_top_k,
-        on_error=obj.on_error,
-        params=obj.params,
-    )
+def settings_from(obj: Any, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The adapter settings of ``obj`` (its attributes named in :data:`SETTINGS`)."""
+    src = given if given is not None else {k: getattr(obj, k) for k in SETTINGS}
+    return {k: src[k] for k in SETTINGS if k in src}
 
 
-def _finite(x: float | None) -> float | None:
-    if x is None:
+def as_score(v: Any) -> float | None:
+    """A retriever's score as a finite float (``numpy.float32`` included), or ``None``."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
         return None
-    x = float(x)
+    x = float(v)
     return x if math.isfinite(x) else None
+
+
+# -- helpers -----------------------------------------------------------------------------------------------------
+def _prune_settings(values: Mapping[str, Any]) -> PruneSettings:
+    try:
+        return PruneSettings(
+            strategy=values["strategy"],
+            threshold=values["threshold"],
+            keep_top_k=values["keep_top_k"],
+            on_error=values["on_error"],
+            params=values["params"],
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"Invalid admit setting: {exc}") from None
+
+
+def _check_values(values: Mapping[str, Any]) -> None:
+    """Raise :class:`ConfigError` naming the first bad setting."""
+    if values.get("pruner") is None and values.get("strategy") not in STRATEGIES:
+        raise ConfigError(f"Unknown pruning strategy {values.get('strategy')!r}; known: {', '.join(STRATEGIES)}.")
+    _prune_settings(values)
+    for key in ("top_k", "max_tokens", "max_doc_chars"):
+        v = values.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+            raise ConfigError(f"`{key}` must be a positive integer or None, got {v!r}.")
+    if not isinstance(values.get("drop_duplicates"), bool):
+        raise ConfigError(f"`drop_duplicates` must be true or false, got {values.get('drop_duplicates')!r}.")
+    if values.get("embeddings") not in ("auto", "reuse", "ignore"):
+        raise ConfigError(f"`embeddings` must be 'auto', 'reuse' or 'ignore', got {values.get('embeddings')!r}.")
+    rr = values.get("reranker")
+    if isinstance(rr, str) and rr not in {"retriever", "bm25", "dense", "minilm", "hybrid"}:
+        raise ConfigError(f"Unknown reranker {rr!r}; known: retriever, bm25, dense, hybrid.")
+    if not isinstance(values.get("tokenizer", "gpt-4o"), str):
+        raise ConfigError(f"`tokenizer` must be a model or encoding name, got {values.get('tokenizer')!r}.")
+    if not isinstance(values.get("pruner_options", {}), Mapping):
+        raise ConfigError("`pruner_options` must be a mapping.")
+
+
+def _differs(a: Any, b: Any) -> bool:
+    try:
+        return bool(a != b)
+    except Exception:  # values that cannot compare (arrays) count as changed
+        return a is not b
+
+
+def _unique_ids(docs: Sequence[Doc]) -> list[str]:
+    ids: list[str] = []
+    seen: set[str] = set()
+    for i, d in enumerate(docs):
+        cid = d.id or f"doc-{i}"
+        if cid in seen:
+            cid = f"{cid}~{i}"
+        seen.add(cid)
+        ids.append(cid)
+    return ids
+
+
+def _drop(i: int, stage: str, reason: str, d: Doc) -> Verdict:
+    return Verdict(index=i, kept=False, stage=stage, grade=None, reason=reason, score=d.score, rank=None)
+
+
+def _instance_to_dict(obj: Any, what: str) -> Any:
+    if obj is None or isinstance(obj, str | int | float | bool):
+        return obj
+    to_dict = getattr(obj, "to_dict", None)
+    if not callable(to_dict) or not callable(getattr(type(obj), "from_dict", None)):
+        raise ConfigError(
+            f"The {what} {type(obj).__qualname__} cannot be saved: give it to_dict() and a from_dict() classmethod, "
+            "or name a built-in strategy instead."
+        )
+    return {"type": f"{type(obj).__module__}.{type(obj).__qualname__}", "init_parameters": to_dict()}
+
+
+def _instance_from_dict(data: Any) -> Any:
+    if not isinstance(data, Mapping):
+        return data
+    path = data.get("type")
+    if not isinstance(path, str) or "." not in path:
+        raise ConfigError(f"A saved admit component needs a `type` (module.Class), got {path!r}.")
+    module, _, name = path.rpartition(".")
+    try:
+        cls = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"Cannot load the saved admit component {path!r}: {exc}") from exc
+    from_dict = getattr(cls, "from_dict", None)
+    if not callable(from_dict):
+        raise ConfigError(f"The saved admit component {path!r} has no from_dict() classmethod.")
+    return from_dict(dict(data.get("init_parameters") or {}))
+
+
+# -- the pydantic adapters (LangChain, LlamaIndex): settings are model fields -----------------------------------
+def fill_from_filter(data: Any) -> Any:
+    """``model_validator(mode="before")``: a saved ``filter`` dict becomes an :class:`AdmitFilter`, whose settings
+    fill those the caller did not give."""
+    if not isinstance(data, Mapping):
+        return data
+    f = data.get("filter")
+    if isinstance(f, Mapping):
+        f = AdmitFilter.from_dict(f)
+    if f is None:
+        return data
+    if not isinstance(f, AdmitFilter):
+        raise ConfigError(f"`filter` must be an AdmitFilter or its dict, got {type(f).__name__}.")
+    given = {k: v for k, v in data.items() if not (k == "reranker" and v is None)}  # None: the filter's
+    return {**f.settings_dict(), **given, "filter": f}
+
+
+def current_filter(obj: Any) -> AdmitFilter:
+    """The filter for ``obj``'s current settings (checked): built once, rebuilt when a setting changed (also by
+    ``model_copy(update=...)``, which skips validation), sharing the loaded pruner when the strategy did not."""
+    src = obj.filter
+    cached = obj._admit
+    base = cached[1] if cached is not None and cached[0] is src else src
+    values = settings_from(obj)
+    f = base.configured(values) if isinstance(base, AdmitFilter) else AdmitFilter(**values)
+    obj._admit = (src, f)
+    return f
+
+
+def check_assignment(obj: Any, name: str, value: Any) -> None:
+    """Refuse a bad setting before a pydantic adapter stores it (``ConfigError`` naming it)."""
+    if name in SETTINGS:
+        AdmitFilter(**{**settings_from(obj), name: value})

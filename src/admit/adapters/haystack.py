@@ -1,23 +1,30 @@
-"""Haystack adapter: :class:`AdmitPruner`, a component taking ``query`` and ``documents``.
+"""Haystack adapter: :class:`AdmitPruner`, a component taking ``query`` and ``documents`` (and ``top_k``).
 
 Example:
     >>> p = Pipeline()  # doctest: +SKIP
     >>> p.add_component("retriever", InMemoryBM25Retriever(store))
-    >>> p.add_component("admit", AdmitPruner())
+    >>> p.add_component("admit", AdmitPruner(top_k=5))
     >>> p.connect("retriever.documents", "admit.documents")
+    >>> p.warm_up()  # loads admit's model now, not on the first run
     >>> p.run({"retriever": {"query": q}, "admit": {"query": q}})
 
 Kept documents are the caller's own ``Document`` objects (same id, content, score and ``meta``) with one extra
-``meta`` key, ``admit`` (grade, reason, score, rank).
+``meta`` key, ``admit`` (kept, stage, grade, reason, score, rank); the ``dropped`` output has the others, each
+with its reason. A saved pipeline records every setting and a custom :class:`~admit.adapters._core.AdmitFilter`
+(its pruner must have ``to_dict``/``from_dict``). Haystack 3 loads only components from modules it is told to
+trust: ``Pipeline.loads(yaml_text, allowed_modules=["admit.adapters.haystack"])`` (add the module of a custom
+pruner too).
 """
 
 from __future__ import annotations
 
+import asyncio
+import enum
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
-from admit.adapters._core import AdmitFilter, Doc
-from admit.errors import MissingExtraError
+from admit.adapters._core import AdmitFilter, Doc, FilterRun, as_score
+from admit.errors import ConfigError, MissingExtraError
 
 try:
     from haystack import Document, component, default_from_dict, default_to_dict
@@ -27,58 +34,140 @@ except ImportError as exc:  # pragma: no cover
 __all__ = ["AdmitPruner"]
 
 
+class _Keep(enum.Enum):
+    """Not given: the setting of ``admit_filter`` (or the default) stays."""
+
+    KEEP = "keep"
+
+
+_KEEP = _Keep.KEEP
+
+
+def _setting(name: str) -> property:
+    """A component attribute read from, and written (checked) to, the component's filter."""
+
+    def get(self: AdmitPruner) -> Any:
+        return getattr(self._filter, name)
+
+    def set_(self: AdmitPruner, value: Any) -> None:
+        self._filter = self._filter.with_(**{name: value})  # checked; a bad value raises ConfigError here
+
+    return property(get, set_, doc=f"The filter's ``{name}`` (see :class:`~admit.adapters._core.AdmitFilter`).")
+
+
 @component
 class AdmitPruner:
-    """Drops the documents a query does not need, with one of admit's pruning strategies."""
+    """Drops the documents a query does not need, with one of admit's pruning strategies.
+
+    Settings are checked at construction, on assignment and on load (:class:`~admit.errors.ConfigError`); a
+    changed setting applies to the next run and is what ``to_dict`` saves.
+    """
+
+    strategy = _setting("strategy")
+    threshold = _setting("threshold")
+    keep_top_k = _setting("keep_top_k")
+    on_error = _setting("on_error")
+    params = _setting("params")
+    top_k = _setting("top_k")
+    max_tokens = _setting("max_tokens")
+    max_doc_chars = _setting("max_doc_chars")
+    drop_duplicates = _setting("drop_duplicates")
+    embeddings = _setting("embeddings")
+    reranker = _setting("reranker")
 
     def __init__(
         self,
-        strategy: str = "setwise",
-        threshold: int = 3,
-        keep_top_k: int = 1,
-        on_error: str = "keep_top_k",
+        strategy: str | None = None,
+        threshold: int | None = None,
+        keep_top_k: int | None = None,
+        on_error: str | None = None,
         params: dict[str, Any] | None = None,
+        top_k: int | Literal[_Keep.KEEP] | None = _KEEP,
+        max_tokens: int | Literal[_Keep.KEEP] | None = _KEEP,
+        max_doc_chars: int | Literal[_Keep.KEEP] | None = _KEEP,
+        drop_duplicates: bool | None = None,
+        embeddings: str | None = None,
+        reranker: str | None = None,
         title_key: str = "title",
-        admit_filter: AdmitFilter | None = None,
+        admit_filter: AdmitFilter | dict[str, Any] | None = None,
     ) -> None:
-        """Create the component; ``admit_filter`` (a prebuilt filter, e.g. with a custom pruner) wins."""
-        self.strategy = strategy
-        self.threshold = threshold
-        self.keep_top_k = keep_top_k
-        self.on_error = on_error
-        self.params = dict(params or {})
+        """Create the component; settings given here win over those of ``admit_filter`` (e.g. a custom pruner)."""
+        base = AdmitFilter.from_dict(admit_filter) if isinstance(admit_filter, dict) else admit_filter
+        if base is not None and not isinstance(base, AdmitFilter):
+            raise ConfigError(f"`admit_filter` must be an AdmitFilter or its dict, got {type(base).__name__}.")
+        given = {
+            "strategy": strategy,
+            "threshold": threshold,
+            "keep_top_k": keep_top_k,
+            "on_error": on_error,
+            "params": dict(params) if params is not None else None,
+            "drop_duplicates": drop_duplicates,
+            "embeddings": embeddings,
+            "reranker": reranker,
+        }
+        changes: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
+        # top_k, max_tokens and max_doc_chars take None as a value ("no limit")
+        limits = {"top_k": top_k, "max_tokens": max_tokens, "max_doc_chars": max_doc_chars}
+        changes.update({k: v for k, v in limits.items() if v is not _KEEP})
+        self._filter = base.with_(**changes) if base is not None else AdmitFilter(**changes)
+        if not isinstance(title_key, str):
+            raise ConfigError(f"`title_key` must be a string, got {title_key!r}.")
         self.title_key = title_key
-        self._filter = admit_filter or AdmitFilter(
-            strategy=strategy, threshold=threshold, keep_top_k=keep_top_k, on_error=on_error, params=self.params
-        )
+
+    def warm_up(self) -> None:
+        """Load admit's model (``Pipeline.warm_up()`` calls this), so the first run does not."""
+        self._filter.warm_up()
+
+    @property
+    def admit_filter(self) -> AdmitFilter:
+        """The filter the component runs (settings included)."""
+        return self._filter
 
     def to_dict(self) -> dict[str, Any]:
-        """Serialize (pipelines are saved as YAML)."""
+        """Serialize (pipelines are saved as YAML): every setting, and a custom filter's pruner and reranker."""
+        f = self._filter
+        settings = f.settings_dict()
+        if not isinstance(settings["reranker"], str | None):
+            settings["reranker"] = None  # an instance travels in admit_filter
         return default_to_dict(
             self,
-            strategy=self.strategy,
-            threshold=self.threshold,
-            keep_top_k=self.keep_top_k,
-            on_error=self.on_error,
-            params=self.params,
+            **settings,
             title_key=self.title_key,
+            admit_filter=f.to_dict() if f.is_custom() else None,
         )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AdmitPruner:
-        """Deserialize."""
+        """Deserialize (settings are checked)."""
         return default_from_dict(cls, data)
 
-    @component.output_types(documents=list[Document])
-    def run(self, query: str, documents: list[Document]) -> dict[str, list[Document]]:
-        """Return ``{"documents": kept}``, in input order."""
+    def _decide(self, query: str, documents: list[Document], top_k: int | None) -> FilterRun:
         docs = [
-            Doc(id=d.id, text=d.content or "", title=str((d.meta or {}).get(self.title_key, "") or ""), score=d.score)
+            Doc(
+                id=d.id,
+                text=d.content or "",
+                title=str((d.meta or {}).get(self.title_key, "") or ""),
+                score=as_score(d.score),
+                embedding=d.embedding,
+            )
             for d in documents
         ]
-        kept, strategy = self._filter.run(query, docs)
-        out = []
-        for k in kept:
-            src = documents[k.index]
-            out.append(replace(src, meta={**(src.meta or {}), "admit": k.as_metadata(strategy)}))
-        return {"documents": out}
+        return self._filter.run(query, docs, top_k=top_k)
+
+    @component.output_types(documents=list[Document], dropped=list[Document])
+    def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
+        """Return ``{"documents": kept, "dropped": the others}``, each in input order, with ``meta["admit"]``."""
+        res = self._decide(query, documents, top_k)
+        out: dict[str, list[Document]] = {"documents": [], "dropped": []}
+        for v in res.verdicts:
+            src = documents[v.index]
+            doc = replace(src, meta={**(src.meta or {}), "admit": v.as_metadata(res.strategy)})
+            out["documents" if v.kept else "dropped"].append(doc)
+        return out
+
+    @component.output_types(documents=list[Document], dropped=list[Document])
+    async def run_async(
+        self, query: str, documents: list[Document], top_k: int | None = None
+    ) -> dict[str, list[Document]]:
+        """As :meth:`run`, in a worker thread: a cold first call (model load) never blocks the event loop."""
+        return await asyncio.to_thread(self.run, query, documents, top_k)

@@ -5,15 +5,29 @@ Example:
     >>> retriever = ContextualCompressionRetriever(base_compressor=AdmitCompressor(), base_retriever=base)
 
 Kept documents are the caller's own ``Document`` objects copied with one extra metadata key, ``admit``
-(grade, reason, score, rank); every other metadata key and the page content are unchanged.
+(kept, stage, grade, reason, score, rank); every other metadata key and the page content are unchanged.
+:meth:`AdmitCompressor.decide` returns the dropped documents too, each with its reason.
+
+A retriever from ``vectorstore.as_retriever()`` gives no scores: admit then keeps the retriever's order as
+the rank signal (``keep_top_k`` protects the retriever's top, not BM25's). Scores found under
+``metadata[score_key]`` (``numpy.float32`` included) are used when every document has one.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from admit.adapters._core import AdmitFilter, Doc, filter_from_fields
+from admit.adapters._core import (
+    AdmitFilter,
+    Doc,
+    FilterRun,
+    as_score,
+    check_assignment,
+    current_filter,
+    fill_from_filter,
+)
 from admit.errors import MissingExtraError
 
 try:
@@ -22,57 +36,106 @@ try:
 except ImportError as exc:  # pragma: no cover
     raise MissingExtraError("langchain-core", "langchain") from exc
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 __all__ = ["AdmitCompressor"]
 
 
 class AdmitCompressor(BaseDocumentCompressor):
-    """Drops the documents a query does not need, with one of admit's pruning strategies."""
+    """Drops the documents a query does not need, with one of admit's pruning strategies.
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    Settings (see :class:`~admit.adapters._core.AdmitFilter`) are checked at construction and on assignment
+    (:class:`~admit.errors.ConfigError`); a changed setting, also one set by ``model_copy(update=...)``,
+    applies from the next call (and a bad one set that way is refused there).
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
 
     strategy: str = "setwise"
     threshold: int = 3
     keep_top_k: int = 1
     on_error: str = "keep_top_k"
     params: dict[str, Any] = Field(default_factory=dict)
+    top_k: int | None = None
+    """At most this many documents are returned (the best ranked)."""
+    max_tokens: int | None = None
+    """Token budget of the kept documents, best ranked first."""
+    max_doc_chars: int | None = 20_000
+    """A document longer than this is dropped before grading."""
+    drop_duplicates: bool = True
+    """Drop a document whose text repeats an earlier one under another id."""
+    embeddings: str = "auto"
+    """Stored vectors (LangChain documents carry none; kept for symmetry with the other adapters)."""
     score_key: str = "score"
-    """Metadata key of the retriever's score, if any (used instead of reranking)."""
+    """Metadata key of the retriever's score, if any (used instead of the retriever's order)."""
     title_key: str = "title"
     """Metadata key of the document title, if any."""
+    reranker: Any = None
+    """Reranker name (``bm25``, ``dense``, ``hybrid``) or instance; ``None``: the retriever's scores, else its order."""
     filter: Any = None
-    """A prebuilt :class:`~admit.adapters._core.AdmitFilter` (e.g. with a custom pruner); built from the fields
-    otherwise."""
+    """A prebuilt :class:`~admit.adapters._core.AdmitFilter` (e.g. with a custom pruner); its settings are the
+    defaults of the fields above."""
 
-    def _filter(self) -> AdmitFilter:
-        if self.filter is None:
-            self.filter = filter_from_fields(self)
-        return self.filter  # type: ignore[no-any-return]
+    _admit: Any = PrivateAttr(default=None)
 
-    def compress_documents(
-        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
-    ) -> Sequence[Document]:
-        """Return the kept documents, in input order, with ``metadata["admit"]`` added."""
+    @model_validator(mode="before")
+    @classmethod
+    def _from_filter(cls, data: Any) -> Any:
+        return fill_from_filter(data)
+
+    @model_validator(mode="after")
+    def _check(self) -> AdmitCompressor:
+        current_filter(self)  # a bad setting raises ConfigError now, at construction
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Refuse a bad setting (``ConfigError``) before it is stored."""
+        check_assignment(self, name, value)
+        super().__setattr__(name, value)
+
+    @property
+    def admit_filter(self) -> AdmitFilter:
+        """The filter for the current settings."""
+        return current_filter(self)
+
+    def warm_up(self) -> None:
+        """Load admit's model now rather than on the first call."""
+        current_filter(self).warm_up()
+
+    def decide(self, documents: Sequence[Document], query: str) -> tuple[list[Document], list[Document]]:
+        """``(kept, dropped)``, each in input order and with ``metadata["admit"]`` (the reason why)."""
+        res = self._run(documents, query)
+        kept: list[Document] = []
+        dropped: list[Document] = []
+        for v in res.verdicts:
+            src = documents[v.index]
+            doc = src.model_copy(update={"metadata": {**src.metadata, "admit": v.as_metadata(res.strategy)}})
+            (kept if v.kept else dropped).append(doc)
+        return kept, dropped
+
+    def _run(self, documents: Sequence[Document], query: str) -> FilterRun:
         docs = [
             Doc(
                 id=d.id or _str_or_none(d.metadata.get("id")),
                 text=d.page_content,
                 title=str(d.metadata.get(self.title_key, "") or ""),
-                score=_num(d.metadata.get(self.score_key)),
+                score=as_score(d.metadata.get(self.score_key)),
             )
             for d in documents
         ]
-        kept, strategy = self._filter().run(query, docs)
-        out = []
-        for k in kept:
-            src = documents[k.index]
-            out.append(src.model_copy(update={"metadata": {**src.metadata, "admit": k.as_metadata(strategy)}}))
-        return out
+        return current_filter(self).run(query, docs)
 
+    def compress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        """Return the kept documents, in input order, with ``metadata["admit"]`` added."""
+        return self.decide(documents, query)[0]
 
-def _num(v: Any) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+    async def acompress_documents(
+        self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
+    ) -> Sequence[Document]:
+        """As :meth:`compress_documents`, in a worker thread (a cold first call never blocks the event loop)."""
+        return await asyncio.to_thread(self.compress_documents, documents, query, callbacks)
 
 
 def _str_or_none(v: Any) -> str | None:

@@ -4,18 +4,36 @@ Example:
     >>> engine = index.as_query_engine(node_postprocessors=[AdmitNodePostprocessor()])  # doctest: +SKIP
 
 Kept nodes are the caller's own nodes (same ids, text and metadata) with one extra metadata key,
-``admit`` (grade, reason, score, rank); the ``NodeWithScore`` score is kept as the retriever gave it.
+``admit`` (kept, stage, grade, reason, score, rank); the ``NodeWithScore`` score is kept as the retriever gave it.
+:meth:`AdmitNodePostprocessor.decide` returns the dropped nodes too, each with its reason. A node's stored
+``embedding`` is reused instead of encoding the node again (``embeddings="auto"`` checks one against admit's
+model first). ``to_dict``/``from_dict`` keep every setting and a custom filter (its pruner must save itself).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
-from admit.adapters._core import AdmitFilter, Doc, filter_from_fields
+from admit.adapters._core import (
+    AdmitFilter,
+    Doc,
+    FilterRun,
+    as_score,
+    check_assignment,
+    current_filter,
+    fill_from_filter,
+)
 from admit.errors import MissingExtraError
 
 try:
-    from llama_index.core.bridge.pydantic import Field
+    from llama_index.core.bridge.pydantic import (
+        ConfigDict,
+        Field,
+        PrivateAttr,
+        field_serializer,
+        model_validator,
+    )
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
     from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 except ImportError as exc:  # pragma: no cover
@@ -25,48 +43,119 @@ __all__ = ["AdmitNodePostprocessor"]
 
 
 class AdmitNodePostprocessor(BaseNodePostprocessor):
-    """Drops the nodes a query does not need, with one of admit's pruning strategies."""
+    """Drops the nodes a query does not need, with one of admit's pruning strategies.
+
+    Settings (see :class:`~admit.adapters._core.AdmitFilter`) are checked at construction, on assignment and
+    in ``from_dict`` (:class:`~admit.errors.ConfigError`); a changed setting applies from the next call.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
 
     strategy: str = "setwise"
     threshold: int = 3
     keep_top_k: int = 1
     on_error: str = "keep_top_k"
     params: dict[str, Any] = Field(default_factory=dict)
+    top_k: int | None = None
+    """At most this many nodes are returned (the best ranked)."""
+    max_tokens: int | None = None
+    """Token budget of the kept nodes, best ranked first."""
+    max_doc_chars: int | None = 20_000
+    """A node longer than this is dropped before grading."""
+    drop_duplicates: bool = True
+    """Drop a node whose text repeats an earlier one under another id."""
+    embeddings: str = "auto"
+    """Nodes' stored vectors: ``auto`` (reuse when one checks out), ``reuse`` or ``ignore``."""
     title_key: str = "title"
-    filter: Any = Field(default=None, exclude=True)
-    """A prebuilt :class:`~admit.adapters._core.AdmitFilter`; built from the fields otherwise."""
+    reranker: Any = None
+    """Reranker name (``bm25``, ``dense``, ``hybrid``) or instance; ``None``: the retriever's scores, else its order."""
+    filter: Any = None
+    """A prebuilt :class:`~admit.adapters._core.AdmitFilter`; its settings are the defaults of the fields above.
+    Saved by ``to_dict`` when it carries a custom pruner or reranker."""
+
+    _admit: Any = PrivateAttr(default=None)
 
     @classmethod
     def class_name(cls) -> str:
         """The component's name in LlamaIndex."""
         return "AdmitNodePostprocessor"
 
-    def _filter(self) -> AdmitFilter:
-        if self.filter is None:
-            self.filter = filter_from_fields(self)
-        return self.filter  # type: ignore[no-any-return]
+    @model_validator(mode="before")
+    @classmethod
+    def _from_filter(cls, data: Any) -> Any:
+        return fill_from_filter(data)
+
+    @model_validator(mode="after")
+    def _check(self) -> AdmitNodePostprocessor:
+        current_filter(self)  # a bad setting raises ConfigError now, at construction or load
+        return self
+
+    @field_serializer("filter")
+    def _save_filter(self, f: Any) -> Any:
+        return f.to_dict() if isinstance(f, AdmitFilter) and f.is_custom() else None
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """Every setting, and a custom filter (a pruner that cannot save itself raises ``ConfigError``)."""
+        if isinstance(self.filter, AdmitFilter) and self.filter.is_custom():
+            self.filter.to_dict()  # the clear error, before pydantic wraps it
+        data: dict[str, Any] = super().to_dict(**kwargs)
+        return data
+
+    @field_serializer("reranker")
+    def _save_reranker(self, r: Any) -> Any:
+        return r if isinstance(r, str | None) else None  # an instance travels in the saved filter
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Refuse a bad setting (``ConfigError``) before it is stored."""
+        check_assignment(self, name, value)
+        super().__setattr__(name, value)
+
+    @property
+    def admit_filter(self) -> AdmitFilter:
+        """The filter for the current settings."""
+        return current_filter(self)
+
+    def warm_up(self) -> None:
+        """Load admit's model now rather than on the first query."""
+        current_filter(self).warm_up()
+
+    def _run(self, nodes: list[NodeWithScore], query: str, top_k: int | None = None) -> FilterRun:
+        docs = [
+            Doc(
+                id=n.node.node_id,
+                text=n.node.get_content(metadata_mode=MetadataMode.NONE),
+                title=str(n.node.metadata.get(self.title_key, "") or ""),
+                score=as_score(n.score),
+                embedding=n.node.embedding,
+            )
+            for n in nodes
+        ]
+        return current_filter(self).run(query, docs, top_k=top_k)
+
+    def decide(
+        self, nodes: list[NodeWithScore], query_str: str, top_k: int | None = None
+    ) -> tuple[list[NodeWithScore], list[NodeWithScore]]:
+        """``(kept, dropped)``, each in input order and with ``metadata["admit"]`` (the reason why)."""
+        res = self._run(nodes, query_str, top_k)
+        kept: list[NodeWithScore] = []
+        dropped: list[NodeWithScore] = []
+        for v in res.verdicts:
+            src = nodes[v.index]
+            node = src.node.model_copy(deep=False)
+            node.metadata = {**src.node.metadata, "admit": v.as_metadata(res.strategy)}
+            node.excluded_embed_metadata_keys = [*src.node.excluded_embed_metadata_keys, "admit"]
+            node.excluded_llm_metadata_keys = [*src.node.excluded_llm_metadata_keys, "admit"]
+            (kept if v.kept else dropped).append(NodeWithScore(node=node, score=src.score))
+        return kept, dropped
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         if query_bundle is None:
             raise ValueError("AdmitNodePostprocessor needs the query (query_bundle or query_str).")
-        docs = [
-            Doc(
-                id=n.node.node_id,
-                text=n.node.get_content(metadata_mode=MetadataMode.NONE),
-                title=str(n.node.metadata.get(self.title_key, "") or ""),
-                score=n.score,
-            )
-            for n in nodes
-        ]
-        kept, strategy = self._filter().run(query_bundle.query_str, docs)
-        out: list[NodeWithScore] = []
-        for k in kept:
-            src = nodes[k.index]
-            node = src.node.model_copy(deep=False)
-            node.metadata = {**src.node.metadata, "admit": k.as_metadata(strategy)}
-            node.excluded_embed_metadata_keys = [*src.node.excluded_embed_metadata_keys, "admit"]
-            node.excluded_llm_metadata_keys = [*src.node.excluded_llm_metadata_keys, "admit"]
-            out.append(NodeWithScore(node=node, score=src.score))
-        return out
+        return self.decide(nodes, query_bundle.query_str)[0]
+
+    async def _apostprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        return await asyncio.to_thread(self._postprocess_nodes, nodes, query_bundle)

@@ -428,7 +428,7 @@ class SqliteStore(HybridSearch):
                     lexical = [
                         (int(r[0]), -float(r[1]))
                         for r in conn.execute(
-                            "SELECT rowid, bm25(chunks_fts, 0.5, 1.0) AS s FROM chunks_fts "
+                            "SELECT rowid, bm25(chunks_fts, 1.0, 1.0) AS s FROM chunks_fts "
                             f"WHERE chunks_fts MATCH ? AND +rowid IN ({sub}) ORDER BY s LIMIT ?",
                             [match, *params, n],
                         )

@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
-from admit._text import STOPWORDS
+from admit._text import STOPWORDS, versions
 from admit.backends.rerankers.fusion import RRF_K, rrf_fuse
 from admit.features import FEATURES_KEY
 from admit.passages import PASSAGE_VECTORS_KEY
@@ -267,8 +267,11 @@ def query_vector(query_vec: FloatVector, dim: int, k: int) -> tuple[npt.NDArray[
 
 
 def fts_terms(text: str, *, limit: int = 32) -> list[str]:
-    """Lower-cased query terms for the lexical search: word characters (``_`` kept), stop words dropped."""
-    seen: dict[str, None] = {}
+    """Lower-cased query terms for the lexical search: word characters (``_`` kept), stop words dropped, and each
+    dotted version (``3.2.0``) whole, which a store searches as a phrase."""
+    # a version is searched as one phrase too, not only as its parts, so the chunk titled "3.2.0" outranks one
+    # that merely holds the digits 3, 2 and 0 somewhere
+    seen: dict[str, None] = dict.fromkeys(versions(text))
     for t in _TERM.findall(text.lower()):
         if t not in STOPWORDS and t not in seen:
             seen[t] = None
