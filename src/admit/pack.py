@@ -28,8 +28,8 @@ from admit._text import content_words, jaccard_estimates, sentences, signatures
 from admit.backends.tokenizers import Tokenizer
 from admit.backends.tokenizers.base import cached_count, count_by_lines, line_additive
 from admit.budget import evidence_message_tokens
+from admit.policy import Policy
 from admit.render import EvidenceRenderer, clean_text
-from admit.route import Policy
 from admit.types import AdmittedPassage, Budget, Decision, Fallback, Scored
 
 __all__ = ["PackOutcome", "anchored_excerpt", "pack", "split_facets"]

@@ -24,12 +24,13 @@ from admit.dedupe import dedupe
 from admit.errors import AuthorizationError, ConfigError, RequestError
 from admit.features import chunk_flags
 from admit.pack import pack as pack_stage
-from admit.prune import Pruner, resolve_pruner, run_pruner
+from admit.policy import Policy, PolicySet, load_policy_set
+from admit.prune import Pruner, PrunerResources, find_strategy, get_strategy, run_pruner
 from admit.prune.base import PruneOutcome
+from admit.prune.settings import PruneSettings
 from admit.render import EvidenceRenderer
 from admit.rerank import ranked_by, rerank
 from admit.retrieve import authorize
-from admit.route import Policy, PolicySet, PruneSettings, load_policy_set
 from admit.trace import NullTracer, StageTimer, Tracer, TraceSink, build_record, trace_content_enabled
 from admit.types import Chunk, Decision, Message, PackResult, Principal, Scored
 
@@ -74,10 +75,6 @@ class PackRequest:
     """A caller's id; default: a hash of the request."""
     extra_trace: Mapping[str, Any] = field(default_factory=dict)
     """Fields a caller adds to the trace record (e.g. the knowledge base's retrieval counts and timings)."""
-
-
-_LOCAL_PRUNERS = frozenset({"setwise", "top_n", "score_threshold"})
-"""Pruners that show the candidates to no model (their input needs no injection scan of its own)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -184,6 +181,12 @@ def prune_candidates(
     return PruneRun(strategy=outcome.strategy, verdicts=verdicts, ranked=tuple(ranked), outcome=outcome)
 
 
+def shows_text_to_llm(pruner: Pruner) -> bool:
+    """Whether ``pruner`` shows candidate text to a model (true for a pruner the catalogue does not know)."""
+    spec = find_strategy(getattr(pruner, "name", ""))
+    return spec is None or spec.shows_text_to_llm
+
+
 def _finite(x: float | None) -> float | None:
     if x is None:
         return None
@@ -220,6 +223,7 @@ class Pipeline:
         policies: PolicySet | str | Path | None = None,
         reranker: Reranker | str | None = None,
         pruner: Pruner | None = None,
+        resources: PrunerResources | None = None,
         pruner_options: Mapping[str, Any] | None = None,
         sink: TraceSink | None = None,
         tracer: Tracer | None = None,
@@ -233,7 +237,8 @@ class Pipeline:
             policies: A :class:`PolicySet`, a policy TOML path, or ``None`` for the shipped default.
             reranker: A reranker or its name (default ``retriever``: the candidates' scores, else BM25).
             pruner: A pruner instance used whatever the policy's strategy (tests, custom graders).
-            pruner_options: Keyword arguments for pruners built by name (``llm=``, ``embedder=``, ...).
+            resources: What the pruners built by name may use (an embedder, an LLM, a cache ...).
+            pruner_options: The flat spelling of ``resources`` (``{"embedder": ..., "llm": ...}``).
             sink: Where trace records go (e.g. :class:`~admit.trace.JsonlSink`).
             tracer: Span tracer (default: none).
             authority: A source registry: ``source_id`` -> authority 0..1, used when a chunk has none.
@@ -250,7 +255,9 @@ class Pipeline:
         )
         self.reranker = resolve_reranker(reranker)
         self._pruner = pruner
-        self._pruner_options = dict(pruner_options or {})
+        if resources is not None and pruner_options:
+            raise ConfigError("Pipeline takes resources= or pruner_options=, not both.")
+        self.resources = resources if resources is not None else PrunerResources.from_options(pruner_options)
         self._pruners: dict[str, Pruner] = {}
         self.sink = sink
         self.tracer = tracer or NullTracer()
@@ -262,7 +269,7 @@ class Pipeline:
         if self._pruner is not None:
             return self._pruner
         if strategy not in self._pruners:
-            self._pruners[strategy] = resolve_pruner(strategy, **self._pruner_options)
+            self._pruners[strategy] = get_strategy(strategy).build(self.resources)
         return self._pruners[strategy]
 
     def policies_for(self, request_id: str) -> PolicySet:
@@ -365,7 +372,7 @@ class Pipeline:
         with timer.stage("prune", strategy=policy.prune.strategy):
             if policy.prune.strategy != "none" and unique:
                 pruner = self.pruner_for(policy.prune.strategy)
-                if getattr(pruner, "name", "") not in _LOCAL_PRUNERS:
+                if shows_text_to_llm(pruner):
                     shown_to_llm = unique
                 outcome = run_pruner(pruner, req.question, unique, policy.prune)
                 keep = set(outcome.kept_ids)

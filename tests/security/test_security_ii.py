@@ -19,10 +19,9 @@ import pytest
 from admit.backends.tokenizers import resolve_tokenizer
 from admit.errors import ConfigError, GraderOutputError, RequestError
 from admit.pipeline import PackRequest, Pipeline
-from admit.prune import run_pruner
+from admit.prune import PruneSettings, run_pruner
 from admit.prune._parsing import extract_json, parse_grades
 from admit.render import make_boundary
-from admit.route import PruneSettings
 from admit.security import flag_kinds
 from admit.types import Access, Chunk, Principal, Scored
 

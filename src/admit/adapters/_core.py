@@ -9,8 +9,8 @@ from typing import Any
 
 from admit.backends.rerankers import Reranker, resolve_reranker
 from admit.pipeline import prune_candidates
-from admit.prune import Pruner, resolve_pruner
-from admit.route import PruneSettings
+from admit.prune import Pruner, PrunerResources, resolve_pruner
+from admit.prune.settings import PruneSettings
 from admit.types import Chunk
 
 __all__ = ["AdmitFilter", "Doc", "Kept"]
@@ -77,7 +77,9 @@ class AdmitFilter:
 
     def _get_pruner(self) -> Pruner:
         if self._pruner is None:
-            self._pruner = resolve_pruner(self.strategy, **dict(self.pruner_options))
+            self._pruner = resolve_pruner(
+                self.strategy, PrunerResources.from_options(self.pruner_options, strategy=self.strategy)
+            )
         return self._pruner
 
     def settings(self) -> PruneSettings:

@@ -161,9 +161,9 @@ def stdout_console() -> Any:
 
 # -- options -------------------------------------------------------------------------------------------------
 def _strategy_names() -> tuple[str, ...]:
-    from admit.prune import STRATEGIES
+    from admit.prune import strategy_names
 
-    return (*STRATEGIES, "none")
+    return (*strategy_names(), "none")
 
 
 def check_strategy(value: str) -> str:
@@ -187,10 +187,7 @@ def prune_option(*, default_help: str, default: str | None = None, multiple: boo
             return tuple(v if v == "all" else check_strategy(v) for v in value) or None
         return check_strategy(value)
 
-    help_text = (
-        f"Pruning strategy: setwise, graded, select, budget_select, anchors, top_n, score_threshold, or none. "
-        f"{default_help}"
-    )
+    help_text = f"Pruning strategy: {', '.join(_strategy_names()[:-1])}, or none. {default_help}"
     if multiple:
         return click.option("--prune", "prune", multiple=True, metavar="STRATEGY", callback=check, help=help_text)
     return click.option(

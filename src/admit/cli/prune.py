@@ -22,7 +22,7 @@ import click
 
 from admit.cli._common import DEFAULT_STRATEGY, check_strategy, echo_json, handle_errors, json_option, prune_option
 from admit.errors import AdmitError, ConfigError, RequestError
-from admit.route import PruneSettings
+from admit.prune.settings import PruneSettings
 from admit.types import Chunk
 
 __all__ = ["parse_set_options", "prune_cmd", "read_records"]
@@ -197,29 +197,24 @@ def prune_cmd(
     t_run = time.perf_counter()
     from admit.backends.rerankers import resolve_reranker
     from admit.pipeline import prune_candidates
-    from admit.prune import resolve_pruner
-    from admit.prune.llm_strategies import LLM_STRATEGIES
+    from admit.prune import PrunerResources, get_strategy
 
     settings = parse_set_options(sets, strategy)
     records = read_records(input_path)
     rr = resolve_reranker(reranker) if reranker else _default_reranker()
-    kwargs: dict[str, Any] = {}
-    if strategy in LLM_STRATEGIES:
-        kwargs = {
-            "llm": llm_spec,
-            "llm_base_url": llm_base_url,
-            "llm_model": llm_model,
-            "llm_api_key_env": llm_api_key_env,
-        }
-        if cache_path:
-            kwargs["cache"] = cache_path
-        if strategy == "anchors":
-            kwargs["reranker"] = rr
+    resources = PrunerResources(
+        llm=llm_spec,
+        llm_base_url=llm_base_url,
+        llm_model=llm_model,
+        llm_api_key_env=llm_api_key_env,
+        cache=cache_path or None,
+        reranker=rr,
+    )
     try:
-        pruner = resolve_pruner(strategy, **kwargs)
+        pruner = get_strategy(strategy).build(resources)
     except ModuleNotFoundError as exc:
         raise ConfigError(
-            f"strategy {strategy!r} is not available here ({exc}); try --strategy top_n or --strategy graded."
+            f"strategy {strategy!r} is not available here ({exc}); try --prune top_n or --prune graded."
         ) from exc
     except TypeError as exc:
         raise ConfigError(f"strategy {strategy!r}: {exc}") from exc

@@ -93,10 +93,11 @@ def search_cmd(
         pipeline = None
         if trace_file:
             from admit.pipeline import Pipeline
+            from admit.prune import PrunerResources
             from admit.trace import JsonlSink
 
             pipeline = Pipeline(
-                policies=policy_path, sink=JsonlSink(trace_file), pruner_options={"embedder": kb.cached_embedder}
+                policies=policy_path, sink=JsonlSink(trace_file), resources=PrunerResources(embedder=kb.cached_embedder)
             )
         # load the models before the request, so the trace's latencies are the request's own
         t_load = time.perf_counter()

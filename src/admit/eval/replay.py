@@ -29,7 +29,7 @@ from typing import Any
 from admit.errors import ConfigError, RequestError
 from admit.eval.metrics import CostRates
 from admit.pipeline import PackRequest, Pipeline
-from admit.route import PolicySet, load_policy_set
+from admit.policy import PolicySet, load_policy_set
 from admit.types import PackResult
 
 __all__ = [

@@ -257,6 +257,7 @@ class KnowledgeBase:
     # -- the whole job -------------------------------------------------------------------------------------
     def _pipeline(self, policy: Any) -> Any:
         from admit.pipeline import Pipeline
+        from admit.prune import PrunerResources
 
         # a policy file by its path, a PolicySet by identity (kept alive beside its pipeline, so the id stays
         # its own); the few most recently used are kept
@@ -264,7 +265,7 @@ class KnowledgeBase:
         with self._pipe_lock:
             hit = self._pipelines.get(key)
             if hit is None:
-                hit = (policy, Pipeline(policies=policy, pruner_options={"embedder": self._query_cache}))
+                hit = (policy, Pipeline(policies=policy, resources=PrunerResources(embedder=self._query_cache)))
                 self._pipelines[key] = hit
                 while len(self._pipelines) > _MAX_PIPELINES:
                     self._pipelines.popitem(last=False)

@@ -19,8 +19,8 @@ from typing import Any, Literal, Protocol
 from admit.backends.rerankers import resolve_reranker
 from admit.backends.tokenizers import resolve_tokenizer
 from admit.pipeline import PackRequest, Pipeline
-from admit.prune import Pruner
-from admit.route import PolicySet, load_policy_set
+from admit.policy import PolicySet, load_policy_set
+from admit.prune import Pruner, PrunerResources
 from admit.service.config import KeyRing, Limits, ServiceSettings
 from admit.service.metrics import ServiceMetrics
 from admit.trace import JsonlSink, TraceSink
@@ -219,14 +219,16 @@ def build_state(
     kb_embedder = getattr(kb, "cached_embedder", None)  # not `or`: an empty cache has len 0
     if kb_embedder is None:
         kb_embedder = getattr(kb, "embedder", None)
-    if pruner_options is None and kb_embedder is not None:
-        pruner_options = {"embedder": kb_embedder}  # share the KB's loaded model with setwise
+    # share the KB's loaded model with setwise
+    resources = (
+        PrunerResources.from_options(pruner_options) if pruner_options else PrunerResources(embedder=kb_embedder)
+    )
     reranker = resolve_reranker(settings.reranker)
     pipeline = _RequestLoggingPipeline(
         policies=policies,
         reranker=reranker,
         pruner=pruner,
-        pruner_options=pruner_options,
+        resources=resources,
         out=sink,
         log_requests=settings.trace_requests,
     )
