@@ -141,9 +141,9 @@ def served(plugin_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory)
     )
     port = _free_port()
     env = {**plugin_env, "ADMIT_PLUGIN_KEY": "plugin-key"}
+    serve = ["serve", "--config", str(cfg), "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from admit.cli import main; main()", "serve", "--config", str(cfg)]
-        + ["--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+        [sys.executable, "-c", "from admit.cli import main; main()", *serve],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
