@@ -20,13 +20,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 from admit.backends.embedders import CachedEmbedder, Embedder, resolve_embedder
 from admit.errors import AuthorizationError, ConfigError
 from admit.features import FEATURES_KEY, seed_features
 from admit.kb.ingest import DEFAULT_MAX_TOKENS, IngestReport, Registry, ingest_paths
 from admit.kb.store import ChunkRecord, Hit, SearchFilters, SourceInfo, Store
+from admit.kb.stores import open_store
 from admit.types import Chunk, PackResult, Principal
 
 _MAX_PIPELINES = 8
@@ -89,42 +89,6 @@ def _peek_sqlite_meta(path: Path) -> dict[str, str]:
             conn.close()
     except Exception:  # not a KB yet, or not readable: the store will say so
         return {}
-
-
-def open_store(path_or_url: str | Path, *, dim: int) -> Store:
-    """Open a store from a path or URL.
-
-    * ``/path/kb.sqlite`` or ``:memory:`` -> :class:`~admit.kb.sqlite_store.SqliteStore` (the default)
-    * ``qdrant://host:6333/collection`` -> Qdrant server; ``qdrant+local:///dir?collection=c`` or
-      ``qdrant+local://:memory:`` -> the Qdrant client's embedded local mode
-    * ``postgresql://user@host:port/db?table=admit_chunks`` -> PostgreSQL + pgvector
-    """
-    s = str(path_or_url)
-    if s.startswith(("qdrant://", "qdrant+local://", "qdrant+https://")):
-        from admit.kb.qdrant_store import QdrantStore
-
-        u = urlparse(s)
-        q = {k: v[-1] for k, v in parse_qs(u.query).items()}
-        if u.scheme == "qdrant+local":
-            loc = ":memory:" if s.startswith("qdrant+local://:memory:") else (u.path or "")
-            return QdrantStore(path=loc, collection=q.get("collection", "admit_chunks"), dim=dim)
-        scheme = "https" if u.scheme == "qdrant+https" else "http"
-        collection = u.path.strip("/") or q.get("collection", "admit_chunks")
-        return QdrantStore(
-            url=f"{scheme}://{u.hostname}:{u.port or 6333}", collection=collection, dim=dim, api_key=q.get("api_key")
-        )
-    if s.startswith(("postgresql://", "postgres://")):
-        from admit.kb.pgvector_store import PgvectorStore
-
-        u = urlparse(s)
-        q = {k: v[-1] for k, v in parse_qs(u.query).items()}
-        table = q.pop("table", "admit_chunks")
-        rest = "&".join(f"{k}={v}" for k, v in q.items())
-        dsn = s.split("?", 1)[0] + (f"?{rest}" if rest else "")
-        return PgvectorStore(dsn, table=table, dim=dim)
-    from admit.kb.sqlite_store import SqliteStore
-
-    return SqliteStore(s, dim=dim)
 
 
 class KnowledgeBase:
