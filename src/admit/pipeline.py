@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from admit.backends.rerankers import Reranker, resolve_reranker
 from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
@@ -31,7 +31,18 @@ from admit.prune.settings import PruneSettings
 from admit.render import EvidenceRenderer
 from admit.rerank import ranked_by, rerank
 from admit.retrieve import authorize
-from admit.trace import NullTracer, StageTimer, Tracer, TraceSink, build_record, trace_content_enabled
+from admit.route import Route
+from admit.trace import (
+    NullTracer,
+    PrunerRecord,
+    RouteRecord,
+    StageTimer,
+    Tracer,
+    TraceRecord,
+    TraceSink,
+    build_record,
+    trace_content_enabled,
+)
 from admit.types import Chunk, Decision, Message, PackResult, Principal, Scored
 
 __all__ = [
@@ -39,9 +50,14 @@ __all__ = [
     "Pipeline",
     "PruneRun",
     "PruneVerdict",
+    "RequestSink",
+    "Resolution",
     "check_unique_ids",
     "pack",
     "prune_candidates",
+    "prune_ranked",
+    "question_id",
+    "request_hash",
 ]
 
 logger = logging.getLogger(__name__)
@@ -94,6 +110,29 @@ class PruneVerdict:
     rank: int
     """Its position after reranking, 0-based."""
 
+    def as_dict(self) -> dict[str, Any]:
+        """The verdict shape every face returns: ``id``, ``kept``, ``grade``, ``reason``, ``score``, ``rank``."""
+        return {
+            "id": self.chunk.id,
+            "kept": self.kept,
+            "grade": self.grade,
+            "reason": self.reason,
+            "score": self.score,
+            "rank": self.rank,
+        }
+
+    def decision(self) -> Decision:
+        """The pipeline's decision for a candidate pruning dropped."""
+        return Decision(
+            chunk_id=self.chunk.id,
+            state="dropped",
+            stage="prune",
+            reason="pruned",
+            score=self.score,
+            grade=self.grade,
+            detail=self.reason,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PruneRun:
@@ -112,6 +151,52 @@ class PruneRun:
     def kept_ids(self) -> list[str]:
         """Ids of the kept candidates, in input order."""
         return [v.chunk.id for v in self.verdicts if v.kept]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resolution:
+    """A request's settings, resolved once (:meth:`Pipeline.resolve`): route, rollout, overrides, kill switch."""
+
+    policy: Policy
+    """The policy of the routed class, its prune settings with the request's strategy and overrides applied."""
+    route: Route
+    """The router's decision."""
+    policy_version: str
+    """The version of the policy set the request got."""
+    rollout: Literal["current", "baseline"]
+    """``current`` inside the rollout share, ``baseline`` outside it."""
+    kill_switch: bool = False
+    """Whether the policy set's kill switch turned pruning off."""
+
+    @property
+    def prune(self) -> PruneSettings:
+        """The prune settings to run."""
+        return self.policy.prune
+
+    def record(self) -> RouteRecord:
+        """The trace record's ``route`` entry."""
+        r = self.route
+        rec: RouteRecord = {
+            "query_class": r.query_class,
+            "cue": r.cue,
+            "pattern": r.pattern,
+            "overridden": r.overridden,
+            "policy_version": self.policy_version,
+            "rollout": self.rollout,
+        }
+        if self.kill_switch:
+            rec["kill_switch"] = True
+        return rec
+
+
+@runtime_checkable
+class RequestSink(Protocol):
+    """A trace sink that receives each record with the request it traces (the service logs requests for
+    ``admit replay`` this way). A plain :class:`~admit.trace.TraceSink` gets the record only."""
+
+    def write_request(self, record: TraceRecord, request: PackRequest) -> None:
+        """Store one record; ``request`` is what produced it."""
+        ...
 
 
 def check_unique_ids(ids: Sequence[str]) -> None:
@@ -151,32 +236,41 @@ def prune_candidates(
         ranked, _ = rerank(question, candidates, reranker, keep=len(candidates))
     else:
         ranked = ranked_by(candidates, scores)
-    by_id = {s.chunk.id: s for s in ranked}
+    run = prune_ranked(question, ranked, settings=settings, pruner=pruner, skip_reason=skip_reason)
+    by_id = {v.chunk.id: v for v in run.verdicts}
+    return replace(run, verdicts=tuple(by_id[c.id] for c in candidates))
+
+
+def prune_ranked(
+    question: str,
+    ranked: Sequence[Scored],
+    *,
+    settings: PruneSettings,
+    pruner: Pruner | None,
+    skip_reason: str = "strategy none",
+) -> PruneRun:
+    """Prune candidates already ranked (best first) and decide per candidate; verdicts in ranked order.
+
+    The one verdict mapping: :func:`prune_candidates` and :meth:`Pipeline.pack` both decide through it.
+    """
     if pruner is None or settings.strategy == "none" or not ranked:
         verdicts = tuple(
-            PruneVerdict(
-                chunk=c,
-                kept=True,
-                grade=3,
-                reason=skip_reason,
-                score=_finite(by_id[c.id].score),
-                rank=by_id[c.id].rank,
-            )
-            for c in candidates
+            PruneVerdict(chunk=s.chunk, kept=True, grade=3, reason=skip_reason, score=_finite(s.score), rank=s.rank)
+            for s in ranked
         )
         return PruneRun(strategy="none", verdicts=verdicts, ranked=tuple(ranked), outcome=None)
     outcome = run_pruner(pruner, question, ranked, settings)
     graded = {g.chunk_id: g for g in outcome.graded}
     verdicts = tuple(
         PruneVerdict(
-            chunk=c,
-            kept=graded[c.id].kept,
-            grade=graded[c.id].grade,
-            reason=graded[c.id].reason,
-            score=_finite(by_id[c.id].score),
-            rank=by_id[c.id].rank,
+            chunk=s.chunk,
+            kept=graded[s.chunk.id].kept,
+            grade=graded[s.chunk.id].grade,
+            reason=graded[s.chunk.id].reason,
+            score=_finite(s.score),
+            rank=s.rank,
         )
-        for c in candidates
+        for s in ranked
     )
     return PruneRun(strategy=outcome.strategy, verdicts=verdicts, ranked=tuple(ranked), outcome=outcome)
 
@@ -194,7 +288,13 @@ def _finite(x: float | None) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _request_hash(req: PackRequest) -> str:
+def question_id(question: str) -> str:
+    """The request id of a request known only by its question (a search before retrieval): a hash of it."""
+    return hashlib.sha256(question.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def request_hash(req: PackRequest) -> str:
+    """The default request id: a hash of the question and the candidates' ids and texts."""
     h = hashlib.sha256()
     h.update(req.question.encode("utf-8", "surrogatepass"))
     for c in req.candidates:
@@ -225,7 +325,7 @@ class Pipeline:
         pruner: Pruner | None = None,
         resources: PrunerResources | None = None,
         pruner_options: Mapping[str, Any] | None = None,
-        sink: TraceSink | None = None,
+        sink: TraceSink | RequestSink | None = None,
         tracer: Tracer | None = None,
         authority: Mapping[str, float] | None = None,
         baseline_policies: PolicySet | str | Path | None = None,
@@ -239,7 +339,8 @@ class Pipeline:
             pruner: A pruner instance used whatever the policy's strategy (tests, custom graders).
             resources: What the pruners built by name may use (an embedder, an LLM, a cache ...).
             pruner_options: The flat spelling of ``resources`` (``{"embedder": ..., "llm": ...}``).
-            sink: Where trace records go (e.g. :class:`~admit.trace.JsonlSink`).
+            sink: Where trace records go (e.g. :class:`~admit.trace.JsonlSink`); a :class:`RequestSink` also gets
+                the request of each record.
             tracer: Span tracer (default: none).
             authority: A source registry: ``source_id`` -> authority 0..1, used when a chunk has none.
             baseline_policies: The policies that requests outside ``policies.rollout`` keep getting (a staged
@@ -278,24 +379,63 @@ class Pipeline:
             return self.baseline_policies
         return self.policies
 
-    def resolve_policy(self, req: PackRequest, request_id: str = "") -> tuple[Policy, dict[str, Any]]:
-        """Route the request and apply its overrides; return the policy and the route record."""
-        policies = self.policies_for(request_id or req.request_id or _request_hash(req))
-        route = policies.classify(req.question, override=req.query_class)
+    def resolve(
+        self,
+        question: str,
+        *,
+        query_class: str | None = None,
+        strategy: str | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        request_id: str,
+    ) -> Resolution:
+        """Resolve a request's settings once: rollout (by ``request_id``), route, strategy and overrides, kill switch.
+
+        Every face resolves here (``pack``, ``prune``, the service, the knowledge base).
+
+        Args:
+            question: The question (routed by the policy's cues).
+            query_class: Force a query class (logged as an override).
+            strategy: Force a pruning strategy (``none`` to skip pruning); the policy's parameters the new strategy
+                does not read are dropped.
+            overrides: Flat prune overrides: ``threshold``, ``keep_top_k``, ``on_error``, strategy parameters.
+            request_id: Decides the rollout share (a stable hash).
+
+        Raises:
+            RequestError: An override or parameter the strategy does not take (the field is named).
+            ConfigError: An unknown query class.
+        """
+        policies = self.policies_for(request_id)
+        route = policies.classify(question, override=query_class)
         policy = policies.policy(route.query_class)
-        rec = route.as_dict()
-        rec["policy_version"] = policies.version
-        rec["rollout"] = "baseline" if policies is not self.policies else "current"
-        try:
-            prune = policy.prune.with_overrides(req.prune_params, strategy=req.prune)
-        except RequestError as exc:
-            raise RequestError(f"prune_params: {exc}", field=f"prune_params.{exc.field or ''}".rstrip(".")) from None
+        prune = policy.prune.with_overrides(overrides or {}, strategy=strategy)
+        if policies.kill_switch:
+            prune = prune.with_overrides({}, strategy="none")
         if prune != policy.prune:
             policy = replace(policy, prune=prune)
-        if policies.kill_switch:
-            policy = replace(policy, prune=policy.prune.with_overrides({}, strategy="none"))
-            rec["kill_switch"] = True
-        return policy, rec
+        return Resolution(
+            policy=policy,
+            route=route,
+            policy_version=policies.version,
+            rollout="baseline" if policies is not self.policies else "current",
+            kill_switch=policies.kill_switch,
+        )
+
+    def resolve_policy(self, req: PackRequest, request_id: str = "") -> tuple[Policy, RouteRecord]:
+        """Resolve a :class:`PackRequest` (see :meth:`resolve`); return the policy and the route record."""
+        res = self._resolve_request(req, request_id or req.request_id or request_hash(req))
+        return res.policy, res.record()
+
+    def _resolve_request(self, req: PackRequest, request_id: str) -> Resolution:
+        try:
+            return self.resolve(
+                req.question,
+                query_class=req.query_class,
+                strategy=req.prune,
+                overrides=req.prune_params,
+                request_id=request_id,
+            )
+        except RequestError as exc:
+            raise RequestError(f"prune_params: {exc}", field=f"prune_params.{exc.field or ''}".rstrip(".")) from None
 
     def prune(
         self,
@@ -321,19 +461,24 @@ class Pipeline:
             skip_reason=skip_reason,
         )
 
-    def pack(self, req: PackRequest) -> PackResult:
-        """Run the whole pipeline on one request."""
+    def pack(self, req: PackRequest, *, resolved: Resolution | None = None) -> PackResult:
+        """Run the whole pipeline on one request.
+
+        ``resolved``: the request's settings when the caller resolved them already (:meth:`resolve`; the
+        knowledge base does, to know how many candidates to retrieve); else they are resolved here.
+        """
         if req.principal is None or not str(req.principal.tenant or "").strip():
             raise AuthorizationError("The request names no principal (or no tenant); admit fails closed.")
         if not isinstance(req.question, str) or not req.question.strip():
             raise RequestError("`question` must be a non-empty string.", field="question")
         check_unique_ids([c.id for c in req.candidates])
-        request_id = req.request_id or _request_hash(req)
+        request_id = req.request_id or request_hash(req)
         timer = StageTimer(self.tracer)
         decisions: dict[str, Decision] = {}
 
         with timer.stage("route"):
-            policy, route = self.resolve_policy(req, request_id)
+            resolution = resolved if resolved is not None else self._resolve_request(req, request_id)
+            policy, route = resolution.policy, resolution.record()
         with timer.stage("budget"):
             tokenizer = resolve_tokenizer(req.model)
             budget = compute_budget(
@@ -374,23 +519,12 @@ class Pipeline:
                 pruner = self.pruner_for(policy.prune.strategy)
                 if shows_text_to_llm(pruner):
                     shown_to_llm = unique
-                outcome = run_pruner(pruner, req.question, unique, policy.prune)
-                keep = set(outcome.kept_ids)
-                by_id = {g.chunk_id: g for g in outcome.graded}
-                grades = {g.chunk_id: g.grade for g in outcome.graded}
-                survivors = [s for s in unique if s.chunk.id in keep]
-                for s in unique:
-                    if s.chunk.id not in keep:
-                        g = by_id[s.chunk.id]
-                        decisions[s.chunk.id] = Decision(
-                            chunk_id=s.chunk.id,
-                            state="dropped",
-                            stage="prune",
-                            reason="pruned",
-                            score=s.score,
-                            grade=g.grade,
-                            detail=g.reason,
-                        )
+                run = prune_ranked(req.question, unique, settings=policy.prune, pruner=pruner)
+                outcome = run.outcome
+                grades = {v.chunk.id: v.grade for v in run.verdicts}
+                kept = {v.chunk.id for v in run.verdicts if v.kept}
+                survivors = [s for s in unique if s.chunk.id in kept]
+                decisions.update((v.chunk.id, v.decision()) for v in run.verdicts if not v.kept)
         with timer.stage("pack"):
             # a fresh random boundary per request, absent from every string rendered for any candidate
             renderer = EvidenceRenderer.for_chunks(valid, tokenizer)
@@ -430,13 +564,16 @@ class Pipeline:
             fallbacks=packed.fallbacks,
             latency_ms=timer.ms,
             total_ms=timer.total_ms(),
-            pruner=outcome.as_dict() if outcome else None,
+            pruner=cast(PrunerRecord, outcome.as_dict()) if outcome else None,
             accepted_ids=[p.chunk.id for p in packed.admitted],
             extra=extra,
         )
         if self.sink is not None:
             try:
-                self.sink.write(record)
+                if isinstance(self.sink, RequestSink):
+                    self.sink.write_request(record, req)
+                else:
+                    self.sink.write(record)
             except Exception:  # a broken sink must not fail the request; say so
                 logger.exception("trace sink failed for request %s", request_id)
         return PackResult(

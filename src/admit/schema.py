@@ -16,7 +16,14 @@ from admit.errors import RequestError
 from admit.pipeline import PackRequest
 from admit.types import Access, Chunk, Message, Principal
 
-__all__ = ["AccessModel", "CandidateModel", "PackRequestModel", "PrincipalModel", "parse_pack_request"]
+__all__ = [
+    "AccessModel",
+    "CandidateModel",
+    "PackRequestModel",
+    "PrincipalModel",
+    "PruneCandidate",
+    "parse_pack_request",
+]
 
 MAX_TEXT_CHARS = 2_000_000
 
@@ -67,6 +74,30 @@ class CandidateModel(_Strict):
     score: FiniteScore = None
     language: str | None = Field(default=None, max_length=20)
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class PruneCandidate(_Strict):
+    """A bring-your-own chunk to prune: the one candidate model of ``POST /v1/prune``, the MCP ``prune_context``
+    tool and ``admit prune`` (a pack candidate, :class:`CandidateModel`, adds what admission needs: access,
+    version, dates, authority)."""
+
+    id: str = Field(min_length=1, max_length=500)
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    title: str = Field(default="", max_length=2000)
+    source_id: str | None = Field(default=None, max_length=500, description="Default: the id.")
+    score: FiniteScore = Field(default=None, description="Retriever score; missing scores are reranked (BM25).")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def to_chunk(self) -> Chunk:
+        """The library chunk."""
+        return Chunk(
+            id=self.id,
+            source_id=self.source_id or self.id,
+            text=self.text,
+            title=self.title,
+            score=self.score,
+            metadata=dict(self.metadata),
+        )
 
 
 class MessageModel(_Strict):

@@ -4,7 +4,7 @@ Each input line is a record of the development-data format; only ``id``, ``quest
 (``id``, ``text``, optional ``title``/``source_id``) are read, never labels. Candidates are reranked first
 (they carry no scores), then pruned. One output line per input line::
 
-    {"id": ..., "kept": [...], "decisions": [{"id", "grade", "state", "reason"}, ...], "usage": {...},
+    {"id": ..., "kept": [...], "decisions": [{"id", "kept", "grade", "reason", "score", "rank"}, ...], "usage": {...},
      "latency_s": ..., "strategy": ..., "fallback": ..., "error": ..., "notes": [...]}
 """
 
@@ -87,21 +87,7 @@ def read_records(path: str) -> list[tuple[str, str, list[Chunk]]]:
             cands = rec.get("candidates")
             if not isinstance(cands, list):
                 raise RequestError(f"{where}: field `candidates` is missing or not a list.", field="candidates")
-            chunks: list[Chunk] = []
-            for k, c in enumerate(cands):
-                f = f"candidates[{k}]"
-                if not isinstance(c, dict):
-                    raise RequestError(f"{where}: field `{f}` must be an object.", field=f)
-                cid, text = c.get("id"), c.get("text")
-                if not isinstance(cid, str) or not cid:
-                    raise RequestError(f"{where}: field `{f}.id` is missing or not a string.", field=f"{f}.id")
-                if not isinstance(text, str):
-                    raise RequestError(f"{where}: field `{f}.text` is missing or not a string.", field=f"{f}.text")
-                title = c.get("title") or ""
-                if not isinstance(title, str):
-                    raise RequestError(f"{where}: field `{f}.title` must be a string.", field=f"{f}.title")
-                source = c.get("source_id") or cid
-                chunks.append(Chunk(id=cid, source_id=str(source), text=text, title=title))
+            chunks = [_candidate(c, f"candidates[{k}]", where) for k, c in enumerate(cands)]
             try:
                 from admit.pipeline import check_unique_ids
 
@@ -113,6 +99,26 @@ def read_records(path: str) -> list[tuple[str, str, list[Chunk]]]:
         if fh is not sys.stdin:
             fh.close()
     return out
+
+
+def _candidate(raw: Any, f: str, where: str) -> Chunk:
+    """One candidate through the one bring-your-own candidate model (:class:`admit.schema.PruneCandidate`);
+    only ``id``, ``text``, ``title``, ``source_id``, ``score`` and ``metadata`` are read (labels stay out)."""
+    from pydantic import ValidationError
+
+    from admit.schema import PruneCandidate
+
+    if not isinstance(raw, dict):
+        raise RequestError(f"{where}: field `{f}` must be an object.", field=f)
+    keys = ("id", "text", "title", "source_id", "score", "metadata")
+    picked = {k: raw[k] for k in keys if raw.get(k) is not None}
+    picked.setdefault("text", raw.get("text"))
+    try:
+        return PruneCandidate.model_validate(picked).to_chunk()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err.get("loc", ()))
+        raise RequestError(f"{where}: field `{f}.{loc}`: {err.get('msg', 'invalid')}.", field=f"{f}.{loc}") from None
 
 
 def _default_reranker() -> Any:
@@ -227,10 +233,7 @@ def prune_cmd(
         return {
             "id": rid,
             "kept": run.kept_ids,
-            "decisions": [
-                {"id": v.chunk.id, "grade": v.grade, "state": "admitted" if v.kept else "dropped", "reason": v.reason}
-                for v in run.verdicts
-            ],
+            "decisions": [v.as_dict() for v in run.verdicts],
             "usage": outcome.usage.as_dict() if outcome else {},
             "latency_s": round(time.perf_counter() - t0, 4),
             "strategy": run.strategy,

@@ -272,14 +272,23 @@ class KnowledgeBase:
             The pack result; its trace gains ``retrieval`` (counts, k, filters) and ``embed_query``/``retrieve``
             latencies.
         """
-        from admit.pipeline import PackRequest
+        from admit.pipeline import PackRequest, question_id
 
         if principal is None:
             raise AuthorizationError("The request names no principal; admit fails closed.")
         pipe = pipeline if pipeline is not None else self._pipeline(policy)
-        route = pipe.policies.classify(question, override=query_class)
-        pol = pipe.policies.policy(route.query_class)
-        kk = int(k) if k is not None else pol.candidate_count
+        strategy: str | None
+        if prune is True:
+            strategy = "setwise"
+        elif prune is False:
+            strategy = "none"
+        else:
+            strategy = prune
+        # resolved once, before retrieval (the class decides how many candidates to fetch), and handed to pack
+        resolved = pipe.resolve(
+            question, query_class=query_class, strategy=strategy, request_id=request_id or question_id(question)
+        )
+        kk = int(k) if k is not None else resolved.policy.candidate_count
         timings: dict[str, float] = {}
         hits = self.hits(question, principal, k=kk, filters=filters, timings=timings)
         if self._query_cache is not None:
@@ -298,13 +307,6 @@ class KnowledgeBase:
                         seeds.extend((p or "-", v) for p, v in zip(ps, vecs, strict=True))
             self._query_cache.seed(seeds, keys_are_hashes=False)
         candidates = [h.record.to_chunk(score=h.fused, extra={"retrieval": h.as_dict()}) for h in hits]
-        strategy: str | None
-        if prune is True:
-            strategy = "setwise"
-        elif prune is False:
-            strategy = "none"
-        else:
-            strategy = prune
         retrieval_ms = {k2: round(v, 3) for k2, v in timings.items()}
         retrieval: dict[str, Any] = {
             "store": type(self.store).__name__,
@@ -330,7 +332,7 @@ class KnowledgeBase:
         )
         if not candidates:
             logger.info("kb search: no readable candidates for tenant %s", principal.tenant)
-        res: PackResult = pipe.pack(req)
+        res: PackResult = pipe.pack(req, resolved=resolved)
         trace = dict(res.trace)
         lat = dict(trace.get("latency_ms") or {})
         lat.update(retrieval_ms)

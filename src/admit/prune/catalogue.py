@@ -15,6 +15,7 @@ to load is left out with a warning, so a broken plug-in never breaks admit.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import threading
@@ -71,7 +72,7 @@ class _Catalogue:
         with self._lock:
             if self._loaders is None:
                 found: dict[str, Callable[[], object]] = {
-                    name: (lambda ref=ref: _import_ref(ref)) for name, ref in BUILTIN_STRATEGIES.items()
+                    name: functools.partial(_import_ref, ref) for name, ref in BUILTIN_STRATEGIES.items()
                 }
                 for ep in entry_points(group=ENTRY_POINT_GROUP):
                     if ep.name in BUILTIN_STRATEGIES or ep.name == "none":

@@ -23,10 +23,10 @@ from admit.policy import PolicySet, load_policy_set
 from admit.prune import Pruner, PrunerResources
 from admit.service.config import KeyRing, Limits, ServiceSettings
 from admit.service.metrics import ServiceMetrics
-from admit.trace import JsonlSink, TraceSink
-from admit.types import Chunk, PackResult, Principal
+from admit.trace import JsonlSink, TraceRecord, TraceSink
+from admit.types import Chunk, Principal
 
-__all__ = ["KnowledgeBaseLike", "Readiness", "ServiceState", "build_state", "open_kb"]
+__all__ = ["KnowledgeBaseLike", "Readiness", "RequestLog", "ServiceState", "build_state", "open_kb"]
 
 logger = logging.getLogger(__name__)
 
@@ -69,32 +69,31 @@ class Readiness:
         return out
 
 
-class _RequestLoggingPipeline(Pipeline):
-    """A pipeline that writes its trace records itself, adding the request when ``log_requests`` is on.
+class RequestLog:
+    """The service's trace sink: each pack record goes to ``out``, with the request when ``log_requests`` is on.
 
     With requests in the trace file, ``admit replay`` re-runs the server's own log (the request holds the
-    question, the principal and the candidates with their text: opt in).
+    question, the principal and the candidates with their text: opt in). A :class:`~admit.pipeline.RequestSink`.
     """
 
-    def __init__(self, *, out: TraceSink | None, log_requests: bool, **kwargs: Any) -> None:
-        super().__init__(sink=None, **kwargs)
+    def __init__(self, out: TraceSink, *, log_requests: bool) -> None:
+        """Write to ``out``."""
         self.out = out
         self.log_requests = log_requests
 
-    def pack(self, req: PackRequest) -> PackResult:
-        """Run the pipeline, then write the trace record (and the request, when logged)."""
-        res = super().pack(req)
-        if self.out is not None:
-            record: dict[str, Any] = dict(res.trace)
-            try:
-                if self.log_requests:
-                    from admit.eval.replay import record_for_replay
+    def write(self, record: Mapping[str, Any]) -> None:
+        """Write a record that comes without its request (a shadow record)."""
+        self.out.write(record)
 
-                    record["request"] = record_for_replay(req, res)["request"]
-                self.out.write(record)
-            except Exception:  # a broken sink must not fail the request; say so
-                logger.exception("trace sink failed for request %s", res.trace.get("request_id"))
-        return res
+    def write_request(self, record: TraceRecord, request: PackRequest) -> None:
+        """Write the record, with the request when logged."""
+        if self.log_requests:
+            from admit.eval.replay import request_to_json
+
+            logged = request_to_json(request)
+            logged["request_id"] = record["request_id"]
+            record = {**record, "request": logged}
+        self.out.write(record)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -224,13 +223,12 @@ def build_state(
         PrunerResources.from_options(pruner_options) if pruner_options else PrunerResources(embedder=kb_embedder)
     )
     reranker = resolve_reranker(settings.reranker)
-    pipeline = _RequestLoggingPipeline(
+    pipeline = Pipeline(
         policies=policies,
         reranker=reranker,
         pruner=pruner,
         resources=resources,
-        out=sink,
-        log_requests=settings.trace_requests,
+        sink=RequestLog(sink, log_requests=settings.trace_requests) if sink is not None else None,
     )
     shadow = None
     if settings.shadow_policy:
