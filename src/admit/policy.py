@@ -19,8 +19,9 @@ from typing import Any, Literal
 from admit.errors import ConfigError, RequestError
 from admit.prune.settings import PruneSettings
 from admit.route import Route, Router
+from admit.trace import RouteRecord
 
-__all__ = ["FallbackKind", "Policy", "PolicySet", "load_policy_set", "policy_set_from_dict"]
+__all__ = ["FallbackKind", "Policy", "PolicySet", "Resolution", "load_policy_set", "policy_set_from_dict"]
 
 FallbackKind = Literal["anchored_excerpt", "scope_note", "ask_to_narrow", "second_retrieval"]
 _FALLBACKS = {"anchored_excerpt", "scope_note", "ask_to_narrow", "second_retrieval"}
@@ -204,3 +205,39 @@ def load_policy_set(path: str | Path | None = None) -> PolicySet:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"Policy file {source} is not valid TOML: {exc}") from exc
     return policy_set_from_dict(data, source=source)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resolution:
+    """A request's settings, resolved once (:meth:`Pipeline.resolve`): route, rollout, overrides, kill switch."""
+
+    policy: Policy
+    """The policy of the routed class, its prune settings with the request's strategy and overrides applied."""
+    route: Route
+    """The router's decision."""
+    policy_version: str
+    """The version of the policy set the request got."""
+    rollout: Literal["current", "baseline"]
+    """``current`` inside the rollout share, ``baseline`` outside it."""
+    kill_switch: bool = False
+    """Whether the policy set's kill switch turned pruning off."""
+
+    @property
+    def prune(self) -> PruneSettings:
+        """The prune settings to run."""
+        return self.policy.prune
+
+    def record(self) -> RouteRecord:
+        """The trace record's ``route`` entry."""
+        r = self.route
+        rec: RouteRecord = {
+            "query_class": r.query_class,
+            "cue": r.cue,
+            "pattern": r.pattern,
+            "overridden": r.overridden,
+            "policy_version": self.policy_version,
+            "rollout": self.rollout,
+        }
+        if self.kill_switch:
+            rec["kill_switch"] = True
+        return rec

@@ -104,6 +104,7 @@ def test_prune_gets_the_staged_rollout(tmp_path: Path) -> None:
         sink=None,
     )
     chunks = [Chunk(id=c["id"], source_id=c["id"], text=c["text"]) for c in CANDS]
-    answer = core.run_prune(state, "audit export E4012", chunks, strategy="top_n")
+    query = core.PruneQuery(question="audit export E4012", candidates=chunks, strategy="top_n")
+    answer = core.run_prune(state, query)
     assert answer.trace["route"]["rollout"] == "baseline" and answer.trace["policy_version"] == "v1"
     assert len(answer.run.kept_ids) == 3  # the baseline's n=3, not the new policy's n=1

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from admit.errors import ConfigError, RequestError
-from admit.kb.stores import open_store, store_schemes
+from admit.kb.stores import open_store, reload_stores, store_schemes
 from admit.prune import PrunerResources, PruneSettings, find_strategy, get_strategy, resolve_pruner, strategy_names
 from admit.prune.catalogue import BUILTIN_STRATEGIES, reload_strategies
 
@@ -42,13 +42,15 @@ class _Records(logging.Handler):
 @pytest.fixture
 def warnings_of_the_catalogue() -> Iterator[list[str]]:
     # a handler on the catalogue's own logger: what other tests did to logging's propagation cannot hide it
-    log = logging.getLogger("admit.prune.catalogue")
+    logs = [logging.getLogger("admit.prune.catalogue"), logging.getLogger("admit._plugins")]
     h = _Records()
-    log.addHandler(h)
+    for log in logs:
+        log.addHandler(h)
     try:
         yield h.lines
     finally:
-        log.removeHandler(h)
+        for log in logs:
+            log.removeHandler(h)
 
 
 @pytest.fixture
@@ -65,8 +67,10 @@ def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     reload_strategies()
+    reload_stores()
     yield
     reload_strategies()
+    reload_stores()
 
 
 def test_builtins_come_first_and_every_one_loads() -> None:

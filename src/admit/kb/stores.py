@@ -11,19 +11,15 @@ A location without a scheme (a file path, ``:memory:``) opens the embedded SQLit
 
 from __future__ import annotations
 
-import importlib
-import logging
 from collections.abc import Callable
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import cast
 
+from admit._plugins import Catalogue
 from admit.errors import ConfigError
 from admit.kb.store import Store
 
-__all__ = ["BUILTIN_SCHEMES", "ENTRY_POINT_GROUP", "StoreFactory", "open_store", "store_schemes"]
-
-logger = logging.getLogger(__name__)
+__all__ = ["BUILTIN_SCHEMES", "ENTRY_POINT_GROUP", "StoreFactory", "open_store", "reload_stores", "store_schemes"]
 
 StoreFactory = Callable[..., Store]
 """``factory(url, *, dim) -> Store``."""
@@ -42,24 +38,17 @@ BUILTIN_SCHEMES: dict[str, str] = {
 """The shipped schemes and their factories (``module:function``)."""
 
 
-def _schemes() -> dict[str, str]:
-    found = dict(BUILTIN_SCHEMES)
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in BUILTIN_SCHEMES:
-            logger.warning("store plug-in %r (%s) is ignored: the scheme is taken", ep.name, ep.value)
-            continue
-        found.setdefault(ep.name, ep.value)
-    return found
+_STORES = Catalogue("store", ENTRY_POINT_GROUP, BUILTIN_SCHEMES)
 
 
 def store_schemes() -> tuple[str, ...]:
     """Every URL scheme a store opens (the built-ins first)."""
-    return tuple(_schemes())
+    return _STORES.names()
 
 
-def _factory(ref: str) -> StoreFactory:
-    module, _, attr = ref.partition(":")
-    return cast(StoreFactory, getattr(importlib.import_module(module), attr))
+def reload_stores() -> None:
+    """Read the entry points again (tests, a freshly installed plug-in)."""
+    _STORES.reset()
 
 
 def open_store(path_or_url: str | Path, *, dim: int) -> Store:
@@ -76,10 +65,8 @@ def open_store(path_or_url: str | Path, *, dim: int) -> Store:
     """
     s = str(path_or_url)
     scheme, sep, _ = s.partition("://")
-    if not sep:
-        return _factory(BUILTIN_SCHEMES["sqlite"])(s, dim=dim)
-    schemes = _schemes()
-    ref = schemes.get(scheme.lower())
-    if ref is None:
-        raise ConfigError(f"No store opens {scheme}:// URLs; known schemes: {', '.join(schemes)}.")
-    return _factory(ref)(s, dim=dim)
+    name = scheme.lower() if sep else "sqlite"
+    if name not in _STORES.refs():
+        raise ConfigError(f"No store opens {scheme}:// URLs; known schemes: {', '.join(_STORES.names())}.")
+    factory = cast(StoreFactory, _STORES.load(name))
+    return factory(s, dim=dim)

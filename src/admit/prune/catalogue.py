@@ -15,13 +15,10 @@ to load is left out with a warning, so a broken plug-in never breaks admit.
 
 from __future__ import annotations
 
-import functools
-import importlib
 import logging
 import threading
-from collections.abc import Callable
-from importlib.metadata import entry_points
 
+from admit._plugins import Catalogue
 from admit.errors import ConfigError
 from admit.prune.spec import StrategySpec
 
@@ -52,58 +49,38 @@ BUILTIN_STRATEGIES: dict[str, str] = {
 """The shipped strategies, in the order help texts and ``--prune all`` list them."""
 
 
-def _import_ref(ref: str) -> object:
-    module, _, attr = ref.partition(":")
-    obj: object = importlib.import_module(module)
-    for part in attr.split(".") if attr else ():
-        obj = getattr(obj, part)
-    return obj
-
-
-class _Catalogue:
-    """Names to loaders; a loader runs once, under a lock, and its spec is kept."""
+class _Strategies:
+    """The strategy catalogue: :class:`admit._plugins.Catalogue` plus the check that each entry is a spec."""
 
     def __init__(self) -> None:
+        self.plugins = Catalogue("strategy", ENTRY_POINT_GROUP, BUILTIN_STRATEGIES, reserved=frozenset({"none"}))
         self._lock = threading.Lock()
-        self._loaders: dict[str, Callable[[], object]] | None = None
         self._specs: dict[str, StrategySpec | None] = {}
 
-    def loaders(self) -> dict[str, Callable[[], object]]:
-        with self._lock:
-            if self._loaders is None:
-                found: dict[str, Callable[[], object]] = {
-                    name: functools.partial(_import_ref, ref) for name, ref in BUILTIN_STRATEGIES.items()
-                }
-                for ep in entry_points(group=ENTRY_POINT_GROUP):
-                    if ep.name in BUILTIN_STRATEGIES or ep.name == "none":
-                        logger.warning("strategy plug-in %r (%s) is ignored: the name is taken", ep.name, ep.value)
-                        continue
-                    found.setdefault(ep.name, ep.load)
-                self._loaders = found
-            return self._loaders
-
     def spec(self, name: str) -> StrategySpec | None:
-        loader = self.loaders().get(name)
-        if loader is None:
+        if name not in self.plugins.refs():
             return None
         with self._lock:
             if name in self._specs:
                 return self._specs[name]
+        builtin = self.plugins.is_builtin(name)
+        spec: StrategySpec | None
         try:
-            obj = loader()
-            spec = obj() if callable(obj) and not isinstance(obj, StrategySpec) else obj
-            if not isinstance(spec, StrategySpec):
-                raise TypeError(f"expected a StrategySpec, got {type(spec).__name__}")
-            if spec.name != name:
-                raise ValueError(f"the spec is named {spec.name!r}")
+            obj = self.plugins.load(name)
+            made = obj() if callable(obj) and not isinstance(obj, StrategySpec) else obj
+            if not isinstance(made, StrategySpec):
+                raise TypeError(f"expected a StrategySpec, got {type(made).__name__}")
+            if made.name != name:
+                raise ValueError(f"the spec is named {made.name!r}")
+            spec = made
         except ModuleNotFoundError as exc:
-            if name in BUILTIN_STRATEGIES:
+            if builtin:
                 logger.info("strategy %r is not available in this build: %s", name, exc)
             else:
                 logger.warning("strategy plug-in %r failed to load: %s", name, exc)
             spec = None
         except Exception as exc:
-            if name in BUILTIN_STRATEGIES:
+            if builtin:
                 raise
             logger.warning("strategy plug-in %r failed to load: %s: %s", name, type(exc).__name__, exc)
             spec = None
@@ -112,17 +89,17 @@ class _Catalogue:
         return spec
 
     def reset(self) -> None:
+        self.plugins.reset()
         with self._lock:
-            self._loaders = None
             self._specs = {}
 
 
-_CATALOGUE = _Catalogue()
+_CATALOGUE = _Strategies()
 
 
 def strategy_names() -> tuple[str, ...]:
     """Every strategy name: the built-ins first, then the plug-ins (imports nothing)."""
-    return tuple(_CATALOGUE.loaders())
+    return _CATALOGUE.plugins.names()
 
 
 def find_strategy(name: str) -> StrategySpec | None:
@@ -139,7 +116,7 @@ def get_strategy(name: str) -> StrategySpec:
     spec = _CATALOGUE.spec(name)
     if spec is None:
         known = ", ".join(strategy_names())
-        if name in _CATALOGUE.loaders():
+        if name in _CATALOGUE.plugins.refs():
             raise ConfigError(f"Pruning strategy {name!r} is not available here (it failed to load); known: {known}.")
         raise ConfigError(f"Unknown pruning strategy {name!r}; known: {known}.")
     return spec

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from admit.backends.tokenizers import resolve_tokenizer
@@ -30,6 +30,7 @@ from admit.types import Chunk, PackResult, Principal
 
 __all__ = [
     "PruneAnswer",
+    "PruneQuery",
     "SearchQuery",
     "pack",
     "prune",
@@ -56,19 +57,10 @@ async def search(state: ServiceState, query: SearchQuery, principal: Principal) 
     return res
 
 
-async def prune(
-    state: ServiceState,
-    question: str,
-    candidates: Sequence[Chunk],
-    *,
-    strategy: str | None = None,
-    overrides: Mapping[str, Any] | None = None,
-) -> PruneAnswer:
+async def prune(state: ServiceState, query: PruneQuery) -> PruneAnswer:
     """Prune bring-your-own chunks, within the limits and the deadline."""
-    check_prune_limits(question, [c.text for c in candidates], state.limits)
-    return await run_bounded(
-        state, lambda: run_prune(state, question, candidates, strategy=strategy, overrides=overrides)
-    )
+    check_prune_limits(query.question, [c.text for c in query.candidates], state.limits)
+    return await run_bounded(state, lambda: run_prune(state, query))
 
 
 async def pack(state: ServiceState, req: PackRequest) -> PackResult:
@@ -101,6 +93,20 @@ class SearchQuery:
     """Target model (tokenizer)."""
     input_limit: int = 16_000
     """The target model's input limit."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PruneQuery:
+    """Bring-your-own chunks to prune (``POST /v1/prune`` and the MCP ``prune_context`` tool map onto it)."""
+
+    question: str
+    """The question."""
+    candidates: Sequence[Chunk]
+    """The chunks, in the caller's order."""
+    strategy: str | None = None
+    """The strategy (default: the service's ``prune_strategy``)."""
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    """Flat prune overrides: ``threshold``, ``keep_top_k``, strategy parameters."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -167,14 +173,7 @@ def run_pack(state: ServiceState, req: PackRequest) -> tuple[PackResult, str | N
     return _pack_with_shadow(state, "/v1/pack", req)
 
 
-def run_prune(
-    state: ServiceState,
-    question: str,
-    candidates: Sequence[Chunk],
-    *,
-    strategy: str | None = None,
-    overrides: Mapping[str, Any] | None = None,
-) -> PruneAnswer:
+def run_prune(state: ServiceState, query: PruneQuery) -> PruneAnswer:
     """Rerank (when scores are missing) and prune bring-your-own chunks.
 
     The settings are resolved like a pack's (:meth:`Pipeline.resolve`: the staged rollout, the routed class,
@@ -184,11 +183,12 @@ def run_prune(
     """
     t0 = time.perf_counter()
     pipe = state.pipeline
+    question, candidates = query.question, query.candidates
     request_id = prune_request_id(question, candidates)
     resolved = pipe.resolve(
         question,
-        strategy=strategy or state.settings.prune_strategy,
-        overrides=overrides,
+        strategy=query.strategy or state.settings.prune_strategy,
+        overrides=query.overrides,
         request_id=request_id,
     )
     settings = resolved.prune

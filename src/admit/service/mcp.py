@@ -30,7 +30,7 @@ from admit.errors import AdmitError, AuthorizationError, BackendTimeout, ConfigE
 from admit.schema import PruneCandidate
 from admit.service import core
 from admit.service.config import ServiceSettings
-from admit.service.core import SearchQuery
+from admit.service.core import PruneQuery, SearchQuery
 from admit.service.state import KnowledgeBaseLike, ServiceState, build_state
 from admit.types import Principal
 
@@ -264,7 +264,8 @@ def build_mcp_server(
         ]
 
         async def run() -> Any:
-            return await core.prune(st, question, [c.to_chunk() for c in items], strategy=strategy)
+            query = PruneQuery(question=question, candidates=[c.to_chunk() for c in items], strategy=strategy)
+            return await core.prune(st, query)
 
         answer = await guarded("prune", run)
         run_ = answer.run

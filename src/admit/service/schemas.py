@@ -13,8 +13,8 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 
 from admit.pipeline import PackRequest, PruneRun
 from admit.schema import PackRequestModel, PrincipalModel, PruneCandidate
-from admit.service.core import SearchQuery
-from admit.types import Chunk, Principal
+from admit.service.core import PruneQuery, SearchQuery
+from admit.types import Principal
 
 __all__ = [
     "ErrorBody",
@@ -117,18 +117,19 @@ class PruneBody(_Strict):
     keep_top_k: int | None = Field(default=None, ge=0, le=10_000, description="The top-k reranked always stay.")
     params: dict[str, Any] = Field(default_factory=dict, description="Strategy parameters (e.g. n for top_n).")
 
-    def overrides(self) -> dict[str, Any]:
-        """The flat prune overrides of this body (``threshold``, ``keep_top_k``, the strategy parameters)."""
-        out: dict[str, Any] = dict(self.params)
+    def query(self) -> PruneQuery:
+        """The library form of this body: the chunks, and ``threshold``/``keep_top_k``/``params`` as overrides."""
+        overrides: dict[str, Any] = dict(self.params)
         if self.threshold is not None:
-            out["threshold"] = self.threshold
+            overrides["threshold"] = self.threshold
         if self.keep_top_k is not None:
-            out["keep_top_k"] = self.keep_top_k
-        return out
-
-    def chunks(self) -> list[Chunk]:
-        """The candidates as library chunks."""
-        return [c.to_chunk() for c in self.candidates]
+            overrides["keep_top_k"] = self.keep_top_k
+        return PruneQuery(
+            question=self.question,
+            candidates=[c.to_chunk() for c in self.candidates],
+            strategy=self.strategy,
+            overrides=overrides,
+        )
 
 
 class PruneDecisionOut(BaseModel):
