@@ -42,15 +42,20 @@ class _Records(logging.Handler):
 @pytest.fixture
 def warnings_of_the_catalogue() -> Iterator[list[str]]:
     # a handler on the catalogue's own logger: what other tests did to logging's propagation cannot hide it
+    # (a library's logging.config.dictConfig earlier in the session may have disabled existing loggers)
     logs = [logging.getLogger("admit.prune.catalogue"), logging.getLogger("admit._plugins")]
+    saved = [(log.disabled, log.level) for log in logs]
     h = _Records()
     for log in logs:
+        log.disabled = False
+        log.setLevel(logging.WARNING)
         log.addHandler(h)
     try:
         yield h.lines
     finally:
-        for log in logs:
+        for log, (disabled, level) in zip(logs, saved, strict=True):
             log.removeHandler(h)
+            log.disabled, log.level = disabled, level
 
 
 @pytest.fixture

@@ -237,24 +237,25 @@ def _record_prune_metrics(state: ServiceState, run: PruneRun) -> None:
             logger.debug("could not count dropped tokens", exc_info=True)
 
 
-def trace_summary(trace: Mapping[str, Any]) -> dict[str, Any]:
+def trace_summary(trace: TraceRecord | Mapping[str, Any]) -> dict[str, Any]:
     """The short form of a trace record returned to callers (no per-candidate decisions, no text)."""
-    route = trace.get("route") or {}
-    pruner = trace.get("pruner")
+    rec = cast(TraceRecord, trace)
+    route = rec.get("route")
+    pruner = rec.get("pruner")
     return {
-        "request_id": trace.get("request_id"),
-        "query_class": trace.get("query_class"),
-        "cue": route.get("cue"),
-        "kill_switch": bool(route.get("kill_switch", False)),
-        "policy_version": trace.get("policy_version"),
-        "evidence_budget": trace.get("evidence_budget"),
-        "evidence_tokens": trace.get("evidence_tokens"),
-        "candidate_count": trace.get("candidate_count"),
-        "accepted_chunk_ids": list(trace.get("accepted_chunk_ids", [])),
-        "dropped": dict(trace.get("dropped", {})),
-        "fallbacks": [f.get("kind") for f in trace.get("fallbacks", [])],
+        "request_id": rec.get("request_id"),
+        "query_class": rec.get("query_class"),
+        "cue": route["cue"] if route else None,
+        "kill_switch": bool(route.get("kill_switch", False)) if route else False,
+        "policy_version": rec.get("policy_version"),
+        "evidence_budget": rec.get("evidence_budget"),
+        "evidence_tokens": rec.get("evidence_tokens"),
+        "candidate_count": rec.get("candidate_count"),
+        "accepted_chunk_ids": list(rec.get("accepted_chunk_ids", [])),
+        "dropped": dict(rec.get("dropped", {})),
+        "fallbacks": [f["kind"] for f in rec.get("fallbacks", [])],
         "pruner": dict(pruner) if pruner else None,
-        "latency_ms": (trace.get("latency_ms") or {}).get("total"),
+        "latency_ms": rec.get("latency_ms", {}).get("total"),
     }
 
 
