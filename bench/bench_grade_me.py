@@ -86,7 +86,7 @@ def make_pruner(args: argparse.Namespace, url: str | None) -> Any:
 
 
 def measure(pruner: Any, rows: list[dict[str, Any]], threshold: int, seed: int = 11) -> dict[str, Any]:
-    from admit.route import PruneSettings
+    from admit.prune import PruneSettings
 
     settings = PruneSettings(strategy=pruner.name, threshold=threshold, keep_top_k=1, on_error="keep_all")
     rng = random.Random(seed)

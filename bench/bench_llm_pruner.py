@@ -27,12 +27,11 @@ from pathlib import Path
 from admit.backends.llms import PriceTable
 from admit.backends.llms.openai_compat import OpenAICompatLLM
 from admit.backends.rerankers.lexical import BM25Reranker
-from admit.prune import run_pruner
+from admit.prune import PruneSettings, run_pruner
 from admit.prune.graded import GradedPruner
 from admit.prune.savings import net_saving
 from admit.prune.top_n import TopNPruner
 from admit.rerank import rerank
-from admit.route import PruneSettings
 from admit.types import Chunk, Message
 
 DATA = Path(os.environ.get("ADMIT_DEV_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))

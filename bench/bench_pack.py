@@ -20,7 +20,7 @@ from pathlib import Path
 from admit import Access, Chunk, PackRequest, Pipeline, Principal
 from admit.backends.tokenizers import resolve_tokenizer
 from admit.features import chunk_features, clear_caches, seed_features
-from admit.route import load_policy_set
+from admit.policy import load_policy_set
 
 
 @dataclass

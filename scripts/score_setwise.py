@@ -29,8 +29,8 @@ import numpy as np
 
 from admit.backends.embedders.base import CachedEmbedder
 from admit.eval import report
+from admit.prune import PruneSettings
 from admit.prune.setwise import SetwisePruner
-from admit.route import PruneSettings
 from admit.types import Chunk, Scored
 
 

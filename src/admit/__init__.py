@@ -24,7 +24,9 @@ from admit.errors import (
     StoreError,
 )
 from admit.pipeline import PackRequest, Pipeline, pack
-from admit.route import Policy, PolicySet, PruneSettings, Route, load_policy_set
+from admit.policy import Policy, PolicySet, load_policy_set
+from admit.prune.settings import PruneSettings
+from admit.route import Route
 from admit.types import (
     Access,
     AdmittedPassage,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from admit.backends.tokenizers import Tokenizer, count_chat
 from admit.backends.tokenizers.base import count_by_lines
 from admit.errors import RequestError
-from admit.route import Policy
+from admit.policy import Policy
 from admit.types import Budget, Message
 
 __all__ = ["compute_budget", "evidence_message_tokens"]

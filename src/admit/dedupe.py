@@ -25,7 +25,7 @@ from datetime import datetime
 import numpy as np
 
 from admit._text import norm_hash, normalize, overlap, shingle_count, shingles, signatures
-from admit.route import Policy
+from admit.policy import Policy
 from admit.types import Chunk, Decision, Scored
 
 __all__ = ["dedupe", "similarity", "source_cap", "version_key"]

@@ -28,8 +28,8 @@ from admit._text import content_words, jaccard_estimates, sentences, signatures
 from admit.backends.tokenizers import Tokenizer
 from admit.backends.tokenizers.base import cached_count, count_by_lines, line_additive
 from admit.budget import evidence_message_tokens
+from admit.policy import Policy
 from admit.render import EvidenceRenderer, clean_text
-from admit.route import Policy
 from admit.types import AdmittedPassage, Budget, Decision, Fallback, Scored
 
 __all__ = ["PackOutcome", "anchored_excerpt", "pack", "split_facets"]
@@ -167,205 +167,253 @@ def pack(
     grades: Mapping[str, int] | None = None,
     query_class: str = "",
 ) -> PackOutcome:
-    """Pack ``items`` (best rerank first, already deduped and pruned) into the evidence budget."""
-    grades = grades or {}
-    n = len(items)
+    """Pack ``items`` (best rerank first, already deduped and pruned) into the evidence budget.
+
+    The steps: value the candidates (:class:`_Packer`), choose greedily within the room (:meth:`_Packer.select`,
+    again with a note's room held back when a note will be sent), apply the class's fallbacks to what did not fit
+    (:meth:`_Packer.fallbacks`), count the block exactly as sent and remove the lowest-value passages until it fits
+    (:meth:`_Packer.fit`), and record a decision per candidate (:meth:`_Packer.outcome`).
+    """
+    packer = _Packer(question, items, policy=policy, tokenizer=tokenizer, renderer=renderer, grades=grades or {})
     limit = budget.evidence_budget
-    facets = split_facets(question)
-    multi = len(facets) > 1
-    # facet coverage matters only for a question of several facets; the words of title and text are the
-    # union of each's (they are cached per text, and the text's were normalised by dedupe already)
-    words = [content_words(s.chunk.title) | content_words(s.chunk.text) for s in items] if multi else []
-    # pairwise text similarity for novelty, estimated once from MinHash signatures
-    sim = jaccard_estimates(signatures([s.chunk.text for s in items]))
-    rel = _minmax([s.score for s in items])
-    auth = [s.chunk.authority if s.chunk.authority is not None else 0.5 for s in items]
-    stamps = [s.chunk.updated_at.timestamp() if isinstance(s.chunk.updated_at, datetime) else None for s in items]
-    known = [t for t in stamps if t is not None]
-    lo_t, hi_t = (min(known), max(known)) if known else (0.0, 0.0)
-    rec = [((t - lo_t) / (hi_t - lo_t)) if t is not None and hi_t > lo_t else 0.5 for t in stamps]
-
-    base_cost = evidence_message_tokens(tokenizer, renderer.block(["x"])) - tokenizer.count("x")
-    sep_cost = 2  # the blank line between envelopes, counted generously; the final count is exact
-
-    # static part of each candidate's value; novelty and coverage change as passages are admitted
-    static = np.array(
-        [
-            policy.relevance_weight * rel[i]
-            + policy.authority_weight * auth[i]
-            + policy.recency_weight * rec[i]
-            + (0.1 * (g - 3) if (g := grades.get(items[i].chunk.id)) is not None else 0.0)
-            for i in range(n)
-        ],
-        dtype=np.float64,
-    )
-    cover = np.zeros((n, len(facets)), dtype=bool)
-    if multi:
-        cover = np.array([[_covers(words[i], f) for f in facets] for i in range(n)], dtype=bool).reshape(n, len(facets))
-    use_cover_first = multi and policy.coverage_weight > 0
-    neg_rank = -np.array([s.rank for s in items], dtype=np.float64)
-    cost_cache: dict[int, int] = {}
-
-    def env_cost(i: int) -> int:
-        # envelope tokens = its frame (counted) + the text (counted once per text and remembered); the
-        # frame ends in a newline, so BPE pieces do not merge across it. The final block count is exact.
-        if i not in cost_cache:
-            c = items[i].chunk
-            if line_additive(tokenizer):  # exact, and its lines are the ones the final count looks up
-                cost_cache[i] = count_by_lines(tokenizer, renderer.envelope(c, c.text)) + sep_cost
-            else:
-                frame = tokenizer.count(renderer.envelope(c, ""))
-                cost_cache[i] = frame + cached_count(tokenizer, clean_text(c.text).strip()) + sep_cost
-        return cost_cache[i]
-
-    def select(
-        room: int,
-    ) -> tuple[list[int], dict[int, tuple[str, bool, int]], dict[int, Decision], list[Fallback], set[int]]:
-        remaining = room
-        chosen: list[int] = []
-        chosen_text: dict[int, tuple[str, bool, int]] = {}
-        covered_mask = np.zeros(len(facets), dtype=bool)
-        dropped: dict[int, Decision] = {}
-        fallbacks: list[Fallback] = []
-        pending = np.ones(n, dtype=bool)
-        max_sim = np.zeros(n, dtype=np.float64)
-        min_useful = _MIN_EXCERPT_TOKENS if "anchored_excerpt" in policy.fallbacks else 1
-        while pending.any():
-            if remaining < min_useful + sep_cost + 8:
-                # no room left for anything: record every remaining candidate (never a silent tail-drop)
-                for i in np.flatnonzero(pending):
-                    dropped[int(i)] = _budget_drop(items[int(i)], None, remaining)
-                break
-            new_cov = (cover & ~covered_mask).sum(axis=1) if multi else np.zeros(n)
-            val = static + policy.novelty_weight * (1.0 - max_sim)
-            if multi:
-                val = val + policy.coverage_weight * new_cov / len(facets)
-            first = (new_cov > 0).astype(np.float64) if use_cover_first else np.zeros(n)
-            idx = np.flatnonzero(pending)
-            order = np.lexsort((neg_rank[idx], val[idx], first[idx]))
-            best = int(idx[order[-1]])
-            pending[best] = False
-            s = items[best]
-            cost = env_cost(best)
-            oversized = policy.max_passage_tokens is not None and cost > policy.max_passage_tokens
-            if cost <= remaining and not oversized:
-                chosen.append(best)
-                chosen_text[best] = (s.chunk.text, False, cost)
-                remaining -= cost
-            elif "anchored_excerpt" in policy.fallbacks:
-                cap = remaining if policy.max_passage_tokens is None else min(remaining, policy.max_passage_tokens)
-                overhead = tokenizer.count(renderer.envelope(s.chunk, "", excerpt=True)) + sep_cost + 2
-                excerpt = None
-                if cap - overhead >= _MIN_EXCERPT_TOKENS:
-                    excerpt = anchored_excerpt(question, s.chunk.text, cap - overhead, tokenizer)
-                ecost = tokenizer.count(renderer.envelope(s.chunk, excerpt, excerpt=True)) + sep_cost if excerpt else 0
-                if excerpt and ecost <= remaining:
-                    chosen.append(best)
-                    chosen_text[best] = (excerpt, True, ecost)
-                    remaining -= ecost
-                    why = "larger than max_passage_tokens" if oversized else "larger than the room left"
-                    fallbacks.append(
-                        Fallback(
-                            kind="anchored_excerpt",
-                            detail=f"{s.chunk.id}: section {why} ({cost} tokens); admitted the sentences that "
-                            f"match the question ({ecost} tokens), elisions marked",
-                            chunk_ids=(s.chunk.id,),
-                        )
-                    )
-                else:
-                    dropped[best] = _budget_drop(s, cost, remaining)
-            else:
-                dropped[best] = _budget_drop(s, cost, remaining)
-            if best in chosen_text:
-                covered_mask |= cover[best]
-                np.maximum(max_sim, sim[:, best], out=max_sim)
-        return chosen, chosen_text, dropped, fallbacks, {int(k) for k in np.flatnonzero(covered_mask)}
-
-    chosen, chosen_text, dropped, fallbacks, covered = select(limit - base_cost)
-    if dropped and any(k in policy.fallbacks for k in ("scope_note", "ask_to_narrow")):
+    sel = packer.select(limit - packer.base_cost)
+    if sel.dropped and any(k in policy.fallbacks for k in ("scope_note", "ask_to_narrow")):
         # a note will be sent: choose again with its room held back, rather than cutting the last passage
         note_room = sum(
             tokenizer.count(_note(k, 999, 999)) + 12 for k in ("scope_note", "ask_to_narrow") if k in policy.fallbacks
         )
-        chosen, chosen_text, dropped, fallbacks, covered = select(limit - base_cost - note_room)
+        sel = packer.select(limit - packer.base_cost - note_room)
+    notes, uncovered = packer.fallbacks(sel)
+    order, block, tokens = packer.fit(sel, notes, limit)
+    return packer.outcome(sel, order, block, tokens, uncovered)
 
-    # fallbacks for what did not fit, in the class's order
-    notes: list[str] = []
-    budget_ids = tuple(items[i].chunk.id for i in sorted(dropped))
-    uncovered = tuple(" ".join(sorted(f)) for k, f in enumerate(facets) if k not in covered) if len(facets) > 1 else ()
-    if not chosen and facets and n:
-        uncovered = tuple(" ".join(sorted(f)) for f in facets)
-    for kind in policy.fallbacks:
-        if kind == "scope_note" and budget_ids:
-            note = _note(kind, len(budget_ids), len(chosen))
-            notes.append(note)
-            fallbacks.append(Fallback(kind="scope_note", detail=note, chunk_ids=budget_ids))
-        elif kind == "ask_to_narrow" and budget_ids:
-            note = _note(kind, len(budget_ids), len(chosen))
-            notes.append(note)
-            fallbacks.append(Fallback(kind="ask_to_narrow", detail=note, chunk_ids=budget_ids))
-        elif kind == "second_retrieval" and uncovered:
-            fallbacks.append(
-                Fallback(
-                    kind="second_retrieval",
-                    detail="no admitted passage covers these parts of the question; run a second retrieval "
-                    "pass for them",
-                    facets=uncovered,
+
+@dataclass(slots=True, kw_only=True)
+class _Selection:
+    """What one greedy pass chose: indices in order, their text (excerpt or not) and cost, the drops, the
+    fallbacks applied so far, and the facets covered."""
+
+    chosen: list[int]
+    text: dict[int, tuple[str, bool, int]]
+    dropped: dict[int, Decision]
+    fallbacks: list[Fallback]
+    covered: set[int]
+
+
+class _Packer:
+    """The state of packing one request: each candidate's static value, facet cover, similarity and cost."""
+
+    def __init__(
+        self,
+        question: str,
+        items: Sequence[Scored],
+        *,
+        policy: Policy,
+        tokenizer: Tokenizer,
+        renderer: EvidenceRenderer,
+        grades: Mapping[str, int],
+    ) -> None:
+        self.question, self.items, self.policy = question, items, policy
+        self.tokenizer, self.renderer, self.grades = tokenizer, renderer, grades
+        n = self.n = len(items)
+        self.facets = facets = split_facets(question)
+        self.multi = multi = len(facets) > 1
+        # facet coverage matters only for a question of several facets; the words of title and text are the
+        # union of each's (they are cached per text, and the text's were normalised by dedupe already)
+        words = [content_words(s.chunk.title) | content_words(s.chunk.text) for s in items] if multi else []
+        # pairwise text similarity for novelty, estimated once from MinHash signatures
+        self.sim = jaccard_estimates(signatures([s.chunk.text for s in items]))
+        rel = _minmax([s.score for s in items])
+        auth = [s.chunk.authority if s.chunk.authority is not None else 0.5 for s in items]
+        stamps = [s.chunk.updated_at.timestamp() if isinstance(s.chunk.updated_at, datetime) else None for s in items]
+        known = [t for t in stamps if t is not None]
+        lo_t, hi_t = (min(known), max(known)) if known else (0.0, 0.0)
+        rec = [((t - lo_t) / (hi_t - lo_t)) if t is not None and hi_t > lo_t else 0.5 for t in stamps]
+        self.base_cost = evidence_message_tokens(tokenizer, renderer.block(["x"])) - tokenizer.count("x")
+        self.sep_cost = 2  # the blank line between envelopes, counted generously; the final count is exact
+        # static part of each candidate's value; novelty and coverage change as passages are admitted
+        self.static = np.array(
+            [
+                policy.relevance_weight * rel[i]
+                + policy.authority_weight * auth[i]
+                + policy.recency_weight * rec[i]
+                + (0.1 * (g - 3) if (g := grades.get(items[i].chunk.id)) is not None else 0.0)
+                for i in range(n)
+            ],
+            dtype=np.float64,
+        )
+        self.cover = np.zeros((n, len(facets)), dtype=bool)
+        if multi:
+            self.cover = np.array([[_covers(words[i], f) for f in facets] for i in range(n)], dtype=bool).reshape(
+                n, len(facets)
+            )
+        self.use_cover_first = multi and policy.coverage_weight > 0
+        self.neg_rank = -np.array([s.rank for s in items], dtype=np.float64)
+        self._cost: dict[int, int] = {}
+
+    def env_cost(self, i: int) -> int:
+        """Envelope tokens of candidate ``i``: its frame (counted) plus its text (counted once and remembered).
+
+        The frame ends in a newline, so BPE pieces do not merge across it. The final block count is exact.
+        """
+        if i not in self._cost:
+            c, tok, r = self.items[i].chunk, self.tokenizer, self.renderer
+            if line_additive(tok):  # exact, and its lines are the ones the final count looks up
+                self._cost[i] = count_by_lines(tok, r.envelope(c, c.text)) + self.sep_cost
+            else:
+                frame = tok.count(r.envelope(c, ""))
+                self._cost[i] = frame + cached_count(tok, clean_text(c.text).strip()) + self.sep_cost
+        return self._cost[i]
+
+    def select(self, room: int) -> _Selection:
+        """Choose greedily by marginal value within ``room`` tokens; an oversized passage may enter as an excerpt."""
+        policy, n, items, facets = self.policy, self.n, self.items, self.facets
+        sel = _Selection(chosen=[], text={}, dropped={}, fallbacks=[], covered=set())
+        remaining = room
+        covered_mask = np.zeros(len(facets), dtype=bool)
+        pending = np.ones(n, dtype=bool)
+        max_sim = np.zeros(n, dtype=np.float64)
+        min_useful = _MIN_EXCERPT_TOKENS if "anchored_excerpt" in policy.fallbacks else 1
+        while pending.any():
+            if remaining < min_useful + self.sep_cost + 8:
+                # no room left for anything: record every remaining candidate (never a silent tail-drop)
+                for i in np.flatnonzero(pending):
+                    sel.dropped[int(i)] = _budget_drop(items[int(i)], None, remaining)
+                break
+            new_cov = (self.cover & ~covered_mask).sum(axis=1) if self.multi else np.zeros(n)
+            val = self.static + policy.novelty_weight * (1.0 - max_sim)
+            if self.multi:
+                val = val + policy.coverage_weight * new_cov / len(facets)
+            first = (new_cov > 0).astype(np.float64) if self.use_cover_first else np.zeros(n)
+            idx = np.flatnonzero(pending)
+            order = np.lexsort((self.neg_rank[idx], val[idx], first[idx]))
+            best = int(idx[order[-1]])
+            pending[best] = False
+            cost = self.env_cost(best)
+            remaining -= self._admit(sel, best, cost, remaining)
+            if best in sel.text:
+                covered_mask |= self.cover[best]
+                np.maximum(max_sim, self.sim[:, best], out=max_sim)
+        sel.covered = {int(k) for k in np.flatnonzero(covered_mask)}
+        return sel
+
+    def _admit(self, sel: _Selection, best: int, cost: int, remaining: int) -> int:
+        """Admit candidate ``best`` whole or as an anchored excerpt, or record it dropped; return the tokens used."""
+        policy, s, tok, r = self.policy, self.items[best], self.tokenizer, self.renderer
+        oversized = policy.max_passage_tokens is not None and cost > policy.max_passage_tokens
+        if cost <= remaining and not oversized:
+            sel.chosen.append(best)
+            sel.text[best] = (s.chunk.text, False, cost)
+            return cost
+        if "anchored_excerpt" not in policy.fallbacks:
+            sel.dropped[best] = _budget_drop(s, cost, remaining)
+            return 0
+        cap = remaining if policy.max_passage_tokens is None else min(remaining, policy.max_passage_tokens)
+        overhead = tok.count(r.envelope(s.chunk, "", excerpt=True)) + self.sep_cost + 2
+        excerpt = None
+        if cap - overhead >= _MIN_EXCERPT_TOKENS:
+            excerpt = anchored_excerpt(self.question, s.chunk.text, cap - overhead, tok)
+        ecost = tok.count(r.envelope(s.chunk, excerpt, excerpt=True)) + self.sep_cost if excerpt else 0
+        if not excerpt or ecost > remaining:
+            sel.dropped[best] = _budget_drop(s, cost, remaining)
+            return 0
+        sel.chosen.append(best)
+        sel.text[best] = (excerpt, True, ecost)
+        why = "larger than max_passage_tokens" if oversized else "larger than the room left"
+        sel.fallbacks.append(
+            Fallback(
+                kind="anchored_excerpt",
+                detail=f"{s.chunk.id}: section {why} ({cost} tokens); admitted the sentences that "
+                f"match the question ({ecost} tokens), elisions marked",
+                chunk_ids=(s.chunk.id,),
+            )
+        )
+        return ecost
+
+    def fallbacks(self, sel: _Selection) -> tuple[list[str], tuple[str, ...]]:
+        """Apply the class's fallbacks, in its order, to what did not fit; return the notes and uncovered facets."""
+        facets, items = self.facets, self.items
+        notes: list[str] = []
+        budget_ids = tuple(items[i].chunk.id for i in sorted(sel.dropped))
+        uncovered = (
+            tuple(" ".join(sorted(f)) for k, f in enumerate(facets) if k not in sel.covered) if len(facets) > 1 else ()
+        )
+        if not sel.chosen and facets and self.n:
+            uncovered = tuple(" ".join(sorted(f)) for f in facets)
+        for kind in self.policy.fallbacks:
+            if kind in ("scope_note", "ask_to_narrow") and budget_ids:
+                note = _note(kind, len(budget_ids), len(sel.chosen))
+                notes.append(note)
+                sel.fallbacks.append(Fallback(kind=kind, detail=note, chunk_ids=budget_ids))
+            elif kind == "second_retrieval" and uncovered:
+                sel.fallbacks.append(
+                    Fallback(
+                        kind="second_retrieval",
+                        detail="no admitted passage covers these parts of the question; run a second retrieval "
+                        "pass for them",
+                        facets=uncovered,
+                    )
+                )
+        return notes, uncovered
+
+    def fit(self, sel: _Selection, notes: list[str], limit: int) -> tuple[list[int], str, int]:
+        """Count the block exactly as sent; remove the lowest-value admitted passages until it fits."""
+        order = list(sel.chosen)
+        while True:
+            envs = [self.renderer.envelope(self.items[i].chunk, sel.text[i][0], excerpt=sel.text[i][1]) for i in order]
+            block = self.renderer.block(envs, notes=notes)
+            if not self.renderer.sealed(block, len(envs)):
+                # the boundary turned up in a rendered string (an excerpt's joins): draw another of the same cost
+                self.renderer = self.renderer.redraw([block])
+                continue
+            tokens = evidence_message_tokens(self.tokenizer, block)
+            if tokens <= limit:
+                return order, block, tokens
+            if not order:
+                # even the notes do not fit: send nothing, keep the fallbacks in the result and the trace
+                notes.clear()
+                return order, "", 0
+            victim = order.pop()
+            sel.dropped[victim] = _budget_drop(self.items[victim], sel.text[victim][2], 0, final=True)
+
+    def outcome(
+        self, sel: _Selection, order: list[int], block: str, tokens: int, uncovered: tuple[str, ...]
+    ) -> PackOutcome:
+        """The admitted passages in prompt order and a decision per candidate."""
+        admitted: list[AdmittedPassage] = []
+        decisions: list[Decision] = []
+        for i in order:
+            s = self.items[i]
+            text, is_excerpt, cost = sel.text[i]
+            g = self.grades.get(s.chunk.id)
+            why = f"rank {s.rank + 1}" + (f", grade {g}" if g is not None else "")
+            if is_excerpt:
+                why += ", anchored excerpt"
+            admitted.append(
+                AdmittedPassage(
+                    chunk=s.chunk, text=text, tokens=cost, excerpt=is_excerpt, score=s.score, grade=g, why=why
                 )
             )
-
-    # exact final count as sent; remove the lowest-value admitted passages until it fits
-    order = list(chosen)
-    while True:
-        envs = [renderer.envelope(items[i].chunk, chosen_text[i][0], excerpt=chosen_text[i][1]) for i in order]
-        block = renderer.block(envs, notes=notes)
-        if not renderer.sealed(block, len(envs)):
-            # the boundary turned up in a rendered string (an excerpt's joins): draw another of the same cost
-            renderer = renderer.redraw([block])
-            continue
-        tokens = evidence_message_tokens(tokenizer, block)
-        if tokens <= limit:
-            break
-        if not order:
-            # even the notes do not fit: send nothing, keep the fallbacks in the result and the trace
-            notes = []
-            block, tokens = "", 0
-            break
-        victim = order.pop()
-        dropped[victim] = _budget_drop(items[victim], chosen_text[victim][2], 0, final=True)
-
-    admitted: list[AdmittedPassage] = []
-    decisions: list[Decision] = []
-    for i in order:
-        s = items[i]
-        text, is_excerpt, cost = chosen_text[i]
-        g = grades.get(s.chunk.id)
-        why = f"rank {s.rank + 1}" + (f", grade {g}" if g is not None else "")
-        if is_excerpt:
-            why += ", anchored excerpt"
-        admitted.append(
-            AdmittedPassage(chunk=s.chunk, text=text, tokens=cost, excerpt=is_excerpt, score=s.score, grade=g, why=why)
-        )
-        decisions.append(
-            Decision(
-                chunk_id=s.chunk.id,
-                state="admitted",
-                stage="pack",
-                reason="admitted",
-                score=s.score,
-                grade=g,
-                detail="anchored excerpt" if is_excerpt else "",
+            decisions.append(
+                Decision(
+                    chunk_id=s.chunk.id,
+                    state="admitted",
+                    stage="pack",
+                    reason="admitted",
+                    score=s.score,
+                    grade=g,
+                    detail="anchored excerpt" if is_excerpt else "",
+                )
             )
+        decisions.extend(sel.dropped[i] for i in sorted(sel.dropped))
+        return PackOutcome(
+            admitted=tuple(admitted),
+            decisions=tuple(decisions),
+            fallbacks=tuple(sel.fallbacks),
+            prompt=block,
+            evidence_tokens=tokens,
+            uncovered_facets=uncovered,
         )
-    decisions.extend(dropped[i] for i in sorted(dropped))
-    return PackOutcome(
-        admitted=tuple(admitted),
-        decisions=tuple(decisions),
-        fallbacks=tuple(fallbacks),
-        prompt=block,
-        evidence_tokens=tokens,
-        uncovered_facets=uncovered,
-    )
 
 
 def _note(kind: str, dropped: int, admitted: int) -> str:

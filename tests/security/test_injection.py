@@ -17,9 +17,9 @@ import pytest
 
 from admit.backends.llms import FakeLLM
 from admit.pipeline import PackRequest, Pipeline
+from admit.prune import PruneSettings
 from admit.prune.graded import GradedPruner
 from admit.render import EvidenceRenderer, choose_boundary, clean_text
-from admit.route import PruneSettings
 from admit.security import FLAG_KINDS, flag_kinds, scan, scan_chunks, summarize
 from admit.types import Access, Chunk, Principal, Scored
 

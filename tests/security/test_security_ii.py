@@ -19,10 +19,9 @@ import pytest
 from admit.backends.tokenizers import resolve_tokenizer
 from admit.errors import ConfigError, GraderOutputError, RequestError
 from admit.pipeline import PackRequest, Pipeline
-from admit.prune import run_pruner
+from admit.prune import PruneSettings, run_pruner
 from admit.prune._parsing import extract_json, parse_grades
 from admit.render import make_boundary
-from admit.route import PruneSettings
 from admit.security import flag_kinds
 from admit.types import Access, Chunk, Principal, Scored
 
@@ -281,8 +280,10 @@ def test_a_dripping_grader_ends_in_the_recorded_fallback() -> None:
     pytest.importorskip("openai")
     from admit.testing.fault_server import FaultServer
 
+    # the answer (a few hundred bytes, one every 0.2 s) takes a minute to drip; a 5 s deadline ends it long
+    # before, however slowly a busy machine starts the server or the client (0.5 s did not)
     with FaultServer("drip", drip_s=0.2) as server:
-        pruner = _graded_against(server, 0.5)
+        pruner = _graded_against(server, 5.0)
         settings = PruneSettings(strategy="graded", on_error="keep_top_k", keep_top_k=1)
         out = run_pruner(pruner, QUESTION, _ranked(), settings)
     assert out.fallback == "keep_top_k"

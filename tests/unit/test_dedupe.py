@@ -3,7 +3,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from admit.dedupe import dedupe
-from admit.route import load_policy_set
+from admit.policy import load_policy_set
 from admit.types import Scored
 from tests.helpers import at, chunk
 

@@ -66,5 +66,5 @@ def test_the_service_prunes_with_the_kbs_seeded_cache_even_when_it_is_empty():
     kb = KnowledgeBase(":memory:", embedder=CountingEmbedder())
     assert len(kb.cached_embedder) == 0  # empty, hence falsy: it must still be the one the pruner gets
     state = build_state(ServiceSettings(), kb=kb)
-    assert state.pipeline._pruner_options["embedder"] is kb.cached_embedder
+    assert state.pipeline.resources.embedder is kb.cached_embedder
     kb.close()

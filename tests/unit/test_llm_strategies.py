@@ -16,15 +16,13 @@ import pytest
 from admit.backends.llms import FakeLLM, PriceTable
 from admit.backends.rerankers.fake import FakeReranker
 from admit.errors import AdmitError, BackendTimeout, ConfigError, GraderOutputError
-from admit.prune import resolve_pruner, run_pruner
+from admit.prune import PruneSettings, resolve_pruner, run_pruner
 from admit.prune.anchors import AnchorsPruner
 from admit.prune.budget_select import BudgetSelectPruner
 from admit.prune.cache import PruneCache
 from admit.prune.graded import GradedPruner
-from admit.prune.llm_strategies import build
 from admit.prune.savings import net_saving
 from admit.prune.select import SelectPruner
-from admit.route import PruneSettings
 from admit.types import Chunk, Message, Scored, Usage
 
 Q = "Which drummer of the band that released Counterparts is in the Hall of Fame?"
@@ -475,27 +473,27 @@ def test_build_and_resolve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     ]:
         p = resolve_pruner(name, llm="fake", embedder="ignored")
         assert isinstance(p, cls) and p.name == name
-    p = build("graded", llm=FakeLLM(), cache=tmp_path / "c.sqlite", window=1000, price_table={"fake": (1, 1)})
+    p = resolve_pruner("graded", llm=FakeLLM(), cache=tmp_path / "c.sqlite", window=1000, price_table={"fake": (1, 1)})
     assert isinstance(p, GradedPruner) and p.cache is not None and p.defaults["max_prompt_tokens"] == 1000
     p.cache.close()
-    assert build("select", llm="fake", cache=True).cache is not None  # type: ignore[attr-defined]
+    assert resolve_pruner("select", llm="fake", cache=True).cache is not None  # type: ignore[attr-defined]
     monkeypatch.delenv("ADMIT_LLM_MODEL", raising=False)
     monkeypatch.delenv("ADMIT_LLM_BASE_URL", raising=False)
     with pytest.raises(ConfigError, match="needs an LLM"):
-        build("graded")
+        resolve_pruner("graded")
     with pytest.raises(ConfigError, match="unknown option"):
-        build("graded", llm="fake", bogus=1)
-    with pytest.raises(ConfigError, match="Unknown LLM pruning"):
-        build("nope", llm="fake")
+        resolve_pruner("graded", llm="fake", bogus=1)
+    with pytest.raises(ConfigError, match="Unknown pruning strategy"):
+        resolve_pruner("nope", llm="fake")
     with pytest.raises(ConfigError, match="on_missing"):
-        build("graded", llm="fake", on_missing="ignore")
+        resolve_pruner("graded", llm="fake", on_missing="ignore")
 
 
 def test_build_from_model_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("openai")
     monkeypatch.setenv("ADMIT_LLM_MODEL", "m1")
     monkeypatch.setenv("ADMIT_LLM_BASE_URL", "http://127.0.0.1:9/v1")
-    p = build("graded")
+    p = resolve_pruner("graded")
     assert p.llm.model == "m1" and p.llm.base_url == "http://127.0.0.1:9/v1"  # type: ignore[attr-defined]
-    p = build("graded", llm_model="m2", llm_base_url="http://127.0.0.1:8/v1", llm_api_key_env="X_KEY")
+    p = resolve_pruner("graded", llm_model="m2", llm_base_url="http://127.0.0.1:8/v1", llm_api_key_env="X_KEY")
     assert p.llm.model == "m2" and p.llm.api_key_env == "X_KEY"  # type: ignore[attr-defined]

@@ -5,8 +5,8 @@ from dataclasses import replace
 from admit.backends.tokenizers import resolve_tokenizer
 from admit.budget import evidence_message_tokens
 from admit.pack import ELISION, anchored_excerpt, pack, split_facets
+from admit.policy import load_policy_set
 from admit.render import EvidenceRenderer
-from admit.route import load_policy_set
 from admit.types import Budget, Scored
 from tests.helpers import chunk
 

@@ -53,7 +53,8 @@ def test_top_n_end_to_end(tmp_path: Path) -> None:
     assert rows[2]["kept"] == [] and rows[2]["decisions"] == []
     d = {x["id"]: x for x in rows[0]["decisions"]}
     assert [x["id"] for x in rows[0]["decisions"]] == ["c0", "c1", "c2"]  # input order
-    assert d["c1"]["state"] == "admitted" and d["c0"]["state"] == "dropped" and d["c1"]["grade"] == 5
+    assert d["c1"]["kept"] is True and d["c0"]["kept"] is False and d["c1"]["grade"] == 5
+    assert set(d["c0"]) == {"id", "kept", "grade", "reason", "score", "rank"}  # the verdict shape of every face
     assert set(rows[0]) >= {"id", "kept", "decisions", "usage", "latency_s"}
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from admit.policy import load_policy_set
 from admit.render import EvidenceRenderer
-from admit.route import load_policy_set
 from tests.conftest import REPO
 from tests.helpers import chunk
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from admit.errors import ConfigError
-from admit.route import load_policy_set
+from admit.policy import load_policy_set
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
+from admit.prune import PruneSettings
 from admit.prune.setwise import SetwisePruner
 from admit.prune.setwise_model import SetwiseScores
-from admit.route import PruneSettings
 from admit.types import Chunk, Scored
 
 

@@ -89,7 +89,7 @@ def test_cached_embedder_is_safe_to_share_between_threads() -> None:
 
 def test_knowledge_base_pipelines_are_bounded_and_keyed_by_identity() -> None:
     from admit.kb import KnowledgeBase
-    from admit.route import load_policy_set
+    from admit.policy import load_policy_set
 
     kb = KnowledgeBase(":memory:", embedder=FakeEmbedder(dim=384))
     try:

@@ -11,10 +11,10 @@ import pytest
 from admit import _text
 from admit.errors import BackendError, RequestError
 from admit.pipeline import Pipeline, check_unique_ids, prune_candidates
+from admit.prune import PruneSettings
 from admit.prune.top_n import TopNPruner
 from admit.rerank import rank_order, ranked_by, rerank
 from admit.retrieve import authorize
-from admit.route import PruneSettings
 from admit.types import Access, Chunk, Principal
 
 

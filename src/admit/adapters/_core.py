@@ -26,8 +26,8 @@ from admit.backends.rerankers import Reranker, resolve_reranker
 from admit.errors import ConfigError
 from admit.passages import passages
 from admit.pipeline import prune_candidates
-from admit.prune import STRATEGIES, Pruner, resolve_pruner
-from admit.route import PruneSettings
+from admit.prune import Pruner, resolve_pruner, strategy_names
+from admit.prune.settings import PruneSettings
 from admit.types import Chunk
 
 __all__ = ["SETTINGS", "AdmitFilter", "Doc", "FilterRun", "Verdict", "as_score", "settings_from"]
@@ -465,8 +465,9 @@ def _prune_settings(values: Mapping[str, Any]) -> PruneSettings:
 
 def _check_values(values: Mapping[str, Any]) -> None:
     """Raise :class:`ConfigError` naming the first bad setting."""
-    if values.get("pruner") is None and values.get("strategy") not in STRATEGIES:
-        raise ConfigError(f"Unknown pruning strategy {values.get('strategy')!r}; known: {', '.join(STRATEGIES)}.")
+    if values.get("pruner") is None and values.get("strategy") not in strategy_names():
+        known = ", ".join(strategy_names())
+        raise ConfigError(f"Unknown pruning strategy {values.get('strategy')!r}; known: {known}.")
     _prune_settings(values)
     for key in ("top_k", "max_tokens", "max_doc_chars"):
         v = values.get(key)

@@ -229,9 +229,9 @@ def stdout_console() -> Any:
 
 # -- options -------------------------------------------------------------------------------------------------
 def _strategy_names() -> tuple[str, ...]:
-    from admit.prune import STRATEGIES
+    from admit.prune import strategy_names
 
-    return (*STRATEGIES, "none")
+    return (*strategy_names(), "none")
 
 
 def check_strategy(value: str) -> str:
@@ -255,10 +255,7 @@ def prune_option(*, default_help: str, default: str | None = None, multiple: boo
             return tuple(v if v == "all" else check_strategy(v) for v in value) or None
         return check_strategy(value)
 
-    help_text = (
-        f"Pruning strategy: setwise, graded, select, budget_select, anchors, top_n, score_threshold, or none. "
-        f"{default_help}"
-    )
+    help_text = f"Pruning strategy: {', '.join(_strategy_names()[:-1])}, or none. {default_help}"
     if multiple:
         return click.option("--prune", "prune", multiple=True, metavar="STRATEGY", callback=check, help=help_text)
     return click.option(
@@ -372,12 +369,12 @@ def logging_pipeline(
     *, policy_path: str | None, trace_file: str | None, pruner_options: dict[str, Any], reranker: str | None = None
 ) -> Any:
     """A pipeline whose trace records (request included) go to ``trace_file``, readable by ``admit replay``."""
-    from admit.eval.replay import RequestLoggingPipeline
+    from admit.eval.replay import RequestLog
+    from admit.pipeline import Pipeline
     from admit.trace import JsonlSink
 
-    return RequestLoggingPipeline(
-        out=JsonlSink(trace_file) if trace_file else None,
-        log_requests=True,
+    return Pipeline(
+        sink=RequestLog(JsonlSink(trace_file), log_requests=True) if trace_file else None,
         policies=policy_path,
         reranker=reranker,
         pruner_options=pruner_options,

@@ -95,7 +95,7 @@ def policy_cmd(question: str, policy_path: str | None, as_json: bool) -> None:
     """Show which query class and policy QUESTION gets, and the cue that chose it."""
     from dataclasses import asdict
 
-    from admit.route import load_policy_set
+    from admit.policy import load_policy_set
 
     check_question(question)
     ps = load_policy_set(policy_path)

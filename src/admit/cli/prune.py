@@ -4,7 +4,8 @@ Each input line is a record of the development-data format; only ``id``, ``quest
 (``id``, ``text``, optional ``title``/``source_id``) are read, never labels. Candidates are reranked first
 (they carry no scores), then pruned. One output line per input line::
 
-    {"id": ..., "kept_ids": [...], "dropped_ids": [...], "decisions": [{"id", "grade", "state", "reason"}, ...],
+    {"id": ..., "kept_ids": [...], "dropped_ids": [...],
+     "decisions": [{"id", "kept", "grade", "reason", "score", "rank"}, ...],
      "usage": {...}, "latency_s": ..., "strategy": ..., "fallback": ..., "error": ..., "notes": [...]}
 
 ``kept`` is still written beside ``kept_ids`` (its deprecated spelling).
@@ -24,7 +25,7 @@ import click
 
 from admit.cli._common import DEFAULT_STRATEGY, check_strategy, echo_json, handle_errors, json_option, prune_option
 from admit.errors import AdmitError, ConfigError, RequestError
-from admit.route import PruneSettings
+from admit.prune.settings import PruneSettings
 from admit.types import Chunk
 
 __all__ = ["parse_set_options", "prune_cmd", "read_records"]
@@ -89,21 +90,7 @@ def read_records(path: str) -> list[tuple[str, str, list[Chunk]]]:
             cands = rec.get("candidates")
             if not isinstance(cands, list):
                 raise RequestError(f"{where}: field `candidates` is missing or not a list.", field="candidates")
-            chunks: list[Chunk] = []
-            for k, c in enumerate(cands):
-                f = f"candidates[{k}]"
-                if not isinstance(c, dict):
-                    raise RequestError(f"{where}: field `{f}` must be an object.", field=f)
-                cid, text = c.get("id"), c.get("text")
-                if not isinstance(cid, str) or not cid:
-                    raise RequestError(f"{where}: field `{f}.id` is missing or not a string.", field=f"{f}.id")
-                if not isinstance(text, str):
-                    raise RequestError(f"{where}: field `{f}.text` is missing or not a string.", field=f"{f}.text")
-                title = c.get("title") or ""
-                if not isinstance(title, str):
-                    raise RequestError(f"{where}: field `{f}.title` must be a string.", field=f"{f}.title")
-                source = c.get("source_id") or cid
-                chunks.append(Chunk(id=cid, source_id=str(source), text=text, title=title))
+            chunks = [_candidate(c, f"candidates[{k}]", where) for k, c in enumerate(cands)]
             try:
                 from admit.pipeline import check_unique_ids
 
@@ -115,6 +102,26 @@ def read_records(path: str) -> list[tuple[str, str, list[Chunk]]]:
         if fh is not sys.stdin:
             fh.close()
     return out
+
+
+def _candidate(raw: Any, f: str, where: str) -> Chunk:
+    """One candidate through the one bring-your-own candidate model (:class:`admit.schema.PruneCandidate`);
+    only ``id``, ``text``, ``title``, ``source_id``, ``score`` and ``metadata`` are read (labels stay out)."""
+    from pydantic import ValidationError
+
+    from admit.schema import PruneCandidate
+
+    if not isinstance(raw, dict):
+        raise RequestError(f"{where}: field `{f}` must be an object.", field=f)
+    keys = ("id", "text", "title", "source_id", "score", "metadata")
+    picked = {k: raw[k] for k in keys if raw.get(k) is not None}
+    picked.setdefault("text", raw.get("text"))
+    try:
+        return PruneCandidate.model_validate(picked).to_chunk()
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err.get("loc", ()))
+        raise RequestError(f"{where}: field `{f}.{loc}`: {err.get('msg', 'invalid')}.", field=f"{f}.{loc}") from None
 
 
 def _default_reranker() -> Any:
@@ -199,29 +206,24 @@ def prune_cmd(
     t_run = time.perf_counter()
     from admit.backends.rerankers import resolve_reranker
     from admit.pipeline import prune_candidates
-    from admit.prune import resolve_pruner
-    from admit.prune.llm_strategies import LLM_STRATEGIES
+    from admit.prune import PrunerResources, get_strategy
 
     settings = parse_set_options(sets, strategy)
     records = read_records(input_path)
     rr = resolve_reranker(reranker) if reranker else _default_reranker()
-    kwargs: dict[str, Any] = {}
-    if strategy in LLM_STRATEGIES:
-        kwargs = {
-            "llm": llm_spec,
-            "llm_base_url": llm_base_url,
-            "llm_model": llm_model,
-            "llm_api_key_env": llm_api_key_env,
-        }
-        if cache_path:
-            kwargs["cache"] = cache_path
-        if strategy == "anchors":
-            kwargs["reranker"] = rr
+    resources = PrunerResources(
+        llm=llm_spec,
+        llm_base_url=llm_base_url,
+        llm_model=llm_model,
+        llm_api_key_env=llm_api_key_env,
+        cache=cache_path or None,
+        reranker=rr,
+    )
     try:
-        pruner = resolve_pruner(strategy, **kwargs)
+        pruner = get_strategy(strategy).build(resources)
     except ModuleNotFoundError as exc:
         raise ConfigError(
-            f"strategy {strategy!r} is not available here ({exc}); try --strategy top_n or --strategy graded."
+            f"strategy {strategy!r} is not available here ({exc}); try --prune top_n or --prune graded."
         ) from exc
     except TypeError as exc:
         raise ConfigError(f"strategy {strategy!r}: {exc}") from exc
@@ -236,10 +238,7 @@ def prune_cmd(
             "kept_ids": run.kept_ids,
             "dropped_ids": [v.chunk.id for v in run.verdicts if not v.kept],
             "kept": run.kept_ids,  # deprecated spelling of kept_ids (the name /v1/prune and MCP use)
-            "decisions": [
-                {"id": v.chunk.id, "grade": v.grade, "state": "admitted" if v.kept else "dropped", "reason": v.reason}
-                for v in run.verdicts
-            ],
+            "decisions": [v.as_dict() for v in run.verdicts],
             "usage": outcome.usage.as_dict() if outcome else {},
             "latency_s": round(time.perf_counter() - t0, 4),
             "strategy": run.strategy,

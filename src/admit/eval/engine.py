@@ -8,7 +8,6 @@ function; they differ only in where.
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import os
@@ -22,11 +21,10 @@ from typing import Any, Protocol
 from admit.errors import ConfigError, MissingExtraError
 from admit.eval.dataset import PruneInput
 from admit.prune.base import PruneOutcome
+from admit.prune.settings import SETTING_KEYS, PruneSettings
 from admit.rerank import rank_order
-from admit.route import PruneSettings
 
 __all__ = [
-    "GRADE_ONLY_STRATEGIES",
     "Engine",
     "LocalEngine",
     "RayEngine",
@@ -41,11 +39,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-GRADE_ONLY_STRATEGIES = frozenset({"setwise", "top_n", "score_threshold"})
-"""Strategies whose grades do not depend on ``threshold``/``keep_top_k``: they are graded once per record and
-the threshold rule (:func:`admit.prune.base.apply_threshold`) is applied by the harness for each setting."""
-
-SETTING_KEYS = ("threshold", "keep_top_k", "on_error")
 _REASON_CHARS = 240
 
 
@@ -58,7 +51,8 @@ class RunSpec:
     embedder: str = "minilm"
     """Embedder shared by a dense reranker and the setwise pruner."""
     pruner_options: Mapping[str, Any] = field(default_factory=dict)
-    """Keyword arguments for :func:`admit.prune.resolve_pruner` (``llm_base_url``, ``llm_model``, ...)."""
+    """The flat spelling of :class:`~admit.prune.spec.PrunerResources` (``llm_base_url``, ``llm_model``, ...);
+    the worker adds its shared embedder."""
     torch_threads: int | None = None
     """Torch threads per worker (default: cores / workers)."""
 
@@ -171,21 +165,14 @@ class _Worker:
 
     def pruner(self, strategy: str) -> Any:
         if strategy not in self._pruners:
-            from admit.prune import resolve_pruner
+            from dataclasses import replace
 
-            opts = dict(self.spec.pruner_options)
-            if strategy == "setwise":
-                from admit.prune.setwise import SetwisePruner
+            from admit.prune import PrunerResources, get_strategy
 
-                accepted = inspect.signature(SetwisePruner).parameters
-                takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in accepted.values())
-                if ("embedder" in accepted or takes_any) and "embedder" not in opts:
-                    opts["embedder"] = self.embedder()
-                if not takes_any:
-                    opts = {k: v for k, v in opts.items() if k in accepted}
-            elif strategy in {"top_n", "score_threshold"}:
-                opts = {}
-            self._pruners[strategy] = resolve_pruner(strategy, **opts)
+            res = PrunerResources.from_options(self.spec.pruner_options)
+            if res.embedder is None:
+                res = replace(res, embedder=self.embedder())
+            self._pruners[strategy] = get_strategy(strategy).build(res)
         return self._pruners[strategy]
 
     def run(self, task: Task) -> dict[str, Any]:

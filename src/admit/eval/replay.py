@@ -20,7 +20,6 @@ hash of its request id) keeps its old decision and is counted as such.
 from __future__ import annotations
 
 import json
-import logging
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -30,17 +29,15 @@ from typing import Any
 from admit.errors import ConfigError, RequestError
 from admit.eval.metrics import CostRates
 from admit.pipeline import PackRequest, Pipeline
-from admit.route import PolicySet, load_policy_set
+from admit.policy import PolicySet, load_policy_set
 from admit.tools import Redactor
-from admit.trace import TraceSink
+from admit.trace import TraceRecord, TraceSink
 from admit.types import PackResult
-
-logger = logging.getLogger(__name__)
 
 __all__ = [
     "ReplayLog",
     "ReplayReport",
-    "RequestLoggingPipeline",
+    "RequestLog",
     "record_for_replay",
     "replay_file",
     "replay_records",
@@ -134,32 +131,33 @@ class ReplayLog:
             fh.write(line + "\n")
 
 
-class RequestLoggingPipeline(Pipeline):
-    """A pipeline that writes its trace records itself, adding the request when ``log_requests`` is on.
+class RequestLog:
+    """A trace sink (a :class:`~admit.pipeline.RequestSink`) that writes each pack record to ``out``, with the
+    request when ``log_requests`` is on.
 
     With requests in the trace file, ``admit replay`` re-runs the log (the request holds the question, the
-    principal and the candidates with their text: opt in). ``admit serve`` (``trace_requests = true``) and the
-    ``--trace-file`` option of ``admit search`` and ``admit pack`` write their trace files through it.
+    principal and the candidates with their text: opt in; tool outputs are written with their rows redacted by
+    ``redactor``). ``admit serve`` (``trace_requests = true``) and the ``--trace-file`` option of ``admit search``
+    and ``admit pack`` write their trace files through it: ``Pipeline(sink=RequestLog(...))``.
     """
 
-    def __init__(self, *, out: TraceSink | None, log_requests: bool, **kwargs: Any) -> None:
-        """Build the pipeline (``kwargs`` as :class:`~admit.pipeline.Pipeline`) writing records to ``out``."""
-        super().__init__(sink=None, **kwargs)
+    def __init__(self, out: TraceSink, *, log_requests: bool, redactor: Redactor | None = None) -> None:
+        """Write to ``out``; ``redactor`` (default :meth:`Redactor.default`) redacts logged tool outputs."""
         self.out = out
         self.log_requests = log_requests
+        self.redactor = redactor
 
-    def pack(self, req: PackRequest) -> PackResult:
-        """Run the pipeline, then write the trace record (and the request, when logged)."""
-        res = super().pack(req)
-        if self.out is not None:
-            record: dict[str, Any] = dict(res.trace)
-            try:
-                if self.log_requests:
-                    record["request"] = record_for_replay(req, res, redactor=self.redactor)["request"]
-                self.out.write(record)
-            except Exception:  # a broken sink must not fail the request; say so
-                logger.exception("trace sink failed for request %s", res.trace.get("request_id"))
-        return res
+    def write(self, record: Mapping[str, Any]) -> None:
+        """Write a record that comes without its request (a shadow record)."""
+        self.out.write(record)
+
+    def write_request(self, record: TraceRecord, request: PackRequest) -> None:
+        """Write the record, with the request when logged (its request id is the trace's, for the rollout)."""
+        if self.log_requests:
+            logged = request_to_json(request, redactor=self.redactor)
+            logged["request_id"] = record.get("request_id") or request.request_id
+            record = {**record, "request": logged}
+        self.out.write(record)
 
 
 @dataclass(slots=True, kw_only=True)

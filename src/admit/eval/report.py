@@ -19,7 +19,8 @@ from typing import Any, Literal
 
 from admit.errors import MissingExtraError
 from admit.eval.metrics import question_diagnosis
-from admit.eval.sweep import BASELINES, DEFAULT_PARAMS, Config, EvalRun, dump_metrics
+from admit.eval.sweep import BASELINES, Config, EvalRun, dump_metrics
+from admit.prune import find_strategy
 
 __all__ = [
     "headline_config",
@@ -37,15 +38,17 @@ Axis = Literal["chunk", "token"]
 TARGET = (0.68, 0.96)
 """The published target: at least 96% retained recall at 68% compression."""
 
-_COLORS = {
-    "setwise": "#d62728",
-    "graded": "#9467bd",
-    "select": "#8c564b",
-    "budget_select": "#e377c2",
-    "anchors": "#17becf",
-    "top_n": "#1f77b4",
-    "score_threshold": "#2ca02c",
-}
+_PALETTE = ("#7f7f7f", "#bcbd22", "#ff7f0e", "#aec7e8", "#98df8a")
+"""Colours of strategies whose spec names none (plug-ins), in order of appearance."""
+
+
+def _color(strategy: str, others: list[str]) -> str | None:
+    spec = find_strategy(strategy)
+    if spec is not None and spec.color:
+        return spec.color
+    if strategy not in others:
+        others.append(strategy)
+    return _PALETTE[others.index(strategy) % len(_PALETTE)]
 
 
 def _xkey(axis: Axis) -> str:
@@ -121,12 +124,13 @@ def plot_pareto(run: EvalRun, path: str | Path | None = None, *, axis: Axis = "c
     fig, axes = plt.subplots(nrows, ncols, figsize=(6.4 * ncols, 4.8 * nrows), squeeze=False)
     for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
+    others: list[str] = []
     for ax, group in zip(axes.flat, panels, strict=False):
         for s in _strategies(run):
             pts = strategy_points(run, s, axis, group)
             if not pts:
                 continue
-            color = _COLORS.get(s)
+            color = _color(s, others)
             ax.scatter([p[0] for p in pts], [p[1] for p in pts], s=10, alpha=0.35, color=color)
             front = pareto_front(pts)
             ax.plot(
@@ -173,8 +177,9 @@ def headline_config(run: EvalRun, strategy: str, *, axis: Axis = "chunk") -> Con
     cands = [c for c in run.configs if c.strategy == strategy]
     if not cands:
         return None
-    default = DEFAULT_PARAMS.get(strategy)
-    if default is not None:
+    spec = find_strategy(strategy)
+    default = spec.default_params if spec is not None else None
+    if default:
         for c in cands:
             if all(c.params.get(k) == v for k, v in default.items()):
                 return c

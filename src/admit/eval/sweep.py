@@ -1,7 +1,7 @@
 """Sweeps: a grid of pruner configurations over labelled data, cached, with per-configuration metrics.
 
 :func:`run_eval` is the driver. It reranks every record once (cached), grades each record once per
-*grading key* (for strategies in :data:`~admit.eval.engine.GRADE_ONLY_STRATEGIES` the threshold and
+*grading key* (for a strategy whose spec sets ``regrade_from_grades`` the threshold and
 keep_top_k are applied by the harness, so a threshold sweep costs one grading), reads what it can from the
 cache, ships the rest to an engine, and joins the outcomes with the labels to compute the metrics.
 """
@@ -22,17 +22,15 @@ from typing import Any
 from admit.errors import ConfigError
 from admit.eval.cache import EvalCache, outcome_key, record_digest, score_key, token_key
 from admit.eval.dataset import EvalRecord
-from admit.eval.engine import GRADE_ONLY_STRATEGIES, SETTING_KEYS, Engine, LocalEngine, RunSpec, Task, rank_order
+from admit.eval.engine import Engine, LocalEngine, RunSpec, Task, rank_order
 from admit.eval.metrics import CostRates, QuestionResult, breakdowns, percentile
-from admit.prune import STRATEGIES
+from admit.policy import load_policy_set
+from admit.prune import PrunerResources, find_strategy, get_strategy, strategy_names, strategy_specs
 from admit.prune.base import PruneOutcome, apply_threshold, fallback_outcome
-from admit.route import PruneSettings, load_policy_set
+from admit.prune.settings import SETTING_KEYS, PruneSettings
 from admit.types import Scored
 
 __all__ = [
-    "CPU_STRATEGIES",
-    "DEFAULT_GRIDS",
-    "LLM_STRATEGIES",
     "Config",
     "EvalOptions",
     "EvalRun",
@@ -44,27 +42,12 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-CPU_STRATEGIES = ("setwise", "top_n", "score_threshold")
-LLM_STRATEGIES = ("graded", "select", "budget_select", "anchors")
 BASELINES = ("top_n", "score_threshold")
 
-DEFAULT_GRIDS: dict[str, dict[str, list[Any]]] = {
-    "setwise": {"threshold": [2, 3, 4, 5], "keep_top_k": [0, 1, 2]},
-    "top_n": {"n": [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 15, 20]},
-    "score_threshold": {"relative": [True], "min_score": [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]},
-    "graded": {"threshold": [2, 3, 4], "keep_top_k": [0, 1, 2]},
-    "select": {"keep_top_k": [0, 1, 2]},
-    "budget_select": {"m": [1, 2], "n": [1, 2, 3]},
-    "anchors": {"threshold": [2, 3, 4, 5]},
-}
-"""The grid ``--strategy all`` (or a strategy without ``--sweep``) runs."""
 
-DEFAULT_PARAMS: dict[str, dict[str, Any]] = {
-    "setwise": {"threshold": 3, "keep_top_k": 1},
-    "top_n": {"n": 3},
-    "score_threshold": {"relative": True, "min_score": 0.5},
-}
-"""Each strategy's default operating point (the one shipped policies use)."""
+def _regrades(strategy: str) -> bool:
+    spec = find_strategy(strategy)
+    return spec is not None and spec.regrade_from_grades
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,7 +68,7 @@ class Config:
 
     def grading_params(self) -> dict[str, Any]:
         """The parameters that change grades (threshold/keep_top_k dropped for grade-only strategies)."""
-        if self.strategy in GRADE_ONLY_STRATEGIES:
+        if _regrades(self.strategy):
             return {k: v for k, v in sorted(self.params.items()) if k not in ("threshold", "keep_top_k")}
         return dict(sorted(self.params.items()))
 
@@ -153,8 +136,8 @@ def expand_grid(
     strategy: str, sweep: Mapping[str, Sequence[Any]], fixed: Mapping[str, Any] | None = None
 ) -> list[Config]:
     """The cartesian product of ``sweep`` values, each merged over ``fixed``."""
-    if strategy not in STRATEGIES:
-        raise ConfigError(f"Unknown strategy {strategy!r}; known: {', '.join(STRATEGIES)}, all.")
+    if find_strategy(strategy) is None:
+        raise ConfigError(f"Unknown strategy {strategy!r}; known: {', '.join(strategy_names())}, all.")
     fixed = dict(fixed or {})
     if not sweep:
         return [Config(strategy=strategy, params=fixed)]
@@ -256,24 +239,6 @@ def effective_reranker(name: str) -> tuple[str, str | None]:
     return name, None
 
 
-_PRUNER_MODULES: dict[str, tuple[str, ...]] = {
-    "setwise": (
-        "admit.prune.setwise",
-        "admit.passages",
-        *(
-            f"admit.prune.setwise_model.{m}"
-            for m in ("text", "features", "links", "stages", "coverage", "model", "trees", "scorer")
-        ),
-    ),
-    "top_n": ("admit.prune.top_n",),
-    "score_threshold": ("admit.prune.score_threshold",),
-    **{
-        s: (f"admit.prune.{s}", "admit.prune._llm_common", "admit.prune._parsing", "admit.prune.llm_strategies")
-        for s in LLM_STRATEGIES
-    },
-}
-
-
 def source_digest(modules: Sequence[str], files: Sequence[Path] = ()) -> str:
     """SHA-1 (16 hex) of the source of ``modules`` and of ``files``: cache keys change when the code does."""
     h = hashlib.sha1()
@@ -298,26 +263,23 @@ def reranker_identity(name: str, embedder: str) -> str:
 
 
 def pruner_identity(strategy: str, options: EvalOptions) -> str:
-    """What besides the parameters decides a strategy's grades: its code, model file, LLM model, prompt version."""
+    """What besides the parameters decides a strategy's grades: its code (the spec's source modules), and what
+    its spec's ``identity`` names (a model file's digest, the embedder, the LLM model, the prompt version)."""
     from admit import __version__
 
-    files: list[Path] = []
+    spec = get_strategy(strategy)
     parts = [strategy, __version__]
-    if strategy == "setwise":
-        from admit.prune.setwise_model.model import DEFAULT_MODEL_PATH
-
-        files.append(DEFAULT_MODEL_PATH)
-        parts.append(options.embedder)
-    elif strategy in LLM_STRATEGIES:
-        parts.append(str(options.pruner_options.get("llm_model", "")))
-        parts.append(str(options.pruner_options.get("llm_base_url", "")))
-        try:
-            mod = importlib.import_module("admit.prune._llm_common")
-            parts.append(str(getattr(mod, "PROMPT_VERSION", "")))
-        except ImportError:
-            pass
-    parts.append(source_digest(["admit.prune.base", *_PRUNER_MODULES.get(strategy, ())], files))
+    if spec.identity is not None:
+        parts.extend(spec.identity(_resources(options)))
+    parts.append(source_digest(["admit.prune.base", *spec.source_modules]))
     return ":".join(parts)
+
+
+def _resources(options: EvalOptions) -> PrunerResources:
+    from dataclasses import replace
+
+    res = PrunerResources.from_options(options.pruner_options)
+    return res if res.embedder is not None else replace(res, embedder=options.embedder)
 
 
 def _kept_from_grades(
@@ -438,7 +400,7 @@ def run_eval(
         why: dict[str, dict[str, str]] = {}
         for r, key in zip(records, gkeys[c.name], strict=True):
             o = outcomes[key]
-            if c.strategy in GRADE_ONLY_STRATEGIES:
+            if _regrades(c.strategy):
                 po = _kept_from_grades(c.strategy, ranked_by_record[r.id], o, settings)
                 kept = tuple(po.kept_ids)
                 why[r.id] = {g.chunk_id: g.reason for g in po.graded}
@@ -534,36 +496,40 @@ def configs_for(
     """
     notes: list[str] = []
     names: list[str] = []
+    specs = strategy_specs()
+    llm_names = [sp.name for sp in specs if sp.shows_text_to_llm]
     for s in strategies:
         if s == "all":
-            names.extend(CPU_STRATEGIES)
+            names.extend(sp.name for sp in specs if not sp.shows_text_to_llm)
             if llm_available:
-                names.extend(LLM_STRATEGIES)
+                names.extend(llm_names)
             else:
-                notes.append(f"LLM strategies skipped ({', '.join(LLM_STRATEGIES)}): no --llm-base-url given.")
+                notes.append(f"LLM strategies skipped ({', '.join(llm_names)}): no --llm-base-url given.")
         else:
             names.append(s)
     names = list(dict.fromkeys(names))
     out: list[Config] = []
     for s in names:
-        if s in LLM_STRATEGIES and not llm_available:
-            raise ConfigError(f"Strategy {s!r} needs an LLM endpoint: pass --llm-base-url and --llm-model.")
-        if s == "setwise" and importlib.util.find_spec("admit.prune.setwise") is None:
+        spec = find_strategy(s)
+        if spec is None:
             if "all" in strategies:
-                notes.append("setwise skipped: admit.prune.setwise is not installed in this build.")
+                notes.append(f"{s} skipped: it is not available in this build.")
                 continue
-            raise ConfigError("Strategy 'setwise' is not available in this build (admit.prune.setwise missing).")
+            raise ConfigError(f"Strategy {s!r} is not available here; known: {', '.join(strategy_names())}.")
+        if spec.shows_text_to_llm and not llm_available:
+            raise ConfigError(f"Strategy {s!r} needs an LLM endpoint: pass --llm-base-url and --llm-model.")
         if len(names) == 1 and sweep:
             grid = dict(sweep)
         else:  # several strategies: each takes the sweep keys it understands over its default grid
-            grid = {**DEFAULT_GRIDS.get(s, {}), **{k: v for k, v in sweep.items() if k in _keys_for(s)}}
+            grid = {**spec.default_grid, **{k: v for k, v in sweep.items() if k in _keys_for(s)}}
         grid = {k: v for k, v in grid.items() if k not in fixed or k in sweep}
         out.extend(expand_grid(s, grid, fixed))
     return out, notes
 
 
 def _keys_for(strategy: str) -> set[str]:
-    return set(DEFAULT_GRIDS.get(strategy, {})) | set(SETTING_KEYS)
+    spec = find_strategy(strategy)
+    return set(spec.default_grid if spec is not None else {}) | set(SETTING_KEYS)
 
 
 def dump_metrics(run: EvalRun, path: str | Path) -> None:

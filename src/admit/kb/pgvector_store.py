@@ -12,14 +12,15 @@ import contextlib
 import json
 import logging
 import re
-import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 import numpy as np
 
 from admit.errors import ConfigError, MissingExtraError, StoreError
 from admit.kb._rows import dt_from_ts
+from admit.kb.connections import ThreadConnections
 from admit.kb.store import (
     ChunkRecord,
     FloatVector,
@@ -33,7 +34,7 @@ from admit.kb.store import (
 )
 from admit.types import Access, Principal
 
-__all__ = ["PgvectorStore"]
+__all__ = ["PgvectorStore", "from_url"]
 
 logger = logging.getLogger(__name__)
 
@@ -66,14 +67,11 @@ class PgvectorStore(HybridSearch):
         self.dsn = dsn
         self.table = table
         self.dim = int(dim)
-        self._local = threading.local()
-        self._conns: list[Any] = []
-        self._lock = threading.Lock()
-        self._closed = False
+        self._conns = ThreadConnections(self._open, label="PgvectorStore", usable=lambda c: not c.closed)
         t = table
         with self._tx() as cur:
             cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        self._local.conn = None  # re-register the vector type now that the extension exists
+        self._conns.forget_current()  # re-register the vector type now that the extension exists
         with self._tx() as cur:
             cur.execute(f"""
                 CREATE TABLE IF NOT EXISTS {t} (
@@ -115,21 +113,17 @@ class PgvectorStore(HybridSearch):
                 raise ConfigError(f"Table {t!r} holds {row[0]}-d vectors, not {self.dim}-d.")
 
     # -- connections ---------------------------------------------------------------------------------------
-    def _conn(self) -> Any:
-        if self._closed:
-            raise StoreError("PgvectorStore is closed.")
-        conn = getattr(self._local, "conn", None)
-        if conn is None or conn.closed:
-            try:
-                conn = self._psycopg.connect(self.dsn, autocommit=True)
-                with contextlib.suppress(Exception):  # before CREATE EXTENSION the type does not exist yet
-                    self._register(conn)
-            except Exception as exc:
-                raise StoreError(f"Cannot connect to PostgreSQL: {exc}") from exc
-            self._local.conn = conn
-            with self._lock:
-                self._conns.append(conn)
+    def _open(self) -> Any:
+        try:
+            conn = self._psycopg.connect(self.dsn, autocommit=True)
+        except Exception as exc:
+            raise StoreError(f"Cannot connect to PostgreSQL: {exc}") from exc
+        with contextlib.suppress(Exception):  # before CREATE EXTENSION the type does not exist yet
+            self._register(conn)
         return conn
+
+    def _conn(self) -> Any:
+        return self._conns.get()
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[Any]:
@@ -144,12 +138,7 @@ class PgvectorStore(HybridSearch):
 
     def close(self) -> None:
         """Close every connection."""
-        with self._lock:
-            for c in self._conns:
-                with contextlib.suppress(Exception):
-                    c.close()
-            self._conns.clear()
-        self._closed = True
+        self._conns.close()
 
     # -- meta ----------------------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -360,3 +349,13 @@ class PgvectorStore(HybridSearch):
             Hit(record=recs[cid], fused=score, bm25_rank=lr, vector_rank=vr, bm25=ls, similarity=sim)
             for cid, score, lr, vr, ls, sim in fused
         ]
+
+
+def from_url(url: str, *, dim: int) -> PgvectorStore:
+    """``postgresql://user@host:port/db?table=admit_chunks`` (``postgres://`` too); other query keys stay in the DSN."""
+    u = urlparse(url)
+    q = {k: v[-1] for k, v in parse_qs(u.query).items()}
+    table = q.pop("table", "admit_chunks")
+    rest = "&".join(f"{k}={v}" for k, v in q.items())
+    dsn = url.split("?", 1)[0] + (f"?{rest}" if rest else "")
+    return PgvectorStore(dsn, table=table, dim=dim)

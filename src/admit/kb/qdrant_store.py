@@ -16,6 +16,7 @@ import uuid
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from admit.kb.store import (
 )
 from admit.types import Principal
 
-__all__ = ["QdrantStore", "sparse_terms"]
+__all__ = ["QdrantStore", "from_url", "sparse_terms"]
 
 logger = logging.getLogger(__name__)
 
@@ -351,3 +352,18 @@ class QdrantStore(HybridSearch):
                 self.client.close()
             except Exception:  # closing twice, or a server already gone
                 logger.debug("qdrant close failed", exc_info=True)
+
+
+def from_url(url: str, *, dim: int) -> QdrantStore:
+    """``qdrant://host:6333/collection`` (``qdrant+https://`` over TLS, ``?api_key=``), or the client's embedded
+    local mode: ``qdrant+local:///dir?collection=c``, ``qdrant+local://:memory:``."""
+    u = urlparse(url)
+    q = {k: v[-1] for k, v in parse_qs(u.query).items()}
+    if u.scheme == "qdrant+local":
+        loc = ":memory:" if url.startswith("qdrant+local://:memory:") else (u.path or "")
+        return QdrantStore(path=loc, collection=q.get("collection", "admit_chunks"), dim=dim)
+    scheme = "https" if u.scheme == "qdrant+https" else "http"
+    collection = u.path.strip("/") or q.get("collection", "admit_chunks")
+    return QdrantStore(
+        url=f"{scheme}://{u.hostname}:{u.port or 6333}", collection=collection, dim=dim, api_key=q.get("api_key")
+    )

@@ -24,6 +24,7 @@ import numpy as np
 
 from admit.errors import ConfigError, MissingExtraError, StoreError
 from admit.kb._rows import dt_from_ts, ts_from_dt
+from admit.kb.connections import ThreadConnections
 from admit.kb.store import (
     ChunkRecord,
     FloatVector,
@@ -37,7 +38,7 @@ from admit.kb.store import (
 )
 from admit.types import Access, Principal
 
-__all__ = ["SqliteStore"]
+__all__ = ["SqliteStore", "from_url"]
 
 logger = logging.getLogger(__name__)
 
@@ -118,11 +119,8 @@ class SqliteStore(HybridSearch):
                 p.parent.mkdir(parents=True, exist_ok=True)
             self._uri = p.resolve().as_uri()
         self.path = str(path)
-        self._local = threading.local()
-        self._conns: list[Any] = []
-        self._conns_lock = threading.Lock()
+        self._conns = ThreadConnections(self._open, label=f"knowledge base {self.path!r}")
         self._write_lock = threading.RLock()
-        self._closed = False
         conn = self._conn()
         with self._write_lock:
             conn.executescript(_SCHEMA)
@@ -140,28 +138,21 @@ class SqliteStore(HybridSearch):
                 )
 
     # -- connections ---------------------------------------------------------------------------------------
-    def _conn(self) -> Any:
-        if self._closed:
-            raise StoreError(f"SqliteStore {self.path!r} is closed.")
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            try:
-                conn = self._sqlean.connect(self._uri, uri=True, check_same_thread=False, timeout=30.0)
-                conn.enable_load_extension(True)
-                self._vec.load(conn)
-                conn.enable_load_extension(False)
-                conn.isolation_level = None  # explicit transactions
-                if not self._memory:
-                    conn.execute("PRAGMA journal_mode=WAL")
-                    conn.execute("PRAGMA synchronous=NORMAL")
-                conn.execute("PRAGMA foreign_keys=OFF")
-                conn.execute("PRAGMA cache_size=-65536")
-            except Exception as exc:
-                raise StoreError(f"Cannot open knowledge base {self.path!r}: {exc}") from exc
-            self._local.conn = conn
-            with self._conns_lock:
-                self._conns.append(conn)
+    def _open(self) -> Any:
+        conn = self._sqlean.connect(self._uri, uri=True, check_same_thread=False, timeout=30.0)
+        conn.enable_load_extension(True)
+        self._vec.load(conn)
+        conn.enable_load_extension(False)
+        conn.isolation_level = None  # explicit transactions
+        if not self._memory:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA foreign_keys=OFF")
+        conn.execute("PRAGMA cache_size=-65536")
         return conn
+
+    def _conn(self) -> Any:
+        return self._conns.get()
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[Any]:
@@ -177,13 +168,7 @@ class SqliteStore(HybridSearch):
 
     def close(self) -> None:
         """Close every connection this store opened."""
-        with self._conns_lock:
-            for c in self._conns:
-                with contextlib.suppress(Exception):
-                    c.close()
-            self._conns.clear()
-        self._closed = True
-        self._local = threading.local()
+        self._conns.close()
 
     # -- meta ----------------------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -455,3 +440,9 @@ class SqliteStore(HybridSearch):
             for cid, score, lr, vr, ls, sim in fused
             if int(cid) in recs
         ]
+
+
+def from_url(url: str, *, dim: int) -> SqliteStore:
+    """A file path, ``:memory:``, or ``sqlite:///path/kb.sqlite``."""
+    path = url[len("sqlite://") :] if url.startswith("sqlite://") else url
+    return SqliteStore(path or ":memory:", dim=dim)

@@ -27,7 +27,7 @@ from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.errors import AdmitError, ConfigError, GraderOutputError
 from admit.prune.base import RUBRIC, PruneOutcome, apply_threshold
 from admit.prune.cache import PruneCache, cache_key, cached_outcome
-from admit.route import PruneSettings
+from admit.prune.settings import PruneSettings
 from admit.types import Message, Scored, Usage
 
 __all__ = [

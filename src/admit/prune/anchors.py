@@ -23,10 +23,11 @@ from admit.prune._llm_common import llm_cache_key, rubric_text
 from admit.prune._parsing import parse_anchors
 from admit.prune.base import PruneOutcome, apply_threshold
 from admit.prune.cache import PruneCache, cached_outcome
-from admit.route import PruneSettings
+from admit.prune.llm_strategies import llm_spec
+from admit.prune.settings import PruneSettings
 from admit.types import Chunk, Message, Scored, Usage
 
-__all__ = ["ANCHOR_SCHEMA", "AnchorsPruner"]
+__all__ = ["ANCHOR_SCHEMA", "SPEC", "AnchorsPruner"]
 
 _LEVELS = (5, 4, 3, 2, 1)
 ANCHOR_SCHEMA: dict[str, Any] = {
@@ -157,3 +158,16 @@ class AnchorsPruner:
         if self.cache is not None and key is not None:
             self.cache.put(key, {"grades": grades, "reasons": reasons})
         return apply_threshold(self.name, candidates, grades, settings, reasons=reasons, usage=usage, notes=notes)
+
+
+SPEC = llm_spec(
+    "anchors",
+    AnchorsPruner,
+    params={},
+    windowed=False,
+    extra=lambda res: {} if res.reranker is None else {"reranker": res.reranker},
+    default_grid={"threshold": [2, 3, 4, 5]},
+    color="#17becf",
+    summary="LLM-written anchors calibrate the reranker",
+)
+"""``anchors`` in the strategy catalogue."""

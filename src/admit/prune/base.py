@@ -15,7 +15,7 @@ from enum import IntEnum
 from typing import Any, Protocol, runtime_checkable
 
 from admit.errors import AdmitError, ConfigError
-from admit.route import PruneSettings
+from admit.prune.settings import PruneSettings
 from admit.types import Scored, Usage
 
 __all__ = [

@@ -13,9 +13,11 @@ from typing import Any
 from admit.errors import ConfigError
 from admit.prune._llm_common import LLMPrunerBase, Rendered, _Ctx, data_rules
 from admit.prune._parsing import parse_selection
+from admit.prune.checks import int_at_least
+from admit.prune.llm_strategies import LLM_PARAMS, llm_spec
 from admit.types import Scored
 
-__all__ = ["BudgetSelectPruner"]
+__all__ = ["SPEC", "BudgetSelectPruner"]
 
 
 class BudgetSelectPruner(LLMPrunerBase):
@@ -108,3 +110,14 @@ def _check(m: Any, n: Any) -> None:
         ok = False
     if not ok:
         raise ConfigError(f"budget_select: m and n must be integers >= 0, got m={m!r}, n={n!r}.")
+
+
+SPEC = llm_spec(
+    "budget_select",
+    BudgetSelectPruner,
+    params={**LLM_PARAMS, "m": int_at_least(0), "n": int_at_least(0)},
+    default_grid={"m": [1, 2], "n": [1, 2, 3]},
+    color="#e377c2",
+    summary="keep the top m, the LLM adds up to n",
+)
+"""``budget_select`` in the strategy catalogue."""

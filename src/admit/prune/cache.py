@@ -19,7 +19,7 @@ from typing import Any
 
 from admit.errors import ConfigError, StoreError
 from admit.prune.base import PruneOutcome, apply_threshold
-from admit.route import PruneSettings
+from admit.prune.settings import PruneSettings
 from admit.types import Scored, Usage
 
 __all__ = ["PruneCache", "cache_key", "chunk_hash"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from admit.prune.base import PruneOutcome, apply_threshold
-from admit.route import PruneSettings
+from admit.prune.settings import PruneSettings
 from admit.types import Chunk, Scored
 
 __all__ = ["FakeGrader"]

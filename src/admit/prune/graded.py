@@ -12,8 +12,9 @@ from typing import Any
 
 from admit.prune._llm_common import LLMPrunerBase, Rendered, _Ctx, data_rules, rubric_text
 from admit.prune._parsing import parse_grades
+from admit.prune.llm_strategies import LLM_PARAMS, llm_spec
 
-__all__ = ["GradedPruner"]
+__all__ = ["SPEC", "GradedPruner"]
 
 
 class GradedPruner(LLMPrunerBase):
@@ -55,3 +56,14 @@ class GradedPruner(LLMPrunerBase):
     ) -> tuple[dict[str, int], list[str], list[str]]:
         p = parse_grades(text, [r.sid for r in window])
         return p.grades, p.missing, p.notes
+
+
+SPEC = llm_spec(
+    "graded",
+    GradedPruner,
+    params=LLM_PARAMS,
+    default_grid={"threshold": [2, 3, 4], "keep_top_k": [0, 1, 2]},
+    color="#9467bd",
+    summary="listwise LLM grading on the five-level rubric",
+)
+"""``graded`` in the strategy catalogue."""

@@ -1,11 +1,13 @@
-"""Build the LLM pruners by name: ``graded``, ``select``, ``budget_select``, ``anchors``.
+"""What the LLM strategies (``graded``, ``select``, ``budget_select``, ``anchors``) share in their specs: the
+grader model from :class:`~admit.prune.spec.PrunerResources`, the cache and price table, the parameters every
+windowed LLM pruner reads, and the evaluation cache identity (LLM model, endpoint, prompt version).
 
-:func:`admit.prune.resolve_pruner` calls :func:`build` for these names.
+Each strategy module declares its own ``SPEC`` with :func:`llm_spec`.
 """
 
 from __future__ import annotations
 
-import logging
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +15,22 @@ from admit.backends.llms import LLM, PriceTable, environment_llm_spec, openai_sp
 from admit.errors import ConfigError
 from admit.prune.base import Pruner
 from admit.prune.cache import PruneCache
+from admit.prune.checks import Check, boolean, int_at_least, one_of, optional
+from admit.prune.spec import PrunerResources, StrategySpec
 
-__all__ = ["LLM_STRATEGIES", "build", "build_llm"]
+__all__ = ["LLM_PARAMS", "build_llm", "llm_spec", "llm_spec_parts"]
 
-logger = logging.getLogger(__name__)
+LLM_PARAMS: Mapping[str, Check] = {
+    "max_prompt_tokens": int_at_least(256),
+    "window_anchors": int_at_least(0),
+    "max_chunk_tokens": int_at_least(1),
+    "max_tokens": optional(int_at_least(1)),
+    "on_missing": one_of("reask", "on_error"),
+    "second_pass": boolean,
+}
+"""The parameters every windowed LLM pruner (``graded``, ``select``, ``budget_select``) reads."""
 
-LLM_STRATEGIES = ("graded", "select", "budget_select", "anchors")
-_FOREIGN = {"embedder", "scorer"}  # options meant for other strategies (the pipeline passes one set to all)
+_LLM_MODULES = ("admit.prune._llm_common", "admit.prune._parsing", "admit.prune.llm_strategies")
 
 
 def build_llm(
@@ -50,73 +61,72 @@ def build_llm(
     return resolve_llm(spec, **kwargs)
 
 
-def build(
-    name: str,
-    *,
-    llm: str | LLM | None = None,
-    llm_base_url: str | None = None,
-    llm_model: str | None = None,
-    llm_api_key_env: str | None = None,
-    llm_timeout: float | None = None,
-    reranker: Any = None,
-    cache: PruneCache | str | Path | bool | None = None,
-    price_table: PriceTable | dict[str, Any] | None = None,
-    window: int | None = None,
-    **kwargs: Any,
-) -> Pruner:
-    """Build an LLM pruner.
-
-    Args:
-        name: ``graded``, ``select``, ``budget_select`` or ``anchors``.
-        llm: An :class:`~admit.backends.llms.LLM` or a spec (``openai:MODEL@URL``, ``llama:PATH``, ``fake``).
-        llm_base_url: OpenAI-compatible endpoint, when ``llm`` is not given.
-        llm_model: Model name, when ``llm`` is not given.
-        llm_api_key_env: NAME of the environment variable holding the API key (default ``ADMIT_LLM_API_KEY``).
-        llm_timeout: Per-call timeout in seconds.
-        reranker: For ``anchors``: the reranker that scores anchors with the chunks (spec or instance).
-        cache: A :class:`PruneCache`, a path for an on-disk cache, ``True`` for an in-memory one.
-        price_table: A :class:`PriceTable` or ``{model: {"prompt": x, "completion": y}}``.
-        window: ``max_prompt_tokens`` per call (longer lists are split into windows).
-        **kwargs: Options of the strategy (``tokenizer``, ``concurrency``, ``second_pass``, ``m``, ``n``, ...).
-    """
-    if name not in LLM_STRATEGIES:
-        raise ConfigError(f"Unknown LLM pruning strategy {name!r}; known: {', '.join(LLM_STRATEGIES)}.")
-    dropped = sorted(set(kwargs) & _FOREIGN)
-    if dropped:
-        logger.debug("%s: ignoring options for other strategies: %s", name, dropped)
-    opts = {k: v for k, v in kwargs.items() if k not in _FOREIGN}
+def llm_spec_parts(name: str, res: PrunerResources) -> tuple[LLM, PruneCache | None, PriceTable | None]:
+    """The grader model, the cache and the price table of an LLM strategy, from the resources."""
     model = build_llm(
-        llm,
-        llm_base_url=llm_base_url,
-        llm_model=llm_model,
-        llm_api_key_env=llm_api_key_env,
-        llm_timeout=llm_timeout,
+        res.llm,
+        llm_base_url=res.llm_base_url,
+        llm_model=res.llm_model,
+        llm_api_key_env=res.llm_api_key_env,
+        llm_timeout=res.llm_timeout,
         strategy=name,
     )
-    if cache is True:
+    cache: PruneCache | None
+    if res.cache is True:
         cache = PruneCache()
-    elif isinstance(cache, str | Path):
-        cache = PruneCache(path=cache)
-    elif cache is False:
-        cache = None
-    prices = price_table if isinstance(price_table, PriceTable) or price_table is None else PriceTable(price_table)
-    if name == "anchors":
-        from admit.prune.anchors import AnchorsPruner
-
-        opts.pop("tokenizer", None)
-        try:
-            return AnchorsPruner(model, reranker=reranker, cache=cache, price_table=prices, **opts)
-        except TypeError as exc:
-            raise ConfigError(f"anchors: {exc}") from exc
-    if window is not None:
-        opts["max_prompt_tokens"] = int(window)
-    if name == "graded":
-        from admit.prune.graded import GradedPruner as cls
-    elif name == "select":
-        from admit.prune.select import SelectPruner as cls  # type: ignore[assignment]
+    elif isinstance(res.cache, str | Path):
+        cache = PruneCache(path=res.cache)
+    elif isinstance(res.cache, PruneCache):
+        cache = res.cache
     else:
-        from admit.prune.budget_select import BudgetSelectPruner as cls  # type: ignore[assignment]
-    try:
-        return cls(model, cache=cache, price_table=prices, **opts)
-    except TypeError as exc:
-        raise ConfigError(f"{name}: {exc}") from exc
+        cache = None
+    p = res.price_table
+    prices = p if isinstance(p, PriceTable) or p is None else PriceTable(dict(p))
+    return model, cache, prices
+
+
+def _identity(res: PrunerResources) -> tuple[str, ...]:
+    from admit.prune._llm_common import PROMPT_VERSION
+
+    llm = res.llm if isinstance(res.llm, str) else getattr(res.llm, "name", "")
+    return (str(llm or ""), str(res.llm_model or ""), str(res.llm_base_url or ""), PROMPT_VERSION)
+
+
+def llm_spec(
+    name: str,
+    make: Callable[..., Pruner],
+    *,
+    params: Mapping[str, Check],
+    windowed: bool = True,
+    extra: Callable[[PrunerResources], Mapping[str, Any]] | None = None,
+    default_grid: Mapping[str, Sequence[Any]],
+    color: str,
+    summary: str,
+) -> StrategySpec:
+    """The spec of an LLM strategy whose pruner is ``make(llm, cache=, price_table=, **options)``.
+
+    ``windowed`` pruners take ``max_prompt_tokens`` from :attr:`PrunerResources.window`; ``extra`` adds
+    constructor arguments taken from the resources (``anchors``: the reranker).
+    """
+
+    def build(res: PrunerResources) -> Pruner:
+        model, cache, prices = llm_spec_parts(name, res)
+        opts = {**(extra(res) if extra is not None else {}), **res.options_for(name)}
+        if windowed and res.window is not None:
+            opts["max_prompt_tokens"] = int(res.window)
+        try:
+            return make(model, cache=cache, price_table=prices, **opts)
+        except TypeError as exc:
+            raise ConfigError(f"{name}: {exc}") from exc
+
+    return StrategySpec(
+        name=name,
+        build=build,
+        params=params,
+        shows_text_to_llm=True,
+        source_modules=(f"admit.prune.{name}", *_LLM_MODULES),
+        identity=_identity,
+        default_grid=default_grid,
+        color=color,
+        summary=summary,
+    )

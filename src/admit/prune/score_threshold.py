@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from admit.prune.base import PruneOutcome, apply_threshold
-from admit.route import PruneSettings
+from admit.prune.checks import boolean, number
+from admit.prune.settings import PruneSettings
+from admit.prune.spec import StrategySpec
 from admit.types import Scored
 
-__all__ = ["ScoreThresholdPruner"]
+__all__ = ["SPEC", "ScoreThresholdPruner"]
 
 
 class ScoreThresholdPruner:
@@ -34,3 +36,17 @@ class ScoreThresholdPruner:
         return apply_threshold(
             self.name, candidates, grades, settings, reasons=[f"score {v:.3f} vs cut {cut}" for v in vals]
         )
+
+
+SPEC = StrategySpec(
+    name="score_threshold",
+    build=lambda res: ScoreThresholdPruner(),
+    params={"min_score": number, "relative": boolean},
+    regrade_from_grades=True,
+    source_modules=("admit.prune.score_threshold",),
+    default_params={"relative": True, "min_score": 0.5},
+    default_grid={"relative": [True], "min_score": [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]},
+    color="#2ca02c",
+    summary="baseline: keep scores above a cut",
+)
+"""``score_threshold`` in the strategy catalogue."""

@@ -10,8 +10,9 @@ from typing import Any
 
 from admit.prune._llm_common import LLMPrunerBase, Rendered, _Ctx, data_rules
 from admit.prune._parsing import parse_selection
+from admit.prune.llm_strategies import LLM_PARAMS, llm_spec
 
-__all__ = ["SelectPruner"]
+__all__ = ["SPEC", "SelectPruner"]
 
 
 class SelectPruner(LLMPrunerBase):
@@ -50,3 +51,14 @@ class SelectPruner(LLMPrunerBase):
         p = parse_selection(text, [r.sid for r in window])
         chosen = set(p.selected)
         return {r.sid: 5 if r.sid in chosen else 1 for r in window}, [], p.notes
+
+
+SPEC = llm_spec(
+    "select",
+    SelectPruner,
+    params=LLM_PARAMS,
+    default_grid={"keep_top_k": [0, 1, 2]},
+    color="#8c564b",
+    summary="the LLM names the chunks to keep",
+)
+"""``select`` in the strategy catalogue."""

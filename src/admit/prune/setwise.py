@@ -22,12 +22,13 @@ from pathlib import Path
 
 from admit.backends.embedders.base import Embedder
 from admit.prune.base import PruneOutcome, apply_threshold
+from admit.prune.settings import PruneSettings
 from admit.prune.setwise_model import SetwiseItem, SetwiseScorer
 from admit.prune.setwise_model.text import identifiers
-from admit.route import PruneSettings
+from admit.prune.spec import PrunerResources, StrategySpec, file_digest
 from admit.types import Scored
 
-__all__ = ["SetwisePruner", "identifiers"]
+__all__ = ["SPEC", "SetwisePruner", "identifiers"]
 
 
 class SetwisePruner:
@@ -48,7 +49,6 @@ class SetwisePruner:
         scorer: SetwiseScorer | None = None,
         embedder: Embedder | str | None = None,
         model_path: str | Path | None = None,
-        **_: object,
     ) -> None:
         """Create the pruner; ``embedder`` may be a name (shared per process), an instance or a KB's cache."""
         if scorer is None:
@@ -76,3 +76,36 @@ class SetwisePruner:
             reasons=reasons,
             notes=(f"expected_needed={scores.expected_needed:.2f}",),
         )
+
+
+def _build(res: PrunerResources) -> SetwisePruner:
+    return SetwisePruner(embedder=res.embedder, **res.options_for("setwise"))
+
+
+def _identity(res: PrunerResources) -> tuple[str, ...]:
+    from admit.prune.setwise_model.model import DEFAULT_MODEL_PATH
+
+    emb = res.embedder
+    name = emb if isinstance(emb, str) else getattr(emb, "name", "minilm")
+    return (str(name or "minilm"), file_digest(DEFAULT_MODEL_PATH))
+
+
+SPEC = StrategySpec(
+    name="setwise",
+    build=_build,
+    regrade_from_grades=True,
+    source_modules=(
+        "admit.prune.setwise",
+        "admit.passages",
+        *(
+            f"admit.prune.setwise_model.{m}"
+            for m in ("text", "features", "links", "stages", "coverage", "model", "trees", "scorer")
+        ),
+    ),
+    identity=_identity,
+    default_params={"threshold": 3, "keep_top_k": 1},
+    default_grid={"threshold": [2, 3, 4, 5], "keep_top_k": [0, 1, 2]},
+    color="#d62728",
+    summary="the embedded set-aware CPU pruner (default)",
+)
+"""``setwise`` in the strategy catalogue."""

@@ -5,10 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from admit.prune.base import PruneOutcome, apply_threshold
-from admit.route import PruneSettings
+from admit.prune.checks import int_at_least
+from admit.prune.settings import PruneSettings
+from admit.prune.spec import StrategySpec
 from admit.types import Scored
 
-__all__ = ["TopNPruner"]
+__all__ = ["SPEC", "TopNPruner"]
 
 
 class TopNPruner:
@@ -27,3 +29,17 @@ class TopNPruner:
         return apply_threshold(
             self.name, candidates, grades, settings, reasons=[f"rank {c.rank + 1}" for c in candidates]
         )
+
+
+SPEC = StrategySpec(
+    name="top_n",
+    build=lambda res: TopNPruner(**res.options_for("top_n")),
+    params={"n": int_at_least(0)},
+    regrade_from_grades=True,
+    source_modules=("admit.prune.top_n",),
+    default_params={"n": 3},
+    default_grid={"n": [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 15, 20]},
+    color="#1f77b4",
+    summary="baseline: keep the n best reranked",
+)
+"""``top_n`` in the strategy catalogue."""

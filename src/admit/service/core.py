@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 from admit.backends.tokenizers import resolve_tokenizer
 from admit.errors import BackendError
-from admit.pipeline import PackRequest, Pipeline
+from admit.pipeline import PackRequest, Pipeline, PruneRun, question_id, request_hash
 from admit.service.limits import (
     check_pack_limits,
     check_prune_limits,
@@ -24,12 +24,15 @@ from admit.service.limits import (
     resolve_model,
     run_bounded,
 )
-from admit.service.schemas import PruneBody, PruneDecisionOut, PruneResponse, SearchBody
 from admit.service.state import KnowledgeBaseLike, ServiceState
 from admit.tools import ToolOutput
+from admit.trace import PrunerRecord, TraceRecord
 from admit.types import Chunk, PackResult, Principal
 
 __all__ = [
+    "PruneAnswer",
+    "PruneQuery",
+    "SearchQuery",
     "cap_tools",
     "pack",
     "prune",
@@ -46,20 +49,20 @@ logger = logging.getLogger(__name__)
 # ---------------------------------------------------------------- the async entry points (limits + deadline)
 
 
-async def search(state: ServiceState, body: SearchBody, principal: Principal) -> PackResult:
+async def search(state: ServiceState, query: SearchQuery, principal: Principal) -> PackResult:
     """Search the knowledge base as ``principal`` and admit the result, within the limits and the deadline."""
-    check_search_limits(body.question, body.top_k, state.limits)
+    check_search_limits(query.question, query.top_k, state.limits)
     kb = state.kb
     if kb is None:
         raise BackendError("no knowledge base is configured on this server (start it with --kb)")
-    res, _ = await run_bounded(state, lambda: run_search(state, kb, body, principal))
+    res, _ = await run_bounded(state, lambda: run_search(state, kb, query, principal))
     return res
 
 
-async def prune(state: ServiceState, body: PruneBody) -> PruneResponse:
+async def prune(state: ServiceState, query: PruneQuery) -> PruneAnswer:
     """Prune bring-your-own chunks, within the limits and the deadline."""
-    check_prune_limits(body.question, [c.text for c in body.candidates], state.limits)
-    return await run_bounded(state, lambda: run_prune(state, body))
+    check_prune_limits(query.question, [c.text for c in query.candidates], state.limits)
+    return await run_bounded(state, lambda: run_prune(state, query))
 
 
 async def pack(state: ServiceState, req: PackRequest) -> PackResult:
@@ -88,25 +91,70 @@ def cap_tools(outputs: Sequence[ToolOutput], state: ServiceState) -> list[ToolOu
 # ---------------------------------------------------------------- the work
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SearchQuery:
+    """A knowledge-base search as the service runs it (the HTTP body and the MCP tool's arguments map onto it)."""
+
+    question: str
+    """The question."""
+    top_k: int = 8
+    """Chunks retrieved."""
+    prune: bool | None = None
+    """``True``: prune (the routed class's strategy, else the service's ``prune_strategy``); ``False``: never;
+    ``None``: the policy's strategy, as on every other surface."""
+    query_class: str | None = None
+    """Force a query class."""
+    model: str = "gpt-4o"
+    """Target model (tokenizer)."""
+    input_limit: int = 16_000
+    """The target model's input limit."""
+    tool_outputs: Sequence[ToolOutput] = ()
+    """Tool results packed beside the evidence (capped by ``[service.tools]``; see :mod:`admit.tools`)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PruneQuery:
+    """Bring-your-own chunks to prune (``POST /v1/prune`` and the MCP ``prune_context`` tool map onto it)."""
+
+    question: str
+    """The question."""
+    candidates: Sequence[Chunk]
+    """The chunks, in the caller's order."""
+    strategy: str | None = None
+    """The strategy (default: the service's ``prune_strategy``)."""
+    overrides: Mapping[str, Any] = field(default_factory=dict)
+    """Flat prune overrides: ``threshold``, ``keep_top_k``, strategy parameters."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PruneAnswer:
+    """What a prune request returns: the run (one verdict per candidate, in input order) and its trace."""
+
+    run: PruneRun
+    """The pipeline's prune run."""
+    trace: TraceRecord
+    """The request's trace record."""
+
+
 def run_search(
-    state: ServiceState, kb: KnowledgeBaseLike, body: SearchBody, principal: Principal
+    state: ServiceState, kb: KnowledgeBaseLike, query: SearchQuery, principal: Principal
 ) -> tuple[PackResult, str | None]:
-    """Retrieve ``top_k`` chunks as ``principal`` and admit them (``body.prune``: true, false, or the policy's).
+    """Retrieve ``top_k`` chunks as ``principal`` and admit them (``query.prune``: true, false, or the policy's).
 
     A knowledge base with a ``search`` method (:class:`admit.kb.KnowledgeBase`) runs retrieval and the
     service's pipeline itself; anything else is used through ``retrieve`` and packed here. Returns the result
     and the shadow outcome (``None`` without a shadow policy).
     """
-    question = body.question
+    question = query.question
     strategy: str | None = None  # absent: the policy's strategy, as on every other surface
-    if body.prune is False:
+    if query.prune is False:
         strategy = "none"
-    elif body.prune:
-        route = state.pipeline.policies.classify(question, override=body.policy)
-        configured = state.pipeline.policies.policy(route.query_class).prune.strategy
+    elif query.prune:
+        resolved = state.pipeline.resolve(question, query_class=query.query_class, request_id=question_id(question))
+        configured = resolved.prune.strategy
         strategy = configured if configured != "none" else state.settings.prune_strategy
-    model = resolve_model(body.model, state.settings)
-    tools = cap_tools([t.to_output(f"tool_outputs[{i}]") for i, t in enumerate(body.tool_outputs)], state)
+    model = resolve_model(query.model, state.settings)
+    tools = cap_tools(query.tool_outputs, state)
     kb_search = getattr(kb, "search", None)
     if callable(kb_search):
 
@@ -116,10 +164,10 @@ def run_search(
                 principal,
                 prune=strategy,
                 model=model,
-                input_limit=body.input_limit,
+                input_limit=query.input_limit,
                 pipeline=pipe,
-                k=body.top_k,
-                query_class=body.policy,
+                k=query.top_k,
+                query_class=query.query_class,
                 **({"tool_outputs": tools} if tools else {}),
             )
 
@@ -128,14 +176,14 @@ def run_search(
         shadow_pipe = state.shadow
         shadow = _run_shadow(state, lambda: run(shadow_pipe), res) if shadow_pipe is not None else None
         return res, shadow
-    candidates = kb.retrieve(question, principal, k=body.top_k, filters=None)
+    candidates = kb.retrieve(question, principal, k=query.top_k, filters=None)
     req = PackRequest(
         question=question,
         principal=principal,
         candidates=candidates,
         model=model,
-        input_limit=body.input_limit,
-        query_class=body.policy,
+        input_limit=query.input_limit,
+        query_class=query.query_class,
         prune=strategy,
         tool_outputs=tools,
     )
@@ -147,53 +195,58 @@ def run_pack(state: ServiceState, req: PackRequest) -> tuple[PackResult, str | N
     return _pack_with_shadow(state, "/v1/pack", req)
 
 
-def run_prune(state: ServiceState, body: PruneBody) -> PruneResponse:
-    """Rerank (when scores are missing) and prune bring-your-own chunks."""
+def run_prune(state: ServiceState, query: PruneQuery) -> PruneAnswer:
+    """Rerank (when scores are missing) and prune bring-your-own chunks.
+
+    The settings are resolved like a pack's (:meth:`Pipeline.resolve`: the staged rollout, the routed class,
+    the strategy, the caller's overrides, the kill switch); the strategy defaults to the service's
+    ``prune_strategy``. A pruner failure never becomes a 500: ``on_error = "raise"`` is served as ``keep_top_k``
+    (or the service's ``prune_on_error``).
+    """
     t0 = time.perf_counter()
-    chunks = [
-        Chunk(id=c.id, source_id=c.source_id or c.id, text=c.text, title=c.title, score=c.score, metadata=c.metadata)
-        for c in body.candidates
-    ]
     pipe = state.pipeline
-    policies = pipe.policies
-    route = policies.classify(body.question)
-    settings = policies.policy(route.query_class).prune
-    changes: dict[str, Any] = {"strategy": body.strategy or state.settings.prune_strategy}
-    if body.threshold is not None:
-        changes["threshold"] = body.threshold
-    if body.keep_top_k is not None:
-        changes["keep_top_k"] = body.keep_top_k
+    question, candidates = query.question, query.candidates
+    request_id = prune_request_id(question, candidates)
+    resolved = pipe.resolve(
+        question,
+        strategy=query.strategy or state.settings.prune_strategy,
+        overrides=query.overrides,
+        request_id=request_id,
+    )
+    settings = resolved.prune
     if state.settings.prune_on_error:
-        changes["on_error"] = state.settings.prune_on_error
+        settings = settings.with_overrides({"on_error": state.settings.prune_on_error})
     elif settings.on_error == "raise":
-        changes["on_error"] = "keep_top_k"  # a service never lets a pruner failure become a 500
-    if body.params:
-        changes["params"] = {**settings.params, **body.params}
-    settings = replace(settings, **changes)
-    kill = policies.kill_switch
-    if kill:
-        settings = replace(settings, strategy="none")
-    run = pipe.prune(body.question, chunks, settings, skip_reason="kill_switch" if kill else "strategy none")
-    decisions = [
-        PruneDecisionOut(id=v.chunk.id, kept=v.kept, grade=v.grade, reason=v.reason, score=v.score, rank=v.rank)
-        for v in run.verdicts
-    ]
-    trace: dict[str, Any] = {"kill_switch": kill, "query_class": route.query_class}
+        settings = settings.with_overrides({"on_error": "keep_top_k"})
+    kill = resolved.kill_switch
+    run = pipe.prune(question, candidates, settings, skip_reason="kill_switch" if kill else "strategy none")
     outcome = run.outcome
-    if outcome is None:
-        trace["latency_ms"] = round((time.perf_counter() - t0) * 1000, 3)
-        return PruneResponse(
-            strategy="none",
-            kept_ids=[c.id for c in chunks],
-            dropped_ids=[],
-            decisions=decisions,
-            fallback=None,
-            error=None,
-            usage={},
-            trace=trace,
-        )
+    if outcome is not None:
+        _record_prune_metrics(state, run)
+    trace: TraceRecord = {
+        "request_id": request_id,
+        "ts": time.time(),
+        "query_class": resolved.route.query_class,
+        "route": resolved.record(),
+        "policy_version": resolved.policy_version,
+        "kill_switch": kill,
+        "candidate_count": len(candidates),
+        "accepted_chunk_ids": run.kept_ids,
+        "pruner": cast(PrunerRecord, outcome.as_dict()) if outcome is not None else None,
+        "latency_ms": {"total": round((time.perf_counter() - t0) * 1000, 3)},
+    }
+    return PruneAnswer(run=run, trace=trace)
+
+
+def prune_request_id(question: str, candidates: Sequence[Chunk]) -> str:
+    """The id of a prune request: a hash of the question and the candidates (it decides the rollout share)."""
+    return request_hash(PackRequest(question=question, principal=None, candidates=candidates))
+
+
+def _record_prune_metrics(state: ServiceState, run: PruneRun) -> None:
     m = state.metrics
-    if outcome.fallback:
+    outcome = run.outcome
+    if outcome is not None and outcome.fallback:
         m.pruner_fallbacks.labels(strategy=outcome.strategy, action=outcome.fallback).inc()
     dropped = [v.chunk for v in run.verdicts if not v.kept]
     for _ in dropped:
@@ -204,38 +257,27 @@ def run_prune(state: ServiceState, body: PruneBody) -> PruneResponse:
             m.tokens_dropped.labels(route="/v1/prune").inc(sum(tok.count(c.text) for c in dropped))
         except Exception:
             logger.debug("could not count dropped tokens", exc_info=True)
-    trace["pruner"] = outcome.as_dict()
-    trace["latency_ms"] = round((time.perf_counter() - t0) * 1000, 3)
-    return PruneResponse(
-        strategy=outcome.strategy,
-        kept_ids=run.kept_ids,
-        dropped_ids=[c.id for c in dropped],
-        decisions=decisions,
-        fallback=outcome.fallback,
-        error=outcome.error,
-        usage=outcome.usage.as_dict(),
-        trace=trace,
-    )
 
 
-def trace_summary(trace: Mapping[str, Any]) -> dict[str, Any]:
+def trace_summary(trace: TraceRecord | Mapping[str, Any]) -> dict[str, Any]:
     """The short form of a trace record returned to callers (no per-candidate decisions, no text)."""
-    route = trace.get("route") or {}
-    pruner = trace.get("pruner")
+    rec = cast(TraceRecord, trace)
+    route = rec.get("route")
+    pruner = rec.get("pruner")
     return {
-        "request_id": trace.get("request_id"),
-        "query_class": trace.get("query_class"),
-        "cue": route.get("cue"),
-        "kill_switch": bool(route.get("kill_switch", False)),
-        "policy_version": trace.get("policy_version"),
-        "evidence_budget": trace.get("evidence_budget"),
-        "evidence_tokens": trace.get("evidence_tokens"),
-        "candidate_count": trace.get("candidate_count"),
-        "accepted_chunk_ids": list(trace.get("accepted_chunk_ids", [])),
-        "dropped": dict(trace.get("dropped", {})),
-        "fallbacks": [f.get("kind") for f in trace.get("fallbacks", [])],
+        "request_id": rec.get("request_id"),
+        "query_class": rec.get("query_class"),
+        "cue": route["cue"] if route else None,
+        "kill_switch": bool(route.get("kill_switch", False)) if route else False,
+        "policy_version": rec.get("policy_version"),
+        "evidence_budget": rec.get("evidence_budget"),
+        "evidence_tokens": rec.get("evidence_tokens"),
+        "candidate_count": rec.get("candidate_count"),
+        "accepted_chunk_ids": list(rec.get("accepted_chunk_ids", [])),
+        "dropped": dict(rec.get("dropped", {})),
+        "fallbacks": [f["kind"] for f in rec.get("fallbacks", [])],
         "pruner": dict(pruner) if pruner else None,
-        "latency_ms": (trace.get("latency_ms") or {}).get("total"),
+        "latency_ms": rec.get("latency_ms", {}).get("total"),
     }
 
 

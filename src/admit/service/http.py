@@ -196,7 +196,7 @@ def create_app(
     @app.post("/v1/search", tags=["admit"], response_model=SearchResponse, responses=_ERRORS)
     async def search_endpoint(body: SearchBody, principal: PrincipalDep) -> dict[str, Any]:
         """Retrieve from the knowledge base as the key's principal, then admit. Pruning is opt-in (`prune`)."""
-        res = await core.search(state, body, principal)
+        res = await core.search(state, body.query(), principal)
         return {
             "question": body.question,
             "query": body.question,
@@ -212,7 +212,8 @@ def create_app(
     @app.post("/v1/prune", tags=["admit"], response_model=PruneResponse, responses=_ERRORS)
     async def prune_endpoint(body: PruneBody, principal: PrincipalDep) -> PruneResponse:
         """Prune bring-your-own chunks: one decision per candidate, in input order."""
-        return await core.prune(state, body)
+        answer = await core.prune(state, body.query())
+        return PruneResponse.from_run(answer.run, answer.trace)
 
     return app
 

@@ -33,10 +33,10 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from admit.errors import AdmitError, AuthorizationError, BackendTimeout, ConfigError, MissingExtraError
-from admit.schema import ToolOutputModel
+from admit.schema import PruneCandidate, ToolOutputModel
 from admit.service import core
 from admit.service.config import ServiceSettings
-from admit.service.schemas import PruneBody, PruneCandidate, SearchBody
+from admit.service.core import PruneQuery, SearchQuery
 from admit.service.state import KnowledgeBaseLike, ServiceState, build_state
 from admit.types import Principal
 
@@ -66,13 +66,8 @@ _INSTRUCTIONS = (
 )
 
 
-class ChunkIn(BaseModel):
-    """A chunk handed to ``prune_context``."""
-
-    id: str = Field(min_length=1, max_length=500)
-    text: str = Field(min_length=1)
-    title: str = ""
-    score: float | None = None
+ChunkIn = PruneCandidate
+"""A chunk handed to ``prune_context``: the one candidate model (:class:`~admit.schema.PruneCandidate`)."""
 
 
 class CitedPassage(BaseModel):
@@ -177,7 +172,7 @@ def _cited(p: Any) -> CitedPassage:
 class PruneResult(BaseModel):
     """What ``prune_context`` returns."""
 
-    kept: list[ChunkIn] = Field(description="The chunks to keep, in input order.")
+    kept: list[PruneCandidate] = Field(description="The chunks to keep, in input order.")
     kept_ids: list[str] = Field(default_factory=list, description="Their ids (the name /v1/prune uses).")
     dropped_ids: list[str]
     decisions: list[dict[str, Any]]
@@ -316,15 +311,15 @@ def build_mcp_server(
         principal = who(ctx)
 
         async def run() -> Any:
-            body = SearchBody(
+            query = SearchQuery(
                 question=question,
                 top_k=top_k or mcp_cfg.top_k,
                 prune=prune,
                 model=mcp_cfg.model,
                 input_limit=mcp_cfg.input_limit,
-                tool_outputs=tool_outputs or [],
+                tool_outputs=[t.to_output(f"tool_outputs[{i}]") for i, t in enumerate(tool_outputs or [])],
             )
-            return await core.search(st, body, principal)
+            return await core.search(st, query, principal)
 
         res = await guarded("search", run)
         try:
@@ -337,30 +332,29 @@ def build_mcp_server(
         description="Drop the chunks a question does not need; keeps bridges. Chunks: strings or {id, text}.",
     )
     async def prune_context(
-        question: str, chunks: list[ChunkIn | str], ctx: Context, strategy: str | None = None
+        question: str, chunks: list[PruneCandidate | str], ctx: Context, strategy: str | None = None
     ) -> PruneResult:
         """Prune the caller's chunks; string chunks get ids ``c0``, ``c1``, ..."""
         if over_http:
             who(ctx)
-        items = [c if isinstance(c, ChunkIn) else ChunkIn(id=f"c{i}", text=c) for i, c in enumerate(chunks)]
+        items = [
+            c if isinstance(c, PruneCandidate) else PruneCandidate(id=f"c{i}", text=c) for i, c in enumerate(chunks)
+        ]
 
         async def run() -> Any:
-            body = PruneBody(
-                question=question,
-                candidates=[PruneCandidate(id=c.id, text=c.text, title=c.title, score=c.score) for c in items],
-                strategy=strategy,
-            )
-            return await core.prune(st, body)
+            query = PruneQuery(question=question, candidates=[c.to_chunk() for c in items], strategy=strategy)
+            return await core.prune(st, query)
 
-        out = await guarded("prune", run)
-        kept = set(out.kept_ids)
+        answer = await guarded("prune", run)
+        run_ = answer.run
+        kept = set(run_.kept_ids)
         return PruneResult(
             kept=[c for c in items if c.id in kept],
             kept_ids=[c.id for c in items if c.id in kept],
             dropped_ids=[c.id for c in items if c.id not in kept],
-            decisions=[d.model_dump() for d in out.decisions],
-            strategy=out.strategy,
-            fallback=out.fallback,
+            decisions=[v.as_dict() for v in run_.verdicts],
+            strategy=run_.strategy,
+            fallback=run_.outcome.fallback if run_.outcome else None,
         )
 
     holder: Any = server

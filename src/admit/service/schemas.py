@@ -6,12 +6,14 @@ from the API key, never from the body (a body that names one is refused with 422
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 
-from admit.pipeline import PackRequest
-from admit.schema import FiniteScore, PackRequestModel, PrincipalModel, ToolOutputModel
+from admit.pipeline import PackRequest, PruneRun
+from admit.schema import PackRequestModel, PrincipalModel, PruneCandidate, ToolOutputModel
+from admit.service.core import PruneQuery, SearchQuery
 from admit.types import Principal
 
 __all__ = [
@@ -76,6 +78,18 @@ class SearchBody(_Strict):
         "the budget (the `admit pack` request's `tool_outputs`).",
     )
 
+    def query(self) -> SearchQuery:
+        """The library form of this body."""
+        return SearchQuery(
+            question=self.question,
+            top_k=self.top_k,
+            prune=self.prune,
+            query_class=self.policy,
+            model=self.model,
+            input_limit=self.input_limit,
+            tool_outputs=[t.to_output(f"tool_outputs[{i}]") for i, t in enumerate(self.tool_outputs)],
+        )
+
 
 class PassageOut(BaseModel):
     """An admitted passage, with its id for citation."""
@@ -106,19 +120,6 @@ class SearchResponse(BaseModel):
     trace: dict[str, Any]
 
 
-class PruneCandidate(_Strict):
-    """A bring-your-own chunk to prune."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    id: str = Field(min_length=1, max_length=500)
-    text: str = Field(min_length=1)
-    title: str = Field(default="", max_length=2000)
-    source_id: str | None = Field(default=None, max_length=500)
-    score: FiniteScore = Field(default=None, description="Retriever score; missing scores are reranked (BM25).")
-    metadata: dict[str, Any] = Field(default_factory=dict)
-
-
 class PruneBody(_Strict):
     """The /v1/prune request."""
 
@@ -128,6 +129,20 @@ class PruneBody(_Strict):
     threshold: int | None = Field(default=None, ge=1, le=5, description="Keep grades at or above this (1..5).")
     keep_top_k: int | None = Field(default=None, ge=0, le=10_000, description="The top-k reranked always stay.")
     params: dict[str, Any] = Field(default_factory=dict, description="Strategy parameters (e.g. n for top_n).")
+
+    def query(self) -> PruneQuery:
+        """The library form of this body: the chunks, and ``threshold``/``keep_top_k``/``params`` as overrides."""
+        overrides: dict[str, Any] = dict(self.params)
+        if self.threshold is not None:
+            overrides["threshold"] = self.threshold
+        if self.keep_top_k is not None:
+            overrides["keep_top_k"] = self.keep_top_k
+        return PruneQuery(
+            question=self.question,
+            candidates=[c.to_chunk() for c in self.candidates],
+            strategy=self.strategy,
+            overrides=overrides,
+        )
 
 
 class PruneDecisionOut(BaseModel):
@@ -152,6 +167,21 @@ class PruneResponse(BaseModel):
     error: str | None
     usage: dict[str, Any]
     trace: dict[str, Any]
+
+    @classmethod
+    def from_run(cls, run: PruneRun, trace: Mapping[str, Any]) -> PruneResponse:
+        """The answer of a prune run: the verdicts (:meth:`~admit.pipeline.PruneVerdict.as_dict`) in input order."""
+        outcome = run.outcome
+        return cls(
+            strategy=run.strategy,
+            kept_ids=run.kept_ids,
+            dropped_ids=[v.chunk.id for v in run.verdicts if not v.kept],
+            decisions=[PruneDecisionOut(**v.as_dict()) for v in run.verdicts],
+            fallback=outcome.fallback if outcome else None,
+            error=outcome.error if outcome else None,
+            usage=outcome.usage.as_dict() if outcome else {},
+            trace=dict(trace),
+        )
 
 
 class ErrorBody(BaseModel):

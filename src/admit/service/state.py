@@ -18,10 +18,10 @@ from typing import Any, Literal, Protocol
 
 from admit.backends.rerankers import resolve_reranker
 from admit.backends.tokenizers import resolve_tokenizer
-from admit.eval.replay import RequestLoggingPipeline
+from admit.eval.replay import RequestLog
 from admit.pipeline import Pipeline
-from admit.prune import Pruner
-from admit.route import PolicySet, load_policy_set
+from admit.policy import PolicySet, load_policy_set
+from admit.prune import Pruner, PrunerResources
 from admit.service.config import KeyRing, Limits, ServiceSettings
 from admit.service.metrics import ServiceMetrics
 from admit.tools import Redactor
@@ -31,6 +31,7 @@ from admit.types import Chunk, Principal
 __all__ = [
     "KnowledgeBaseLike",
     "Readiness",
+    "RequestLog",
     "ServiceState",
     "build_state",
     "check_strategies",
@@ -189,9 +190,9 @@ def check_strategies(settings: ServiceSettings, policy_sets: list[PolicySet]) ->
     import difflib
 
     from admit.errors import ConfigError
-    from admit.prune import STRATEGIES
+    from admit.prune import strategy_names
 
-    known = (*STRATEGIES, "none")
+    known = (*strategy_names(), "none")
     named = [("[service] prune_strategy", settings.prune_strategy)]
     for ps in policy_sets:
         where = ps.source or "the policy"
@@ -234,17 +235,18 @@ def build_state(
     kb_embedder = getattr(kb, "cached_embedder", None)  # not `or`: an empty cache has len 0
     if kb_embedder is None:
         kb_embedder = getattr(kb, "embedder", None)
-    if pruner_options is None and kb_embedder is not None:
-        pruner_options = {"embedder": kb_embedder}  # share the KB's loaded model with setwise
+    # share the KB's loaded model with setwise
+    resources = (
+        PrunerResources.from_options(pruner_options) if pruner_options else PrunerResources(embedder=kb_embedder)
+    )
     reranker = resolve_reranker(settings.reranker)
     redactor = tool_redactor(settings)
-    pipeline = RequestLoggingPipeline(
+    pipeline = Pipeline(
         policies=policies,
         reranker=reranker,
         pruner=pruner,
-        pruner_options=pruner_options,
-        out=sink,
-        log_requests=settings.trace_requests,
+        resources=resources,
+        sink=RequestLog(sink, log_requests=settings.trace_requests, redactor=redactor) if sink is not None else None,
         redactor=redactor,
     )
     shadow_policies = None
@@ -260,7 +262,7 @@ def build_state(
             policies=shadow_policies,
             reranker=reranker,
             pruner=pruner,
-            pruner_options=pruner_options,
+            resources=resources,
             sink=None,
             redactor=redactor,
         )

@@ -1,0 +1,243 @@
+"""The policy schema: what each query class gets (:class:`Policy`), a policy file's classes with its version,
+rollout share and kill switch (:class:`PolicySet`), and the TOML loader.
+
+Cues and policies live in a TOML policy file (``admit/policies/default.toml`` by default). The router
+(:mod:`admit.route`) picks a class by its cues; the prune settings of a class are
+:class:`~admit.prune.settings.PruneSettings`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from admit.errors import ConfigError, RequestError
+from admit.prune.settings import PruneSettings
+from admit.route import Route, Router
+from admit.trace import RouteRecord
+
+__all__ = ["FallbackKind", "Policy", "PolicySet", "Resolution", "load_policy_set", "policy_set_from_dict"]
+
+FallbackKind = Literal["anchored_excerpt", "scope_note", "ask_to_narrow", "second_retrieval"]
+_FALLBACKS = {"anchored_excerpt", "scope_note", "ask_to_narrow", "second_retrieval"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Policy:
+    """The policy of one query class: answer contract, counts, caps, weights, pruner, fallbacks."""
+
+    name: str
+    """The class name."""
+    description: str = ""
+    """What the class is for."""
+    priority: int = 0
+    """Routing priority; higher is tried first."""
+    cues: tuple[str, ...] = ()
+    """Case-insensitive regular expressions that select the class."""
+    answer_reserve: int = 600
+    """Tokens reserved for the answer (the answer contract)."""
+    safety_margin: int = 64
+    """Tokens held back for drift."""
+    candidate_count: int = 30
+    """How many candidates to retrieve."""
+    rerank_count: int = 12
+    """How many reranked candidates go on to dedupe, prune and pack."""
+    evidence_ceiling: int | None = None
+    """A ceiling on evidence tokens below the model's limit."""
+    per_source_limit: int = 2
+    """At most this many passages per source."""
+    keep_superseded: bool = False
+    """Keep older versions beside the newest (history questions)."""
+    recency_weight: float = 0.0
+    """Weight of recency in packing."""
+    authority_weight: float = 0.15
+    """Weight of the source registry's authority in packing."""
+    novelty_weight: float = 0.25
+    """Weight of novelty (distance from admitted evidence) in packing."""
+    relevance_weight: float = 0.60
+    """Weight of rerank relevance in packing."""
+    coverage_weight: float = 0.30
+    """Bonus for covering a question facet not yet covered."""
+    near_duplicate_threshold: float = 0.80
+    """Shingle Jaccard (or containment) at or above which two chunks are near-duplicates."""
+    max_passage_tokens: int | None = 1500
+    """A passage longer than this is admitted as an anchored excerpt."""
+    fallbacks: tuple[FallbackKind, ...] = ("anchored_excerpt", "scope_note", "second_retrieval")
+    """Fallbacks applied in order when the evidence does not fit."""
+    prune: PruneSettings = field(default_factory=PruneSettings)
+    """Pruner settings."""
+
+    def with_prune(self, **changes: Any) -> Policy:
+        """Return a copy with pruner settings changed (checked: see :class:`PruneSettings`)."""
+        strategy = changes.pop("strategy", None)
+        params = changes.pop("params", None)
+        prune = self.prune.with_overrides(changes, strategy=strategy)
+        if params is not None:
+            prune = replace(prune, params=params)
+        return replace(self, prune=prune)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PolicySet:
+    """All classes of a policy file, with the router."""
+
+    classes: Mapping[str, Policy]
+    """Policies by class name."""
+    default_class: str = "default"
+    """The class used when no cue matches."""
+    version: str = ""
+    """Policy file version, recorded in traces."""
+    kill_switch: bool = False
+    """When on, the pipeline skips pruning and admits the reranked top within budget."""
+    rollout: float = 1.0
+    """Share of requests (deterministic hash of the request id) that get this policy."""
+    source: str = ""
+    """Where the policy was loaded from."""
+    _router: Router = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        """Compile the cues in priority order and check the default class exists."""
+        if self.default_class not in self.classes:
+            raise ConfigError(f"default_class {self.default_class!r} is not one of {sorted(self.classes)}.")
+        router = Router([(p.name, p.priority, p.cues) for p in self.classes.values()], default_class=self.default_class)
+        object.__setattr__(self, "_router", router)
+
+    def classify(self, question: str, *, override: str | None = None) -> Route:
+        """Pick the class for ``question``; ``override`` (a class name) wins and is logged as such."""
+        return self._router.classify(question, override=override)
+
+    def policy(self, name: str) -> Policy:
+        """Return the policy of class ``name``."""
+        try:
+            return self.classes[name]
+        except KeyError:
+            raise ConfigError(f"Unknown query class {name!r}; known: {', '.join(sorted(self.classes))}.") from None
+
+    def in_rollout(self, request_id: str) -> bool:
+        """Whether ``request_id`` falls in the rollout share (a deterministic hash, stable across runs)."""
+        if self.rollout >= 1.0:
+            return True
+        if self.rollout <= 0.0:
+            return False
+        h = int.from_bytes(hashlib.sha256(request_id.encode("utf-8")).digest()[:8], "big") / 2**64
+        return h < self.rollout
+
+
+_POLICY_FIELDS = {f for f in Policy.__dataclass_fields__ if f not in {"name", "prune"}}
+_PRUNE_FIELDS = {f for f in PruneSettings.__dataclass_fields__ if f != "params"}
+
+
+def _build_prune(raw: Mapping[str, Any], where: str) -> PruneSettings:
+    known = {k: v for k, v in raw.items() if k in _PRUNE_FIELDS}
+    params = {k: v for k, v in raw.items() if k not in _PRUNE_FIELDS}
+    if "params" in raw and isinstance(raw["params"], Mapping):
+        params.pop("params", None)
+        params.update(raw["params"])
+    try:
+        return PruneSettings(**known, params=params)
+    except RequestError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _build_policy(name: str, raw: Mapping[str, Any], defaults: Mapping[str, Any]) -> Policy:
+    merged: dict[str, Any] = {**defaults, **raw}
+    unknown = set(merged) - _POLICY_FIELDS - {"prune"}
+    if unknown:
+        raise ConfigError(f"Unknown setting(s) {sorted(unknown)} in class {name!r}.")
+    prune_raw = {**defaults.get("prune", {}), **raw.get("prune", {})}
+    kwargs = {k: v for k, v in merged.items() if k in _POLICY_FIELDS}
+    for key in ("cues", "fallbacks"):
+        if key in kwargs:
+            kwargs[key] = tuple(kwargs[key])
+    bad = [f for f in kwargs.get("fallbacks", ()) if f not in _FALLBACKS]
+    if bad:
+        raise ConfigError(f"Unknown fallback(s) {bad} in class {name!r}; known: {sorted(_FALLBACKS)}.")
+    for key in ("answer_reserve", "safety_margin", "candidate_count", "rerank_count", "per_source_limit"):
+        if key in kwargs and (not isinstance(kwargs[key], int) or kwargs[key] < 0):
+            raise ConfigError(f"{name}.{key} must be a non-negative integer, got {kwargs[key]!r}.")
+    return Policy(name=name, prune=_build_prune(prune_raw, f"{name}.prune"), **kwargs)
+
+
+def policy_set_from_dict(data: Mapping[str, Any], *, source: str = "") -> PolicySet:
+    """Build a :class:`PolicySet` from the parsed TOML structure."""
+    defaults = dict(data.get("defaults", {}))
+    classes_raw = data.get("classes", {})
+    if not isinstance(classes_raw, Mapping) or not classes_raw:
+        raise ConfigError(f"Policy file {source or '<dict>'} has no [classes.*] tables.")
+    classes = {name: _build_policy(name, raw, defaults) for name, raw in classes_raw.items()}
+    rollout = float(data.get("rollout", 1.0))
+    if not 0.0 <= rollout <= 1.0:
+        raise ConfigError(f"rollout must be between 0 and 1, got {rollout}.")
+    return PolicySet(
+        classes=classes,
+        default_class=str(data.get("default_class", "default")),
+        version=str(data.get("version", "")),
+        kill_switch=bool(data.get("kill_switch", False)),
+        rollout=rollout,
+        source=source,
+    )
+
+
+def load_policy_set(path: str | Path | None = None) -> PolicySet:
+    """Load a policy file (TOML); ``None`` loads the shipped default.
+
+    Example:
+        >>> ps = load_policy_set()
+        >>> ps.classify("Compare Qdrant and pgvector").query_class
+        'comparison'
+    """
+    if path is None:
+        text = resources.files("admit.policies").joinpath("default.toml").read_text("utf-8")
+        source = "admit:default.toml"
+    else:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"Policy file {str(path)!r} does not exist.")
+        text = p.read_text("utf-8")
+        source = str(p)
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"Policy file {source} is not valid TOML: {exc}") from exc
+    return policy_set_from_dict(data, source=source)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resolution:
+    """A request's settings, resolved once (:meth:`Pipeline.resolve`): route, rollout, overrides, kill switch."""
+
+    policy: Policy
+    """The policy of the routed class, its prune settings with the request's strategy and overrides applied."""
+    route: Route
+    """The router's decision."""
+    policy_version: str
+    """The version of the policy set the request got."""
+    rollout: Literal["current", "baseline"]
+    """``current`` inside the rollout share, ``baseline`` outside it."""
+    kill_switch: bool = False
+    """Whether the policy set's kill switch turned pruning off."""
+
+    @property
+    def prune(self) -> PruneSettings:
+        """The prune settings to run."""
+        return self.policy.prune
+
+    def record(self) -> RouteRecord:
+        """The trace record's ``route`` entry."""
+        r = self.route
+        rec: RouteRecord = {
+            "query_class": r.query_class,
+            "cue": r.cue,
+            "pattern": r.pattern,
+            "overridden": r.overridden,
+            "policy_version": self.policy_version,
+            "rollout": self.rollout,
+        }
+        if self.kill_switch:
+            rec["kill_switch"] = True
+        return rec

@@ -1,0 +1,132 @@
+"""The strategy catalogue: every pruning strategy by name, the built-ins and third-party ones through one door.
+
+Built-in strategies are listed in :data:`BUILTIN_STRATEGIES` as ``module:ATTRIBUTE`` references to their
+:class:`~admit.prune.spec.StrategySpec`; a third-party package adds one with an entry point in the
+``admit.strategies`` group (the way ``llm`` loads its plug-ins)::
+
+    # pyproject.toml of the plug-in
+    [project.entry-points."admit.strategies"]
+    first_word = "my_package.first_word:SPEC"
+
+Both are loaded the same way and lazily: listing the names imports nothing, looking a strategy up imports its
+module once. A plug-in cannot replace a built-in (a warning says so, and the built-in stays); one that fails
+to load is left out with a warning, so a broken plug-in never breaks admit.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from admit._plugins import Catalogue
+from admit.errors import ConfigError
+from admit.prune.spec import StrategySpec
+
+__all__ = [
+    "BUILTIN_STRATEGIES",
+    "ENTRY_POINT_GROUP",
+    "find_strategy",
+    "get_strategy",
+    "reload_strategies",
+    "strategy_names",
+    "strategy_specs",
+]
+
+logger = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "admit.strategies"
+"""The entry-point group third-party strategies register in."""
+
+BUILTIN_STRATEGIES: dict[str, str] = {
+    "setwise": "admit.prune.setwise:SPEC",
+    "graded": "admit.prune.graded:SPEC",
+    "select": "admit.prune.select:SPEC",
+    "budget_select": "admit.prune.budget_select:SPEC",
+    "anchors": "admit.prune.anchors:SPEC",
+    "top_n": "admit.prune.top_n:SPEC",
+    "score_threshold": "admit.prune.score_threshold:SPEC",
+}
+"""The shipped strategies, in the order help texts and ``--prune all`` list them."""
+
+
+class _Strategies:
+    """The strategy catalogue: :class:`admit._plugins.Catalogue` plus the check that each entry is a spec."""
+
+    def __init__(self) -> None:
+        self.plugins = Catalogue("strategy", ENTRY_POINT_GROUP, BUILTIN_STRATEGIES, reserved=frozenset({"none"}))
+        self._lock = threading.Lock()
+        self._specs: dict[str, StrategySpec | None] = {}
+
+    def spec(self, name: str) -> StrategySpec | None:
+        if name not in self.plugins.refs():
+            return None
+        with self._lock:
+            if name in self._specs:
+                return self._specs[name]
+        builtin = self.plugins.is_builtin(name)
+        spec: StrategySpec | None
+        try:
+            obj = self.plugins.load(name)
+            made = obj() if callable(obj) and not isinstance(obj, StrategySpec) else obj
+            if not isinstance(made, StrategySpec):
+                raise TypeError(f"expected a StrategySpec, got {type(made).__name__}")
+            if made.name != name:
+                raise ValueError(f"the spec is named {made.name!r}")
+            spec = made
+        except ModuleNotFoundError as exc:
+            if builtin:
+                logger.info("strategy %r is not available in this build: %s", name, exc)
+            else:
+                logger.warning("strategy plug-in %r failed to load: %s", name, exc)
+            spec = None
+        except Exception as exc:
+            if builtin:
+                raise
+            logger.warning("strategy plug-in %r failed to load: %s: %s", name, type(exc).__name__, exc)
+            spec = None
+        with self._lock:
+            self._specs[name] = spec
+        return spec
+
+    def reset(self) -> None:
+        self.plugins.reset()
+        with self._lock:
+            self._specs = {}
+
+
+_CATALOGUE = _Strategies()
+
+
+def strategy_names() -> tuple[str, ...]:
+    """Every strategy name: the built-ins first, then the plug-ins (imports nothing)."""
+    return _CATALOGUE.plugins.names()
+
+
+def find_strategy(name: str) -> StrategySpec | None:
+    """The spec of ``name``, or ``None`` when no strategy has that name (or it failed to load)."""
+    return _CATALOGUE.spec(name)
+
+
+def get_strategy(name: str) -> StrategySpec:
+    """The spec of ``name``.
+
+    Raises:
+        ConfigError: No strategy has that name (the message lists the known ones).
+    """
+    spec = _CATALOGUE.spec(name)
+    if spec is None:
+        known = ", ".join(strategy_names())
+        if name in _CATALOGUE.plugins.refs():
+            raise ConfigError(f"Pruning strategy {name!r} is not available here (it failed to load); known: {known}.")
+        raise ConfigError(f"Unknown pruning strategy {name!r}; known: {known}.")
+    return spec
+
+
+def strategy_specs() -> tuple[StrategySpec, ...]:
+    """The specs of every strategy that loads, in :func:`strategy_names` order."""
+    return tuple(s for n in strategy_names() if (s := find_strategy(n)) is not None)
+
+
+def reload_strategies() -> None:
+    """Forget what was loaded; the next lookup reads the entry points again (tests, a freshly installed plug-in)."""
+    _CATALOGUE.reset()
