@@ -10,6 +10,10 @@ Syntax is Python's, translated where RE2 differs: ``\\w``, ``\\W`` and ``\\s`` a
 :mod:`re` (RE2's own are ASCII). ``\\b`` stays RE2's ASCII word boundary: rules written with it anchor on Latin
 letters; a boundary next to a non-ASCII letter is spelled out in the pattern.
 
+Tokenisers on hot paths (``\\w+`` and the like) keep :mod:`re` for speed, through :func:`simple`, which
+accepts only a repeated single character class (or an alternation of those): each character is read at most
+twice whatever the text, so they are linear by form; the check runs at import.
+
 Work is counted, not timed: :data:`meter` adds up the characters each engine call may read (from the search
 position to the match end, or to the end of the text when nothing matches). The tests assert that this count,
 plus the Python lines a function executes, grows linearly with adversarial input (``tests/security/``).
@@ -29,7 +33,7 @@ from typing import Any, Protocol
 
 import re2
 
-__all__ = ["REGISTRY", "LinearPattern", "Match", "WorkMeter", "compile", "meter"]
+__all__ = ["REGISTRY", "SIMPLE", "LinearPattern", "Match", "WorkMeter", "compile", "meter", "simple"]
 
 
 class Match(Protocol):
@@ -120,6 +124,17 @@ def _translate(pattern: str) -> str:
     return "".join(out)
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _utf8(text: str) -> str:
+    """``text`` with lone surrogates (which JSON can carry) replaced by U+FFFD: RE2 reads UTF-8, and the
+    replacement keeps every offset."""
+    if text.isascii() or _SURROGATE.search(text) is None:
+        return text
+    return _SURROGATE.sub("\ufffd", text)
+
+
 class LinearPattern:
     """A compiled linear-time pattern with the :mod:`re` methods admit uses."""
 
@@ -143,26 +158,26 @@ class LinearPattern:
 
     def search(self, text: str, pos: int = 0) -> Match | None:
         """The first match at or after ``pos``."""
-        m: Match | None = self._re.search(text, pos)
+        m: Match | None = self._re.search(_utf8(text), pos)
         meter.add((m.end() if m is not None else len(text)) - pos)
         return m
 
     def match(self, text: str, pos: int = 0) -> Match | None:
         """A match starting at ``pos``."""
-        m: Match | None = self._re.match(text, pos)
+        m: Match | None = self._re.match(_utf8(text), pos)
         meter.add((m.end() if m is not None else len(text)) - pos)
         return m
 
     def fullmatch(self, text: str) -> Match | None:
         """A match of the whole text."""
         meter.add(len(text))
-        m: Match | None = self._re.fullmatch(text)
+        m: Match | None = self._re.fullmatch(_utf8(text))
         return m
 
     def finditer(self, text: str, pos: int = 0, *, limit: int | None = None) -> Iterator[Match]:
         """Non-overlapping matches in order; at most ``limit`` of them when given."""
         last = pos
-        for n, m in enumerate(self._re.finditer(text, pos)):
+        for n, m in enumerate(self._re.finditer(_utf8(text), pos)):
             if limit is not None and n >= limit:
                 return
             meter.add(m.end() - last + 1)
@@ -215,4 +230,36 @@ def compile(pattern: str, flags: int = 0, *, name: str = "") -> LinearPattern:
     """Compile ``pattern`` (Python syntax) for RE2 and register it."""
     p = LinearPattern(pattern, flags, name=name)
     REGISTRY.append(p)
+    return p
+
+
+SIMPLE: list[re.Pattern[str]] = []
+"""The :mod:`re` patterns accepted by :func:`simple` (linear by form)."""
+
+
+def _simple_item(item: tuple[Any, Any]) -> bool:
+    op, arg = item
+    name = str(op)
+    if name in {"IN", "LITERAL", "NOT_LITERAL", "ANY", "CATEGORY"}:
+        return True
+    if name in {"MAX_REPEAT", "MIN_REPEAT"}:
+        _lo, _hi, sub = arg
+        return len(sub) == 1 and str(sub[0][0]) in {"IN", "LITERAL", "NOT_LITERAL", "ANY", "CATEGORY"}
+    return False
+
+
+def simple(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    """A :mod:`re` pattern that is one repeated character class, or an alternation of such (``\\w+|[^\\w\\s]``).
+
+    Raises:
+        ValueError: The pattern has any other shape (use :func:`compile`).
+    """
+    parsed = list(re._parser.parse(pattern, flags))  # type: ignore[attr-defined]
+    branches: list[list[tuple[Any, Any]]] = [parsed]
+    if len(parsed) == 1 and str(parsed[0][0]) == "BRANCH":
+        branches = [list(b) for b in parsed[0][1][1]]
+    if not all(len(b) == 1 and _simple_item(b[0]) for b in branches):
+        raise ValueError(f"{pattern!r} is not a single repeated character class: compile it with admit._linear.compile")
+    p = re.compile(pattern, flags)
+    SIMPLE.append(p)
     return p

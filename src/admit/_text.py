@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 import threading
 import unicodedata
 import zlib
@@ -14,6 +13,8 @@ from functools import lru_cache
 from typing import Generic, TypeVar
 
 import numpy as np
+
+from admit import _linear
 
 __all__ = [
     "STOPWORDS",
@@ -40,7 +41,8 @@ STOPWORDS = frozenset(
     """.split()  # noqa: SIM905
 )
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = _linear.simple(r"\w+")
+_PARAGRAPH_BREAK = _linear.compile(r"\n\s*\n", name="text.paragraph_break")
 
 
 @lru_cache(maxsize=8192)
@@ -218,7 +220,7 @@ def sentences(text: str) -> list[str]:
     import nupunkt
 
     out: list[str] = []
-    for para in re.split(r"\n\s*\n", text):
+    for para in _PARAGRAPH_BREAK.split(text):
         para = para.strip()
         if not para:
             continue

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import re
 import threading
 import uuid
 from collections import Counter
@@ -19,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from admit import _linear
 from admit.errors import ConfigError, MissingExtraError, StoreError
 from admit.kb._rows import record_from_payload, record_payload
 from admit.kb.store import (
@@ -38,7 +38,7 @@ __all__ = ["QdrantStore", "sparse_terms"]
 
 logger = logging.getLogger(__name__)
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = _linear.simple(r"\w+")
 _NS = uuid.UUID("5b0f3c1e-8f7e-4f0e-9a52-6d1d3c1a0a11")
 _K1 = 1.2
 
