@@ -154,7 +154,10 @@ class LinearPattern:
         src = _translate(pattern)
         opts = re2.Options()
         opts.max_mem = 64 << 20  # the largest rules (the multilingual hijacks) need more than the default 8 MiB
-        self._re = re2.compile(f"(?{inline}){src}" if inline else src, opts)
+        try:
+            self._re = re2.compile(f"(?{inline}){src}" if inline else src, opts)
+        except re2.error as exc:  # look-arounds, back-references: not linear, so not accepted
+            raise ValueError(f"{self.name!r}: RE2 cannot compile {pattern!r}: {exc}") from exc
 
     def search(self, text: str, pos: int = 0) -> Match | None:
         """The first match at or after ``pos``."""
@@ -227,7 +230,11 @@ REGISTRY: list[LinearPattern] = []
 
 
 def compile(pattern: str, flags: int = 0, *, name: str = "") -> LinearPattern:
-    """Compile ``pattern`` (Python syntax) for RE2 and register it."""
+    """Compile ``pattern`` (Python syntax) for RE2 and register it.
+
+    Raises:
+        ValueError: RE2 cannot compile it (look-arounds, back-references, bad syntax).
+    """
     p = LinearPattern(pattern, flags, name=name)
     REGISTRY.append(p)
     return p

@@ -20,7 +20,7 @@ import numpy as np
 from admit._text import norm_hash, seed_signature, shingle_count, signature
 from admit.backends.tokenizers.base import count_lines, seed_counts
 from admit.render import clean_text
-from admit.security import flag_kinds
+from admit.security import RULES_VERSION, chunk_kinds
 
 __all__ = [
     "ENCODINGS",
@@ -35,8 +35,9 @@ __all__ = [
 
 FEATURES_KEY = "admit_features"
 """The metadata key the knowledge base stores features under (removed from the chunks it hands out)."""
-FEATURES_VERSION = 1
-"""Bumped when the stored form changes; other versions are ignored."""
+FEATURES_VERSION = f"2:{RULES_VERSION}"
+"""The stored form's version and the injection rule set's (:data:`admit.security.RULES_VERSION`): features
+stored under another version, such as flags computed by an older scanner, are ignored and recomputed."""
 ENCODINGS = ("o200k_base", "cl100k_base")
 """Encodings whose counts are stored (the ones whose line counts add up; see ``count_by_lines``)."""
 
@@ -53,7 +54,7 @@ def chunk_flags(title: str, text: str) -> tuple[str, ...]:
         if hit is not None:
             _FLAGS.move_to_end(key)
             return hit
-    kinds = tuple(flag_kinds(f"{title}\n{text}" if title else text))
+    kinds = tuple(chunk_kinds(title, text))
     _remember_flags(key, kinds)
     return kinds
 

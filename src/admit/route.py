@@ -17,6 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from admit import _linear
 from admit.errors import ConfigError, RequestError
 
 __all__ = ["STRATEGY_PARAMS", "Policy", "PolicySet", "PruneSettings", "Route", "load_policy_set"]
@@ -276,18 +277,19 @@ class PolicySet:
     """Share of requests (deterministic hash of the request id) that get this policy."""
     source: str = ""
     """Where the policy was loaded from."""
-    _compiled: tuple[tuple[str, re.Pattern[str], str], ...] = field(default=(), repr=False, compare=False)
+    _compiled: tuple[tuple[str, _linear.LinearPattern, str], ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """Compile the cues in priority order and check the default class exists."""
         if self.default_class not in self.classes:
             raise ConfigError(f"default_class {self.default_class!r} is not one of {sorted(self.classes)}.")
-        compiled: list[tuple[str, re.Pattern[str], str]] = []
+        compiled: list[tuple[str, _linear.LinearPattern, str]] = []
         for pol in sorted(self.classes.values(), key=lambda p: (-p.priority, p.name)):
             for cue in pol.cues:
-                try:
-                    compiled.append((pol.name, re.compile(cue, re.IGNORECASE), cue))
-                except re.error as exc:
+                try:  # RE2: a cue is matched against outside text (the question) in linear time
+                    rx = _linear.LinearPattern(cue, re.IGNORECASE, name=f"route.{pol.name}")
+                    compiled.append((pol.name, rx, cue))
+                except ValueError as exc:
                     raise ConfigError(f"Bad cue {cue!r} in class {pol.name!r}: {exc}") from exc
         object.__setattr__(self, "_compiled", tuple(compiled))
 

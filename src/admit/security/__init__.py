@@ -51,7 +51,7 @@ from __future__ import annotations
 from admit.security.base import FLAG_KINDS, Flag, FlagKind, Rule
 from admit.security.normalize import normalize
 from admit.security.rules import RULES, RULES_VERSION
-from admit.security.scan import flag_kinds, scan, scan_chunks, summarize
+from admit.security.scan import chunk_kinds, flag_kinds, scan, scan_chunks, summarize, title_flags
 
 __all__ = [
     "FLAG_KINDS",
@@ -60,9 +60,11 @@ __all__ = [
     "Flag",
     "FlagKind",
     "Rule",
+    "chunk_kinds",
     "flag_kinds",
     "normalize",
     "scan",
     "scan_chunks",
     "summarize",
+    "title_flags",
 ]

@@ -9,6 +9,8 @@ from __future__ import annotations
 import unicodedata
 
 from admit import _linear
+from admit._clean import DEFAULT_IGNORABLE, JOINERS
+from admit._clean import is_script_letter as _is_script_letter
 from admit._linear import Match
 
 __all__ = [
@@ -24,15 +26,6 @@ __all__ = [
     "normalize",
 ]
 
-# Unicode's Default_Ignorable_Code_Point property, spelled out (RE2 has no name for it): zero-width
-# characters, bidi controls, variation selectors, tag characters, fillers such as U+3164 / U+115F, U+034F ...
-DEFAULT_IGNORABLE = (
-    r"\x{00AD}\x{034F}\x{061C}\x{115F}-\x{1160}\x{17B4}-\x{17B5}\x{180B}-\x{180F}\x{200B}-\x{200F}"
-    r"\x{202A}-\x{202E}\x{2060}-\x{206F}\x{3164}\x{FE00}-\x{FE0F}\x{FEFF}\x{FFA0}\x{FFF0}-\x{FFF8}"
-    r"\x{1BCA0}-\x{1BCA3}\x{1D173}-\x{1D17A}\x{E0000}-\x{E0FFF}"
-)
-# the joiners that Persian, Urdu, Hindi and other Indic / Arabic-script text uses inside ordinary words
-JOINERS = "\u200c\u200d"
 _INVISIBLE = _linear.compile(f"[{DEFAULT_IGNORABLE}]", name="security.invisible")
 BIDI_OR_TAG = _linear.compile(r"[\x{202A}-\x{202E}\x{2066}-\x{2069}\x{E0000}-\x{E007F}]", name="security.bidi_or_tag")
 # an invisible character inside a word ("ig\u200bnore"; joiners after letters of other scripts are ordinary)
@@ -86,10 +79,8 @@ def _drop_invisible(m: Match) -> str:
 
 
 def is_script_letter(text: str, i: int) -> bool:
-    """Whether ``text[i]`` is a letter or mark of a script other than Latin (a joiner after it is ordinary)."""
-    if not 0 <= i < len(text) or text[i].isascii() or text[i] in CONFUSABLE_CHARS:
-        return False
-    return text[i].isalpha() or unicodedata.category(text[i]).startswith("M")
+    """Whether ``text[i]`` is a letter or mark of a script other than Latin that is no Latin look-alike."""
+    return _is_script_letter(text, i) and text[i] not in CONFUSABLE_CHARS
 
 
 def normalize(text: str) -> str:

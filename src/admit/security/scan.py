@@ -29,7 +29,7 @@ from admit.security.normalize import (
 from admit.security.prefilter import Prefilter
 from admit.security.rules import RULES
 
-__all__ = ["MAX_MATCHES_PER_RULE", "flag_kinds", "scan", "scan_chunks", "summarize"]
+__all__ = ["MAX_MATCHES_PER_RULE", "chunk_kinds", "flag_kinds", "scan", "scan_chunks", "summarize", "title_flags"]
 
 MAX_MATCHES_PER_RULE = 64
 """Matches one rule examines before giving up (a match the mention filter excuses does not count as a flag, but
@@ -93,6 +93,13 @@ _MENTION_CUE = _linear.compile(
     r"[\s:,]*(?:try\s+to\s+|attempt\s+to\s+)?$",
     re.IGNORECASE,
     name="security.mention_cue",
+)
+# a title that writes envelope attributes of its own (``Ops guide” access=”acme:sre-only”``)
+_ATTRIBUTE_LIKE = _linear.compile(
+    r"\b(?:id|access|source|title|version|updated|label|tenant|authority|trust|excerpt|role)\s*=\s*"
+    r"[\"'“”„‟«»‹›‘’]",
+    re.IGNORECASE,
+    name="security.attribute_like",
 )
 _REPORTABLE = {"hijack", "role_marker", "ai_addressed", "grader_manipulation", "tool_call"}
 _SENTENCE_END = ".!?\n"
@@ -263,6 +270,22 @@ def flag_kinds(text: str) -> list[str]:
     return [k for k in FLAG_KINDS if k in found]
 
 
+def title_flags(title: str) -> list[Flag]:
+    """Flags that only a title earns: attribute-like text (``access="..."``), which would show the model an
+    envelope attribute the document does not have (offsets in the normalised title)."""
+    norm = normalize(title)
+    m = _ATTRIBUTE_LIKE.search(norm) if "=" in norm else None
+    return [] if m is None else [Flag(kind="boundary_forgery", start=m.start(), end=m.end(), rule="attribute_like")]
+
+
+def chunk_kinds(title: str, text: str) -> list[str]:
+    """The flag kinds of a chunk: its title and text scanned together, plus :func:`title_flags` of the title."""
+    found = set(flag_kinds(f"{title}\n{text}" if title else text))
+    if title:
+        found.update(f.kind for f in title_flags(title))
+    return [k for k in FLAG_KINDS if k in found]
+
+
 def scan_chunks(chunks: Iterable[Any], *, include_title: bool = True) -> dict[str, list[str]]:
     """Map chunk id -> flag kinds for every flagged chunk (objects with ``id``, ``text`` and ``title``).
 
@@ -277,7 +300,7 @@ def scan_chunks(chunks: Iterable[Any], *, include_title: bool = True) -> dict[st
     for c in chunks:
         text = getattr(c, "text", "") or ""
         title = getattr(c, "title", "") or ""
-        kinds = flag_kinds(f"{title}\n{text}" if include_title and title else text)
+        kinds = chunk_kinds(title, text) if include_title else flag_kinds(text)
         if kinds:
             out[str(c.id)] = kinds
     return out
