@@ -27,13 +27,29 @@ Example:
 from __future__ import annotations
 
 import re
+import threading
+import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import re2
 
-__all__ = ["REGISTRY", "SIMPLE", "LinearPattern", "Match", "WorkMeter", "compile", "meter", "simple"]
+from admit.errors import BackendTimeout
+
+__all__ = [
+    "REGISTRY",
+    "SIMPLE",
+    "DeadlineExceeded",
+    "LinearPattern",
+    "Match",
+    "WorkMeter",
+    "compile",
+    "deadline",
+    "meter",
+    "simple",
+]
 
 
 class Match(Protocol):
@@ -69,9 +85,34 @@ class WorkMeter:
     """Engine calls so far."""
 
     def add(self, chars: int) -> None:
-        """Count one engine call that may read ``chars`` characters."""
+        """Count one engine call that may read ``chars`` characters (and stop past this thread's deadline)."""
         self.chars += max(chars, 1)
         self.calls += 1
+        end = _DEADLINE.__dict__.get("at")
+        if end is not None and time.monotonic() > end:
+            raise DeadlineExceeded("the request's time budget ran out while its text was being processed")
+
+
+class DeadlineExceeded(BackendTimeout):
+    """Raised inside work whose :func:`deadline` has passed: the next regex call stops it."""
+
+
+_DEADLINE = threading.local()
+
+
+@contextmanager
+def deadline(at: float | None) -> Iterator[None]:
+    """Stop this thread's text work once ``time.monotonic()`` passes ``at``: every engine call checks it.
+
+    The service runs each request's work under its deadline, so a request that has timed out does not go on
+    using a worker (its caller has already been answered).
+    """
+    prev = _DEADLINE.__dict__.get("at")
+    _DEADLINE.at = at
+    try:
+        yield
+    finally:
+        _DEADLINE.at = prev
 
 
 meter = WorkMeter()

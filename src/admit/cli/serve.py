@@ -69,6 +69,9 @@ def serve_cmd(kb_path: str | None, host: str, port: int, config_path: str | None
     settings = load_settings(config_path)
     app = create_app(settings, kb=open_kb(kb_path, must_exist=True) if kb_path else None)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from admit.service.work import responsive_interpreter
+
+    responsive_interpreter()
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
 
 

@@ -77,6 +77,11 @@ class Limits(_Strict):
     """Wall-clock limit of one request's work; over it the request gets 504."""
     max_top_k: int = Field(default=100, gt=0)
     """Largest ``top_k`` of /v1/search."""
+    worker_threads: int = Field(default=0, ge=0)
+    """Worker threads that run request work at once (``0``: four per CPU core, at least 4, at most 64)."""
+    worker_threads_per_tenant: int = Field(default=0, ge=0)
+    """Of those, the most one tenant's requests may hold at once (``0``: half the CPU cores, at least 1), so a
+    tenant sending expensive requests waits for its own slots and never takes every worker from the others."""
 
 
 class ApiKey(_Strict):

@@ -50,14 +50,15 @@ async def search(state: ServiceState, body: SearchBody, principal: Principal) ->
     kb = state.kb
     if kb is None:
         raise BackendError("no knowledge base is configured on this server (start it with --kb)")
-    res, _ = await run_bounded(state, lambda: run_search(state, kb, body, principal))
+    res, _ = await run_bounded(state, lambda: run_search(state, kb, body, principal), tenant=principal.tenant)
     return res
 
 
-async def prune(state: ServiceState, body: PruneBody) -> PruneResponse:
-    """Prune bring-your-own chunks, within the limits and the deadline."""
+async def prune(state: ServiceState, body: PruneBody, principal: Principal | None = None) -> PruneResponse:
+    """Prune bring-your-own chunks, within the limits and the deadline (in ``principal``'s share of workers)."""
     check_prune_limits(body.question, [c.text for c in body.candidates], state.limits)
-    return await run_bounded(state, lambda: run_prune(state, body))
+    tenant = principal.tenant if principal is not None else None
+    return await run_bounded(state, lambda: run_prune(state, body), tenant=tenant)
 
 
 async def pack(state: ServiceState, req: PackRequest) -> PackResult:
@@ -67,7 +68,8 @@ async def pack(state: ServiceState, req: PackRequest) -> PackResult:
     """
     check_pack_limits(req, state.limits)
     req = replace(req, model=resolve_model(req.model if isinstance(req.model, str) else "", state.settings))
-    res, _ = await run_bounded(state, lambda: _pack_with_shadow(state, "/v1/pack", req))
+    tenant = req.principal.tenant if req.principal is not None else None
+    res, _ = await run_bounded(state, lambda: _pack_with_shadow(state, "/v1/pack", req), tenant=tenant)
     return res
 
 

@@ -205,7 +205,7 @@ def create_app(
     @app.post("/v1/prune", tags=["admit"], response_model=PruneResponse, responses=_ERRORS)
     async def prune_endpoint(body: PruneBody, principal: PrincipalDep) -> PruneResponse:
         """Prune bring-your-own chunks: one decision per candidate, in input order."""
-        return await core.prune(state, body)
+        return await core.prune(state, body, principal)
 
     return app
 

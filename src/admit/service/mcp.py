@@ -261,8 +261,7 @@ def build_mcp_server(
         question: str, chunks: list[ChunkIn | str], ctx: Context, strategy: str | None = None
     ) -> PruneResult:
         """Prune the caller's chunks; string chunks get ids ``c0``, ``c1``, ..."""
-        if over_http:
-            who(ctx)
+        caller = who(ctx) if over_http else None
         items = [c if isinstance(c, ChunkIn) else ChunkIn(id=f"c{i}", text=c) for i, c in enumerate(chunks)]
 
         async def run() -> Any:
@@ -271,7 +270,7 @@ def build_mcp_server(
                 candidates=[PruneCandidate(id=c.id, text=c.text, title=c.title, score=c.score) for c in items],
                 strategy=strategy,
             )
-            return await core.prune(st, body)
+            return await core.prune(st, body, caller)
 
         out = await guarded("prune", run)
         kept = set(out.kept_ids)
@@ -322,6 +321,9 @@ def run_mcp(
         import uvicorn
     except ImportError as exc:  # pragma: no cover
         raise MissingExtraError("uvicorn", "service") from exc
+    from admit.service.work import responsive_interpreter
+
+    responsive_interpreter()
     uvicorn.run(mcp_http_app(server, host=host), host=host, port=port, log_level="warning", access_log=False)
 
 

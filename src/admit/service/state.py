@@ -23,6 +23,7 @@ from admit.prune import Pruner
 from admit.route import PolicySet, load_policy_set
 from admit.service.config import KeyRing, Limits, ServiceSettings
 from admit.service.metrics import ServiceMetrics
+from admit.service.work import WorkPool
 from admit.trace import JsonlSink, TraceSink
 from admit.types import Chunk, PackResult, Principal
 
@@ -109,7 +110,14 @@ class ServiceState:
     metrics: ServiceMetrics
     sink: TraceSink | None
     readiness: Readiness = field(default_factory=Readiness)
+    work: WorkPool | None = None
+    """The worker pool request work runs in (sized from the limits when ``None``)."""
     _warm_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        """Size the worker pool from the limits."""
+        if self.work is None:
+            self.work = WorkPool(self.limits.worker_threads, self.limits.worker_threads_per_tenant)
 
     @property
     def limits(self) -> Limits:
