@@ -181,7 +181,6 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError, OSError):  # the client gave up (its deadline): fine
             self.close_connection = True
 
-
     def _drip_head(self, mode: str, owner: FaultServer) -> None:
         """Never finish the response head: ``100 Continue`` lines, or one more header byte, every ``drip_s``."""
         self.close_connection = True
