@@ -97,7 +97,7 @@ _MENTION_CUE = _linear.compile(
 # a title that writes envelope attributes of its own (``Ops guide” access=”acme:sre-only”``)
 _ATTRIBUTE_LIKE = _linear.compile(
     r"\b(?:id|access|source|title|version|updated|label|tenant|authority|trust|excerpt|role)\s*=\s*"
-    r"[\"'“”„‟«»‹›‘’]",
+    r"[\"'“”„‟«»‹›‘’′″‵‶]",
     re.IGNORECASE,
     name="security.attribute_like",
 )
