@@ -358,3 +358,36 @@ def test_readyz_names_steps_not_paths_and_a_failed_warm_up_is_retried(tmp_path: 
     state.start_warm_up(backoff_s=1.0, wait=waits.append).join(120)  # no sleeping in tests: the waits are recorded
     assert state.readiness.status == "ready" and state.readiness.attempts == 2
     assert len(calls) == 2 and waits == []  # the second attempt (started by start_warm_up) succeeded
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://u:p%40ss@[::1]:5433/db?sslmode=require&application_name=%26host%3Devil",
+        "postgresql://u@db.example:5432/kb?options=-c%20search_path%3Dx&table=t",
+        "postgres://[2001:db8::1]/kb",
+    ],
+)
+def test_pg_urls_round_trip_without_new_parameters(url: str) -> None:
+    from urllib.parse import parse_qsl, urlsplit
+
+    from admit.kb.urls import pg_dsn
+
+    dsn, table = pg_dsn(url)
+    a, b = urlsplit(url), urlsplit(dsn)
+    assert (a.username, a.password, a.hostname, a.port, a.path) == (b.username, b.password, b.hostname, b.port, b.path)
+    want = [(k, v) for k, v in parse_qsl(a.query) if k != "table"]
+    assert parse_qsl(b.query) == want  # "%26host%3Devil" stays one value: no `host` parameter appears
+    assert "host" not in dict(parse_qsl(b.query))
+    assert table == dict(parse_qsl(a.query)).get("table", "admit_chunks")
+    assert pg_dsn(dsn)[0] == dsn  # a second pass changes nothing
+
+
+def test_qdrant_urls_keep_ipv6_and_refuse_userinfo() -> None:
+    from admit.errors import ConfigError
+    from admit.kb.urls import qdrant_target
+
+    assert qdrant_target("qdrant://[::1]:6334/docs") == ("http://[::1]:6334", "docs", None)
+    assert qdrant_target("qdrant+https://q.example/c?api_key=a%26b") == ("https://q.example:6333", "c", "a&b")
+    with pytest.raises(ConfigError, match="api_key"):
+        qdrant_target("qdrant://admin:secret@q.example/c")

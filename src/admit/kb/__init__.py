@@ -27,6 +27,7 @@ from admit.errors import AuthorizationError, ConfigError
 from admit.features import FEATURES_KEY, seed_features
 from admit.kb.ingest import DEFAULT_MAX_TOKENS, IngestReport, Registry, ingest_paths
 from admit.kb.store import ChunkRecord, Hit, SearchFilters, SourceInfo, Store
+from admit.kb.urls import pg_dsn, qdrant_target
 from admit.types import Chunk, PackResult, Principal
 
 _MAX_PIPELINES = 8
@@ -108,19 +109,12 @@ def open_store(path_or_url: str | Path, *, dim: int) -> Store:
         if u.scheme == "qdrant+local":
             loc = ":memory:" if s.startswith("qdrant+local://:memory:") else (u.path or "")
             return QdrantStore(path=loc, collection=q.get("collection", "admit_chunks"), dim=dim)
-        scheme = "https" if u.scheme == "qdrant+https" else "http"
-        collection = u.path.strip("/") or q.get("collection", "admit_chunks")
-        return QdrantStore(
-            url=f"{scheme}://{u.hostname}:{u.port or 6333}", collection=collection, dim=dim, api_key=q.get("api_key")
-        )
+        server, collection, api_key = qdrant_target(s)
+        return QdrantStore(url=server, collection=collection, dim=dim, api_key=api_key)
     if s.startswith(("postgresql://", "postgres://")):
         from admit.kb.pgvector_store import PgvectorStore
 
-        u = urlparse(s)
-        q = {k: v[-1] for k, v in parse_qs(u.query).items()}
-        table = q.pop("table", "admit_chunks")
-        rest = "&".join(f"{k}={v}" for k, v in q.items())
-        dsn = s.split("?", 1)[0] + (f"?{rest}" if rest else "")
+        dsn, table = pg_dsn(s)
         return PgvectorStore(dsn, table=table, dim=dim)
     from admit.kb.sqlite_store import SqliteStore
 
