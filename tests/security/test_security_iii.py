@@ -391,3 +391,13 @@ def test_qdrant_urls_keep_ipv6_and_refuse_userinfo() -> None:
     assert qdrant_target("qdrant+https://q.example/c?api_key=a%26b") == ("https://q.example:6333", "c", "a&b")
     with pytest.raises(ConfigError, match="api_key"):
         qdrant_target("qdrant://admin:secret@q.example/c")
+
+
+def test_admit_mcp_does_not_take_its_principal_from_the_environment() -> None:
+    import click
+
+    from admit.cli.serve import mcp_cmd
+
+    opt = next(p for p in mcp_cmd.params if isinstance(p, click.Option) and p.name == "principal")
+    assert opt.envvar is None
+    assert "ADMIT_PRINCIPAL is not read here" in (opt.help or "")
