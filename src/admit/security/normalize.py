@@ -46,6 +46,8 @@ _CONFUSABLE_MAP = {
     "Υ": "Y", "Χ": "X",
 }  # fmt: skip
 _CONFUSABLES = str.maketrans(_CONFUSABLE_MAP)
+# small capitals (a styling, not a script): always read as the Latin letters they show
+_SMALL_CAPS = str.maketrans(dict(zip("ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘǫʀꜱᴛᴜᴠᴡʏᴢ", "abcdefghijklmnopqrstuvwyz", strict=True)))
 CONFUSABLE_CHARS = "".join(_CONFUSABLE_MAP)
 _CLASS = "".join(f"\\x{{{ord(c):04X}}}" for c in CONFUSABLE_CHARS)
 CONFUSABLE_ANY = _linear.compile(f"[{_CLASS}]", name="security.confusable_any")
@@ -96,7 +98,7 @@ def normalize(text: str) -> str:
     s = _TAG_CHARS.sub(_untag, text)
     s = _VARIATION_RUN.sub(_unselect, s)
     s = _INVISIBLE.sub(_drop_invisible, s)
-    s = unicodedata.normalize("NFKC", s)
+    s = unicodedata.normalize("NFKC", s).translate(_SMALL_CAPS)
     # look-alikes are mapped only inside words that also hold Latin letters (a Russian or Greek word stays as is)
     if CONFUSABLE_ANY.search(s) is None:
         return s

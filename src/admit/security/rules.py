@@ -13,6 +13,7 @@ import re
 
 from admit.security.base import Rule
 from admit.security.base import rule as _rule
+from admit.security.rules_agent import AGENT_RULES
 from admit.security.rules_grader import GRADER_RULES
 from admit.security.rules_i18n import I18N_RULES
 
@@ -461,7 +462,7 @@ EN_RULES: tuple[Rule, ...] = (
     ),
 )
 
-RULES: tuple[Rule, ...] = (*EN_RULES, *GRADER_RULES, *I18N_RULES)
+RULES: tuple[Rule, ...] = (*EN_RULES, *AGENT_RULES, *GRADER_RULES, *I18N_RULES)
 """Every pattern rule, in scan order."""
 
 RULES_VERSION: str = hashlib.sha256(

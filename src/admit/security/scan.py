@@ -101,6 +101,14 @@ _ATTRIBUTE_LIKE = _linear.compile(
     re.IGNORECASE,
     name="security.attribute_like",
 )
+# obfuscated views of a text, scanned like decoded base64: leetspeak, spaced-out letters, reversed text
+_LEET = str.maketrans(
+    {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i", "|": "l"}
+)
+_LEET_TOKEN = _linear.compile(r"[A-Za-z0-9@$!|]+", name="security.leet_token")
+_SPACED = _linear.compile(r"\b(?:[A-Za-z][ .\-_*]){3,}[A-Za-z]\b", name="security.spaced_letters")
+_REVERSED_STEMS = ("erongi", "snoitcurtsni", "suoiverp", "tpmorp", "dragersid", "metsys")
+_VIEW_KINDS = {"hijack", "role_marker", "ai_addressed", "tool_call", "exfiltration", "grader_manipulation"}
 _REPORTABLE = {"hijack", "role_marker", "ai_addressed", "grader_manipulation", "tool_call"}
 _SENTENCE_END = ".!?\n"
 
@@ -191,6 +199,28 @@ def _decoded_b64(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
+def _deleet(m: Match) -> str:
+    tok = m.group(0)
+    letters = sum(c.isalpha() for c in tok)
+    leet = sum(c in "013457@$!|" for c in tok)
+    return tok.translate(_LEET) if letters >= 2 and leet >= 1 and not tok.isdigit() else tok
+
+
+def _views(norm: str, low: str) -> list[tuple[str, str]]:
+    """``(prefix, text)`` of the obfuscated readings of a text that differ from it (at most three)."""
+    out: list[tuple[str, str]] = []
+    if any(c in norm for c in "013457@$!|"):
+        leet = _LEET_TOKEN.sub(_deleet, norm)
+        if leet != norm:
+            out.append(("leet", leet))
+    spaced = _SPACED.sub(lambda m: "".join(ch for ch in m.group(0) if ch.isalpha()), norm)
+    if spaced != norm:
+        out.append(("spaced", spaced))
+    if any(stem in low for stem in _REVERSED_STEMS):
+        out.append(("reversed", norm[::-1]))
+    return out
+
+
 def _unicode_flags(text: str) -> list[Flag]:
     flags: list[Flag] = []
     if text.isascii():  # ASCII holds no invisible, bidi, tag or look-alike characters
@@ -255,6 +285,14 @@ def scan(text: str) -> list[Flag]:
     flags.extend(_rule_flags(norm))
     flags.extend(_markup_flags(norm))
     seen = {f.rule for f in flags}
+    kinds = {f.kind for f in flags}
+    for prefix, view in _views(norm, norm.lower()):
+        for f in _rule_flags(view):
+            if f.kind in _VIEW_KINDS and f.kind not in kinds and f"{prefix}_{f.rule}" not in seen:
+                seen.add(f"{prefix}_{f.rule}")
+                kinds.add(f.kind)  # a view adds kinds the plain text lacks, never a second flag of a kind
+                start, end = (len(norm) - f.end, len(norm) - f.start) if prefix == "reversed" else (f.start, f.end)
+                flags.append(Flag(kind=f.kind, start=start, end=end, rule=f"{prefix}_{f.rule}"))
     for a, b, dec in _decoded_b64(norm) if len(norm) >= 24 else ():
         for f in _rule_flags(normalize(dec)):
             if f"base64_{f.rule}" not in seen:
