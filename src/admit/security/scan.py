@@ -200,7 +200,7 @@ def _decoded_b64(text: str) -> list[tuple[int, int, str]]:
 
 
 def _deleet(m: Match) -> str:
-    tok = m.group(0)
+    tok: str = m.group(0)
     letters = sum(c.isalpha() for c in tok)
     leet = sum(c in "013457@$!|" for c in tok)
     return tok.translate(_LEET) if letters >= 2 and leet >= 1 and not tok.isdigit() else tok
