@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 import threading
 import unicodedata
 import zlib
@@ -14,6 +13,8 @@ from functools import lru_cache
 from typing import Generic, TypeVar
 
 import numpy as np
+
+from admit import _linear
 
 __all__ = [
     "STOPWORDS",
@@ -29,13 +30,27 @@ __all__ = [
     "versions",
 ]
 
-#: A dotted version (``3.2.0``, ``v2.1``): one token to a reader, three numbers to a word tokenizer.
-_VERSION = re.compile(r"(?<![\w.])[vV]?(\d+(?:\.\d+)+)(?![\w]|\.\d)")
+#: A dotted version (``3.2.0``, ``v2.1``): one token to a reader, three numbers to a word tokenizer. RE2 has no
+#: look-arounds: the match is the longest dotted run, and :func:`versions` checks the characters around it
+#: (no word character or ``.`` before, no word character after).
+_VERSION = _linear.compile(r"[vV]?(\d+(?:\.\d+)+)", name="text.version")
+_WORD_CHAR = _linear.simple(r"\w")
 
 
 def versions(text: str) -> list[str]:
     """The dotted versions a text names, in order, without a leading ``v`` (``"v3.2.0 and 2.1"`` -> both)."""
-    return list(dict.fromkeys(_VERSION.findall(text or "")))
+    text = text or ""
+    found: list[str] = []
+    for m in _VERSION.finditer(text):
+        start, end = m.start(), m.end()
+        before = text[start - 1] if start else ""
+        after = text[end : end + 2]
+        if before and (before == "." or _WORD_CHAR.match(before)):
+            continue
+        if after and (_WORD_CHAR.match(after[0]) or (after[0] == "." and after[1:2].isdigit())):
+            continue
+        found.append(m.group(1))
+    return list(dict.fromkeys(found))
 
 
 STOPWORDS = frozenset(
@@ -50,7 +65,8 @@ STOPWORDS = frozenset(
     """.split()  # noqa: SIM905
 )
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = _linear.simple(r"\w+")
+_PARAGRAPH_BREAK = _linear.compile(r"\n\s*\n", name="text.paragraph_break")
 
 
 @lru_cache(maxsize=8192)
@@ -228,7 +244,7 @@ def sentences(text: str) -> list[str]:
     import nupunkt
 
     out: list[str] = []
-    for para in re.split(r"\n\s*\n", text):
+    for para in _PARAGRAPH_BREAK.split(text):
         para = para.strip()
         if not para:
             continue

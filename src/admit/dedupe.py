@@ -17,20 +17,20 @@
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 import numpy as np
 
+from admit import _linear
 from admit._text import norm_hash, normalize, overlap, shingle_count, shingles, signatures
 from admit.policy import Policy
 from admit.types import Chunk, Decision, Scored
 
 __all__ = ["dedupe", "similarity", "source_cap", "version_key"]
 
-_NUM = re.compile(r"\d+")
+_NUM = _linear.simple(r"\d+")
 
 
 def version_key(chunk: Chunk) -> tuple[tuple[int, ...], float]:

@@ -17,10 +17,11 @@ from typing import Any
 
 import numpy as np
 
+from admit import _scope
 from admit._text import norm_hash, seed_signature, shingle_count, signature
 from admit.backends.tokenizers.base import count_lines, seed_counts
 from admit.render import clean_text
-from admit.security import flag_kinds
+from admit.security import RULES_VERSION, chunk_kinds
 
 __all__ = [
     "ENCODINGS",
@@ -35,30 +36,31 @@ __all__ = [
 
 FEATURES_KEY = "admit_features"
 """The metadata key the knowledge base stores features under (removed from the chunks it hands out)."""
-FEATURES_VERSION = 1
-"""Bumped when the stored form changes; other versions are ignored."""
+FEATURES_VERSION = f"2:{RULES_VERSION}"
+"""The stored form's version and the injection rule set's (:data:`admit.security.RULES_VERSION`): features
+stored under another version, such as flags computed by an older scanner, are ignored and recomputed."""
 ENCODINGS = ("o200k_base", "cl100k_base")
 """Encodings whose counts are stored (the ones whose line counts add up; see ``count_by_lines``)."""
 
-_FLAGS: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
+_FLAGS: OrderedDict[tuple[str, str, str], tuple[str, ...]] = OrderedDict()
 _FLAGS_LOCK = threading.Lock()
 _FLAGS_MAX = 8192
 
 
 def chunk_flags(title: str, text: str) -> tuple[str, ...]:
     """The injection flag kinds of a chunk (title and text), remembered: the same chunks recur."""
-    key = (title, text)
+    key = (_scope.current(), title, text)  # per tenant: a hit's speed must not tell one tenant another's texts
     with _FLAGS_LOCK:
         hit = _FLAGS.get(key)
         if hit is not None:
             _FLAGS.move_to_end(key)
             return hit
-    kinds = tuple(flag_kinds(f"{title}\n{text}" if title else text))
+    kinds = tuple(chunk_kinds(title, text))
     _remember_flags(key, kinds)
     return kinds
 
 
-def _remember_flags(key: tuple[str, str], kinds: Iterable[str]) -> None:
+def _remember_flags(key: tuple[str, str, str], kinds: Iterable[str]) -> None:
     with _FLAGS_LOCK:
         _FLAGS[key] = tuple(kinds)
         _FLAGS.move_to_end(key)
@@ -119,7 +121,7 @@ def seed_features(title: str, text: str, features: Any) -> bool:
     seed_signature(text, sig)
     shingle_count.seed(text, n_shingles)
     norm_hash.seed(text, digest)
-    _remember_flags((title, text), flags)
+    _remember_flags((_scope.current(), title, text), flags)
     for enc, ns in counts.items():
         seed_counts(enc, zip(lines, ns, strict=True))
     return True

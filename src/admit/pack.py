@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
 
+from admit import _linear
 from admit._text import content_words, jaccard_estimates, sentences, signatures
 from admit.backends.tokenizers import Tokenizer
 from admit.backends.tokenizers.base import cached_count, count_by_lines, line_additive
@@ -36,11 +38,15 @@ __all__ = ["PackOutcome", "anchored_excerpt", "pack", "split_facets"]
 
 ELISION = "[…]"
 _MIN_EXCERPT_TOKENS = 24
-_QUESTION_WORD = re.compile(
-    r"\s*(how|what|why|when|where|which|who|whom|whose|can|could|should|would|is|are|was|were|do|does|did)\b", re.I
+_QUESTION_WORD = _linear.compile(
+    r"\s*(?:how|what|why|when|where|which|who|whom|whose|can|could|should|would|is|are|was|were|do|does|did)\b",
+    re.I,
+    name="pack.question_word",
 )
-_FACET_SPLIT = re.compile(
-    r"\s*(?:[,;?]|\band\b|\bor\b|\bvs\.?|\bversus\b|\bas well as\b|\bcompared (?:to|with)\b|\bplus\b)\s*", re.I
+_FACET_SPLIT = _linear.compile(
+    r"\s*(?:[,;?]|\band\b|\bor\b|\bvs\.?|\bversus\b|\bas well as\b|\bcompared (?:to|with)\b|\bplus\b)\s*",
+    re.I,
+    name="pack.facet_split",
 )
 
 
@@ -50,32 +56,29 @@ def split_facets(question: str) -> list[frozenset[str]]:
     Parts are cut at "and", "or", "vs", commas and semicolons; a part that is only a question lead-in with
     fewer than two content words ("how do I fix it", "which is older") joins its neighbour, so only real
     sub-questions or compared entities become facets. Words every facet shares tell nothing apart and
-    are dropped from each facet.
+    are dropped from each facet. Linear in the question: RE2 patterns, and a facet's own words are those that
+    no other facet holds (counted once), not a union of the others per facet.
     """
     raw = [p.strip() for p in _FACET_SPLIT.split(question) if p and p.strip()]
-    merged: list[tuple[str, frozenset[str]]] = []
-    carry: frozenset[str] = frozenset()
+    merged: list[set[str]] = []
+    carry: set[str] = set()
     for part in raw:
         words = content_words(part)
-        filler = bool(_QUESTION_WORD.match(part)) and len(words) < 2
+        filler = _QUESTION_WORD.match(part) is not None and len(words) < 2
         if filler or not words:
             if merged:
-                text, prev = merged[-1]
-                merged[-1] = (f"{text} {part}", prev | words)
+                merged[-1] |= words
             else:
                 carry |= words  # "Which is older, X or Y": the lead-in belongs to what follows
             continue
-        merged.append((part, words | carry))
-        carry = frozenset()
-    facets = [w for _, w in merged]
-    if len(facets) <= 1:
+        merged.append(set(words) | carry)
+        carry = set()
+    if len(merged) <= 1:
         whole = content_words(question)
         return [whole] if whole else []
-    out: list[frozenset[str]] = []
-    for i, f in enumerate(facets):
-        others = frozenset().union(*(g for j, g in enumerate(facets) if j != i))
-        own = f - others
-        out.append(own or f)
+    facets = [frozenset(f) for f in merged]
+    holders = Counter(w for f in facets for w in f)
+    out = [frozenset(w for w in f if holders[w] == 1) or f for f in facets]
     return list(dict.fromkeys(out))
 
 

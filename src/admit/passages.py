@@ -9,11 +9,12 @@ not be reused.
 from __future__ import annotations
 
 import base64
-import re
 import unicodedata
 from typing import Any
 
 import numpy as np
+
+from admit import _linear
 
 __all__ = [
     "MAX_PASSAGES",
@@ -31,7 +32,17 @@ PASSAGE_WORDS = 180
 #: At most this many passages of a chunk are embedded (the first ones): bounds latency on huge chunks.
 MAX_PASSAGES = 24
 
-_SENT_SPLIT = re.compile(r"(?<=[.!?。！？])\s+|\n\s*\n+")
+# a sentence end and the space after it, or a paragraph break (the end mark stays with its sentence)
+_SENT_BREAK = _linear.compile(r"([.!?。！？])\s+|\n\s*\n+", name="passages.sentence_break")
+
+
+def _sentences(text: str) -> list[str]:
+    out, start = [], 0
+    for m in _SENT_BREAK.finditer(text):
+        out.append(text[start : m.end(1)] if m.group(1) is not None else text[start : m.start()])
+        start = m.end()
+    out.append(text[start:])
+    return out
 
 
 def nfc(text: str) -> str:
@@ -66,13 +77,9 @@ def passages(title: str, text: str, max_words: int = PASSAGE_WORDS, max_passages
     if not text:
         return [title or ""]
     pieces: list[list[str]] = []
-    for sent in _SENT_SPLIT.split(text):
+    for sent in _sentences(text):
         toks = sent.split()
-        while len(toks) > max_words:
-            pieces.append(toks[:max_words])
-            toks = toks[max_words:]
-        if toks:
-            pieces.append(toks)
+        pieces.extend(toks[i : i + max_words] for i in range(0, len(toks), max_words))
     out: list[str] = []
     cur: list[str] = []
     for toks in pieces:

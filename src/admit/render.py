@@ -13,11 +13,10 @@ is 20 decimal digits: BPE tokenizers split digit runs into a fixed number of pie
 until its cost in the block's tags equals that of a fixed reference, so token counts do not depend on the
 draw (the same request counts the same tokens run to run).
 
-Invisible and line-breaking characters are handled by Unicode class rather than by a hand list: every
-``Default_Ignorable_Code_Point`` (zero-width, bidi controls, variation selectors, tag characters, fillers,
-U+034F, U+061C, U+180E, U+3164, ...), every other format (``Cf``), control (``Cc``) and surrogate (``Cs``)
-character is removed; line and paragraph separators (``Zl``, ``Zp``, U+0085, CR) become a newline in a
-passage body and a space in an attribute.
+Text is cleaned by :mod:`admit._clean` (invisible and control characters by Unicode class, quote-like
+characters in attributes escaped). A passage's ``id`` attribute is its :func:`citation_id`: the raw id when
+rendering leaves it as it is, else a form with a digest suffix, so two distinct ids never render as one and a
+citation always maps back (``AdmittedPassage.as_dict()["cite_id"]``).
 """
 
 from __future__ import annotations
@@ -27,8 +26,7 @@ import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import regex
-
+from admit._clean import citation_id, clean_attr, clean_text
 from admit.backends.tokenizers.base import Tokenizer
 from admit.errors import AdmitError
 from admit.types import Chunk
@@ -40,6 +38,7 @@ __all__ = [
     "EvidenceRenderer",
     "boundary_cost",
     "choose_boundary",
+    "citation_id",
     "clean_attr",
     "clean_text",
     "make_boundary",
@@ -58,32 +57,11 @@ BOUNDARY_DIGITS = 20
 """Length of the boundary token (decimal digits: about 66 bits)."""
 _REFERENCE = "40637189225186430571"  # a fixed boundary whose token cost every draw must match
 _MAX_DRAWS = 256
-_ATTR_CHARS = 300
-
-# removed everywhere: default-ignorable code points, and the other format/control/surrogate characters
-# (tab and newline are kept in passage bodies)
-_INVISIBLE = regex.compile(r"[\p{Default_Ignorable_Code_Point}\p{Cf}\p{Cs}[\p{Cc}--[\t\n\r\x85]]]", regex.V1)
-# line breaks that are not "\n": CRLF, CR, NEL, the line and paragraph separators, VT and FF (Cc: removed above)
-_BREAKS = regex.compile(r"\r\n?|[\x85\p{Zl}\p{Zp}]", regex.V1)
-_ANY_SPACE = regex.compile(r"\s+")
 
 
 def make_boundary() -> str:
     """A random boundary token of :data:`BOUNDARY_DIGITS` decimal digits (``secrets``: unpredictable)."""
     return f"{secrets.randbelow(10**BOUNDARY_DIGITS):0{BOUNDARY_DIGITS}d}"
-
-
-def clean_text(text: str) -> str:
-    """Remove invisible, format and control characters; turn every other line break into ``\\n``."""
-    return str(_INVISIBLE.sub("", _BREAKS.sub("\n", text)))
-
-
-def clean_attr(value: object) -> str:
-    """An attribute value that cannot break out of its quotes or its line: cleaned, all whitespace (line
-    breaks included) collapsed to one space, cut to 300 characters, then escaped (so a cut never splits an
-    escape)."""
-    s = str(_ANY_SPACE.sub(" ", clean_text(str(value if value is not None else "")))).strip()
-    return s[:_ATTR_CHARS].replace("\\", "\\\\").replace('"', '\\"')
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,7 +100,7 @@ class EvidenceRenderer:
             when = "unknown"
         access = chunk.access.display() if chunk.access else "unknown"
         return (
-            clean_attr(chunk.id),
+            citation_id(chunk.id),
             clean_attr(chunk.source_id),
             clean_attr(chunk.title),
             clean_attr(when),

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from admit import _linear
 from admit.errors import ConfigError
 from admit.prune.settings import PruneSettings
 
@@ -50,14 +51,14 @@ class Router:
     def __init__(self, classes: Iterable[tuple[str, int, Iterable[str]]], *, default_class: str) -> None:
         """Compile ``(class name, priority, cues)``; a bad cue is a :class:`~admit.errors.ConfigError`."""
         self.default_class = default_class
-        compiled: list[tuple[str, re.Pattern[str], str]] = []
+        compiled: list[tuple[str, _linear.LinearPattern, str]] = []
         ordered = sorted(classes, key=lambda c: (-c[1], c[0]))
         self.names = frozenset(name for name, _, _ in ordered)
         for name, _, cues in ordered:
             for cue in cues:
-                try:
-                    compiled.append((name, re.compile(cue, re.IGNORECASE), cue))
-                except re.error as exc:
+                try:  # RE2: a cue is matched against outside text (the question) in linear time
+                    compiled.append((name, _linear.LinearPattern(cue, re.IGNORECASE, name=f"route.{name}"), cue))
+                except ValueError as exc:
                     raise ConfigError(f"Bad cue {cue!r} in class {name!r}: {exc}") from exc
         self._compiled = tuple(compiled)
 

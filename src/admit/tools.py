@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
+from admit import _linear
 from admit.backends.tokenizers.base import Tokenizer
 from admit.budget import evidence_message_tokens
 from admit.errors import BudgetError, RequestError
@@ -62,7 +63,7 @@ TOOL_PREAMBLE = (
 
 DEFAULT_REDACTIONS: Mapping[str, str] = {
     "email": r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
-    "private_key": r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
+    "private_key": r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?s:.)*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
     "secret": r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}\b"
     r"|\bxox[abprs]-[A-Za-z0-9-]{10,}|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
     "bearer": r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{8,}=*",
@@ -70,7 +71,9 @@ DEFAULT_REDACTIONS: Mapping[str, str] = {
 }
 """The patterns :meth:`Redactor.default` applies: name -> regular expression."""
 
-_SECRET_KEYS = re.compile(r"(?i)(password|passwd|secret|api[_-]?key|token|authorization|credential|private[_-]?key)")
+_SECRET_KEYS = _linear.compile(
+    r"(?i)(password|passwd|secret|api[_-]?key|token|authorization|credential|private[_-]?key)", name="tools.secret_keys"
+)
 _JSON_TYPES: Mapping[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
@@ -153,6 +156,12 @@ def _json_bytes(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, default=str).encode())
 
 
+@lru_cache(maxsize=256)
+def _redaction_pattern(name: str, pattern: str) -> _linear.LinearPattern:
+    """A redaction pattern for RE2 (linear time on tool text), compiled once per ``(name, pattern)``."""
+    return _linear.LinearPattern(pattern, name=f"tools.redact.{name}")
+
+
 @dataclass(frozen=True, slots=True)
 class Redactor:
     """Replaces configured patterns in every string of a row with ``[redacted:NAME]`` and counts them.
@@ -165,8 +174,8 @@ class Redactor:
 'secret_field': 1}))
     """
 
-    patterns: tuple[tuple[str, re.Pattern[str]], ...] = ()
-    """``(name, compiled pattern)`` pairs, applied in order."""
+    patterns: tuple[tuple[str, _linear.LinearPattern], ...] = ()
+    """``(name, compiled pattern)`` pairs, applied in order (RE2: linear in the tool's text)."""
     secret_keys: bool = True
     """Whether values under secret-named keys are redacted whole."""
 
@@ -176,8 +185,8 @@ class Redactor:
         compiled = []
         for name, pattern in patterns.items():
             try:
-                compiled.append((str(name), re.compile(pattern)))
-            except re.error as exc:
+                compiled.append((str(name), _redaction_pattern(str(name), pattern)))
+            except ValueError as exc:  # not a regex, or not linear (look-arounds, back-references)
                 raise RequestError(f"redaction pattern {name!r} is not a valid regex: {exc}", field=name) from exc
         return cls(patterns=tuple(compiled), secret_keys=secret_keys)
 
@@ -194,7 +203,14 @@ class Redactor:
     def _walk(self, value: Any, counts: Counter[str]) -> Any:
         if isinstance(value, str):
             for name, pat in self.patterns:
-                value, n = pat.subn(f"[redacted:{name}]", value)
+                n = 0
+
+                def mark(_m: _linear.Match, tag: str = f"[redacted:{name}]") -> str:
+                    nonlocal n
+                    n += 1
+                    return tag
+
+                value = pat.sub(mark, value)
                 if n:
                     counts[name] += n
             return value

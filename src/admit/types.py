@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from admit._clean import citation_id
+
 __all__ = [
     "Access",
     "AdmittedPassage",
@@ -240,6 +242,7 @@ class AdmittedPassage:
             "tokens": self.tokens,
             "excerpt": self.excerpt,
             "why": self.why,
+            "cite_id": citation_id(c.id),
         }
         if include_text:
             d["text"] = self.text

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from admit.cli import main
 from admit.errors import ConfigError
-from admit.eval.replay import ReplayLog, replay_file
+from admit.eval.replay import ReplayLog, iter_replay_lines, replay_file
 from admit.pipeline import PackRequest, Pipeline
 from admit.policy import load_policy_set
 from admit.types import Access, Chunk, Principal
@@ -126,4 +126,37 @@ def test_plain_trace_without_request_is_a_clear_error(tmp_path: Path) -> None:
     sink = JsonlSink(tmp_path / "trace.jsonl")
     Pipeline(reranker="bm25", sink=sink).pack(_requests()[0])
     with pytest.raises(ConfigError, match=r"line 1: field `request`: missing.*ReplayLog"):
-        replay_file(sink.path, _policy(tmp_path, "p.toml", strategy="top_n"))
+        list(iter_replay_lines(sink.path))
+    rep = replay_file(sink.path, _policy(tmp_path, "p.toml", strategy="top_n"))  # skipped, not fatal
+    assert rep.summary["requests"] == 0 and rep.summary["skipped_lines"] == 1
+    assert "field `request`: missing" in rep.skipped[0][1]
+
+
+def test_replay_skips_and_counts_crafted_lines_one_error_each(recorded: Path, tmp_path: Path) -> None:
+    good = recorded.read_text().splitlines()
+    crafted = [
+        "[" * 100_000 + "]" * 100_000,  # nesting deeper than the parser's recursion
+        '{"request": {"question": "q", "candidates": []}, "trace": {"n": ' + "9" * 5_000 + "}}",  # a huge int
+        "{not json",
+        '{"request": {"question": ' + "[" * 50_000 + "]" * 50_000 + '}, "trace": {}}',
+        '{"request": {"question": 5, "candidates": "x"}, "trace": {}}',
+    ]
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("\n".join([good[0], *crafted, *good[1:]]) + "\n", "utf-8")
+    res = CliRunner().invoke(
+        main,
+        [
+            "replay",
+            str(mixed),
+            "--policy",
+            str(_policy(tmp_path, "p.toml", strategy="top_n")),
+            "--out",
+            str(tmp_path / "o"),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    errors = [line for line in res.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == len(crafted), res.output
+    assert "Traceback" not in res.output
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert summary["requests"] == len(good) and summary["skipped_lines"] == len(crafted)

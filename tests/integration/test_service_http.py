@@ -599,9 +599,13 @@ def test_admit_replay_reads_the_servers_trace_file(tmp_path: Path) -> None:
 
 def test_replay_of_a_trace_without_requests_says_how_to_log_them(tmp_path: Path) -> None:
     from admit.errors import ConfigError
-    from admit.eval.replay import replay_file
+    from admit.eval.replay import iter_replay_lines, replay_file
 
     with LoopbackServer(create_app(_settings(tmp_path), kb=FakeKnowledgeBase(CORPUS), environ=ENV)) as srv:
         httpx.post(f"{srv.url}/v1/search", json={"question": "audit export"}, headers=H, timeout=30)
     with pytest.raises(ConfigError, match="trace_requests = true"):
-        replay_file(tmp_path / "trace.jsonl", REPO / "src" / "admit" / "policies" / "default.toml")
+        list(iter_replay_lines(tmp_path / "trace.jsonl"))
+    # replay_file skips such a line and says why (one error each), instead of stopping at it
+    rep = replay_file(tmp_path / "trace.jsonl", REPO / "src" / "admit" / "policies" / "default.toml")
+    assert rep.summary["requests"] == 0 and rep.summary["skipped_lines"] == 1
+    assert "trace_requests = true" in rep.skipped[0][1]

@@ -55,10 +55,12 @@ FAILING = [
     "unknown_ids",
     "slow",
     "drip",
+    "continue_drip",
+    "header_drip",
     "nested",
 ]
 PARTIAL = ["missing_ids", "out_of_range"]
-STALLING = {"timeout", "slow", "drip"}
+STALLING = {"timeout", "slow", "drip", "continue_drip", "header_drip"}
 """Modes where the server holds the answer longer than the client's deadline (``HANG_S``, ``SLOW_S``, dripping)."""
 
 
@@ -195,7 +197,8 @@ def test_retries_are_bounded(srv: FaultServer) -> None:
 
 def test_backoff_grows_between_retries(srv: FaultServer) -> None:
     srv.set("status:503")
-    _pack(Pipeline(pruner=GradedPruner(_llm(srv, max_retries=3, backoff_s=0.1))))
+    # the backoffs (0.7 s in all) fit only a budget longer than the tests' 0.5 s
+    _pack(Pipeline(pruner=GradedPruner(_llm(srv, max_retries=3, backoff_s=0.1, timeout=30))))
     t = [r.t for r in srv.requests]
     gaps = [b - a for a, b in itertools.pairwise(t)]
     assert len(gaps) == 3
@@ -203,6 +206,15 @@ def test_backoff_grows_between_retries(srv: FaultServer) -> None:
     assert gaps[0] >= 0.08
     assert gaps[1] >= 0.16
     assert gaps[2] >= 0.32
+
+
+def test_retry_after_never_stretches_the_call_past_its_budget(srv: FaultServer) -> None:
+    # a server asking for a 30 s wait gets no retry: the call's 0.5 s budget covers attempts and backoffs
+    srv.set("status:429", retry_after=30)
+    res = _pack(Pipeline(pruner=GradedPruner(_llm(srv, max_retries=5, max_backoff_s=60))))
+    assert res.trace["pruner"]["fallback"] == "keep_top_k"
+    assert "HTTP 429" in res.trace["pruner"]["error"]
+    assert srv.count == 1
 
 
 def test_retry_after_is_honoured(srv: FaultServer) -> None:

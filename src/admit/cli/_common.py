@@ -281,13 +281,15 @@ def _parse_principal(_ctx: click.Context, param: click.Parameter, value: str | N
         raise click.BadParameter(str(exc), param=param) from exc
 
 
-def principal_option(*, required: bool = True, extra_help: str = "") -> Callable[[F], F]:
-    """``--principal tenant:T[,group:G...]`` (dest ``principal``, a :class:`~admit.types.Principal`)."""
+def principal_option(*, required: bool = True, extra_help: str = "", envvar: bool = True) -> Callable[[F], F]:
+    """``--principal tenant:T[,group:G...]`` (dest ``principal``, a :class:`~admit.types.Principal`); also read
+    from ``ADMIT_PRINCIPAL`` unless ``envvar`` is off (``admit mcp``: its principal comes from the option or
+    ``[service.mcp]``, never silently from the environment)."""
     return click.option(
         "--principal",
         "principal",
         required=required,
-        envvar="ADMIT_PRINCIPAL",
+        envvar="ADMIT_PRINCIPAL" if envvar else None,
         metavar="tenant:T[,group:G...]",
         callback=_parse_principal,
         help=f"Who asks: a tenant and its groups, e.g. tenant:acme,group:support.{extra_help}",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from admit._clean import clean_terminal
 from admit.types import PackResult
 
 __all__ = ["print_result"]
@@ -18,9 +19,17 @@ def _short(text: str, n: int) -> str:
 
 
 def print_result(res: PackResult, console: Any, *, show_text: int = 200) -> None:
-    """Print the route and budget, the admitted passages, and one table row per candidate (id, fate, stage, why)."""
-    from rich.markup import escape
+    """Print the route and budget, the admitted passages, and one table row per candidate (id, fate, stage, why).
+
+    Everything a document or a caller controls (ids, titles, text, cues, details) goes through
+    :func:`~admit._clean.clean_terminal` first: an escape sequence in a title cannot set the window title,
+    clear the screen or colour the terminal.
+    """
+    from rich.markup import escape as _markup
     from rich.table import Table
+
+    def escape(value: str) -> str:
+        return str(_markup(clean_terminal(value)))
 
     t = res.trace
     b = res.budget

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from admit._clean import clean_terminal
 from admit.cli._common import (
     DEFAULT_STRATEGY,
     check_strategy,
@@ -301,6 +302,8 @@ def replay_cmd(
     report = replay_file(traces, policy_path, reranker=reranker, pruner_options=opts, prices=prices)
     paths = write_replay(report, Path(out_dir))
     s = report.summary
+    for _, why in report.skipped:  # one line each; the replay went on without them
+        click.echo(f"error: {clean_terminal(why)}", err=True)
     if as_json:
         echo_json(
             {
@@ -316,6 +319,7 @@ def replay_cmd(
         f"{'on' if s['kill_switch'] else 'off'}): {s['changed']} changed, {s['lost_evidence']} lose previously "
         f"admitted evidence; evidence tokens {s['old_evidence_tokens']} -> {s['new_evidence_tokens']}; "
         f"est. cost change {s['est_cost_change_usd']:+.6f} USD at {where}; {time.perf_counter() - t0:.1f} s"
+        + (f"; {len(report.skipped)} bad line(s) skipped" if report.skipped else "")
     )
     for k, v in paths.items():
         click.echo(f"{k}: {v}")

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from admit._clean import clean_terminal
 from admit.cli._common import access_option, echo_json, handle_errors, json_option, open_kb, stdout_console
 
 __all__ = ["ingest_cmd"]
@@ -98,12 +99,14 @@ def ingest_cmd(
         markup=False,
     )
     for path, err in rep.errors:
-        click.echo(f"  error: {path}: {err}", err=True)
+        click.echo(clean_terminal(f"  error: {path}: {err}"), err=True)
     if rep.skipped:
         click.echo(f"  skipped {len(rep.skipped)} file(s) of unsupported formats", err=True)
     if rep.refused_links:
         click.echo(
-            f"  refused {len(rep.refused_links)} symlink(s) whose target lies outside the ingested folder", err=True
+            f"  refused {len(rep.refused_links)} file(s) for a link: a symlink whose target lies outside the ingested "
+            "folder, a file swapped for a link after the walk, or a file with several hard links",
+            err=True,
         )
     _exit_on_errors(rep.errors)
 

@@ -164,4 +164,6 @@ def search_cmd(
         "[dim]latency ms: " + ", ".join(f"{k} {v:.1f}" for k, v in lat.items() if isinstance(v, int | float)) + "[/]"
     )
     if show_prompt:
-        console.print("\n" + res.prompt, markup=False, highlight=False)
+        from admit._clean import clean_terminal
+
+        console.print("\n" + clean_terminal(res.prompt), markup=False, highlight=False)

@@ -7,6 +7,7 @@ readiness, the tools) lives in :mod:`admit.service`.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -77,13 +78,20 @@ def serve_cmd(kb_path: str | None, host: str, port: int, config_path: str | None
     check_port_free(host, port)
     app = create_app(settings, kb=open_kb(kb_path, must_exist=True) if kb_path else None)
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from admit.service.work import responsive_interpreter
+
+    responsive_interpreter()
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
 
 
 @click.command("mcp")
 @_kb_option("to search")
 @_config_option("[service.mcp] names the principal and the search defaults")
-@principal_option(required=False, extra_help=" Default: [service.mcp] in --config.")
+@principal_option(
+    required=False,
+    envvar=False,
+    extra_help=" Default: [service.mcp] in --config. ADMIT_PRINCIPAL is not read here: the option, then the config.",
+)
 @click.option("--tenant", default=None, hidden=True, help="Deprecated: use --principal tenant:T.")
 @click.option("--group", "groups", multiple=True, hidden=True, help="Deprecated: use --principal tenant:T,group:G.")
 @prune_option(default_help="Default: the config's prune_strategy (setwise); search_knowledge_base prunes by default.")
@@ -115,6 +123,11 @@ def mcp_cmd(
 
     if principal is not None and (tenant or groups):
         raise click.UsageError("--principal replaces --tenant and --group; give only --principal.")
+    if principal is None and os.environ.get("ADMIT_PRINCIPAL"):
+        click.echo(
+            "warning: ADMIT_PRINCIPAL is ignored by admit mcp (its principal is --principal, else [service.mcp])",
+            err=True,
+        )
     if groups and not tenant:
         raise click.UsageError("--group needs --tenant; better: --principal tenant:T,group:G.")
     if tenant:

@@ -168,37 +168,65 @@ class ReplayReport:
     """Totals: requests, in rollout, changed, lost evidence, tokens, estimated cost change."""
     diffs: list[dict[str, Any]] = field(default_factory=list)
     """One entry per request."""
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+    """``(line, why)`` of every line that could not be replayed (bad JSON, too deep, a number too long, not a
+    request); the others were replayed."""
 
 
-def iter_replay_lines(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_replay_lines(
+    path: str | Path, skipped: list[tuple[int, str]] | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line number, {"request", "trace"})`` from a :class:`ReplayLog` file or a server's trace file.
+
+    With ``skipped``, a line that cannot be read is recorded there as ``(line, why)`` and the reading goes on;
+    without it, the first such line raises :class:`ConfigError`.
 
     A server started with ``trace_requests = true`` (``[service]`` in ``admit.toml``) writes the request into
     each trace line; those lines are read as they are, and its shadow-policy records are skipped. A line
     with no request is an error naming the line and how to log requests.
     """
     p = Path(path)
-    with p.open("r", encoding="utf-8") as fh:
+    with p.open("r", encoding="utf-8", errors="replace") as fh:
         for n, raw in enumerate(fh, start=1):
             if not raw.strip():
                 continue
             try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{p} line {n}: not valid JSON: {exc.msg}.") from exc
-            if isinstance(obj, dict) and obj.get("shadow") is True:
-                continue  # a shadow-policy record of the server: not a request
-            if not isinstance(obj, dict) or not isinstance(obj.get("request"), dict):
-                raise ConfigError(
-                    f"{p} line {n}: field `request`: missing. This trace record holds ids and decisions, not the "
-                    "request: set `trace_requests = true` under [service] in admit.toml (the server then writes "
-                    "each request into its trace file), or log requests with admit.eval.replay.ReplayLog."
-                )
-            if "trace" not in obj and "request_id" in obj:  # a server trace line carrying its request
-                obj = {"request": obj["request"], "trace": {k: v for k, v in obj.items() if k != "request"}}
-            if not isinstance(obj.get("trace"), dict):
-                raise ConfigError(f"{p} line {n}: field `trace`: missing or not an object.")
-            yield n, obj
+                yield n, _read_line(p, n, raw)
+            except ConfigError as exc:
+                if skipped is None:
+                    raise
+                skipped.append((n, str(exc)))
+            except _Skip:
+                continue
+
+
+class _Skip(Exception):
+    """A line that is not a request by design (a shadow record)."""
+
+
+def _read_line(p: Path, n: int, raw: str) -> dict[str, Any]:
+    """One line as ``{"request", "trace"}`` (:class:`ConfigError` naming the line when it is not one)."""
+    try:
+        obj = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{p} line {n}: not valid JSON: {exc.msg}.") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"{p} line {n}: nested too deeply to read.") from exc
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise ConfigError(f"{p} line {n}: {str(exc)[:120]}.") from exc
+    if isinstance(obj, dict) and obj.get("shadow") is True:
+        raise _Skip  # a shadow-policy record of the server: not a request
+    if not isinstance(obj, dict) or not isinstance(obj.get("request"), dict):
+        raise ConfigError(
+            f"{p} line {n}: field `request`: missing. This trace record holds ids and decisions, not the "
+            "request: set `trace_requests = true` under [service] in admit.toml (the server then writes "
+            "each request into its trace file), or log requests with admit.eval.replay.ReplayLog."
+        )
+    if "trace" not in obj and "request_id" in obj:  # a server trace line carrying its request
+        obj = {"request": obj["request"], "trace": {k: v for k, v in obj.items() if k != "request"}}
+    if not isinstance(obj.get("trace"), dict):
+        raise ConfigError(f"{p} line {n}: field `trace`: missing or not an object.")
+    return obj
 
 
 def _old_pruner_cost(trace: Mapping[str, Any]) -> float:
@@ -216,8 +244,12 @@ def replay_records(
     prices: CostRates | None = None,
     pipeline: Pipeline | None = None,
     where: str = "<replay>",
+    skipped: list[tuple[int, str]] | None = None,
 ) -> ReplayReport:
-    """Re-pack each logged request under ``policies`` and diff against the logged decision."""
+    """Re-pack each logged request under ``policies`` and diff against the logged decision.
+
+    With ``skipped`` (lines already found unreadable), a request that cannot be parsed or packed is added to it
+    and skipped; without it, the first one raises."""
     from admit.schema import parse_pack_request
 
     prices = prices or CostRates()
@@ -228,7 +260,15 @@ def replay_records(
         try:
             req = parse_pack_request(obj["request"])
         except RequestError as exc:
-            raise RequestError(f"{where} line {n}: {exc}", field=exc.field) from exc
+            if skipped is None:
+                raise RequestError(f"{where} line {n}: {exc}", field=exc.field) from exc
+            skipped.append((n, f"{where} line {n}: {exc}"))
+            continue
+        except (RecursionError, ValueError, TypeError) as exc:
+            if skipped is None:
+                raise RequestError(f"{where} line {n}: not a pack request: {type(exc).__name__}") from exc
+            skipped.append((n, f"{where} line {n}: not a pack request ({type(exc).__name__})"))
+            continue
         rid = str(trace.get("request_id") or req.request_id or "")
         req = replace(req, request_id=rid or None)
         old_ids = list(trace.get("accepted_chunk_ids", []))
@@ -295,7 +335,9 @@ def replay_records(
         "prices": prices.as_dict(),
     }
     summary["est_cost_change_per_request_usd"] = summary["est_cost_change_usd"] / len(diffs) if diffs else 0.0
-    return ReplayReport(summary=summary, diffs=diffs)
+    bad = sorted(skipped or [])
+    summary["skipped_lines"] = len(bad)
+    return ReplayReport(summary=summary, diffs=diffs, skipped=bad)
 
 
 def replay_file(
@@ -306,15 +348,18 @@ def replay_file(
     pruner_options: Mapping[str, Any] | None = None,
     prices: CostRates | None = None,
 ) -> ReplayReport:
-    """Replay a :class:`ReplayLog` file under a policy file (or set)."""
+    """Replay a :class:`ReplayLog` file under a policy file (or set); unreadable lines are skipped and listed in
+    ``report.skipped`` (and counted in ``summary["skipped_lines"]``)."""
     policies = policy if isinstance(policy, PolicySet) else load_policy_set(policy)
+    skipped: list[tuple[int, str]] = []
     return replay_records(
-        list(iter_replay_lines(traces)),
+        list(iter_replay_lines(traces, skipped)),
         policies,
         reranker=reranker,
         pruner_options=pruner_options,
         prices=prices,
         where=str(traces),
+        skipped=skipped,
     )
 
 

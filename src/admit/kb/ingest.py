@@ -1,5 +1,9 @@
 """Ingest: parse documents, split them by structure, embed, and write them source by source.
 
+The steps live in their own modules: :mod:`admit.kb.parse` (parsers), :mod:`admit.kb.chunking` (chunker, ids),
+:mod:`admit.kb.registry` (``sources.toml``), :mod:`admit.kb.files` (reading without following links); this
+module walks the files and runs the ingest. Their names are re-exported here.
+
 * Parsers: Markdown (a line-based heading splitter that respects fenced code and front matter), HTML
   (BeautifulSoup, ``html.parser``), plain text. PDF is not supported (no parser is shipped).
 * Chunker: sections by headings, then paragraphs packed up to ``max_tokens`` cl100k tokens; a paragraph longer
@@ -15,17 +19,12 @@
 
 from __future__ import annotations
 
-import fnmatch
 import hashlib
-import html
-import json
 import logging
-import re
 import time
-import tomllib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +32,22 @@ import numpy as np
 
 from admit.backends.embedders.base import Embedder, text_key
 from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
-from admit.errors import ConfigError, MissingExtraError
+from admit.errors import ConfigError
 from admit.features import FEATURES_KEY, FEATURES_VERSION, chunk_features
+from admit.kb.chunking import DEFAULT_MAX_TOKENS, TextChunk, chunk_document, slugify
+from admit.kb.files import RefusedFileError, read_no_follow
+from admit.kb.parse import FORMATS, ParsedDocument, Section, parse_document, parse_html, parse_markdown, parse_text
+from admit.kb.registry import Registry, SourceSettings, load_registry
+from admit.kb.registry import settings_for as _settings
 from admit.kb.store import ChunkRecord, Store
 from admit.passages import PASSAGE_VECTORS_KEY, decode_vectors, encode_vectors, passages
 from admit.types import Access
 
 __all__ = [
+    "DEFAULT_MAX_TOKENS",
     "FORMATS",
     "IngestReport",
+    "ParsedDocument",
     "Registry",
     "Section",
     "SourceSettings",
@@ -50,472 +56,13 @@ __all__ = [
     "ingest_paths",
     "load_registry",
     "parse_document",
+    "parse_html",
+    "parse_markdown",
+    "parse_text",
     "slugify",
 ]
 
 logger = logging.getLogger(__name__)
-
-FORMATS: dict[str, str] = {
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".mdx": "markdown",
-    ".html": "html",
-    ".htm": "html",
-    ".txt": "text",
-    ".text": "text",
-    ".rst": "text",
-}
-"""File suffix -> parser."""
-
-DEFAULT_MAX_TOKENS = 350
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$")
-_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
-_SENT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[`])")
-_REGISTRY_KEYS = {"match", "id", "tenant", "groups", "authority", "label", "document", "version", "language", "updated"}
-
-
-# -- parsing -----------------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Section:
-    """A run of paragraphs under one heading path (the document title excluded)."""
-
-    headings: tuple[str, ...]
-    """Headings from the top section down to this one (``()`` for text before any heading)."""
-    paragraphs: tuple[str, ...]
-    """Paragraph texts."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ParsedDocument:
-    """A parsed document."""
-
-    title: str
-    """Document title (front matter, the single H1, ``<title>``, or the file name)."""
-    sections: tuple[Section, ...]
-    """Sections in document order."""
-    front_matter: Mapping[str, str] = field(default_factory=dict)
-    """Markdown front matter (``key: value`` lines)."""
-    language: str | None = None
-    """Language declared by the document (HTML ``lang``, front matter)."""
-
-
-def _front_matter(lines: list[str]) -> tuple[dict[str, str], list[str]]:
-    if not lines or lines[0].strip() != "---":
-        return {}, lines
-    for i in range(1, min(len(lines), 60)):
-        if lines[i].strip() in {"---", "..."}:
-            meta: dict[str, str] = {}
-            for raw in lines[1:i]:
-                if ":" in raw:
-                    k, v = raw.split(":", 1)
-                    meta[k.strip().lower()] = v.strip().strip("\"'")
-            return meta, lines[i + 1 :]
-    return {}, lines
-
-
-def _clean_heading(text: str) -> str:
-    text = re.sub(r"\{#[^}]*\}\s*$", "", text)  # {#custom-anchor}
-    return re.sub(r"[*_`]", "", text).strip()
-
-
-def parse_markdown(text: str, *, fallback_title: str) -> ParsedDocument:
-    """Split Markdown into sections by ATX headings (``#``..``######``), ignoring headings inside code fences."""
-    meta, lines = _front_matter(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
-    blocks: list[tuple[int, str] | list[str]] = []  # (level, heading) or paragraph lines
-    para: list[str] = []
-    fence: str | None = None
-
-    def flush() -> None:
-        if para and any(x.strip() for x in para):
-            blocks.append(list(para))
-        para.clear()
-
-    for line in lines:
-        if fence is not None:
-            para.append(line)
-            if line.strip().startswith(fence):
-                fence = None
-            continue
-        m = _FENCE.match(line)
-        if m:
-            if para and not para[-1].strip():
-                flush()
-            fence = m.group(1)[0] * len(m.group(1))
-            para.append(line)
-            continue
-        h = _HEADING.match(line)
-        if h:
-            flush()
-            blocks.append((len(h.group(1)), _clean_heading(h.group(2))))
-            continue
-        if not line.strip():
-            flush()
-            continue
-        para.append(line)
-    flush()
-    h1 = [b for b in blocks if isinstance(b, tuple) and b[0] == 1]
-    title = meta.get("title", "")
-    drop_h1 = False
-    first_heading = next((b for b in blocks if isinstance(b, tuple)), None)
-    if len(h1) == 1 and first_heading is not None and first_heading[0] == 1:
-        drop_h1 = True
-        title = title or h1[0][1]
-    sections: list[Section] = []
-    stack: list[tuple[int, str]] = []
-    current: list[str] = []
-
-    def close() -> None:
-        if current:
-            sections.append(Section(headings=tuple(t for _, t in stack), paragraphs=tuple(current)))
-        current.clear()
-
-    for b in blocks:
-        if isinstance(b, tuple):
-            close()
-            level, heading = b
-            if drop_h1 and level == 1:
-                stack = []
-                continue
-            while stack and stack[-1][0] >= level:
-                stack.pop()
-            stack.append((level, heading))
-        else:
-            current.append("\n".join(x.rstrip() for x in b).strip("\n"))
-    close()
-    return ParsedDocument(
-        title=title or fallback_title,
-        sections=tuple(sections),
-        front_matter=meta,
-        language=meta.get("language") or meta.get("lang"),
-    )
-
-
-_HTML_BLOCKS = ("p", "li", "pre", "blockquote", "tr", "dt", "dd", "figcaption")
-_HTML_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
-
-
-def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
-    """Split HTML into sections by ``h1``..``h6``; paragraphs are ``p``, ``li``, ``pre``, table rows, ..."""
-    try:
-        from bs4 import BeautifulSoup
-    except ImportError as exc:
-        raise MissingExtraError("beautifulsoup4", "kb") from exc
-    soup = BeautifulSoup(text, "html.parser")
-    for tag in soup(["script", "style", "noscript", "nav", "footer", "template", "svg"]):
-        tag.decompose()
-    lang = None
-    html_tag = soup.find("html")
-    if html_tag is not None and html_tag.get("lang"):
-        lang = str(html_tag.get("lang")).split("-")[0].lower()
-    title = soup.title.get_text(" ", strip=True) if soup.title else ""
-    body = soup.body or soup
-    wanted = set(_HTML_BLOCKS) | set(_HTML_HEADINGS)
-    blocks: list[tuple[int, str] | str] = []
-    for el in body.find_all(list(wanted)):
-        if el.find_parent(list(_HTML_BLOCKS)) is not None:
-            continue  # nested inside a block we already take whole
-        name = el.name or ""
-        if name in _HTML_HEADINGS:
-            blocks.append((int(name[1]), " ".join(el.get_text(" ", strip=True).split())))
-        elif name == "tr":
-            cells = [" ".join(c.get_text(" ", strip=True).split()) for c in el.find_all(["td", "th"])]
-            if any(cells):
-                blocks.append(" | ".join(cells))
-        elif name == "pre":
-            blocks.append(el.get_text().strip("\n"))
-        else:
-            t = " ".join(el.get_text(" ", strip=True).split())
-            if t:
-                blocks.append(("- " + t) if name == "li" else t)
-    h1 = [b for b in blocks if isinstance(b, tuple) and b[0] == 1]
-    first_heading = next((b for b in blocks if isinstance(b, tuple)), None)
-    drop_h1 = len(h1) == 1 and first_heading is not None and first_heading[0] == 1
-    if drop_h1 and not title:
-        title = h1[0][1]
-    sections: list[Section] = []
-    stack: list[tuple[int, str]] = []
-    current: list[str] = []
-    for b in blocks:
-        if isinstance(b, tuple):
-            if current:
-                sections.append(Section(headings=tuple(t for _, t in stack), paragraphs=tuple(current)))
-                current = []
-            if drop_h1 and b[0] == 1:
-                stack = []
-                continue
-            while stack and stack[-1][0] >= b[0]:
-                stack.pop()
-            stack.append(b)
-        else:
-            current.append(html.unescape(b))
-    if current:
-        sections.append(Section(headings=tuple(t for _, t in stack), paragraphs=tuple(current)))
-    return ParsedDocument(title=title or fallback_title, sections=tuple(sections), language=lang)
-
-
-def parse_text(text: str, *, fallback_title: str) -> ParsedDocument:
-    """Plain text: paragraphs separated by blank lines; a short first line is the title."""
-    paras = [p.strip() for p in re.split(r"\n\s*\n", text.replace("\r\n", "\n")) if p.strip()]
-    title = fallback_title
-    if paras and "\n" not in paras[0] and len(paras[0]) <= 100 and len(paras) > 1:
-        title = paras.pop(0)
-    return ParsedDocument(title=title, sections=(Section(headings=(), paragraphs=tuple(paras)),) if paras else ())
-
-
-def parse_document(text: str, fmt: str, *, fallback_title: str) -> ParsedDocument:
-    """Parse ``text`` in ``fmt`` (``markdown``, ``html``, ``text``)."""
-    if fmt == "markdown":
-        return parse_markdown(text, fallback_title=fallback_title)
-    if fmt == "html":
-        return parse_html(text, fallback_title=fallback_title)
-    if fmt == "text":
-        return parse_text(text, fallback_title=fallback_title)
-    raise ConfigError(f"Unknown document format {fmt!r}; known: markdown, html, text.")
-
-
-# -- chunking ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True, kw_only=True)
-class TextChunk:
-    """A chunk before embedding."""
-
-    section_path: str
-    """The id suffix after ``#``."""
-    headings: tuple[str, ...]
-    """Section headings (document title excluded)."""
-    text: str
-    """The passage."""
-    ordinal: int
-    """Position in the document."""
-
-
-def slugify(text: str) -> str:
-    """``"Upgrade & Rollback (v2)"`` -> ``"upgrade-rollback-v2"``; ``"section"`` when nothing is left."""
-    s = re.sub(r"[^\w]+", "-", text.lower(), flags=re.UNICODE).strip("-_")
-    return s[:60].rstrip("-") or "section"
-
-
-def _split_long(text: str, tok: Tokenizer, max_tokens: int) -> list[str]:
-    """Split an over-long paragraph at sentence (else line, else word) boundaries."""
-    pieces = _SENT.split(text)
-    if len(pieces) == 1:
-        pieces = text.split("\n")
-    out: list[str] = []
-    cur = ""
-    for piece in pieces:
-        if tok.count(piece) > max_tokens:
-            words = piece.split(" ")
-            sub: list[str] = []
-            for w in words:
-                if sub and tok.count(" ".join([*sub, w])) > max_tokens:
-                    out.append(" ".join(sub))
-                    sub = []
-                sub.append(w)
-            piece = " ".join(sub)
-        cand = f"{cur} {piece}".strip() if cur else piece
-        if cur and tok.count(cand) > max_tokens:
-            out.append(cur)
-            cur = piece
-        else:
-            cur = cand
-    if cur:
-        out.append(cur)
-    return out
-
-
-def chunk_document(
-    doc: ParsedDocument, *, tokenizer: Tokenizer | str = "cl100k_base", max_tokens: int = DEFAULT_MAX_TOKENS
-) -> list[TextChunk]:
-    """Sections, then paragraphs packed up to ``max_tokens``; ids from heading slugs, collision-safe."""
-    if max_tokens < 16:
-        raise ConfigError(f"max_tokens must be at least 16, got {max_tokens}.")
-    tok = resolve_tokenizer(tokenizer)
-    out: list[TextChunk] = []
-    used: set[str] = set()
-    ordinal = 0
-    for sec in doc.sections:
-        base = "/".join(slugify(h) for h in sec.headings) or "intro"
-        path = base
-        n = 2
-        while path in used:
-            path = f"{base}-{n}"
-            n += 1
-        used.add(path)
-        parts: list[str] = []
-        cur: list[str] = []
-        cur_tokens = 0
-        for para in sec.paragraphs:
-            pieces = _split_long(para, tok, max_tokens) if tok.count(para) > max_tokens else [para]
-            for piece in pieces:
-                t = tok.count(piece)
-                if cur and cur_tokens + t + 1 > max_tokens:
-                    parts.append("\n\n".join(cur))
-                    cur, cur_tokens = [], 0
-                cur.append(piece)
-                cur_tokens += t + 1
-        if cur:
-            parts.append("\n\n".join(cur))
-        for i, text in enumerate(parts):
-            sp = path if i == 0 else f"{path}~{i + 1}"
-            used.add(sp)
-            out.append(TextChunk(section_path=sp, headings=sec.headings, text=text, ordinal=ordinal))
-            ordinal += 1
-    return out
-
-
-# -- registry ----------------------------------------------------------------------------------------------
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SourceSettings:
-    """What the registry (and the command line) say about one source."""
-
-    source_id: str
-    tenant: str
-    groups: tuple[str, ...] = ()
-    label: str = ""
-    authority: float | None = None
-    document: str = ""
-    version: str | None = None
-    language: str | None = None
-    updated: datetime | None = None
-
-    def key(self) -> str:
-        """A stable digest of the settings (a change re-ingests the source)."""
-        d = {
-            "source_id": self.source_id,
-            "tenant": self.tenant,
-            "groups": list(self.groups),
-            "label": self.label,
-            "authority": self.authority,
-            "document": self.document,
-            "version": self.version,
-            "language": self.language,
-            "updated": self.updated.isoformat() if self.updated else None,
-        }
-        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:16]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Registry:
-    """A parsed ``sources.toml``: defaults and entries matched by path glob or source id."""
-
-    defaults: Mapping[str, Any] = field(default_factory=dict)
-    """Settings for every source."""
-    entries: tuple[Mapping[str, Any], ...] = ()
-    """``[[sources]]`` entries, applied in file order (later wins)."""
-    source: str = ""
-    """Where it was loaded from."""
-
-    def matching(self, rel_path: str, source_id: str) -> list[Mapping[str, Any]]:
-        """The entries that apply to a file (glob on the relative path, or the exact source id)."""
-        out = []
-        for e in self.entries:
-            pat = e.get("match")
-            if (pat and (fnmatch.fnmatchcase(rel_path, pat) or fnmatch.fnmatchcase(source_id, pat))) or (
-                not pat and e.get("id") == source_id
-            ):
-                out.append(e)
-        return out
-
-
-def _check_registry_table(t: Any, where: str) -> dict[str, Any]:
-    if not isinstance(t, Mapping):
-        raise ConfigError(f"{where}: must be a table, got {type(t).__name__} {t!r}.")
-    unknown = set(t) - _REGISTRY_KEYS
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(_REGISTRY_KEYS)}.")
-    d = dict(t)
-    for key in ("match", "id", "tenant", "label", "document", "language"):
-        if key in d and (not isinstance(d[key], str) or not d[key].strip()):
-            raise ConfigError(f"{where}: `{key}` must be a non-empty string, got {d[key]!r}.")
-    if "authority" in d:
-        a = d["authority"]
-        if isinstance(a, bool) or not isinstance(a, int | float) or not 0.0 <= float(a) <= 1.0:
-            raise ConfigError(f"{where}: authority must be a number between 0 and 1, got {a!r}.")
-        d["authority"] = float(a)
-    if "groups" in d:
-        g = d["groups"]
-        if isinstance(g, str):
-            g = [x for x in g.split(",") if x.strip()]
-        if not isinstance(g, list) or not all(isinstance(x, str) for x in g):
-            raise ConfigError(f"{where}: groups must be a list of strings, got {d['groups']!r}.")
-        d["groups"] = tuple(x.strip() for x in g)
-    if "updated" in d:
-        u = d["updated"]
-        if isinstance(u, str):
-            try:
-                u = datetime.fromisoformat(u)
-            except ValueError as exc:
-                raise ConfigError(f"{where}: updated must be an ISO date, got {u!r}.") from exc
-        elif isinstance(u, date) and not isinstance(u, datetime):  # TOML dates without time
-            u = datetime(u.year, u.month, u.day)
-        elif not isinstance(u, datetime):  # a TOML time of day (12:00:00), a number, ...
-            raise ConfigError(f"{where}: updated must be a date or date-time (2026-01-31), got {u!r}.")
-        d["updated"] = u if u.tzinfo else u.replace(tzinfo=UTC)
-    if "version" in d:
-        v = d["version"]
-        if isinstance(v, bool) or not isinstance(v, str | int | float) or not str(v).strip():
-            raise ConfigError(f"{where}: version must be a string or a number, got {v!r}.")
-        d["version"] = str(v)
-    return d
-
-
-def load_registry(path: str | Path | None) -> Registry:
-    """Load a ``sources.toml`` registry (``None``: an empty one)."""
-    if path is None:
-        return Registry()
-    p = Path(path)
-    if not p.is_file():
-        raise ConfigError(f"Source registry {str(path)!r} does not exist.")
-    try:
-        data = tomllib.loads(p.read_text("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"Source registry {p} is not valid TOML: {exc}") from exc
-    unknown = set(data) - {"defaults", "sources"}
-    if unknown:
-        raise ConfigError(f"Source registry {p}: unknown table(s) {sorted(unknown)}; use [defaults] and [[sources]].")
-    defaults = _check_registry_table(data.get("defaults", {}), f"{p} [defaults]")
-    for key in ("match", "id"):
-        if key in defaults:
-            raise ConfigError(f"{p} [defaults]: `{key}` belongs in a [[sources]] entry, not in [defaults].")
-    entries_raw = data.get("sources", [])
-    if not isinstance(entries_raw, list):
-        raise ConfigError(f"Source registry {p}: `sources` must be an array of tables ([[sources]]).")
-    entries = []
-    for i, e in enumerate(entries_raw):
-        d = _check_registry_table(e, f"{p} [[sources]] #{i + 1}")
-        if "match" not in d and "id" not in d:
-            raise ConfigError(f"{p} [[sources]] #{i + 1}: give `match` (a path glob) or `id` (a source id).")
-        entries.append(d)
-    return Registry(defaults=defaults, entries=tuple(entries), source=str(p))
-
-
-def _settings(
-    registry: Registry, rel: str, default_id: str, overrides: Mapping[str, Any], front: Mapping[str, str]
-) -> SourceSettings:
-    merged: dict[str, Any] = {**registry.defaults, **{k: v for k, v in overrides.items() if v is not None}}
-    for k in ("version", "language", "document"):
-        if front.get(k) and k not in merged:
-            merged[k] = front[k]
-    source_id = default_id
-    for e in registry.matching(rel, default_id):
-        merged.update({k: v for k, v in e.items() if k != "match"})
-    source_id = str(merged.pop("id", source_id))
-    tenant = merged.get("tenant")
-    if not tenant:
-        raise ConfigError(
-            f"No tenant for {rel!r}: pass --access tenant:T (tenant= in Python) or set `tenant` in the registry's "
-            "[defaults] or a [[sources]] entry."
-        )
-    return SourceSettings(
-        source_id=source_id,
-        tenant=str(tenant),
-        groups=tuple(merged.get("groups") or ()),
-        label=str(merged.get("label") or ""),
-        authority=merged.get("authority"),
-        document=str(merged.get("document") or source_id),
-        version=merged.get("version"),
-        language=merged.get("language"),
-        updated=merged.get("updated"),
-    )
 
 
 # -- the ingest run ----------------------------------------------------------------------------------------
@@ -546,7 +93,8 @@ class IngestReport:
     skipped: tuple[str, ...] = ()
     """Files skipped (unsupported format)."""
     refused_links: tuple[str, ...] = ()
-    """Symbolic links under an ingested folder whose target lies outside that folder: not followed, not read."""
+    """Files not read because of a link: symbolic links under an ingested folder whose target lies outside it,
+    files swapped for a link after the walk, and files with more than one hard link (see :mod:`admit.kb.files`)."""
     errors: tuple[tuple[str, str], ...] = ()
     """``(path, message)`` of files that could not be read."""
     seconds: float = 0.0
@@ -596,6 +144,14 @@ def _walk(paths: Sequence[str | Path], refused: list[str] | None = None) -> list
         else:
             raise ConfigError(f"Ingest path {str(raw)!r} does not exist.")
     return out
+
+
+def _read(f: Path, root: Path | None) -> bytes:
+    """A walked file's bytes, opened without following links (a link swapped in after the walk is refused)."""
+    target = f.resolve() if root is not None else f
+    if root is not None and not target.is_relative_to(root):
+        raise RefusedFileError(f"{f}: its target lies outside {root} (changed after the folder walk)")
+    return read_no_follow(target, root)
 
 
 def _default_source_id(f: Path, root: Path | None) -> str:
@@ -707,8 +263,13 @@ def ingest_paths(
                     else:
                         skipped.append(str(f))
                     continue
+                try:
+                    raw = _read(f, root)
+                except RefusedFileError as exc:
+                    logger.warning("ingest: not reading %s", exc)
+                    refused.append(str(f))
+                    continue
                 counts["files"] += 1
-                raw = f.read_bytes()
                 try:
                     text = raw.decode("utf-8-sig")
                 except UnicodeDecodeError as exc:

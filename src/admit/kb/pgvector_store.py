@@ -14,7 +14,6 @@ import logging
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any
-from urllib.parse import parse_qs, urlparse
 
 import numpy as np
 
@@ -353,9 +352,7 @@ class PgvectorStore(HybridSearch):
 
 def from_url(url: str, *, dim: int) -> PgvectorStore:
     """``postgresql://user@host:port/db?table=admit_chunks`` (``postgres://`` too); other query keys stay in the DSN."""
-    u = urlparse(url)
-    q = {k: v[-1] for k, v in parse_qs(u.query).items()}
-    table = q.pop("table", "admit_chunks")
-    rest = "&".join(f"{k}={v}" for k, v in q.items())
-    dsn = url.split("?", 1)[0] + (f"?{rest}" if rest else "")
+    from admit.kb.urls import pg_dsn
+
+    dsn, table = pg_dsn(url)  # query values stay encoded: one value never becomes a new parameter
     return PgvectorStore(dsn, table=table, dim=dim)

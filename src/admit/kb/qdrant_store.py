@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import re
 import threading
 import uuid
 from collections import Counter
@@ -20,6 +19,7 @@ from urllib.parse import parse_qs, urlparse
 
 import numpy as np
 
+from admit import _linear
 from admit.errors import ConfigError, MissingExtraError, StoreError
 from admit.kb._rows import record_from_payload, record_payload
 from admit.kb.store import (
@@ -39,7 +39,7 @@ __all__ = ["QdrantStore", "from_url", "sparse_terms"]
 
 logger = logging.getLogger(__name__)
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+_WORD = _linear.simple(r"\w+")
 _NS = uuid.UUID("5b0f3c1e-8f7e-4f0e-9a52-6d1d3c1a0a11")
 _K1 = 1.2
 
@@ -362,8 +362,7 @@ def from_url(url: str, *, dim: int) -> QdrantStore:
     if u.scheme == "qdrant+local":
         loc = ":memory:" if url.startswith("qdrant+local://:memory:") else (u.path or "")
         return QdrantStore(path=loc, collection=q.get("collection", "admit_chunks"), dim=dim)
-    scheme = "https" if u.scheme == "qdrant+https" else "http"
-    collection = u.path.strip("/") or q.get("collection", "admit_chunks")
-    return QdrantStore(
-        url=f"{scheme}://{u.hostname}:{u.port or 6333}", collection=collection, dim=dim, api_key=q.get("api_key")
-    )
+    from admit.kb.urls import qdrant_target
+
+    server, collection, api_key = qdrant_target(url)  # parsed once, rebuilt losslessly (IPv6, no userinfo)
+    return QdrantStore(url=server, collection=collection, dim=dim, api_key=api_key)

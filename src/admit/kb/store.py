@@ -9,7 +9,6 @@ label (no tenant) never matches.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from admit import _linear
 from admit._text import STOPWORDS, versions
 from admit.backends.rerankers.fusion import RRF_K, rrf_fuse
 from admit.features import FEATURES_KEY
@@ -44,7 +44,7 @@ OPEN_GROUP = "*"
 
 FloatVector = npt.NDArray[np.float32]
 
-_TERM = re.compile(r"[\w]+", re.UNICODE)
+_TERM = _linear.simple(r"[\w]+")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from admit import _linear
 from admit.errors import GraderOutputError
 
 __all__ = [
@@ -31,9 +32,14 @@ __all__ = [
     "to_grade",
 ]
 
-_ID_RE = re.compile(r"^\s*[\[(<#]?\s*(?:chunk\s*(?:id)?\s*[:#-]?\s*)?c?\s*[-_#]?\s*(\d{1,6})\s*[\])>]?\s*$", re.I)
-_NUM_RE = re.compile(r"^\s*(?:grade|score|level)?\s*[:=]?\s*(-?\d+(?:\.\d+)?)")
-_PAIR_RE = re.compile(r"[\"'\[]?\b[Cc](\d{1,6})\b[\"'\]]?\s*(?:[:=]|->|=>|\bis\b)\s*[\"']?(-?\d+(?:\.\d+)?)")
+# grader replies are outside text: every pattern here is RE2 (linear time, admit._linear)
+_ID_RE = _linear.compile(
+    r"^\s*[\[(<#]?\s*(?:chunk\s*(?:id)?\s*[:#-]?\s*)?c?\s*[-_#]?\s*(\d{1,6})\s*[\])>]?\s*$", re.I, name="grader.id"
+)
+_NUM_RE = _linear.compile(r"^\s*(?:grade|score|level)?\s*[:=]?\s*(-?\d+(?:\.\d+)?)", name="grader.number")
+_PAIR_RE = _linear.compile(
+    r"[\"'\[]?\b[Cc](\d{1,6})\b[\"'\]]?\s*(?:[:=]|->|=>|\bis\b)\s*[\"']?(-?\d+(?:\.\d+)?)", name="grader.pair"
+)
 _WORDS = {
     "essential": 5,
     "needed": 4,
@@ -155,7 +161,7 @@ def extract_json(text: str) -> tuple[Any, list[str]]:
     return None, notes
 
 
-_OPENERS = re.compile(r"[{\[]")
+_OPENERS = _linear.simple(r"[{\[]")
 
 
 def _repair(s: str, start: int, budget: int) -> tuple[Any, int]:
@@ -326,7 +332,7 @@ def parse_selection(text: str, ids: Sequence[str]) -> SelectParse:
     return SelectParse(selected=selected, notes=notes)
 
 
-_LEVEL_RE = re.compile(r"([1-5])")
+_LEVEL_RE = _linear.compile(r"([1-5])", name="grader.level")
 
 
 def parse_anchors(text: str) -> tuple[dict[int, str], list[str]]:

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from admit import _scope
 from admit.errors import ConfigError, StoreError
 from admit.prune.base import PruneOutcome, apply_threshold
 from admit.prune.settings import PruneSettings
@@ -39,7 +40,7 @@ def cache_key(
     candidates: Sequence[Scored],
     params: Mapping[str, Any],
 ) -> str:
-    """The cache key of one prune call."""
+    """The cache key of one prune call (in the running work's cache scope: one tenant never hits another's)."""
     doc = {
         "s": strategy,
         "m": model,
@@ -48,6 +49,8 @@ def cache_key(
         "c": [[chunk_hash(c.chunk.title, c.chunk.text), c.rank] for c in candidates],
         "p": {k: params[k] for k in sorted(params)},
     }
+    if scope := _scope.current():
+        doc["t"] = scope
     return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()
 
 

@@ -92,6 +92,11 @@ class Limits(_Strict):
     """Wall-clock limit of one request's work; over it the request gets 504."""
     max_top_k: int = Field(default=100, gt=0)
     """Largest ``top_k`` of /v1/search."""
+    worker_threads: int = Field(default=0, ge=0)
+    """Worker threads that run request work at once (``0``: four per CPU core, at least 4, at most 64)."""
+    worker_threads_per_tenant: int = Field(default=0, ge=0)
+    """Of those, the most one tenant's requests may hold at once (``0``: half the CPU cores, at least 1), so a
+    tenant sending expensive requests waits for its own slots and never takes every worker from the others."""
 
 
 class ApiKey(_Strict):
@@ -156,12 +161,12 @@ class ToolSettings(_Strict):
     @field_validator("redact")
     @classmethod
     def _compiles(cls, v: dict[str, str]) -> dict[str, str]:
-        import re
+        from admit._linear import LinearPattern
 
         for name, pattern in v.items():
-            try:
-                re.compile(pattern)
-            except re.error as exc:
+            try:  # the engine the redactor runs (RE2: linear time; no look-arounds or back-references)
+                LinearPattern(pattern, name=f"tools.redact.{name}")
+            except ValueError as exc:
                 raise ValueError(f"redaction pattern {name!r} is not a valid regular expression: {exc}") from exc
         return v
 

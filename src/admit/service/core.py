@@ -55,14 +55,15 @@ async def search(state: ServiceState, query: SearchQuery, principal: Principal) 
     kb = state.kb
     if kb is None:
         raise BackendError("no knowledge base is configured on this server (start it with --kb)")
-    res, _ = await run_bounded(state, lambda: run_search(state, kb, query, principal))
+    res, _ = await run_bounded(state, lambda: run_search(state, kb, query, principal), tenant=principal.tenant)
     return res
 
 
-async def prune(state: ServiceState, query: PruneQuery) -> PruneAnswer:
-    """Prune bring-your-own chunks, within the limits and the deadline."""
+async def prune(state: ServiceState, query: PruneQuery, principal: Principal | None = None) -> PruneAnswer:
+    """Prune bring-your-own chunks, within the limits and the deadline (in ``principal``'s share of workers)."""
     check_prune_limits(query.question, [c.text for c in query.candidates], state.limits)
-    return await run_bounded(state, lambda: run_prune(state, query))
+    tenant = principal.tenant if principal is not None else None
+    return await run_bounded(state, lambda: run_prune(state, query), tenant=tenant)
 
 
 async def pack(state: ServiceState, req: PackRequest) -> PackResult:
@@ -76,7 +77,8 @@ async def pack(state: ServiceState, req: PackRequest) -> PackResult:
         model=resolve_model(req.model if isinstance(req.model, str) else "", state.settings),
         tool_outputs=cap_tools(req.tool_outputs, state),
     )
-    res, _ = await run_bounded(state, lambda: _pack_with_shadow(state, "/v1/pack", req))
+    tenant = req.principal.tenant if req.principal is not None else None
+    res, _ = await run_bounded(state, lambda: _pack_with_shadow(state, "/v1/pack", req), tenant=tenant)
     return res
 
 

@@ -212,7 +212,7 @@ def create_app(
     @app.post("/v1/prune", tags=["admit"], response_model=PruneResponse, responses=_ERRORS)
     async def prune_endpoint(body: PruneBody, principal: PrincipalDep) -> PruneResponse:
         """Prune bring-your-own chunks: one decision per candidate, in input order."""
-        answer = await core.prune(state, body.query())
+        answer = await core.prune(state, body.query(), principal)
         return PruneResponse.from_run(answer.run, answer.trace)
 
     return app

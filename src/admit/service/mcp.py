@@ -335,15 +335,14 @@ def build_mcp_server(
         question: str, chunks: list[PruneCandidate | str], ctx: Context, strategy: str | None = None
     ) -> PruneResult:
         """Prune the caller's chunks; string chunks get ids ``c0``, ``c1``, ..."""
-        if over_http:
-            who(ctx)
+        caller = who(ctx) if over_http else None
         items = [
             c if isinstance(c, PruneCandidate) else PruneCandidate(id=f"c{i}", text=c) for i, c in enumerate(chunks)
         ]
 
         async def run() -> Any:
             query = PruneQuery(question=question, candidates=[c.to_chunk() for c in items], strategy=strategy)
-            return await core.prune(st, query)
+            return await core.prune(st, query, caller)
 
         answer = await guarded("prune", run)
         run_ = answer.run
@@ -396,6 +395,9 @@ def run_mcp(
         import uvicorn
     except ImportError as exc:  # pragma: no cover
         raise MissingExtraError("uvicorn", "service") from exc
+    from admit.service.work import responsive_interpreter
+
+    responsive_interpreter()
     uvicorn.run(mcp_http_app(server, host=host), host=host, port=port, log_level="warning", access_log=False)
 
 

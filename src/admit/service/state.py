@@ -24,6 +24,7 @@ from admit.policy import PolicySet, load_policy_set
 from admit.prune import Pruner, PrunerResources
 from admit.service.config import KeyRing, Limits, ServiceSettings
 from admit.service.metrics import ServiceMetrics
+from admit.service.work import WorkPool
 from admit.tools import Redactor
 from admit.trace import JsonlSink, TraceSink
 from admit.types import Chunk, Principal
@@ -65,19 +66,40 @@ class Readiness:
     step_seconds: dict[str, float] = field(default_factory=dict)
     """Seconds each loaded step took."""
     error: str | None = None
+    """The failure, for the log and the operator (may name server paths: never in the public body)."""
+    failed_step: str | None = None
+    """The step that failed."""
+    attempts: int = 0
+    """Warm-up attempts so far (a failed one is retried with backoff, see :meth:`ServiceState.start_warm_up`)."""
+    retry_in_s: float | None = None
+    """Seconds until the next attempt, after a failure."""
     seconds: float | None = None
     done: threading.Event = field(default_factory=threading.Event)
 
     def as_dict(self) -> dict[str, Any]:
-        """The ``/readyz`` body."""
-        out: dict[str, Any] = {"status": self.status, "loaded": list(self.loaded)}
+        """The ``/readyz`` body: steps by name (a path in a model spec is not shown), no error text, so an
+        unauthenticated caller learns nothing about the server's files."""
+        out: dict[str, Any] = {"status": self.status, "loaded": [public_step(n) for n in self.loaded]}
         if self.step_seconds:
-            out["step_s"] = {k: round(v, 3) for k, v in self.step_seconds.items()}
+            out["step_s"] = {public_step(k): round(v, 3) for k, v in self.step_seconds.items()}
         if self.seconds is not None:
             out["warm_up_s"] = round(self.seconds, 3)
-        if self.error:
-            out["error"] = self.error
+        if self.status == "failed":
+            out["failed_step"] = public_step(self.failed_step or "")
+            out["error"] = (self.error or "").split(":", 1)[0]  # the exception type only; the text is in the log
+            out["attempts"] = self.attempts
+            if self.retry_in_s is not None:
+                out["retry_in_s"] = round(self.retry_in_s, 1)
         return out
+
+
+def public_step(name: str) -> str:
+    """A warm-up step's name for unauthenticated callers: ``tokenizer:gpt-4o`` as is, ``tokenizer:<path>`` as
+    ``tokenizer``."""
+    kind, _, value = name.partition(":")
+    if any(ch in value for ch in "/\\~") or value.lower().startswith(("hf:", ".")) or value.lower().endswith(".json"):
+        return kind
+    return name
 
 
 @dataclass(slots=True, kw_only=True)
@@ -92,7 +114,14 @@ class ServiceState:
     metrics: ServiceMetrics
     sink: TraceSink | None
     readiness: Readiness = field(default_factory=Readiness)
+    work: WorkPool | None = None
+    """The worker pool request work runs in (sized from the limits when ``None``)."""
     _warm_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        """Size the worker pool from the limits."""
+        if self.work is None:
+            self.work = WorkPool(self.limits.worker_threads, self.limits.worker_threads_per_tenant)
 
     @property
     def limits(self) -> Limits:
@@ -106,9 +135,14 @@ class ServiceState:
             if r.done.is_set():
                 return r
             r.status = "loading"
+            r.attempts += 1
+            r.retry_in_s = None
             t0 = time.perf_counter()
+            name = ""
             try:
                 for name, step in self._warm_steps():
+                    if name in r.loaded:
+                        continue  # done by an earlier attempt
                     t = time.perf_counter()
                     step()
                     r.step_seconds[name] = time.perf_counter() - t
@@ -117,6 +151,7 @@ class ServiceState:
             except Exception as exc:  # the lazy path will raise the same error per request, mapped there
                 logger.error("warm-up failed after %s: %s", r.loaded, exc)
                 r.status = "failed"
+                r.failed_step = name
                 r.error = f"{type(exc).__name__}: {str(exc)[:300]}"
             r.seconds = time.perf_counter() - t0
             if r.status == "ready":
@@ -124,11 +159,35 @@ class ServiceState:
             r.done.set()
             return r
 
-    def start_warm_up(self) -> threading.Thread:
-        """Run :meth:`warm_up` in a daemon thread (``/readyz`` answers ``loading`` meanwhile)."""
+    def start_warm_up(
+        self,
+        *,
+        retries: int = 8,
+        backoff_s: float = 1.0,
+        max_backoff_s: float = 60.0,
+        wait: Callable[[float], object] | None = None,
+    ) -> threading.Thread:
+        """Run :meth:`warm_up` in a daemon thread (``/readyz`` answers ``loading`` meanwhile); a failed attempt is
+        retried up to ``retries`` times, after 1, 2, 4 ... seconds (at most ``max_backoff_s``), so an instance
+        whose model store was briefly unreachable joins its load balancer once it is back (``wait``: how to wait,
+        for tests)."""
+        pause = wait if wait is not None else threading.Event().wait
         if self.readiness.status == "idle":
             self.readiness.status = "loading"
-        t = threading.Thread(target=self.warm_up, name="admit-warm-up", daemon=True)
+
+        def run() -> None:
+            for attempt in range(retries + 1):
+                r = self.warm_up()
+                if r.status != "failed" or attempt == retries:
+                    return
+                delay = min(backoff_s * 2**attempt, max_backoff_s)
+                r.retry_in_s = delay
+                logger.warning("warm-up attempt %d failed; retrying in %.0fs", r.attempts, delay)
+                pause(delay)
+                with self._warm_lock:
+                    r.done.clear()
+
+        t = threading.Thread(target=run, name="admit-warm-up", daemon=True)
         t.start()
         return t
 

@@ -45,6 +45,8 @@ MODES: tuple[str, ...] = (
     "out_of_range",
     "slow",
     "drip",
+    "continue_drip",
+    "header_drip",
     "nested",
 )
 """The modes: ``ok`` (every id graded ``grade``), ``timeout`` (hold the request ``hang_s`` then drop it),
@@ -52,7 +54,9 @@ MODES: tuple[str, ...] = (
 connection without a response), ``invalid_json`` (a 200 whose message is not JSON), ``bad_body`` (a 200 whose
 HTTP body is not a chat completion), ``unknown_ids`` (grades for ids that were not asked), ``missing_ids``
 (only the first id graded), ``out_of_range`` (grades like 9 and -3), ``slow`` (a valid answer after
-``delay_s``), ``drip`` (a valid answer sent one byte every ``drip_s``), ``nested`` (a 200 whose message is
+``delay_s``), ``drip`` (a valid answer sent one byte every ``drip_s``), ``continue_drip`` (``100 Continue``
+lines every ``drip_s``, without end), ``header_drip`` (the status line and then header bytes, one every
+``drip_s``, without end), ``nested`` (a 200 whose message is
 ``nested_chars`` characters of nested brackets)."""
 
 _ID = re.compile(r"^### (C\d+) ", re.MULTILINE)
@@ -131,6 +135,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if mode == "slow":
             owner._stop.wait(owner.delay_s)
+        if mode in {"continue_drip", "header_drip"}:
+            self._drip_head(mode, owner)
+            return
         if mode == "drip":
             self._drip(json.dumps(_completion(_content("ok", ids, owner.grade), "fault-model")).encode(), owner)
             return
@@ -173,6 +180,19 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, OSError):  # the client gave up (its deadline): fine
             self.close_connection = True
+
+    def _drip_head(self, mode: str, owner: FaultServer) -> None:
+        """Never finish the response head: ``100 Continue`` lines, or one more header byte, every ``drip_s``."""
+        self.close_connection = True
+        try:
+            if mode == "header_drip":
+                self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+                self.wfile.flush()
+            while not owner._stop.wait(owner.drip_s):
+                self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n" if mode == "continue_drip" else b"X")
+                self.wfile.flush()
+        except OSError:  # the client gave up (its deadline): fine
+            pass
 
 
 def _hard_close(conn: socket.socket) -> None:

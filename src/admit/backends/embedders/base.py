@@ -16,6 +16,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import numpy.typing as npt
 
+from admit import _scope
+
 FloatMatrix = npt.NDArray[np.float32]
 
 
@@ -99,6 +101,7 @@ class CachedEmbedder:
         self.max_items = max_items
         self._cache: OrderedDict[str, FloatMatrix] = OrderedDict()
         self._lock = threading.RLock()  # shared by the service's worker threads
+        self._pending: dict[str, threading.Event] = {}  # keys being computed, outside the lock
         self.hits = 0
         self.misses = 0
         if seed:
@@ -127,7 +130,7 @@ class CachedEmbedder:
         v = l2_normalise(vec)[0]
         if v.shape[0] != self.dim:
             raise ValueError(f"seed vector has dim {v.shape[0]}, expected {self.dim}")
-        self._put(key if is_hash else text_key(key), v)
+        self._put(self._key(key if is_hash else text_key(key)), v)
 
     def _put(self, key: str, vec: FloatMatrix) -> None:
         self._cache[key] = vec
@@ -138,37 +141,63 @@ class CachedEmbedder:
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         """Embeds texts, computing only those not cached (each distinct text once).
 
+        The lock is held only to look up and store: the model runs outside it, so one caller's large batch
+        never makes another wait for its own (cached or small) texts; a text already being computed by another
+        thread is waited for, not computed twice. Keys are in the running work's cache scope
+        (:mod:`admit._scope`: per tenant in the service), so a hit never tells one tenant what another embedded.
+
         Args:
             texts: The texts to embed.
 
         Returns:
             A float32 array of shape ``(len(texts), dim)``.
         """
-        with self._lock:  # one computation per missing text, even when threads ask for it at once
-            return self._embed(texts)
-
-    def _embed(self, texts: Sequence[str]) -> FloatMatrix:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        keys = [text_key(t) for t in texts]
-        missing: dict[str, str] = {}
-        for i, k in enumerate(keys):
-            vec = self._cache.get(k)
-            if vec is None:
-                missing.setdefault(k, texts[i])
-            else:
-                self._cache.move_to_end(k)
-                out[i] = vec
-                self.hits += 1
-        if missing:
-            self.misses += len(missing)
-            computed = l2_normalise(self.inner.embed(list(missing.values())))
-            fresh = dict(zip(missing.keys(), computed, strict=True))
+        keys = [self._key(text_key(t)) for t in texts]
+        mine: dict[str, str] = {}
+        theirs: dict[str, threading.Event] = {}
+        with self._lock:
             for i, k in enumerate(keys):
-                if k in fresh:
-                    out[i] = fresh[k]
-            for k, v in fresh.items():
-                self._put(k, v)
+                vec = self._cache.get(k)
+                if vec is not None:
+                    self._cache.move_to_end(k)
+                    out[i] = vec
+                    self.hits += 1
+                elif k in self._pending and k not in mine:
+                    theirs[k] = self._pending[k]
+                elif k not in mine:
+                    mine[k] = texts[i]
+                    self._pending[k] = threading.Event()
+            self.misses += len(mine)
+        fresh: dict[str, FloatMatrix] = {}
+        try:
+            if mine:
+                fresh = dict(zip(mine, l2_normalise(self.inner.embed(list(mine.values()))), strict=True))
+        finally:
+            with self._lock:
+                for k in mine:
+                    if k in fresh:
+                        self._put(k, fresh[k])
+                    self._pending.pop(k).set()
+        for k, event in theirs.items():
+            event.wait()
+            with self._lock:
+                vec = self._cache.get(k)
+            if vec is None:  # the other computation failed (or was evicted at once): compute it here
+                text = texts[keys.index(k)]
+                vec = l2_normalise(self.inner.embed([text]))[0]
+                with self._lock:
+                    self._put(k, vec)
+            fresh[k] = vec
+        for i, k in enumerate(keys):
+            if k in fresh:
+                out[i] = fresh[k]
         return out
+
+    @staticmethod
+    def _key(key: str) -> str:
+        scope = _scope.current()
+        return key if not scope else hashlib.sha1(f"{scope}\x00{key}".encode(), usedforsecurity=False).hexdigest()
 
     def export(self) -> dict[str, FloatMatrix]:
         """Returns a copy of the cache (SHA-1 key -> vector).

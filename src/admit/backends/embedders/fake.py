@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Sequence
 
 import numpy as np
 
+from admit import _linear
 from admit.backends.embedders.base import FloatMatrix
 
-_TOKEN = re.compile(r"\w+", re.UNICODE)
+_TOKEN = _linear.simple(r"\w+")
 
 
 class FakeEmbedder:

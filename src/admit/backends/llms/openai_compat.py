@@ -10,10 +10,12 @@ Errors are wrapped at this boundary: a timeout becomes :class:`~admit.errors.Bac
 exponential backoff (``Retry-After`` honoured up to ``max_backoff_s``). The API key is read from the
 environment variable named by ``api_key_env`` and never logged.
 
-``timeout`` is a total deadline for each HTTP attempt, not a per-read one: connecting, sending, waiting and
-reading the body must all end within it. The client's transport checks the clock after every piece of the body
-and drops the connection once the deadline has passed (a server that drips one byte every 0.2 s cannot hold a
-worker), and refuses a body larger than ``max_reply_bytes`` (the read stops there). Both end in
+``timeout`` is a total deadline for the whole call, not a per-read one: every attempt (connecting, sending,
+the status line, the headers, ``100 Continue`` lines, the body) and every backoff between attempts must end
+within it; a ``Retry-After`` that would end past it is not waited for. A watchdog shuts down the socket the
+attempt is using when the deadline passes, whatever phase it is in (a server that drips its headers, or one
+byte of its body every 0.2 s, cannot hold a worker); the transport also checks the clock after every piece of
+the body, and refuses a body larger than ``max_reply_bytes`` (the read stops there). Both end in
 :class:`~admit.errors.BackendTimeout` / :class:`~admit.errors.BackendError`, which the pruners turn into their
 recorded ``on_error`` fallback.
 """
@@ -113,18 +115,45 @@ def _deadline_transport(max_bytes: int, client_cls: type) -> Any:
     class _Transport(transport_base):  # type: ignore[misc]
         def __init__(self) -> None:
             self._inner = httpx.HTTPTransport()
+            pool = getattr(self._inner, "_pool", None)
+            backend = getattr(pool, "_network_backend", None)
+            if backend is not None:  # every socket the pool opens reports to the attempt that uses it
+                pool._network_backend = _WatchedBackend(backend)  # type: ignore[union-attr]
 
         def handle_request(self, request: Any) -> Any:
             deadline = _DEADLINE.get()
-            if deadline is not None:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise httpx.ConnectTimeout("total deadline passed before the request", request=request)
-                t = dict(request.extensions.get("timeout") or {})
-                for k in ("connect", "read", "write", "pool"):
-                    t[k] = min(float(t.get(k) or left), left)
-                request.extensions["timeout"] = t
-            resp = self._inner.handle_request(request)
+            if deadline is None:
+                return self._wrap(self._inner.handle_request(request), request, None)
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise httpx.ConnectTimeout("total deadline passed before the request", request=request)
+            t = dict(request.extensions.get("timeout") or {})
+            for k in ("connect", "read", "write", "pool"):
+                t[k] = min(float(t.get(k) or left), left)
+            request.extensions["timeout"] = t
+            # until the body starts, the watchdog is the attempt's: at the deadline it shuts down whichever socket
+            # the attempt is reading (a server dripping its status line, its headers or "100 Continue" lines)
+            attempt = _Attempt()
+            _ATTEMPT.current = attempt
+            timer = threading.Timer(left, attempt.expire)
+            timer.daemon = True
+            timer.start()
+            try:
+                resp = self._inner.handle_request(request)
+            except Exception as exc:
+                if attempt.expired or time.monotonic() >= deadline:
+                    raise httpx.ReadTimeout("total deadline passed before the headers", request=request) from exc
+                raise
+            finally:
+                timer.cancel()
+                _ATTEMPT.current = None
+            if attempt.expired:
+                with contextlib.suppress(Exception):
+                    resp.close()
+                raise httpx.ReadTimeout("total deadline passed before the headers", request=request)
+            return self._wrap(resp, request, deadline)
+
+        def _wrap(self, resp: Any, request: Any, deadline: float | None) -> Any:
             sock = None
             with contextlib.suppress(Exception):
                 sock = resp.extensions["network_stream"].get_extra_info("socket")
@@ -243,38 +272,47 @@ class OpenAICompatLLM:
         temperature, timeout = opts.get("temperature", 0.0), opts.get("timeout")
         msgs = [{"role": m.role, "content": m.content} for m in messages]
         t0 = time.perf_counter()
+        budget = float(timeout or self.timeout)
+        end = time.monotonic() + budget  # one budget for every attempt and every backoff of this call
         attempts = 0
         retries = 0
         while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                raise BackendTimeout(
+                    f"LLM {self.model!r}: the call's budget of {budget:.1f}s ran out after {attempts} attempt(s)."
+                )
             mode: StructuredMode = self._mode if json_schema is not None else "prompt"
             kwargs: dict[str, Any] = {
                 "model": self.model,
                 "messages": msgs,
                 "max_tokens": int(max_tokens),
                 "temperature": float(temperature),
-                "timeout": float(timeout or self.timeout),
+                "timeout": left,
             }
             if json_schema is not None:
                 rf = _response_format(mode, json_schema)
                 if rf is not None:
                     kwargs["response_format"] = rf
             attempts += 1
-            token = _DEADLINE.set(time.monotonic() + kwargs["timeout"])
+            token = _DEADLINE.set(end)
             try:
                 resp = self._client.chat.completions.create(**kwargs)
             except self._openai.APITimeoutError as exc:
                 raise BackendTimeout(
-                    f"LLM {self.model!r} at {self.base_url or 'api.openai.com'} did not answer within "
-                    f"{kwargs['timeout']:.1f}s."
+                    f"LLM {self.model!r} at {self.base_url or 'api.openai.com'} did not answer within {budget:.1f}s."
                 ) from exc
             except self._openai.APIStatusError as exc:
                 status = int(getattr(exc, "status_code", 0) or 0)
                 body = _error_text(exc)
                 if json_schema is not None and self._downgrade(mode, status, body):
                     continue
-                if status in _RETRY_STATUS and retries < self.max_retries:
+                if (
+                    status in _RETRY_STATUS
+                    and retries < self.max_retries
+                    and self._backoff(retries + 1, _retry_after(exc), end)
+                ):
                     retries += 1
-                    self._backoff(retries, _retry_after(exc))
                     continue
                 raise BackendError(f"LLM {self.model!r} answered HTTP {status}: {body[:300]}") from exc
             except ReplyTooLarge as exc:
@@ -282,9 +320,8 @@ class OpenAICompatLLM:
             except self._openai.APIConnectionError as exc:
                 if _caused_by(exc, ReplyTooLarge):
                     raise BackendError(f"LLM {self.model!r} sent a reply over the size cap; not read further.") from exc
-                if retries < self.max_retries:
+                if retries < self.max_retries and self._backoff(retries + 1, None, end):
                     retries += 1
-                    self._backoff(retries, None)
                     continue
                 raise BackendError(
                     f"LLM endpoint {self.base_url or 'api.openai.com'} unreachable after {attempts} attempt(s): {exc}"
@@ -310,12 +347,17 @@ class OpenAICompatLLM:
                 logger.info("LLM %s rejected response format %s; using %s", self.model, mode, self._mode)
         return True
 
-    def _backoff(self, retry: int, retry_after: float | None) -> None:
+    def _backoff(self, retry: int, retry_after: float | None, end: float) -> bool:
+        """Sleep before retry ``retry``; ``False`` (no sleep) when the wait would end past the call's budget."""
         delay = retry_after if retry_after is not None else self.backoff_s * 2 ** (retry - 1)
         delay = min(max(delay, 0.0), self.max_backoff_s)
         delay *= 1.0 if retry_after is not None else random.uniform(0.8, 1.2)
+        if time.monotonic() + delay >= end:
+            logger.info("LLM %s: no retry: a %.2fs wait would pass the call's budget", self.model, delay)
+            return False
         logger.info("LLM %s: retry %d/%d in %.2fs", self.model, retry, self.max_retries, delay)
         self._sleep(delay)
+        return True
 
     def _reply(self, resp: Any, mode: StructuredMode, latency: float, attempts: int) -> LLMReply:
         try:
@@ -335,6 +377,79 @@ class OpenAICompatLLM:
             structured=mode,
             attempts=attempts,
         )
+
+
+_ATTEMPT = threading.local()
+
+
+class _Attempt:
+    """One HTTP attempt's socket, as last seen by the network stream, and whether its deadline has passed."""
+
+    def __init__(self) -> None:
+        self.sock: Any = None
+        self.expired = False
+        self._lock = threading.Lock()
+
+    def bind(self, sock: Any) -> None:
+        with self._lock:
+            self.sock = sock
+            late = self.expired
+        if late:
+            _shutdown(sock)
+
+    def expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            sock = self.sock
+        if sock is not None:
+            _shutdown(sock)
+
+
+class _WatchedStream:
+    """A network stream that tells the current attempt which socket it reads and writes."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def _bind(self) -> None:
+        attempt = getattr(_ATTEMPT, "current", None)
+        if attempt is not None:
+            with contextlib.suppress(Exception):
+                attempt.bind(self._inner.get_extra_info("socket"))
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        self._bind()
+        data: bytes = self._inner.read(max_bytes, timeout)
+        return data
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._bind()
+        self._inner.write(buffer, timeout)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(self, *args: Any, **kwargs: Any) -> _WatchedStream:
+        return _WatchedStream(self._inner.start_tls(*args, **kwargs))
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _WatchedBackend:
+    """The connection pool's network backend, its streams watched (:class:`_WatchedStream`)."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def connect_tcp(self, *args: Any, **kwargs: Any) -> _WatchedStream:
+        return _WatchedStream(self._inner.connect_tcp(*args, **kwargs))
+
+    def connect_unix_socket(self, *args: Any, **kwargs: Any) -> _WatchedStream:
+        return _WatchedStream(self._inner.connect_unix_socket(*args, **kwargs))
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
 
 
 def _shutdown(sock: Any) -> None:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import re
 import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
+from admit import _linear
 from admit.types import Message
 
 __all__ = [
@@ -102,7 +102,8 @@ def clear_count_cache() -> None:
         _COUNT_CACHE.clear()
 
 
-_LINE_START = re.compile(r"\n(?=[^\s/])")
+# a newline whose next character is not whitespace or "/" (the look-ahead is a checked character: RE2 has none)
+_LINE_START = _linear.compile(r"\n[^\s/]", name="tokenizers.line_start")
 
 
 def line_additive(tokenizer: Tokenizer) -> bool:
@@ -129,8 +130,8 @@ def count_lines(text: str) -> list[str]:
     :func:`count_by_lines` counts and remembers)."""
     out, start = [], 0
     for m in _LINE_START.finditer(text):
-        out.append(text[start : m.end()])
-        start = m.end()
+        out.append(text[start : m.start() + 1])
+        start = m.start() + 1
     if start < len(text):
         out.append(text[start:])
     return out

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import re
 import zlib
+
+from admit import _linear
 
 __all__ = ["WhitespaceTokenizer"]
 
-_TOKEN = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+_TOKEN = _linear.simple(r"\w+|[^\w\s]")
 
 
 class WhitespaceTokenizer:

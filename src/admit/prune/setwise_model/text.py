@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from admit import _linear
 from admit._text import STOPWORDS
 from admit.passages import nfc
 
@@ -18,32 +19,43 @@ __all__ = [
     "words",
 ]
 
-_WORD = re.compile(r"\w+", re.UNICODE)
-_PAREN = re.compile(r"\s*\([^)]*\)")
-#: Exact identifiers: letter-digit codes (``E4012``, ``FB-111A``, ``v1.2``) and UPPER_SNAKE names.
+_WORD = _linear.simple(r"\w+")
+_PAREN = _linear.compile(r"\s*\([^)]*\)", name="setwise.paren")
+#: Exact identifiers: letter-digit codes (``E4012``, ``FB-111A``, ``v1.2``) and UPPER_SNAKE names. Applied only
+#: to one run of ``[\w.-]`` at a time, at most :data:`_IDENT_MAX` characters long (its look-arounds see the same
+#: characters as on the whole text, since a run's neighbours are outside the class), so its work is bounded
+#: per run and linear in the text.
 _IDENT = re.compile(
     r"(?<![\w-])(?=[\w.-]*[A-Za-z])(?=[\w.-]*\d)[A-Za-z0-9][\w.-]*[A-Za-z0-9](?![\w-])"
     r"|(?<![\w-])[A-Z][A-Z0-9]*_[A-Z0-9_]+(?![\w-])"
 )
-_ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th|s)$", re.I)
+_IDENT_RUN = _linear.compile(r"[\w.-]+", name="setwise.ident_run")
+_IDENT_MAX = 64
+_ORDINAL = _linear.compile(r"^\d+(?:st|nd|rd|th|s)$", re.I, name="setwise.ordinal")
 
-COMPARISON = re.compile(
+COMPARISON = _linear.compile(
     r"\b(both|either|neither|same|different|older|younger|earlier|later|first|last|more|less|larger|smaller"
     r"|longer|shorter|higher|lower|bigger|further|closer|compare|comparison|versus|vs)\b",
     re.IGNORECASE,
+    name="setwise.comparison",
 )
-OR_CHOICE = re.compile(r"\b\w+\s+or\s+\w+", re.IGNORECASE)
-NESTED = re.compile(r"\b(of|in|by|for|from|at)\s+(the|a|an|this|that)\b|'s\b|’s\b", re.IGNORECASE)
-RELATIVE = re.compile(r"\b(who|which|that|where|whose|whom|when)\b", re.IGNORECASE)
-YEAR = re.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b")
-NUMBER = re.compile(r"\b\d[\d,.]*\b")
+OR_CHOICE = _linear.compile(r"\b\w+\s+or\s+\w+", re.IGNORECASE, name="setwise.or_choice")
+NESTED = _linear.compile(
+    r"\b(of|in|by|for|from|at)\s+(the|a|an|this|that)\b|'s\b|’s\b", re.IGNORECASE, name="setwise.nested"
+)
+RELATIVE = _linear.compile(r"\b(who|which|that|where|whose|whom|when)\b", re.IGNORECASE, name="setwise.relative")
+YEAR = _linear.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b", name="setwise.year")
+NUMBER = _linear.compile(r"\b\d[\d,.]*\b", name="setwise.number")
 #: Answer-type cues of a question, in the order of the ``q_wh_*`` question features.
-WH_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("when", re.compile(r"^\s*(when|what year|which year|in what year|in which year)\b|\bwhat (year|date)\b", re.I)),
-    ("who", re.compile(r"^\s*(who|whom|whose)\b", re.I)),
-    ("where", re.compile(r"^\s*where\b|\bwhat (city|country|state|county)\b", re.I)),
-    ("how_many", re.compile(r"\bhow (many|much|long|old|far|tall)\b", re.I)),
-    ("yes_no", re.compile(r"^\s*(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b", re.I)),
+WH_CUES: tuple[tuple[str, _linear.LinearPattern], ...] = tuple(
+    (name, _linear.compile(p, re.I, name=f"setwise.wh_{name}"))
+    for name, p in (
+        ("when", r"^\s*(when|what year|which year|in what year|in which year)\b|\bwhat (year|date)\b"),
+        ("who", r"^\s*(who|whom|whose)\b"),
+        ("where", r"^\s*where\b|\bwhat (city|country|state|county)\b"),
+        ("how_many", r"\bhow (many|much|long|old|far|tall)\b"),
+        ("yes_no", r"^\s*(is|are|was|were|do|does|did|can|could|has|have|had|will|would|should)\b"),
+    )
 )
 
 
@@ -104,11 +116,22 @@ def identifiers(text: str) -> set[str]:
     Not ordinals (``20th``), decades (``1990s``) or short tokens such as ``v5``, ``S3`` or ``WW2``, which
     name things too loosely for an exact-match rule.
     """
-    return {m for m in _IDENT.findall(nfc(text)) if not _ORDINAL.match(m) and (len(m) >= 4 or "_" in m)}
+    out: set[str] = set()
+    for run in _IDENT_RUN.finditer(nfc(text)):
+        r = run.group(0)
+        if len(r) > _IDENT_MAX or not (("_" in r) or any(c.isdigit() for c in r)):
+            continue
+        _linear.meter.add(len(r) * len(r))  # the look-arounds' worst case on one bounded run
+        out.update(m for m in _IDENT.findall(r) if not _ORDINAL.match(m) and (len(m) >= 4 or "_" in m))
+    return out
+
+
+_SHAPE = str.maketrans({**dict.fromkeys("0123456789", "9"), **dict.fromkeys(map(chr, range(65, 91)), "A"),
+                        **dict.fromkeys(map(chr, range(97, 123)), "A")})  # fmt: skip
 
 
 def identifier_kind(ident: str) -> str:
     """The shape of an identifier: ``E4012`` and ``E4031`` share ``A9999``; ``HL_X`` and ``HL_Y`` share ``HL_``."""
     if "_" in ident and ident.upper() == ident:
         return "snake:" + ident.split("_")[0]
-    return re.sub(r"[A-Za-z]", "A", re.sub(r"\d", "9", ident))
+    return ident.translate(_SHAPE)
