@@ -21,6 +21,7 @@ from admit.cli._common import (
     stdout_console,
     trace_file_option,
 )
+from admit.cli._progress import progress_option, show_progress, status
 from admit.errors import ConfigError
 
 __all__ = ["search_cmd"]
@@ -52,6 +53,7 @@ def _parse_date(value: str | None) -> datetime | None:
 @click.option("--embedder", default=None, help="Override the embedder the KB was built with.")
 @trace_file_option()
 @click.option("--show-prompt", is_flag=True, help="Also print the rendered evidence block.")
+@progress_option("what it is doing (opening, loading the model, searching)")
 @json_option()
 @handle_errors
 def search_cmd(
@@ -70,6 +72,7 @@ def search_cmd(
     embedder: str | None,
     trace_file: str | None,
     show_prompt: bool,
+    progress: bool | None,
     as_json: bool,
 ) -> None:
     """Retrieve, rerank, dedupe, prune and pack evidence for QUESTION from a knowledge base."""
@@ -87,37 +90,41 @@ def search_cmd(
     from admit.kb import KnowledgeBase, SearchFilters
 
     filters = SearchFilters(languages=tuple(languages) or None, updated_after=filters_dates)
-    kb = open_kb(kb_path, embedder, must_exist=True)
-    assert isinstance(kb, KnowledgeBase)
-    try:
-        pipeline = None
-        if trace_file:
-            from admit.pipeline import Pipeline
-            from admit.trace import JsonlSink
+    with status(show_progress(progress)) as st:
+        st.update(f"opening the knowledge base {kb_path}")
+        kb = open_kb(kb_path, embedder, must_exist=True)
+        assert isinstance(kb, KnowledgeBase)
+        try:
+            pipeline = None
+            if trace_file:
+                from admit.pipeline import Pipeline
+                from admit.trace import JsonlSink
 
-            pipeline = Pipeline(
-                policies=policy_path, sink=JsonlSink(trace_file), pruner_options={"embedder": kb.cached_embedder}
+                pipeline = Pipeline(
+                    policies=policy_path, sink=JsonlSink(trace_file), pruner_options={"embedder": kb.cached_embedder}
+                )
+            # load the models before the request, so the trace's latencies are the request's own
+            st.update(f"loading the embedding model ({kb.embedder.name})")
+            t_load = time.perf_counter()
+            warm = getattr(kb.embedder, "warm_up", None)
+            if callable(warm):
+                warm()
+            resolve_tokenizer(model)
+            load_ms = (time.perf_counter() - t_load) * 1000
+            st.update("searching: retrieve, rerank, dedupe, prune, pack")
+            res = kb.search(
+                question,
+                principal,
+                prune=prune,
+                model=model,
+                input_limit=input_limit,
+                policy=policy_path,
+                pipeline=pipeline,
+                filters=filters,
+                k=candidates,
             )
-        # load the models before the request, so the trace's latencies are the request's own
-        t_load = time.perf_counter()
-        warm = getattr(kb.embedder, "warm_up", None)
-        if callable(warm):
-            warm()
-        resolve_tokenizer(model)
-        load_ms = (time.perf_counter() - t_load) * 1000
-        res = kb.search(
-            question,
-            principal,
-            prune=prune,
-            model=model,
-            input_limit=input_limit,
-            policy=policy_path,
-            pipeline=pipeline,
-            filters=filters,
-            k=candidates,
-        )
-    finally:
-        kb.close()
+        finally:
+            kb.close()
     if as_json:
         echo_json(res.as_dict())
         return
