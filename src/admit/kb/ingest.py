@@ -726,6 +726,7 @@ def ingest_paths(
                 pending = _prepare_source(store, embedder, doc, f, st, fmt, content_hash, ingest_key, tok, max_tokens)
                 queue.add(pending, added=old_src is None)  # embedded with other files' chunks, then written
             except ConfigError:
+                queue.flush()  # the files before this one are written, as they were before batching
                 raise
             except (OSError, ValueError) as exc:
                 errors.append((str(f), str(exc)))
