@@ -4,12 +4,16 @@
    unfiltered query over the same 20k rows as the baseline (same SQL without the tenant/ACL restriction).
 2. End-to-end ingest throughput of the sample corpus with the real MiniLM embedder.
 3. End-to-end ``KnowledgeBase.search`` latency split by stage (from the trace's ``latency_ms``).
+4. Ingest throughput (chunks/s) of the RHDH guides (``../shared/data/rhdh_docs_raw``) with the real MiniLM
+   (numpy, the default), and with ``--baseline`` the torch MiniLM (sentence-transformers) on the same files in the
+   same run (``--rhdh-files N`` takes the first N guides; the torch run on all 28 takes minutes).
 
 Passages come from ../shared/data/corpus/corpus.jsonl when present (split into sentence pairs to reach 20k),
 else generated text. Vectors for the 20k store come from ``--embedder`` (default ``fake:384``, a hashed
 bag-of-words of MiniLM's dimension, so the run takes seconds; ``minilm`` embeds all 20k for real).
 
     python bench/bench_kb.py [--chunks 20000] [--queries 200] [--embedder fake:384|minilm]
+    python bench/bench_kb.py --rhdh-only [--rhdh-files 28] [--baseline]
 """
 
 from __future__ import annotations
@@ -182,16 +186,49 @@ def bench_e2e(queries: int) -> None:
         print(f"  {k:22s} {statistics.median(v):8.2f} {pct(v, 95):8.2f}")
 
 
+RHDH = ROOT.parent / "shared" / "data" / "rhdh_docs_raw"
+
+
+def bench_ingest_rhdh(files: int | None, baseline: bool) -> None:
+    import os
+
+    if not RHDH.is_dir():
+        print(f"no RHDH guides at {RHDH}: ingest throughput skipped")
+        return
+    paths = sorted(RHDH.glob("*.md"))[:files] if files else sorted(RHDH.glob("*.md"))
+    size = sum(p.stat().st_size for p in paths)
+    print(f"ingest of {len(paths)} RHDH guides ({size / 1e3:,.0f} kB); load average {os.getloadavg()[0]:.1f}")
+    for spec in ("minilm", *(("minilm-torch",) if baseline else ())):
+        with tempfile.TemporaryDirectory() as d:
+            kb = KnowledgeBase(Path(d) / "rhdh.kb", embedder=spec)
+            t0 = time.perf_counter()
+            kb.embedder.embed(["warm up"])  # model load, reported apart
+            t_load = time.perf_counter() - t0
+            rep = kb.ingest(paths, tenant="rhdh")
+            kb.close()
+        label = "numpy MiniLM (default)" if spec == "minilm" else "torch MiniLM (sentence-transformers, baseline)"
+        print(
+            f"  {label}: {rep.chunks_written} chunks ({rep.chunks_embedded} embedded) in {rep.seconds:.1f} s = "
+            f"{rep.chunks_per_second:.2f} chunks/s (model load {t_load:.1f} s apart)"
+        )
+    print(f"  load average at the end {os.getloadavg()[0]:.1f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--chunks", type=int, default=20_000)
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--embedder", default="fake:384")
     ap.add_argument("--skip-e2e", action="store_true")
+    ap.add_argument("--rhdh-only", action="store_true", help="only the RHDH ingest throughput")
+    ap.add_argument("--rhdh-files", type=int, default=None, help="the first N RHDH guides (default: all)")
+    ap.add_argument("--baseline", action="store_true", help="also ingest the RHDH guides with the torch MiniLM")
     a = ap.parse_args()
-    bench_store(a.chunks, a.queries, a.embedder)
-    if not a.skip_e2e:
-        bench_e2e(min(a.queries, 40))
+    if not a.rhdh_only:
+        bench_store(a.chunks, a.queries, a.embedder)
+        if not a.skip_e2e:
+            bench_e2e(min(a.queries, 40))
+    bench_ingest_rhdh(a.rhdh_files, a.baseline)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ Usage::
 6. Writes the model JSON (with ``--ship train+valid``, the default, refit on both folders; the figures printed
    and stored in ``meta`` are those of the train-only fit scored on the validation folder).
 
-Needs numpy, scikit-learn and the ``admit[embed]`` extras.
+Needs numpy, scikit-learn and the ``admit[fit]`` extras.
 """
 
 from __future__ import annotations

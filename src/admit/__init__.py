@@ -11,6 +11,8 @@ Example:
 
 from __future__ import annotations
 
+import typing as _typing
+
 from admit.errors import (
     AdmitError,
     AuthorizationError,
@@ -23,10 +25,6 @@ from admit.errors import (
     RequestError,
     StoreError,
 )
-from admit.pipeline import PackRequest, Pipeline, pack
-from admit.policy import Policy, PolicySet, load_policy_set
-from admit.prune.settings import PruneSettings
-from admit.route import Route
 from admit.types import (
     Access,
     AdmittedPassage,
@@ -41,7 +39,26 @@ from admit.types import (
     Usage,
 )
 
+if _typing.TYPE_CHECKING:
+    from admit.pipeline import PackRequest, Pipeline, pack
+    from admit.policy import Policy, PolicySet, load_policy_set
+    from admit.prune.settings import PruneSettings
+    from admit.route import Route
+
 __version__ = "0.1.0"
+
+# the pipeline and the router are imported on first use (PEP 562), so `import admit.cli` for `admit --help`
+# does not compile the security patterns, the policy and the pruners
+_LAZY = {
+    "PackRequest": "admit.pipeline",
+    "Pipeline": "admit.pipeline",
+    "pack": "admit.pipeline",
+    "Policy": "admit.policy",
+    "PolicySet": "admit.policy",
+    "PruneSettings": "admit.prune.settings",
+    "Route": "admit.route",
+    "load_policy_set": "admit.policy",
+}
 
 __all__ = [
     "Access",
@@ -75,3 +92,18 @@ __all__ = [
     "load_policy_set",
     "pack",
 ]
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'admit' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

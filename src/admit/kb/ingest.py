@@ -29,11 +29,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from admit.backends.embedders.base import Embedder, text_key
 from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.errors import ConfigError
 from admit.features import FEATURES_KEY, FEATURES_VERSION, chunk_features
+from admit.kb._progress import IngestProgress
 from admit.kb.chunking import DEFAULT_MAX_TOKENS, TextChunk, chunk_document, slugify
 from admit.kb.files import RefusedFileError, read_no_follow
 from admit.kb.parse import FORMATS, ParsedDocument, Section, parse_document, parse_html, parse_markdown, parse_text
@@ -63,6 +65,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+FloatArray = npt.NDArray[np.float32]
 
 
 # -- the ingest run ----------------------------------------------------------------------------------------
@@ -231,29 +235,13 @@ def ingest_paths(
     seen_ids: dict[str, str] = {}
     tok = resolve_tokenizer(tokenizer)
 
-    bar: Any = None
-    task: Any = None
-    if progress is True:
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-        bar = Progress(
-            TextColumn("ingest"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TextColumn("{task.description}"),
-            console=Console(stderr=True),
-            transient=False,
-        )
-        bar.start()
-        task = bar.add_task("", total=len(files))
+    bar = IngestProgress(sum(_size(f) for f, _ in files), enabled=progress is True)
+    queue = _EmbedQueue(store, embedder, batch_size, counts, errors, bar)
     try:
         for f, root in files:
             rel = f.relative_to(root).as_posix() if root is not None else f.name
-            if bar is not None:
-                bar.update(task, description=rel)
-            elif callable(progress):
+            bar.file(rel, _size(f))
+            if callable(progress):
                 progress(rel)
             try:
                 fmt = FORMATS.get(f.suffix.lower())
@@ -297,19 +285,15 @@ def ingest_paths(
                     counts["sources_unchanged"] += 1
                     counts["chunks_unchanged"] += old_src.chunks
                     continue
-                n = _ingest_one(
-                    store, embedder, doc, f, st, fmt, content_hash, ingest_key, tok, max_tokens, batch_size, counts
-                )
-                counts["sources_updated" if old_src is not None else "sources_added"] += 1
-                counts["chunks_written"] += n
+                pending = _prepare_source(store, embedder, doc, f, st, fmt, content_hash, ingest_key, tok, max_tokens)
+                queue.add(pending, added=old_src is None)  # embedded with other files' chunks, then written
             except ConfigError:
+                queue.flush()  # the files before this one are written, as they were before batching
                 raise
             except (OSError, ValueError) as exc:
                 errors.append((str(f), str(exc)))
                 logger.warning("ingest: %s: %s", f, exc)
-            finally:
-                if bar is not None:
-                    bar.advance(task)
+        queue.flush()
         # files gone from an ingested folder (or now under another id / tenant): their chunks go
         for (sid, ten), info in existing.items():
             if (sid, ten) in seen or not info.origin:
@@ -321,8 +305,7 @@ def ingest_paths(
                 counts["chunks_removed"] += store.delete_source(sid, ten)
                 counts["sources_removed"] += 1
     finally:
-        if bar is not None:
-            bar.stop()
+        bar.stop()
     return IngestReport(
         **counts,
         skipped=tuple(skipped),
@@ -332,7 +315,113 @@ def ingest_paths(
     )
 
 
-def _ingest_one(
+def _size(f: Path) -> int:
+    try:
+        return f.stat().st_size
+    except OSError:
+        return 0
+
+
+@dataclass(slots=True, kw_only=True)
+class _Pending:
+    """A chunked source waiting for its vectors: what :func:`_write_source` needs, and the texts to embed."""
+
+    f: Path
+    st: SourceSettings
+    drafts: list[dict[str, Any]]
+    to_embed: list[int]
+    """Drafts whose chunk vector is computed (new or changed)."""
+    multi: list[int]
+    """Drafts of more than one passage that need one vector per passage."""
+    meta: dict[str, Any]
+    updated: datetime
+    access: Access
+    language: str | None
+
+    def texts(self) -> list[tuple[int, str, int]]:
+        """``(draft, text, slot)`` to embed, a draft's texts together; slot -1 is the chunk vector, else a passage."""
+        need = set(self.to_embed)
+        out: list[tuple[int, str, int]] = []
+        for j in sorted(need | set(self.multi)):
+            d = self.drafts[j]
+            if j in need:
+                out.append((j, _embed_input(d["title"], d["text"], d["passages"]), -1))
+            if j in self.multi:
+                out.extend((j, p or "-", k) for k, p in enumerate(d["passages"]))
+        return out
+
+
+class _EmbedQueue:
+    """Collects chunked sources and embeds their texts in batches across sources, then writes each source.
+
+    Texts wait until ``batch_size`` of them are queued (the chunks of one file or of many small ones), so a file
+    of one chunk does not cost a forward pass of its own; each source is still replaced in one transaction once
+    all its vectors are in.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        batch_size: int,
+        counts: dict[str, int],
+        errors: list[tuple[str, str]],
+        bar: IngestProgress,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.batch_size = max(1, batch_size)
+        self.counts = counts
+        self.errors = errors
+        self.bar = bar
+        self.waiting: list[tuple[_Pending, bool]] = []
+        self.queued = 0
+
+    def add(self, pending: _Pending, *, added: bool) -> None:
+        texts = pending.texts()
+        self.bar.found(len({j for j, _, _ in texts}))
+        self.waiting.append((pending, added))
+        self.queued += len(texts)
+        if self.queued >= self.batch_size:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.waiting:
+            return
+        waiting, self.waiting, self.queued = self.waiting, [], 0
+        items = [(w, j, text, slot) for w, (p, _) in enumerate(waiting) for j, text, slot in p.texts()]
+        vecs = np.zeros((len(items), self.embedder.dim), dtype=np.float32)
+        try:
+            for i in range(0, len(items), self.batch_size):
+                part = items[i : i + self.batch_size]
+                vecs[i : i + len(part)] = np.asarray(self.embedder.embed([t for _, _, t, _ in part]), dtype=np.float32)
+                # a chunk counts as done once its last text is embedded
+                last = i + len(part)
+                self.bar.done(sum(1 for k in range(i, last) if k + 1 == len(items) or items[k + 1][:2] != items[k][:2]))
+        except (OSError, ValueError) as exc:
+            for p, _ in waiting:
+                self.errors.append((str(p.f), f"embedding failed: {exc}"))
+            logger.warning("ingest: embedding failed for %d file(s): %s", len(waiting), exc)
+            return
+        by_source: dict[int, list[tuple[int, int, FloatArray]]] = {}
+        for (w, j, _, slot), v in zip(items, vecs, strict=True):
+            by_source.setdefault(w, []).append((j, slot, v))
+        for w, (p, added) in enumerate(waiting):
+            try:
+                n = _write_source(self.store, self.embedder, p, by_source.get(w, []))
+            except (OSError, ValueError) as exc:
+                self.errors.append((str(p.f), str(exc)))
+                logger.warning("ingest: %s: %s", p.f, exc)
+                continue
+            self.counts["chunks_embedded"] += len(p.to_embed)
+            for d in p.drafts:
+                self.counts[d["counted"]] += 1
+            self.counts["chunks_removed"] += p.meta["removed"]
+            self.counts["sources_added" if added else "sources_updated"] += 1
+            self.counts["chunks_written"] += n
+
+
+def _prepare_source(
     store: Store,
     embedder: Embedder,
     doc: ParsedDocument,
@@ -343,10 +432,8 @@ def _ingest_one(
     ingest_key: str,
     tok: Tokenizer,
     max_tokens: int,
-    batch_size: int,
-    counts: dict[str, int],
-) -> int:
-    """Chunk, embed what changed, and replace the source in one store transaction; return the chunk count."""
+) -> _Pending:
+    """Chunk a source and find what changed (the chunk and passage vectors to compute); nothing is written."""
     pieces = chunk_document(doc, tokenizer=tok, max_tokens=max_tokens)
     old = {r.id: r for r in store.get_source_chunks(st.source_id, st.tenant)}
     updated = st.updated or datetime.fromtimestamp(f.stat().st_mtime, UTC)
@@ -362,11 +449,11 @@ def _ingest_one(
         prev = old.get(cid)
         reuse = prev is not None and prev.text_hash == th and prev.title == title
         if prev is None:
-            counts["chunks_added"] += 1
+            counts_key = "chunks_added"
         elif prev.text_hash != th:
-            counts["chunks_changed"] += 1
+            counts_key = "chunks_changed"
         else:
-            counts["chunks_unchanged"] += 1
+            counts_key = "chunks_unchanged"
         drafts.append(
             {
                 "id": cid,
@@ -376,24 +463,16 @@ def _ingest_one(
                 "heading_path": heading_path,
                 "ordinal": p.ordinal,
                 "embedding": prev.embedding if (reuse and prev is not None) else None,
+                "counted": counts_key,
             }
         )
         if not reuse:
             to_embed.append(len(drafts) - 1)
     new_ids = {d["id"] for d in drafts}
-    counts["chunks_removed"] += sum(1 for i in old if i not in new_ids)
+    removed = sum(1 for i in old if i not in new_ids)
     for d in drafts:
         d["passages"] = passages(d["title"], d["text"])
-    for i in range(0, len(to_embed), batch_size):
-        idx = to_embed[i : i + batch_size]
-        vecs = np.asarray(
-            embedder.embed([_embed_input(drafts[j]["title"], drafts[j]["text"], drafts[j]["passages"]) for j in idx]),
-            dtype=np.float32,
-        )
-        for j, v in zip(idx, vecs, strict=True):
-            drafts[j]["embedding"] = v
-    counts["chunks_embedded"] += len(to_embed)
-    meta = {"content_hash": content_hash, "ingest_key": ingest_key, "format": fmt}
+    meta = {"content_hash": content_hash, "ingest_key": ingest_key, "format": fmt, "removed": removed}
     for d in drafts:
         # what the pipeline computes on a chunk's first sight (token counts, injection flags, MinHash
         # signature), computed once here and stored with the chunk (handed back on retrieval); a chunk longer
@@ -407,15 +486,36 @@ def _ingest_one(
         n_ps = len(d["passages"])
         kept = prev.metadata.get(PASSAGE_VECTORS_KEY) if unchanged and prev is not None and n_ps > 1 else None
         d["passage_vectors"] = kept if decode_vectors(kept, embedder.name, n_ps) is not None else None
-    multi = [d for d in drafts if len(d["passages"]) > 1 and d["passage_vectors"] is None]
-    for i in range(0, len(multi), batch_size):
-        part = multi[i : i + batch_size]
-        vecs = np.asarray(embedder.embed([p or "-" for d in part for p in d["passages"]]), dtype=np.float32)
-        k = 0
-        for d in part:
-            m = len(d["passages"])
-            d["passage_vectors"] = encode_vectors(embedder.name, vecs[k : k + m])
-            k += m
+    multi = [j for j, d in enumerate(drafts) if len(d["passages"]) > 1 and d["passage_vectors"] is None]
+    return _Pending(
+        f=f,
+        st=st,
+        drafts=drafts,
+        to_embed=to_embed,
+        multi=multi,
+        meta=meta,
+        updated=updated,
+        access=access,
+        language=language,
+    )
+
+
+def _write_source(
+    store: Store, embedder: Embedder, pending: _Pending, vectors: Sequence[tuple[int, int, FloatArray]]
+) -> int:
+    """Put the computed vectors in place and replace the source in one store transaction; return the chunk count."""
+    p = pending
+    st, drafts, f = p.st, p.drafts, p.f
+    per_passage: dict[int, dict[int, FloatArray]] = {}
+    for j, slot, v in vectors:
+        if slot < 0:
+            drafts[j]["embedding"] = v
+        else:
+            per_passage.setdefault(j, {})[slot] = v
+    for j, vs in per_passage.items():
+        drafts[j]["passage_vectors"] = encode_vectors(embedder.name, np.stack([vs[k] for k in range(len(vs))]))
+    updated, access, language = p.updated, p.access, p.language
+    meta = {k: v for k, v in p.meta.items() if k != "removed"}
     records = [
         ChunkRecord(
             id=d["id"],

