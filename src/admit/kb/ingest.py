@@ -23,7 +23,7 @@ import logging
 import re
 import time
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -44,13 +44,16 @@ __all__ = [
     "IngestReport",
     "Registry",
     "Section",
+    "SourceJob",
     "SourceSettings",
+    "SourceWriter",
     "TextChunk",
     "chunk_document",
     "ingest_paths",
     "load_registry",
     "parse_document",
     "slugify",
+    "write_source",
 ]
 
 logger = logging.getLogger(__name__)
@@ -567,6 +570,31 @@ class IngestReport:
         return d
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceJob:
+    """One source an ingest run must (re)write: planned by :func:`ingest_paths`, written by :func:`write_source`
+    here or by a :data:`SourceWriter` elsewhere (the Ray engine, :mod:`admit.kb.ray_ingest`)."""
+
+    path: str
+    """The file (absolute)."""
+    fmt: str
+    """Its parser (a :data:`FORMATS` value)."""
+    settings: SourceSettings
+    """What the registry and the command line say about it."""
+    content_hash: str
+    """Hash of the content planned on (a file changed since is refused, not half-written)."""
+    ingest_key: str
+    """Digest of content, settings, chunker and embedder."""
+    new: bool
+    """Whether the store had no version of the source."""
+
+
+SourceWriter = Callable[[Sequence[SourceJob]], Iterable[tuple[SourceJob, "Mapping[str, int] | str"]]]
+"""Writes planned sources; yields each job with its chunk counts (``chunks_added`` ..., ``chunks_written``) or an
+error message. Each source is written whole (one ``replace_source``), so a run cut short leaves every source old
+or new and re-running does the rest."""
+
+
 def _walk(paths: Sequence[str | Path], refused: list[str] | None = None) -> list[tuple[Path, Path | None]]:
     """``(file, root)`` for every file under the paths (root: the folder it was found under, None if named).
 
@@ -624,6 +652,7 @@ def ingest_paths(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     progress: bool | Callable[[str], None] = False,
     batch_size: int = 64,
+    writer: SourceWriter | None = None,
 ) -> IngestReport:
     """Ingest files and folders into ``store``; see the module docstring for the rules.
 
@@ -640,6 +669,8 @@ def ingest_paths(
         max_tokens: The most tokens a chunk may have.
         progress: ``True`` for a rich progress bar on stderr, or a callback given each file's path.
         batch_size: Embedding batch size.
+        writer: Writes the sources that need it once the walk has planned them all (default: each is chunked,
+            embedded and written here as it is found).
     """
     if authority is not None and not 0.0 <= authority <= 1.0:
         raise ConfigError(f"authority must be between 0 and 1, got {authority}.")
@@ -673,6 +704,7 @@ def ingest_paths(
     seen: set[tuple[str, str]] = set()
     seen_ids: dict[str, str] = {}
     tok = resolve_tokenizer(tokenizer)
+    jobs: list[SourceJob] = []
 
     bar: Any = None
     task: Any = None
@@ -735,6 +767,18 @@ def ingest_paths(
                     counts["sources_unchanged"] += 1
                     counts["chunks_unchanged"] += old_src.chunks
                     continue
+                if writer is not None:
+                    jobs.append(
+                        SourceJob(
+                            path=str(f),
+                            fmt=fmt,
+                            settings=st,
+                            content_hash=content_hash,
+                            ingest_key=ingest_key,
+                            new=old_src is None,
+                        )
+                    )
+                    continue
                 n = _ingest_one(
                     store, embedder, doc, f, st, fmt, content_hash, ingest_key, tok, max_tokens, batch_size, counts
                 )
@@ -748,6 +792,14 @@ def ingest_paths(
             finally:
                 if bar is not None:
                     bar.advance(task)
+        if writer is not None and jobs:
+            for job, outcome in writer(jobs):
+                if isinstance(outcome, str):
+                    errors.append((job.path, outcome))
+                    continue
+                for k, v in outcome.items():
+                    counts[k] += int(v)
+                counts["sources_added" if job.new else "sources_updated"] += 1
         # files gone from an ingested folder (or now under another id / tenant): their chunks go
         for (sid, ten), info in existing.items():
             if (sid, ten) in seen or not info.origin:
@@ -768,6 +820,36 @@ def ingest_paths(
         errors=tuple(errors),
         seconds=time.perf_counter() - t0,
     )
+
+
+def write_source(
+    store: Store,
+    embedder: Embedder,
+    job: SourceJob,
+    *,
+    tokenizer: Tokenizer,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    batch_size: int = 64,
+) -> dict[str, int]:
+    """Parse, chunk, embed (what changed) and replace one planned source; return its chunk counts.
+
+    Raises:
+        ValueError: The file changed since it was planned, or is no longer UTF-8 (run the ingest again).
+    """
+    f = Path(job.path)
+    raw = f.read_bytes()
+    if hashlib.sha256(raw).hexdigest()[:16] != job.content_hash:
+        raise ValueError("the file changed during the ingest run; run it again")
+    text = raw.decode("utf-8-sig")
+    doc = parse_document(text, job.fmt, fallback_title=f.stem.replace("-", " ").replace("_", " "))
+    counts = dict.fromkeys(
+        ("chunks_added", "chunks_changed", "chunks_unchanged", "chunks_removed", "chunks_embedded"), 0
+    )
+    counts["chunks_written"] = _ingest_one(
+        store, embedder, doc, f, job.settings, job.fmt, job.content_hash, job.ingest_key, tokenizer, max_tokens,
+        batch_size, counts,
+    )  # fmt: skip
+    return counts
 
 
 def _ingest_one(
