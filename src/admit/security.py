@@ -44,7 +44,7 @@ from __future__ import annotations
 import base64
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
@@ -994,6 +994,91 @@ _MANUAL_TRIGGERS: dict[str, tuple[str, ...]] = {
 _RULE_TRIGGERS: tuple[tuple[str, ...] | None, ...] = tuple(
     _MANUAL_TRIGGERS.get(rule) or _triggers(p) for _, rule, p in _RULES
 )
+
+
+def _leading(alt: str) -> str:
+    """The literals (``|``-joined) every match of a regex alternative starts with, or ``""`` when it may start
+    with anything else (a stricter :func:`_lead_literal`: no optional prefix, letters only)."""
+    a = alt[2:] if alt.startswith("\\b") else alt
+    if a.startswith("(?:"):
+        inner = a[3:]
+        depth, j = 1, 0
+        while j < len(inner) and depth:
+            if inner[j] == "\\":
+                j += 2
+                continue
+            depth += {"(": 1, ")": -1}.get(inner[j], 0)
+            j += 1
+        group, rest = inner[: j - 1], inner[j:]
+        subs = _split_top(group) if depth == 0 and rest[:1] not in {"?", "*", "{"} else None
+        lits = [_leading(x) for x in subs or ()]
+        return "|".join(lits) if lits and all(lits) else ""
+    m = re.match(r"[A-Za-z']+", a)
+    lit = m.group(0) if m else ""
+    if a[len(lit) : len(lit) + 1] in {"?", "*", "{"}:
+        lit = lit[:-1]
+    return lit if len(lit) >= 2 else ""
+
+
+def _starts(pattern: re.Pattern[str]) -> tuple[str, ...] | None:
+    """Literals one of which starts every match (lower-cased for a case-blind pattern), or ``None``."""
+    alts = _split_top(pattern.pattern)
+    lits = [_leading(a) for a in alts or ()]
+    if not lits or not all(lits):
+        return None
+    fold = bool(pattern.flags & re.IGNORECASE)
+    return tuple(sorted({t.lower() if fold else t for lit in lits for t in lit.split("|")}))
+
+
+_RULE_STARTS: tuple[tuple[str, ...] | None, ...] = tuple(_starts(p) for _, _, p in _RULES)
+"""Per rule, the literals its matches start with: the rule's regex is tried only where one of them occurs
+(``str.find`` runs in C; a case-blind alternation scanned at every position does not), which finds the same
+matches as ``finditer``."""
+
+
+def _plan() -> tuple[tuple[FlagKind, str, re.Pattern[str], bool, frozenset[str], tuple[str, ...], Any], ...]:
+    """Per rule, what :func:`_rule_flags` needs, worked out once: whether it is case-blind, its short trigger
+    words (looked up in the text's word set), its other triggers (substrings), its start literals."""
+    out = []
+    for (kind, rule, pattern), triggers, starts in zip(_RULES, _RULE_TRIGGERS, _RULE_STARTS, strict=True):
+        fold = bool(pattern.flags & re.IGNORECASE)
+        short = {t for t in triggers or () if fold and len(t) <= 3 and t.isascii() and t.isalpha()}
+        out.append(
+            (kind, rule, pattern, fold, frozenset(short), tuple(t for t in triggers or () if t not in short), starts)
+        )
+    return tuple(out)
+
+
+_FOLD_ODD = re.compile("[\u0130\u0131\u017f\u212a]")
+"""The only non-ASCII characters a case-blind ASCII letter matches (İ ı ſ K): where one occurs, or where
+lower-casing changes the text's length, positions in the lower-cased text are not the matches' own."""
+
+
+_RULE_PLAN = _plan()
+
+
+def _matches(pattern: re.Pattern[str], norm: str, hay: str, starts: tuple[str, ...] | None) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(norm)``: with known start literals, the regex only where they occur in ``hay`` (``norm``
+    or its lower-cased form for a case-blind pattern)."""
+    if starts is None or len(hay) != len(norm) or (hay is not norm and _FOLD_ODD.search(norm)):
+        yield from pattern.finditer(norm)
+        return
+    at: set[int] = set()
+    for t in starts:
+        i = hay.find(t)
+        while i >= 0:
+            at.add(i)
+            i = hay.find(t, i + 1)
+    end = 0
+    for i in sorted(at):
+        if i < end:  # finditer's matches do not overlap
+            continue
+        m = pattern.match(norm, i)
+        if m is not None:
+            end = m.end()
+            yield m
+
+
 _WORDS = re.compile(r"[a-z]+")
 
 
@@ -1073,15 +1158,11 @@ def _rule_flags(norm: str) -> list[Flag]:
         return ex is not None and kind in _EXAMPLE_KINDS and ex.end() <= m.start() < ex.end() + 300
 
     out: list[Flag] = []
-    for (kind, rule, pattern), triggers in zip(_RULES, _RULE_TRIGGERS, strict=True):
-        if triggers is not None:
-            fold = bool(pattern.flags & re.IGNORECASE)
-            hay = low if fold else norm
-            if not any(
-                (t in words) if fold and len(t) <= 3 and t.isascii() and t.isalpha() else (t in hay) for t in triggers
-            ):
-                continue
-        for m in pattern.finditer(norm):
+    for kind, rule, pattern, fold, word_trigs, sub_trigs, starts in _RULE_PLAN:
+        hay = low if fold else norm
+        if (word_trigs or sub_trigs) and word_trigs.isdisjoint(words) and not any(t in hay for t in sub_trigs):
+            continue
+        for m in _matches(pattern, norm, hay, starts):
             if reported(kind, m):
                 continue
             out.append(Flag(kind=kind, start=m.start(), end=m.end(), rule=rule))
