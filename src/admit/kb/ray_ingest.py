@@ -160,7 +160,7 @@ class RayWriter:
         out = ds.map_batches(
             _SourceWorker,
             batch_size=self.sources_per_batch,
-            concurrency=min(self.workers, len(jobs)),
+            compute=ray.data.ActorPoolStrategy(size=min(self.workers, len(jobs))),
             num_cpus=1,
             fn_constructor_kwargs={
                 "store_url": self.store_url,
