@@ -299,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.replicas > 1 and args.store != "pgvector":
         ap.error("--replicas > 1 needs --store pgvector (one database every replica reads)")
+    if args.store == "pgvector" and args.embedder != "minilm":
+        # a server opening a postgresql:// URL embeds questions with its default model, MiniLM
+        ap.error("--store pgvector needs --embedder minilm (what `admit serve --kb postgresql://...` embeds with)")
     docs = args.docs or default_docs()
     work = Path(tempfile.mkdtemp(prefix="admit-bench-load-"))
     try:
