@@ -57,7 +57,7 @@ def test_a_second_store_on_an_indexed_table_searches_through_the_index(pg_url: s
 
 @pytest.mark.integration
 @pytest.mark.parametrize(("kw", "match"), [({"vector_index": "ivf"}, "vector_index"), ({"ef_search": 0}, "ef_search")])
-def test_bad_index_settings_are_refused(pg_url: str, kw: dict, match: str) -> None:
+def test_bad_index_settings_are_refused(pg_url: str, kw: dict[str, object], match: str) -> None:
     from admit.errors import ConfigError
 
     with pytest.raises(ConfigError, match=match):

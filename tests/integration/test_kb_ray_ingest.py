@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from admit.cli import main
 from admit.errors import ConfigError
 from admit.kb import KnowledgeBase
+from admit.kb.ingest import IngestReport
 from admit.kb.ray_ingest import RayWriter, ingest_with_ray
 from admit.testing.store_contract import embedded_postgres_server
 
@@ -83,7 +84,7 @@ COUNTS = (
 )
 
 
-def _counts(rep) -> dict[str, int]:
+def _counts(rep: IngestReport) -> dict[str, int]:
     d = rep.as_dict()
     return {k: d[k] for k in COUNTS}
 

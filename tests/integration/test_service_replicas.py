@@ -57,7 +57,8 @@ def _free_port() -> int:
 
 
 def _compose() -> dict[str, Any]:
-    return yaml.safe_load((DEPLOY / "compose.yaml").read_text("utf-8"))
+    comp: dict[str, Any] = yaml.safe_load((DEPLOY / "compose.yaml").read_text("utf-8"))
+    return comp
 
 
 def _command(service: str, *, port: int | None = None) -> list[str]:
@@ -134,7 +135,8 @@ def replicas(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any
 def _search(url: str, headers: dict[str, str], question: str, **extra: Any) -> dict[str, Any]:
     r = httpx.post(f"{url}/v1/search", json={"question": question, **extra}, headers=headers, timeout=TIMEOUT)
     assert r.status_code == 200, r.text
-    return r.json()
+    out: dict[str, Any] = r.json()
+    return out
 
 
 def _ids(out: dict[str, Any]) -> list[str]:
