@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -57,7 +58,7 @@ def test_a_second_store_on_an_indexed_table_searches_through_the_index(pg_url: s
 
 @pytest.mark.integration
 @pytest.mark.parametrize(("kw", "match"), [({"vector_index": "ivf"}, "vector_index"), ({"ef_search": 0}, "ef_search")])
-def test_bad_index_settings_are_refused(pg_url: str, kw: dict[str, object], match: str) -> None:
+def test_bad_index_settings_are_refused(pg_url: str, kw: dict[str, Any], match: str) -> None:
     from admit.errors import ConfigError
 
     with pytest.raises(ConfigError, match=match):
