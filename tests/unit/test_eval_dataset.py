@@ -79,3 +79,19 @@ def test_ids_unique_across_files_and_missing_file(tmp_path: Path) -> None:
         load_datasets([a, b])
     with pytest.raises(ConfigError, match="does not exist"):
         load_dataset(tmp_path / "nope.jsonl")
+
+
+def test_reads_gzip_compressed_files_and_folders_of_them(tmp_path: Path) -> None:
+    import gzip
+
+    from admit.eval.dataset import expand_paths
+
+    folder = tmp_path / "train"
+    folder.mkdir()
+    with gzip.open(folder / "small_set.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.write("\n".join(json.dumps(_rec(i)) for i in range(3)) + "\n")
+    _write(folder / "plain.jsonl", [_rec(10)])
+    assert [p.name for p in expand_paths([folder])] == ["plain.jsonl", "small_set.jsonl.gz"]
+    recs = load_dataset(folder / "small_set.jsonl.gz")
+    assert len(recs) == 3
+    assert len(load_datasets(expand_paths([folder]))) == 4

@@ -20,6 +20,7 @@ from __future__ import annotations
 import click
 
 from admit.cli._common import quiet_model_loading
+from admit.cli.copy import copy_cmd
 from admit.cli.eval import eval_cmd, replay_cmd
 from admit.cli.ingest import ingest_cmd
 from admit.cli.pack import pack_cmd, policy_cmd, schema_cmd
@@ -46,6 +47,7 @@ for _cmd in (
     schema_cmd,
     policy_cmd,
     ingest_cmd,
+    copy_cmd,
     search_cmd,
     prune_cmd,
     eval_cmd,

@@ -32,6 +32,15 @@ __all__ = ["ingest_cmd"]
 @click.option("--embedder", default=None, help="minilm (default) or fake[:dim] for tests.")
 @click.option("--max-tokens", type=int, default=350, show_default=True, help="Largest chunk, in cl100k tokens.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
+@click.option(
+    "--engine",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="local: this process; ray: parse, chunk, embed and write on Ray Data workers (a server store: "
+    'postgresql:// or qdrant://; pip install "admit[ray]").',
+)
+@click.option("--workers", type=int, default=2, show_default=True, help="Ray workers (--engine ray).")
 @json_option("the ingest report")
 @handle_errors
 def ingest_cmd(
@@ -46,6 +55,8 @@ def ingest_cmd(
     embedder: str | None,
     max_tokens: int,
     progress: bool,
+    engine: str,
+    workers: int,
     as_json: bool,
 ) -> None:
     """Ingest Markdown, HTML and text files (and folders) into a knowledge base.
@@ -68,15 +79,30 @@ def ingest_cmd(
     kb.max_tokens = max_tokens
     total = 0
     try:
-        rep = kb.ingest(
-            list(paths),
-            tenant=tenant,
-            groups=group_list,
-            authority=authority,
-            label=label,
-            registry=registry,
-            progress=progress,
-        )
+        if engine == "ray":
+            from admit.kb.ray_ingest import ingest_with_ray
+
+            rep = ingest_with_ray(
+                kb,
+                list(paths),
+                tenant=tenant,
+                groups=group_list,
+                authority=authority,
+                label=label,
+                registry=registry,
+                workers=workers,
+                progress=progress,
+            )
+        else:
+            rep = kb.ingest(
+                list(paths),
+                tenant=tenant,
+                groups=group_list,
+                authority=authority,
+                label=label,
+                registry=registry,
+                progress=progress,
+            )
         total = kb.count()
     finally:
         kb.close()

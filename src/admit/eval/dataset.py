@@ -16,6 +16,7 @@ The pruning path only ever sees :meth:`EvalRecord.prune_input` (id, question, ca
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -197,7 +198,9 @@ def load_dataset(path: str | Path, *, limit: int | None = None) -> list[EvalReco
         raise ConfigError(f"Dataset {str(path)!r} does not exist.")
     out: list[EvalRecord] = []
     ids: set[str] = set()
-    with p.open("r", encoding="utf-8") as fh:
+    gz = p.name.endswith(".gz")  # the shared training files are gzip-compressed JSONL
+    stem = p.name.removesuffix(".gz").removesuffix(".jsonl") if gz else p.stem
+    with gzip.open(p, "rt", encoding="utf-8") if gz else p.open("r", encoding="utf-8") as fh:
         for n, raw in enumerate(fh, start=1):
             if limit is not None and len(out) >= limit:
                 break
@@ -207,7 +210,7 @@ def load_dataset(path: str | Path, *, limit: int | None = None) -> list[EvalReco
                 obj = json.loads(raw)
             except json.JSONDecodeError as exc:
                 raise ConfigError(f"{p} line {n}: not valid JSON: {exc.msg} (column {exc.colno}).") from exc
-            rec = parse_record(obj, path=str(p), line=n, default_source=p.stem)
+            rec = parse_record(obj, path=str(p), line=n, default_source=stem)
             if rec.id in ids:
                 raise _fail(str(p), n, "id", f"duplicate record id {rec.id!r}")
             ids.add(rec.id)
@@ -236,13 +239,13 @@ def load_datasets(paths: Iterable[str | Path], *, limit: int | None = None) -> l
 
 
 def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
-    """Expand folders into their top-level ``*.jsonl`` files (sorted); files pass through."""
+    """Expand folders into their top-level ``*.jsonl`` and ``*.jsonl.gz`` files (sorted); files pass through."""
     out: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            found = sorted(p.glob("*.jsonl"))
+            found = sorted([*p.glob("*.jsonl"), *p.glob("*.jsonl.gz")])
             if not found:
-                raise ConfigError(f"Folder {str(p)!r} holds no *.jsonl files.")
+                raise ConfigError(f"Folder {str(p)!r} holds no *.jsonl or *.jsonl.gz files.")
             out.extend(found)
         else:
             out.append(p)

@@ -363,5 +363,5 @@ def make_engine(name: str, *, workers: int = 1, batch_size: int = 4) -> Engine:
     if name == "local":
         return LocalEngine(workers=workers, batch_size=batch_size)
     if name == "ray":
-        return RayEngine(num_cpus=max(workers, 2), batch_size=batch_size)
+        return RayEngine(num_cpus=max(workers, 1), batch_size=batch_size)
     raise ConfigError(f"Unknown engine {name!r}; known: local, ray.")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,7 +52,9 @@ __all__ = [
     "ParsedDocument",
     "Registry",
     "Section",
+    "SourceJob",
     "SourceSettings",
+    "SourceWriter",
     "TextChunk",
     "chunk_document",
     "ingest_paths",
@@ -62,6 +64,7 @@ __all__ = [
     "parse_markdown",
     "parse_text",
     "slugify",
+    "write_source",
 ]
 
 logger = logging.getLogger(__name__)
@@ -118,6 +121,31 @@ class IngestReport:
         d["seconds"] = round(self.seconds, 3)
         d["chunks_per_second"] = round(self.chunks_per_second, 1)
         return d
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceJob:
+    """One source an ingest run must (re)write: planned by :func:`ingest_paths`, written by :func:`write_source`
+    here or by a :data:`SourceWriter` elsewhere (the Ray engine, :mod:`admit.kb.ray_ingest`)."""
+
+    path: str
+    """The file (absolute)."""
+    fmt: str
+    """Its parser (a :data:`FORMATS` value)."""
+    settings: SourceSettings
+    """What the registry and the command line say about it."""
+    content_hash: str
+    """Hash of the content planned on (a file changed since is refused, not half-written)."""
+    ingest_key: str
+    """Digest of content, settings, chunker and embedder."""
+    new: bool
+    """Whether the store had no version of the source."""
+
+
+SourceWriter = Callable[[Sequence[SourceJob]], Iterable[tuple[SourceJob, "Mapping[str, int] | str"]]]
+"""Writes planned sources; yields each job with its chunk counts (``chunks_added`` ..., ``chunks_written``) or an
+error message. Each source is written whole (one ``replace_source``), so a run cut short leaves every source old
+or new and re-running does the rest."""
 
 
 def _walk(paths: Sequence[str | Path], refused: list[str] | None = None) -> list[tuple[Path, Path | None]]:
@@ -185,6 +213,7 @@ def ingest_paths(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     progress: bool | Callable[[str], None] = False,
     batch_size: int = 64,
+    writer: SourceWriter | None = None,
 ) -> IngestReport:
     """Ingest files and folders into ``store``; see the module docstring for the rules.
 
@@ -201,6 +230,8 @@ def ingest_paths(
         max_tokens: The most tokens a chunk may have.
         progress: ``True`` for a rich progress bar on stderr, or a callback given each file's path.
         batch_size: Embedding batch size.
+        writer: Writes the sources that need it once the walk has planned them all (default: each is chunked,
+            embedded and written here as it is found).
     """
     if authority is not None and not 0.0 <= authority <= 1.0:
         raise ConfigError(f"authority must be between 0 and 1, got {authority}.")
@@ -234,6 +265,7 @@ def ingest_paths(
     seen: set[tuple[str, str]] = set()
     seen_ids: dict[str, str] = {}
     tok = resolve_tokenizer(tokenizer)
+    jobs: list[SourceJob] = []
 
     bar = IngestProgress(sum(_size(f) for f, _ in files), enabled=progress is True)
     queue = _EmbedQueue(store, embedder, batch_size, counts, errors, bar)
@@ -285,6 +317,18 @@ def ingest_paths(
                     counts["sources_unchanged"] += 1
                     counts["chunks_unchanged"] += old_src.chunks
                     continue
+                if writer is not None:
+                    jobs.append(
+                        SourceJob(
+                            path=str(f),
+                            fmt=fmt,
+                            settings=st,
+                            content_hash=content_hash,
+                            ingest_key=ingest_key,
+                            new=old_src is None,
+                        )
+                    )
+                    continue
                 pending = _prepare_source(store, embedder, doc, f, st, fmt, content_hash, ingest_key, tok, max_tokens)
                 queue.add(pending, added=old_src is None)  # embedded with other files' chunks, then written
             except ConfigError:
@@ -294,6 +338,14 @@ def ingest_paths(
                 errors.append((str(f), str(exc)))
                 logger.warning("ingest: %s: %s", f, exc)
         queue.flush()
+        if writer is not None and jobs:
+            for job, outcome in writer(jobs):
+                if isinstance(outcome, str):
+                    errors.append((job.path, outcome))
+                    continue
+                for k, v in outcome.items():
+                    counts[k] += int(v)
+                counts["sources_added" if job.new else "sources_updated"] += 1
         # files gone from an ingested folder (or now under another id / tenant): their chunks go
         for (sid, ten), info in existing.items():
             if (sid, ten) in seen or not info.origin:
@@ -313,6 +365,41 @@ def ingest_paths(
         errors=tuple(errors),
         seconds=time.perf_counter() - t0,
     )
+
+
+def write_source(
+    store: Store,
+    embedder: Embedder,
+    job: SourceJob,
+    *,
+    tokenizer: Tokenizer,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    batch_size: int = 64,
+) -> dict[str, int]:
+    """Parse, chunk, embed (what changed) and replace one planned source; return its chunk counts.
+
+    Raises:
+        ValueError: The file changed since it was planned, is no longer UTF-8, or could not be embedded or
+            written (run the ingest again).
+    """
+    f = Path(job.path)
+    raw = read_no_follow(f)  # never through a link swapped in since the walk
+    if hashlib.sha256(raw).hexdigest()[:16] != job.content_hash:
+        raise ValueError("the file changed during the ingest run; run it again")
+    text = raw.decode("utf-8-sig")
+    doc = parse_document(text, job.fmt, fallback_title=f.stem.replace("-", " ").replace("_", " "))
+    keys = ("chunks_added", "chunks_changed", "chunks_unchanged", "chunks_removed", "chunks_embedded", "chunks_written")
+    counts = dict.fromkeys((*keys, "sources_added", "sources_updated"), 0)
+    errors: list[tuple[str, str]] = []
+    queue = _EmbedQueue(store, embedder, batch_size, counts, errors, IngestProgress(0, enabled=False))
+    pending = _prepare_source(
+        store, embedder, doc, f, job.settings, job.fmt, job.content_hash, job.ingest_key, tokenizer, max_tokens
+    )
+    queue.add(pending, added=job.new)
+    queue.flush()  # the same embed-and-write path as a local run (one replace_source)
+    if errors:
+        raise ValueError(errors[0][1])
+    return {k: counts[k] for k in keys}
 
 
 def _size(f: Path) -> int:

@@ -119,6 +119,11 @@ class KnowledgeBase:
         self._pipe_lock = threading.Lock()
 
     @property
+    def embedder_spec(self) -> str | None:
+        """The embedder's spec (``"minilm"``, ``"fake:384"``), or ``None`` when it was given as an instance."""
+        return self._spec
+
+    @property
     def cached_embedder(self) -> Embedder:
         """The KB's embedder behind a thread-safe cache seeded with retrieved chunks' stored vectors."""
         return self._query_cache

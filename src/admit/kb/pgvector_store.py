@@ -1,9 +1,13 @@
 """PostgreSQL + pgvector store: full text (``tsvector``, ``ts_rank_cd``) and exact cosine KNN, fused by rank.
 
 The tenant, ACL (``acl && principal_tokens``), language, freshness, group and source conditions are the ``WHERE``
-of both ranked queries, so PostgreSQL ranks only readable rows. The vector list is an exact scan over the filtered
-rows (no ANN index), which keeps top-k exact under any filter; on millions of rows add an HNSW index with
-``hnsw.iterative_scan`` enabled.
+of both ranked queries, so PostgreSQL ranks only readable rows. By default the vector list is an exact scan over
+the filtered rows, which keeps top-k exact under any filter. On hundreds of thousands of rows and more, give the
+table an HNSW index (``PgvectorStore(..., vector_index="hnsw")`` once, or :meth:`PgvectorStore.create_hnsw_index`):
+every store opened on the table afterwards finds the index and searches through it with
+``hnsw.iterative_scan = relaxed_order``, so a filter that rejects most rows near the query still fills top-k
+(the scan continues past the first ``ef_search`` candidates, up to ``hnsw.max_scan_tuples``); the rows found are
+re-ordered exactly by distance.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import json
 import logging
 import re
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -51,9 +55,20 @@ class PgvectorStore(HybridSearch):
         dsn: A libpq connection string or ``postgresql://`` URL.
         table: Table name (``<table>_meta`` holds settings).
         dim: Embedding dimension.
+        vector_index: ``"auto"`` (default): search through the table's HNSW index when it has one, else exactly;
+            ``"hnsw"``: create the index if missing and use it; ``"exact"``: always the exact scan.
+        ef_search: ``hnsw.ef_search`` for indexed searches (at least the ranked list's depth is used).
     """
 
-    def __init__(self, dsn: str, *, dim: int, table: str = "admit_chunks") -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        dim: int,
+        table: str = "admit_chunks",
+        vector_index: Literal["auto", "hnsw", "exact"] = "auto",
+        ef_search: int = 100,
+    ) -> None:
         try:
             import psycopg
             from pgvector.psycopg import register_vector
@@ -67,6 +82,13 @@ class PgvectorStore(HybridSearch):
         self.table = table
         self.dim = int(dim)
         self._conns = ThreadConnections(self._open, label="PgvectorStore", usable=lambda c: not c.closed)
+        if vector_index not in ("auto", "hnsw", "exact"):
+            raise ConfigError(f"`vector_index` must be 'auto', 'hnsw' or 'exact', got {vector_index!r}.")
+        if ef_search <= 0:
+            raise ConfigError(f"`ef_search` must be greater than 0, got {ef_search}.")
+        self.ef_search = int(ef_search)
+        self.hnsw = False
+        """Whether searches go through the HNSW index."""
         t = table
         with self._tx() as cur:
             cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -110,6 +132,32 @@ class PgvectorStore(HybridSearch):
             row = cur.fetchone()
             if row and row[0] and int(row[0]) != self.dim:
                 raise ConfigError(f"Table {t!r} holds {row[0]}-d vectors, not {self.dim}-d.")
+        if vector_index == "hnsw":
+            self.create_hnsw_index()
+        elif vector_index == "auto":
+            self.hnsw = self.has_hnsw_index()
+
+    # -- the ANN index -------------------------------------------------------------------------------------
+    def has_hnsw_index(self) -> bool:
+        """Whether the table has its HNSW index (``<table>_hnsw``)."""
+        with self._tx() as cur:
+            cur.execute(
+                "SELECT 1 FROM pg_indexes WHERE tablename = %s AND indexname = %s", (self.table, f"{self.table}_hnsw")
+            )
+            return cur.fetchone() is not None
+
+    def create_hnsw_index(self, *, m: int = 16, ef_construction: int = 64) -> None:
+        """Build the HNSW index on the embeddings (cosine) if missing, and search through it from now on.
+
+        Building after a bulk load is much faster than inserting into an indexed table.
+        """
+        with self._tx() as cur:
+            cur.execute(
+                f"CREATE INDEX IF NOT EXISTS {self.table}_hnsw ON {self.table} "
+                f"USING hnsw (embedding vector_cosine_ops) "
+                f"WITH (m = {int(m)}, ef_construction = {int(ef_construction)})"
+            )
+        self.hnsw = True
 
     # -- connections ---------------------------------------------------------------------------------------
     def _open(self) -> Any:
@@ -333,11 +381,23 @@ class PgvectorStore(HybridSearch):
                     r = self._record(row[:-1])
                     recs[r.id] = r
                     lexical.append((r.id, float(row[-1])))
-            cur.execute(
-                f"SELECT {_COLS}, 1 - (embedding <=> %s) AS sim FROM {self.table} WHERE {where} "
-                "ORDER BY embedding <=> %s, id LIMIT %s",
-                [qv, *params, qv, n],
-            )
+            if self.hnsw:
+                # ordered by distance alone, so the index serves it; iterative scanning keeps filling past rows
+                # the WHERE rejects; the rows found are then ordered exactly (relaxed_order may swap neighbours)
+                cur.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                cur.execute(f"SET LOCAL hnsw.ef_search = {max(self.ef_search, n)}")
+                cur.execute(
+                    f"WITH c AS MATERIALIZED (SELECT {_COLS}, embedding <=> %s AS d FROM {self.table} "
+                    f"WHERE {where} ORDER BY embedding <=> %s LIMIT %s) "
+                    f"SELECT {_COLS}, 1 - d AS sim FROM c ORDER BY d, id",
+                    [qv, *params, qv, n],
+                )
+            else:
+                cur.execute(
+                    f"SELECT {_COLS}, 1 - (embedding <=> %s) AS sim FROM {self.table} WHERE {where} "
+                    "ORDER BY embedding <=> %s, id LIMIT %s",
+                    [qv, *params, qv, n],
+                )
             vector: list[tuple[str, float]] = []
             for row in cur.fetchall():
                 r = self._record(row[:-1])

@@ -1,0 +1,225 @@
+"""Ingest on Ray Data: the walk and the plan here, parse, chunk, embed and write on workers.
+
+:func:`ingest_with_ray` runs the same :func:`~admit.kb.ingest.ingest_paths` as the local path (the same walk,
+registry, ingest keys and removal of files gone from a folder; an unchanged source is skipped before any worker
+sees it), with a :class:`RayWriter` as its writer: the sources to write become a Ray dataset and
+``map_batches`` hands them, a few at a time, to ``workers`` actors. Each actor loads the embedder once, opens the
+shared store from its URL, and for each source parses, chunks, embeds the changed chunks in batches and replaces
+the source in one transaction (:func:`~admit.kb.ingest.write_source`). So a run is idempotent per source: re-running
+skips what is written, and a run cut short leaves every source wholly old or wholly new.
+
+The workers write concurrently, so the store must be a server every process can reach: PostgreSQL + pgvector
+(``postgresql://``) or Qdrant (``qdrant://``). Needs ``pip install "admit[ray]"``.
+
+Example:
+    >>> from admit.kb import KnowledgeBase  # doctest: +SKIP
+    >>> kb = KnowledgeBase("postgresql://postgres@127.0.0.1:5432/postgres", embedder="minilm")  # doctest: +SKIP
+    >>> ingest_with_ray(kb, ["docs/"], tenant="acme", workers=2).chunks_written  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from admit.errors import ConfigError, MissingExtraError
+from admit.kb.ingest import (
+    DEFAULT_MAX_TOKENS,
+    IngestReport,
+    Registry,
+    SourceJob,
+    SourceSettings,
+    ingest_paths,
+    write_source,
+)
+
+if TYPE_CHECKING:
+    from admit.kb import KnowledgeBase
+
+__all__ = ["RayWriter", "ingest_with_ray"]
+
+logger = logging.getLogger(__name__)
+
+SHARED_SCHEMES = ("postgresql://", "postgres://", "qdrant://", "qdrant+https://")
+"""Store URLs several processes can write at once."""
+
+
+def _job_json(job: SourceJob) -> str:
+    d = asdict(job)
+    st = d["settings"]
+    st["groups"] = list(st["groups"])
+    st["updated"] = job.settings.updated.isoformat() if job.settings.updated else None
+    return json.dumps(d)
+
+
+def _job_from_json(s: str) -> SourceJob:
+    d = json.loads(s)
+    st = d.pop("settings")
+    st["groups"] = tuple(st["groups"])
+    st["updated"] = datetime.fromisoformat(st["updated"]) if st["updated"] else None
+    return SourceJob(settings=SourceSettings(**st), **d)
+
+
+class _SourceWorker:
+    """A Ray actor: the embedder and a store connection, kept for every batch of sources it is given."""
+
+    def __init__(self, store_url: str, dim: int, embedder: str, tokenizer: str, max_tokens: int, batch_size: int):
+        from admit.backends.embedders import resolve_embedder
+        from admit.backends.tokenizers import resolve_tokenizer
+        from admit.kb import open_store
+
+        self.store = open_store(store_url, dim=dim)
+        self.embedder = resolve_embedder(embedder)
+        self.tokenizer = resolve_tokenizer(tokenizer)
+        self.max_tokens = max_tokens
+        self.batch_size = batch_size
+
+    def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[str]]:
+        out: list[str] = []
+        for raw in batch["job"]:
+            job = _job_from_json(str(raw))
+            try:
+                counts: dict[str, int] | str = write_source(
+                    self.store,
+                    self.embedder,
+                    job,
+                    tokenizer=self.tokenizer,
+                    max_tokens=self.max_tokens,
+                    batch_size=self.batch_size,
+                )
+            except (OSError, ValueError) as exc:  # the same per-file failures the local path records
+                counts = str(exc)
+            out.append(json.dumps({"job": str(raw), "outcome": counts}))
+        return {"result": out}
+
+
+class RayWriter:
+    """A :data:`~admit.kb.ingest.SourceWriter` on Ray Data (``workers`` actors, ``sources_per_batch`` each call).
+
+    Starts a local Ray instance with ``workers`` CPUs (no dashboard) unless one is initialised or ``address``
+    names a cluster.
+    """
+
+    def __init__(
+        self,
+        store_url: str,
+        *,
+        dim: int,
+        embedder: str,
+        workers: int = 2,
+        sources_per_batch: int = 2,
+        tokenizer: str = "cl100k_base",
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        batch_size: int = 64,
+        address: str | None = None,
+    ) -> None:
+        try:
+            import ray
+            import ray.data
+        except ImportError as exc:
+            raise MissingExtraError("ray[data]", "ray") from exc
+        if not str(store_url).startswith(SHARED_SCHEMES):
+            raise ConfigError(
+                f"`--engine ray` writes from several processes, so the store must be a server: got {store_url!r}; "
+                "use postgresql://... (pgvector) or qdrant://host:port/collection."
+            )
+        if workers < 1:
+            raise ConfigError(f"`workers` must be at least 1, got {workers}.")
+        if sources_per_batch < 1:
+            raise ConfigError(f"`sources_per_batch` must be at least 1, got {sources_per_batch}.")
+        self._ray = ray
+        self.store_url = str(store_url)
+        self.dim = dim
+        self.embedder = embedder
+        self.workers = workers
+        self.sources_per_batch = sources_per_batch
+        self.tokenizer = tokenizer
+        self.max_tokens = max_tokens
+        self.batch_size = batch_size
+        self.address = address
+
+    def __call__(self, jobs: Sequence[SourceJob]) -> Iterator[tuple[SourceJob, Mapping[str, int] | str]]:
+        """Write the planned sources on the workers; yield each with its counts or its error."""
+        ray = self._ray
+        if not jobs:
+            return
+        if not ray.is_initialized():
+            if self.address:
+                ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
+            else:
+                ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False)
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = False
+        by_json = {_job_json(j): j for j in jobs}
+        ds = ray.data.from_items([{"job": s} for s in by_json])
+        out = ds.map_batches(
+            _SourceWorker,
+            batch_size=self.sources_per_batch,
+            compute=ray.data.ActorPoolStrategy(size=min(self.workers, len(jobs))),
+            num_cpus=1,
+            fn_constructor_kwargs={
+                "store_url": self.store_url,
+                "dim": self.dim,
+                "embedder": self.embedder,
+                "tokenizer": self.tokenizer,
+                "max_tokens": self.max_tokens,
+                "batch_size": self.batch_size,
+            },
+        )
+        for row in out.iter_rows():
+            r = json.loads(row["result"])
+            yield by_json[r["job"]], r["outcome"]
+
+
+def ingest_with_ray(
+    kb: KnowledgeBase,
+    paths: Sequence[str | Path],
+    *,
+    tenant: str | None = None,
+    groups: Sequence[str] | None = None,
+    authority: float | None = None,
+    label: str | None = None,
+    registry: Registry | str | Path | None = None,
+    workers: int = 2,
+    sources_per_batch: int = 2,
+    progress: bool = False,
+    address: str | None = None,
+) -> IngestReport:
+    """Ingest into ``kb`` (a server store opened by URL) with parse, chunk, embed and write on Ray workers.
+
+    The knowledge base must have been opened with an embedder spec (``KnowledgeBase(url, embedder="minilm")``):
+    each worker resolves the same spec.
+    """
+    spec = kb.embedder_spec
+    if not spec:
+        raise ConfigError("`--engine ray` needs the embedder by name (e.g. --embedder minilm), not an instance.")
+    if kb.store.get_meta("embedder") is None:
+        kb.store.set_meta("embedder", kb.embedder.name)
+        kb.store.set_meta("embedder_spec", spec)
+    writer = RayWriter(
+        kb.location,
+        dim=kb.store.dim,
+        embedder=spec,
+        workers=workers,
+        sources_per_batch=sources_per_batch,
+        max_tokens=kb.max_tokens,
+        address=address,
+    )
+    return ingest_paths(
+        kb.store,
+        kb.embedder,
+        list(paths),
+        tenant=tenant,
+        groups=groups,
+        authority=authority,
+        label=label,
+        registry=registry,
+        max_tokens=kb.max_tokens,
+        progress=progress,
+        writer=writer,
+    )
