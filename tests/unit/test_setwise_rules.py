@@ -25,3 +25,11 @@ def test_identifier_rule_keeps_generic_chunks_below_the_chunk_naming_the_code() 
     # errors#intro (names no asked code) 5, the E5090 section 3, a rival code's section 4, an unrelated chunk 2
     grades = identifier_grades([5, 3, 4, 2], np.array([0.0, 1.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0, 0.0]))
     assert grades == [4, 4, 2, 2]
+
+
+def test_dotted_releases_are_identifiers_and_rival_releases_share_a_kind() -> None:
+    from admit.prune.setwise_model.text import identifier_kind, identifiers
+
+    assert identifiers("What changed in 3.2.0?") == {"3.2.0"}
+    assert identifiers("Released 3.1.0. Pi is 3.14; see v1.4.2") == {"3.1.0", "v1.4.2"}
+    assert identifier_kind("3.2.0") == identifier_kind("3.1.0")
