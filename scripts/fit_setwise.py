@@ -51,6 +51,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from admit.backends.embedders.base import text_key  # noqa: E402
 from admit.eval.report import recall_at as _report_recall_at  # noqa: E402
 from admit.prune import setwise_model as sm  # noqa: E402
+from admit.prune.setwise_model.scorer import identifier_grades  # noqa: E402
 
 TARGET_RECALL = 0.96
 TARGET_COMPRESSION = 0.68
@@ -352,7 +353,8 @@ def fit_all(train: Sequence[Question], p: FitParams, meta: dict[str, Any] | None
         by_ds[fam][0].append(q)
         by_ds[fam][1].append(c)
     cuts = choose_cuts(by_ds)
-    return Fitted(sm.SetwiseModel(stages=tuple(stages), coverage=cov, cuts=cuts, meta=meta or {}), by_ds)
+    model = sm.SetwiseModel(stages=tuple(stages), coverage=cov, cuts=cuts, meta=meta or {})
+    return Fitted(model, by_ds)
 
 
 # ------------------------------------------------------------------------------------- evaluation
@@ -385,40 +387,92 @@ def score_model(model: sm.SetwiseModel, qs: Sequence[Question]) -> tuple[list[np
         cov = sm.coverage_before(pr, model.complete_probs(pr, q.prep.qfeat))
         g = np.array(sm.grades(pr, cov, model.cuts, model.keep_bounds))
         if q.prep.ident_hit.any():
-            g = np.where(q.prep.ident_hit > 0, np.maximum(g, 4), g)
-            g = np.where(q.prep.ident_other > 0, np.minimum(g, 2), g)
+            g = np.array(identifier_grades(g.tolist(), q.prep.ident_hit, q.prep.ident_other))
         probs.append(pr)
         grades.append(g)
     return probs, grades
 
 
+#: Compression levels at which the pruner must be at or above the best top-N baseline (issue: 50% to 80%).
+MARGIN_LEVELS = tuple(round(x, 2) for x in np.arange(0.50, 0.8001, 0.05))
+#: Curves of the last report() calls, by title then dataset, for --plot.
+CURVES: dict[str, dict[str, dict[str, list[tuple[float, float]]]]] = {}
+
+
 def report(model: sm.SetwiseModel, sets: dict[str, list[Question]], title: str) -> dict[str, Any]:
     print(f"\n{title}")
-    print(f"{'dataset':30s} {'thr2':>12s} {'thr3':>12s} {'thr4':>12s} {'thr5':>12s}  R@68  topN  dense  bm25  hybrid")
+    print(
+        f"{'dataset':30s} {'thr2':>12s} {'thr3':>12s} {'thr4':>12s} {'thr5':>12s}  R@68  topN  dense  bm25  hybrid"
+        "  margin50-80"
+    )
     out: dict[str, Any] = {}
+    CURVES[title] = {}
     for name, qs in sets.items():
         probs, grades = score_model(model, qs)
         pts = [eval_keep(qs, [g >= t for g in grades]) for t in range(1, 6)]
         curve = [(c, r) for r, c in pts]
+        base = {
+            "dense": topn_curve(qs, [q.prep.dense for q in qs]),
+            "bm25": topn_curve(qs, [q.prep.bm25 for q in qs]),
+            "hybrid": topn_curve(qs, [q.prep.feature("hybrid_rank_inv") + 1e-6 * q.prep.dense for q in qs]),
+        }
+        margin = min(recall_at(curve, lvl) - max(recall_at(b, lvl) for b in base.values()) for lvl in MARGIN_LEVELS)
         row = {
             "questions": len(qs),
             **{f"thr{t}": {"recall": round(r, 4), "compression": round(c, 4)} for t, (r, c) in enumerate(pts, 1)},
             "R@68": round(recall_at(curve), 4),
             "model_topN_R@68": round(recall_at(topn_curve(qs, probs)), 4),
-            "dense_topN_R@68": round(recall_at(topn_curve(qs, [q.prep.dense for q in qs])), 4),
-            "bm25_topN_R@68": round(recall_at(topn_curve(qs, [q.prep.bm25 for q in qs])), 4),
-            "hybrid_topN_R@68": round(
-                recall_at(topn_curve(qs, [q.prep.feature("hybrid_rank_inv") + 1e-6 * q.prep.dense for q in qs])), 4
-            ),
+            **{f"{k}_topN_R@68": round(recall_at(v), 4) for k, v in base.items()},
+            "min_margin_50_80": round(margin, 4),
         }
+        CURVES[title][name] = {"setwise": sorted([(0.0, 1.0), *curve]), **base}
         out[name] = row
         cells = " ".join(f"{r:.3f}/{c:.3f}" for r, c in pts[1:])
         print(
             f"{name:30s} {cells}  {row['R@68']:.3f} {row['model_topN_R@68']:.3f} {row['dense_topN_R@68']:.3f}"
-            f" {row['bm25_topN_R@68']:.3f} {row['hybrid_topN_R@68']:.3f}",
+            f" {row['bm25_topN_R@68']:.3f} {row['hybrid_topN_R@68']:.3f}  {margin:+.3f}",
             flush=True,
         )
     return out
+
+
+def plot(curves: dict[str, dict[str, list[tuple[float, float]]]], path: Path, title: str) -> None:
+    """Retained recall vs chunk compression, one panel per dataset (setwise at its grade thresholds)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(curves)
+    cols = min(4, len(names))
+    rows = (len(names) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.6 * rows), squeeze=False)
+    style = {
+        "setwise": ("#d62728", "o-"),
+        "dense": ("#1f77b4", "--"),
+        "bm25": ("#2ca02c", ":"),
+        "hybrid": ("#9467bd", "-."),
+    }
+    for ax, name in zip(axes.flat, names, strict=False):
+        for kind, pts in curves[name].items():
+            color, ls = style[kind]
+            xs, ys = zip(*sorted(pts), strict=True)
+            ax.plot(xs, ys, ls, color=color, label=kind if kind == "setwise" else f"{kind} top-N", ms=4)
+        ax.axvline(TARGET_COMPRESSION, color="grey", lw=0.8)
+        ax.axhline(TARGET_RECALL, color="grey", lw=0.8, ls=":")
+        ax.set_title(name, fontsize=10)
+        ax.set_xlim(0.3, 0.95)
+        ax.set_ylim(0.0, 1.02)
+        ax.set_xlabel("chunk compression")
+        ax.set_ylabel("retained recall")
+    for ax in list(axes.flat)[len(names) :]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=8, loc="lower left")
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    print(f"wrote {path}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -438,13 +492,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--folds", type=int, default=3, help="out-of-fold splits for the stacked stages")
     ap.add_argument("--seed", type=int, default=20261130)
     ap.add_argument("--no-write", action="store_true", help="report only, do not write the model file")
+    ap.add_argument(
+        "--test-only",
+        default="docs_policyqa",
+        help="comma-separated training file stems never fitted on, only scored out of sample by the train-only and"
+        " the shipped fit (docs_policyqa is research-use text: no shipped model may be fitted on it)",
+    )
+    ap.add_argument("--drop-features", default="", help="comma-separated base features set to 0 (ablation)")
+    ap.add_argument("--train-only-out", default="", help="also write the train-only fit here")
+    ap.add_argument("--plot", default="", help="draw the out-of-sample curves (and leave-one-out ones) to this PNG")
+    ap.add_argument("--lodo-only", default="", help="comma-separated families: leave out only these with --lodo")
     args = ap.parse_args(argv)
     p = FitParams(stages=args.stages, iters=args.iters, lr=args.lr, leaves=args.leaves, folds=args.folds)
     cache_dir = Path(args.cache_dir)
     cache_dir.mkdir(parents=True, exist_ok=True)
     vc = VectorCache(cache_dir / "vecs.npz")
 
-    train_rows = {k: v for k, v in read_folder(Path(args.train)).items() if k not in set(args.exclude.split(","))}
+    excluded = set(filter(None, args.exclude.split(",")))
+    test_only = set(filter(None, args.test_only.split(",")))
+    all_train = read_folder(Path(args.train))
+    train_rows = {k: v for k, v in all_train.items() if k not in excluded | test_only}
+    held_rows = {k: v for k, v in all_train.items() if k in test_only and k not in excluded}
     valid_rows = read_folder(Path(args.valid))
     if not train_rows or not valid_rows:
         print("no data: --train and --valid must hold *.jsonl(.gz) files", file=sys.stderr)
@@ -454,23 +522,47 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.time()
     train = {k: prepare_set(k, v, vc, cache_dir) for k, v in train_rows.items()}
     valid = {k: prepare_set(k, v, vc, cache_dir) for k, v in valid_rows.items()}
+    held_out = {k: prepare_set(k, v, vc, cache_dir) for k, v in held_rows.items()}
     print(
         f"prepared {sum(map(len, train.values()))} training and {sum(map(len, valid.values()))} validation lists"
-        f" in {time.time() - t0:.0f}s: " + ", ".join(f"{k} {len(v)}" for k, v in {**train, **valid}.items())
+        f" in {time.time() - t0:.0f}s: "
+        + ", ".join(f"{k} {len(v)}" for k, v in {**train, **valid}.items())
+        + (f"; never fitted on: {', '.join(held_out)}" if held_out else "")
     )
+    scored = {**valid, **held_out}
+    for name in filter(None, args.drop_features.split(",")):
+        col = sm.BASE_FEATURES.index(name)
+        for qs in (*train.values(), *scored.values()):
+            for q in qs:
+                q.prep.base[:, col] = 0.0
 
     t0 = time.time()
     flat = [q for qs in train.values() for q in qs]
     fitted = fit_all(flat, p)
-    print(f"fitted on the training folder in {time.time() - t0:.0f}s; cut points {fitted.model.cuts}")
-    held = report(
-        fitted.model, valid, "Fitted on the training folder, scored on the validation folder (out of sample):"
+    print(
+        f"fitted on the training folder in {time.time() - t0:.0f}s; cut points {fitted.model.cuts};"
+        f" keep bounds {fitted.model.keep_bounds}",
+        flush=True,
     )
+    held_title = "Fitted on the training folder, scored on the validation folder (out of sample):"
+    held = report(fitted.model, scored, held_title)
+    if args.train_only_out:
+        tpath = Path(args.train_only_out)
+        tmeta: dict[str, Any] = {"trained_on": {k: len(v) for k, v in train.items()}, "out_of_sample": held}
+        m0 = fitted.model
+        m_train = sm.SetwiseModel(
+            stages=m0.stages, coverage=m0.coverage, cuts=m0.cuts, meta=tmeta, keep_bounds=m0.keep_bounds
+        )
+        tpath.write_text(json.dumps(m_train.to_json()) + "\n", encoding="utf-8")
+        print(f"wrote the train-only fit to {tpath}")
 
     lodo: dict[str, Any] = {}
     if args.lodo:
         everything = {**train, **valid}
+        only = set(filter(None, args.lodo_only.split(",")))
         for fam in sorted({family(k) for k in everything if not k.startswith("aug_")}):
+            if only and fam not in only:
+                continue
             rest = [
                 q
                 for k, qs in everything.items()
@@ -481,6 +573,12 @@ def main(argv: list[str] | None = None) -> int:
             m = fit_all(rest, p).model
             lodo[fam] = report(m, test, f"Leave {fam} out (fitted on every other family of train + valid):")
 
+    if args.plot:
+        panels = dict(CURVES[held_title])
+        for title, sets in CURVES.items():
+            if title.startswith("Leave "):
+                panels.update({f"{k} (left out)": v for k, v in sets.items() if k not in valid_rows})
+        plot(panels, Path(args.plot), "out of sample: fitted on ../shared/train only (or leaving the family out)")
     if args.no_write:
         return 0
     meta = {
@@ -493,15 +591,25 @@ def main(argv: list[str] | None = None) -> int:
         "cut_rule": "grade g (2..5) when coverage_before < cuts[g-2]; cuts put the mean out-of-fold training"
         f" compression at {GRADE_COMPRESSION} for grades 2..5; each threshold's keep count clamped to keep_bounds",
     }
+    meta["never_fitted_on"] = sorted(held_out)
+    ship = [q for qs in train.values() for q in qs]
     if args.ship == "train+valid":
-        t0 = time.time()
-        model = fit_all(flat + [q for qs in valid.values() for q in qs], p, meta).model
+        ship += [q for qs in valid.values() for q in qs]
+    t0 = time.time()
+    out = Path(args.out)
+    if args.ship == "train+valid":
+        model = fit_all(ship, p, meta).model
         print(f"refitted on train + valid in {time.time() - t0:.0f}s; cut points {model.cuts}")
+        if held_out:
+            meta["never_fitted_on_scores"] = report(model, held_out, "The shipped fit on files it never saw:")
     else:
         model = sm.SetwiseModel(
-            stages=fitted.model.stages, coverage=fitted.model.coverage, cuts=fitted.model.cuts, meta=meta
+            stages=fitted.model.stages,
+            coverage=fitted.model.coverage,
+            cuts=fitted.model.cuts,
+            meta=meta,
+            keep_bounds=fitted.model.keep_bounds,
         )
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(model.to_json(), separators=(",", ":")) + "\n", encoding="utf-8")
     print(f"wrote {out} ({out.stat().st_size} bytes)")

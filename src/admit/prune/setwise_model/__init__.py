@@ -30,6 +30,7 @@ from admit.passages import MAX_PASSAGES, PASSAGE_WORDS, passages, question_text
 from admit.prune.setwise_model.coverage import (
     COVERAGE_FEATURES,
     DEFAULT_KEEP_BOUNDS,
+    MIN_KEEP_SHORT_LIST,
     coverage_before,
     coverage_features,
     grade_of,
@@ -59,6 +60,7 @@ __all__ = [
     "DEFAULT_MODEL_PATH",
     "LINK_NAMES",
     "MAX_PASSAGES",
+    "MIN_KEEP_SHORT_LIST",
     "MODEL_VERSION",
     "PASSAGE_WORDS",
     "QUESTION_FEATURES",

@@ -17,7 +17,15 @@ import numpy.typing as npt
 
 from admit.prune.setwise_model.features import QUESTION_FEATURES
 
-__all__ = ["COVERAGE_FEATURES", "DEFAULT_KEEP_BOUNDS", "coverage_before", "coverage_features", "grade_of", "grades"]
+__all__ = [
+    "COVERAGE_FEATURES",
+    "DEFAULT_KEEP_BOUNDS",
+    "MIN_KEEP_SHORT_LIST",
+    "coverage_before",
+    "coverage_features",
+    "grade_of",
+    "grades",
+]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -25,6 +33,10 @@ FloatArray = npt.NDArray[np.float64]
 #: the coverage stage keeps is clamped to ``[ceil(lo * n), floor(hi * n)]`` (at least one), so the
 #: compression of a threshold cannot collapse on a corpus whose calibration differs from the training data.
 DEFAULT_KEEP_BOUNDS: tuple[tuple[float, float], ...] = ((0.2, 0.6), (0.15, 0.45), (0.1, 0.3), (0.05, 0.2))
+#: Thresholds 2 and 3 (the default) keep at least this many chunks of a list (all of a shorter one): a
+#: retriever that hands over two or three chunks has already narrowed, and halving such a list loses the
+#: second chunk of two-chunk answers.
+MIN_KEEP_SHORT_LIST = 2
 
 COVERAGE_FEATURES: tuple[str, ...] = (
     "log_r",
@@ -140,7 +152,8 @@ def grades(
         probs: Chunk probabilities (they define the ranking, stable on ties).
         coverage: Coverage-before values of the chunks (:func:`coverage_before`).
         cuts: Four decreasing cut points for grades 2..5.
-        bounds: Per grade 2..5, the (least, most) share of the list that reaches it.
+        bounds: Per grade 2..5, the (least, most) share of the list that reaches it; grades 2 and 3 also
+            reach at least ``MIN_KEEP_SHORT_LIST`` chunks (all of a shorter list).
 
     Returns:
         Grades 1..5, in input order; a higher grade never goes to a lower-ranked chunk.
@@ -154,6 +167,11 @@ def grades(
     out = np.ones(n, dtype=np.int64)
     for g, (cut, (lo, hi)) in enumerate(zip(cuts, bounds, strict=True), start=2):
         keep = int((coverage < cut).sum())
-        keep = min(max(keep, math.ceil(lo * n)), max(1, math.floor(hi * n)))
+        least = math.ceil(lo * n)
+        most = max(1, math.floor(hi * n))
+        if g <= 3:
+            least = max(least, min(n, MIN_KEEP_SHORT_LIST))
+            most = max(most, least)
+        keep = min(max(keep, least), most)
         out[rank < keep] = g
     return [int(v) for v in out]

@@ -8,6 +8,7 @@ answer type, identifiers) and the list's shape (size, chunk length, score spread
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,9 @@ BASE_FEATURES: tuple[str, ...] = (
     "log_words_z",
     "ident_hit",
     "ident_other",
+    "q_bigram_cov",
+    "q_idf_cov",
+    "q_idf_cov_z",
     "has_year",
     "number_density_z",
     "year_for_when",
@@ -200,6 +204,33 @@ def embed_items(
     return qvec, vecs, dense, top2
 
 
+def _phrase_features(
+    q_tokens: Sequence[str], doc_tokens: Sequence[Sequence[str]], doc_sets: Sequence[set[str]]
+) -> tuple[FloatArray, FloatArray]:
+    """(share of the question's adjacent word pairs a chunk also has adjacent, in-list-IDF-weighted share of
+    the question's words a chunk has) per chunk.
+
+    Documentation lists are full of look-alikes that share the question's words one by one (the same manual,
+    the same API family); the pair and the rare words tell the section that says what was asked.
+    """
+    n = len(doc_sets)
+    q_pairs = set(itertools.pairwise(q_tokens))
+    q_uniq = list(dict.fromkeys(q_tokens))
+    bigram = np.zeros(n, dtype=np.float64)
+    idf_cov = np.zeros(n, dtype=np.float64)
+    if not n or not q_uniq:
+        return bigram, idf_cov
+    df = np.array([sum(t in s for s in doc_sets) for t in q_uniq], dtype=np.float64)
+    idf = np.log1p((n - df + 0.5) / (df + 0.5))
+    total = float(idf.sum()) or 1.0
+    for j, (toks, tset) in enumerate(zip(doc_tokens, doc_sets, strict=True)):
+        if q_pairs:
+            pairs = set(itertools.pairwise(toks)) & q_pairs
+            bigram[j] = len(pairs) / len(q_pairs)
+        idf_cov[j] = float(sum(w for t, w in zip(q_uniq, idf, strict=True) if t in tset)) / total
+    return bigram, idf_cov
+
+
 def _identifier_features(question: str, texts: Sequence[str]) -> tuple[FloatArray, FloatArray]:
     """(names an asked identifier, names only other identifiers of an asked kind) per chunk."""
     n = len(texts)
@@ -259,6 +290,7 @@ def prepare(question: str, items: Sequence[SetwiseItem], embedder: Embedder) -> 
         if ht:
             title_cov[j] = sum(w in q_set for w in ht) / len(ht)
     ident_hit, ident_other = _identifier_features(question, full_texts)
+    bigram_cov, idf_cov = _phrase_features(q_tokens, doc_tokens, doc_sets)
     wh = np.array([1.0 if pat.search(question) else 0.0 for _, pat in tx.WH_CUES], dtype=np.float64)
     has_year = np.array([1.0 if tx.YEAR.search(t) else 0.0 for t in full_texts], dtype=np.float64)
     num_density = np.array(
@@ -285,6 +317,9 @@ def prepare(question: str, items: Sequence[SetwiseItem], embedder: Embedder) -> 
                 zscore(np.log1p(n_words)),
                 ident_hit,
                 ident_other,
+                bigram_cov,
+                idf_cov,
+                zscore(idf_cov),
                 has_year,
                 zscore(num_density),
                 has_year * wh[0],

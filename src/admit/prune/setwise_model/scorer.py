@@ -68,6 +68,24 @@ def _reason(j: int, prep: Prepared, stage0: FloatArray, final: FloatArray, grade
     return direct
 
 
+def identifier_grades(grades: Sequence[int], hit: FloatArray, other: FloatArray) -> list[int]:
+    """The identifier rule on top of the model, for a list where some chunk names an asked identifier.
+
+    A chunk naming an asked identifier (``E4012``) is graded at least :data:`IDENT_HIT_GRADE`; one naming only
+    other identifiers of the asked kind (``E4031``) at most :data:`IDENT_OTHER_MAX_GRADE`; and no chunk naming
+    none of the asked identifiers (a generic introduction to all error codes) is graded above the best chunk
+    naming one.
+    """
+    out = [int(g) for g in grades]
+    for j in range(len(out)):
+        if hit[j]:
+            out[j] = max(out[j], IDENT_HIT_GRADE)
+        elif other[j]:
+            out[j] = min(out[j], IDENT_OTHER_MAX_GRADE)
+    top = max(g for g, h in zip(out, hit, strict=True) if h)
+    return [g if h else min(g, top) for g, h in zip(out, hit, strict=True)]
+
+
 class SetwiseScorer:
     """Scores a retrieved list as a set and grades each chunk on admit's 1-5 rubric.
 
@@ -123,12 +141,11 @@ class SetwiseScorer:
         reasons = [_reason(j, prep, stages[0], final, grades[j]) for j in range(prep.n)]
         if prep.ident_hit.any():
             asked = ", ".join(sorted(tx.identifiers(question)))
+            grades = identifier_grades(grades, prep.ident_hit, prep.ident_other)
             for j in range(prep.n):
                 if prep.ident_hit[j]:
-                    grades[j] = max(grades[j], IDENT_HIT_GRADE)
                     reasons[j] += f"; names {asked} from the question"
                 elif prep.ident_other[j]:
-                    grades[j] = min(grades[j], IDENT_OTHER_MAX_GRADE)
                     reasons[j] += f"; names another identifier than {asked}"
         return SetwiseScores(
             probs=tuple(round(float(p), 6) for p in final),

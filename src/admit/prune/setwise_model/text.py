@@ -31,6 +31,7 @@ _IDENT = re.compile(
 )
 _IDENT_RUN = _linear.compile(r"[\w.-]+", name="setwise.ident_run")
 _IDENT_MAX = 64
+_VERSION = _linear.compile(r"^v?\d+(?:\.\d+){2,3}$", name="setwise.version")
 _ORDINAL = _linear.compile(r"^\d+(?:st|nd|rd|th|s)$", re.I, name="setwise.ordinal")
 
 COMPARISON = _linear.compile(
@@ -113,13 +114,18 @@ def contains_phrase(haystack: str, phrase: str) -> bool:
 def identifiers(text: str) -> set[str]:
     """Exact identifiers in a text: letter-digit codes of 4+ characters and UPPER_SNAKE names.
 
-    Not ordinals (``20th``), decades (``1990s``) or short tokens such as ``v5``, ``S3`` or ``WW2``, which
-    name things too loosely for an exact-match rule.
+    Dotted releases with three or four parts (``3.2.0``, ``v1.4.2``) count too. Not ordinals (``20th``), decades
+    (``1990s``) or short tokens such as ``v5``, ``S3`` or ``WW2``, which name things too loosely for an exact-match
+    rule.
     """
     out: set[str] = set()
     for run in _IDENT_RUN.finditer(nfc(text)):
         r = run.group(0)
         if len(r) > _IDENT_MAX or not (("_" in r) or any(c.isdigit() for c in r)):
+            continue
+        bare = r.strip(".-")
+        if _VERSION.match(bare):  # a release such as 3.2.0 names one changelog entry exactly
+            out.add(bare)
             continue
         _linear.meter.add(len(r) * len(r))  # the look-arounds' worst case on one bounded run
         out.update(m for m in _IDENT.findall(r) if not _ORDINAL.match(m) and (len(m) >= 4 or "_" in m))
