@@ -52,6 +52,7 @@ SKIPPED = {
     "pip install": "installs packages: the test runs inside the environment these commands build",
     "pytest": "runs the whole test suite, this test included",
     "mcpServers": "an MCP client's configuration file, not a command; its stdio server is run by the block above",
+    "scripts/fit_setwise.py": "refits the pruner on ../shared (embeds 56,799 texts and fits 13 models: an hour of CPU)",
 }
 """What is not run, and why (matched against a command segment or an output block's text)."""
 
