@@ -105,7 +105,7 @@ _ATTRIBUTE_LIKE = _linear.compile(
 _LEET = str.maketrans(
     {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i", "|": "l"}
 )
-_LEET_TOKEN = _linear.compile(r"[A-Za-z0-9@$!|]+", name="security.leet_token")
+_LEET_TOKEN = _linear.simple(r"[A-Za-z0-9@$!|]+")  # one character class (a Python callback per token)
 _SPACED = _linear.compile(r"\b(?:[A-Za-z][ .\-_*]){3,}[A-Za-z]\b", name="security.spaced_letters")
 _REVERSED_STEMS = ("erongi", "snoitcurtsni", "suoiverp", "tpmorp", "dragersid", "metsys")
 _VIEW_KINDS = {"hijack", "role_marker", "ai_addressed", "tool_call", "exfiltration", "grader_manipulation"}
@@ -213,9 +213,10 @@ def _views(norm: str, low: str) -> list[tuple[str, str]]:
         leet = _LEET_TOKEN.sub(_deleet, norm)
         if leet != norm:
             out.append(("leet", leet))
-    spaced = _SPACED.sub(lambda m: "".join(ch for ch in m.group(0) if ch.isalpha()), norm)
-    if spaced != norm:
-        out.append(("spaced", spaced))
+    if _SPACED.search(norm) is not None:  # most texts hold no spaced-out word: skip the rewrite
+        spaced = _SPACED.sub(lambda m: "".join(ch for ch in m.group(0) if ch.isalpha()), norm)
+        if spaced != norm:
+            out.append(("spaced", spaced))
     if any(stem in low for stem in _REVERSED_STEMS):
         out.append(("reversed", norm[::-1]))
     return out
