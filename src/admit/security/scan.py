@@ -199,7 +199,7 @@ def _decoded_b64(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def _deleet(m: Match) -> str:
+def _deleet(m: re.Match[str]) -> str:
     tok: str = m.group(0)
     letters = sum(c.isalpha() for c in tok)
     leet = sum(c in "013457@$!|" for c in tok)
