@@ -15,7 +15,7 @@ from typing import Any
 from admit.backends.embedders import CachedEmbedder, Embedder, resolve_embedder
 from admit.errors import AuthorizationError, ConfigError
 from admit.features import FEATURES_KEY, seed_features
-from admit.kb.ingest import DEFAULT_MAX_TOKENS, IngestReport, Registry, ingest_paths
+from admit.kb.ingest import DEFAULT_MAX_TOKENS, IngestReport, Registry, SourceWriter, ingest_paths
 from admit.kb.store import Hit, SearchFilters, SourceInfo, Store
 from admit.kb.stores import open_store
 from admit.types import Chunk, PackResult, Principal
@@ -151,11 +151,12 @@ class KnowledgeBase:
         registry: Registry | str | Path | None = None,
         progress: bool = False,
         batch_size: int = 64,
+        writer: SourceWriter | None = None,
     ) -> IngestReport:
         """Ingest files and folders (see :mod:`admit.kb.ingest`); return what changed.
 
         ``batch_size`` texts are embedded per call, gathered across files; ``progress`` draws a bar of chunks
-        embedded, with an ETA, on stderr.
+        embedded, with an ETA, on stderr; ``writer`` writes the planned sources elsewhere (the Ray engine).
         """
         if self.store.get_meta("embedder") is None:
             self.store.set_meta("embedder", self.embedder.name)
@@ -175,6 +176,7 @@ class KnowledgeBase:
             max_tokens=self.max_tokens,
             progress=progress,
             batch_size=batch_size,
+            writer=writer,
         )
 
     # -- retrieval -----------------------------------------------------------------------------------------

@@ -34,7 +34,6 @@ from admit.kb.ingest import (
     Registry,
     SourceJob,
     SourceSettings,
-    ingest_paths,
     write_source,
 )
 
@@ -198,9 +197,6 @@ def ingest_with_ray(
     spec = kb.embedder_spec
     if not spec:
         raise ConfigError("`--engine ray` needs the embedder by name (e.g. --embedder minilm), not an instance.")
-    if kb.store.get_meta("embedder") is None:
-        kb.store.set_meta("embedder", kb.embedder.name)
-        kb.store.set_meta("embedder_spec", spec)
     writer = RayWriter(
         kb.location,
         dim=kb.store.dim,
@@ -210,16 +206,13 @@ def ingest_with_ray(
         max_tokens=kb.max_tokens,
         address=address,
     )
-    return ingest_paths(
-        kb.store,
-        kb.embedder,
-        list(paths),
+    return kb.ingest(
+        paths,
         tenant=tenant,
         groups=groups,
         authority=authority,
         label=label,
         registry=registry,
-        max_tokens=kb.max_tokens,
         progress=progress,
         writer=writer,
     )
