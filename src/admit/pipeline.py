@@ -15,7 +15,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from admit.backends.rerankers import Reranker, resolve_reranker
 from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
@@ -42,7 +42,7 @@ from admit.retrieve import authorize
 from admit.tools import Redactor, ToolOutput, render_tool_outputs
 from admit.trace import (
     NullTracer,
-    PrunerRecord,
+    RetrievalRecord,
     RouteRecord,
     StageTimer,
     Tracer,
@@ -98,8 +98,11 @@ class PackRequest:
     """Override pruner settings (threshold, keep_top_k, on_error, strategy parameters)."""
     request_id: str | None = None
     """A caller's id; default: a hash of the request."""
-    extra_trace: Mapping[str, Any] = field(default_factory=dict)
-    """Fields a caller adds to the trace record (e.g. the knowledge base's retrieval counts and timings)."""
+    retrieval: RetrievalRecord | None = None
+    """What retrieved the candidates (the knowledge base's counts and filters), recorded in the trace."""
+    latency_ms: Mapping[str, float] = field(default_factory=dict)
+    """Milliseconds of the stages run before the pack (the knowledge base's ``embed_query`` and ``retrieve``):
+    recorded beside the pack's own stages, and counted in the trace's ``total``."""
     tool_outputs: Sequence[ToolOutput] = ()
     """Tool results, apart from the evidence: schema-checked, redacted, capped, rendered in their own block
     (``PackResult.tools``) and counted in the budget before the evidence is packed (:mod:`admit.tools`)."""
@@ -389,13 +392,6 @@ class Pipeline:
             shown = [*(s.chunk for s in shown_to_llm), *(p.chunk for p in packed.admitted)]
             flags = {c.id: list(k) for c in shown if (k := chunk_flags(c.title, c.text))}
         ordered = tuple(decisions[c.id] for c in req.candidates)
-        extra: dict[str, Any] = {**req.extra_trace, "question_tokens": tokenizer.count(req.question)}
-        extra["flags"] = flags
-        if tools is not None:
-            extra["tools"] = [r.as_dict() for r in tools.reports]
-        if self.trace_content:
-            extra["question"] = req.question
-            extra["prompt"] = packed.prompt
         record = build_record(
             request_id=request_id,
             route=route,
@@ -406,11 +402,15 @@ class Pipeline:
             decisions=ordered,
             evidence_tokens=packed.evidence_tokens,
             fallbacks=packed.fallbacks,
-            latency_ms=timer.ms,
-            total_ms=timer.total_ms(),
-            pruner=cast(PrunerRecord, outcome.as_dict()) if outcome else None,
+            latency_ms={**req.latency_ms, **timer.ms},
+            total_ms=round(timer.total_ms() + sum(req.latency_ms.values()), 3),
+            pruner=outcome.as_dict() if outcome else None,
             accepted_ids=[p.chunk.id for p in packed.admitted],
-            extra=extra,
+            question_tokens=tokenizer.count(req.question),
+            flags=flags,
+            tools=[r.as_dict() for r in tools.reports] if tools is not None else None,
+            retrieval=req.retrieval,
+            content=(req.question, packed.prompt) if self.trace_content else None,
         )
         if self.sink is not None:
             try:

@@ -16,11 +16,11 @@ pytest.importorskip("fastapi")
 pytest.importorskip("mcp")
 
 from admit.service.config import settings_from_dict
-from admit.service.fake_kb import FakeKnowledgeBase
 from admit.service.http import create_app
 from admit.service.loopback import LoopbackServer
 from admit.service.mcp import build_mcp_server, mcp_http_app
 from admit.service.state import build_state
+from admit.testing.kb import memory_kb
 from admit.trace import MemorySink
 from admit.types import Access, Chunk
 from tests.trace_schema_check import check_record
@@ -61,7 +61,7 @@ def test_http_records_match_the_schema(tmp_path: Path) -> None:
         ],
         "prune": "top_n",
     }
-    app = create_app(_settings(tmp_path), kb=FakeKnowledgeBase(CORPUS), environ=ENV)
+    app = create_app(_settings(tmp_path), kb=memory_kb(CORPUS), environ=ENV)
     with LoopbackServer(app) as srv:
         assert httpx.post(f"{srv.url}/v1/pack", json=pack, headers=H, timeout=60).status_code == 200
         s = httpx.post(f"{srv.url}/v1/search", json={"question": "E4012", "prune": True}, headers=H, timeout=60)
@@ -70,7 +70,11 @@ def test_http_records_match_the_schema(tmp_path: Path) -> None:
         p = httpx.post(f"{srv.url}/v1/prune", json=body, headers=H, timeout=60)
         assert p.status_code == 200
     check_record(p.json()["trace"])  # the prune record: the same type, the same latency shape
-    assert set(p.json()["trace"]["latency_ms"]) == {"total"}
+    assert set(p.json()["trace"]["latency_ms"]) == {"prune", "total"}
+    # /v1/search: the same shape, the knowledge base's retrieval stages inside it and inside its total
+    search_ms = s.json()["trace"]["latency_ms"]
+    assert {"embed_query", "retrieve", "rerank", "pack", "total"} <= set(search_ms), search_ms
+    assert search_ms["total"] >= search_ms["embed_query"] + search_ms["retrieve"]
     lines = [json.loads(x) for x in (tmp_path / "trace.jsonl").read_text("utf-8").splitlines()]
     assert {"request" in rec for rec in lines if not rec.get("shadow")} == {True}
     assert any(rec.get("shadow") for rec in lines)
@@ -85,7 +89,7 @@ def test_mcp_records_match_the_schema(tmp_path: Path) -> None:
 
     settings = _settings(tmp_path, trace_file=None, trace_requests=False, shadow_policy=None)
     sink = MemorySink()
-    kb = FakeKnowledgeBase(CORPUS)
+    kb = memory_kb(CORPUS)
     state = build_state(settings, kb=kb, environ=ENV, sink=sink)
     state.warm_up()
     server = build_mcp_server(settings, kb=kb, state=state, transport="streamable-http")

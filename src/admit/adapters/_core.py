@@ -26,7 +26,7 @@ from admit.backends.rerankers import Reranker, resolve_reranker
 from admit.errors import ConfigError
 from admit.passages import passages
 from admit.pipeline import prune_candidates
-from admit.prune import Pruner, resolve_pruner, strategy_names
+from admit.prune import DEFAULT_STRATEGY, Pruner, resolve_pruner, strategy_names
 from admit.prune.settings import PruneSettings
 from admit.types import Chunk
 
@@ -155,7 +155,7 @@ class AdmitFilter:
         pruner_options: Keyword arguments for the pruner built by name (``embedder=``, ``llm=`` ...).
     """
 
-    strategy: str = "setwise"
+    strategy: str = DEFAULT_STRATEGY
     threshold: int = 3
     keep_top_k: int = 1
     on_error: str = "keep_top_k"

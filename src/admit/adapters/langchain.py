@@ -29,6 +29,7 @@ from admit.adapters._core import (
     fill_from_filter,
 )
 from admit.errors import MissingExtraError
+from admit.prune.catalogue import DEFAULT_STRATEGY
 
 try:
     from langchain_core.callbacks import Callbacks
@@ -51,7 +52,7 @@ class AdmitCompressor(BaseDocumentCompressor):
 
     model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
 
-    strategy: str = "setwise"
+    strategy: str = DEFAULT_STRATEGY
     threshold: int = 3
     keep_top_k: int = 1
     on_error: str = "keep_top_k"

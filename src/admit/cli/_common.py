@@ -26,6 +26,7 @@ from typing import Any, TypeVar
 import click
 
 from admit.errors import AdmitError, AuthorizationError, ConfigError, MissingExtraError
+from admit.prune.catalogue import DEFAULT_STRATEGY
 
 __all__ = [
     "DEFAULT_STRATEGY",
@@ -52,8 +53,6 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-DEFAULT_STRATEGY = "setwise"
-"""The strategy a bare ``--prune`` names: the embedded CPU pruner (no LLM, no network)."""
 
 # errors of a path the caller named: a usage mistake, not a runtime failure
 _USAGE_ERRNOS = {errno.ENOENT, errno.EISDIR, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.ENAMETOOLONG}

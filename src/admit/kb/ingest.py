@@ -43,7 +43,7 @@ from admit.kb.registry import Registry, SourceSettings, load_registry
 from admit.kb.registry import settings_for as _settings
 from admit.kb.store import ChunkRecord, Store
 from admit.passages import PASSAGE_VECTORS_KEY, decode_vectors, encode_vectors, passages
-from admit.types import Access
+from admit.types import Access, Chunk
 
 __all__ = [
     "DEFAULT_MAX_TOKENS",
@@ -197,6 +197,70 @@ def _embed_input(title: str, text: str, ps: Sequence[str]) -> str:
     if len(ps) == 1 and ps[0]:
         return ps[0]
     return f"{title}\n{text}" if title else text
+
+
+def records_from_chunks(chunks: Sequence[Chunk], embedder: Embedder, *, batch_size: int = 64) -> list[ChunkRecord]:
+    """Records of chunks that are already split: the vector ingest computes, the features, the passage vectors.
+
+    Raises:
+        ConfigError: A chunk without an access label (it could never be read), or ids repeated within a tenant.
+    """
+    seen: set[tuple[str, str]] = set()
+    for c in chunks:
+        if c.access is None or not c.access.tenant:
+            raise ConfigError(f"Chunk {c.id!r} has no access label (tenant); it could never be read.")
+        if (c.access.tenant, c.id) in seen:
+            raise ConfigError(f"Chunk id {c.id!r} is repeated in tenant {c.access.tenant!r}.")
+        seen.add((c.access.tenant, c.id))
+    texts: list[str] = []
+    slots: list[tuple[int, int]] = []  # (chunk, -1 for the chunk vector or the passage's index)
+    all_ps = [passages(c.title, c.text) for c in chunks]
+    for i, (c, ps) in enumerate(zip(chunks, all_ps, strict=True)):
+        texts.append(_embed_input(c.title, c.text, ps))
+        slots.append((i, -1))
+        if len(ps) > 1:
+            texts.extend(p or "-" for p in ps)
+            slots.extend((i, k) for k in range(len(ps)))
+    vecs: list[FloatArray] = []
+    for start in range(0, len(texts), max(batch_size, 1)):
+        vecs.extend(np.asarray(embedder.embed(texts[start : start + batch_size]), dtype=np.float32))
+    chunk_vec: dict[int, FloatArray] = {}
+    per_passage: dict[int, list[FloatArray]] = {}
+    for (i, k), v in zip(slots, vecs, strict=True):
+        if k < 0:
+            chunk_vec[i] = v
+        else:
+            per_passage.setdefault(i, []).append(v)
+    records = []
+    for i, c in enumerate(chunks):
+        meta: dict[str, Any] = {
+            **dict(c.metadata),
+            "content_hash": text_key(c.text),
+            FEATURES_KEY: chunk_features(c.title, c.text),
+        }
+        if i in per_passage:
+            meta[PASSAGE_VECTORS_KEY] = encode_vectors(embedder.name, np.stack(per_passage[i]))
+        records.append(
+            ChunkRecord(
+                id=c.id,
+                source_id=c.source_id,
+                text=c.text,
+                embedding=chunk_vec[i],
+                text_hash=text_key(c.text),
+                title=c.title,
+                heading_path=(c.title,) if c.title else (),
+                document=c.source_id,
+                version=c.version,
+                updated_at=c.updated_at,
+                access=c.access,
+                authority=c.authority,
+                language=c.language,
+                origin=str(c.metadata.get("origin", "")),
+                ordinal=i,
+                metadata=meta,
+            )
+        )
+    return records
 
 
 def ingest_paths(

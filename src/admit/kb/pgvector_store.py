@@ -416,3 +416,25 @@ def from_url(url: str, *, dim: int) -> PgvectorStore:
 
     dsn, table = pg_dsn(url)  # query values stay encoded: one value never becomes a new parameter
     return PgvectorStore(dsn, table=table, dim=dim)
+
+
+def stored_embedder(url: str) -> str | None:
+    """The ``embedder_spec`` the table at ``url`` was built with, read without creating anything."""
+    from admit.kb.urls import pg_dsn
+
+    dsn, table = pg_dsn(url)
+    if not _IDENT.match(table):
+        return None
+    try:
+        import psycopg
+
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            exists = conn.execute("SELECT to_regclass(%s)", (f"{table}_meta",)).fetchone()
+            if not exists or exists[0] is None:
+                return None
+            row = conn.execute(f"SELECT value FROM {table}_meta WHERE key = 'embedder_spec'").fetchone()
+    except ImportError as exc:
+        raise MissingExtraError("psycopg / pgvector", "pgvector") from exc
+    except Exception as exc:
+        raise StoreError(f"Cannot read the knowledge base's settings from PostgreSQL: {exc}") from exc
+    return None if row is None else str(row[0])

@@ -7,6 +7,7 @@ Qdrant server (``QdrantStore(url=...)``) or the official client's embedded local
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import math
@@ -366,3 +367,34 @@ def from_url(url: str, *, dim: int) -> QdrantStore:
 
     server, collection, api_key = qdrant_target(url)  # parsed once, rebuilt losslessly (IPv6, no userinfo)
     return QdrantStore(url=server, collection=collection, dim=dim, api_key=api_key)
+
+
+def stored_embedder(url: str) -> str | None:
+    """The ``embedder_spec`` the collection at ``url`` was built with, read without creating anything."""
+    try:
+        from qdrant_client import QdrantClient
+    except ImportError as exc:
+        raise MissingExtraError("qdrant-client", "qdrant") from exc
+    u = urlparse(url)
+    q = {k: v[-1] for k, v in parse_qs(u.query).items()}
+    if u.scheme == "qdrant+local":
+        if url.startswith("qdrant+local://:memory:") or not u.path:
+            return None
+        collection = q.get("collection", "admit_chunks")
+        client = QdrantClient(path=u.path)
+    else:
+        from admit.kb.urls import qdrant_target
+
+        server, collection, api_key = qdrant_target(url)
+        client = QdrantClient(url=server, api_key=api_key, timeout=30)
+    try:
+        meta = f"{collection}_meta"
+        if not client.collection_exists(meta):
+            return None
+        pts = client.retrieve(meta, ids=[_point_id("meta:embedder_spec")], with_payload=True)
+    except Exception as exc:
+        raise StoreError(f"Cannot read the knowledge base's settings from Qdrant at {url}: {exc}") from exc
+    finally:
+        with contextlib.suppress(Exception):
+            client.close()
+    return str(pts[0].payload["value"]) if pts and pts[0].payload else None

@@ -446,3 +446,23 @@ def from_url(url: str, *, dim: int) -> SqliteStore:
     """A file path, ``:memory:``, or ``sqlite:///path/kb.sqlite``."""
     path = url[len("sqlite://") :] if url.startswith("sqlite://") else url
     return SqliteStore(path or ":memory:", dim=dim)
+
+
+def stored_embedder(url: str) -> str | None:
+    """The ``embedder_spec`` a knowledge-base file was built with, read-only (``None``: no such file or key)."""
+    path = url[len("sqlite://") :] if url.startswith("sqlite://") else url
+    if not path or path == ":memory:":
+        return None
+    p = Path(path).expanduser()
+    if not p.is_file():
+        return None
+    try:
+        sqlean, _ = _connect_module()
+        conn = sqlean.connect(p.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'embedder_spec'").fetchone()
+        finally:
+            conn.close()
+    except Exception:  # not a knowledge base yet, or not readable: opening it will say so
+        return None
+    return str(row[0]) if row else None

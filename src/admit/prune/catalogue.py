@@ -24,6 +24,7 @@ from admit.prune.spec import StrategySpec
 
 __all__ = [
     "BUILTIN_STRATEGIES",
+    "DEFAULT_STRATEGY",
     "ENTRY_POINT_GROUP",
     "find_strategy",
     "get_strategy",
@@ -47,6 +48,10 @@ BUILTIN_STRATEGIES: dict[str, str] = {
     "score_threshold": "admit.prune.score_threshold:SPEC",
 }
 """The shipped strategies, in the order help texts and ``--prune all`` list them."""
+
+DEFAULT_STRATEGY = "setwise"
+"""The strategy a bare "prune" means on every face (``--prune``, ``prune=True``, the service's
+``prune_strategy``, the adapters' ``strategy``): spelled here once."""
 
 
 class _Strategies:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -63,12 +63,14 @@ from admit.service.schemas import (
     SearchResponse,
     pack_request_from_body,
 )
-from admit.service.state import KnowledgeBaseLike, ServiceState, build_state
+from admit.service.state import ServiceState, build_state
 from admit.trace import TraceSink
 from admit.types import Principal
 
+if TYPE_CHECKING:
+    from admit.kb import KnowledgeBase
+
 __all__ = [
-    "KnowledgeBaseLike",
     "LimitExceeded",
     "LoopbackServer",
     "ServiceState",
@@ -113,7 +115,7 @@ PrincipalDep = Annotated[Principal, Depends(_principal)]
 def create_app(
     settings: ServiceSettings | None = None,
     *,
-    kb: KnowledgeBaseLike | None = None,
+    kb: KnowledgeBase | None = None,
     pruner: Pruner | None = None,
     pruner_options: Mapping[str, Any] | None = None,
     sink: TraceSink | None = None,

@@ -28,7 +28,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -37,8 +37,11 @@ from admit.schema import PruneCandidate, ToolOutputModel
 from admit.service import core
 from admit.service.config import ServiceSettings
 from admit.service.core import PruneQuery, SearchQuery
-from admit.service.state import KnowledgeBaseLike, ServiceState, build_state
+from admit.service.state import ServiceState, build_state
 from admit.types import Principal
+
+if TYPE_CHECKING:
+    from admit.kb import KnowledgeBase
 
 __all__ = [
     "ChunkIn",
@@ -181,7 +184,7 @@ class PruneResult(BaseModel):
 
 
 def resolve_mcp_principal(
-    settings: ServiceSettings, kb: KnowledgeBaseLike | None, principal: Principal | None = None
+    settings: ServiceSettings, kb: "KnowledgeBase | None", principal: Principal | None = None
 ) -> Principal | None:
     """Who an MCP server over stdio answers for: ``principal``, else ``[service.mcp]``, else the KB's only tenant.
 
@@ -209,17 +212,14 @@ def resolve_mcp_principal(
     return None
 
 
-def _kb_tenants(kb: KnowledgeBaseLike | None) -> list[str]:
-    sources = getattr(kb, "sources", None)
-    if not callable(sources):
-        return []
-    return sorted({str(s.tenant) for s in sources()})
+def _kb_tenants(kb: "KnowledgeBase | None") -> list[str]:
+    return sorted({s.tenant for s in kb.sources()}) if kb is not None else []
 
 
 def build_mcp_server(
     settings: ServiceSettings,
     *,
-    kb: KnowledgeBaseLike | None,
+    kb: "KnowledgeBase | None",
     principal: Principal | None = None,
     state: ServiceState | None = None,
     transport: Transport = "stdio",
@@ -376,7 +376,7 @@ def mcp_http_app(server: Any, *, host: str = "127.0.0.1") -> Any:
 def run_mcp(
     settings: ServiceSettings,
     *,
-    kb: KnowledgeBaseLike | None,
+    kb: "KnowledgeBase | None",
     principal: Principal | None = None,
     transport: Transport = "stdio",
     host: str = "127.0.0.1",

@@ -179,7 +179,7 @@ class PruneResponse(BaseModel):
             decisions=[PruneDecisionOut(**v.as_dict()) for v in run.verdicts],
             fallback=outcome.fallback if outcome else None,
             error=outcome.error if outcome else None,
-            usage=outcome.usage.as_dict() if outcome else {},
+            usage=dict(outcome.usage.as_dict()) if outcome else {},
             trace=dict(trace),
         )
 
