@@ -59,7 +59,8 @@ def test_a_search_resolves_once_retrieves_once_and_the_shadow_reuses_the_candida
 
     monkeypatch.setattr(Pipeline, "resolve", counting)
     CountingKB.searches = 0
-    res, shadow = run_search(state, kb, SearchQuery(question="How do I fix E4012?", prune=True), Principal(tenant="acme"))
+    query = SearchQuery(question="How do I fix E4012?", prune=True)
+    res, shadow = run_search(state, kb, query, Principal(tenant="acme"))
     assert CountingKB.searches == 1  # the shadow packed the same candidates: no second store query
     assert resolves == ["current", "shadow"]  # once for the request; the shadow resolves its own policies
     assert shadow in {"same", "differs"}

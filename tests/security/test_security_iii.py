@@ -291,7 +291,7 @@ def test_hard_links_are_refused_and_reported(tmp_path: Path) -> None:
 def test_ingest_reports_refused_hard_links(tmp_path: Path) -> None:
     pytest.importorskip("sqlite_vec")
     from admit.backends.embedders.fake import FakeEmbedder
-    from admit.kb.ingest import ingest_paths
+    from admit.kb.ingest import IngestOptions, ingest_paths
     from admit.kb.sqlite_store import SqliteStore
 
     docs = tmp_path / "docs"
@@ -301,7 +301,7 @@ def test_ingest_reports_refused_hard_links(tmp_path: Path) -> None:
     outside.write_text("# S\n\nOUTSIDE-CANARY", "utf-8")
     os.link(outside, docs / "secret.md")
     store = SqliteStore(str(tmp_path / "kb.db"), dim=FakeEmbedder().dim)
-    rep = ingest_paths(store, FakeEmbedder(), [docs], tenant="acme")
+    rep = ingest_paths(store, FakeEmbedder(), [docs], IngestOptions(tenant="acme"))
     assert rep.files == 1 and any(p.endswith("secret.md") for p in rep.refused_links)
 
 

@@ -14,7 +14,14 @@ from typing import TYPE_CHECKING, Any
 from admit.backends.embedders import CachedEmbedder, Embedder, resolve_embedder
 from admit.errors import AuthorizationError, ConfigError
 from admit.features import FEATURES_KEY, seed_features
-from admit.kb.ingest import DEFAULT_MAX_TOKENS, IngestReport, Registry, SourceWriter, ingest_paths, records_from_chunks
+from admit.kb.ingest import (
+    DEFAULT_MAX_TOKENS,
+    IngestOptions,
+    IngestReport,
+    SourceWriter,
+    ingest_paths,
+    records_from_chunks,
+)
 from admit.kb.store import ChunkRecord, Hit, SearchFilters, SourceInfo, Store
 from admit.kb.stores import open_store, stored_embedder
 from admit.trace import RetrievalRecord
@@ -133,41 +140,30 @@ class KnowledgeBase:
     def ingest(
         self,
         paths: Sequence[str | Path] | str | Path,
+        options: IngestOptions | None = None,
         *,
-        tenant: str | None = None,
-        groups: Sequence[str] | None = None,
-        authority: float | None = None,
-        label: str | None = None,
-        registry: Registry | str | Path | None = None,
         progress: bool = False,
-        batch_size: int = 64,
         writer: SourceWriter | None = None,
+        **fields: Any,
     ) -> IngestReport:
         """Ingest files and folders (see :mod:`admit.kb.ingest`); return what changed.
 
-        ``batch_size`` texts are embedded per call, gathered across files; ``progress`` draws a bar of chunks
-        embedded, with an ETA, on stderr; ``writer`` writes the planned sources elsewhere (the Ray engine).
+        ``options`` (an :class:`~admit.kb.ingest_types.IngestOptions`; default: this knowledge base's
+        ``max_tokens`` and the defaults) with ``fields`` set over it (``tenant="acme"``, ``groups=["support"]``,
+        ``registry=``, ``batch_size=``, ``max_file_bytes=`` ...; a misspelled one raises
+        :class:`~admit.errors.ConfigError`); ``progress`` draws a bar of chunks embedded, with an ETA, on stderr;
+        ``writer`` writes the planned sources elsewhere (the Ray engine).
         """
+        if "groups" in fields and fields["groups"] is not None:
+            fields["groups"] = tuple(fields["groups"])
+        opts = IngestOptions.of(options or IngestOptions(max_tokens=self.max_tokens), **fields)
         if self.store.get_meta("embedder") is None:
             self.store.set_meta("embedder", self.embedder.name)
             if self._spec:
                 self.store.set_meta("embedder_spec", self._spec)
         if isinstance(paths, str | Path):
             paths = [paths]
-        return ingest_paths(
-            self.store,
-            self.embedder,
-            list(paths),
-            tenant=tenant,
-            groups=groups,
-            authority=authority,
-            label=label,
-            registry=registry,
-            max_tokens=self.max_tokens,
-            progress=progress,
-            batch_size=batch_size,
-            writer=writer,
-        )
+        return ingest_paths(self.store, self.embedder, list(paths), opts, progress=progress, writer=writer)
 
     def add_chunks(self, chunks: Sequence[Chunk], *, batch_size: int = 64) -> int:
         """Store chunks that are already split (bring-your-own chunks, tests): embedded as ingest embeds them,
