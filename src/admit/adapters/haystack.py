@@ -23,7 +23,7 @@ import enum
 from dataclasses import replace
 from typing import Any, Literal
 
-from admit.adapters._core import AdmitFilter, Doc, FilterRun, as_score
+from admit.adapters._core import SETTINGS, AdmitFilter, Doc, FilterRun, as_score, check_names
 from admit.errors import ConfigError, MissingExtraError
 
 try:
@@ -74,6 +74,24 @@ class AdmitPruner:
     drop_duplicates = _setting("drop_duplicates")
     embeddings = _setting("embeddings")
     reranker = _setting("reranker")
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> AdmitPruner:
+        """Refuse a misspelled setting (``treshold=``) with admit's message, not Python's ``TypeError``."""
+        import inspect
+
+        check_names(kwargs, [p for p in inspect.signature(cls.__init__).parameters if p != "self"])
+        return object.__new__(cls)  # not super(): @component rebuilds the class
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """A misspelled setting (``p.treshold = 3``) is refused instead of stored and never read (other public
+        names, which a framework may set on its components, pass)."""
+        if not name.startswith("_") and not hasattr(type(self), name) and name != "title_key":
+            import difflib
+
+            known = [*SETTINGS, "title_key"]
+            if difflib.get_close_matches(name, known, n=1, cutoff=0.75):
+                check_names([name], known)
+        object.__setattr__(self, name, value)
 
     def __init__(
         self,

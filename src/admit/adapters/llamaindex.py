@@ -21,6 +21,7 @@ from admit.adapters._core import (
     FilterRun,
     as_score,
     check_assignment,
+    check_names,
     current_filter,
     fill_from_filter,
 )
@@ -84,6 +85,8 @@ class AdmitNodePostprocessor(BaseNodePostprocessor):
     @model_validator(mode="before")
     @classmethod
     def _from_filter(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            check_names(data, cls.model_fields)  # `treshold=` is refused, not ignored
         return fill_from_filter(data)
 
     @model_validator(mode="after")

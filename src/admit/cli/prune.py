@@ -56,10 +56,7 @@ def parse_set_options(items: Sequence[str], strategy: str) -> PruneSettings:
         if not sep or not key:
             raise ConfigError(f"--set {item!r}: expected key=value (e.g. --set threshold=4).")
         overrides[key] = _coerce(raw)
-    try:
-        return PruneSettings(strategy=strategy).with_overrides(overrides)
-    except RequestError as exc:
-        raise ConfigError(f"--set {exc.field}: {exc}") from None
+    return PruneSettings(strategy=strategy).with_overrides(overrides)  # the library's own message, as is
 
 
 def read_records(path: str) -> list[tuple[str, str, list[Chunk]]]:

@@ -284,6 +284,8 @@ class KnowledgeBase:
             question,
             principal,
             resolved=resolved,
+            prune=self.forced_strategy(prune),
+            query_class=query_class,
             model=model,
             input_limit=input_limit,
             filters=filters,
@@ -305,12 +307,21 @@ class KnowledgeBase:
     ) -> Resolution:
         """A search's settings, resolved once before retrieval (the class decides how many candidates to fetch)."""
         from admit.pipeline import question_id
+
+        return pipe.resolve(
+            question,
+            query_class=query_class,
+            strategy=KnowledgeBase.forced_strategy(prune),
+            request_id=request_id or question_id(question),
+        )
+
+    @staticmethod
+    def forced_strategy(prune: bool | str | None) -> str | None:
+        """The strategy a search's ``prune`` forces: ``True`` the default one, ``False`` ``none``, a name that
+        one, ``None`` none forced (the policy's)."""
         from admit.prune import DEFAULT_STRATEGY
 
-        strategy = DEFAULT_STRATEGY if prune is True else "none" if prune is False else prune
-        return pipe.resolve(
-            question, query_class=query_class, strategy=strategy, request_id=request_id or question_id(question)
-        )
+        return DEFAULT_STRATEGY if prune is True else "none" if prune is False else prune
 
     def search_request(
         self,
@@ -318,6 +329,8 @@ class KnowledgeBase:
         principal: Principal | None,
         *,
         resolved: Resolution,
+        prune: str | None = None,
+        query_class: str | None = None,
         model: str = "gpt-4o",
         input_limit: int = 16_000,
         filters: SearchFilters | None = None,
@@ -329,7 +342,8 @@ class KnowledgeBase:
         """Retrieve for a resolved search and return the pack request :meth:`search` packs.
 
         The request carries the candidates, the retrieval record and its latencies; a caller that packs it twice
-        (the service's shadow policy) retrieves once.
+        (the service's shadow policy) retrieves once. ``prune`` and ``query_class`` are what the caller forced
+        (``None``: the policy's), recorded in the request as asked, so a replay under another policy can differ.
         """
         from admit.pipeline import PackRequest
 
@@ -359,8 +373,8 @@ class KnowledgeBase:
             model=model,
             input_limit=input_limit,
             instructions=instructions,
-            query_class=resolved.route.query_class if resolved.route.overridden else None,
-            prune=resolved.prune.strategy,
+            query_class=query_class,
+            prune=prune,
             request_id=request_id,
             retrieval=retrieval,
             latency_ms=timings,

@@ -78,9 +78,15 @@ class PruneSettings:
         checked: dict[str, Any] = {}
         for key, value in self.params.items():
             if key not in spec:
+                import difflib
+
                 known = ", ".join(sorted(spec)) or "none"
+                close = difflib.get_close_matches(key, [*spec, "threshold", "keep_top_k", "on_error"], n=1)
+                hint = f"; did you mean `{close[0]}`?" if close else ""
                 raise RequestError(
-                    f"unknown prune parameter `{key}` for strategy {self.strategy!r} (it reads: {known}).", field=key
+                    f"unknown prune parameter `{key}` for strategy {self.strategy!r}{hint} (it reads: {known}; "
+                    "every strategy reads threshold, keep_top_k, on_error).",
+                    field=key,
                 )
             try:
                 checked[key] = spec[key](value)

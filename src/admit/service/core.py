@@ -158,10 +158,13 @@ def run_search(
     resolved = kb.resolve(pipe, question, prune=False if query.prune is False else None, query_class=query.query_class)
     if query.prune and resolved.prune.strategy == "none" and not resolved.kill_switch:
         resolved = resolved.with_strategy(state.settings.prune_strategy)
+    forced = "none" if query.prune is False else resolved.prune.strategy if query.prune else None
     req = kb.search_request(
         question,
         principal,
         resolved=resolved,
+        prune=forced,
+        query_class=query.query_class,
         model=resolve_model(query.model, state.settings),
         input_limit=query.input_limit,
         k=query.top_k,
@@ -257,6 +260,7 @@ def trace_summary(trace: TraceRecord | Mapping[str, Any]) -> dict[str, Any]:
         "dropped": dict(rec.get("dropped", {})),
         "fallbacks": [f["kind"] for f in rec.get("fallbacks", [])],
         "pruner": dict(pruner) if pruner else None,
+        "tools": [dict(t) for t in rec.get("tools", [])],  # what happened to each tool output (counts only)
         "latency_ms": dict(rec.get("latency_ms", {})),  # the one shape: milliseconds by stage, and total
     }
 

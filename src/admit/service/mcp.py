@@ -32,11 +32,12 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from admit.errors import AdmitError, AuthorizationError, BackendTimeout, ConfigError, MissingExtraError
-from admit.schema import PruneCandidate, ToolOutputModel
+from admit.errors import AdmitError, ConfigError, MissingExtraError
+from admit.schema import PruneCandidate, ToolOutputModel, describe_validation_errors
 from admit.service import core
 from admit.service.config import ServiceSettings
 from admit.service.core import PruneQuery, SearchQuery
+from admit.service.errors import answer_for
 from admit.service.state import ServiceState, build_state
 from admit.types import Principal
 
@@ -53,6 +54,7 @@ __all__ = [
     "paged_result",
     "resolve_mcp_principal",
     "run_mcp",
+    "sent_bytes",
 ]
 
 logger = logging.getLogger(__name__)
@@ -94,6 +96,9 @@ class EvidenceResult(BaseModel):
     tools: str = Field(default="", description="The tool-results block (untrusted tool data), if tools were given.")
     note: str = Field(default="", description="Fallbacks applied (scope notes, excerpts, ask to narrow).")
     total_passages: int = Field(default=0, description="Admitted passages in all pages.")
+    decisions: list[dict[str, Any]] = Field(
+        default_factory=list, description="One decision per retrieved candidate (admitted or why dropped)."
+    )
     next_page_token: str | None = Field(
         default=None, description="More passages exist: call again with this page_token and the same question."
     )
@@ -130,6 +135,7 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
     start = _offset(page_token, question)
     note = " ".join(f.detail for f in res.fallbacks)
     trace = core.trace_summary(res.trace)
+    decisions = [d.as_dict() for d in res.decisions]
 
     def build(k: int) -> EvidenceResult:
         page = admitted[start : start + k]
@@ -146,6 +152,7 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
             tools=res.tools,
             note=note,
             total_passages=len(admitted),
+            decisions=decisions,
             next_page_token=nxt,
             trace=trace,
         )
@@ -154,10 +161,20 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
     best = build(min(1, remaining))
     for k in range(2, remaining + 1):
         candidate = build(k)
-        if len(candidate.model_dump_json().encode()) > max_bytes:
+        if sent_bytes(candidate) > max_bytes:
             break
         best = candidate
     return best
+
+
+def sent_bytes(result: BaseModel) -> int:
+    """The bytes a client receives for a tool result: the SDK sends it twice, as indented JSON text and as the
+    structured content (compact JSON), so both count against ``max_result_bytes``."""
+    import pydantic_core
+
+    text = pydantic_core.to_json(result, fallback=str, indent=2)
+    structured = pydantic_core.to_json(result.model_dump(mode="json"))
+    return len(text) + len(structured)
 
 
 def _cited(p: Any) -> CitedPassage:
@@ -285,12 +302,8 @@ def build_mcp_server(
             return await fn()
         except ValidationError as exc:
             raise ToolError(_first(exc)) from exc
-        except (ConfigError, AuthorizationError) as exc:  # incl. LimitExceeded: the message names the limit
-            raise ToolError(str(exc)) from exc
-        except AdmitError as exc:
-            logger.warning("%s failed: %s", what, exc)
-            detail = str(exc) if isinstance(exc, BackendTimeout) else type(exc).__name__
-            raise ToolError(f"{what} failed: {detail}") from exc
+        except AdmitError as exc:  # the service's one error table: the text the HTTP body's `detail` carries
+            raise ToolError(answer_for(exc).message) from exc
 
     @server.tool(
         name="search_knowledge_base",
@@ -408,7 +421,5 @@ def _version() -> str:
 
 
 def _first(exc: ValidationError) -> str:
-    errors = sorted(exc.errors(), key=lambda e: e.get("type") != "extra_forbidden")
-    err = errors[0]
-    loc = ".".join(str(p) for p in err.get("loc", ()))
-    return f"{loc or 'arguments'}: {err.get('msg', 'invalid')}"
+    """A validation error in the words ``/v1/*`` uses (:func:`admit.schema.describe_validation_errors`)."""
+    return describe_validation_errors(exc.errors(), noun="arguments")[0]

@@ -116,6 +116,7 @@ class SearchResponse(BaseModel):
     prompt: str
     budget: dict[str, Any] = Field(description="The evidence budget: input limit, reserves, what is left for evidence.")
     tools: str = Field(default="", description="The tool-results block (its own message); empty without tools.")
+    decisions: list[dict[str, Any]] = Field(description="One decision per retrieved candidate, as /v1/pack gives.")
     fallbacks: list[dict[str, Any]]
     trace: dict[str, Any]
 
@@ -188,5 +189,10 @@ class ErrorBody(BaseModel):
     """Every error answer."""
 
     error: str
+    """The service's error kind: ``invalid_request``, ``forbidden``, ``payload_too_large``, ``timeout`` ..."""
+    kind: str = "AdmitError"
+    """The library's error class (``RequestError``, ``ConfigError``, ``AuthorizationError`` ...): the same
+    error the library raises and the CLI reports."""
     detail: str
+    """One line: the same text the CLI prints after ``error:`` and an MCP tool error carries."""
     field: str | None = None
