@@ -289,7 +289,7 @@ def test_http_bad_input_is_a_4xx_with_a_json_error(live: Any, name: str) -> None
 def test_http_unparseable_body_uses_the_service_error_shape(live: Any, name: str) -> None:
     path, body = HTTP_BAD[name]
     r = live.post(path, content=body, headers=H)
-    assert set(r.json()) == {"error", "detail", "field"}
+    assert set(r.json()) == {"error", "kind", "detail", "field"}
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)
