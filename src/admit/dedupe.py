@@ -151,9 +151,7 @@ def _similar_pairs(
 
 
 def _versions_of_one_source(a: Chunk, b: Chunk) -> bool:
-    return (
-        a.source_id == b.source_id and _has_version(a) and _has_version(b) and version_key(a) != version_key(b)
-    )
+    return a.source_id == b.source_id and _has_version(a) and _has_version(b) and version_key(a) != version_key(b)
 
 
 def _superseded(items: Sequence[Scored], dropped: dict[int, Decision], sh: _Shingles) -> None:

@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 
 from admit._plugins import Catalogue
 from admit.errors import ConfigError
+from admit.prune.checks import Check
+from admit.prune.settings import use_params_lookup
 from admit.prune.spec import StrategySpec
 
 __all__ = [
@@ -135,3 +138,11 @@ def strategy_specs() -> tuple[StrategySpec, ...]:
 def reload_strategies() -> None:
     """Forget what was loaded; the next lookup reads the entry points again (tests, a freshly installed plug-in)."""
     _CATALOGUE.reset()
+
+
+def _params(strategy: str) -> Mapping[str, Check] | None:
+    spec = find_strategy(strategy)
+    return None if spec is None else spec.params
+
+
+use_params_lookup(_params)  # the settings below check strategy parameters against the specs
