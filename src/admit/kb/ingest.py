@@ -25,7 +25,7 @@ import hashlib
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from admit.backends.embedders.base import Embedder
@@ -68,19 +68,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-_COUNTS = (
-    "files",
-    "sources_added",
-    "sources_updated",
-    "sources_unchanged",
-    "sources_removed",
-    "chunks_added",
-    "chunks_changed",
-    "chunks_unchanged",
-    "chunks_removed",
-    "chunks_embedded",
-    "chunks_written",
-)
+_COUNTS = tuple(f.name for f in fields(IngestReport) if f.type in ("int", int))
+"""The report's counts (its ``int`` fields), each kept by the run as it goes."""
 
 
 def ingest_paths(
