@@ -147,17 +147,19 @@ class AdmitPruner:
         settings = f.settings_dict()
         if not isinstance(settings["reranker"], str | None):
             settings["reranker"] = None  # an instance travels in admit_filter
-        return default_to_dict(
+        data: dict[str, Any] = default_to_dict(
             self,
             **settings,
             title_key=self.title_key,
             admit_filter=f.to_dict() if f.is_custom() else None,
         )
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AdmitPruner:
         """Deserialize (settings are checked)."""
-        return default_from_dict(cls, data)
+        made: AdmitPruner = default_from_dict(cls, data)
+        return made
 
     def _decide(self, query: str, documents: list[Document], top_k: int | None) -> FilterRun:
         docs = [
@@ -172,7 +174,7 @@ class AdmitPruner:
         ]
         return self._filter.run(query, docs, top_k=top_k)
 
-    @component.output_types(documents=list[Document], dropped=list[Document])
+    @component.output_types(documents=list[Document], dropped=list[Document])  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
     def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
         """Return ``{"documents": kept, "dropped": the others}``, each in input order, with ``meta["admit"]``."""
         res = self._decide(query, documents, top_k)
@@ -183,7 +185,7 @@ class AdmitPruner:
             out["documents" if v.kept else "dropped"].append(doc)
         return out
 
-    @component.output_types(documents=list[Document], dropped=list[Document])
+    @component.output_types(documents=list[Document], dropped=list[Document])  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
     async def run_async(
         self, query: str, documents: list[Document], top_k: int | None = None
     ) -> dict[str, list[Document]]:

@@ -43,7 +43,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 __all__ = ["AdmitCompressor"]
 
 
-class AdmitCompressor(BaseDocumentCompressor):
+class AdmitCompressor(BaseDocumentCompressor):  # type: ignore[misc, unused-ignore]  # Any without the extra installed
     """Drops the documents a query does not need, with one of admit's pruning strategies.
 
     Settings (see :class:`~admit.adapters._core.AdmitFilter`) are checked at construction and on assignment

@@ -44,7 +44,7 @@ except ImportError as exc:  # pragma: no cover
 __all__ = ["AdmitNodePostprocessor"]
 
 
-class AdmitNodePostprocessor(BaseNodePostprocessor):
+class AdmitNodePostprocessor(BaseNodePostprocessor):  # type: ignore[misc, unused-ignore]  # Any without the extra installed
     """Drops the nodes a query does not need, with one of admit's pruning strategies.
 
     Settings (see :class:`~admit.adapters._core.AdmitFilter`) are checked at construction, on assignment and
@@ -82,19 +82,19 @@ class AdmitNodePostprocessor(BaseNodePostprocessor):
         """The component's name in LlamaIndex."""
         return "AdmitNodePostprocessor"
 
-    @model_validator(mode="before")
+    @model_validator(mode="before")  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
     @classmethod
     def _from_filter(cls, data: Any) -> Any:
         if isinstance(data, dict):
             check_names(data, cls.model_fields)  # `treshold=` is refused, not ignored
         return fill_from_filter(data)
 
-    @model_validator(mode="after")
+    @model_validator(mode="after")  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
     def _check(self) -> AdmitNodePostprocessor:
         current_filter(self)  # a bad setting raises ConfigError now, at construction or load
         return self
 
-    @field_serializer("filter")
+    @field_serializer("filter")  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
     def _save_filter(self, f: Any) -> Any:
         return f.to_dict() if isinstance(f, AdmitFilter) and f.is_custom() else None
 
@@ -105,7 +105,7 @@ class AdmitNodePostprocessor(BaseNodePostprocessor):
         data: dict[str, Any] = super().to_dict(**kwargs)
         return data
 
-    @field_serializer("reranker")
+    @field_serializer("reranker")  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
     def _save_reranker(self, r: Any) -> Any:
         return r if isinstance(r, str | None) else None  # an instance travels in the saved filter
 
