@@ -69,6 +69,9 @@ def test_http_records_match_the_schema(tmp_path: Path) -> None:
         body = {"question": "E4012", "candidates": [{"id": c.id, "text": c.text} for c in CORPUS]}
         p = httpx.post(f"{srv.url}/v1/prune", json=body, headers=H, timeout=60)
         assert p.status_code == 200
+    assert set(p.json()) == {"strategy", "kept_ids", "dropped_ids", "decisions", "fallback", "error", "usage", "trace"}
+    assert len(s.json()["decisions"]) == s.json()["trace"]["candidate_count"]  # /v1/search: every candidate's fate
+    assert s.json()["trace"]["tools"] == []  # and the tool summary, as the MCP tool gives
     check_record(p.json()["trace"])  # the prune record: the same type, the same latency shape
     assert set(p.json()["trace"]["latency_ms"]) == {"prune", "total"}
     # /v1/search: the same shape, the knowledge base's retrieval stages inside it and inside its total
@@ -102,10 +105,24 @@ def test_mcp_records_match_the_schema(tmp_path: Path) -> None:
                 ClientSession(read, write) as session,
             ):
                 await session.initialize()
-                return await session.call_tool("search_knowledge_base", {"question": "How do I fix E4012?"})
+                search = await session.call_tool("search_knowledge_base", {"question": "How do I fix E4012?"})
+                chunks = [{"id": c.id, "text": c.text} for c in CORPUS]
+                pruned = await session.call_tool("prune_context", {"question": "E4012", "chunks": chunks})
+                return search, pruned
 
     with LoopbackServer(mcp_http_app(server), ready_path=None) as srv:
-        result = anyio.run(main, f"{srv.url}/mcp")
+        result, pruned = anyio.run(main, f"{srv.url}/mcp")
     assert not result.is_error, result.content
     assert len(sink.records) == 1
     check_record(sink.records[0])
+    # prune_context answers as POST /v1/prune does (the same keys, plus the kept chunks), its trace the prune record
+    assert not pruned.is_error, pruned.content
+    answer = pruned.structured_content
+    assert set(answer) == {"strategy", "kept_ids", "dropped_ids", "decisions", "fallback", "error", "usage", "trace",
+                           "kept"}  # fmt: skip
+    check_record(answer["trace"])
+    assert set(answer["trace"]["latency_ms"]) == {"prune", "total"}
+    # the search answer carries a decision per candidate and the tool summary, as /v1/search does
+    evidence = result.structured_content
+    assert len(evidence["decisions"]) == sink.records[0]["candidate_count"]
+    assert evidence["trace"]["tools"] == []

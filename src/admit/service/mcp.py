@@ -38,6 +38,7 @@ from admit.service import core
 from admit.service.config import ServiceSettings
 from admit.service.core import PruneQuery, SearchQuery
 from admit.service.errors import answer_for
+from admit.service.schemas import PruneResponse
 from admit.service.state import ServiceState, build_state
 from admit.types import Principal
 
@@ -189,15 +190,11 @@ def _cited(p: Any) -> CitedPassage:
     )
 
 
-class PruneResult(BaseModel):
-    """What ``prune_context`` returns."""
+class PruneResult(PruneResponse):
+    """What ``prune_context`` returns: the ``POST /v1/prune`` answer (the same keys, the prune trace record), and
+    the kept chunks themselves, so an agent can use them without matching ids."""
 
     kept: list[PruneCandidate] = Field(description="The chunks to keep, in input order.")
-    kept_ids: list[str] = Field(default_factory=list, description="Their ids (the name /v1/prune uses).")
-    dropped_ids: list[str]
-    decisions: list[dict[str, Any]]
-    strategy: str
-    fallback: str | None = None
 
 
 def resolve_mcp_principal(
@@ -358,16 +355,9 @@ def build_mcp_server(
             return await core.prune(st, query, caller)
 
         answer = await guarded("prune", run)
-        run_ = answer.run
-        kept = set(run_.kept_ids)
-        return PruneResult(
-            kept=[c for c in items if c.id in kept],
-            kept_ids=[c.id for c in items if c.id in kept],
-            dropped_ids=[c.id for c in items if c.id not in kept],
-            decisions=[v.as_dict() for v in run_.verdicts],
-            strategy=run_.strategy,
-            fallback=run_.outcome.fallback if run_.outcome else None,
-        )
+        kept = set(answer.run.kept_ids)
+        shared = PruneResponse.from_run(answer.run, answer.trace)
+        return PruneResult(**dict(shared), kept=[c for c in items if c.id in kept])
 
     holder: Any = server
     holder.admit_state = st  # the state the tools use (warm-up, the HTTP gate)
