@@ -37,6 +37,23 @@ CORPUS = [
     Chunk(id="picnic", source_id="blog", title="Picnic", text="The picnic is on Friday.", access=A),
 ]
 
+PRUNE_KEYS = {"strategy", "kept_ids", "dropped_ids", "decisions", "fallback", "error", "usage", "notes"}
+"""The one prune answer (PruneRun.as_dict): /v1/prune, MCP prune_context and admit prune's lines."""
+
+
+def test_admit_prune_lines_are_the_same_answer(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from admit.cli import main
+
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    rec = {"id": "r1", "question": "E4012", "candidates": [{"id": c.id, "text": c.text} for c in CORPUS]}
+    src.write_text(json.dumps(rec) + "\n", "utf-8")
+    res = CliRunner().invoke(main, ["prune", "--input", str(src), "--output", str(out), "--prune", "top_n"])
+    assert res.exit_code == 0, res.output
+    (row,) = [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+    assert set(row) == {*PRUNE_KEYS, "id", "kept", "latency_s"}
+
 
 def _settings(tmp: Path, **service: Any) -> Any:
     shadow = resources.files("admit.policies").joinpath("default.toml").read_text("utf-8")
@@ -69,7 +86,7 @@ def test_http_records_match_the_schema(tmp_path: Path) -> None:
         body = {"question": "E4012", "candidates": [{"id": c.id, "text": c.text} for c in CORPUS]}
         p = httpx.post(f"{srv.url}/v1/prune", json=body, headers=H, timeout=60)
         assert p.status_code == 200
-    assert set(p.json()) == {"strategy", "kept_ids", "dropped_ids", "decisions", "fallback", "error", "usage", "trace"}
+    assert set(p.json()) == {*PRUNE_KEYS, "trace"}
     assert len(s.json()["decisions"]) == s.json()["trace"]["candidate_count"]  # /v1/search: every candidate's fate
     assert s.json()["trace"]["tools"] == []  # and the tool summary, as the MCP tool gives
     check_record(p.json()["trace"])  # the prune record: the same type, the same latency shape
@@ -118,8 +135,7 @@ def test_mcp_records_match_the_schema(tmp_path: Path) -> None:
     # prune_context answers as POST /v1/prune does (the same keys, plus the kept chunks), its trace the prune record
     assert not pruned.is_error, pruned.content
     answer = pruned.structured_content
-    assert set(answer) == {"strategy", "kept_ids", "dropped_ids", "decisions", "fallback", "error", "usage", "trace",
-                           "kept"}  # fmt: skip
+    assert set(answer) == {*PRUNE_KEYS, "trace", "kept"}
     check_record(answer["trace"])
     assert set(answer["trace"]["latency_ms"]) == {"prune", "total"}
     # the search answer carries a decision per candidate and the tool summary, as /v1/search does

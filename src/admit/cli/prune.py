@@ -242,19 +242,12 @@ def prune_cmd(
         rid, question, chunks = rec
         t0 = time.perf_counter()
         run = prune_candidates(question, chunks, settings=settings, reranker=rr, pruner=pruner)
-        outcome = run.outcome
+        answer = run.as_dict()  # the one prune answer (/v1/prune and MCP give the same keys)
         return {
             "id": rid,
-            "kept_ids": run.kept_ids,
-            "dropped_ids": [v.chunk.id for v in run.verdicts if not v.kept],
-            "kept": run.kept_ids,  # deprecated spelling of kept_ids (the name /v1/prune and MCP use)
-            "decisions": [v.as_dict() for v in run.verdicts],
-            "usage": outcome.usage.as_dict() if outcome else {},
+            **answer,
+            "kept": answer["kept_ids"],  # deprecated spelling of kept_ids
             "latency_s": round(time.perf_counter() - t0, 4),
-            "strategy": run.strategy,
-            "fallback": outcome.fallback if outcome else None,
-            "error": outcome.error if outcome else None,
-            "notes": list(outcome.notes) if outcome else [],
         }
 
     summary = _Summary(strategy=strategy, output=output_path)

@@ -167,22 +167,13 @@ class PruneResponse(BaseModel):
     fallback: str | None
     error: str | None
     usage: dict[str, Any]
+    notes: list[str] = Field(default_factory=list, description="The pruner's notes.")
     trace: dict[str, Any]
 
     @classmethod
     def from_run(cls, run: PruneRun, trace: Mapping[str, Any]) -> PruneResponse:
         """The answer of a prune run: the verdicts (:meth:`~admit.pipeline.PruneVerdict.as_dict`) in input order."""
-        outcome = run.outcome
-        return cls(
-            strategy=run.strategy,
-            kept_ids=run.kept_ids,
-            dropped_ids=[v.chunk.id for v in run.verdicts if not v.kept],
-            decisions=[PruneDecisionOut(**v.as_dict()) for v in run.verdicts],
-            fallback=outcome.fallback if outcome else None,
-            error=outcome.error if outcome else None,
-            usage=dict(outcome.usage.as_dict()) if outcome else {},
-            trace=dict(trace),
-        )
+        return cls.model_validate({**run.as_dict(), "trace": dict(trace)})
 
 
 class ErrorBody(BaseModel):
