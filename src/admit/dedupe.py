@@ -172,12 +172,10 @@ def _superseded(items: Sequence[Scored], dropped: dict[int, Decision], sh: _Shin
                 key=lambda j: (items[j].chunk.title == items[i].chunk.title, similarity(sh[i], sh[j]), -j),
             )
             old, new = items[i].chunk, items[winner].chunk
-            dropped[i] = Decision(
-                chunk_id=old.id,
-                state="dropped",
+            dropped[i] = Decision.drop(
+                items[i],
                 stage="dedupe",
                 reason="superseded",
-                score=items[i].score,
                 related_id=new.id,
                 detail=f"superseded_by {new.id} (version {old.version or old.updated_at} "
                 f"< {new.version or new.updated_at})",
@@ -202,12 +200,10 @@ def source_cap(
         else:
             per_source[src] += 1
     drops = [
-        Decision(
-            chunk_id=s.chunk.id,
-            state="dropped",
+        Decision.drop(
+            s,
             stage="dedupe",
             reason="source_cap",
-            score=s.score,
             grade=g.get(s.chunk.id),
             detail=f"source {s.chunk.source_id} already has {policy.per_source_limit} passages"
             + (" graded at least as high" if grades else ""),
@@ -248,12 +244,10 @@ def _short_ratio(a: Scored, b: Scored) -> float:
 
 
 def _dup(item: Scored, best: Scored, why: str) -> Decision:
-    return Decision(
-        chunk_id=item.chunk.id,
-        state="dropped",
+    return Decision.drop(
+        item,
         stage="dedupe",
         reason="duplicate",
-        score=item.score,
         related_id=best.chunk.id,
         detail=f"duplicate_of {best.chunk.id} ({why})",
     )

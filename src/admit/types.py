@@ -249,6 +249,29 @@ class Decision:
     related_id: str | None = None
     """The chunk this one lost to (``duplicate_of`` / ``superseded_by``)."""
 
+    @classmethod
+    def drop(
+        cls,
+        item: Scored,
+        *,
+        stage: str,
+        reason: str,
+        detail: str = "",
+        grade: int | None = None,
+        related_id: str | None = None,
+    ) -> Decision:
+        """A ranked candidate's drop: its id and rerank score, the stage, the reason and the detail."""
+        return cls(
+            chunk_id=item.chunk.id,
+            state="dropped",
+            stage=stage,
+            reason=reason,
+            score=item.score,
+            grade=grade,
+            detail=detail,
+            related_id=related_id,
+        )
+
     def as_dict(self) -> DecisionRecord:
         """Return a JSON-ready dict."""
         d: DecisionRecord = {"id": self.chunk_id, "state": self.state, "stage": self.stage, "reason": self.reason}

@@ -19,17 +19,8 @@ import numpy as np
 
 from admit import _linear
 from admit.errors import StoreError
-from admit.kb.store import (
-    ChunkRecord,
-    FloatVector,
-    Hit,
-    HybridSearch,
-    SearchFilters,
-    SourceInfo,
-    acl_tokens,
-    principal_tokens,
-    rrf_fuse,
-)
+from admit.kb import store as _s
+from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo
 from admit.types import Principal
 
 __all__ = ["MemoryStore", "from_url", "stored_embedder"]
@@ -181,12 +172,12 @@ class MemoryStore(HybridSearch):
         """The rows the principal may read that pass the filters (``None``: nothing can match)."""
         if any(f is not None and not f for f in (filters.groups, filters.languages, filters.source_ids)):
             return None
-        toks = set(principal_tokens(principal))
+        toks = set(_s.principal_tokens(principal))
         after = filters.updated_after_ts()
         out = []
         for row in self._snapshot():
             r = row.record
-            if r.access is None or r.tenant != principal.tenant or not toks.intersection(acl_tokens(r.access)):
+            if r.access is None or r.tenant != principal.tenant or not toks.intersection(_s.acl_tokens(r.access)):
                 continue
             if filters.groups is not None and not set(filters.groups).intersection(r.access.groups):
                 continue
@@ -222,7 +213,7 @@ class MemoryStore(HybridSearch):
         sims = np.stack([r.vector for r in rows]) @ qv
         order = np.argsort(-sims, kind="stable")[:n]
         vector = [(str(int(i)), float(sims[i])) for i in order]
-        fused = rrf_fuse(lexical[:n], vector, k=k)
+        fused = _s.rrf_fuse(lexical[:n], vector, k=k)
         return [
             Hit(record=rows[int(cid)].record, fused=score, bm25_rank=lr, vector_rank=vr, bm25=ls, similarity=sim)
             for cid, score, lr, vr, ls, sim in fused

@@ -11,16 +11,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from admit.errors import (
-    AdmitError,
-    AuthorizationError,
-    BackendError,
-    BackendTimeout,
-    BudgetError,
-    ConfigError,
-    LimitExceeded,
-    MissingExtraError,
-)
+from admit import errors as e
+from admit.errors import AdmitError
 
 __all__ = ["ERROR_TABLE", "ErrorAnswer", "answer_for", "one_line"]
 
@@ -44,14 +36,14 @@ class ErrorAnswer:
 
 
 ERROR_TABLE: tuple[tuple[type[AdmitError], int, str, str], ...] = (
-    (LimitExceeded, 413, "payload_too_large", "message"),
-    (MissingExtraError, 503, "unavailable", "message"),
-    (ConfigError, 422, "invalid_request", "message"),
-    (BudgetError, 422, "invalid_request", "message"),
-    (AuthorizationError, 403, "forbidden", "message"),
-    (BackendTimeout, 504, "timeout", "message"),
-    (BackendError, 503, "backend_unavailable", "first_line"),
-    (AdmitError, 503, "backend_unavailable", "hidden"),
+    (e.LimitExceeded, 413, "payload_too_large", "message"),
+    (e.MissingExtraError, 503, "unavailable", "message"),
+    (e.ConfigError, 422, "invalid_request", "message"),
+    (e.BudgetError, 422, "invalid_request", "message"),
+    (e.AuthorizationError, 403, "forbidden", "message"),
+    (e.BackendTimeout, 504, "timeout", "message"),
+    (e.BackendError, 503, "backend_unavailable", "first_line"),
+    (e.AdmitError, 503, "backend_unavailable", "hidden"),
 )
 """``(error class, status, kind, what is shown)``, the first matching row wins: ``message`` the error's own
 one-line message, ``first_line`` its first line (bounded: a backend's text may be long), ``hidden`` a fixed
