@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import logging
 import math
+import os
 import threading
 import uuid
 from collections import Counter
@@ -378,8 +379,8 @@ def stored_embedder(url: str) -> str | None:
     u = urlparse(url)
     q = {k: v[-1] for k, v in parse_qs(u.query).items()}
     if u.scheme == "qdrant+local":
-        if url.startswith("qdrant+local://:memory:") or not u.path:
-            return None
+        if url.startswith("qdrant+local://:memory:") or not u.path or not os.path.isdir(u.path):
+            return None  # nothing stored there (and asking creates nothing)
         collection = q.get("collection", "admit_chunks")
         client = QdrantClient(path=u.path)
     else:
