@@ -23,7 +23,15 @@ from typing import Any
 
 import click
 
-from admit.cli._common import DEFAULT_STRATEGY, check_strategy, echo_json, handle_errors, json_option, prune_option
+from admit.cli._common import (
+    DEFAULT_STRATEGY,
+    check_strategy,
+    echo_json,
+    handle_errors,
+    json_option,
+    llm_options,
+    prune_option,
+)
 from admit.cli._progress import progress_option, record_bar, show_progress, status
 from admit.errors import AdmitError, ConfigError, RequestError
 from admit.prune.settings import PruneSettings
@@ -157,14 +165,7 @@ def _default_reranker() -> Any:
     help="threshold, keep_top_k, on_error, or a strategy parameter (repeatable).",
 )
 @click.option("--llm", "llm_spec", default=None, help="LLM spec: openai:MODEL@URL, llama:/path.gguf, fake.")
-@click.option("--llm-base-url", default=None, envvar="ADMIT_LLM_BASE_URL", help="OpenAI-compatible endpoint.")
-@click.option("--llm-model", default=None, envvar="ADMIT_LLM_MODEL", help="Model name for the endpoint.")
-@click.option(
-    "--llm-api-key-env",
-    default="ADMIT_LLM_API_KEY",
-    show_default=True,
-    help="NAME of the environment variable holding the API key.",
-)
+@llm_options()
 @click.option(
     "--cache",
     "cache_path",
