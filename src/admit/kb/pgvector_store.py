@@ -22,19 +22,10 @@ from typing import Any, Literal
 import numpy as np
 
 from admit.errors import ConfigError, MissingExtraError, StoreError
+from admit.kb import store as _s
 from admit.kb._rows import dt_from_ts
 from admit.kb.connections import ThreadConnections
-from admit.kb.store import (
-    ChunkRecord,
-    FloatVector,
-    Hit,
-    HybridSearch,
-    SearchFilters,
-    SourceInfo,
-    acl_tokens,
-    principal_tokens,
-    rrf_fuse,
-)
+from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo
 from admit.types import Access, Principal
 
 __all__ = ["PgvectorStore", "from_url"]
@@ -222,7 +213,7 @@ class PgvectorStore(HybridSearch):
             r.version,
             ts,
             list(r.access.groups) if r.access else [],
-            acl_tokens(r.access),
+            _s.acl_tokens(r.access),
             r.access.label if r.access else "",
             r.access is not None,
             r.authority,
@@ -342,7 +333,7 @@ class PgvectorStore(HybridSearch):
     @staticmethod
     def _scope(principal: Principal, filters: SearchFilters) -> tuple[str, list[Any]] | None:
         clauses = ["tenant = %s", "acl && %s::text[]"]
-        params: list[Any] = [principal.tenant, principal_tokens(principal)]
+        params: list[Any] = [principal.tenant, _s.principal_tokens(principal)]
         if filters.groups is not None:
             if not filters.groups:
                 return None
@@ -403,7 +394,7 @@ class PgvectorStore(HybridSearch):
                 r = self._record(row[:-1])
                 recs[r.id] = r
                 vector.append((r.id, float(row[-1])))
-        fused = rrf_fuse(lexical, vector, k=k)
+        fused = _s.rrf_fuse(lexical, vector, k=k)
         return [
             Hit(record=recs[cid], fused=score, bm25_rank=lr, vector_rank=vr, bm25=ls, similarity=sim)
             for cid, score, lr, vr, ls, sim in fused

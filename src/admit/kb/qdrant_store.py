@@ -23,18 +23,9 @@ import numpy as np
 
 from admit import _linear
 from admit.errors import ConfigError, MissingExtraError, StoreError
+from admit.kb import store as _s
 from admit.kb._rows import record_from_payload, record_payload
-from admit.kb.store import (
-    ChunkRecord,
-    FloatVector,
-    Hit,
-    HybridSearch,
-    SearchFilters,
-    SourceInfo,
-    acl_tokens,
-    principal_tokens,
-    rrf_fuse,
-)
+from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo
 from admit.types import Principal
 
 __all__ = ["QdrantStore", "from_url", "sparse_terms"]
@@ -163,7 +154,7 @@ class QdrantStore(HybridSearch):
             raise StoreError(f"Chunk {r.id!r} has a {vec.shape[0]}-d embedding; this store holds {self.dim}-d.")
         idx, vals = sparse_terms(" ".join([r.title, r.text]))
         payload = record_payload(r)
-        payload["acl"] = acl_tokens(r.access)
+        payload["acl"] = _s.acl_tokens(r.access)
         payload["tenant"] = r.access.tenant if r.access and r.access.tenant else None
         return self._m.PointStruct(
             id=_point_id(r.id, r.tenant),
@@ -276,7 +267,7 @@ class QdrantStore(HybridSearch):
         m = self._m
         must: list[Any] = [
             m.FieldCondition(key="tenant", match=m.MatchValue(value=principal.tenant)),
-            m.FieldCondition(key="acl", match=m.MatchAny(any=principal_tokens(principal))),
+            m.FieldCondition(key="acl", match=m.MatchAny(any=_s.principal_tokens(principal))),
         ]
         if filters.groups is not None:
             if not filters.groups:
@@ -334,7 +325,7 @@ class QdrantStore(HybridSearch):
             r = self._rec(p)
             recs[r.id] = r
             vector.append((r.id, float(p.score)))
-        fused = rrf_fuse(lexical, vector, k=k)
+        fused = _s.rrf_fuse(lexical, vector, k=k)
         return [
             Hit(
                 record=recs[cid],

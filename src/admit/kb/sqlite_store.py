@@ -23,19 +23,10 @@ from typing import Any
 import numpy as np
 
 from admit.errors import ConfigError, MissingExtraError, StoreError
+from admit.kb import store as _s
 from admit.kb._rows import dt_from_ts, ts_from_dt
 from admit.kb.connections import ThreadConnections
-from admit.kb.store import (
-    ChunkRecord,
-    FloatVector,
-    Hit,
-    HybridSearch,
-    SearchFilters,
-    SourceInfo,
-    acl_tokens,
-    principal_tokens,
-    rrf_fuse,
-)
+from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo
 from admit.types import Access, Principal
 
 __all__ = ["SqliteStore", "from_url"]
@@ -239,7 +230,7 @@ class SqliteStore(HybridSearch):
             if tenant:
                 conn.executemany(
                     "INSERT INTO chunk_acl (tenant, grp, rid) VALUES (?, ?, ?)",
-                    [(tenant, g, rid) for g in dict.fromkeys(acl_tokens(r.access))],
+                    [(tenant, g, rid) for g in dict.fromkeys(_s.acl_tokens(r.access))],
                 )
             conn.execute(
                 "INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)",
@@ -365,7 +356,7 @@ class SqliteStore(HybridSearch):
 
         It is the first thing both ranked lists are restricted by, so ranking only ever sees readable rows.
         """
-        toks = principal_tokens(principal)
+        toks = _s.principal_tokens(principal)
         acl = f"SELECT rid FROM chunk_acl WHERE tenant = ? AND grp IN ({','.join('?' * len(toks))})"
         acl_params: list[Any] = [principal.tenant, *toks]
         clauses: list[str] = []
@@ -427,7 +418,7 @@ class SqliteStore(HybridSearch):
                         [qv.tobytes(), n, principal.tenant, *params],
                     )
                 ]
-                fused = rrf_fuse([(str(a), b) for a, b in lexical], [(str(a), b) for a, b in vector], k=k)
+                fused = _s.rrf_fuse([(str(a), b) for a, b in lexical], [(str(a), b) for a, b in vector], k=k)
                 recs = self._fetch(conn, [int(f[0]) for f in fused])
             finally:
                 conn.execute("COMMIT")
