@@ -81,9 +81,7 @@ class MemoryStore(HybridSearch):
 
     # -- writes ----------------------------------------------------------------------------------------------
     def _row(self, r: ChunkRecord) -> _Row:
-        vec = np.asarray(r.embedding, dtype=np.float32).reshape(-1)
-        if vec.shape[0] != self.dim:
-            raise StoreError(f"Chunk {r.id!r} has a {vec.shape[0]}-d embedding; this store holds {self.dim}-d.")
+        vec = _s.record_vector(r, self.dim)
         norm = float(np.linalg.norm(vec))
         words = _WORD.findall(f"{r.title}\n{r.text}".lower())
         return _Row(

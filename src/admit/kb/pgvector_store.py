@@ -197,9 +197,7 @@ class PgvectorStore(HybridSearch):
 
     # -- writes --------------------------------------------------------------------------------------------
     def _row(self, r: ChunkRecord) -> tuple[Any, ...]:
-        vec = np.asarray(r.embedding, dtype=np.float32).reshape(-1)
-        if vec.shape[0] != self.dim:
-            raise StoreError(f"Chunk {r.id!r} has a {vec.shape[0]}-d embedding; this store holds {self.dim}-d.")
+        vec = _s.record_vector(r, self.dim)
         ts = r.updated_at.timestamp() if r.updated_at else None
         return (
             r.id,

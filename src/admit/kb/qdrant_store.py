@@ -19,8 +19,6 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-import numpy as np
-
 from admit import _linear
 from admit.errors import ConfigError, MissingExtraError, StoreError
 from admit.kb import store as _s
@@ -149,9 +147,7 @@ class QdrantStore(HybridSearch):
 
     # -- writes --------------------------------------------------------------------------------------------
     def _point(self, r: ChunkRecord) -> Any:
-        vec = np.asarray(r.embedding, dtype=np.float32).reshape(-1)
-        if vec.shape[0] != self.dim:
-            raise StoreError(f"Chunk {r.id!r} has a {vec.shape[0]}-d embedding; this store holds {self.dim}-d.")
+        vec = _s.record_vector(r, self.dim)
         idx, vals = sparse_terms(" ".join([r.title, r.text]))
         payload = record_payload(r)
         payload["acl"] = _s.acl_tokens(r.access)

@@ -174,9 +174,7 @@ class SqliteStore(HybridSearch):
 
     # -- writes --------------------------------------------------------------------------------------------
     def _check(self, r: ChunkRecord) -> bytes:
-        vec = np.asarray(r.embedding, dtype=np.float32).reshape(-1)
-        if vec.shape[0] != self.dim:
-            raise StoreError(f"Chunk {r.id!r} has a {vec.shape[0]}-d embedding; this store holds {self.dim}-d.")
+        vec = _s.record_vector(r, self.dim)
         return vec.tobytes()
 
     def _delete_rids(self, conn: Any, rids: Sequence[int]) -> None:
