@@ -132,3 +132,19 @@ def test_the_adapters_refuse_a_misspelled_setting_at_construction_and_on_assignm
             setattr(made, name, 3)
         setattr(made, right, 3)  # the right name still works
         assert getattr(made, right) == 3
+
+
+def test_an_unknown_tenant_reads_the_same_in_the_library_the_cli_and_the_mcp_server(tmp_path: Path) -> None:
+    from admit.kb import KnowledgeBase
+
+    path = tmp_path / "kb.sqlite"
+    with KnowledgeBase(path, embedder="fake:16") as kb:
+        kb.add_chunks([Chunk(id="d", source_id="d", text="The port is 8080.", access=Access(tenant="acme"))])
+        with pytest.raises(ConfigError) as err:
+            kb.check_tenant("acmee", label=str(path))
+    message = str(err.value)
+    assert "Did you mean tenant:acme?" in message and "\n" not in message
+    search = CliRunner().invoke(main, ["search", "What port?", "--kb", str(path), "--principal", "tenant:acmee"])
+    assert search.exit_code == 2 and search.stderr == f"error: {message}\n", search.stderr
+    mcp = CliRunner().invoke(main, ["mcp", "--kb", str(path), "--principal", "tenant:acmee"])
+    assert mcp.exit_code == 2 and mcp.stderr == f"error: {message}\n", mcp.stderr

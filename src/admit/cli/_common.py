@@ -190,19 +190,7 @@ def check_tenant(kb: Any, principal: Any, *, kb_path: str) -> None:
     The message names the tenants it holds (their names only, never their content), with the closest one.
     A knowledge base without documents passes: there is nothing to compare with.
     """
-    import difflib
-
-    tenants = sorted({str(s.tenant) for s in kb.sources()})
-    if not tenants or principal.tenant in tenants:
-        return
-    close = [t for t in tenants if t.lower() == principal.tenant.lower()]
-    close = close or difflib.get_close_matches(principal.tenant, tenants, n=1)
-    hint = f" Did you mean tenant:{close[0]}?" if close else ""
-    shown = ", ".join(tenants[:20]) + (", ..." if len(tenants) > 20 else "")
-    raise ConfigError(
-        f"The knowledge base {kb_path!r} holds no documents for tenant {principal.tenant!r}; its tenants: "
-        f"{shown}.{hint}"
-    )
+    kb.check_tenant(principal.tenant, label=kb_path)  # the library's check and message
 
 
 # -- output --------------------------------------------------------------------------------------------------

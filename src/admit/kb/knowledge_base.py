@@ -398,6 +398,27 @@ class KnowledgeBase:
                     seeds.extend((p or "-", v) for p, v in zip(ps, vecs, strict=True))
         self._query_cache.seed(seeds, keys_are_hashes=False)
 
+    def check_tenant(self, tenant: str, *, label: str | None = None) -> None:
+        """Refuse a tenant this knowledge base does not hold (a misspelling, a wrong case): the one message the CLI
+        and the MCP server give for it. It names the tenants held (names only, never content) and the closest;
+        a knowledge base without documents passes (there is nothing to compare with).
+
+        Raises:
+            ConfigError: ``tenant`` holds no documents here.
+        """
+        import difflib
+
+        tenants = sorted({s.tenant for s in self.store.list_sources()})
+        if not tenants or tenant in tenants:
+            return
+        close = [t for t in tenants if t.lower() == tenant.lower()] or difflib.get_close_matches(tenant, tenants, n=1)
+        hint = f" Did you mean tenant:{close[0]}?" if close else ""
+        shown = ", ".join(tenants[:20]) + (", ..." if len(tenants) > 20 else "")
+        raise ConfigError(
+            f"The knowledge base {label or self.location!r} holds no documents for tenant {tenant!r}; its tenants: "
+            f"{shown}.{hint}"
+        )
+
     # -- inspection ----------------------------------------------------------------------------------------
     def count(self, tenant: str | None = None) -> int:
         """Number of stored chunks."""
