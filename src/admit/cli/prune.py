@@ -23,6 +23,7 @@ from typing import Any
 
 import click
 
+from admit._jsonl import json_line
 from admit.cli._common import (
     DEFAULT_STRATEGY,
     check_strategy,
@@ -79,12 +80,7 @@ def read_records(path: str) -> list[tuple[str, str, list[Chunk]]]:
             if not line.strip():
                 continue
             where = f"{path} line {lineno}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise RequestError(f"{where}: not valid JSON: {exc.msg} (column {exc.colno}).") from exc
-            except UnicodeDecodeError as exc:
-                raise RequestError(f"{where}: not valid UTF-8.") from exc
+            rec = json_line(line, where)
             if not isinstance(rec, dict):
                 raise RequestError(f"{where}: expected a JSON object, got {type(rec).__name__}.")
             rid = rec.get("id", f"line-{lineno}")
