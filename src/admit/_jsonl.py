@@ -1,5 +1,5 @@
-"""One JSON line read for every file admit reads line by line (``admit prune``'s input, datasets, trace files):
-a line that is not a JSON value is a one-line :class:`~admit.errors.RequestError` naming the file and line."""
+"""One JSON reader for every file admit reads (``admit pack``'s request, ``admit prune``'s lines, datasets, trace
+files): text that is not a JSON value is a one-line :class:`~admit.errors.RequestError` naming where it was."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ def json_line(raw: str | bytes, where: str) -> Any:
     try:
         return json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise RequestError(f"{where}: not valid JSON: {exc.msg} (column {exc.colno}).") from exc
+        at = f"line {exc.lineno} column {exc.colno}" if exc.lineno > 1 else f"column {exc.colno}"
+        raise RequestError(f"{where}: not valid JSON: {exc.msg} ({at}).") from exc
     except UnicodeDecodeError as exc:
         raise RequestError(f"{where}: not valid UTF-8.") from exc
     except RecursionError as exc:

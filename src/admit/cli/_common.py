@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import click
 
+from admit._jsonl import json_line
 from admit.errors import AdmitError, AuthorizationError, ConfigError, MissingExtraError
 from admit.prune.catalogue import DEFAULT_STRATEGY
 
@@ -148,14 +149,7 @@ def read_json(path: str) -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not valid UTF-8 (byte {exc.start}).") from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}.") from exc
-    except RecursionError as exc:
-        raise ConfigError(f"{path}: JSON nested too deeply.") from exc
-    except ValueError as exc:  # e.g. an integer literal longer than Python converts
-        raise ConfigError(f"{path}: not valid JSON: {exc}") from exc
+    return json_line(text, path)
 
 
 def check_question(question: str) -> str:
