@@ -18,6 +18,7 @@ one is answered by the chunk that carries it, not by its neighbour in the error 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from admit.backends.embedders.base import Embedder
@@ -68,14 +69,19 @@ class SetwisePruner:
         scores = self.scorer.score(question, items)
         grades = list(scores.grades)
         reasons = [f"p={p:.2f}; {r}" for p, r in zip(scores.probs, scores.reasons, strict=True)]
-        return apply_threshold(
+        out = apply_threshold(
             self.name,
             candidates,
             grades,
             settings,
             reasons=reasons,
             notes=(f"expected_needed={scores.expected_needed:.2f}",),
+            unrelated=scores.unrelated or None,
         )
+        signals = {
+            c.chunk.id: (d, p) for c, d, p in zip(candidates, scores.dense, scores.probs, strict=True)
+        } if scores.script is None else {}  # a script MiniLM cannot read: its similarity says nothing
+        return replace(out, signals=signals, expected_needed=scores.expected_needed)
 
 
 def _build(res: PrunerResources) -> SetwisePruner:
