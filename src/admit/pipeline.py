@@ -411,7 +411,7 @@ class Pipeline:
 
     def _authorize(self, req: PackRequest, decisions: dict[str, Decision]) -> list[Chunk]:
         """The candidates the principal may read, with text; scores made finite, authority from the registry."""
-        readable, acl = authorize(req.candidates, req.principal)
+        readable, acl = authorize(req.candidates, cast(Principal, req.principal))  # checked by _check
         decisions.update((d.chunk_id, d) for d in acl)
         valid: list[Chunk] = []
         for c in readable:

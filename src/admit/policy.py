@@ -165,9 +165,7 @@ def _build_policy(name: str, raw: Mapping[str, Any], defaults: Mapping[str, Any]
     if bad:
         raise ConfigError(f"Unknown fallback(s) {bad} in class {name!r}; known: {sorted(_FALLBACKS)}.")
     if kwargs.get("on_no_answer", "note") not in _NO_ANSWER:
-        raise ConfigError(
-            f"{name}.on_no_answer must be one of {sorted(_NO_ANSWER)}, got {kwargs['on_no_answer']!r}."
-        )
+        raise ConfigError(f"{name}.on_no_answer must be one of {sorted(_NO_ANSWER)}, got {kwargs['on_no_answer']!r}.")
     for key in ("answer_reserve", "safety_margin", "candidate_count", "rerank_count", "per_source_limit"):
         if key in kwargs and (not isinstance(kwargs[key], int) or kwargs[key] < 0):
             raise ConfigError(f"{name}.{key} must be a non-negative integer, got {kwargs[key]!r}.")

@@ -18,6 +18,7 @@ bigrams instead of words.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -60,6 +61,7 @@ FEATURES: dict[str, tuple[str, ...]] = {
     ),
 }
 
+
 def _q_units(question: str, script: str | None) -> list[str]:
     if script is not None:
         return sorted(char_bigrams(question))
@@ -88,7 +90,7 @@ def features(
     script = unreadable_script(question)
     q_units = _q_units(question, script)
     q_ents = tx.capitalised_tokens(question) if script is None else set()
-    q_pairs = set(zip(q_units, q_units[1:], strict=False)) if script is None else set()
+    q_pairs = set(itertools.pairwise(q_units)) if script is None else set()
     asked = tx.identifiers(question)
     best_cov = union = best_ent = best_pair = 0.0
     hit_any: set[str] = set()
@@ -102,7 +104,7 @@ def features(
             best_ent = max(best_ent, len(q_ents & units) / len(q_ents))
         if q_pairs:
             toks = tx.content_tokens(t)
-            best_pair = max(best_pair, len(set(zip(toks, toks[1:], strict=False)) & q_pairs) / len(q_pairs))
+            best_pair = max(best_pair, len(set(itertools.pairwise(toks)) & q_pairs) / len(q_pairs))
         if asked and not found_ident and asked & tx.identifiers(t):
             found_ident = True
     union = len(hit_any) / max(1, len(q_units))
@@ -235,7 +237,8 @@ def assess(
     words = "character bigrams" if script else "content words"
     parts = [
         f"p={p:.2f} {'>=' if ok else '<'} {model.threshold:.2f} ({model.name})",
-        f"best passage holds {feats['best_q_cov']:.0%} of the question's {words}, all passages {feats['union_q_cov']:.0%}",
+        f"best passage holds {feats['best_q_cov']:.0%} of the question's {words}, "
+        f"all passages {feats['union_q_cov']:.0%}",
     ]
     if use_setwise:
         parts.append(f"best similarity {feats['best_dense']:.2f}")

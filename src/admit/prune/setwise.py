@@ -78,9 +78,11 @@ class SetwisePruner:
             notes=(f"expected_needed={scores.expected_needed:.2f}",),
             unrelated=scores.unrelated or None,
         )
-        signals = {
-            c.chunk.id: (d, p) for c, d, p in zip(candidates, scores.dense, scores.probs, strict=True)
-        } if scores.script is None else {}  # a script MiniLM cannot read: its similarity says nothing
+        signals = (
+            {c.chunk.id: (d, p) for c, d, p in zip(candidates, scores.dense, scores.probs, strict=True)}
+            if scores.script is None
+            else {}
+        )  # a script MiniLM cannot read: its similarity says nothing
         return replace(out, signals=signals, expected_needed=scores.expected_needed)
 
 

@@ -202,6 +202,8 @@ def create_app(
             "query": body.question,
             "admitted": [p.as_dict() for p in res.admitted],
             "citations": res.admitted_ids,
+            "answerable": res.answerable,
+            "answerability": res.answerability,
             "prompt": res.prompt,
             "budget": res.budget.as_dict(),
             "tools": res.tools,

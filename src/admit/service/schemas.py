@@ -113,6 +113,11 @@ class SearchResponse(BaseModel):
     query: str = Field(description="Deprecated: the same as `question`.")
     admitted: list[PassageOut]
     citations: list[str]
+    answerable: bool = Field(
+        default=True,
+        description="Whether the admitted evidence answers the question (false: see the no_answer fallback).",
+    )
+    answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
     prompt: str
     budget: dict[str, Any] = Field(description="The evidence budget: input limit, reserves, what is left for evidence.")
     tools: str = Field(default="", description="The tool-results block (its own message); empty without tools.")

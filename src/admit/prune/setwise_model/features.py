@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from admit._text import STOPWORDS, bm25_matrix
 from admit.backends.embedders.base import Embedder, l2_normalise
-from admit.passages import nfc, passages, question_text
+from admit.passages import best_passages, nfc, question_text
 from admit.prune.setwise_model import text as tx
 from admit.prune.setwise_model.links import build_links
 
@@ -178,7 +178,7 @@ def embed_items(
     units: list[str] = [question_text(question)]
     owners: list[int] = []
     for idx, it in enumerate(items):
-        ps = passages(it.title, it.text)
+        ps, _ = best_passages(question, it.title, it.text)
         units.extend(p or "-" for p in ps)
         owners.extend([idx] * len(ps))
     mat = np.asarray(embedder.embed(units), dtype=np.float64)

@@ -24,6 +24,7 @@ import re
 from collections.abc import Sequence
 
 from admit import _linear
+from admit.passages import nfc
 from admit.prune.setwise_model import text as tx
 from admit.prune.setwise_model.text import char_bigrams, unreadable_script
 
@@ -32,9 +33,9 @@ __all__ = [
     "asked_versions",
     "asks_for_all",
     "bigram_grades",
+    "list_kind",
     "script_of",
     "stem",
-    "list_kind",
     "structured",
     "unrelated",
     "version_hits",
@@ -54,8 +55,11 @@ _ALL_CUE = _linear.compile(
     name="setwise.list_all",
 )
 _CUE_WORDS = frozenset(
-    "list enumerate name names all every each available supported which what how many there exist exists".split()
-)
+    (
+        "list", "enumerate", "name", "names", "all", "every", "each", "available", "supported", "which", "what",
+        "how", "many", "there", "exist", "exists",
+    )
+)  # fmt: skip
 
 
 def _version_of(token: str) -> tuple[str, ...] | None:
@@ -78,7 +82,7 @@ def versions_in(text: str, *, bare_dotted: bool = True) -> set[tuple[str, ...]]:
     heading (:func:`version_hits`), where a decimal number is rarely meant.
     """
     out: set[tuple[str, ...]] = set()
-    for m in _RUN.finditer(tx.nfc(text)):
+    for m in _RUN.finditer(nfc(text)):
         tok = m.group(0)
         if len(tok) > 32:
             continue
@@ -96,11 +100,16 @@ def asked_versions(question: str) -> set[tuple[str, ...]]:
     return {v for v in versions_in(question) if len(v) >= 2 or "v" in question.lower() or ".x" in question.lower()}
 
 
-def _heads(title: str, text: str) -> str:
-    """The title, the headings and the first line of a chunk: where a release it is about is named."""
-    lines = [ln.strip() for ln in tx.nfc(text).splitlines() if ln.strip()]
-    heads = [ln for ln in lines if ln.startswith("#") or (len(ln) < 80 and ln.lower().startswith(("version", "release")))]
-    return "\n".join([title, *(lines[:1]), *heads])
+def _heads(title: str, text: str) -> tuple[str, str]:
+    """(where a section names the release it is about: the title's last part, the headings and a short first
+    line; the rest of the title: the document a section belongs to)."""
+    lines = [ln.strip() for ln in nfc(text).splitlines() if ln.strip()]
+    heads = [
+        ln for ln in lines if ln.startswith("#") or (len(ln) < 80 and ln.lower().startswith(("version", "release")))
+    ]
+    parts = [p.strip() for p in nfc(title).replace(" › ", "\n").split("\n") if p.strip()]
+    first = lines[:1] if lines and len(lines[0]) < 80 else []
+    return "\n".join([*parts[-1:], *first, *heads]), "\n".join(parts[:-1])
 
 
 def _matches(have: tuple[str, ...], asked: tuple[str, ...]) -> bool:
@@ -113,17 +122,23 @@ def _matches(have: tuple[str, ...], asked: tuple[str, ...]) -> bool:
 def version_hits(
     question: str, titles: Sequence[str], texts: Sequence[str]
 ) -> tuple[list[bool], list[bool], set[tuple[str, ...]]]:
-    """(names an asked release in its title or headings, names only other releases there, the asked releases)."""
+    """(the section names an asked release, the section names only other releases, the asked releases).
+
+    A section names a release in its own heading (the title's last part, a ``#`` heading, a short first line);
+    a release named only by the document's title (``Installing Ferrule 4.1 › Requirements``) neither lifts nor
+    caps the section: the document is about that release, the section may be about anything in it.
+    """
     asked = asked_versions(question)
     n = len(texts)
     if not asked:
         return [False] * n, [False] * n, asked
     hit, other = [False] * n, [False] * n
     for j, (title, text) in enumerate(zip(titles, texts, strict=True)):
-        named = versions_in(_heads(title, text))
+        own, doc = _heads(title, text)
+        named = versions_in(own)
         if any(_matches(h, a) for h in named for a in asked):
             hit[j] = True
-        elif named:
+        elif named and not any(_matches(h, a) for h in versions_in(doc) for a in asked):
             other[j] = True
     return hit, other, asked
 
@@ -173,6 +188,9 @@ def bigram_grades(question: str, texts: Sequence[str]) -> tuple[list[int], list[
     15% -> 2, else 1; a chunk sharing nothing is 1.
     """
     qb = char_bigrams(question)
+    # the bigrams of the unreadable script carry the question; a product name in Latin letters matches every page
+    own = {b for b in qb if any(unreadable_script(ch) for ch in b)}
+    qb = own or qb
     shares = [len(qb & char_bigrams(t)) / max(1, len(qb)) for t in texts]
     best = max(shares, default=0.0)
     out: list[int] = []

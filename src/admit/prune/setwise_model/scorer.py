@@ -123,8 +123,14 @@ def apply_rules(
     for j, t in enumerate(texts):
         s = rules.script_of(t)
         if s is not None:
-            out[j] = max(out[j], 3)
-            why[j] = f"text in {s} script, which MiniLM does not read: passed through ungraded (grade 3)"
+            # MiniLM's grade of it means nothing: a word of the question it carries (a product name, a code) says
+            # it may be about the question (3, kept), else it is tangential (2)
+            shared = set(tx.content_tokens(question)) & set(tx.content_tokens(t))
+            out[j] = 3 if shared else 2
+            why[j] = (
+                f"text in {s} script, which MiniLM does not read: graded by the question's words it holds "
+                f"({', '.join(sorted(shared)[:3]) or 'none'})"
+            )
     hit, other, asked = rules.version_hits(question, [it.title for it in items], [it.text for it in items])
     if any(hit):
         names = ", ".join(".".join(v) for v in sorted(asked))

@@ -10,15 +10,15 @@ from admit._text import STOPWORDS
 from admit.passages import nfc
 
 __all__ = [
-    "char_bigrams",
-    "unreadable_script",
     "capitalised_tokens",
+    "char_bigrams",
     "contains_phrase",
     "content_tokens",
     "entity_phrases",
     "identifier_kind",
     "identifiers",
     "title_keys",
+    "unreadable_script",
     "words",
 ]
 
