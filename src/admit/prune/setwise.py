@@ -78,11 +78,9 @@ class SetwisePruner:
             notes=(f"expected_needed={scores.expected_needed:.2f}",),
             unrelated=scores.unrelated or None,
         )
-        signals = (
-            {c.chunk.id: (d, p) for c, d, p in zip(candidates, scores.dense, scores.probs, strict=True)}
-            if scores.script is None
-            else {}
-        )  # a script MiniLM cannot read: its similarity says nothing
+        signals: dict[str, tuple[float, float]] = {}
+        if scores.script is None and len(scores.dense) == len(candidates):  # (a script MiniLM cannot read: no)
+            signals = {c.chunk.id: (d, p) for c, d, p in zip(candidates, scores.dense, scores.probs, strict=True)}
         return replace(out, signals=signals, expected_needed=scores.expected_needed)
 
 
