@@ -197,6 +197,7 @@ class _Worker:
             )
             dt = time.perf_counter() - t0
             out["outcomes"][key] = _outcome_json(run.outcome, strategy, dt, self.encode_seconds - enc0)
+            out["outcomes"][key].update(_answerability(inp.question, inp.candidates, run.outcome))
         return out
 
 
@@ -216,6 +217,27 @@ def _outcome_json(outcome: PruneOutcome | None, strategy: str, latency_s: float,
         "fallback": outcome.fallback,
         "error": outcome.error,
     }
+
+
+def _answerability(question: str, candidates: Sequence[Any], outcome: PruneOutcome | None) -> dict[str, Any]:
+    """Whether the kept candidates answer the question (the pipeline's check), for the per-class report."""
+    from admit.prune.answerability import assess
+
+    kept = set(outcome.kept_ids) if outcome is not None else {c.id for c in candidates}
+    chosen = [c for c in candidates if c.id in kept]
+    texts = [f"{c.title}\n{c.text}" if c.title else c.text for c in chosen]
+    sig = outcome.signals if outcome is not None else {}
+    if chosen and all(c.id in sig for c in chosen):
+        a = assess(
+            question,
+            texts,
+            dense=[sig[c.id][0] for c in chosen],
+            probs=[sig[c.id][1] for c in chosen],
+            expected_needed=outcome.expected_needed if outcome is not None else None,
+        )
+    else:
+        a = assess(question, texts)
+    return {"answerable": a.answerable, "answerability": a.probability}
 
 
 _WORKERS: dict[str, _Worker] = {}

@@ -76,7 +76,7 @@ class SetwisePruner:
             settings,
             reasons=reasons,
             notes=(f"expected_needed={scores.expected_needed:.2f}",),
-            unrelated=scores.unrelated or None,
+            unrelated=[g == 1 for g in grades],  # SPEC.top_k_keeps_unrelated = False
         )
         signals: dict[str, tuple[float, float]] = {}
         if scores.script is None and len(scores.dense) == len(candidates):  # (a script MiniLM cannot read: no)
@@ -100,6 +100,7 @@ SPEC = StrategySpec(
     name="setwise",
     build=_build,
     regrade_from_grades=True,
+    top_k_keeps_unrelated=False,
     source_modules=(
         "admit.prune.setwise",
         "admit.passages",
