@@ -18,6 +18,7 @@ Only coefficients, scalings and figures are written; never a label.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import sys
@@ -119,6 +120,7 @@ def main() -> None:
     ap.add_argument("--cache-dir", default="/tmp/answer_cache")
     ap.add_argument("--out", default=str(an.DEFAULT_PATH))
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--max-false-alarm", type=float, default=0.1)
     args = ap.parse_args()
     cache = Path(args.cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
@@ -159,6 +161,11 @@ def main() -> None:
             coef=tuple(round(float(v), 6) for v in coef),
             bias=round(bias, 6),
         )
+        # "not answered" is a claim a user acts on: the threshold is set on the training cases so that at most
+        # --max-false-alarm of the answerable ones are said not answered
+        p_pos = np.sort([model.probability(f) for f, lab in tr if lab == 1])
+        thr = float(p_pos[int(args.max_false_alarm * len(p_pos))]) if len(p_pos) else 0.5
+        model = dataclasses.replace(model, threshold=round(min(thr, 0.5), 4))
         out["models"][kind] = model.to_json()
         report[kind] = {
             "train": figures(model, tr),

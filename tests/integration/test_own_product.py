@@ -118,7 +118,8 @@ def _request(question: str, texts: list[str]) -> dict[str, Any]:
         "principal": {"tenant": "ferrule"},
         "prune": "setwise",
         "candidates": [
-            {"id": f"c{i}", "source_id": f"s{i}", "text": t, "access": {"tenant": "ferrule"}} for i, t in enumerate(texts)
+            {"id": f"c{i}", "source_id": f"s{i}", "text": t, "access": {"tenant": "ferrule"}}
+            for i, t in enumerate(texts)
         ],
     }
 

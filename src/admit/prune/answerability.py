@@ -46,11 +46,20 @@ DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "answerability.json"
 
 #: Feature names per model.
 FEATURES: dict[str, tuple[str, ...]] = {
-    "lexical": ("best_q_cov", "union_q_cov", "best_entity_cov", "ident_missing", "best_bigram_cov", "log_n"),
+    "lexical": (
+        "best_q_cov",
+        "union_q_cov",
+        "best_entity_cov",
+        "union_entity_cov",
+        "ident_missing",
+        "best_bigram_cov",
+        "log_n",
+    ),
     "setwise": (
         "best_q_cov",
         "union_q_cov",
         "best_entity_cov",
+        "union_entity_cov",
         "ident_missing",
         "best_bigram_cov",
         "log_n",
@@ -62,16 +71,29 @@ FEATURES: dict[str, tuple[str, ...]] = {
 }
 
 
+def _stem(w: str) -> str:
+    """A light stem: "files" and "file", "restores" and "restore" are one word here."""
+    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
+def _entities(question: str) -> set[str]:
+    """The question's capitalised words and numbers, its first word excluded (a sentence start, not a name)."""
+    first = tx.words(question)[:1]
+    return {_stem(w) for w in tx.capitalised_tokens(question) if w not in first}
+
+
 def _q_units(question: str, script: str | None) -> list[str]:
     if script is not None:
-        return sorted(char_bigrams(question))
-    return list(dict.fromkeys(tx.content_tokens(question)))
+        qb = char_bigrams(question)
+        own = sorted(b for b in qb if any(unreadable_script(ch) for ch in b))
+        return own or sorted(qb)
+    return list(dict.fromkeys(_stem(w) for w in tx.content_tokens(question)))
 
 
 def _units(text: str, script: str | None) -> set[str]:
     if script is not None:
         return char_bigrams(text)
-    return set(tx.content_tokens(text)) | tx.capitalised_tokens(text)
+    return {_stem(w) for w in tx.content_tokens(text)} | {_stem(w) for w in tx.capitalised_tokens(text)}
 
 
 def features(
@@ -89,11 +111,12 @@ def features(
     """
     script = unreadable_script(question)
     q_units = _q_units(question, script)
-    q_ents = tx.capitalised_tokens(question) if script is None else set()
+    q_ents = _entities(question) if script is None else set()
     q_pairs = set(itertools.pairwise(q_units)) if script is None else set()
     asked = tx.identifiers(question)
     best_cov = union = best_ent = best_pair = 0.0
     hit_any: set[str] = set()
+    ent_any: set[str] = set()
     found_ident = False
     for t in texts:
         units = _units(t, script)
@@ -102,8 +125,9 @@ def features(
         best_cov = max(best_cov, len(held) / max(1, len(q_units)))
         if q_ents:
             best_ent = max(best_ent, len(q_ents & units) / len(q_ents))
+            ent_any |= q_ents & units
         if q_pairs:
-            toks = tx.content_tokens(t)
+            toks = [_stem(w) for w in tx.content_tokens(t)]
             best_pair = max(best_pair, len(set(itertools.pairwise(toks)) & q_pairs) / len(q_pairs))
         if asked and not found_ident and asked & tx.identifiers(t):
             found_ident = True
@@ -114,6 +138,8 @@ def features(
         "best_q_cov": best_cov,
         "union_q_cov": union,
         "best_entity_cov": best_ent if q_ents else best_cov,
+        # a name the question asks about (Kerberos, MongoDB) that no passage holds
+        "union_entity_cov": len(ent_any) / len(q_ents) if q_ents else union,
         "ident_missing": 1.0 if asked and texts and not found_ident else 0.0,
         "best_bigram_cov": best_pair if q_pairs else best_cov,
         "log_n": math.log1p(len(texts)),
@@ -227,14 +253,16 @@ def assess(
     """
     if not texts:
         return Answerability(probability=0.0, answerable=False, model="empty", reason="no evidence was admitted")
+    script = unreadable_script(question)
+    if script is not None:
+        return _assess_script(question, texts, script)
     models = models if models is not None else load_models()
     use_setwise = dense is not None and probs is not None and len(dense) == len(texts) == len(probs)
     model = models["setwise" if use_setwise else "lexical"]
     feats = features(question, texts, dense=dense, probs=probs, expected_needed=expected_needed)
     p = model.probability(feats)
     ok = p >= model.threshold
-    script = unreadable_script(question)
-    words = "character bigrams" if script else "content words"
+    words = "content words"
     parts = [
         f"p={p:.2f} {'>=' if ok else '<'} {model.threshold:.2f} ({model.name})",
         f"best passage holds {feats['best_q_cov']:.0%} of the question's {words}, "
@@ -244,6 +272,21 @@ def assess(
         parts.append(f"best similarity {feats['best_dense']:.2f}")
     if feats["ident_missing"]:
         parts.append(f"no passage names {', '.join(sorted(tx.identifiers(question)))}")
-    if script:
-        parts.append(f"question in {script} script")
     return Answerability(probability=round(p, 4), answerable=ok, model=model.name, reason="; ".join(parts))
+
+
+#: For a question in a script MiniLM does not read, the evidence answers when its best passage holds at least this
+#: share of the question's character bigrams (of that script). A rule, not a fitted model: no training list is in
+#: such a script.
+SCRIPT_MIN_SHARE = 0.2
+
+
+def _assess_script(question: str, texts: Sequence[str], script: str) -> Answerability:
+    feats = features(question, texts)
+    share = feats["best_q_cov"]
+    ok = share >= SCRIPT_MIN_SHARE
+    reason = (
+        f"question in {script} script, which MiniLM does not read: the best passage holds {share:.0%} of its "
+        f"character bigrams ({'>=' if ok else '<'} {SCRIPT_MIN_SHARE:.0%}; a rule, not a calibrated probability)"
+    )
+    return Answerability(probability=round(share, 4), answerable=ok, model="script", reason=reason)
