@@ -50,12 +50,31 @@ TRAIN_FILES = (
 )
 
 
-def cases(row: dict[str, Any], scorer: sm.SetwiseScorer) -> list[tuple[str, dict[str, float], dict[str, float], int]]:
-    """(question, setwise features, lexical features, label) for the full list and the list without gold."""
+def cases(
+    row: dict[str, Any], scorer: sm.SetwiseScorer, rng: random.Random
+) -> list[tuple[str, dict[str, float] | None, dict[str, float], int]]:
+    """(question, setwise features, lexical features, label) for lists with and without their gold chunks.
+
+    The two lists of a pair have the same length (the answerable one loses as many random distractors as the
+    other loses gold chunks), so no feature can tell them apart by size; a second pair is short (the gold and one
+    distractor against that many distractors), as a framework's top-2 or top-3 hands over; a third is the gold
+    alone against as many distractors alone.
+    """
     cands = row["candidates"]
     gold = set(row["required"])
+    others = [c for c in cands if c["id"] not in gold]
+    k = len(gold & {c["id"] for c in cands})
+    if k == 0 or len(others) < k + 1:
+        return []
+    drop = {c["id"] for c in rng.sample(others, k)}
+    full_yes = [c for c in cands if c["id"] not in drop]
+    short_no = rng.sample(others, k + 1)
+    short_yes = [c for c in cands if c["id"] in gold] + [rng.choice(others)]
+    rng.shuffle(short_yes)
     out = []
-    for label, keep in ((1, cands), (0, [c for c in cands if c["id"] not in gold])):
+    gold_only = [c for c in cands if c["id"] in gold]
+    pairs = ((1, full_yes), (0, others), (1, short_yes), (0, short_no), (1, gold_only), (0, rng.sample(others, k)))
+    for label, keep in pairs:
         if not keep:
             continue
         items = [sm.SetwiseItem(id=c["id"], title=c.get("title") or "", text=c.get("text") or "") for c in keep]
@@ -71,7 +90,8 @@ def cases(row: dict[str, Any], scorer: sm.SetwiseScorer) -> list[tuple[str, dict
             expected_needed=s.expected_needed,
         )
         fl = an.features(row["question"], [f"{it.title}\n{it.text}" for it in items])
-        out.append((row["question"], fs, fl, label))
+        # the setwise model is used only on lists of MIN_SETWISE_LIST or more (an.assess): fit it on those
+        out.append((row["question"], fs if len(items) >= an.MIN_SETWISE_LIST else None, fl, label))
     return out
 
 
@@ -140,8 +160,8 @@ def main() -> None:
     scorer = sm.SetwiseScorer(embedder=vc)  # type: ignore[arg-type]
     data: dict[str, dict[str, list[tuple[dict[str, float], int]]]] = {"setwise": {}, "lexical": {}}
     for name, rows in (*train.items(), *valid.items()):
-        got = [c for r in rows for c in cases(r, scorer)]
-        data["setwise"][name] = [(fs, lab) for _, fs, _, lab in got]
+        got = [c for r in rows for c in cases(r, scorer, rng)]
+        data["setwise"][name] = [(fs, lab) for _, fs, _, lab in got if fs is not None]
         data["lexical"][name] = [(fl, lab) for _, _, fl, lab in got]
         print(f"  {name}: {len(got)} cases", file=sys.stderr)
     out: dict[str, Any] = {"version": 1, "models": {}, "meta": {"trained_on": {k: len(v) for k, v in train.items()}}}

@@ -554,6 +554,7 @@ def _assess(question: str, survivors: Sequence[Scored], outcome: PruneOutcome | 
             dense=[signals[s.chunk.id][0] for s in survivors],
             probs=[signals[s.chunk.id][1] for s in survivors],
             expected_needed=outcome.expected_needed if outcome is not None else None,
+            graded=len(outcome.graded) if outcome is not None else None,
         )
     return assess_answerability(question, texts)
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from admit import Access, Chunk, PackRequest, Pipeline, Principal
+from admit.errors import ConfigError
 from admit.kb.chunking import chunk_document
 from admit.kb.parse import parse_markdown
 from admit.passages import best_passages, passages
@@ -239,3 +242,55 @@ def test_long_chunk_is_embedded_by_its_best_passages() -> None:
     assert any("compact" in p for p in chosen)
     short, n = best_passages("q", "t", "A short chunk.")
     assert short == passages("t", "A short chunk.") and n == 1
+
+
+# -- the pipeline: the no_answer fallback and on_no_answer ------------------------------------------------------------
+
+
+def _pipeline_with(tmp_path: Path, action: str) -> Pipeline:
+    text = (Path(__file__).resolve().parents[2] / "src" / "admit" / "policies" / "default.toml").read_text("utf-8")
+    path = tmp_path / "policy.toml"
+    path.write_text(text.replace("[defaults]\n", f'[defaults]\non_no_answer = "{action}"\n', 1), "utf-8")
+    return Pipeline(policies=path)
+
+
+def _req(question: str, texts: list[str]) -> PackRequest:
+    a = Access(tenant="t")
+    chunks = [Chunk(id=f"c{i}", source_id=f"s{i}", text=t, access=a) for i, t in enumerate(texts)]
+    return PackRequest(question=question, principal=Principal(tenant="t"), candidates=chunks)
+
+
+NO = "Does Ferrule support Kerberos single sign-on with Active Directory?"
+NO_TEXTS = ["Bananas are yellow.", "Recipe: mix two cups of flour with three eggs."]
+
+
+@pytest.mark.parametrize("action", ["note", "ask_to_narrow", "admit_nothing"])
+def test_on_no_answer_decides_what_follows(tmp_path: Path, action: str) -> None:
+    res = _pipeline_with(tmp_path, action).pack(_req(NO, NO_TEXTS))
+    assert res.answerable is False and res.answerability is not None
+    fb = [f for f in res.fallbacks if f.kind == "no_answer"]
+    assert len(fb) == 1 and "does not answer" in fb[0].detail
+    assert res.trace["answerability"]["answerable"] is False
+    assert res.as_dict()["answerable"] is False
+    if action == "admit_nothing":
+        assert res.admitted_ids == [] and res.prompt == ""
+        assert {d.reason for d in res.decisions} == {"no_answer"}
+    else:
+        assert res.admitted_ids  # admitted, with a note telling the generator
+        word = "narrow" if action == "ask_to_narrow" else "do not guess"
+        assert word in res.prompt
+        assert res.trace["evidence_tokens"] <= res.budget.evidence_budget
+
+
+def test_an_answered_question_gets_no_note(tmp_path: Path) -> None:
+    res = _pipeline_with(tmp_path, "note").pack(
+        _req("What port does the Ferrule server listen on?", ["The Ferrule server listens on port 7443."])
+    )
+    assert res.answerable is True
+    assert "no_answer" not in [f.kind for f in res.fallbacks]
+    assert "do not guess" not in res.prompt
+
+
+def test_a_bad_on_no_answer_is_a_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="on_no_answer"):
+        _pipeline_with(tmp_path, "shrug")

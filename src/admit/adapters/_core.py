@@ -380,6 +380,7 @@ class AdmitFilter:
                 dense=[s[0] for s in sig if s is not None],
                 probs=[s[1] for s in sig if s is not None],
                 expected_needed=outcome.expected_needed if outcome is not None else None,
+                graded=len(outcome.graded) if outcome is not None else None,
             )
         else:
             verdict = assess_answerability(question, texts)

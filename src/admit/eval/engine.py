@@ -234,6 +234,7 @@ def _answerability(question: str, candidates: Sequence[Any], outcome: PruneOutco
             dense=[sig[c.id][0] for c in chosen],
             probs=[sig[c.id][1] for c in chosen],
             expected_needed=outcome.expected_needed if outcome is not None else None,
+            graded=len(outcome.graded) if outcome is not None else None,
         )
     else:
         a = assess(question, texts)

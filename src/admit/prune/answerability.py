@@ -33,6 +33,7 @@ from admit.prune.setwise_model.text import char_bigrams, unreadable_script
 __all__ = [
     "DEFAULT_PATH",
     "FEATURES",
+    "MIN_SETWISE_LIST",
     "Answerability",
     "AnswerabilityModel",
     "assess",
@@ -46,15 +47,7 @@ DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "answerability.json"
 
 #: Feature names per model.
 FEATURES: dict[str, tuple[str, ...]] = {
-    "lexical": (
-        "best_q_cov",
-        "union_q_cov",
-        "best_entity_cov",
-        "union_entity_cov",
-        "ident_missing",
-        "best_bigram_cov",
-        "log_n",
-    ),
+    "lexical": ("best_q_cov", "union_q_cov", "best_entity_cov", "union_entity_cov", "ident_missing", "best_bigram_cov"),
     "setwise": (
         "best_q_cov",
         "union_q_cov",
@@ -62,11 +55,9 @@ FEATURES: dict[str, tuple[str, ...]] = {
         "union_entity_cov",
         "ident_missing",
         "best_bigram_cov",
-        "log_n",
         "best_dense",
         "mean_dense_top2",
         "best_prob",
-        "log_expected",
     ),
 }
 
@@ -148,6 +139,10 @@ def features(
         "best_prob": max(p) if p else 0.0,
         "log_expected": math.log(max(expected_needed or 0.0, 1e-3)),
     }
+
+
+#: The setwise model reads the pruner's probabilities only for a graded list at least this long.
+MIN_SETWISE_LIST = 3
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -237,12 +232,14 @@ def assess(
     dense: Sequence[float] | None = None,
     probs: Sequence[float] | None = None,
     expected_needed: float | None = None,
+    graded: int | None = None,
     models: Mapping[str, AnswerabilityModel] | None = None,
 ) -> Answerability:
     """Decide whether ``texts`` (the admitted evidence) answer ``question``.
 
-    Uses the ``setwise`` model when the setwise pruner's ``dense`` and ``probs`` are given for every text, else
-    the ``lexical`` one.
+    Uses the ``setwise`` model when the setwise pruner's ``dense`` and ``probs`` are given for every text and it
+    graded a list of at least :data:`MIN_SETWISE_LIST` (``graded``: its length), else the ``lexical`` one: the
+    trees' probabilities of a list of one or two chunks are not on the scale of the lists they were fitted on.
 
     Example:
         >>> a = assess("What port does the server listen on?", ["The server listens on port 8080."])
@@ -257,7 +254,12 @@ def assess(
     if script is not None:
         return _assess_script(question, texts, script)
     models = models if models is not None else load_models()
-    use_setwise = dense is not None and probs is not None and len(dense) == len(texts) == len(probs)
+    use_setwise = (
+        dense is not None
+        and probs is not None
+        and len(dense) == len(texts) == len(probs)
+        and (graded is None or graded >= MIN_SETWISE_LIST)
+    )
     model = models["setwise" if use_setwise else "lexical"]
     feats = features(question, texts, dense=dense, probs=probs, expected_needed=expected_needed)
     p = model.probability(feats)
