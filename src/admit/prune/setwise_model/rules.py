@@ -30,6 +30,7 @@ from admit.prune.setwise_model.text import char_bigrams, unreadable_script
 
 __all__ = [
     "UNRELATED_DENSE",
+    "UNRELATED_MAX_PROB",
     "asked_versions",
     "asks_for_all",
     "bigram_grades",
@@ -44,6 +45,8 @@ __all__ = [
 
 #: Below this cosine (MiniLM, best passage) and with no content word of the question, a chunk is unrelated.
 UNRELATED_DENSE = 0.12
+#: ... unless the model gives it at least this probability of being needed (a bridge paragraph).
+UNRELATED_MAX_PROB = 0.2
 
 _VERSION_TOKEN = _linear.compile(r"^[vV]?\d+(?:\.(?:\d+|[xX*]))+$|^[vV]\d+$", name="setwise.version_token")
 _RUN = _linear.compile(r"[\w.*-]+", name="setwise.version_run")

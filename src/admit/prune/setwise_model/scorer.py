@@ -97,13 +97,20 @@ def identifier_grades(grades: Sequence[int], hit: FloatArray, other: FloatArray)
 
 
 def apply_rules(
-    question: str, items: Sequence[SetwiseItem], dense: FloatArray, grades: Sequence[int], reasons: Sequence[str]
+    question: str,
+    items: Sequence[SetwiseItem],
+    dense: FloatArray,
+    grades: Sequence[int],
+    reasons: Sequence[str],
+    probs: FloatArray | None = None,
 ) -> tuple[list[int], list[str], list[bool], str | None]:
     """The rules of :mod:`.rules` on top of the model's grades: (grades, reasons, unrelated floor, script).
 
     Order: scripts MiniLM cannot read (the question's: bigram grades replace the model's; a chunk's: passed
     through at 3), then releases, then list-all tables, then the unrelated floor (last: nothing lifts a chunk
-    that shares nothing with the question).
+    that shares nothing with the question). The floor spares a chunk the model itself believes in (``probs`` at
+    least :data:`.rules.UNRELATED_MAX_PROB`): a bridge paragraph of a multi-hop chain may share no word with the
+    question and still be needed.
     """
     out, why = [int(g) for g in grades], list(reasons)
     n = len(items)
@@ -149,7 +156,9 @@ def apply_rules(
                 out[j] = 5
                 why[j] += "; a table or list of the asked kind for a list-all question"
     for j, it in enumerate(items):
-        if rules.script_of(texts[j]) is None and rules.unrelated(question, it.title, it.text, float(dense[j])):
+        believed = probs is not None and float(probs[j]) >= rules.UNRELATED_MAX_PROB
+        readable = rules.script_of(texts[j]) is None
+        if not believed and readable and rules.unrelated(question, it.title, it.text, float(dense[j])):
             floor[j] = True
             out[j] = 1
             why[j] = f"unrelated: no word of the question, similarity {float(dense[j]):.2f} < {rules.UNRELATED_DENSE}"
@@ -217,7 +226,7 @@ class SetwiseScorer:
                     reasons[j] += f"; names {asked} from the question"
                 elif prep.ident_other[j]:
                     reasons[j] += f"; names another identifier than {asked}"
-        grades, reasons, floor, script = apply_rules(question, items, prep.dense, grades, reasons)
+        grades, reasons, floor, script = apply_rules(question, items, prep.dense, grades, reasons, final)
         return SetwiseScores(
             probs=tuple(round(float(p), 6) for p in final),
             grades=tuple(grades),
