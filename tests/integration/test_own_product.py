@@ -203,8 +203,8 @@ def test_mcp_search_carries_answerable(kb: Path, tmp_path: Path) -> None:
             out = []
             for q in (UNANSWERABLE, PORT):
                 res = await session.call_tool("search_knowledge_base", {"question": q})
-                assert not res.isError, res.content
-                out.append(res.structuredContent or json.loads(res.content[0].text))  # type: ignore[union-attr]
+                assert not res.is_error, res.content
+                out.append(dict(res.structured_content or json.loads(res.content[0].text)))  # type: ignore[union-attr]
             return out
 
     no, yes = anyio.run(main)
@@ -253,15 +253,17 @@ def _adapters() -> list[Any]:
     try:
         from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-        from admit.adapters.llamaindex import AdmitPostprocessor
+        from admit.adapters.llamaindex import AdmitNodePostprocessor
 
         def li(q: str, texts: list[str], **kw: Any) -> list[tuple[str, bool, str, dict[str, Any]]]:
             nodes = [NodeWithScore(node=TextNode(text=t, id_=f"d{i}"), score=None) for i, t in enumerate(texts)]
-            post = AdmitPostprocessor(**kw)
-            kept = post.postprocess_nodes(nodes, query_bundle=QueryBundle(q))
-            ids = {n.node.node_id for n in kept}
-            rows = [(n.node.node_id, True, n.node.get_content(), n.node.metadata["admit"]) for n in kept]
-            return rows + [(f"d{i}", False, t, {}) for i, t in enumerate(texts) if f"d{i}" not in ids]
+            post = AdmitNodePostprocessor(**kw)
+            kept = post.postprocess_nodes(nodes, query_bundle=QueryBundle(q))  # the framework's own entry point
+            _, dropped = post.decide(nodes, q)
+            return [
+                *((n.node.node_id, True, n.node.get_content(), n.node.metadata["admit"]) for n in kept),
+                *((n.node.node_id, False, n.node.get_content(), n.node.metadata["admit"]) for n in dropped),
+            ]
 
         out.append(pytest.param(li, id="llamaindex"))
     except ImportError:
@@ -315,5 +317,6 @@ def test_adapter_short_list_and_japanese(run: Any) -> None:
     rows = {i: k for i, k, _, _ in run(PORT, [ANSWER, BANANAS])}
     assert rows == {"d0": True, "d1": False}
     ja = (PRODUCT / "ja-overview.md").read_text("utf-8")
-    rows = {i: k for i, k, _, _ in run(JAPANESE, ["バナナは黄色くて甘い果物です。", ja])}
-    assert rows["d1"] is True and rows["d0"] is False
+    graded = {i: (k, m["grade"]) for i, k, _, m in run(JAPANESE, ["バナナは黄色くて甘い果物です。", ja])}
+    assert graded["d1"] == (True, 5)
+    assert graded["d0"][1] < 3  # never graded backwards (keep_top_k keeps the retriever's first unless grade 1)

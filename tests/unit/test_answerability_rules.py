@@ -294,3 +294,13 @@ def test_an_answered_question_gets_no_note(tmp_path: Path) -> None:
 def test_a_bad_on_no_answer_is_a_config_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="on_no_answer"):
         _pipeline_with(tmp_path, "shrug")
+
+
+def test_the_registry_version_counts_like_the_document_title() -> None:
+    q = "How do I install Ferrule 4.2?"
+    items = [
+        SetwiseItem(id="a", title="Install › Requirements", text="Needs 4 GB.", version="4.2.1"),
+        SetwiseItem(id="b", title="Install › 4.1", text="Needs 2 GB.", version="4.1.0"),
+    ]
+    hit, other, _ = rules.version_hits(q, [i.title for i in items], [i.text for i in items], [i.version for i in items])
+    assert hit == [False, False] and other == [False, True]  # a: about 4.2 by its document; b: its heading is 4.1

@@ -65,7 +65,12 @@ class SetwisePruner:
 
     def prune(self, question: str, candidates: Sequence[Scored], settings: PruneSettings) -> PruneOutcome:
         """Score the list as a set and keep grade >= threshold (plus the reranked keep_top_k)."""
-        items = [SetwiseItem(id=c.chunk.id, title=c.chunk.title, text=c.chunk.text, score=c.score) for c in candidates]
+        items = [
+            SetwiseItem(
+                id=c.chunk.id, title=c.chunk.title, text=c.chunk.text, score=c.score, version=c.chunk.version or ""
+            )
+            for c in candidates
+        ]
         scores = self.scorer.score(question, items)
         grades = list(scores.grades)
         reasons = [f"p={p:.2f}; {r}" for p, r in zip(scores.probs, scores.reasons, strict=True)]

@@ -88,12 +88,14 @@ class SetwiseItem:
         title: The chunk title ("" when there is none).
         text: The chunk text.
         score: An optional upstream retriever score (accepted, not used by the fitted model).
+        version: The release the chunk's document is of (the registry's ``version``), read by the release rule.
     """
 
     id: str
     title: str
     text: str
     score: float | None = None
+    version: str = ""
 
 
 @dataclass(slots=True)

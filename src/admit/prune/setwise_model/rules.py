@@ -123,7 +123,7 @@ def _matches(have: tuple[str, ...], asked: tuple[str, ...]) -> bool:
 
 
 def version_hits(
-    question: str, titles: Sequence[str], texts: Sequence[str]
+    question: str, titles: Sequence[str], texts: Sequence[str], versions: Sequence[str] = ()
 ) -> tuple[list[bool], list[bool], set[tuple[str, ...]]]:
     """(the section names an asked release, the section names only other releases, the asked releases).
 
@@ -138,6 +138,8 @@ def version_hits(
     hit, other = [False] * n, [False] * n
     for j, (title, text) in enumerate(zip(titles, texts, strict=True)):
         own, doc = _heads(title, text)
+        if j < len(versions) and versions[j]:
+            doc += "\nv" + versions[j].lstrip("vV")  # the registry's version: what the document is about
         named = versions_in(own)
         if any(_matches(h, a) for h in named for a in asked):
             hit[j] = True

@@ -138,7 +138,9 @@ def apply_rules(
                 f"text in {s} script, which MiniLM does not read: graded by the question's words it holds "
                 f"({', '.join(sorted(shared)[:3]) or 'none'})"
             )
-    hit, other, asked = rules.version_hits(question, [it.title for it in items], [it.text for it in items])
+    hit, other, asked = rules.version_hits(
+        question, [it.title for it in items], [it.text for it in items], [it.version for it in items]
+    )
     if any(hit):
         names = ", ".join(".".join(v) for v in sorted(asked))
         for j in range(n):
