@@ -304,3 +304,40 @@ def test_the_registry_version_counts_like_the_document_title() -> None:
     ]
     hit, other, _ = rules.version_hits(q, [i.title for i in items], [i.text for i in items], [i.version for i in items])
     assert hit == [False, False] and other == [False, True]  # a: about 4.2 by its document; b: its heading is 4.1
+
+
+def test_eval_reports_answerability_per_query_class(tmp_path: Path) -> None:
+    from admit.eval.dataset import load_dataset
+    from admit.eval.sweep import EvalOptions, expand_grid, run_eval
+
+    rows = [
+        {
+            "id": "p:0",
+            "question": "List all error codes",
+            "candidates": [
+                {"id": "c0", "source_id": "s0", "title": "Errors", "text": TABLE},
+                {"id": "c1", "source_id": "s1", "title": "Fruit", "text": "Bananas are yellow."},
+            ],
+            "required": ["c0"],
+            "source": "toy",
+        },
+        {
+            "id": "p:1",
+            "question": "What port does the Ferrule server listen on?",
+            "candidates": [
+                {"id": "c0", "source_id": "s0", "title": "", "text": "Bananas are yellow."},
+                {"id": "c1", "source_id": "s1", "title": "", "text": "The Ferrule server listens on port 7443."},
+            ],
+            "required": ["c1"],
+            "source": "toy",
+        },
+    ]
+    path = tmp_path / "toy.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    opts = EvalOptions(reranker="bm25", generator_model="cl100k_base", cache=None)
+    run = run_eval(load_dataset(path), expand_grid("top_n", {"n": [1]}), opts)
+    m = run.metrics["top_n n=1"]
+    assert set(m["by_query_class"]) == {"list_all", "point_lookup"}
+    for v in m["by_query_class"].values():
+        assert v["said_answerable"] is not None and 0.0 <= v["said_answerable"] <= 1.0
+    assert [r.answerable for r in run.results["top_n n=1"]] == [True, True]
