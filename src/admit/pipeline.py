@@ -42,7 +42,7 @@ from admit.prune.verdicts import (
 from admit.render import EvidenceRenderer
 from admit.rerank import rerank
 from admit.retrieve import authorize
-from admit.tools import Redactor, ToolOutput, render_tool_outputs
+from admit.tools import Redactor, ToolBlock, ToolOutput, render_tool_outputs
 from admit.trace import (
     NullTracer,
     PrunerRecord,
@@ -343,34 +343,20 @@ class Pipeline:
         with timer.stage("scan"):
             flags = self._scan(pruned.shown_to_llm, packed)
         ordered = tuple(decisions[c.id] for c in req.candidates)
-        extra: dict[str, Any] = {**req.extra_trace, "question_tokens": tokenizer.count(req.question)}
-        extra["flags"] = flags
-        extra["answerability"] = {
-            "answerable": verdict.answerable,
-            "probability": verdict.probability,
-            "model": verdict.model,
-            "reason": verdict.reason,
-        }
-        if tools is not None:
-            extra["tools"] = [r.as_dict() for r in tools.reports]
-        if self.trace_content:
-            extra["question"] = req.question
-            extra["prompt"] = packed.prompt
-        record = build_record(
-            request_id=request_id,
+        record = self._record(
+            req,
+            request_id,
             route=route,
-            policy_version=route["policy_version"],
             budget=budget,
-            candidate_ids=[c.id for c in req.candidates],
-            reranked_ids=[s.chunk.id for s in ranked],
+            tokenizer=tokenizer,
+            ranked=ranked,
             decisions=ordered,
-            evidence_tokens=packed.evidence_tokens,
-            fallbacks=packed.fallbacks,
-            latency_ms=timer.ms,
-            total_ms=timer.total_ms(),
-            pruner=cast(PrunerRecord, pruned.outcome.as_dict()) if pruned.outcome else None,
-            accepted_ids=[p.chunk.id for p in packed.admitted],
-            extra=extra,
+            packed=packed,
+            verdict=verdict,
+            pruned=pruned,
+            flags=flags,
+            tools=tools,
+            timer=timer,
         )
         self._write(record, req, request_id)
         return PackResult(
@@ -511,6 +497,54 @@ class Pipeline:
         """
         shown = [*(s.chunk for s in shown_to_llm), *(p.chunk for p in packed.admitted)]
         return {c.id: list(k) for c in shown if (k := chunk_flags(c.title, c.text))}
+
+    def _record(
+        self,
+        req: PackRequest,
+        request_id: str,
+        *,
+        route: RouteRecord,
+        budget: Budget,
+        tokenizer: Tokenizer,
+        ranked: Sequence[Scored],
+        decisions: tuple[Decision, ...],
+        packed: PackOutcome,
+        verdict: Answerability,
+        pruned: _Pruned,
+        flags: dict[str, list[str]],
+        tools: ToolBlock | None,
+        timer: StageTimer,
+    ) -> TraceRecord:
+        """The request's trace record: every key named in :class:`~admit.trace.TraceRecord`."""
+        extra: dict[str, Any] = {**req.extra_trace, "question_tokens": tokenizer.count(req.question)}
+        extra["flags"] = flags
+        extra["answerability"] = {
+            "answerable": verdict.answerable,
+            "probability": verdict.probability,
+            "model": verdict.model,
+            "reason": verdict.reason,
+        }
+        if tools is not None:
+            extra["tools"] = [r.as_dict() for r in tools.reports]
+        if self.trace_content:
+            extra["question"] = req.question
+            extra["prompt"] = packed.prompt
+        return build_record(
+            request_id=request_id,
+            route=route,
+            policy_version=route["policy_version"],
+            budget=budget,
+            candidate_ids=[c.id for c in req.candidates],
+            reranked_ids=[s.chunk.id for s in ranked],
+            decisions=decisions,
+            evidence_tokens=packed.evidence_tokens,
+            fallbacks=packed.fallbacks,
+            latency_ms=timer.ms,
+            total_ms=timer.total_ms(),
+            pruner=cast(PrunerRecord, pruned.outcome.as_dict()) if pruned.outcome else None,
+            accepted_ids=[p.chunk.id for p in packed.admitted],
+            extra=extra,
+        )
 
     def _write(self, record: TraceRecord, req: PackRequest, request_id: str) -> None:
         """Hand the record to the sink; a broken sink does not fail the request (it is logged)."""
