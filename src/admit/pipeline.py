@@ -27,8 +27,7 @@ from admit.pack import PackOutcome
 from admit.pack import pack as pack_stage
 from admit.policy import Policy, PolicySet, Resolution, load_policy_set
 from admit.prune import Pruner, PrunerResources, get_strategy
-from admit.prune.answerability import Answerability
-from admit.prune.answerability import assess as assess_answerability
+from admit.prune.answerability import Answerability, assess_kept
 from admit.prune.base import PruneOutcome
 from admit.prune.settings import PruneSettings
 from admit.prune.verdicts import (
@@ -447,7 +446,7 @@ class Pipeline:
         query_class: str,
     ) -> tuple[PackOutcome, Answerability]:
         """Assess whether the survivors answer the question, apply the policy's ``on_no_answer``, pack them."""
-        verdict = _assess(req.question, pruned.survivors, pruned.outcome)
+        verdict = assess_kept(req.question, [s.chunk for s in pruned.survivors], pruned.outcome)
         survivors: Sequence[Scored] = pruned.survivors
         notes: tuple[str, ...] = ()
         withheld: list[Decision] = []
@@ -575,22 +574,6 @@ _NO_ANSWER_NOTES = {
     "ask_to_narrow": "admit's check found that the passages below may not answer the question. Ask the user to "
     "rephrase or narrow it (a product, a version, a feature name) rather than guessing.",
 }
-
-
-def _assess(question: str, survivors: Sequence[Scored], outcome: PruneOutcome | None) -> Answerability:
-    """Answerability of the survivors, with the pruner's similarities and probabilities when it gave them."""
-    texts = [f"{s.chunk.title}\n{s.chunk.text}" if s.chunk.title else s.chunk.text for s in survivors]
-    signals = outcome.signals if outcome is not None else {}
-    if survivors and signals and all(s.chunk.id in signals for s in survivors):
-        return assess_answerability(
-            question,
-            texts,
-            dense=[signals[s.chunk.id][0] for s in survivors],
-            probs=[signals[s.chunk.id][1] for s in survivors],
-            expected_needed=outcome.expected_needed if outcome is not None else None,
-            graded=len(outcome.graded) if outcome is not None else None,
-        )
-    return assess_answerability(question, texts)
 
 
 def _no_answer_drop(s: Scored, verdict: Answerability) -> Decision:

@@ -175,6 +175,12 @@ def test_http_search_and_pack_carry_answerable(server: str) -> None:
     r = httpx.post(f"{server}/v1/pack", json=body, headers=H, timeout=900)
     assert r.status_code == 200, r.text
     assert r.json()["answerable"] is True and r.json()["citations"] == ["c0"]
+    cands = [{"id": "a", "text": ANSWER}, {"id": "b", "text": BANANAS}]
+    r = httpx.post(f"{server}/v1/prune", json={"question": PORT, "candidates": cands}, headers=H, timeout=900)
+    assert r.status_code == 200, r.text
+    assert r.json()["kept_ids"] == ["a"] and r.json()["answerable"] is True
+    r = httpx.post(f"{server}/v1/prune", json={"question": PORT, "candidates": cands[1:]}, headers=H, timeout=900)
+    assert r.json()["kept_ids"] == [] and r.json()["answerable"] is False
 
 
 # -- MCP over stdio ------------------------------------------------------------------------------------------------
@@ -205,11 +211,14 @@ def test_mcp_search_carries_answerable(kb: Path, tmp_path: Path) -> None:
                 res = await session.call_tool("search_knowledge_base", {"question": q})
                 assert not res.is_error, res.content
                 out.append(dict(res.structured_content or json.loads(res.content[0].text)))  # type: ignore[union-attr]
+            res = await session.call_tool("prune_context", {"question": PORT, "chunks": [BANANAS]})
+            out.append(dict(res.structured_content or json.loads(res.content[0].text)))  # type: ignore[union-attr]
             return out
 
-    no, yes = anyio.run(main)
+    no, yes, pruned = anyio.run(main)
     assert no["answerable"] is False and "not answer" in no["note"]
     assert yes["answerable"] is True and yes["citations"]
+    assert pruned["kept_ids"] == [] and pruned["answerable"] is False
 
 
 # -- the three adapters --------------------------------------------------------------------------------------------

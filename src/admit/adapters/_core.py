@@ -28,7 +28,7 @@ from admit.pack import anchored_excerpt
 from admit.passages import passages
 from admit.pipeline import prune_candidates
 from admit.prune import Pruner, resolve_pruner, strategy_names
-from admit.prune.answerability import assess as assess_answerability
+from admit.prune.answerability import assess_kept
 from admit.prune.base import PruneOutcome
 from admit.prune.settings import PruneSettings
 from admit.types import Chunk
@@ -369,21 +369,14 @@ class AdmitFilter:
                 )
             self._cut(verdicts, limit, docs, question)
         final = tuple(verdicts[i] for i in range(len(docs)))
-        signals = outcome.signals if outcome is not None else {}
         kept = [v for v in final if v.kept]
-        texts = [v.excerpt or (f"{docs[v.index].title}\n{docs[v.index].text}") for v in kept]
-        sig = [signals.get(ids[v.index]) for v in kept]
-        if kept and all(s is not None for s in sig) and not any(v.excerpt for v in kept):
-            verdict = assess_answerability(
-                question,
-                texts,
-                dense=[s[0] for s in sig if s is not None],
-                probs=[s[1] for s in sig if s is not None],
-                expected_needed=outcome.expected_needed if outcome is not None else None,
-                graded=len(outcome.graded) if outcome is not None else None,
-            )
-        else:
-            verdict = assess_answerability(question, texts)
+        # what is passed on: an excerpt where one replaced a document (then only its words are known)
+        passed = [
+            Chunk(id=ids[v.index], source_id=ids[v.index], text=v.excerpt or docs[v.index].text or " ",
+                  title="" if v.excerpt else docs[v.index].title)
+            for v in kept
+        ]  # fmt: skip
+        verdict = assess_kept(question, passed, None if any(v.excerpt for v in kept) else outcome)
         if not verdict.answerable:
             logger.info("not answered: %s", verdict.reason)
         return FilterRun(

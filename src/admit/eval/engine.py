@@ -221,23 +221,10 @@ def _outcome_json(outcome: PruneOutcome | None, strategy: str, latency_s: float,
 
 def _answerability(question: str, candidates: Sequence[Any], outcome: PruneOutcome | None) -> dict[str, Any]:
     """Whether the kept candidates answer the question (the pipeline's check), for the per-class report."""
-    from admit.prune.answerability import assess
+    from admit.prune.answerability import assess_kept
 
     kept = set(outcome.kept_ids) if outcome is not None else {c.id for c in candidates}
-    chosen = [c for c in candidates if c.id in kept]
-    texts = [f"{c.title}\n{c.text}" if c.title else c.text for c in chosen]
-    sig = outcome.signals if outcome is not None else {}
-    if chosen and all(c.id in sig for c in chosen):
-        a = assess(
-            question,
-            texts,
-            dense=[sig[c.id][0] for c in chosen],
-            probs=[sig[c.id][1] for c in chosen],
-            expected_needed=outcome.expected_needed if outcome is not None else None,
-            graded=len(outcome.graded) if outcome is not None else None,
-        )
-    else:
-        a = assess(question, texts)
+    a = assess_kept(question, [c for c in candidates if c.id in kept], outcome)
     return {"answerable": a.answerable, "answerability": a.probability}
 
 

@@ -27,8 +27,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from admit.prune.base import PruneOutcome
 from admit.prune.setwise_model import text as tx
 from admit.prune.setwise_model.text import char_bigrams, unreadable_script
+from admit.types import Chunk
 
 __all__ = [
     "DEFAULT_PATH",
@@ -37,6 +39,7 @@ __all__ = [
     "Answerability",
     "AnswerabilityModel",
     "assess",
+    "assess_kept",
     "char_bigrams",
     "features",
     "load_models",
@@ -292,3 +295,20 @@ def _assess_script(question: str, texts: Sequence[str], script: str) -> Answerab
         f"character bigrams ({'>=' if ok else '<'} {SCRIPT_MIN_SHARE:.0%}; a rule, not a calibrated probability)"
     )
     return Answerability(probability=round(share, 4), answerable=ok, model="script", reason=reason)
+
+
+def assess_kept(question: str, kept: Sequence[Chunk], outcome: PruneOutcome | None) -> Answerability:
+    """Whether the chunks a pruner kept answer the question, with its similarities and probabilities when it gave
+    them (``setwise``): the one call behind the pipeline, ``/v1/prune``, the MCP tools, the adapters and eval."""
+    texts = [f"{c.title}\n{c.text}" if c.title else c.text for c in kept]
+    signals = outcome.signals if outcome is not None else {}
+    if kept and signals and all(c.id in signals for c in kept):
+        return assess(
+            question,
+            texts,
+            dense=[signals[c.id][0] for c in kept],
+            probs=[signals[c.id][1] for c in kept],
+            expected_needed=outcome.expected_needed if outcome is not None else None,
+            graded=len(outcome.graded) if outcome is not None else None,
+        )
+    return assess(question, texts)

@@ -33,6 +33,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from admit.errors import AdmitError, AuthorizationError, BackendTimeout, ConfigError, MissingExtraError
+from admit.prune.answerability import assess_kept
 from admit.schema import PruneCandidate, ToolOutputModel
 from admit.service import core
 from admit.service.config import ServiceSettings
@@ -185,6 +186,8 @@ class PruneResult(BaseModel):
     decisions: list[dict[str, Any]]
     strategy: str
     fallback: str | None = None
+    answerable: bool = Field(default=True, description="Whether the kept chunks answer the question.")
+    answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
 
 
 def resolve_mcp_principal(
@@ -354,7 +357,10 @@ def build_mcp_server(
         answer = await guarded("prune", run)
         run_ = answer.run
         kept = set(run_.kept_ids)
+        verdict = assess_kept(question, [v.chunk for v in run_.verdicts if v.kept], run_.outcome)
         return PruneResult(
+            answerable=verdict.answerable,
+            answerability=verdict.probability,
             kept=[c for c in items if c.id in kept],
             kept_ids=[c.id for c in items if c.id in kept],
             dropped_ids=[c.id for c in items if c.id not in kept],
