@@ -24,6 +24,7 @@ from typing_extensions import TypedDict
 from admit.types import Budget, BudgetRecord, Decision, DecisionRecord, Fallback, FallbackRecord, UsageRecord
 
 __all__ = [
+    "AnswerabilityRecord",
     "BudgetRecord",
     "DecisionRecord",
     "FallbackRecord",
@@ -57,6 +58,15 @@ class RouteRecord(TypedDict):
     policy_version: str
     rollout: Literal["current", "baseline"]
     kill_switch: NotRequired[bool]
+
+
+class AnswerabilityRecord(TypedDict):
+    """Whether the admitted evidence answers the question (:mod:`admit.prune.answerability`)."""
+
+    answerable: bool
+    probability: float
+    model: str
+    reason: str
 
 
 class PrunerRecord(TypedDict):
@@ -131,6 +141,7 @@ class TraceRecord(TypedDict, total=False):
     fallbacks: list[FallbackRecord]
     question_tokens: int
     flags: dict[str, list[str]]
+    answerability: AnswerabilityRecord
     # with tool outputs (PackRequest.tool_outputs)
     tools: list[ToolRecord]
     # with ADMIT_TRACE_CONTENT=true only
@@ -332,6 +343,7 @@ def build_record(
     accepted_ids: Sequence[str] | None = None,
     question_tokens: int | None = None,
     flags: Mapping[str, list[str]] | None = None,
+    answerability: AnswerabilityRecord | None = None,
     tools: Sequence[ToolRecord] | None = None,
     retrieval: RetrievalRecord | None = None,
     content: tuple[str, str] | None = None,
@@ -372,6 +384,8 @@ def build_record(
         rec["question_tokens"] = question_tokens
     if flags is not None:
         rec["flags"] = {k: list(v) for k, v in flags.items()}
+    if answerability is not None:
+        rec["answerability"] = answerability
     if tools is not None:
         rec["tools"] = list(tools)
     if retrieval is not None:

@@ -37,7 +37,10 @@ CORPUS = [
     Chunk(id="picnic", source_id="blog", title="Picnic", text="The picnic is on Friday.", access=A),
 ]
 
-PRUNE_KEYS = {"strategy", "kept_ids", "dropped_ids", "decisions", "fallback", "error", "usage", "notes"}
+PRUNE_KEYS = {
+    "strategy", "kept_ids", "dropped_ids", "decisions", "fallback", "error", "usage", "notes", "answerable",
+    "answerability",
+}  # fmt: skip
 """The one prune answer (PruneRun.as_dict): /v1/prune, MCP prune_context and admit prune's lines."""
 
 

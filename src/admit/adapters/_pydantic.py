@@ -31,8 +31,9 @@ class AdapterSettings(BaseModel):
     """At most this many documents (nodes) are returned (the best ranked)."""
     max_tokens: int | None = None
     """Token budget of the kept documents, best ranked first."""
-    max_doc_chars: int | None = 20_000
-    """A document longer than this is dropped before grading."""
+    max_doc_chars: int | None = None
+    """A document longer than this is dropped before grading (logged, recorded in its metadata); ``None``: no
+    cap, a long document is graded by its best passages."""
     drop_duplicates: bool = True
     """Drop a document whose text repeats an earlier one under another id."""
     embeddings: str = "auto"

@@ -56,7 +56,10 @@ class AdmitCompressor(AdapterSettings, BaseDocumentCompressor):  # type: ignore[
         dropped: list[Document] = []
         for v in res.verdicts:
             src = documents[v.index]
-            doc = src.model_copy(update={"metadata": {**src.metadata, "admit": v.as_metadata(res.strategy)}})
+            update: dict[str, Any] = {"metadata": {**src.metadata, "admit": v.as_metadata(res.strategy)}}
+            if v.excerpt is not None:
+                update["page_content"] = v.excerpt
+            doc = src.model_copy(update=update)
             (kept if v.kept else dropped).append(doc)
         return kept, dropped
 

@@ -86,6 +86,8 @@ class AdmitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):  # type: i
             src = nodes[v.index]
             node = src.node.model_copy(deep=False)
             node.metadata = {**src.node.metadata, "admit": v.as_metadata(res.strategy)}
+            if v.excerpt is not None and hasattr(node, "set_content"):
+                node.set_content(v.excerpt)
             node.excluded_embed_metadata_keys = [*src.node.excluded_embed_metadata_keys, "admit"]
             node.excluded_llm_metadata_keys = [*src.node.excluded_llm_metadata_keys, "admit"]
             (kept if v.kept else dropped).append(NodeWithScore(node=node, score=src.score))

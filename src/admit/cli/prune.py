@@ -239,7 +239,7 @@ def prune_cmd(
         rid, question, chunks = rec
         t0 = time.perf_counter()
         run = prune_candidates(question, chunks, settings=settings, reranker=rr, pruner=pruner)
-        answer = run.as_dict()  # the one prune answer (/v1/prune and MCP give the same keys)
+        answer = run.as_dict(question)  # the one prune answer (/v1/prune and MCP give the same keys)
         return {
             "id": rid,
             **answer,

@@ -259,6 +259,7 @@ def trace_summary(trace: TraceRecord | Mapping[str, Any]) -> dict[str, Any]:
         "accepted_chunk_ids": list(rec.get("accepted_chunk_ids", [])),
         "dropped": dict(rec.get("dropped", {})),
         "fallbacks": [f["kind"] for f in rec.get("fallbacks", [])],
+        "answerable": rec["answerability"]["answerable"] if "answerability" in rec else None,
         "pruner": dict(pruner) if pruner else None,
         "tools": [dict(t) for t in rec.get("tools", [])],  # what happened to each tool output (counts only)
         "latency_ms": dict(rec.get("latency_ms", {})),  # the one shape: milliseconds by stage, and total

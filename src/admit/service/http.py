@@ -207,7 +207,7 @@ def create_app(
     async def prune_endpoint(body: PruneBody, principal: PrincipalDep) -> PruneResponse:
         """Prune bring-your-own chunks: one decision per candidate, in input order."""
         answer = await core.prune(state, body.query(), principal)
-        return PruneResponse.from_run(answer.run, answer.trace)
+        return PruneResponse.from_run(answer.run, answer.trace, question=body.question)
 
     return app
 

@@ -93,6 +93,11 @@ class EvidenceResult(BaseModel):
 
     evidence: str = Field(description="The evidence block: untrusted-evidence envelopes, cite their ids.")
     citations: list[str] = Field(description="Ids of the admitted passages on this page, in prompt order.")
+    answerable: bool = Field(
+        default=True,
+        description="Whether the evidence answers the question; false: say the knowledge base does not answer it.",
+    )
+    answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
     passages: list[CitedPassage]
     tools: str = Field(default="", description="The tool-results block (untrusted tool data), if tools were given.")
     note: str = Field(default="", description="Fallbacks applied (scope notes, excerpts, ask to narrow).")
@@ -149,6 +154,8 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
         return EvidenceResult(
             evidence=evidence,
             citations=[p.chunk.id for p in page],
+            answerable=res.answerable,
+            answerability=res.answerability,
             passages=[_cited(p) for p in page],
             tools=res.tools,
             note=note,
@@ -356,7 +363,7 @@ def build_mcp_server(
 
         answer = await guarded("prune", run)
         kept = set(answer.run.kept_ids)
-        shared = PruneResponse.from_run(answer.run, answer.trace)
+        shared = PruneResponse.from_run(answer.run, answer.trace, question=question)
         return PruneResult(**dict(shared), kept=[c for c in items if c.id in kept])
 
     holder: Any = server

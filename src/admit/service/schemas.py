@@ -113,6 +113,11 @@ class SearchResponse(BaseModel):
     query: str = Field(description="Deprecated: the same as `question`.")
     admitted: list[PassageOut]
     citations: list[str]
+    answerable: bool = Field(
+        default=True,
+        description="Whether the admitted evidence answers the question (false: see the no_answer fallback).",
+    )
+    answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
     prompt: str
     budget: dict[str, Any] = Field(description="The evidence budget: input limit, reserves, what is left for evidence.")
     tools: str = Field(default="", description="The tool-results block (its own message); empty without tools.")
@@ -169,11 +174,14 @@ class PruneResponse(BaseModel):
     usage: dict[str, Any]
     notes: list[str] = Field(default_factory=list, description="The pruner's notes.")
     trace: dict[str, Any]
+    answerable: bool = Field(default=True, description="Whether the kept chunks answer the question.")
+    answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
 
     @classmethod
-    def from_run(cls, run: PruneRun, trace: Mapping[str, Any]) -> PruneResponse:
-        """The answer of a prune run: the verdicts (:meth:`~admit.pipeline.PruneVerdict.as_dict`) in input order."""
-        return cls.model_validate({**run.as_dict(), "trace": dict(trace)})
+    def from_run(cls, run: PruneRun, trace: Mapping[str, Any], question: str = "") -> PruneResponse:
+        """The answer of a prune run (:meth:`~admit.prune.verdicts.PruneRun.as_dict`, the one prune answer);
+        ``answerable`` from the kept chunks when the ``question`` is given."""
+        return cls.model_validate({**run.as_dict(question or None), "trace": dict(trace)})
 
 
 class ErrorBody(BaseModel):
