@@ -23,8 +23,8 @@ import collections
 import html
 import json
 import threading
-from datetime import datetime
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
