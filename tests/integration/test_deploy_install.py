@@ -150,6 +150,10 @@ def installed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 def test_the_install_path_ingests_searches_and_serves_without_torch(installed: Venv, tmp_path: Path) -> None:
     probe = installed.sh("python -c \"import importlib.util as u; print(u.find_spec('torch') is None)\"")
     assert probe.stdout.strip() == "True", f"torch was installed: {probe.stdout}{probe.stderr}"
+    typed = installed.sh(
+        "python -c \"import admit, pathlib; print((pathlib.Path(admit.__file__).parent / 'py.typed').is_file())\""
+    )
+    assert typed.stdout.strip() == "True", "py.typed is not installed: a user's mypy would see admit as untyped"
     kb = tmp_path / "demo.kb"
     docs, registry = REPO / "examples" / "docs", REPO / "examples" / "sources.toml"
     res = installed.admit("ingest", str(docs), "--kb", str(kb), "--registry", str(registry), "--no-progress")
