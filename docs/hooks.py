@@ -18,7 +18,7 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
             lines = text.split("\n")
             if lines and lines[0].startswith("# "):
                 lines = lines[1:]
-            out.append("\n".join("#" + ln if ln.startswith("#") else ln for ln in lines))
+            out.append("\n".join(lines))
         else:
             out.append(line)
     return "\n".join(out)

@@ -183,7 +183,7 @@ def test_the_install_path_ingests_searches_and_serves_without_torch(installed: V
     port = free_port()
     proc = installed.serve(kb, port, tmp_path / "serve-failed.log")
     try:
-        body = _wait_failed(f"http://127.0.0.1:{port}/readyz", proc)
+        body = _wait_failed(f"http://127.0.0.1:{port}/readyz", proc, tmp_path / "serve-failed.log")
         assert body["error"] == "MissingModelError" and FIX in body["fix"] and "\n" not in body["fix"], body
     finally:
         stop(proc)
@@ -191,7 +191,7 @@ def test_the_install_path_ingests_searches_and_serves_without_torch(installed: V
     assert "Traceback" not in err, err[-3000:]
 
 
-def _wait_failed(url: str, proc: subprocess.Popen[bytes]) -> dict[str, str]:
+def _wait_failed(url: str, proc: subprocess.Popen[bytes], log: Path) -> dict[str, str]:
     """Poll ``/readyz`` until it says ``failed`` (it answers 503 ``loading`` first)."""
     for _ in range(3000):
         try:
@@ -202,6 +202,8 @@ def _wait_failed(url: str, proc: subprocess.Popen[bytes]) -> dict[str, str]:
                 return dict(body)
         except (httpx.HTTPError, json.JSONDecodeError):
             pass
-        assert proc.poll() is None, "the server exited instead of reporting the missing model on /readyz"
+        assert proc.poll() is None, f"the server exited instead of reporting the missing model on /readyz:\n{
+            log.read_text('utf-8', errors='replace')[-3000:]
+        }"
         subprocess.run(["sleep", "0.2"], check=True)
     raise AssertionError(f"{url} never said failed")

@@ -43,9 +43,10 @@ def test_every_admit_variable_the_code_names_is_in_the_configuration_table() -> 
     names = set()
     for path in (ROOT / "src" / "admit").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("ADMIT_"):
-                if node.value.replace("_", "").isalnum() and node.value.isupper():
-                    names.add(node.value)
+            value = node.value if isinstance(node, ast.Constant) else None
+            named = isinstance(value, str) and value.startswith("ADMIT_") and value.isupper()
+            if named and str(value).replace("_", "").isalnum():
+                names.add(str(value))
     assert names, "no ADMIT_ variable found: the scan is broken"
     missing = sorted(n for n in names if f"| `{n}` |" not in page)
     assert not missing, missing
