@@ -202,8 +202,8 @@ def _wait_failed(url: str, proc: subprocess.Popen[bytes], log: Path) -> dict[str
                 return dict(body)
         except (httpx.HTTPError, json.JSONDecodeError):
             pass
-        assert proc.poll() is None, f"the server exited instead of reporting the missing model on /readyz:\n{
-            log.read_text('utf-8', errors='replace')[-3000:]
-        }"
+        if proc.poll() is not None:
+            err = log.read_text("utf-8", errors="replace")[-3000:]
+            raise AssertionError(f"the server exited instead of reporting the missing model on /readyz:\n{err}")
         subprocess.run(["sleep", "0.2"], check=True)
     raise AssertionError(f"{url} never said failed")
