@@ -83,6 +83,10 @@ SKIPPED = {
 DATA_MAPS = {"dropped", "step_s"}
 """Objects whose keys are data (drop reasons, warm-up steps), not schema: only their type is compared."""
 
+VOLATILE = {"latency_ms", "step_s", "warm_up_s", "latency_s", "ts", "usage", "retry_in_s"}
+"""Keys whose numbers change from run to run (timings): compared by type. Every other number shown is compared
+with the one printed, so a figure in an example is the figure the command produces."""
+
 BACKGROUND = ("admit serve", "admit mcp")
 
 MISSING_MODEL = "error: The MiniLM model files are not installed"
@@ -140,12 +144,22 @@ def _kind(v: Any) -> str:
     return type(v).__name__
 
 
+def _same_figure(shown: float, printed: float) -> bool:
+    """``printed`` is ``shown`` to the decimals the page shows (``0.94`` for ``0.9400072``)."""
+    text = repr(shown)
+    decimals = len(text.split(".", 1)[1]) if "." in text and "e" not in text else 0
+    return bool(round(float(printed), decimals) == shown)
+
+
 def same_shape(expected: Any, actual: Any, where: str = "$") -> list[str]:
     """Where ``actual`` differs in shape from the README's ``expected`` (``"..."``: anything; null: any value)."""
     if expected == "..." or expected is None:
         return []
     if _kind(expected) != _kind(actual):
         return [f"{where}: README shows {_kind(expected)}, got {_kind(actual)} ({str(actual)[:80]!r})"]
+    volatile = any(part.split("[", 1)[0] in VOLATILE for part in where.split("."))
+    if _kind(expected) == "number" and not volatile and not _same_figure(expected, actual):
+        return [f"{where}: README shows {expected}, the command printed {actual}"]  # a figure is as produced
     problems: list[str] = []
     if isinstance(expected, dict):
         if where.rsplit(".", 1)[-1] in DATA_MAPS:
