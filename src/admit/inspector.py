@@ -88,8 +88,8 @@ def _ids(records: Sequence[Mapping[str, Any]]) -> str:
 
 
 class InspectLog:
-    """A trace sink for the service: keeps the last ``keep`` requests in memory for ``/inspect``, by tenant,
-    and hands every record on to ``out`` (the trace file's sink, if any).
+    """A trace sink for the service: keeps each tenant's last ``keep`` requests in memory for ``/inspect`` (one
+    tenant's traffic never pushes out another's), and hands every record on to ``out`` (the trace file's sink).
 
     The kept entries hold the request with its candidates' text (the page shows the envelopes), in memory only,
     behind the same API keys as ``/v1``; :meth:`records` returns only the asking tenant's.
@@ -98,8 +98,8 @@ class InspectLog:
     def __init__(self, out: TraceSink | RequestSink | None, *, keep: int) -> None:
         """Keep at most ``keep`` requests (``0``: none); write through to ``out``."""
         self.out = out
-        self._kept: collections.deque[tuple[str | None, dict[str, Any]]] = collections.deque(maxlen=max(keep, 1))
-        self._on = keep > 0
+        self.keep = keep
+        self._kept: dict[str | None, collections.deque[dict[str, Any]]] = {}
         self._lock = threading.Lock()
 
     def write(self, record: Mapping[str, Any]) -> None:
@@ -109,14 +109,15 @@ class InspectLog:
 
     def write_request(self, record: TraceRecord, request: PackRequest) -> None:
         """Keep the record with its request, then hand it on."""
-        if self._on:
+        if self.keep > 0:
             try:
                 logged = request_to_json(request)
             except ConfigError:  # a tokenizer instance as the model: the candidates are still shown
                 logged = {"question": request.question, "candidates": []}
             tenant = request.principal.tenant if request.principal is not None else None
             with self._lock:
-                self._kept.append((tenant, {**record, "request": logged}))
+                kept = self._kept.setdefault(tenant, collections.deque(maxlen=self.keep))
+                kept.append({**record, "request": logged})
         if self.out is None:
             return
         if hasattr(self.out, "write_request"):
@@ -127,7 +128,7 @@ class InspectLog:
     def records(self, tenant: str | None) -> list[dict[str, Any]]:
         """The kept records of ``tenant``'s requests, newest first."""
         with self._lock:
-            return [rec for t, rec in reversed(self._kept) if t == tenant]
+            return list(reversed(self._kept.get(tenant, ())))
 
 
 # -- the page ---------------------------------------------------------------------------------------------------

@@ -186,8 +186,8 @@ class ServiceSettings(_Strict):
     """Also write each request (question, principal, candidates with their text) into its trace line, so
     ``admit replay TRACE_FILE`` can re-run it under a new policy. Off by default: the trace holds no text."""
     inspect_requests: int = Field(default=200, ge=0)
-    """How many of the latest requests ``/inspect`` shows (kept in memory with their candidates' text, each
-    tenant seeing only its own; ``0``: none)."""
+    """How many of each tenant's latest requests ``/inspect`` shows (kept in memory with their candidates' text,
+    each tenant seeing only its own; ``0``: none)."""
     reranker: str = "retriever"
     """Reranker name for the pipelines (retriever, bm25, dense, hybrid)."""
     prune_strategy: str = "setwise"
