@@ -258,7 +258,8 @@ def _section(rec: Mapping[str, Any], index: int) -> str:
         if isinstance(flags, Mapping)
         else ""
     ) or "<li>none</li>"
-    latency = _map(rec, "latency_ms")
+    retrieval = _map(rec, "retrieval")
+    latency = {**_map(retrieval, "latency_ms"), **_map(rec, "latency_ms")}  # retrieval's steps first
     total = max([float(v) for v in latency.values() if isinstance(v, int | float)] + [1e-9])
     lat = "".join(
         f'<tr><th>{_e(k)}</th><td>{_num(float(v))} ms</td><td><span class="bar" '
@@ -279,6 +280,16 @@ def _section(rec: Mapping[str, Any], index: int) -> str:
         if pruner
         else "<p>no pruner ran</p>"
     )
+    tools = [t for t in rec.get("tools", []) if isinstance(t, Mapping)]
+    tl = (
+        "".join(
+            f"<li><b>{_e(t.get('id'))}</b> ({_e(t.get('tool'))}): {_e(t.get('rows_kept'))} of "
+            f"{_e(t.get('rows_total'))} rows, {_e(t.get('bytes_kept'))} bytes, {_e(t.get('tokens'))} tokens"
+            f"{'; more: ' + _e(t.get('continuation')) if t.get('continuation') else ''}</li>"
+            for t in tools
+        )
+        or "<li>none</li>"
+    )
     envelopes = _envelopes(rec)
     summary = ", ".join(f"{n} {fate}" for fate, n in sorted(fates.items()))
     filters = "".join(
@@ -296,7 +307,7 @@ def _section(rec: Mapping[str, Any], index: int) -> str:
 <div><h3>Budget ledger</h3>{_table(ledger)}</div>
 <div><h3>Per-stage latency</h3><table class="kv latency">{lat}</table></div>
 <div><h3>Pruner</h3>{pr}<h3>Fallbacks</h3><ul class="fallbacks">{fb}</ul>
-<h3>Flags</h3><ul class="flags">{fl}</ul></div>
+<h3>Flags</h3><ul class="flags">{fl}</ul><h3>Tool outputs</h3><ul class="tools">{tl}</ul></div>
 </div>
 <h3>Candidates, in rank order</h3>
 <div class="controls" data-index="{index}">filter: {filters}

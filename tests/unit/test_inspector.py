@@ -71,3 +71,16 @@ def test_the_page_lists_candidates_in_rank_order_and_escapes_text() -> None:
     assert page.index(">c2<") < page.index(">c1<")
     assert "<script>x()" not in page and "&lt;b&gt;why&lt;/b&gt;" in page
     assert "kept text" in page  # the admitted envelope
+
+
+def test_the_page_shows_retrieval_latency_and_tool_outputs() -> None:
+    rec: dict[str, Any] = {
+        "request_id": "r2",
+        "decisions": [],
+        "latency_ms": {"prune": 3.0, "total": 5.0},
+        "retrieval": {"latency_ms": {"embed_query": 9.5}},
+        "tools": [{"id": "orders", "tool": "list_orders", "rows_kept": 20, "rows_total": 60, "continuation": "tok"}],
+    }
+    page = render_page([rec])
+    assert "<th>embed_query</th>" in page and "<th>prune</th>" in page
+    assert "20 of 60 rows" in page and "more: tok" in page
