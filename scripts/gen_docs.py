@@ -191,28 +191,42 @@ def settings_rows(cls: type, prefix: str) -> Iterator[str]:
         yield f"| `{prefix}.{name}` | {_cell(_type_name(tp))} | {_cell(_show(default))} | {_cell(docs.get(name, ''))} |"
 
 
-def _env_vars() -> dict[str, list[str]]:
-    """Every ``ADMIT_*`` name that the code under ``src/`` spells as a string, with where it is read."""
-    found: dict[str, list[str]] = {}
+def _env_vars() -> dict[str, tuple[list[str], str]]:
+    """Every ``ADMIT_*`` name that the code under ``src/`` spells as a string: where it is read (at most three
+    functions) and the first line of the docstring of the innermost one that reads it."""
+    found: dict[str, tuple[list[str], str]] = {}
     for path in sorted((SRC / "admit").rglob("*.py")):
         tree = ast.parse(path.read_text("utf-8"))
         module = ".".join(path.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
         for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Module):
-                owner = getattr(node, "name", "")
-                for sub in ast.walk(node):
-                    if (
-                        isinstance(sub, ast.Constant)
-                        and isinstance(sub.value, str)
-                        and sub.value.startswith("ADMIT_")
-                        and sub.value.removeprefix("ADMIT_").replace("_", "").isalnum()
-                        and sub.value.upper() == sub.value
-                    ):
-                        where = f"`{module}.{owner}`" if owner else f"`{module}`"
-                        places = found.setdefault(sub.value, [])
-                        if owner and where not in places:
-                            places.append(where)
-    return {k: v[:3] for k, v in found.items()}
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                continue
+            inner = {
+                id(sub)
+                for child in ast.iter_child_nodes(node)
+                if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+                for sub in ast.walk(child)
+            }
+            for sub in ast.walk(node):
+                if id(sub) in inner:
+                    continue  # counted for the nested function that holds it
+                value = sub.value if isinstance(sub, ast.Constant) else None
+                if not (isinstance(value, str) and value.startswith("ADMIT_") and value.isupper()):
+                    continue
+                if not value.removeprefix("ADMIT_").replace("_", "").isalnum():
+                    continue
+                places, doc = found.setdefault(value, ([], ""))
+                where = f"`{module}.{node.name}`"
+                if where not in places and len(places) < 3:
+                    places.append(where)
+                if not doc and not node.name.endswith(("_cmd", "deco", "_option", "_options")):
+                    first = (ast.get_docstring(node) or "").strip().split("\n\n", 1)[0]
+                    found[value] = (places, " ".join(first.split()))
+    return found
+
+
+HELP: dict[str, str] = {}
+"""The help text of the first CLI option each variable sets (filled by :func:`_cli_env_options`)."""
 
 
 def _cli_env_options() -> dict[str, list[str]]:
@@ -224,6 +238,7 @@ def _cli_env_options() -> dict[str, list[str]]:
     def walk(cmd: click.Command, path: str) -> None:
         for p in cmd.params:
             if isinstance(p, click.Option) and isinstance(p.envvar, str):
+                HELP.setdefault(p.envvar, " ".join((p.help or "").split()))
                 out.setdefault(p.envvar, []).append(
                     f"`{path} {p.opts[-1] if p.opts[-1].startswith('--') else p.opts[0]}`"
                 )
@@ -277,13 +292,14 @@ def configuration_page() -> str:
         "",
         "## Environment variables",
         "",
-        "| variable | sets | read in |",
-        "|---|---|---|",
+        "| variable | sets | read in | what it is (the option's help, else the reading function's docstring) |",
+        "|---|---|---|---|",
     ]
     cli = _cli_env_options()
-    for var, where in sorted(_env_vars().items()):
+    for var, (where, doc) in sorted(_env_vars().items()):
         options = ", ".join(sorted(set(cli.get(var, []))))
-        out.append(f"| `{var}` | {_cell(options or 'read directly')} | {_cell(', '.join(where))} |")
+        doc = HELP.get(var) or doc
+        out.append(f"| `{var}` | {_cell(options or 'read directly')} | {_cell(', '.join(where))} | {_cell(doc)} |")
     out += [
         "",
         "`key_env` in `[service.keys.NAME]` names a variable of your choice holding that API key (the examples use",
