@@ -91,8 +91,9 @@ class InspectLog:
     """A trace sink for the service: keeps each tenant's last ``keep`` requests in memory for ``/inspect`` (one
     tenant's traffic never pushes out another's), and hands every record on to ``out`` (the trace file's sink).
 
-    The kept entries hold the request with its candidates' text (the page shows the envelopes), in memory only,
-    behind the same API keys as ``/v1``; :meth:`records` returns only the asking tenant's.
+    The kept entries hold the request with the admitted candidates' text (the page shows their envelopes; the
+    others keep their ids and titles, so memory is bounded by the evidence budget), in memory only, behind the
+    same API keys as ``/v1``; :meth:`records` returns only the asking tenant's.
     """
 
     def __init__(self, out: TraceSink | RequestSink | None, *, keep: int) -> None:
@@ -114,6 +115,15 @@ class InspectLog:
                 logged = request_to_json(request)
             except ConfigError:  # a tokenizer instance as the model: the candidates are still shown
                 logged = {"question": request.question, "candidates": []}
+            # only the admitted candidates keep their text (the envelopes): what is kept is bounded by the evidence
+            # budget, not by the request's size
+            admitted = set(record.get("accepted_chunk_ids", []))
+            logged["candidates"] = [
+                c if c.get("id") in admitted else {k: v for k, v in c.items() if k != "text"}
+                for c in logged.get("candidates", [])
+            ]
+            logged.pop("conversation", None)
+            logged.pop("tool_outputs", None)
             tenant = request.principal.tenant if request.principal is not None else None
             with self._lock:
                 kept = self._kept.setdefault(tenant, collections.deque(maxlen=self.keep))

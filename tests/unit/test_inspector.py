@@ -22,8 +22,8 @@ def _ask(pipeline: Pipeline, tenant: str, question: str) -> None:
                     id=f"{tenant}#a", source_id="a", title="A", text="The port is 7420.", access=Access(tenant=tenant)
                 ),
                 Chunk(
-                    id=f"{tenant}#b", source_id="b", title="B", text="Bananas are yellow.", access=Access(tenant=tenant)
-                ),
+                    id=f"{tenant}#b", source_id="b", title="B", text="The port is 7420.", access=Access(tenant=tenant)
+                ),  # a copy of a: dropped by dedupe
             ],
         )
     )
@@ -41,6 +41,10 @@ def test_each_tenant_sees_its_own_last_requests_newest_first_and_the_file_gets_e
     assert [r["request"]["question"] for r in log.records("globex")] == ["globex question?"]
     assert log.records("initech") == []
     assert len(sink.records) == 5  # handed on, every one
+    kept = {c["id"]: c for c in acme[0]["request"]["candidates"]}
+    assert set(kept) == {"acme#a", "acme#b"} and len(acme[0]["accepted_chunk_ids"]) == 1
+    for cid, c in kept.items():  # only admitted text is held in memory
+        assert ("text" in c) == (cid in acme[0]["accepted_chunk_ids"]), c
 
 
 def test_keep_zero_keeps_nothing() -> None:
