@@ -8,7 +8,7 @@ import pytest
 from admit.cli import main
 
 COMMANDS = sorted(main.commands)
-# commands that print a result (serve and mcp serve; they print none)
+# commands that print a result (serve and mcp serve; they print none; inspect writes an HTML page)
 RESULT_COMMANDS = ["copy", "eval", "ingest", "pack", "policy", "prune", "replay", "schema", "search"]
 
 
@@ -18,7 +18,7 @@ def _options(name: str) -> dict[str, click.Option]:
 
 
 def test_every_command_is_registered() -> None:
-    assert sorted([*RESULT_COMMANDS, "mcp", "serve"]) == COMMANDS
+    assert sorted([*RESULT_COMMANDS, "inspect", "mcp", "serve"]) == COMMANDS
 
 
 @pytest.mark.parametrize("name", COMMANDS)

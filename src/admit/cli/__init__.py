@@ -27,6 +27,7 @@ from admit.cli._common import quiet_model_loading
 from admit.cli.copy import copy_cmd
 from admit.cli.eval import eval_cmd, replay_cmd
 from admit.cli.ingest import ingest_cmd
+from admit.cli.inspector import inspect_cmd
 from admit.cli.pack import pack_cmd, policy_cmd, schema_cmd
 from admit.cli.prune import prune_cmd
 from admit.cli.search import search_cmd
@@ -86,6 +87,7 @@ for _cmd in (
     prune_cmd,
     eval_cmd,
     replay_cmd,
+    inspect_cmd,
     serve_cmd,
     mcp_cmd,
 ):

@@ -21,6 +21,7 @@ from admit.cli._common import (
     prune_option,
     stdout_console,
 )
+from admit.errors import ConfigError
 
 __all__ = ["eval_cmd", "replay_cmd"]
 
@@ -294,6 +295,10 @@ def replay_cmd(
     t0 = time.perf_counter()
     prices = CostRates.load(prices_path)
     report = replay_file(traces, policy_path, reranker=reranker, pruner_options=opts, prices=prices)
+    if not report.summary.get("requests") and report.skipped:  # nothing to replay: one error, not one per line
+        _, why = report.skipped[0]
+        more = f" (and {len(report.skipped) - 1} more lines like it)" if len(report.skipped) > 1 else ""
+        raise ConfigError(f"{why.rstrip('.')}{more}; nothing was replayed.")
     paths = write_replay(report, Path(out_dir))
     s = report.summary
     for _, why in report.skipped:  # one line each; the replay went on without them

@@ -186,6 +186,9 @@ class ServiceSettings(_Strict):
     trace_requests: bool = False
     """Also write each request (question, principal, candidates with their text) into its trace line, so
     ``admit replay TRACE_FILE`` can re-run it under a new policy. Off by default: the trace holds no text."""
+    inspect_requests: int = Field(default=200, ge=0)
+    """How many of each tenant's latest requests ``/inspect`` shows (kept in memory with their candidates' text,
+    each tenant seeing only its own; ``0``: none)."""
     reranker: str = "retriever"
     """Reranker name for the pipelines (retriever, bm25, dense, hybrid)."""
     prune_strategy: str = DEFAULT_STRATEGY

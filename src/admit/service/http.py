@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import APIKeyHeader
 from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -38,6 +38,7 @@ from admit.errors import (
     AuthorizationError,
     LimitExceeded,
 )
+from admit.inspector import render_page
 from admit.prune import Pruner
 from admit.schema import describe_validation_errors
 from admit.service import core
@@ -81,7 +82,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-ROUTES = ("/v1/pack", "/v1/search", "/v1/prune", "/healthz", "/readyz", "/metrics", "/openapi.json")
+ROUTES = ("/v1/pack", "/v1/search", "/v1/prune", "/inspect", "/healthz", "/readyz", "/metrics", "/openapi.json")
 """The app's paths: each is its own metrics label; any other path is counted as ``/v1/*`` or ``other``."""
 
 _BODIES: dict[str, type[BaseModel]] = {"/v1/search": SearchBody, "/v1/prune": PruneBody, "/v1/pack": PackBody}
@@ -154,7 +155,7 @@ def create_app(
         Gate,
         keyring=lambda: state.keyring,
         max_body_bytes=state.limits.max_body_bytes,
-        protected=lambda path: path.startswith("/v1/"),
+        protected=lambda path: path.startswith("/v1/") or path == "/inspect",
         metrics=state.metrics,
         known_routes=ROUTES,
     )
@@ -208,6 +209,14 @@ def create_app(
         """Prune bring-your-own chunks: one decision per candidate, in input order."""
         answer = await core.prune(state, body.query(), principal)
         return PruneResponse.from_run(answer.run, answer.trace, question=body.question)
+
+    @app.get("/inspect", tags=["admit"], response_class=HTMLResponse, responses=_ERRORS)
+    async def inspect_page(principal: PrincipalDep, id: str | None = None) -> HTMLResponse:
+        """The request inspector page of the key's tenant's latest requests (``id``: only that request)."""
+        records = state.inspect.records(principal.tenant) if state.inspect is not None else []
+        if id is not None:
+            records = [r for r in records if r.get("request_id") == id]
+        return HTMLResponse(render_page(records, title=f"admit: requests of {principal.tenant}"))
 
     return app
 

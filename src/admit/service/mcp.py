@@ -27,6 +27,7 @@ import base64
 import hashlib
 import json
 import logging
+import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -408,7 +409,18 @@ def run_mcp(
     from admit.service.work import responsive_interpreter
 
     responsive_interpreter()
-    uvicorn.run(mcp_http_app(server, host=host), host=host, port=port, log_level="warning", access_log=False)
+    shown = f"[{host}]" if ":" in host else host
+
+    class _Server(uvicorn.Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:  # bound: say where (stderr; stdout stays free)
+                print(
+                    f"admit mcp: listening on http://{shown}:{port}/mcp (streamable-http)", file=sys.stderr, flush=True
+                )
+
+    app = mcp_http_app(server, host=host)
+    _Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)).run()
 
 
 def _version() -> str:

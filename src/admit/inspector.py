@@ -1,0 +1,396 @@
+"""The request inspector: one self-contained HTML page that shows logged requests as a person reads them.
+
+For each request: the question, its query class and the cue that chose it, the budget ledger (limit,
+instructions, conversation, tools, answer reserve, safety margin, evidence budget and what the evidence used),
+every candidate in rank order with its fate, stage, grade, score and reason, the admitted passages in the
+envelopes the model sees, the fallbacks, the injection flags, the pruner and the per-stage latency. The
+candidates' table filters and sorts by fate (a few lines of inline script; the page loads nothing from the
+network, and every value from the trace is HTML-escaped).
+
+``admit inspect TRACE.jsonl [--id ID] -o page.html`` writes it from a trace file (``--trace-file`` of
+``admit search`` and ``admit pack``, or a server's ``trace_file``); ``admit serve`` serves the same page at
+``/inspect`` for the requests it handled, each tenant seeing only its own (:class:`InspectLog`).
+
+Example:
+    >>> page = render_page([{"request_id": "r1", "query_class": "default", "decisions": []}])
+    >>> page.startswith("<!doctype html>")
+    True
+"""
+
+from __future__ import annotations
+
+import collections
+import html
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from admit.errors import ConfigError
+from admit.eval.replay import request_to_json
+from admit.pipeline import PackRequest, RequestSink
+from admit.render import EvidenceRenderer
+from admit.trace import TraceRecord, TraceSink
+from admit.types import Access, Chunk
+
+__all__ = ["InspectLog", "read_trace_file", "render_page"]
+
+_LEDGER = (
+    ("input_limit", "input limit"),
+    ("instruction_tokens", "- instructions"),
+    ("conversation_tokens", "- conversation"),
+    ("tool_tokens", "- tool outputs"),
+    ("answer_reserve", "- answer reserve"),
+    ("safety_margin", "- safety margin"),
+    ("evidence_budget", "= evidence budget"),
+)
+
+
+def read_trace_file(path: str | Path, request_id: str | None = None) -> list[dict[str, Any]]:
+    """The request records of a trace file (shadow records skipped), or the one with ``request_id``.
+
+    Raises:
+        ConfigError: The file cannot be read, a line is not a JSON object, the file holds no request record,
+            or none has ``request_id``.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text("utf-8", errors="replace")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot be read: {exc.strerror or exc}.") from exc
+    records: list[dict[str, Any]] = []
+    for n, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+            raise ConfigError(f"{path}:{n}: not a JSON trace record ({exc}).") from exc
+        if not isinstance(rec, dict):
+            raise ConfigError(f"{path}:{n}: not a JSON trace record (a {type(rec).__name__}).")
+        if rec.get("shadow") or ("decisions" not in rec and "request_id" not in rec):
+            continue
+        records.append(rec)
+    if not records:
+        raise ConfigError(f"{path}: no request records; write one with `admit search ... --trace-file {path}`.")
+    if request_id is not None:
+        records = [r for r in records if r.get("request_id") == request_id]
+        if not records:
+            raise ConfigError(f"{path}: no request {request_id!r}; the file holds {_ids(read_trace_file(path))}.")
+    return records
+
+
+def _ids(records: Sequence[Mapping[str, Any]]) -> str:
+    ids = [str(r.get("request_id")) for r in records]
+    return ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+
+
+class InspectLog:
+    """A trace sink for the service: keeps each tenant's last ``keep`` requests in memory for ``/inspect`` (one
+    tenant's traffic never pushes out another's), and hands every record on to ``out`` (the trace file's sink).
+
+    The kept entries hold the request with the admitted candidates' text (the page shows their envelopes; the
+    others keep their ids and titles, so memory is bounded by the evidence budget), in memory only, behind the
+    same API keys as ``/v1``; :meth:`records` returns only the asking tenant's.
+    """
+
+    def __init__(self, out: TraceSink | RequestSink | None, *, keep: int) -> None:
+        """Keep at most ``keep`` requests (``0``: none); write through to ``out``."""
+        self.out = out
+        self.keep = keep
+        self._kept: dict[str | None, collections.deque[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        """A record without its request (a shadow record): handed on, not kept."""
+        if self.out is not None:
+            self.out.write(record)  # type: ignore[union-attr]
+
+    def write_request(self, record: TraceRecord, request: PackRequest) -> None:
+        """Keep the record with its request, then hand it on."""
+        if self.keep > 0:
+            try:
+                logged = request_to_json(request)
+            except ConfigError:  # a tokenizer instance as the model: the candidates are still shown
+                logged = {"question": request.question, "candidates": []}
+            # only the admitted candidates keep their text (the envelopes): what is kept is bounded by the evidence
+            # budget, not by the request's size
+            admitted = set(record.get("accepted_chunk_ids", []))
+            logged["candidates"] = [
+                c if c.get("id") in admitted else {k: v for k, v in c.items() if k != "text"}
+                for c in logged.get("candidates", [])
+            ]
+            logged.pop("conversation", None)
+            logged.pop("tool_outputs", None)
+            tenant = request.principal.tenant if request.principal is not None else None
+            with self._lock:
+                kept = self._kept.setdefault(tenant, collections.deque(maxlen=self.keep))
+                kept.append({**record, "request": logged})
+        if self.out is None:
+            return
+        if hasattr(self.out, "write_request"):
+            self.out.write_request(record, request)
+        else:
+            self.out.write(record)
+
+    def records(self, tenant: str | None) -> list[dict[str, Any]]:
+        """The kept records of ``tenant``'s requests, newest first."""
+        with self._lock:
+            return list(reversed(self._kept.get(tenant, ())))
+
+
+# -- the page ---------------------------------------------------------------------------------------------------
+def _map(rec: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    value = rec.get(key)
+    return value if isinstance(value, Mapping) else {}
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _num(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return _e(value)
+
+
+def _candidates(rec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every candidate in rank order (the order retrieval or the caller gave), with its decision."""
+    decisions = {str(d.get("id")): d for d in rec.get("decisions", []) if isinstance(d, Mapping)}
+    request = _map(rec, "request")
+    by_id = {str(c.get("id")): c for c in request.get("candidates", []) if isinstance(c, Mapping)}
+    order = [cid for cid in rec.get("candidate_ids", []) if isinstance(cid, str)]
+    order += [cid for cid in decisions if cid not in order]
+    order += [cid for cid in by_id if cid not in order]
+    rows = []
+    for rank, cid in enumerate(order, start=1):
+        d = decisions.get(cid, {})
+        c = by_id.get(cid, {})
+        rows.append(
+            {
+                "rank": rank,
+                "id": cid,
+                "title": c.get("title", ""),
+                "fate": d.get("state", "unknown"),
+                "stage": d.get("stage", ""),
+                "reason": d.get("reason", ""),
+                "grade": d.get("grade"),
+                "score": d.get("score", c.get("score")),
+                "detail": d.get("detail", ""),
+            }
+        )
+    return rows
+
+
+def _envelopes(rec: Mapping[str, Any]) -> str:
+    """The admitted passages as the model sees them: the logged prompt, else rendered from the logged request."""
+    if isinstance(rec.get("prompt"), str) and rec["prompt"]:
+        return str(rec["prompt"])
+    request = _map(rec, "request")
+    by_id = {c.get("id"): c for c in request.get("candidates", []) if isinstance(c, Mapping)}
+    accepted = [cid for cid in rec.get("accepted_chunk_ids", []) if cid in by_id]
+    if not accepted:
+        return ""
+    renderer = EvidenceRenderer(boundary="…")  # the request's own boundary is random and not logged: "…" stands for it
+    parts = []
+    for cid in accepted:
+        c = by_id[cid]
+        acc = c.get("access") if isinstance(c.get("access"), Mapping) else None
+        chunk = Chunk(
+            id=str(cid),
+            source_id=str(c.get("source_id") or cid),
+            title=str(c.get("title") or ""),
+            text=str(c.get("text") or ""),
+            version=c.get("version"),
+            updated_at=_when(c.get("updated_at")),
+            access=Access(
+                tenant=str(acc.get("tenant", "")), groups=tuple(acc.get("groups", ())), label=str(acc.get("label", ""))
+            )
+            if acc and acc.get("tenant")
+            else None,
+        )
+        parts.append(renderer.envelope(chunk, chunk.text))
+    return "\n\n".join(parts)
+
+
+def _when(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def _table(rows: Sequence[tuple[str, Any]]) -> str:
+    body = "".join(f"<tr><th>{_e(k)}</th><td>{_num(v)}</td></tr>" for k, v in rows)
+    return f'<table class="kv">{body}</table>'
+
+
+def _section(rec: Mapping[str, Any], index: int) -> str:
+    rid = str(rec.get("request_id", f"request-{index}"))
+    request = _map(rec, "request")
+    question = rec.get("question") or request.get("question") or "(the question is not in this trace)"
+    route = _map(rec, "route")
+    budget = _map(rec, "budget")
+    ledger = [(label, budget.get(key)) for key, label in _LEDGER if key in budget]
+    ledger.append(("evidence used", rec.get("evidence_tokens")))
+    if "tokenizer" in budget:
+        ledger.append(("tokenizer", budget["tokenizer"]))
+    cands = _candidates(rec)
+    fates = collections.Counter(c["fate"] for c in cands)
+    rows = []
+    for c in cands:
+        rows.append(
+            f'<tr class="cand" data-fate="{_e(c["fate"])}" data-rank="{c["rank"]}" '
+            f'data-score="{_e(c["score"] if c["score"] is not None else "")}" '
+            f'data-grade="{_e(c["grade"] if c["grade"] is not None else "")}">'
+            f"<td>{c['rank']}</td><td class='id'>{_e(c['id'])}</td><td>{_e(c['title'])}</td>"
+            f'<td class="fate {_e(c["fate"])}">{_e(c["fate"])}</td><td>{_e(c["stage"])}</td>'
+            f"<td>{_num(c['grade'])}</td><td>{_num(c['score'])}</td><td>{_e(c['reason'])}</td>"
+            f"<td>{_e(c['detail'])}</td></tr>"
+        )
+    fallbacks = rec.get("fallbacks") or []
+    fb = (
+        "".join(
+            f"<li><b>{_e(f.get('kind'))}</b>: {_e(f.get('detail'))} {_e(', '.join(f.get('chunk_ids', [])))}</li>"
+            for f in fallbacks
+            if isinstance(f, Mapping)
+        )
+        or "<li>none</li>"
+    )
+    flags = rec.get("flags") or {}
+    fl = (
+        "".join(f"<li><b>{_e(k)}</b>: {_e(', '.join(map(str, v)))}</li>" for k, v in flags.items())
+        if isinstance(flags, Mapping)
+        else ""
+    ) or "<li>none</li>"
+    retrieval = _map(rec, "retrieval")
+    latency = {**_map(retrieval, "latency_ms"), **_map(rec, "latency_ms")}  # retrieval's steps first
+    total = max([float(v) for v in latency.values() if isinstance(v, int | float)] + [1e-9])
+    lat = "".join(
+        f'<tr><th>{_e(k)}</th><td>{_num(float(v))} ms</td><td><span class="bar" '
+        f'style="width:{max(0.0, 100.0 * float(v) / total):.1f}%"></span></td></tr>'
+        for k, v in latency.items()
+        if isinstance(v, int | float)
+    )
+    pruner = _map(rec, "pruner")
+    pr = (
+        _table(
+            [
+                ("strategy", pruner.get("strategy")),
+                ("fallback", pruner.get("fallback")),
+                ("error", pruner.get("error")),
+                ("notes", "; ".join(map(str, pruner.get("notes", [])))),
+            ]
+        )
+        if pruner
+        else "<p>no pruner ran</p>"
+    )
+    tools = [t for t in rec.get("tools", []) if isinstance(t, Mapping)]
+    tl = (
+        "".join(
+            f"<li><b>{_e(t.get('id'))}</b> ({_e(t.get('tool'))}): {_e(t.get('rows_kept'))} of "
+            f"{_e(t.get('rows_total'))} rows, {_e(t.get('bytes_kept'))} bytes, {_e(t.get('tokens'))} tokens"
+            f"{'; more: ' + _e(t.get('continuation')) if t.get('continuation') else ''}</li>"
+            for t in tools
+        )
+        or "<li>none</li>"
+    )
+    envelopes = _envelopes(rec)
+    summary = ", ".join(f"{n} {fate}" for fate, n in sorted(fates.items()))
+    filters = "".join(
+        f'<label><input type="radio" name="fate-{index}" value="{_e(v)}"{" checked" if v == "all" else ""}> {_e(v)}'
+        f"</label> "
+        for v in ("all", "admitted", "dropped")
+    )
+    return f"""
+<section class="request" id="req-{_e(rid)}" data-request-id="{_e(rid)}">
+<h2>{_e(question)}</h2>
+<p class="meta">request <code>{_e(rid)}</code> · class <b class="qclass">{_e(rec.get("query_class"))}</b>
+ (cue <code class="cue">{_e(route.get("cue", ""))}</code>{", overridden" if route.get("overridden") else ""})
+ · policy {_e(rec.get("policy_version"))} · {len(cands)} candidates: {_e(summary)}</p>
+<div class="grid">
+<div><h3>Budget ledger</h3>{_table(ledger)}</div>
+<div><h3>Per-stage latency</h3><table class="kv latency">{lat}</table></div>
+<div><h3>Pruner</h3>{pr}<h3>Fallbacks</h3><ul class="fallbacks">{fb}</ul>
+<h3>Flags</h3><ul class="flags">{fl}</ul><h3>Tool outputs</h3><ul class="tools">{tl}</ul></div>
+</div>
+<h3>Candidates, in rank order</h3>
+<div class="controls" data-index="{index}">filter: {filters}
+ sort: <select class="sort"><option value="rank">rank</option><option value="fate">fate</option>
+ <option value="score">score</option><option value="grade">grade</option></select>
+ <span class="shown"></span></div>
+<table class="cands"><thead><tr><th>rank</th><th>id</th><th>title</th><th>fate</th><th>stage</th><th>grade</th>
+<th>score</th><th>reason</th><th>detail</th></tr></thead><tbody>{"".join(rows)}</tbody></table>
+<h3>Admitted evidence, as the model sees it</h3>
+<pre class="envelopes">{_e(envelopes) or "(no passage admitted, or the trace holds no text)"}</pre>
+</section>"""
+
+
+_STYLE = """
+body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#222}
+h2{margin:.2em 0;font-size:1.3em}h3{margin:.8em 0 .3em;font-size:1em}
+.request{border-top:2px solid #888;padding-top:.8em;margin-top:1.2em}
+.meta{color:#555}.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(280px,1fr));gap:1em}
+table{border-collapse:collapse}td,th{padding:2px 8px;text-align:left;vertical-align:top;border-bottom:1px solid #ddd}
+.kv th{font-weight:normal;color:#555}.cands td.id{font-family:monospace}
+.fate.admitted{color:#0a6b2d;font-weight:bold}.fate.dropped{color:#9b1c1c}
+.bar{display:inline-block;height:.7em;background:#4a78c2;min-width:1px}.latency td:last-child{width:160px}
+pre{background:#f5f5f5;padding:.8em;white-space:pre-wrap;max-height:40em;overflow:auto}
+.controls{margin:.3em 0}.shown{color:#555;margin-left:1em}
+"""
+
+_SCRIPT = """
+for (const box of document.querySelectorAll('.controls')) {
+  const section = box.closest('section');
+  const body = section.querySelector('table.cands tbody');
+  const rows = Array.from(body.querySelectorAll('tr.cand'));
+  const shown = box.querySelector('.shown');
+  const order = {admitted: 0, dropped: 1};
+  function apply() {
+    const fate = box.querySelector('input[type=radio]:checked').value;
+    const key = box.querySelector('select.sort').value;
+    const num = (r, k) => { const v = r.dataset[k]; return v === '' ? -Infinity : Number(v); };
+    const sorted = rows.slice().sort((a, b) => {
+      if (key === 'rank') return num(a, 'rank') - num(b, 'rank');
+      if (key === 'fate') return ((order[a.dataset.fate] ?? 2) - (order[b.dataset.fate] ?? 2)) ||
+        num(a, 'rank') - num(b, 'rank');
+      return num(b, key) - num(a, key) || num(a, 'rank') - num(b, 'rank');
+    });
+    let n = 0;
+    for (const r of sorted) {
+      const on = fate === 'all' || r.dataset.fate === fate;
+      r.hidden = !on; n += on ? 1 : 0;
+      body.appendChild(r);
+    }
+    shown.textContent = n + ' of ' + rows.length + ' shown';
+  }
+  box.addEventListener('change', apply);
+  apply();
+}
+"""
+
+
+def render_page(records: Sequence[Mapping[str, Any]], *, title: str = "admit: request inspector") -> str:
+    """One self-contained HTML page for ``records`` (trace records, with their requests when logged)."""
+    index = "".join(
+        f'<li><a href="#req-{_e(r.get("request_id", f"request-{i}"))}">{_e(r.get("request_id", f"request-{i}"))}</a> '
+        f"{_e(r.get('query_class'))}: {_e(r.get('question') or (r.get('request') or {}).get('question') or '')} "
+        f"({len(r.get('accepted_chunk_ids', []))} of {r.get('candidate_count', len(r.get('decisions', [])))} "
+        f"admitted)</li>"
+        for i, r in enumerate(records)
+    )
+    sections = "".join(_section(r, i) for i, r in enumerate(records))
+    empty = "" if records else "<p>No request has been logged yet.</p>"
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        "script-src 'unsafe-inline'\">"
+        f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>{_e(title)}</h1>{empty}<ol class='index'>{index}</ol>{sections}"
+        f"<script>{_SCRIPT}</script></body></html>\n"
+    )
