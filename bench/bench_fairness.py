@@ -43,11 +43,21 @@ def _free_port() -> int:
 def hostile_body(tenant: str = "evil0") -> bytes:
     """The most expensive valid ``/v1/pack`` under the default limits (24 x 49,000 characters of sentences)."""
     words = ["alpha", "beta", "gamma", "delta", "omega", "sigma", "kappa", "theta"]
+
     def text(c: int) -> str:
         sentences = [f"Item {c}-{i} lists {words[(i + c) % 8]} and {words[(i * 3 + c) % 8]}." for i in range(4000)]
         return " ".join(sentences)[:49_000]
 
-    cands = [{"id": f"h{i}", "source_id": f"s{i}", "text": text(i), "title": f"t{i}", "access": {"tenant": tenant, "groups": []}} for i in range(24)]
+    cands = [
+        {
+            "id": f"h{i}",
+            "source_id": f"s{i}",
+            "text": text(i),
+            "title": f"t{i}",
+            "access": {"tenant": tenant, "groups": []},
+        }
+        for i in range(24)
+    ]
     body = {"question": "List all items that mention alpha and omega", "candidates": cands, "input_limit": 200_000}
     return json.dumps(body).encode()
 
@@ -122,10 +132,10 @@ def main() -> None:
                 time.sleep(0.2)
             _victim(url, 5, 30)  # warm up
             rows.append(("quiet", _victim(url, args.victims, args.phase_s), Counter()))
+            lock = threading.Lock()
             for n in counts:
                 stop = threading.Event()
                 ended: Counter[str] = Counter()
-                lock = threading.Lock()
 
                 def hostile(i: int, stop: threading.Event = stop, ended: Counter[str] = ended) -> None:
                     body = hostile_body(f"evil{i}")

@@ -48,8 +48,8 @@ __all__ = [
     "checkpoint",
     "compile",
     "deadline",
-    "scheduled",
     "meter",
+    "scheduled",
     "simple",
 ]
 

@@ -205,7 +205,7 @@ def create_app(
         return await run_bounded(state, job, tenant=principal.tenant)
 
     @app.post("/v1/pack", tags=["admit"], responses=_ERRORS, openapi_extra=_body_schema("PackBody"))
-    async def pack_endpoint(request: Request, principal: PrincipalDep) -> Response:  # type: ignore[valid-type]
+    async def pack_endpoint(request: Request, principal: PrincipalDep) -> Response:
         """Run the whole pipeline on the caller's candidates (the `admit pack` request minus `principal`)."""
 
         def work(body: BaseModel) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from admit.errors import RequestError
 
@@ -60,7 +60,9 @@ def check_shape(value: Any, caps: JsonCaps) -> None:
             raise BodyShapeError(f"body: more than max_values={caps.max_values} JSON values", field="body")
         if isinstance(v, dict):
             if len(where) >= caps.max_depth:
-                raise BodyShapeError(f"{_path(where)}: nested deeper than max_depth={caps.max_depth}", field=_path(where))
+                raise BodyShapeError(
+                    f"{_path(where)}: nested deeper than max_depth={caps.max_depth}", field=_path(where)
+                )
             if len(v) > caps.max_object_keys:
                 raise BodyShapeError(
                     f"{_path(where)}: {len(v)} keys is over max_object_keys={caps.max_object_keys}", field=_path(where)
@@ -68,7 +70,9 @@ def check_shape(value: Any, caps: JsonCaps) -> None:
             stack.extend((item, [*where, str(k)[:60]]) for k, item in v.items())
         elif isinstance(v, list):
             if len(where) >= caps.max_depth:
-                raise BodyShapeError(f"{_path(where)}: nested deeper than max_depth={caps.max_depth}", field=_path(where))
+                raise BodyShapeError(
+                    f"{_path(where)}: nested deeper than max_depth={caps.max_depth}", field=_path(where)
+                )
             if len(v) > caps.max_array_items:
                 raise BodyShapeError(
                     f"{_path(where)}: {len(v)} items is over max_array_items={caps.max_array_items}", field=_path(where)
@@ -132,4 +136,3 @@ def _finite(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_finite(v) for v in value]
     return value
-

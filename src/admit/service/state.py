@@ -23,8 +23,8 @@ from admit.pipeline import Pipeline
 from admit.policy import PolicySet, load_policy_set
 from admit.prune import Pruner, PrunerResources
 from admit.service.config import KeyRing, Limits, ServiceSettings
-from admit.service.metrics import ServiceMetrics
 from admit.service.jsonio import JsonCaps
+from admit.service.metrics import ServiceMetrics
 from admit.service.work import WorkPool
 from admit.tools import Redactor
 from admit.trace import JsonlSink, TraceSink

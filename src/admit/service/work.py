@@ -77,7 +77,9 @@ class WorkPool:
     at its next checkpoint (every regex call and the long loops call :func:`admit._linear.checkpoint`) while
     a request that has not (a short search beside a long pack) is running, so short requests keep close to their
     quiet latency however many long ones are in flight (least-attained-service scheduling). Long requests share
-    what is left, inside their deadline.
+    what is left, inside their deadline, one at a time, the oldest first (the earliest deadline): however many
+    long requests are in flight, a short one competes with one of them for the interpreter, not with all, and
+    the long ones finish in turn instead of all running past their deadline together.
     """
 
     def __init__(self, size: int = 0, per_tenant: int = 0, *, reserve: int = 0, long_s: float = 0.5) -> None:
@@ -100,6 +102,13 @@ class WorkPool:
         self._seq = itertools.count()
         self._cpu = threading.Condition()
         self._young: dict[Job, None] = {}
+        self._holder: Job | None = None
+        self._holder_since = self._holder_seen = 0.0
+        self._queued: dict[Job, None] = {}
+        self.quantum_s = 0.02
+        """How often the running long request looks for an older one waiting (lock-free in between)."""
+        self.idle_s = 0.1
+        """A turn whose holder has not reached a checkpoint for this long (I/O) is given to the next."""
 
     # ------------------------------------------------------------------ admission (on the event loop)
 
@@ -222,29 +231,61 @@ class WorkPool:
     # ------------------------------------------------------------------ CPU share (in the worker threads)
 
     def _in_thread(self, job: Job, fn: Callable[[], T], deadline_at: float | None) -> T:
-        with _linear.deadline(deadline_at), _linear.scheduled(lambda: self._checkpoint(job, deadline_at)):
-            return fn()
+        try:
+            with _linear.deadline(deadline_at), _linear.scheduled(lambda: self._checkpoint(job, deadline_at)):
+                return fn()
+        finally:
+            with self._cpu:
+                self._young.pop(job, None)
+                if self._holder is job:
+                    self._holder = None
+                self._cpu.notify_all()
 
     def _checkpoint(self, job: Job, deadline_at: float | None) -> None:
         now = time.monotonic()
         if job.young:
-            if now - job.start > self.long_s:
-                job.young = False
-                self._heavy_until[job.tenant] = now + self.heavy_for_s
-                with self._cpu:
-                    self._young.pop(job, None)
-                    self._cpu.notify_all()
-            return
-        if not self._young:
+            if now - job.start <= self.long_s:
+                return
+            job.young = False
+            self._heavy_until[job.tenant] = now + self.heavy_for_s
+            with self._cpu:
+                self._young.pop(job, None)
+                self._cpu.notify_all()
+        if not self._young and self._holder is job and now - self._holder_since < self.quantum_s:
+            self._holder_seen = now  # the common case: the running long request keeps its turn, no lock
             return
         with self._cpu:
-            while self._young:
+            while True:
                 now = time.monotonic()
                 for j in [j for j in self._young if now - j.start > self.long_s]:
-                    del self._young[j]  # a young job that stopped calling checkpoints ages all the same
-                if not self._young or (deadline_at is not None and now > deadline_at):
-                    return
-                self._cpu.wait(0.01)
+                    del self._young[j]  # a short job that stopped calling checkpoints ages all the same
+                if deadline_at is not None and now > deadline_at:
+                    if self._holder is job:
+                        self._holder = None
+                        self._cpu.notify_all()
+                    return  # the checkpoint raises DeadlineExceeded
+                if self._young:
+                    if self._holder is job:
+                        self._holder = None
+                        self._cpu.notify_all()
+                elif self._holder is job:
+                    first = min(self._queued, key=lambda j: j.start, default=job)
+                    if first.start >= job.start:
+                        self._holder_seen, self._holder_since = now, now
+                        return
+                    self._holder = None  # an older long request (an earlier deadline) is waiting: its turn
+                    self._cpu.notify_all()
+                elif self._holder is None or now - self._holder_seen > self.idle_s:
+                    # free, or its holder is off the CPU (waiting on I/O) for a while: the oldest waiter takes it
+                    first = min(self._queued, key=lambda j: j.start, default=job)
+                    if first.start >= job.start:
+                        self._holder, self._holder_since, self._holder_seen = job, now, now
+                        return
+                self._queued[job] = None
+                try:
+                    self._cpu.wait(0.01)
+                finally:
+                    self._queued.pop(job, None)
 
 
 _THREADS: RunVar[anyio.CapacityLimiter] = RunVar("admit-work-threads")

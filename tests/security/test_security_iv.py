@@ -1,0 +1,317 @@
+"""Security IV (issue 26): fair across any number of tenants, an event loop nothing holds, slow clients cut.
+
+Each reproduction of the issue is a test that failed on the code before the fix. No test reads the clock:
+work is counted (tokenizer calls, requests that entered a worker), blocking work waits on events, and where a
+deadline must pass it is one that has already passed.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from admit import _linear
+from admit.pack import anchored_excerpt
+from admit.service.config import settings_from_dict
+from admit.service.fake_kb import FakeKnowledgeBase
+from admit.service.http import LoopbackServer, create_app
+from admit.service.work import Job, WorkPool
+from admit.types import Access, Chunk
+
+ACME_KEY = "acme-key-iv"
+EVIL = [f"evil-key-iv-{i}" for i in range(12)]
+ENV = {"ADMIT_T4_ACME": ACME_KEY, **{f"ADMIT_T4_EVIL{i}": k for i, k in enumerate(EVIL)}}
+CORPUS = [
+    Chunk(
+        id="ports#1",
+        source_id="ports",
+        title="Ports",
+        text="The server listens on port 8080; change it with server.port.",
+        access=Access(tenant="acme", label="internal"),
+    )
+]
+
+
+def _settings(tmp: Path, **limits: Any) -> Any:
+    keys: dict[str, Any] = {"acme": {"key_env": "ADMIT_T4_ACME", "tenant": "acme"}}
+    keys |= {f"evil{i}": {"key_env": f"ADMIT_T4_EVIL{i}", "tenant": f"evil{i}"} for i in range(len(EVIL))}
+    return settings_from_dict(
+        {
+            "service": {
+                "keys": keys,
+                "prune_strategy": "top_n",
+                "limits": {"request_timeout_s": 120, **limits},
+            }
+        },
+        base_dir=tmp,
+    )
+
+
+# ---------------------------------------------------------------- 1: fairness across tenants
+
+
+def test_eight_tenants_holding_every_worker_do_not_starve_another(tmp_path: Path) -> None:
+    # issue 26: worker_threads / per_tenant tenants, each with one long request in flight, held every worker;
+    # a victim's search waited for them (25.4 s p50 beside 8, none completed beside 16)
+    gate = threading.Event()
+    entered: list[str] = []
+    lock = threading.Lock()
+
+    class SlowForEvil(FakeKnowledgeBase):
+        def retrieve(self, question: str, principal: Any, *args: Any, **kwargs: Any) -> Any:
+            if principal.tenant.startswith("evil"):
+                with lock:
+                    entered.append(principal.tenant)
+                gate.wait(120)
+            return super().retrieve(question, principal, *args, **kwargs)
+
+    app = create_app(
+        _settings(tmp_path, worker_threads=4, worker_threads_per_tenant=1), kb=SlowForEvil(CORPUS), environ=ENV
+    )
+    statuses: list[int] = []
+    with LoopbackServer(app) as srv:
+
+        def hostile(key: str) -> None:
+            with httpx.Client(base_url=srv.url, timeout=300) as c:
+                statuses.append(
+                    c.post("/v1/search", json={"question": "port?"}, headers={"X-API-Key": key}).status_code
+                )
+
+        threads = [threading.Thread(target=hostile, args=(k,)) for k in EVIL]
+        for t in threads:
+            t.start()
+        try:
+            while len(entered) < 4:  # every worker of the old pool is held by a different tenant
+                time.sleep(0.05)
+            with httpx.Client(base_url=srv.url, timeout=60) as c:
+                r = c.post("/v1/search", json={"question": "Which port?"}, headers={"X-API-Key": ACME_KEY})
+            assert r.status_code == 200, r.text
+            assert r.json()["citations"] == ["ports#1"]
+            assert len(statuses) == 0  # every hostile request is still held
+        finally:
+            gate.set()
+            for t in threads:
+                t.join(120)
+    assert statuses == [200] * len(EVIL)
+
+
+def _run_jobs(pool: WorkPool, jobs: list[tuple[str, Any]]) -> None:
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            for tenant, fn in jobs:
+                tg.start_soon(pool.run, tenant, fn)
+                await anyio.sleep(0.01)
+
+    anyio.run(main)
+
+
+def test_no_set_of_tenants_holds_more_than_the_pool_minus_its_reserve() -> None:
+    pool = WorkPool(size=4, per_tenant=1, reserve=1)
+    for i in range(6):
+        pool._mark_heavy(f"evil{i}")  # each had a long request lately
+    gate, running, peak = threading.Event(), [0], [0]
+    lock = threading.Lock()
+    fresh_ran = threading.Event()
+
+    def hold() -> None:
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+        gate.wait(60)
+        with lock:
+            running[0] -= 1
+
+    def watch() -> None:
+        while running[0] < 3:
+            time.sleep(0.01)
+        fresh_ran.wait(60)  # the reserve went to the fresh tenant while the heavy ones held the rest
+        gate.set()
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    _run_jobs(pool, [*[(f"evil{i}", hold) for i in range(6)], ("acme", fresh_ran.set)])
+    watcher.join(60)
+    assert fresh_ran.is_set()
+    assert peak[0] == 3  # size - reserve: the sixth heavy tenant waited although a worker was free
+
+
+def test_a_tenant_with_nothing_in_flight_goes_first() -> None:
+    pool = WorkPool(size=2, per_tenant=2, reserve=1)
+    order: list[str] = []
+    gate = threading.Event()
+
+    def first() -> None:
+        order.append("busy-1")
+        gate.wait(60)
+
+    def release_when_queued() -> None:
+        while len(order) < 1:
+            time.sleep(0.01)
+        time.sleep(0)  # let the other two queue (they are started after this thread)
+        gate.set()
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(pool.run, "busy", first)
+            while not order:
+                await anyio.sleep(0.01)
+            # busy holds 1 of 2 workers; 2 - reserve = 1, so busy's second and idle both queue
+            tg.start_soon(pool.run, "busy", lambda: order.append("busy-2"))
+            await anyio.sleep(0.05)
+            tg.start_soon(pool.run, "idle", lambda: order.append("idle"))
+            await anyio.sleep(0.05)
+            gate.set()
+
+    anyio.run(main)
+    # idle (nothing in flight) was admitted at once into the reserve, ahead of busy's earlier second request
+    assert order.index("idle") < order.index("busy-2")
+
+
+def test_long_requests_wait_at_checkpoints_while_a_short_one_runs() -> None:
+    pool = WorkPool(size=4, per_tenant=2, long_s=0.5)
+    short = Job("acme")
+    long_job = Job("evil", start=time.monotonic() - 60, young=False)
+    with pool._cpu:
+        pool._young[short] = None
+    passed = threading.Event()
+
+    def long_side() -> None:
+        with _linear.scheduled(lambda: pool._checkpoint(long_job, None)):
+            _linear.checkpoint()
+        passed.set()
+
+    t = threading.Thread(target=long_side)
+    t.start()
+    assert not passed.wait(0.3)  # held while the short job runs
+    with pool._cpu:
+        pool._young.pop(short)
+        pool._cpu.notify_all()
+    assert passed.wait(60)
+    t.join(60)
+
+
+def test_long_requests_take_turns_oldest_first() -> None:
+    pool = WorkPool(size=4, per_tenant=2)
+    old = Job("a", start=time.monotonic() - 100, young=False)
+    new = Job("b", start=time.monotonic() - 50, young=False)
+    trail: list[str] = []
+    stop, new_started = threading.Event(), threading.Event()
+
+    def side(job: Job, name: str, steps: int) -> None:
+        with _linear.scheduled(lambda: pool._checkpoint(job, None)):
+            n = 0
+            while n < steps and not (name == "new" and stop.is_set()):
+                _linear.checkpoint()
+                trail.append(name)
+                new_started.set()
+                n += 1
+        with pool._cpu:
+            if pool._holder is job:
+                pool._holder = None
+            pool._cpu.notify_all()
+
+    tn = threading.Thread(target=side, args=(new, "new", 10**9))
+    tn.start()
+    try:
+        assert new_started.wait(60)  # the newer long request holds the turn
+        to = threading.Thread(target=side, args=(old, "old", 200))
+        to.start()
+        to.join(60)
+    finally:
+        stop.set()
+        tn.join(60)
+    first, last = trail.index("old"), len(trail) - 1 - trail[::-1].index("old")
+    assert trail[first : last + 1] == ["old"] * 200  # the older one ran its turn through, the newer one waited
+
+
+def test_the_anchored_excerpt_counts_each_sentence_once() -> None:
+    # issue 26: ~6,600 trials per candidate, each re-counting the whole excerpt (quadratic)
+    class Counting:
+        name = "counting"
+
+        def __init__(self) -> None:
+            self.chars = 0
+
+        def count(self, text: str) -> int:
+            self.chars += len(text)
+            return max(1, len(text) // 4)
+
+    text = " ".join(f"Item {i} lists alpha and omega." for i in range(2_000))
+    tok = Counting()
+    out = anchored_excerpt("List all items with alpha", text, 20_000, tok)  # type: ignore[arg-type]
+    assert out is not None and "Item 0 lists" in out
+    assert tok.chars <= 4 * len(text)  # each sentence once, the finished excerpt once (was ~n^2/2)
+
+
+def test_the_anchored_excerpt_stops_at_the_deadline() -> None:
+    class Tok:
+        name = "t"
+
+        def count(self, text: str) -> int:
+            return len(text) // 4
+
+    text = " ".join(f"Item {i} lists alpha." for i in range(500))
+    with _linear.deadline(time.monotonic() - 1), pytest.raises(_linear.DeadlineExceeded):
+        anchored_excerpt("alpha items", text, 5_000, Tok())  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- 2: nothing on the event loop but I/O
+
+
+def test_bodies_over_the_shape_caps_get_a_422_naming_the_field(tmp_path: Path) -> None:
+    app = create_app(_settings(tmp_path, max_object_keys=100), kb=FakeKnowledgeBase(CORPUS), environ=ENV)
+    with LoopbackServer(app) as srv, httpx.Client(base_url=srv.url, timeout=120) as c:
+        head = {"X-API-Key": ACME_KEY}
+        meta = {f"k{i}": i for i in range(110_000)}
+        cand = {"id": "a", "source_id": "a", "text": "port 8080", "metadata": meta}
+        r = c.post("/v1/pack", content=json.dumps({"question": "port?", "candidates": [cand]}), headers=head)
+        assert r.status_code == 422, r.text
+        assert r.json()["field"] == "candidates[0].metadata"
+        assert "max_object_keys=100" in r.json()["detail"]
+        deep: Any = "x"
+        for _ in range(200):
+            deep = {"a": deep}
+        cand = {"id": "a", "source_id": "a", "text": "port 8080", "metadata": deep}
+        r = c.post("/v1/pack", json={"question": "port?", "candidates": [cand]}, headers=head)
+        assert r.status_code == 422, r.text
+        assert "max_depth=32" in r.json()["detail"]
+        r = c.post("/v1/pack", content=b"[" * 100_000, headers=head)
+        assert r.status_code == 422 and "\n" not in r.json()["detail"]
+        r = c.post("/v1/search", content=b'{"question": NaN}', headers=head)
+        assert r.status_code == 422
+        r = c.post("/v1/search", json={"question": "Which port?"}, headers=head)
+        assert r.status_code == 200 and r.json()["citations"] == ["ports#1"]
+
+
+def test_the_event_loop_never_parses_a_body(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 26: a 1.9 MB body with 110,000 metadata keys was parsed and echoed on the loop (/healthz 17 -> 1,033 ms)
+    import admit.service.jsonio as jsonio
+
+    loop_threads: set[int] = set()
+    parse_threads: list[int] = []
+    real = jsonio.json.loads
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        parse_threads.append(threading.get_ident())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(jsonio.json, "loads", spy)
+    app = create_app(_settings(tmp_path), kb=FakeKnowledgeBase(CORPUS), environ=ENV)
+
+    @app.get("/loop-thread")
+    async def loop_thread() -> dict[str, int]:
+        loop_threads.add(threading.get_ident())
+        return {}
+
+    with LoopbackServer(app) as srv, httpx.Client(base_url=srv.url, timeout=120) as c:
+        c.get("/loop-thread")
+        r = c.post("/v1/search", json={"question": "Which port?"}, headers={"X-API-Key": ACME_KEY})
+        assert r.status_code == 200
+    assert parse_threads and not set(parse_threads) & loop_threads
