@@ -315,3 +315,63 @@ def test_the_event_loop_never_parses_a_body(tmp_path: Path, monkeypatch: pytest.
         r = c.post("/v1/search", json={"question": "Which port?"}, headers={"X-API-Key": ACME_KEY})
         assert r.status_code == 200
     assert parse_threads and not set(parse_threads) & loop_threads
+
+
+def _packed_with_tools(n: int, rows: int) -> Any:
+    from admit.pipeline import PackRequest, Pipeline
+    from admit.tools import ToolOutput
+    from admit.types import Principal
+
+    acme = Access(tenant="acme", label="internal")
+    cands = [
+        Chunk(
+            id=f"d{i}", source_id=f"s{i}", title=f"Doc {i}", text=f"Port {8000 + i} serves shard {i}. " * 8, access=acme
+        )
+        for i in range(n)
+    ]
+    schema = {"type": "object", "properties": {"order": {"type": "integer"}, "note": {"type": "string"}}}
+    tool = ToolOutput(
+        id="orders",
+        tool="list_orders",
+        rows=[{"order": i, "note": "x" * 200} for i in range(rows)],
+        schema=schema,
+        max_bytes=1_100,  # what search_knowledge_base leaves a tool under max_result_bytes=9000
+    )
+    req = PackRequest(
+        question="Which port serves which shard?",
+        principal=Principal(tenant="acme"),
+        candidates=cands,
+        input_limit=60_000,
+        prune="none",
+        tool_outputs=[tool],
+    )
+    return Pipeline().pack(req)
+
+
+def test_mcp_pages_count_everything_sent_and_are_built_linearly(monkeypatch: pytest.MonkeyPatch) -> None:
+    # issue 26: paged_result rebuilt every prefix (O(n^2)); with tool outputs a page was 56 KB under 32 KB
+    import admit.service.mcp as mcp
+
+    res = _packed_with_tools(60, 40)
+    assert res.tools and len(res.admitted) >= 8
+    measured = [0]
+    real = mcp.sent_bytes
+
+    def counting(result: Any) -> int:
+        measured[0] += 1
+        return real(result)
+
+    monkeypatch.setattr(mcp, "sent_bytes", counting)
+    token, seen, pages = None, [], 0
+    while True:
+        page = mcp.paged_result(res, "Which port serves which shard?", page_token=token, max_bytes=9_000)
+        pages += 1
+        assert real(page) <= 9_000  # both copies the SDK sends, the tools block included
+        assert page.tools == res.tools
+        seen += page.citations
+        token = page.next_page_token
+        if token is None:
+            break
+    assert seen == [p.chunk.id for p in res.admitted]
+    assert pages > 2
+    assert measured[0] <= pages * 10  # a bounded number of whole-page measurements per page, not one per prefix

@@ -28,6 +28,7 @@ import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
@@ -37,6 +38,7 @@ from admit.schema import PruneCandidate, ToolOutputModel
 from admit.service import core
 from admit.service.config import ServiceSettings
 from admit.service.core import PruneQuery, SearchQuery
+from admit.service.limits import run_bounded
 from admit.service.state import KnowledgeBaseLike, ServiceState, build_state
 from admit.types import Principal
 
@@ -50,6 +52,7 @@ __all__ = [
     "paged_result",
     "resolve_mcp_principal",
     "run_mcp",
+    "sent_bytes",
 ]
 
 logger = logging.getLogger(__name__)
@@ -115,11 +118,23 @@ def _offset(token: str | None, question: str) -> int:
     return offset
 
 
+def sent_bytes(result: BaseModel) -> int:
+    """What a tool result costs on the wire: the SDK sends it twice, as ``structuredContent`` (compact JSON) and
+    as a text block (indented JSON inside a JSON string)."""
+    import pydantic_core
+
+    compact = len(result.model_dump_json().encode())
+    text = pydantic_core.to_json(result, fallback=str, indent=2).decode()
+    return compact + len(json.dumps(text, ensure_ascii=False).encode())
+
+
 def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: int) -> EvidenceResult:
-    """The search result held to ``max_bytes`` of JSON, from the page ``page_token`` names (at least one passage).
+    """The search result held to ``max_bytes`` as sent (:func:`sent_bytes`: both copies, the tools block, the trace),
+    from the page ``page_token`` names (at least one passage).
 
     A result that fits whole is returned as packed; a page is re-rendered with only its passages, in
-    envelopes of a fresh boundary.
+    envelopes of a fresh boundary. Linear: every passage is rendered and measured once, the page is built from
+    the running sum and measured once as sent (trimmed, a bounded number of times, if the sum under-counted).
     """
     from admit.render import EvidenceRenderer
 
@@ -127,19 +142,21 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
     start = _offset(page_token, question)
     note = " ".join(f.detail for f in res.fallbacks)
     trace = core.trace_summary(res.trace)
+    rest = admitted[start:]
+    renderer = EvidenceRenderer.for_chunks([p.chunk for p in rest])  # valid for every subset of them
+    envelopes = [renderer.envelope(p.chunk, p.text, excerpt=p.excerpt) for p in rest]
+    cited = [_cited(p) for p in rest]
 
     def build(k: int) -> EvidenceResult:
-        page = admitted[start : start + k]
         if start == 0 and k >= len(admitted):
             evidence = res.prompt
         else:
-            renderer = EvidenceRenderer.for_chunks([p.chunk for p in page])
-            evidence = renderer.block([renderer.envelope(p.chunk, p.text, excerpt=p.excerpt) for p in page])
+            evidence = renderer.block(envelopes[:k])
         nxt = _token(start + k, question) if start + k < len(admitted) else None
         return EvidenceResult(
             evidence=evidence,
-            citations=[p.chunk.id for p in page],
-            passages=[_cited(p) for p in page],
+            citations=[p.chunk.id for p in rest[:k]],
+            passages=cited[:k],
             tools=res.tools,
             note=note,
             total_passages=len(admitted),
@@ -147,13 +164,23 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
             trace=trace,
         )
 
-    remaining = max(len(admitted) - start, 0)
-    best = build(min(1, remaining))
-    for k in range(2, remaining + 1):
-        candidate = build(k)
-        if len(candidate.model_dump_json().encode()) > max_bytes:
+    def cost(i: int) -> int:
+        one = len(json.dumps(envelopes[i], ensure_ascii=False)) + len(cited[i].model_dump_json())
+        return 3 * (one + len(rest[i].chunk.id) + 8)  # twice sent, the text copy indented and escaped
+
+    total = sent_bytes(build(0))
+    k = 0
+    while k < len(rest):
+        total += cost(k)
+        if total > max_bytes and k >= 1:
             break
-        best = candidate
+        k += 1
+    best = build(k)
+    tries = 0
+    while k > 1 and sent_bytes(best) > max_bytes:
+        tries += 1
+        k = k - 1 if tries < 8 else max(1, k // 2)
+        best = build(k)
     return best
 
 
@@ -310,22 +337,29 @@ def build_mcp_server(
             raise ToolError("no knowledge base is configured (start the server with --kb)")
         principal = who(ctx)
 
-        async def run() -> Any:
+        limit = mcp_cfg.max_result_bytes
+        outputs = [t.to_output(f"tool_outputs[{i}]") for i, t in enumerate(tool_outputs or [])]
+        # the tools block is part of every page: together it may take a quarter of max_result_bytes (sent twice)
+        share = max(256, limit // (8 * len(outputs))) if outputs else 0
+        outputs = [replace(o, max_bytes=min(o.max_bytes, share)) for o in outputs]
+
+        def work() -> EvidenceResult:
+            _offset(page_token, question)  # a bad token is refused before the search runs
             query = SearchQuery(
                 question=question,
                 top_k=top_k or mcp_cfg.top_k,
                 prune=prune,
                 model=mcp_cfg.model,
                 input_limit=mcp_cfg.input_limit,
-                tool_outputs=[t.to_output(f"tool_outputs[{i}]") for i, t in enumerate(tool_outputs or [])],
+                tool_outputs=outputs,
             )
-            return await core.search(st, query, principal)
+            res = core.search_now(st, query, principal)
+            return paged_result(res, question, page_token=page_token, max_bytes=limit)
 
-        res = await guarded("search", run)
-        try:
-            return paged_result(res, question, page_token=page_token, max_bytes=mcp_cfg.max_result_bytes)
-        except ConfigError as exc:
-            raise ToolError(str(exc)) from exc
+        async def run() -> EvidenceResult:
+            return await run_bounded(st, work, tenant=principal.tenant)
+
+        return await guarded("search", run)
 
     @server.tool(
         name="prune_context",
