@@ -148,10 +148,7 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
     cited = [_cited(p) for p in rest]
 
     def build(k: int) -> EvidenceResult:
-        if start == 0 and k >= len(admitted):
-            evidence = res.prompt
-        else:
-            evidence = renderer.block(envelopes[:k])
+        evidence = res.prompt if start == 0 and k >= len(admitted) else renderer.block(envelopes[:k])
         nxt = _token(start + k, question) if start + k < len(admitted) else None
         return EvidenceResult(
             evidence=evidence,
