@@ -81,7 +81,12 @@ def serve_cmd(kb_path: str | None, host: str, port: int, config_path: str | None
     from admit.service.work import responsive_interpreter
 
     responsive_interpreter()
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    from admit.service.server import ServerLimits, uvicorn_config
+
+    config = uvicorn_config(
+        app, host=host, port=port, limits=ServerLimits.from_settings(settings), log_level=log_level, access_log=False
+    )
+    uvicorn.Server(config).run()
 
 
 @click.command("mcp")

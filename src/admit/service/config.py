@@ -100,6 +100,14 @@ class Limits(_Strict):
     """Most items in one JSON array of a body (candidates, tool rows, messages)."""
     max_json_values: int = Field(default=500_000, gt=0)
     """Most JSON values in one body."""
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    """Longest time a client may take to send a request's headers; past it the connection is closed."""
+    body_timeout_s: float = Field(default=30.0, gt=0)
+    """Longest time a client may take to send a request's body once its headers are in."""
+    max_connections: int = Field(default=2048, gt=0)
+    """Most open connections of ``admit serve``; at the cap the oldest one still sending headers makes room."""
+    keep_alive_s: float = Field(default=5.0, gt=0)
+    """An idle keep-alive connection is closed after this many seconds."""
     worker_threads: int = Field(default=0, ge=0)
     """Worker threads that run request work at once (``0``: four per CPU core, at least 4, at most 64)."""
     worker_threads_per_tenant: int = Field(default=0, ge=0)

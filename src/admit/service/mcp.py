@@ -429,7 +429,12 @@ def run_mcp(
     from admit.service.work import responsive_interpreter
 
     responsive_interpreter()
-    uvicorn.run(mcp_http_app(server, host=host), host=host, port=port, log_level="warning", access_log=False)
+    from admit.service.server import ServerLimits, uvicorn_config
+
+    limits = ServerLimits.from_settings(settings)
+    app = mcp_http_app(server, host=host)
+    config = uvicorn_config(app, host=host, port=port, limits=limits, log_level="warning", access_log=False)
+    uvicorn.Server(config).run()
 
 
 def _version() -> str:
