@@ -46,7 +46,7 @@ HEAD = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: "
 BODY = b"POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n{"
 
 
-def _slow_client(port: int, n: int, seconds: float, reopen: bool, out: mp.Queue) -> None:  # type: ignore[type-arg]
+def _slow_client(port: int, n: int, seconds: float, reopen: bool, out: mp.Queue, ready: mp.Queue) -> None:  # type: ignore[type-arg]
     """Hold ``n`` slow connections for ``seconds`` (``reopen``: re-open each one the server closes)."""
     _raise_fd_limit()
     poller = select.poll()
@@ -73,7 +73,12 @@ def _slow_client(port: int, n: int, seconds: float, reopen: bool, out: mp.Queue)
         open_one(i)
     end = time.monotonic() + seconds
     k = 0
+    told = False
     while time.monotonic() < end:
+        if not told and k >= n:  # every connection has sent its unfinished request
+            ready.put(1)
+            told = True
+            end = time.monotonic() + seconds  # held this long once all are in
         for fd, ev in poller.poll(200):
             s, sent = socks.get(fd, (None, False))
             if s is None:
@@ -96,6 +101,8 @@ def _slow_client(port: int, n: int, seconds: float, reopen: bool, out: mp.Queue)
                 s.close()
                 if reopen and time.monotonic() < end:
                     open_one(0)
+    if not told:
+        ready.put(0)
     for s, _ in socks.values():
         s.close()
     out.put((closed, failed))
@@ -154,15 +161,18 @@ def _run(mode: str, args: argparse.Namespace, tmp: Path) -> dict[str, object]:
             time.sleep(0.2)
         quiet, quiet_err = _probe(url, args.probes, 30)
         q: mp.Queue = mp.Queue()  # type: ignore[type-arg]
+        ready: mp.Queue = mp.Queue()  # type: ignore[type-arg]
         per = args.connections // args.procs
         kids = [
-            mp.Process(target=_slow_client, args=(port, per, args.seconds, args.reopen, q)) for _ in range(args.procs)
+            mp.Process(target=_slow_client, args=(port, per, args.seconds, args.reopen, q, ready))
+            for _ in range(args.procs)
         ]
         for k in kids:
             k.start()
-        time.sleep(min(5.0, args.seconds / 3))  # the connections are open
+        opened = sum(ready.get(timeout=args.seconds + 60) for _ in kids)  # every slow request is sent
+        time.sleep(1.0)
         loud, loud_err = _probe(url, args.probes, args.seconds)
-        results = [q.get(timeout=args.seconds + 60) for _ in kids]
+        results = [q.get(timeout=2 * args.seconds + 120) for _ in kids]
         for k in kids:
             k.join(30)
         alive = proc.poll() is None
@@ -178,6 +188,7 @@ def _run(mode: str, args: argparse.Namespace, tmp: Path) -> dict[str, object]:
         "closed": sum(r[0] for r in results),
         "connect_failed": sum(r[1] for r in results),
         "alive": alive,
+        "ready": opened,
     }
 
 

@@ -511,3 +511,24 @@ def test_a_tool_row_cannot_leave_its_json_line() -> None:
     assert len(body) == 1
     row = json.loads(body[0])
     assert set(row) == {"note", "n"}
+
+
+# ---------------------------------------------------------------- 5: smaller items
+
+
+def test_a_group_named_star_is_a_group_in_the_store_query(tmp_path: Path) -> None:
+    # issue 26: a chunk of group "*" was readable by the whole tenant in the store query (dropped later by the
+    # pipeline, but retrieve() returned it and /v1/search reported dropped: {"acl": 1})
+    pytest.importorskip("sqlite_vec")
+    from admit.kb import KnowledgeBase
+    from admit.types import Principal
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "star.md").write_text("# Star\n\nThe vault rotates keys on port 8200 every night.\n", "utf-8")
+    with KnowledgeBase(str(tmp_path / "kb.db"), embedder="fake") as kb:
+        kb.ingest(docs, tenant="acme", groups=["*"])
+        outsider = Principal(tenant="acme", groups=("sales",))
+        member = Principal(tenant="acme", groups=("*",))
+        assert kb.retrieve("vault port", outsider, k=5) == []
+        assert [c.source_id for c in kb.retrieve("vault port", member, k=5)] != []
