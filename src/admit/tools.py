@@ -278,7 +278,20 @@ def check_schema(schema: Mapping[str, Any], where: str = "schema") -> None:
     if not isinstance(props, Mapping) or not props:
         raise RequestError(f"{where}.properties: declare the fields a row may carry.", field=f"{where}.properties")
     for name, spec in props.items():
-        types = spec.get("type") if isinstance(spec, Mapping) else None
+        if not isinstance(spec, Mapping):
+            raise RequestError(
+                f"{where}.properties.{clean_attr(name)[:60]}: a property must be an object such as "
+                '{"type": "string"}.',
+                field=f"{where}.properties",
+            )
+        types = spec.get("type")
+        if types is not None and not isinstance(types, str) and not (
+            isinstance(types, list) and all(isinstance(t, str) for t in types)
+        ):
+            raise RequestError(
+                f"{where}.properties.{clean_attr(name)[:60]}.type: a JSON type name or a list of them.",
+                field=f"{where}.properties",
+            )
         for t in [types] if isinstance(types, str) else list(types or []):
             if t not in _JSON_TYPES:
                 raise RequestError(
@@ -286,7 +299,9 @@ def check_schema(schema: Mapping[str, Any], where: str = "schema") -> None:
                     field=f"{where}.properties.{name}.type",
                 )
     required = schema.get("required", [])
-    missing = [r for r in required if r not in props] if isinstance(required, list) else ["<not a list>"]
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        raise RequestError(f"{where}.required: a list of property names.", field=f"{where}.required")
+    missing = [r for r in required if r not in props]
     if missing:
         raise RequestError(f"{where}.required: {missing} not among the properties.", field=f"{where}.required")
 

@@ -532,3 +532,60 @@ def test_a_group_named_star_is_a_group_in_the_store_query(tmp_path: Path) -> Non
         member = Principal(tenant="acme", groups=("*",))
         assert kb.retrieve("vault port", outsider, k=5) == []
         assert [c.source_id for c in kb.retrieve("vault port", member, k=5)] != []
+
+
+def test_refused_link_names_reach_the_terminal_without_escape_sequences(tmp_path: Path) -> None:
+    # issue 26: refused-link names were printed raw with their escape sequences
+    pytest.importorskip("sqlite_vec")
+    import os
+    import subprocess
+    import sys
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "ok.md").write_text("# Ok\n\nPort 8080.\n", "utf-8")
+    (tmp_path / "outside.txt").write_text("secret\n", "utf-8")
+    os.symlink(tmp_path / "outside.txt", docs / "evil\x1b]0;pwned\x07\x1b[2Jname.md")
+    cmd = [sys.executable, "-c", "from admit.cli import main; main()", "ingest", str(docs)]
+    cmd += ["--kb", str(tmp_path / "kb.db"), "--embedder", "fake", "--no-progress", "--access", "tenant:acme"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+    res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "evilname.md" in res.stderr or "evil]0;pwned" in res.stderr  # the name is shown, cleaned
+    assert "\x1b" not in res.stderr and "\x07" not in res.stderr
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "properties": {"a": 5}},
+        {"type": "object", "properties": {"a": {"type": 5}}},
+        {"type": "object", "properties": {"a": {"type": ["string", {"x": 1}]}}},
+        {"type": "object", "properties": {"a": {"type": "string"}}, "required": [{"x": 1}]},
+        {"type": "object", "properties": {"a": {"type": "string"}}, "required": "a"},
+        {"type": "object", "properties": []},
+        {"type": ["object"], "properties": {"a": {}}},
+    ],
+)
+def test_bad_tool_schemas_get_a_one_line_422(tmp_path: Path, schema: Any) -> None:
+    # issue 26: 9 of 364 bad HTTP inputs got 500 (bad tool schemas among them)
+    app = create_app(_settings(tmp_path), kb=FakeKnowledgeBase(CORPUS), environ=ENV)
+    tool = {"id": "t", "tool": "x", "rows": [{"a": "b"}], "schema": schema}
+    body = {"question": "port?", "candidates": [{"id": "a", "source_id": "a", "text": "port"}], "tool_outputs": [tool]}
+    with LoopbackServer(app) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
+        for path, payload in (("/v1/pack", body), ("/v1/search", {"question": "port?", "tool_outputs": [tool]})):
+            r = c.post(path, json=payload, headers={"X-API-Key": ACME_KEY})
+            assert r.status_code == 422, (path, r.status_code, r.text)
+            detail = r.json()["detail"]
+            assert detail and "\n" not in detail and "Traceback" not in detail
+
+
+def test_a_crafted_id_cannot_take_another_ids_citation() -> None:
+    # issue 26: a candidate id spelled as another id's rendered citation id took it
+    from admit._clean import citation_id
+
+    victim = "errors\u200b.md"
+    crafted = citation_id(victim)  # "errors.md~<8 hex>", a clean id on its own
+    assert citation_id(crafted) != citation_id(victim)
+    ids = [victim, crafted, "errors.md", "errors.md\t"]
+    assert len({citation_id(i) for i in ids}) == len(ids)
