@@ -285,8 +285,10 @@ def check_schema(schema: Mapping[str, Any], where: str = "schema") -> None:
                 field=f"{where}.properties",
             )
         types = spec.get("type")
-        if types is not None and not isinstance(types, str) and not (
-            isinstance(types, list) and all(isinstance(t, str) for t in types)
+        if (
+            types is not None
+            and not isinstance(types, str)
+            and not (isinstance(types, list) and all(isinstance(t, str) for t in types))
         ):
             raise RequestError(
                 f"{where}.properties.{clean_attr(name)[:60]}.type: a JSON type name or a list of them.",
