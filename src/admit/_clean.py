@@ -26,6 +26,7 @@ __all__ = [
     "clean_attr",
     "clean_terminal",
     "clean_text",
+    "escape_line_breaks",
     "is_script_letter",
 ]
 
@@ -108,6 +109,17 @@ def citation_id(raw: object) -> str:
 
 
 _HEX = frozenset("0123456789abcdef")
+_JSON_BREAKS = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\u0085", "\\u0085"))
+
+
+def escape_line_breaks(json_text: str) -> str:
+    """JSON text (``json.dumps(..., ensure_ascii=False)``) with U+2028, U+2029 and U+0085 written as escapes:
+    JSON allows them raw, but ``str.splitlines()`` and many line readers end a line at each, so a value holding
+    one would break its record out of a JSON line. The result decodes to the same value."""
+    for ch, esc in _JSON_BREAKS:
+        if ch in json_text:
+            json_text = json_text.replace(ch, esc)
+    return json_text
 
 
 def _looks_digested(s: str) -> bool:

@@ -36,6 +36,7 @@ from functools import lru_cache
 from typing import Any
 
 from admit import _linear
+from admit._clean import escape_line_breaks
 from admit.backends.tokenizers.base import Tokenizer
 from admit.budget import evidence_message_tokens
 from admit.errors import BudgetError, RequestError
@@ -263,11 +264,7 @@ def _default_finder() -> SecretFinder:
 
 def json_line(value: Any) -> str:
     """One JSON line: U+2028, U+2029 and U+0085 escaped too, so nothing in it can end the line."""
-    text = json.dumps(value, ensure_ascii=False, default=str)
-    for ch, esc in (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\u0085", "\\u0085")):
-        if ch in text:
-            text = text.replace(ch, esc)
-    return text
+    return escape_line_breaks(json.dumps(value, ensure_ascii=False, default=str))
 
 
 def check_schema(schema: Mapping[str, Any], where: str = "schema") -> None:

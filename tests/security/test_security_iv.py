@@ -617,3 +617,19 @@ def test_the_learned_detector_is_a_small_numpy_model_beside_the_rules() -> None:
     flags = det.flags([attack, benign], emb)
     assert flags == [True, False]
     assert len(windows("x" * 5_000)) == 4 and all(len(w) == 512 for w in windows("x" * 5_000))
+
+
+def test_every_json_line_writer_escapes_unicode_line_breaks(tmp_path: Path) -> None:
+    # issue 26: U+2028/U+0085 broke a record out of its JSON line (str.splitlines ends a line at each)
+    from admit.service.jsonio import dumps
+    from admit.tools import json_line
+    from admit.trace import JsonlSink
+
+    value = {"q": "a\u2028b\u2029c\u0085d"}
+    sink = JsonlSink(tmp_path / "t.jsonl")
+    sink.write(value)
+    sink.write(value)
+    lines = (tmp_path / "t.jsonl").read_text("utf-8").splitlines()
+    assert [json.loads(x) for x in lines] == [value, value]
+    for text in (dumps(value), json_line(value)):
+        assert len(text.splitlines()) == 1 and json.loads(text) == value

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from admit._clean import escape_line_breaks
 from admit.errors import RequestError
 
 __all__ = ["JsonCaps", "check_shape", "dumps", "dumps_line", "parse_body"]
@@ -108,19 +109,13 @@ def parse_body(raw: bytes, model: type[M], caps: JsonCaps, *, context: Mapping[s
     return model.model_validate(value, context=dict(context) if context else None)
 
 
-_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\u0085": "\\u0085"}
-
-
 def dumps(value: Any) -> str:
     """JSON text (UTF-8 kept readable) with U+2028, U+2029 and U+0085 escaped; non-finite floats as ``null``."""
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=str)
     except ValueError:
         text = json.dumps(_finite(value), ensure_ascii=False, separators=(",", ":"), default=str)
-    if any(ch in text for ch in _LINE_BREAKS):
-        for ch, esc in _LINE_BREAKS.items():
-            text = text.replace(ch, esc)
-    return text
+    return escape_line_breaks(text)
 
 
 def dumps_line(value: Any) -> str:
