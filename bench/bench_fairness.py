@@ -152,7 +152,7 @@ def main() -> None:
                 threads = [threading.Thread(target=hostile, args=(i,), daemon=True) for i in range(n)]
                 for t in threads:
                     t.start()
-                time.sleep(3.0)  # every hostile tenant has a request in flight
+                time.sleep(3.0 + 0.25 * n)  # every hostile tenant has had a request admitted
                 lat = _victim(url, args.victims, args.phase_s)
                 stop.set()
                 for t in threads:

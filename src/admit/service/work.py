@@ -82,7 +82,7 @@ class WorkPool:
     the long ones finish in turn instead of all running past their deadline together.
     """
 
-    def __init__(self, size: int = 0, per_tenant: int = 0, *, reserve: int = 0, long_s: float = 0.5) -> None:
+    def __init__(self, size: int = 0, per_tenant: int = 0, *, reserve: int = 0, long_s: float = 0.25) -> None:
         """``0`` sizes to the machine (see :class:`~admit.service.config.Limits`)."""
         cores = os.cpu_count() or 2
         self.size = size or min(64, max(4, 4 * cores))
@@ -95,7 +95,7 @@ class WorkPool:
         """Most threads at once, fresh tenants' included."""
         self.long_s = long_s
         """A request running longer than this is a long one (it yields the interpreter to short ones)."""
-        self.heavy_for_s = 30.0
+        self.heavy_for_s = 60.0
         """How long a tenant whose request ran long is served after the others."""
         self._heavy_until: dict[str, float] = {}
         self._state: RunVar[_Admission] = RunVar(f"admit-work-{id(self)}")
