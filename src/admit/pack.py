@@ -138,6 +138,11 @@ def anchored_excerpt(question: str, text: str, max_tokens: int, tokenizer: Token
     return None
 
 
+def _checked(value: frozenset[str]) -> frozenset[str]:
+    _linear.checkpoint()  # per candidate: long work may wait (the service's scheduler) or stop (the deadline)
+    return value
+
+
 def _join_excerpt(sents: Sequence[str], chosen: set[int]) -> str:
     idx = sorted(chosen)
     out: list[str] = []
@@ -246,7 +251,7 @@ class _Packer:
         self.multi = multi = len(facets) > 1
         # facet coverage matters only for a question of several facets; the words of title and text are the
         # union of each's (they are cached per text, and the text's were normalised by dedupe already)
-        words = [content_words(s.chunk.title) | content_words(s.chunk.text) for s in items] if multi else []
+        words = [_checked(content_words(s.chunk.title) | content_words(s.chunk.text)) for s in items] if multi else []
         # pairwise text similarity for novelty, estimated once from MinHash signatures
         self.sim = jaccard_estimates(signatures([s.chunk.text for s in items]))
         rel = _minmax([s.score for s in items])

@@ -183,8 +183,8 @@ class WorkPool:
         now = time.monotonic()
         self._heavy_until[tenant] = now + self.heavy_for_s
         if len(self._heavy_until) > 10_000:  # bounded: a burst of tenants cannot grow it without limit
-            for key in [k for k, v in self._heavy_until.items() if v < now]:
-                del self._heavy_until[key]
+            for key in [k for k, v in list(self._heavy_until.items()) if v < now]:  # a snapshot: workers write too
+                self._heavy_until.pop(key, None)
 
     @asynccontextmanager
     async def slot(self, tenant: str) -> AsyncIterator[Job]:
