@@ -230,6 +230,8 @@ def create_app(
                 "query": body.question,
                 "admitted": [p.as_dict() for p in res.admitted],
                 "citations": res.admitted_ids,
+                "answerable": res.answerable,
+                "answerability": res.answerability,
                 "prompt": res.prompt,
                 "budget": res.budget.as_dict(),
                 "tools": res.tools,
@@ -252,7 +254,7 @@ def create_app(
 
         def work(body: PruneBody) -> dict[str, Any]:
             answer = core.prune_now(state, body.query())
-            return PruneResponse.from_run(answer.run, answer.trace).model_dump(mode="json")
+            return PruneResponse.from_run(answer.run, answer.trace, question=body.question).model_dump(mode="json")
 
         return await in_pool(request, principal, PruneBody, work)
 
