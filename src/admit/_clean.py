@@ -26,6 +26,7 @@ __all__ = [
     "clean_attr",
     "clean_terminal",
     "clean_text",
+    "escape_line_breaks",
     "is_script_letter",
 ]
 
@@ -93,6 +94,8 @@ def citation_id(raw: object) -> str:
     """The id a passage is cited by: its id when rendering leaves it as it is, else the rendered form cut to
     280 characters plus ``~`` and 8 hex digits of the raw id's digest, so two distinct ids never render as
     one (``errors.md`` beside ``errors\\u200b.md``; ids equal in their first 300 characters; a trailing tab).
+    A raw id that itself ends in ``~`` and 8 hex digits is digested as well: it cannot pose as another id's
+    digested form.
 
     Example:
         >>> citation_id("install#upgrade")
@@ -102,9 +105,29 @@ def citation_id(raw: object) -> str:
     """
     s = str(raw if raw is not None else "")
     shown = clean_attr(s)
-    if shown == s:
+    if shown == s and not _looks_digested(s):
         return s
     return f"{shown[:280]}~{hashlib.sha256(s.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+_HEX = frozenset("0123456789abcdef")
+_JSON_BREAKS = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\u0085", "\\u0085"))
+
+
+def escape_line_breaks(json_text: str) -> str:
+    """JSON text (``json.dumps(..., ensure_ascii=False)``) with U+2028, U+2029 and U+0085 written as escapes:
+    JSON allows them raw, but ``str.splitlines()`` and many line readers end a line at each, so a value holding
+    one would break its record out of a JSON line. The result decodes to the same value."""
+    for ch, esc in _JSON_BREAKS:
+        if ch in json_text:
+            json_text = json_text.replace(ch, esc)
+    return json_text
+
+
+def _looks_digested(s: str) -> bool:
+    """Whether ``s`` ends like a digested citation id (``~`` and 8 hex digits): such a raw id is digested too,
+    so a crafted id can never take the citation id another id renders to."""
+    return len(s) >= 9 and s[-9] == "~" and set(s[-8:]) <= _HEX
 
 
 def clean_terminal(text: str) -> str:

@@ -45,9 +45,11 @@ __all__ = [
     "LinearPattern",
     "Match",
     "WorkMeter",
+    "checkpoint",
     "compile",
     "deadline",
     "meter",
+    "scheduled",
     "simple",
 ]
 
@@ -88,9 +90,7 @@ class WorkMeter:
         """Count one engine call that may read ``chars`` characters (and stop past this thread's deadline)."""
         self.chars += max(chars, 1)
         self.calls += 1
-        end = _DEADLINE.__dict__.get("at")
-        if end is not None and time.monotonic() > end:
-            raise DeadlineExceeded("the request's time budget ran out while its text was being processed")
+        checkpoint()
 
 
 class DeadlineExceeded(BackendTimeout):
@@ -98,6 +98,31 @@ class DeadlineExceeded(BackendTimeout):
 
 
 _DEADLINE = threading.local()
+
+
+def checkpoint() -> None:
+    """A point where long work may stop or wait: past this thread's :func:`deadline` it raises
+    :class:`DeadlineExceeded`; under a scheduler (:func:`scheduled`, the service's worker pool) a request that
+    has run long waits here while a shorter one needs the interpreter. Every regex call passes here; loops
+    that do other work call it themselves."""
+    local = _DEADLINE.__dict__
+    hook = local.get("hook")
+    if hook is not None:
+        hook()
+    end = local.get("at")
+    if end is not None and time.monotonic() > end:
+        raise DeadlineExceeded("the request's time budget ran out while its text was being processed")
+
+
+@contextmanager
+def scheduled(hook: Callable[[], None] | None) -> Iterator[None]:
+    """Call ``hook`` at every :func:`checkpoint` of this thread (the service's fair scheduler)."""
+    prev = _DEADLINE.__dict__.get("hook")
+    _DEADLINE.hook = hook
+    try:
+        yield
+    finally:
+        _DEADLINE.hook = prev
 
 
 @contextmanager

@@ -221,7 +221,11 @@ def signatures(texts: Sequence[str]) -> np.ndarray:
     """MinHash signatures of several texts, one row each."""
     if not texts:
         return np.zeros((0, 32), dtype=np.uint64)
-    stacked: np.ndarray = np.stack([signature(t) for t in texts])
+    rows = []
+    for t in texts:
+        _linear.checkpoint()  # long work may wait here (the service's scheduler) or stop (the deadline)
+        rows.append(signature(t))
+    stacked: np.ndarray = np.stack(rows)
     return stacked
 
 
@@ -248,8 +252,30 @@ def sentences(text: str) -> list[str]:
         para = para.strip()
         if not para:
             continue
-        out.extend(str(s).strip() for s in nupunkt.sent_tokenize(para) if str(s).strip())
+        for piece in _pieces(para):
+            _linear.checkpoint()  # a long paragraph is split piece by piece: long work may wait or stop between
+            out.extend(str(s).strip() for s in nupunkt.sent_tokenize(piece) if str(s).strip())
     return out
+
+
+_PIECE_CHARS = 4_000
+
+
+def _pieces(para: str) -> list[str]:
+    """``para`` cut after a ``". "`` past every :data:`_PIECE_CHARS` characters (a sentence end either way), so
+    the sentence splitter works on bounded pieces; shorter paragraphs whole."""
+    if len(para) <= _PIECE_CHARS:
+        return [para]
+    out: list[str] = []
+    start = 0
+    while len(para) - start > _PIECE_CHARS:
+        cut = para.find(". ", start + _PIECE_CHARS)
+        if cut < 0:
+            break
+        out.append(para[start : cut + 1])
+        start = cut + 2
+    out.append(para[start:])
+    return [p for p in out if p.strip()]
 
 
 def bm25_matrix(

@@ -99,20 +99,48 @@ def anchored_excerpt(question: str, text: str, max_tokens: int, tokenizer: Token
     if not sents or max_tokens <= 0:
         return None
     qw = content_words(question)
-    scores = [len(content_words(s) & qw) for s in sents]
+    scores = []
+    for s in sents:
+        _linear.checkpoint()
+        scores.append(len(content_words(s) & qw))
     anchor = max(range(len(sents)), key=lambda i: (scores[i], -i))
     order = sorted(range(len(sents)), key=lambda i: (-scores[i], abs(i - anchor), i))
+    # Linear: each sentence is counted once (with the space that joins it) and the excerpt's cost is kept as a
+    # running sum (sentences + one elision mark per gap); only the finished excerpt is counted as rendered,
+    # and trimmed (last joined first) in the rare case the sum under-counted it.
+    n = len(sents)
+    mark = tokenizer.count(" " + ELISION)
     chosen: set[int] = set()
-    best: str | None = None
+    added: list[int] = []
+    total = runs = lo = hi = 0
     for i in order:
-        trial = chosen | {i}
-        rendered = _join_excerpt(sents, trial)
-        if tokenizer.count(rendered) <= max_tokens:
-            chosen = trial
-            best = rendered
+        _linear.checkpoint()
+        cost = tokenizer.count(" " + sents[i])
+        left, right = (i - 1) in chosen, (i + 1) in chosen
+        new_runs = runs + 1 - int(left) - int(right)
+        new_lo, new_hi = (min(i, lo), max(i, hi)) if chosen else (i, i)
+        gaps = (new_runs - 1) + int(new_lo > 0) + int(new_hi < n - 1)
+        if total + cost + gaps * mark <= max_tokens:
+            chosen.add(i)
+            added.append(i)
+            total += cost
+            runs, lo, hi = new_runs, new_lo, new_hi
         elif not chosen:
             return None
-    return best
+    tries = 0
+    while added:  # a bounded number of exact counts: one at a time 8 times, then halving
+        _linear.checkpoint()
+        rendered = _join_excerpt(sents, set(added))
+        if tokenizer.count(rendered) <= max_tokens:
+            return rendered
+        tries += 1
+        added = added[:-1] if tries < 8 else added[: len(added) // 2]
+    return None
+
+
+def _checked(value: frozenset[str]) -> frozenset[str]:
+    _linear.checkpoint()  # per candidate: long work may wait (the service's scheduler) or stop (the deadline)
+    return value
 
 
 def _join_excerpt(sents: Sequence[str], chosen: set[int]) -> str:
@@ -227,7 +255,7 @@ class _Packer:
         self.multi = multi = len(facets) > 1
         # facet coverage matters only for a question of several facets; the words of title and text are the
         # union of each's (they are cached per text, and the text's were normalised by dedupe already)
-        words = [content_words(s.chunk.title) | content_words(s.chunk.text) for s in items] if multi else []
+        words = [_checked(content_words(s.chunk.title) | content_words(s.chunk.text)) for s in items] if multi else []
         # pairwise text similarity for novelty, estimated once from MinHash signatures
         self.sim = jaccard_estimates(signatures([s.chunk.text for s in items]))
         rel = _minmax([s.score for s in items])

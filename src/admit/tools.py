@@ -36,10 +36,12 @@ from functools import lru_cache
 from typing import Any
 
 from admit import _linear
+from admit._clean import escape_line_breaks
 from admit.backends.tokenizers.base import Tokenizer
 from admit.budget import evidence_message_tokens
 from admit.errors import BudgetError, RequestError
 from admit.render import choose_boundary, clean_attr, clean_text
+from admit.security.secrets import SecretFinder, checked_text, is_secret_key
 from admit.trace import ToolRecord
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "ToolReport",
     "cap_tool_output",
     "check_schema",
+    "json_line",
     "render_tool_outputs",
 ]
 
@@ -67,14 +70,11 @@ DEFAULT_REDACTIONS: Mapping[str, str] = {
     "private_key": r"-----BEGIN [A-Z ]*PRIVATE KEY-----(?s:.)*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)",
     "secret": r"\b(?:sk|pk|rk)-[A-Za-z0-9_-]{16,}|\bAKIA[0-9A-Z]{16}\b|\bgh[pousr]_[A-Za-z0-9]{30,}\b"
     r"|\bxox[abprs]-[A-Za-z0-9-]{10,}|\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
-    "bearer": r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{8,}=*",
+    "bearer": r"(?i)\bbearer\s+[A-Za-z0-9._~+/-]{16,}=*",
     "assignment": r"(?i)\b(?:password|passwd|pwd|secret|api[_-]?key|access[_-]?token|auth[_-]?token)\b\s*[:=]\s*\S+",
 }
 """The patterns :meth:`Redactor.default` applies: name -> regular expression."""
 
-_SECRET_KEYS = _linear.compile(
-    r"(?i)(password|passwd|secret|api[_-]?key|token|authorization|credential|private[_-]?key)", name="tools.secret_keys"
-)
 _JSON_TYPES: Mapping[str, Callable[[Any], bool]] = {
     "string": lambda v: isinstance(v, str),
     "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
@@ -165,9 +165,13 @@ def _redaction_pattern(name: str, pattern: str) -> _linear.LinearPattern:
 
 @dataclass(frozen=True, slots=True)
 class Redactor:
-    """Replaces configured patterns in every string of a row with ``[redacted:NAME]`` and counts them.
+    """Replaces secrets in every string of a row (keys included, at any depth) with ``[redacted:NAME]``.
 
-    A value under a key that names a secret (``password``, ``api_key``, ``token``, ...) is redacted whole.
+    Every string is first made the text the model will see (:func:`admit.security.secrets.checked_text`: NFKC,
+    invisible characters removed, line breaks made ``\\n``), then the configured patterns apply, then the
+    maintained detector (:class:`~admit.security.secrets.SecretFinder`: ``detect-secrets`` plus admit's
+    shapes). A value under a key that names a secret (``password``, ``api_key``, ``SecretAccessKey``, ...;
+    :func:`~admit.security.secrets.is_secret_key`) is redacted whole.
 
     Example:
         >>> Redactor.default().redact({"note": "mail bob@example.com", "api_key": "x1"})
@@ -179,9 +183,13 @@ class Redactor:
     """``(name, compiled pattern)`` pairs, applied in order (RE2: linear in the tool's text)."""
     secret_keys: bool = True
     """Whether values under secret-named keys are redacted whole."""
+    finder: SecretFinder | None = None
+    """The maintained detector, applied after the patterns (``None``: the patterns only)."""
 
     @classmethod
-    def from_patterns(cls, patterns: Mapping[str, str], *, secret_keys: bool = True) -> Redactor:
+    def from_patterns(
+        cls, patterns: Mapping[str, str], *, secret_keys: bool = True, finder: SecretFinder | None = None
+    ) -> Redactor:
         """Compile ``{name: regex}``; a bad pattern is a :class:`~admit.errors.ConfigError`-like RequestError."""
         compiled = []
         for name, pattern in patterns.items():
@@ -189,44 +197,75 @@ class Redactor:
                 compiled.append((str(name), _redaction_pattern(str(name), pattern)))
             except ValueError as exc:  # not a regex, or not linear (look-arounds, back-references)
                 raise RequestError(f"redaction pattern {name!r} is not a valid regex: {exc}", field=name) from exc
-        return cls(patterns=tuple(compiled), secret_keys=secret_keys)
+        return cls(patterns=tuple(compiled), secret_keys=secret_keys, finder=finder)
 
     @classmethod
     def default(cls, extra: Mapping[str, str] | None = None) -> Redactor:
-        """The shipped patterns (:data:`DEFAULT_REDACTIONS`), plus ``extra``."""
-        return cls.from_patterns({**DEFAULT_REDACTIONS, **dict(extra or {})})
+        """The shipped patterns (:data:`DEFAULT_REDACTIONS`), plus ``extra``, plus the maintained detector."""
+        return cls.from_patterns({**DEFAULT_REDACTIONS, **dict(extra or {})}, finder=_default_finder())
 
     def redact(self, value: Any) -> tuple[Any, Counter[str]]:
         """Return ``value`` with every match replaced, and the count of replacements per pattern name."""
         counts: Counter[str] = Counter()
-        return self._walk(value, counts), counts
+        return self._walk(value, counts, 0), counts
 
-    def _walk(self, value: Any, counts: Counter[str]) -> Any:
+    def redact_text(self, value: str, counts: Counter[str]) -> str:
+        """One string: checked text (:func:`checked_text`), then the patterns, then the detector."""
+        value = checked_text(value)
+        for name, pat in self.patterns:
+            n = 0
+
+            def mark(_m: _linear.Match, tag: str = f"[redacted:{name}]") -> str:
+                nonlocal n
+                n += 1
+                return tag
+
+            value = pat.sub(mark, value)
+            if n:
+                counts[name] += n
+        if self.finder is not None:
+            spans = self.finder.spans(value)
+            if spans:
+                parts: list[str] = []
+                last = 0
+                for start, end, kind in spans:
+                    if start < last:
+                        continue
+                    parts += [value[last:start], f"[redacted:{kind}]"]
+                    counts[kind] += 1
+                    last = end
+                value = "".join([*parts, value[last:]])
+        return value
+
+    def _walk(self, value: Any, counts: Counter[str], depth: int) -> Any:
         if isinstance(value, str):
-            for name, pat in self.patterns:
-                n = 0
-
-                def mark(_m: _linear.Match, tag: str = f"[redacted:{name}]") -> str:
-                    nonlocal n
-                    n += 1
-                    return tag
-
-                value = pat.sub(mark, value)
-                if n:
-                    counts[name] += n
-            return value
+            return self.redact_text(value, counts)
+        if depth > 64:  # a row nested deeper than any schema describes: nothing of it is shown
+            counts["too_deep"] += 1
+            return "[redacted:too_deep]"
         if isinstance(value, Mapping):
             out: dict[str, Any] = {}
             for k, v in value.items():
-                if self.secret_keys and isinstance(k, str) and _SECRET_KEYS.search(k) and v not in (None, ""):
+                key = self.redact_text(str(k), counts)
+                if self.secret_keys and is_secret_key(str(k)) and v not in (None, ""):
                     counts["secret_field"] += 1
-                    out[k] = "[redacted:secret_field]"
+                    out[key] = "[redacted:secret_field]"
                 else:
-                    out[str(k)] = self._walk(v, counts)
+                    out[key] = self._walk(v, counts, depth + 1)
             return out
         if isinstance(value, list | tuple):
-            return [self._walk(v, counts) for v in value]
+            return [self._walk(v, counts, depth + 1) for v in value]
         return value
+
+
+@lru_cache(maxsize=1)
+def _default_finder() -> SecretFinder:
+    return SecretFinder()
+
+
+def json_line(value: Any) -> str:
+    """One JSON line: U+2028, U+2029 and U+0085 escaped too, so nothing in it can end the line."""
+    return escape_line_breaks(json.dumps(value, ensure_ascii=False, default=str))
 
 
 def check_schema(schema: Mapping[str, Any], where: str = "schema") -> None:
@@ -237,7 +276,22 @@ def check_schema(schema: Mapping[str, Any], where: str = "schema") -> None:
     if not isinstance(props, Mapping) or not props:
         raise RequestError(f"{where}.properties: declare the fields a row may carry.", field=f"{where}.properties")
     for name, spec in props.items():
-        types = spec.get("type") if isinstance(spec, Mapping) else None
+        if not isinstance(spec, Mapping):
+            raise RequestError(
+                f"{where}.properties.{clean_attr(name)[:60]}: a property must be an object such as "
+                '{"type": "string"}.',
+                field=f"{where}.properties",
+            )
+        types = spec.get("type")
+        if (
+            types is not None
+            and not isinstance(types, str)
+            and not (isinstance(types, list) and all(isinstance(t, str) for t in types))
+        ):
+            raise RequestError(
+                f"{where}.properties.{clean_attr(name)[:60]}.type: a JSON type name or a list of them.",
+                field=f"{where}.properties",
+            )
         for t in [types] if isinstance(types, str) else list(types or []):
             if t not in _JSON_TYPES:
                 raise RequestError(
@@ -245,7 +299,9 @@ def check_schema(schema: Mapping[str, Any], where: str = "schema") -> None:
                     field=f"{where}.properties.{name}.type",
                 )
     required = schema.get("required", [])
-    missing = [r for r in required if r not in props] if isinstance(required, list) else ["<not a list>"]
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        raise RequestError(f"{where}.required: a list of property names.", field=f"{where}.required")
+    missing = [r for r in required if r not in props]
     if missing:
         raise RequestError(f"{where}.required: {missing} not among the properties.", field=f"{where}.required")
 
@@ -316,7 +372,7 @@ class ToolReport:
     fields_dropped: int
     """Undeclared fields removed from the rows."""
     bytes_total: int
-    """Serialized bytes of the conforming, redacted rows from this page on."""
+    """Serialized bytes of the conforming rows from this page on (redacted on the page, as sent after it)."""
     bytes_kept: int
     """Serialized bytes of the rows shown."""
     truncated_by: str | None
@@ -396,7 +452,7 @@ def _envelope(boundary: str, out: ToolOutput, page: ToolPage, shown: int) -> str
     if page.next_token:
         why, token = clean_attr(page.truncated_by or "rows"), clean_attr(page.next_token)
         attrs += f' truncated="{why}" next_page_token="{token}"'
-    body = "\n".join(clean_text(json.dumps(r, ensure_ascii=False, default=str)) for r in page.rows)
+    body = "\n".join(clean_text(json_line(r)) for r in page.rows)
     return f"<tool-output-{boundary} {attrs}>\n{body}\n</tool-output-{boundary}>"
 
 
@@ -425,15 +481,21 @@ def render_tool_outputs(
     prepared = [_prepare(o) for o in outputs]
     pages: list[ToolPage] = []
     redacted: list[list[Any]] = []
-    for p in prepared:
-        rows = [redactor.redact(r)[0] for r in p.rows]  # redacted before measuring: nothing secret is counted
-        redacted.append(rows)
-        o = p.out
-        pages.append(cap_tool_output(rows, max_rows=o.max_rows, max_bytes=o.max_bytes, page_token=o.page_token))
+    row_counts: list[list[Counter[str]]] = []
     start = [_decode_token(p.out.page_token) for p in prepared]
+    for i, p in enumerate(prepared):
+        # redacted before measuring: nothing secret is counted, and only the rows a page can show are checked
+        # (the detector's work is bounded by max_rows, not by how many rows the tool returned)
+        o = p.out
+        lo, hi = start[i], start[i] + o.max_rows
+        done = [redactor.redact(r) for r in p.rows[lo:hi]]
+        rows = [*p.rows[:lo], *(d[0] for d in done), *p.rows[hi:]]
+        redacted.append(rows)
+        row_counts.append([d[1] for d in done])
+        pages.append(cap_tool_output(rows, max_rows=o.max_rows, max_bytes=o.max_bytes, page_token=o.page_token))
     limits = [len(pg.rows) for pg in pages]
     by_budget = [False] * len(pages)
-    texts = [clean_text(json.dumps(r, ensure_ascii=False, default=str)) for rows in redacted for r in rows]
+    texts = [clean_text(json_line(r)) for i, rows in enumerate(redacted) for r in rows[start[i] : start[i] + limits[i]]]
     texts += [clean_attr(x) for o in outputs for x in (o.id, o.tool, o.page_token or "")]
     boundary = choose_boundary(texts, tokenizer)
     while True:
@@ -464,8 +526,8 @@ def render_tool_outputs(
     reports = []
     for i, p in enumerate(prepared):
         redactions: Counter[str] = Counter()
-        for row in p.rows[start[i] : start[i] + limits[i]]:
-            redactions.update(redactor.redact(row)[1])
+        for c in row_counts[i][: limits[i]]:
+            redactions.update(c)
         reports.append(
             ToolReport(
                 id=p.out.id,

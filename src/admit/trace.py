@@ -21,6 +21,7 @@ from typing import Any, Literal, NotRequired, Protocol, Required, runtime_checka
 
 from typing_extensions import TypedDict
 
+from admit._clean import escape_line_breaks
 from admit.types import Budget, BudgetRecord, Decision, DecisionRecord, Fallback, FallbackRecord, UsageRecord
 
 __all__ = [
@@ -255,7 +256,7 @@ class JsonlSink:
 
     def write(self, record: Mapping[str, Any]) -> None:
         """Append ``record`` as one line."""
-        line = json.dumps(record, ensure_ascii=False, sort_keys=False, default=str)
+        line = escape_line_breaks(json.dumps(record, ensure_ascii=False, sort_keys=False, default=str))
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line + "\n")
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import errno
 import functools
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -132,6 +133,43 @@ def quiet_model_loading() -> None:
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+    if not logging.getLogger().handlers:
+        terminal_logging()
+
+
+class TerminalSafeFormatter(logging.Formatter):
+    """A log formatter for a terminal: escape sequences and control characters in a message (a file name with
+    ``ESC]0;...``, a refused link's target) are removed, line breaks kept."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        """The formatted record, cleaned (:func:`admit._clean.clean_terminal`)."""
+        from admit._clean import clean_terminal
+
+        return clean_terminal(super().format(record))
+
+
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is when a record is emitted (as Python's last-resort handler does)."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass
+
+
+def terminal_logging(level: str = "WARNING", fmt: str = "%(message)s") -> None:
+    """Log to stderr through :class:`TerminalSafeFormatter` (what the command line prints of the library's log;
+    without it Python's last-resort handler prints messages raw)."""
+    root = logging.getLogger()
+    handler = _Stderr()
+    handler.setFormatter(TerminalSafeFormatter(fmt))
+    for h in list(root.handlers):
+        root.removeHandler(h)
+    root.addHandler(handler)
+    root.setLevel(level.upper())
 
 
 # -- input ---------------------------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from typing import Any
 
 import click
 
+from admit._clean import escape_line_breaks
 from admit._jsonl import json_line
 from admit.cli._common import (
     DEFAULT_STRATEGY,
@@ -254,14 +255,14 @@ def prune_cmd(
             if workers == 1:
                 results = map(one, records)
                 for row in results:
-                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    out.write(escape_line_breaks(json.dumps(row, ensure_ascii=False)) + "\n")
                     out.flush()  # each result as soon as it is decided (a pipe reader sees the first one first)
                     summary.add(row)
                     advance()
             else:
                 with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="admit-prune-cli") as ex:
                     for row in ex.map(one, records):
-                        out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                        out.write(escape_line_breaks(json.dumps(row, ensure_ascii=False)) + "\n")
                         out.flush()
                         summary.add(row)
                         advance()

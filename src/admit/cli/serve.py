@@ -20,6 +20,7 @@ from admit.cli._common import (
     open_kb,
     principal_option,
     prune_option,
+    terminal_logging,
 )
 from admit.errors import MissingExtraError
 
@@ -77,11 +78,16 @@ def serve_cmd(kb_path: str | None, host: str, port: int, config_path: str | None
     settings = load_settings(config_path)
     check_port_free(host, port)
     app = create_app(settings, kb=open_kb(kb_path, must_exist=True) if kb_path else None)
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    terminal_logging(log_level, "%(asctime)s %(levelname)s %(name)s: %(message)s")
     from admit.service.work import responsive_interpreter
 
     responsive_interpreter()
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    from admit.service.server import ServerLimits, uvicorn_config
+
+    config = uvicorn_config(
+        app, host=host, port=port, limits=ServerLimits.from_settings(settings), log_level=log_level, access_log=False
+    )
+    uvicorn.Server(config).run()
 
 
 @click.command("mcp")
@@ -143,5 +149,5 @@ def mcp_cmd(
     chosen = principal or settings.mcp_principal()
     if kb is not None and chosen is not None and transport == "stdio":
         check_tenant(kb, chosen, kb_path=str(kb_path))  # a misspelled tenant would answer nothing, silently
-    logging.basicConfig(level="WARNING", format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # stderr
+    terminal_logging("WARNING", "%(asctime)s %(levelname)s %(name)s: %(message)s")  # stderr
     run_mcp(settings, kb=kb, principal=principal, transport=transport, host=host, port=port)  # type: ignore[arg-type]

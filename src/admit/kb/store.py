@@ -241,16 +241,22 @@ class Store(Protocol):
         ...
 
 
+def group_token(group: str) -> str:
+    """The ACL token of a group: the name itself, except that a name starting with ``*`` or ``\\`` is escaped
+    with a leading ``\\``, so a group literally named ``*`` is a group, never :data:`OPEN_GROUP`."""
+    return "\\" + group if group.startswith(("*", "\\")) else group
+
+
 def acl_tokens(access: Access | None) -> list[str]:
     """The ACL tokens stored with a chunk: its groups, or :data:`OPEN_GROUP` when the whole tenant may read it."""
     if access is None or not access.tenant:
         return []
-    return list(access.groups) if access.groups else [OPEN_GROUP]
+    return [group_token(g) for g in access.groups] if access.groups else [OPEN_GROUP]
 
 
 def principal_tokens(principal: Principal) -> list[str]:
-    """The ACL tokens a principal matches: :data:`OPEN_GROUP` and its groups."""
-    return [OPEN_GROUP, *sorted(set(principal.groups) - {OPEN_GROUP})]
+    """The ACL tokens a principal matches: :data:`OPEN_GROUP` and its groups (a group named ``*`` as itself)."""
+    return [OPEN_GROUP, *sorted({group_token(g) for g in principal.groups})]
 
 
 def record_vector(r: ChunkRecord, dim: int) -> FloatVector:

@@ -93,6 +93,22 @@ class Limits(_Strict):
     """Wall-clock limit of one request's work; over it the request gets 504."""
     max_top_k: int = Field(default=100, gt=0)
     """Largest ``top_k`` of /v1/search."""
+    max_json_depth: int = Field(default=32, gt=0, le=900)
+    """Deepest nesting of objects and arrays in a request body (over it: 422 naming the field)."""
+    max_object_keys: int = Field(default=1_000, gt=0)
+    """Most keys in one JSON object of a body (a candidate's ``metadata``, a tool row)."""
+    max_array_items: int = Field(default=100_000, gt=0)
+    """Most items in one JSON array of a body (candidates, tool rows, messages)."""
+    max_json_values: int = Field(default=500_000, gt=0)
+    """Most JSON values in one body."""
+    header_timeout_s: float = Field(default=10.0, gt=0)
+    """Longest time a client may take to send a request's headers; past it the connection is closed."""
+    body_timeout_s: float = Field(default=30.0, gt=0)
+    """Longest time a client may take to send a request's body once its headers are in."""
+    max_connections: int = Field(default=2048, gt=0)
+    """Most open connections of ``admit serve``; at the cap the oldest one still sending headers makes room."""
+    keep_alive_s: float = Field(default=5.0, gt=0)
+    """An idle keep-alive connection is closed after this many seconds."""
     worker_threads: int = Field(default=0, ge=0)
     """Worker threads that run request work at once (``0``: four per CPU core, at least 4, at most 64)."""
     worker_threads_per_tenant: int = Field(default=0, ge=0)

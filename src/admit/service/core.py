@@ -39,11 +39,14 @@ __all__ = [
     "SearchQuery",
     "cap_tools",
     "pack",
+    "pack_now",
     "prune",
+    "prune_now",
     "run_pack",
     "run_prune",
     "run_search",
     "search",
+    "search_now",
     "trace_summary",
 ]
 
@@ -55,19 +58,13 @@ logger = logging.getLogger(__name__)
 
 async def search(state: ServiceState, query: SearchQuery, principal: Principal) -> PackResult:
     """Search the knowledge base as ``principal`` and admit the result, within the limits and the deadline."""
-    check_search_limits(query.question, query.top_k, state.limits)
-    kb = state.kb
-    if kb is None:
-        raise BackendError("no knowledge base is configured on this server (start it with --kb)")
-    res, _ = await run_bounded(state, lambda: run_search(state, kb, query, principal), tenant=principal.tenant)
-    return res
+    return await run_bounded(state, lambda: search_now(state, query, principal), tenant=principal.tenant)
 
 
 async def prune(state: ServiceState, query: PruneQuery, principal: Principal | None = None) -> PruneAnswer:
     """Prune bring-your-own chunks, within the limits and the deadline (in ``principal``'s share of workers)."""
-    check_prune_limits(query.question, [c.text for c in query.candidates], state.limits)
     tenant = principal.tenant if principal is not None else None
-    return await run_bounded(state, lambda: run_prune(state, query), tenant=tenant)
+    return await run_bounded(state, lambda: prune_now(state, query), tenant=tenant)
 
 
 async def pack(state: ServiceState, req: PackRequest) -> PackResult:
@@ -75,15 +72,34 @@ async def pack(state: ServiceState, req: PackRequest) -> PackResult:
 
     ``req.principal`` must be the transport's principal; ``req.model`` a caller's model name.
     """
+    tenant = req.principal.tenant if req.principal is not None else None
+    return await run_bounded(state, lambda: pack_now(state, req), tenant=tenant)
+
+
+def search_now(state: ServiceState, query: SearchQuery, principal: Principal) -> PackResult:
+    """:func:`search` in the calling thread (a worker): the limits, then the work."""
+    check_search_limits(query.question, query.top_k, state.limits)
+    kb = state.kb
+    if kb is None:
+        raise BackendError("no knowledge base is configured on this server (start it with --kb)")
+    return run_search(state, kb, query, principal)[0]
+
+
+def prune_now(state: ServiceState, query: PruneQuery) -> PruneAnswer:
+    """:func:`prune` in the calling thread (a worker): the limits, then the work."""
+    check_prune_limits(query.question, [c.text for c in query.candidates], state.limits)
+    return run_prune(state, query)
+
+
+def pack_now(state: ServiceState, req: PackRequest) -> PackResult:
+    """:func:`pack` in the calling thread (a worker): the limits, the model name, the tool caps, then the work."""
     check_pack_limits(req, state.limits)
     req = replace(
         req,
         model=resolve_model(req.model if isinstance(req.model, str) else "", state.settings),
         tool_outputs=cap_tools(req.tool_outputs, state),
     )
-    tenant = req.principal.tenant if req.principal is not None else None
-    res, _ = await run_bounded(state, lambda: _pack_with_shadow(state, "/v1/pack", req), tenant=tenant)
-    return res
+    return _pack_with_shadow(state, "/v1/pack", req)[0]
 
 
 def cap_tools(outputs: Sequence[ToolOutput], state: ServiceState) -> list[ToolOutput]:

@@ -29,7 +29,8 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.security import APIKeyHeader
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+from pydantic.json_schema import models_json_schema
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -48,7 +49,8 @@ from admit.service.core import run_search as search
 from admit.service.core import trace_summary
 from admit.service.errors import answer_for
 from admit.service.gate import Gate, error_response
-from admit.service.limits import check_pack_limits, resolve_model
+from admit.service.jsonio import dumps, parse_body
+from admit.service.limits import check_pack_limits, resolve_model, run_bounded
 from admit.service.loopback import LoopbackServer
 from admit.service.metrics import CONTENT_TYPE
 from admit.service.schemas import (
@@ -186,29 +188,68 @@ def create_app(
         """Prometheus text exposition."""
         return Response(state.metrics.render(), media_type=CONTENT_TYPE)
 
-    @app.post("/v1/pack", tags=["admit"], responses=_ERRORS)
-    async def pack_endpoint(body: PackBody, principal: PrincipalDep) -> dict[str, Any]:  # type: ignore[valid-type]
+    caps = state.json_caps
+
+    async def in_pool(request: Request, principal: Principal, model: type[BaseModel], work: Any) -> Response:
+        """Parse, validate, run and serialize in the tenant's worker: the loop only moves the bytes."""
+        raw = await request.body()
+
+        def job() -> Response:
+            try:
+                body = parse_body(raw, model, caps)
+            except ValidationError as exc:
+                raise RequestValidationError(exc.errors(include_url=False)) from None
+            return Response(dumps(work(body)).encode(), media_type="application/json")
+
+        return await run_bounded(state, job, tenant=principal.tenant)
+
+    @app.post("/v1/pack", tags=["admit"], responses=_ERRORS, openapi_extra=_body_schema("PackBody"))
+    async def pack_endpoint(request: Request, principal: PrincipalDep) -> Response:
         """Run the whole pipeline on the caller's candidates (the `admit pack` request minus `principal`)."""
-        res = await core.pack(state, pack_request_from_body(body, principal))
-        return res.as_dict()
 
-    @app.post("/v1/search", tags=["admit"], response_model=SearchResponse, responses=_ERRORS)
-    async def search_endpoint(body: SearchBody, principal: PrincipalDep) -> dict[str, Any]:
+        def work(body: BaseModel) -> dict[str, Any]:
+            return core.pack_now(state, pack_request_from_body(body, principal)).as_dict()
+
+        return await in_pool(request, principal, PackBody, work)
+
+    @app.post(
+        "/v1/search",
+        tags=["admit"],
+        response_model=SearchResponse,
+        responses=_ERRORS,
+        openapi_extra=_body_schema("SearchBody"),
+    )
+    async def search_endpoint(request: Request, principal: PrincipalDep) -> Response:
         """Retrieve from the knowledge base as the key's principal, then admit. Pruning is opt-in (`prune`)."""
-        res = await core.search(state, body.query(), principal)
-        # the keys of every pack answer (PackResult.as_dict: decisions included), the trace as its summary
-        return {
-            "question": body.question,
-            "query": body.question,
-            **res.as_dict(),
-            "trace": trace_summary(res.trace),
-        }
 
-    @app.post("/v1/prune", tags=["admit"], response_model=PruneResponse, responses=_ERRORS)
-    async def prune_endpoint(body: PruneBody, principal: PrincipalDep) -> PruneResponse:
+        def work(body: SearchBody) -> dict[str, Any]:
+            res = core.search_now(state, body.query(), principal)
+            # the keys of every pack answer (PackResult.as_dict: decisions included), the trace as its summary
+            out = {
+                "question": body.question,
+                "query": body.question,
+                **res.as_dict(),
+                "trace": trace_summary(res.trace),
+            }
+            return SearchResponse.model_validate(out).model_dump(mode="json")
+
+        return await in_pool(request, principal, SearchBody, work)
+
+    @app.post(
+        "/v1/prune",
+        tags=["admit"],
+        response_model=PruneResponse,
+        responses=_ERRORS,
+        openapi_extra=_body_schema("PruneBody"),
+    )
+    async def prune_endpoint(request: Request, principal: PrincipalDep) -> Response:
         """Prune bring-your-own chunks: one decision per candidate, in input order."""
-        answer = await core.prune(state, body.query(), principal)
-        return PruneResponse.from_run(answer.run, answer.trace, question=body.question)
+
+        def work(body: PruneBody) -> dict[str, Any]:
+            answer = core.prune_now(state, body.query())
+            return PruneResponse.from_run(answer.run, answer.trace, question=body.question).model_dump(mode="json")
+
+        return await in_pool(request, principal, PruneBody, work)
 
     @app.get("/inspect", tags=["admit"], response_class=HTMLResponse, responses=_ERRORS)
     async def inspect_page(principal: PrincipalDep, id: str | None = None) -> HTMLResponse:
@@ -218,7 +259,34 @@ def create_app(
             records = [r for r in records if r.get("request_id") == id]
         return HTMLResponse(render_page(records, title=f"admit: requests of {principal.tenant}"))
 
+    _document_bodies(app)
     return app
+
+
+def _body_schema(name: str) -> dict[str, Any]:
+    """The OpenAPI request body of a route that reads its body itself (in a worker, see ``in_pool``)."""
+    ref = {"$ref": f"#/components/schemas/{name}"}
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": ref}}}}
+
+
+def _document_bodies(app: FastAPI) -> None:
+    """Add the body models to ``/openapi.json``'s components (the routes parse their bodies in a worker)."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        spec = build()
+        _, defs = models_json_schema(
+            [(m, "validation") for m in _BODIES.values()], ref_template="#/components/schemas/{model}"
+        )
+        schemas = spec.setdefault("components", {}).setdefault("schemas", {})
+        for name, schema in defs.get("$defs", {}).items():
+            schemas.setdefault(name, schema)
+        app.openapi_schema = spec
+        return spec
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 class JsonBodies:

@@ -15,7 +15,7 @@ from typing import TypeVar
 
 import anyio
 
-from admit import _linear, _scope
+from admit import _scope
 from admit.errors import BackendTimeout, LimitExceeded, RequestError
 from admit.pipeline import PackRequest
 from admit.service.config import Limits, ServiceSettings
@@ -101,33 +101,29 @@ def resolve_model(name: str, settings: ServiceSettings) -> str:
     return name
 
 
-def _run_with_deadline(at: float, tenant: str | None, fn: Callable[[], T]) -> T:
-    with _linear.deadline(at), _scope.scoped(f"tenant:{tenant}" if tenant else "anonymous"):
+def _in_scope(tenant: str | None, fn: Callable[[], T]) -> T:
+    with _scope.scoped(f"tenant:{tenant}" if tenant else "anonymous"):
         return fn()
 
 
 async def run_bounded(state: ServiceState, fn: Callable[[], T], *, tenant: str | None = None) -> T:
     """Run blocking work in a worker of the state's :class:`WorkPool` under ``request_timeout_s``.
 
-    A request that arrives while the models are still loading waits for them, and a request whose tenant holds
-    all its worker slots waits for one, inside the same deadline. The deadline also stops the work itself: the
-    worker's text processing checks it (:func:`admit._linear.deadline`), so a timed-out request frees its
-    worker instead of running on after its caller got 504. The work runs in the tenant's cache scope
+    A request that arrives while the models are still loading waits for them, and a request waits for a worker
+    in the pool's fair queue (tenant by tenant), inside the same deadline. The deadline also stops the work
+    itself: the worker's text processing checks it (:func:`admit._linear.deadline`), so a timed-out request
+    frees its worker instead of running on after its caller got 504. The work runs in the tenant's cache scope
     (:mod:`admit._scope`): what it caches, only the same tenant's requests hit.
     """
     timeout = state.limits.request_timeout_s
     pool = state.work
     assert pool is not None  # sized in ServiceState.__post_init__
-    everyone, own = pool.limiters(tenant or "-")
     at = time.monotonic() + timeout
     try:
         with anyio.fail_after(timeout):
             while state.readiness.status == "loading":
                 await anyio.sleep(0.02)
-            async with own:
-                return await anyio.to_thread.run_sync(
-                    partial(_run_with_deadline, at, tenant, fn), abandon_on_cancel=True, limiter=everyone
-                )
+            return await pool.run(tenant or "-", partial(_in_scope, tenant, fn), deadline_at=at)
     except TimeoutError as exc:
         loading = ""
         if state.readiness.status == "loading":

@@ -24,12 +24,15 @@ class LoopbackServer:
         host: str = "127.0.0.1",
         startup_timeout_s: float = 20.0,
         ready_path: str | None = "/healthz",
+        limits: Any = None,
     ) -> None:
         """Prepare the server; it starts on ``__enter__``.
 
         ``ready_path`` is polled until it answers 200 (``/readyz`` waits for the models); ``None`` waits for
-        any HTTP answer (an app without a health route).
+        any HTTP answer (an app without a health route). ``limits``: the server's
+        :class:`~admit.service.server.ServerLimits` (default: the app's settings', else the defaults).
         """
+        self.limits = limits
         self.app = app
         self.host = host
         self.ready_path = ready_path
@@ -55,7 +58,15 @@ class LoopbackServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, 0))
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, log_level="warning", access_log=False, lifespan="on")
+        from admit.service.server import ServerLimits, uvicorn_config
+
+        limits = self.limits
+        if limits is None:
+            state = getattr(getattr(self.app, "state", None), "admit", None)
+            limits = ServerLimits.from_settings(state.settings) if state is not None else ServerLimits()
+        config = uvicorn_config(
+            self.app, host=self.host, limits=limits, log_level="warning", access_log=False, lifespan="on"
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._thread.start()

@@ -29,6 +29,7 @@ import json
 import logging
 import sys
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
@@ -39,6 +40,7 @@ from admit.service import core
 from admit.service.config import ServiceSettings
 from admit.service.core import PruneQuery, SearchQuery
 from admit.service.errors import answer_for
+from admit.service.limits import run_bounded
 from admit.service.schemas import PruneResponse
 from admit.service.state import ServiceState, build_state
 from admit.types import Principal
@@ -130,11 +132,23 @@ def _offset(token: str | None, question: str) -> int:
     return offset
 
 
+def sent_bytes(result: BaseModel) -> int:
+    """What a tool result costs on the wire: the SDK sends it twice, as ``structuredContent`` (compact JSON) and
+    as a text block (indented JSON inside a JSON string)."""
+    import pydantic_core
+
+    compact = len(result.model_dump_json().encode())
+    text = pydantic_core.to_json(result, fallback=str, indent=2).decode()
+    return compact + len(json.dumps(text, ensure_ascii=False).encode())
+
+
 def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: int) -> EvidenceResult:
-    """The search result held to ``max_bytes`` of JSON, from the page ``page_token`` names (at least one passage).
+    """The search result held to ``max_bytes`` as sent (:func:`sent_bytes`: both copies, the tools block, the trace),
+    from the page ``page_token`` names (at least one passage).
 
     A result that fits whole is returned as packed; a page is re-rendered with only its passages, in
-    envelopes of a fresh boundary.
+    envelopes of a fresh boundary. Linear: every passage is rendered and measured once, the page is built from
+    the running sum and measured once as sent (trimmed, a bounded number of times, if the sum under-counted).
     """
     from admit.render import EvidenceRenderer
 
@@ -143,21 +157,20 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
     note = " ".join(f.detail for f in res.fallbacks)
     trace = core.trace_summary(res.trace)
     decisions = [d.as_dict() for d in res.decisions]
+    rest = admitted[start:]
+    renderer = EvidenceRenderer.for_chunks([p.chunk for p in rest])  # valid for every subset of them
+    envelopes = [renderer.envelope(p.chunk, p.text, excerpt=p.excerpt) for p in rest]
+    cited = [_cited(p) for p in rest]
 
     def build(k: int) -> EvidenceResult:
-        page = admitted[start : start + k]
-        if start == 0 and k >= len(admitted):
-            evidence = res.prompt
-        else:
-            renderer = EvidenceRenderer.for_chunks([p.chunk for p in page])
-            evidence = renderer.block([renderer.envelope(p.chunk, p.text, excerpt=p.excerpt) for p in page])
+        evidence = res.prompt if start == 0 and k >= len(admitted) else renderer.block(envelopes[:k])
         nxt = _token(start + k, question) if start + k < len(admitted) else None
         return EvidenceResult(
             evidence=evidence,
-            citations=[p.chunk.id for p in page],
+            citations=[p.chunk.id for p in rest[:k]],
             answerable=res.answerable,
             answerability=res.answerability,
-            passages=[_cited(p) for p in page],
+            passages=cited[:k],
             tools=res.tools,
             note=note,
             total_passages=len(admitted),
@@ -166,24 +179,24 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
             trace=trace,
         )
 
-    remaining = max(len(admitted) - start, 0)
-    best = build(min(1, remaining))
-    for k in range(2, remaining + 1):
-        candidate = build(k)
-        if sent_bytes(candidate) > max_bytes:
+    def cost(i: int) -> int:
+        one = len(json.dumps(envelopes[i], ensure_ascii=False)) + len(cited[i].model_dump_json())
+        return 3 * (one + len(rest[i].chunk.id) + 8)  # twice sent, the text copy indented and escaped
+
+    total = sent_bytes(build(0))
+    k = 0
+    while k < len(rest):
+        total += cost(k)
+        if total > max_bytes and k >= 1:
             break
-        best = candidate
+        k += 1
+    best = build(k)
+    tries = 0
+    while k > 1 and sent_bytes(best) > max_bytes:
+        tries += 1
+        k = k - 1 if tries < 8 else max(1, k // 2)
+        best = build(k)
     return best
-
-
-def sent_bytes(result: BaseModel) -> int:
-    """The bytes a client receives for a tool result: the SDK sends it twice, as indented JSON text and as the
-    structured content (compact JSON), so both count against ``max_result_bytes``."""
-    import pydantic_core
-
-    text = pydantic_core.to_json(result, fallback=str, indent=2)
-    structured = pydantic_core.to_json(result.model_dump(mode="json"))
-    return len(text) + len(structured)
 
 
 def _cited(p: Any) -> CitedPassage:
@@ -328,22 +341,29 @@ def build_mcp_server(
             raise ToolError("no knowledge base is configured (start the server with --kb)")
         principal = who(ctx)
 
-        async def run() -> Any:
+        limit = mcp_cfg.max_result_bytes
+        outputs = [t.to_output(f"tool_outputs[{i}]") for i, t in enumerate(tool_outputs or [])]
+        # the tools block is part of every page: together it may take a quarter of max_result_bytes (sent twice)
+        share = max(256, limit // (8 * len(outputs))) if outputs else 0
+        outputs = [replace(o, max_bytes=min(o.max_bytes, share)) for o in outputs]
+
+        def work() -> EvidenceResult:
+            _offset(page_token, question)  # a bad token is refused before the search runs
             query = SearchQuery(
                 question=question,
                 top_k=top_k or mcp_cfg.top_k,
                 prune=prune,
                 model=mcp_cfg.model,
                 input_limit=mcp_cfg.input_limit,
-                tool_outputs=[t.to_output(f"tool_outputs[{i}]") for i, t in enumerate(tool_outputs or [])],
+                tool_outputs=outputs,
             )
-            return await core.search(st, query, principal)
+            res = core.search_now(st, query, principal)
+            return paged_result(res, question, page_token=page_token, max_bytes=limit)
 
-        res = await guarded("search", run)
-        try:
-            return paged_result(res, question, page_token=page_token, max_bytes=mcp_cfg.max_result_bytes)
-        except ConfigError as exc:
-            raise ToolError(str(exc)) from exc
+        async def run() -> EvidenceResult:
+            return await run_bounded(st, work, tenant=principal.tenant)
+
+        return await guarded("search", run)
 
     @server.tool(
         name="prune_context",
@@ -409,6 +429,8 @@ def run_mcp(
     from admit.service.work import responsive_interpreter
 
     responsive_interpreter()
+    from admit.service.server import ServerLimits, uvicorn_config
+
     shown = f"[{host}]" if ":" in host else host
 
     class _Server(uvicorn.Server):
@@ -419,8 +441,9 @@ def run_mcp(
                     f"admit mcp: listening on http://{shown}:{port}/mcp (streamable-http)", file=sys.stderr, flush=True
                 )
 
+    limits = ServerLimits.from_settings(settings)
     app = mcp_http_app(server, host=host)
-    _Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)).run()
+    _Server(uvicorn_config(app, host=host, port=port, limits=limits, log_level="warning", access_log=False)).run()
 
 
 def _version() -> str:

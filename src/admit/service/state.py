@@ -24,6 +24,7 @@ from admit.pipeline import Pipeline
 from admit.policy import PolicySet, load_policy_set
 from admit.prune import Pruner, PrunerResources
 from admit.service.config import KeyRing, Limits, ServiceSettings
+from admit.service.jsonio import JsonCaps
 from admit.service.metrics import ServiceMetrics
 from admit.service.work import WorkPool
 from admit.tools import Redactor
@@ -126,6 +127,17 @@ class ServiceState:
     def limits(self) -> Limits:
         """The request limits."""
         return self.settings.limits
+
+    @property
+    def json_caps(self) -> JsonCaps:
+        """The bounds on a request body's shape (from the limits)."""
+        lim = self.settings.limits
+        return JsonCaps(
+            max_depth=lim.max_json_depth,
+            max_object_keys=lim.max_object_keys,
+            max_array_items=lim.max_array_items,
+            max_values=lim.max_json_values,
+        )
 
     def warm_up(self) -> Readiness:
         """Load every model a request will need, once (thread-safe); a failure is recorded, not raised."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from admit import _linear
 from admit._text import STOPWORDS, bm25_matrix, normalize
 from admit.types import Chunk
 
@@ -20,7 +21,11 @@ def bm25_scores(query: str, docs: Sequence[str], *, k1: float = 1.5, b: float = 
     if not docs:
         return []
     q = list(dict.fromkeys(_terms(query)))  # each query term counts once
-    return [float(v) for v in bm25_matrix([q], [_terms(d) for d in docs], k1=k1, b=b)[0]]
+    terms = []
+    for d in docs:
+        _linear.checkpoint()  # per document: long work may wait (the service's scheduler) or stop (the deadline)
+        terms.append(_terms(d))
+    return [float(v) for v in bm25_matrix([q], terms, k1=k1, b=b)[0]]
 
 
 class BM25Reranker:

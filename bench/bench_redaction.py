@@ -1,0 +1,43 @@
+"""Tool-output redaction: secret shapes redacted, benign code and config left alone (issue 26).
+
+Runs :class:`admit.tools.Redactor.default` (``detect-secrets`` plus admit's patterns, on NFKC-normalised,
+cleaned text) over ``tests/security/secret_corpus.py``: fake secrets in the shapes their issuers document, and
+benign code/config. A secret counts as redacted when its value is gone from the row as rendered for the model.
+
+    python bench/bench_redaction.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.security.secret_corpus import BENIGN, secret_cases
+
+from admit.tools import Redactor
+
+
+def main() -> None:
+    redactor = Redactor.default()
+    detector = "detect-secrets on" if redactor.finder is not None and redactor.finder.plugins else "admit patterns only"
+    cases = secret_cases()
+    t = time.perf_counter()
+    missed = []
+    for c in cases:
+        out, _ = redactor.redact(c["row"])
+        if c["secret"] in json.dumps(out, ensure_ascii=False):
+            missed.append(c["kind"])
+    wrong = [row for row in BENIGN if redactor.redact(row)[1]]
+    ms = (time.perf_counter() - t) * 1000
+    print(f"redactor: {detector}")
+    print(f"secret shapes redacted: {len(cases) - len(missed)}/{len(cases)}; missed: {missed or 'none'}")
+    print(f"benign rows with a redaction: {len(wrong)}/{len(BENIGN)}")
+    print(f"{len(cases) + len(BENIGN)} rows in {ms:.0f} ms")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""The HTTP server itself: uvicorn with a header read timeout, a body read deadline and a connection cap.
+
+uvicorn closes idle keep-alive connections (``timeout_keep_alive``) but not a connection whose request
+headers never end, nor one whose body drips: 19,985 such connections used every descriptor of an
+``admit serve`` (issue 26). :func:`guarded_protocol` is uvicorn's h11 protocol with three additions:
+
+* **header read timeout** (``header_timeout_s``): from the connection (or the first byte of a keep-alive
+  request) to the end of the request headers; past it the connection is closed;
+* **body read deadline** (``body_timeout_s``): from the end of the headers to the end of the body, whatever
+  the pace of the bytes; past it the connection is closed (the route sees a disconnect);
+* **connection cap** (``max_connections``): at the cap, a new connection first evicts the oldest connection
+  still sending its request (headers or body: the slow ones), else it is closed at once; a request whose
+  body is in (being answered) is never cut.
+
+``admit serve``, ``admit mcp --transport streamable-http`` and :class:`~admit.service.loopback.LoopbackServer`
+all run through :func:`uvicorn_config`. Behind a proxy, set the proxy's own timeouts as well (``deploy/``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["ServerLimits", "guarded_protocol", "uvicorn_config"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerLimits:
+    """The connection limits of the server (``[service.limits]``: ``header_timeout_s``, ``body_timeout_s``,
+    ``max_connections``, ``keep_alive_s``)."""
+
+    header_timeout_s: float = 10.0
+    """Longest time to receive a request's headers."""
+    body_timeout_s: float = 30.0
+    """Longest time to receive a request's body once its headers are in."""
+    max_connections: int = 2048
+    """Most open connections; at the cap the oldest one still sending its request makes room."""
+    keep_alive_s: float = 5.0
+    """An idle keep-alive connection is closed after this (uvicorn's ``timeout_keep_alive``)."""
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> ServerLimits:
+        """From a :class:`~admit.service.config.ServiceSettings`."""
+        lim = settings.limits
+        return cls(
+            header_timeout_s=lim.header_timeout_s,
+            body_timeout_s=lim.body_timeout_s,
+            max_connections=lim.max_connections,
+            keep_alive_s=lim.keep_alive_s,
+        )
+
+
+def guarded_protocol(limits: ServerLimits) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol with ``limits`` applied (one class per server: the slow set is its own)."""
+    import h11
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    slow: OrderedDict[Any, None] = OrderedDict()  # connections still sending a request (headers or body), oldest first
+
+    class GuardedH11Protocol(H11Protocol):
+        _timer: asyncio.TimerHandle | None = None
+        _phase = "headers"
+        _refused = False
+
+        def connection_made(self, transport: Any) -> None:
+            if len(self.connections) >= limits.max_connections:
+                if slow:
+                    oldest, _ = slow.popitem(last=False)
+                    oldest._expire()
+                else:
+                    self._refused = True
+                    transport.close()
+                    return
+            super().connection_made(transport)
+            self._headers_phase()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._refused:
+                return
+            self._cancel()
+            slow.pop(self, None)
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            if self._refused:
+                return
+            super().data_received(data)
+            state = self.conn.their_state
+            if state is h11.IDLE:
+                if self._phase != "headers":  # a keep-alive request's first bytes: its headers are timed
+                    self._headers_phase()
+            elif state is h11.SEND_BODY:
+                if self._phase != "body":  # still unfinished: it stays among the slow, oldest first
+                    self._phase = "body"
+                    self._arm(limits.body_timeout_s)
+            elif self._phase != "done":
+                slow.pop(self, None)
+                self._phase = "done"
+                self._cancel()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._phase = "idle"  # uvicorn's keep-alive timer covers the idle wait
+
+        def _headers_phase(self) -> None:
+            self._phase = "headers"
+            slow[self] = None
+            self._arm(limits.header_timeout_s)
+
+        def _arm(self, seconds: float) -> None:
+            self._cancel()
+            self._timer = self.loop.call_later(seconds, self._expire)
+
+        def _cancel(self) -> None:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+        def _expire(self) -> None:
+            self._cancel()
+            slow.pop(self, None)
+            if self._phase in ("headers", "body") and not self.transport.is_closing():
+                self.transport.close()
+
+    return GuardedH11Protocol
+
+
+def uvicorn_config(app: Any, *, host: str, port: int = 0, limits: ServerLimits, **kwargs: Any) -> Any:
+    """A ``uvicorn.Config`` for ``app`` with :func:`guarded_protocol` and ``limits``' keep-alive."""
+    import uvicorn
+
+    return uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        http=guarded_protocol(limits),
+        timeout_keep_alive=max(1, round(limits.keep_alive_s)),
+        **kwargs,
+    )
