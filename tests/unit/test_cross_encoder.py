@@ -127,3 +127,22 @@ def test_numpy_joint_pass_equals_the_torch_training_code(tmp_path: Path) -> None
             pm[i, : p.shape[0]] = True
         want = joint.forward(qt, torch.ones((2, nq), dtype=torch.bool), pt, pm).numpy()
     np.testing.assert_allclose(got, want, atol=2e-3)
+
+
+def test_passage_states_are_cached_per_scope_and_bounded() -> None:
+    from admit._scope import scoped
+
+    enc = CrossEncoder(cache_items=2)
+    q = enc.bottom(["Who wrote Hamlet?"], question=True)[0]
+    first = enc.joint_scores(q, enc.bottom(["Hamlet is a play.", "Bananas."], question=False))
+    assert len(enc._states) == 2
+    again = enc.joint_scores(q, enc.bottom(["Hamlet is a play.", "Bananas."], question=False))
+    np.testing.assert_array_equal(first, again)  # a cached state scores exactly as a fresh one
+    with scoped("tenant-b"):
+        enc.bottom(["Hamlet is a play."], question=False)
+    assert len(enc._states) == 2  # the other tenant's entry is its own; the least recently used went out
+    assert enc._key("Bananas.") in enc._states
+    assert enc._key("Hamlet is a play.") not in enc._states
+    with scoped("tenant-b"):
+        assert enc._key("Hamlet is a play.") in enc._states
+        assert enc._key("Hamlet is a play.") != CrossEncoder()._key("Hamlet is a play.")

