@@ -317,7 +317,8 @@ def build_caches(
 
 
 class Joint:
-    """The trained part: joint layers (from MiniLM's top layers), a passage segment vector, the head."""
+    """The trained part: joint layers (from MiniLM's top layers), a passage segment vector, the head: an MLP over
+    the joint [CLS] and the passage's mean state, plus a learned scale times MaxSim of the joint token states."""
 
     def __init__(self, k: int, device: str, seed: int) -> None:
         import torch
@@ -337,8 +338,10 @@ class Joint:
         h1 = torch.nn.Linear(256, 1)
         self.params["head.0.w"] = h0.weight.detach().to(device).clone().requires_grad_(True)
         self.params["head.0.b"] = h0.bias.detach().to(device).clone().requires_grad_(True)
-        self.params["head.1.w"] = h1.weight.detach().to(device).clone().requires_grad_(True)
-        self.params["head.1.b"] = h1.bias.detach().to(device).clone().requires_grad_(True)
+        # the head starts at zero, so the first score is the MaxSim term alone (a sane ranking to start from)
+        self.params["head.1.w"] = torch.zeros_like(h1.weight).to(device).requires_grad_(True)
+        self.params["head.1.b"] = torch.zeros_like(h1.bias).to(device).requires_grad_(True)
+        self.params["maxsim.scale"] = torch.full((1,), 10.0, device=device, requires_grad=True)
 
     @property
     def joint_layers(self) -> int:
@@ -359,7 +362,14 @@ class Joint:
         pmean = (x[:, nq:] * pm).sum(1) / pm.sum(1).clamp(min=1.0)
         feats = torch.cat([x[:, 0], pmean], dim=1)
         h = F.gelu(F.linear(feats, self.params["head.0.w"], self.params["head.0.b"]), approximate="tanh")
-        return F.linear(h, self.params["head.1.w"], self.params["head.1.b"])[:, 0]
+        head = F.linear(h, self.params["head.1.w"], self.params["head.1.b"])[:, 0]
+        # MaxSim (ColBERT's late interaction) over the joint outputs: each question token's best passage token
+        qn = F.normalize(x[:, :nq], dim=-1)
+        pn = F.normalize(x[:, nq:], dim=-1)
+        sim = (qn @ pn.transpose(1, 2)).masked_fill(~pmask[:, None, :].bool(), -1.0)
+        qm = qmask.float()
+        maxsim = (sim.max(dim=2).values * qm).sum(1) / qm.sum(1).clamp(min=1.0)
+        return head + self.params["maxsim.scale"] * maxsim
 
     def export(self, path: Path, meta: dict[str, Any]) -> None:
         arrays = {k: v.detach().cpu().numpy().astype(np.float16) for k, v in self.params.items()}
@@ -453,6 +463,8 @@ def baselines(lists: Sequence[List_], qc: StateCache, pc: StateCache) -> dict[st
 def evaluate(
     model: Joint, evals: dict[str, list[List_]], qc: StateCache, pc: StateCache, device: str
 ) -> dict[str, dict[str, float]]:
+    while pc.done < len(pc.texts) or qc.done < len(qc.texts):  # filled by another process (--cache-by-other)
+        time.sleep(10)
     out: dict[str, dict[str, float]] = {}
     print(f"  {'dataset':45s} {'cross':>6s} {'bm25':>6s}", file=sys.stderr)
     for name, lists in evals.items():
@@ -580,7 +592,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     ap.add_argument("--restart", action="store_true", help="ignore checkpoints")
     ap.add_argument("--max-steps", type=int, default=0, help="stop (checkpointed) after this many steps this run")
-    ap.add_argument("--cache-only", action="store_true")
+    ap.add_argument("--cache-only", action="store_true", help="fill the state cache and stop")
+    ap.add_argument(
+        "--cache-by-other", action="store_true", help="another process fills the cache (--cache-only): wait for it"
+    )
     ap.add_argument("--out", default="", help="model file of the best K (e.g. src/admit/prune/data/cross.npz)")
     ap.add_argument("--results", default="", help="JSON of every figure")
     args = ap.parse_args(argv)
@@ -601,8 +616,15 @@ def main(argv: list[str] | None = None) -> int:
         flush=True,
     )
     qc, pc = build_caches(args, train, evals)
-    qc.fill(args.device)
-    pc.fill(args.device)
+    if args.cache_by_other:
+        # another process fills the cache (--cache-only); the training texts come first, so training can start
+        # as soon as they are done, and evaluation waits for the rest
+        n_train = len({p for lst in train for p in lst.passages})
+        while qc.done < len(qc.texts) or pc.done < n_train:
+            time.sleep(10)
+    else:
+        qc.fill(args.device)
+        pc.fill(args.device)
     if args.cache_only:
         return 0
     results: dict[str, Any] = {"args": dict(vars(args)), "runs": []}

@@ -12,6 +12,8 @@ What is joined per chunk: the question's word pieces (at most :data:`QUESTION_TO
 the chunk's own passages, :func:`best_passage`). The passage is cut to those word pieces before its bottom layers
 run, in training and at inference alike.
 
+The score is an MLP over the joint ``[CLS]`` state and the passage's mean state plus a learned scale times MaxSim
+(ColBERT's late interaction: each question token's most similar passage token, averaged) of the joint outputs.
 The model file (``prune/data/cross.npz``) holds only what was trained: the joint layers, a segment vector added to
 the passage states, and the scoring head, in float16; the frozen layers come from the MiniLM package.
 """
@@ -167,6 +169,7 @@ class CrossEncoder:
             self.joint = tuple(joints)
             self.segment = arrays["segment"]
             self.head = (arrays["head.0.w"], arrays["head.0.b"], arrays["head.1.w"], arrays["head.1.b"])
+            self.maxsim_scale = float(arrays["maxsim.scale"][0])
             tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
             tok.no_padding()
             tok.enable_truncation(max_length=PASSAGE_MAX_TOKENS, strategy="longest_first")
@@ -256,7 +259,15 @@ class CrossEncoder:
         w0, b0, w1, b1 = self.head
         h = feats @ w0.T + b0
         h = 0.5 * h * (1.0 + np.tanh(np.float32(0.7978845608) * (h + np.float32(0.044715) * h**3)))
-        score: F32 = (h @ w1.T + b1)[:, 0].astype(np.float32)
+        head = (h @ w1.T + b1)[:, 0]
+        # MaxSim over the joint outputs: each question token's most similar passage token, averaged
+        qn = hidden[:, :nq] / np.clip(np.linalg.norm(hidden[:, :nq], axis=-1, keepdims=True), 1e-12, None)
+        ph = hidden[:, nq:]
+        pn = ph / np.clip(np.linalg.norm(ph, axis=-1, keepdims=True), 1e-12, None)
+        sim = qn @ pn.transpose(0, 2, 1)
+        sim = np.where(mask[:, None, nq:] > 0, sim, np.float32(-1.0))
+        maxsim = sim.max(axis=2).mean(axis=1)
+        score: F32 = (head + np.float32(self.maxsim_scale) * maxsim).astype(np.float32)
         self.pairs += b
         return score
 
