@@ -169,6 +169,7 @@ def pack(
     renderer: EvidenceRenderer,
     grades: Mapping[str, int] | None = None,
     query_class: str = "",
+    notes: Sequence[str] = (),
 ) -> PackOutcome:
     """Pack ``items`` (best rerank first, already deduped and pruned) into the evidence budget.
 
@@ -176,9 +177,12 @@ def pack(
     again with a note's room held back when a note will be sent), apply the class's fallbacks to what did not fit
     (:meth:`_Packer.fallbacks`), count the block exactly as sent and remove the lowest-value passages until it fits
     (:meth:`_Packer.fit`), and record a decision per candidate (:meth:`_Packer.outcome`).
+
+    ``notes``: notes sent first in the block whatever fits (the pipeline's ``no_answer`` note); their room is
+    held back before choosing.
     """
     packer = _Packer(question, items, policy=policy, tokenizer=tokenizer, renderer=renderer, grades=grades or {})
-    limit = budget.evidence_budget
+    limit = budget.evidence_budget - sum(tokenizer.count(n) + 12 for n in notes)
     sel = packer.select(limit - packer.base_cost)
     if sel.dropped and any(k in policy.fallbacks for k in ("scope_note", "ask_to_narrow")):
         # a note will be sent: choose again with its room held back, rather than cutting the last passage
@@ -186,8 +190,8 @@ def pack(
             tokenizer.count(_note(k, 999, 999)) + 12 for k in ("scope_note", "ask_to_narrow") if k in policy.fallbacks
         )
         sel = packer.select(limit - packer.base_cost - note_room)
-    notes, uncovered = packer.fallbacks(sel)
-    order, block, tokens = packer.fit(sel, notes, limit)
+    more, uncovered = packer.fallbacks(sel)
+    order, block, tokens = packer.fit(sel, [*notes, *more], budget.evidence_budget)
     return packer.outcome(sel, order, block, tokens, uncovered)
 
 

@@ -15,11 +15,13 @@ from typing import Any
 import numpy as np
 
 from admit import _linear
+from admit._text import content_words
 
 __all__ = [
     "MAX_PASSAGES",
     "PASSAGE_VECTORS_KEY",
     "PASSAGE_WORDS",
+    "best_passages",
     "decode_vectors",
     "encode_vectors",
     "nfc",
@@ -92,6 +94,23 @@ def passages(title: str, text: str, max_words: int = PASSAGE_WORDS, max_passages
     if cur and len(out) < max_passages:
         out.append(prefix + " ".join(cur))
     return out or [prefix.strip()]
+
+
+def best_passages(question: str, title: str, text: str, max_passages: int = MAX_PASSAGES) -> tuple[list[str], int]:
+    """The passages of a chunk to embed for ``question``, and how many it has in all.
+
+    A chunk of at most ``max_passages`` passages gives all of them (the same as :func:`passages`, so vectors
+    stored at ingest are reused). A longer one (a whole document handed over by a framework) gives its first
+    passage and the ``max_passages - 1`` others that share the most words with the question, in document order:
+    it is graded by its best passages, never by its opening alone, and its cost stays bounded.
+    """
+    every = passages(title, text, max_passages=1 << 30)
+    if len(every) <= max_passages:
+        return every, len(every)
+    q = content_words(question)
+    overlap = [len(q & content_words(p)) for p in every]
+    best = sorted(range(1, len(every)), key=lambda i: (-overlap[i], i))[: max_passages - 1]
+    return [every[i] for i in sorted({0, *best})], len(every)
 
 
 #: Metadata key under which the knowledge base stores the passage vectors of a multi-passage chunk.

@@ -23,9 +23,11 @@ from admit.budget import compute_budget
 from admit.dedupe import dedupe, source_cap
 from admit.errors import AuthorizationError, ConfigError, RequestError
 from admit.features import chunk_flags
+from admit.pack import PackOutcome
 from admit.pack import pack as pack_stage
 from admit.policy import Policy, PolicySet, Resolution, load_policy_set
 from admit.prune import Pruner, PrunerResources, get_strategy
+from admit.prune.answerability import Answerability, assess_kept
 from admit.prune.base import PruneOutcome
 from admit.prune.settings import PruneSettings
 from admit.prune.verdicts import (
@@ -39,7 +41,7 @@ from admit.prune.verdicts import (
 from admit.render import EvidenceRenderer
 from admit.rerank import rerank
 from admit.retrieve import authorize
-from admit.tools import Redactor, ToolOutput, render_tool_outputs
+from admit.tools import Redactor, ToolBlock, ToolOutput, render_tool_outputs
 from admit.trace import (
     NullTracer,
     PrunerRecord,
@@ -51,7 +53,7 @@ from admit.trace import (
     build_record,
     trace_content_enabled,
 )
-from admit.types import Chunk, Decision, Message, PackResult, Principal, Scored
+from admit.types import Budget, Chunk, Decision, Fallback, Message, PackResult, Principal, Scored
 
 __all__ = [
     "PackRequest",
@@ -297,12 +299,12 @@ class Pipeline:
 
         ``resolved``: the request's settings when the caller resolved them already (:meth:`resolve`; the
         knowledge base does, to know how many candidates to retrieve); else they are resolved here.
+
+        The steps, one method each: :meth:`_check` the request, resolve, :meth:`_budget` (and the tool outputs),
+        :meth:`_authorize`, rerank, dedupe, :meth:`_prune` (and the source cap), :meth:`_pack_evidence` (with the
+        answerability check), :meth:`_scan`, :meth:`_record`.
         """
-        if req.principal is None or not str(req.principal.tenant or "").strip():
-            raise AuthorizationError("The request names no principal (or no tenant); admit fails closed.")
-        if not isinstance(req.question, str) or not req.question.strip():
-            raise RequestError("`question` must be a non-empty string.", field="question")
-        check_unique_ids([c.id for c in req.candidates])
+        self._check(req)
         request_id = req.request_id or request_hash(req)
         timer = StageTimer(self.tracer)
         decisions: dict[str, Decision] = {}
@@ -311,15 +313,7 @@ class Pipeline:
             resolution = resolved if resolved is not None else self._resolve_request(req, request_id)
             policy, route = resolution.policy, resolution.record()
         with timer.stage("budget"):
-            tokenizer = resolve_tokenizer(req.model)
-            budget = compute_budget(
-                tokenizer,
-                input_limit=req.input_limit,
-                instructions=req.instructions,
-                conversation=req.conversation,
-                question=req.question,
-                policy=policy,
-            )
+            tokenizer, budget = self._budget(req, policy)
         tools = None
         if req.tool_outputs:
             with timer.stage("tools"):
@@ -328,98 +322,42 @@ class Pipeline:
                 )
                 budget = replace(budget, tool_tokens=tools.tokens)
         with timer.stage("authorize"):
-            readable, acl = authorize(req.candidates, req.principal)
-            decisions.update((d.chunk_id, d) for d in acl)
-            valid: list[Chunk] = []
-            for c in readable:
-                if not c.text or not c.text.strip():
-                    decisions[c.id] = Decision(
-                        chunk_id=c.id, state="dropped", stage="validate", reason="invalid", detail="empty text"
-                    )
-                    continue
-                if c.score is not None and not math.isfinite(c.score):
-                    c = replace(c, score=None)
-                if c.authority is None and c.source_id in self.authority:
-                    c = replace(c, authority=self.authority[c.source_id])
-                valid.append(c)
+            valid = self._authorize(req, decisions)
         with timer.stage("rerank"):
             ranked, cut = rerank(req.question, valid, self.reranker, keep=policy.rerank_count)
             decisions.update((d.chunk_id, d) for d in cut)
         with timer.stage("dedupe"):
-            # the per-source cap runs after pruning (source_cap below), by grade, so a useful chunk is not capped
-            # away while a weaker one of its source survives
+            # the per-source cap runs after pruning (source_cap in _prune), by grade, so a useful chunk is not
+            # capped away while a weaker one of its source survives
             unique, dup = dedupe(ranked, policy, cap=False)
             decisions.update((d.chunk_id, d) for d in dup)
-        outcome: PruneOutcome | None = None
-        grades: dict[str, int] = {}
-        survivors = unique
-        shown_to_llm: Sequence[Scored] = ()
         with timer.stage("prune", strategy=policy.prune.strategy):
-            if policy.prune.strategy != "none" and unique:
-                pruner = self.pruner_for(policy.prune.strategy)
-                if shows_text_to_llm(pruner):
-                    shown_to_llm = unique
-                run = prune_ranked(req.question, unique, settings=policy.prune, pruner=pruner)
-                outcome = run.outcome
-                grades = {v.chunk.id: v.grade for v in run.verdicts}
-                kept = {v.chunk.id for v in run.verdicts if v.kept}
-                survivors = [s for s in unique if s.chunk.id in kept]
-                decisions.update((v.chunk.id, v.decision()) for v in run.verdicts if not v.kept)
-            survivors, capped = source_cap(survivors, policy, grades)
-            decisions.update((d.chunk_id, d) for d in capped)
+            pruned = self._prune(req.question, unique, policy, decisions)
         with timer.stage("pack"):
-            # a fresh random boundary per request, absent from every string rendered for any candidate
-            renderer = EvidenceRenderer.for_chunks(valid, tokenizer)
-            packed = pack_stage(
-                req.question,
-                survivors,
-                policy=policy,
-                budget=budget,
-                tokenizer=tokenizer,
-                renderer=renderer,
-                grades=grades,
-                query_class=route["query_class"],
+            packed, verdict = self._pack_evidence(
+                req, pruned, valid, policy=policy, budget=budget, tokenizer=tokenizer, query_class=route["query_class"]
             )
             for d in packed.decisions:
                 decisions[d.chunk_id] = d
         with timer.stage("scan"):
-            # suspicious passages (injected instructions, fake boundaries, ...) among those that reach a model
-            # (the prompt, or an LLM pruner's prompt) are flagged in the trace: ids and kinds only, never text.
-            # Scanning only those, not every candidate, keeps a first sight of 100 new chunks cheap.
-            shown = [*(s.chunk for s in shown_to_llm), *(p.chunk for p in packed.admitted)]
-            flags = {c.id: list(k) for c in shown if (k := chunk_flags(c.title, c.text))}
+            flags = self._scan(pruned.shown_to_llm, packed)
         ordered = tuple(decisions[c.id] for c in req.candidates)
-        extra: dict[str, Any] = {**req.extra_trace, "question_tokens": tokenizer.count(req.question)}
-        extra["flags"] = flags
-        if tools is not None:
-            extra["tools"] = [r.as_dict() for r in tools.reports]
-        if self.trace_content:
-            extra["question"] = req.question
-            extra["prompt"] = packed.prompt
-        record = build_record(
-            request_id=request_id,
+        record = self._record(
+            req,
+            request_id,
             route=route,
-            policy_version=route["policy_version"],
             budget=budget,
-            candidate_ids=[c.id for c in req.candidates],
-            reranked_ids=[s.chunk.id for s in ranked],
+            tokenizer=tokenizer,
+            ranked=ranked,
             decisions=ordered,
-            evidence_tokens=packed.evidence_tokens,
-            fallbacks=packed.fallbacks,
-            latency_ms=timer.ms,
-            total_ms=timer.total_ms(),
-            pruner=cast(PrunerRecord, outcome.as_dict()) if outcome else None,
-            accepted_ids=[p.chunk.id for p in packed.admitted],
-            extra=extra,
+            packed=packed,
+            verdict=verdict,
+            pruned=pruned,
+            flags=flags,
+            tools=tools,
+            timer=timer,
         )
-        if self.sink is not None:
-            try:
-                if isinstance(self.sink, RequestSink):
-                    self.sink.write_request(record, req)
-                else:
-                    self.sink.write(record)
-            except Exception:  # a broken sink must not fail the request; say so
-                logger.exception("trace sink failed for request %s", request_id)
+        self._write(record, req, request_id)
         return PackResult(
             admitted=packed.admitted,
             prompt=packed.prompt,
@@ -428,7 +366,225 @@ class Pipeline:
             fallbacks=packed.fallbacks,
             trace=record,
             tools=tools.text if tools is not None else "",
+            answerable=verdict.answerable,
+            answerability=verdict.probability,
         )
+
+    # -- the steps of pack -------------------------------------------------------------------------------------
+    @staticmethod
+    def _check(req: PackRequest) -> None:
+        """Refuse a request without a principal, a question or unique candidate ids."""
+        if req.principal is None or not str(req.principal.tenant or "").strip():
+            raise AuthorizationError("The request names no principal (or no tenant); admit fails closed.")
+        if not isinstance(req.question, str) or not req.question.strip():
+            raise RequestError("`question` must be a non-empty string.", field="question")
+        check_unique_ids([c.id for c in req.candidates])
+
+    @staticmethod
+    def _budget(req: PackRequest, policy: Policy) -> tuple[Tokenizer, Budget]:
+        """The target model's tokenizer and the request's token ledger."""
+        tokenizer = resolve_tokenizer(req.model)
+        budget = compute_budget(
+            tokenizer,
+            input_limit=req.input_limit,
+            instructions=req.instructions,
+            conversation=req.conversation,
+            question=req.question,
+            policy=policy,
+        )
+        return tokenizer, budget
+
+    def _authorize(self, req: PackRequest, decisions: dict[str, Decision]) -> list[Chunk]:
+        """The candidates the principal may read, with text; scores made finite, authority from the registry."""
+        readable, acl = authorize(req.candidates, cast(Principal, req.principal))  # checked by _check
+        decisions.update((d.chunk_id, d) for d in acl)
+        valid: list[Chunk] = []
+        for c in readable:
+            if not c.text or not c.text.strip():
+                decisions[c.id] = Decision(
+                    chunk_id=c.id, state="dropped", stage="validate", reason="invalid", detail="empty text"
+                )
+                continue
+            if c.score is not None and not math.isfinite(c.score):
+                c = replace(c, score=None)
+            if c.authority is None and c.source_id in self.authority:
+                c = replace(c, authority=self.authority[c.source_id])
+            valid.append(c)
+        return valid
+
+    def _prune(
+        self, question: str, unique: Sequence[Scored], policy: Policy, decisions: dict[str, Decision]
+    ) -> _Pruned:
+        """Prune the unique candidates with the policy's strategy, then cap each source by grade."""
+        outcome: PruneOutcome | None = None
+        grades: dict[str, int] = {}
+        survivors: Sequence[Scored] = unique
+        shown_to_llm: Sequence[Scored] = ()
+        if policy.prune.strategy != "none" and unique:
+            pruner = self.pruner_for(policy.prune.strategy)
+            if shows_text_to_llm(pruner):
+                shown_to_llm = unique
+            run = prune_ranked(question, unique, settings=policy.prune, pruner=pruner)
+            outcome = run.outcome
+            grades = {v.chunk.id: v.grade for v in run.verdicts}
+            kept = {v.chunk.id for v in run.verdicts if v.kept}
+            survivors = [s for s in unique if s.chunk.id in kept]
+            decisions.update((v.chunk.id, v.decision()) for v in run.verdicts if not v.kept)
+        capped_survivors, capped = source_cap(survivors, policy, grades)
+        decisions.update((d.chunk_id, d) for d in capped)
+        return _Pruned(survivors=capped_survivors, grades=grades, outcome=outcome, shown_to_llm=shown_to_llm)
+
+    def _pack_evidence(
+        self,
+        req: PackRequest,
+        pruned: _Pruned,
+        valid: Sequence[Chunk],
+        *,
+        policy: Policy,
+        budget: Budget,
+        tokenizer: Tokenizer,
+        query_class: str,
+    ) -> tuple[PackOutcome, Answerability]:
+        """Assess whether the survivors answer the question, apply the policy's ``on_no_answer``, pack them."""
+        verdict = assess_kept(req.question, [s.chunk for s in pruned.survivors], pruned.outcome)
+        survivors: Sequence[Scored] = pruned.survivors
+        notes: tuple[str, ...] = ()
+        withheld: list[Decision] = []
+        if not verdict.answerable and survivors:
+            if policy.on_no_answer == "admit_nothing":
+                withheld = [_no_answer_drop(s, verdict) for s in survivors]
+                survivors = []
+            else:
+                notes = (_NO_ANSWER_NOTES[policy.on_no_answer],)
+        # a fresh random boundary per request, absent from every string rendered for any candidate
+        renderer = EvidenceRenderer.for_chunks(valid, tokenizer)
+        packed = pack_stage(
+            req.question,
+            survivors,
+            policy=policy,
+            budget=budget,
+            tokenizer=tokenizer,
+            renderer=renderer,
+            grades=pruned.grades,
+            query_class=query_class,
+            notes=notes,
+        )
+        if not packed.admitted and verdict.answerable:
+            # everything that answered was dropped for the budget: nothing is left to answer from
+            verdict = Answerability(
+                probability=0.0, answerable=False, model=verdict.model, reason="no evidence fits the budget"
+            )
+        fallbacks = list(packed.fallbacks)
+        if not verdict.answerable:
+            ids = tuple(s.chunk.id for s in pruned.survivors)
+            detail = f"the admitted evidence does not answer the question ({verdict.reason})"
+            if policy.on_no_answer == "admit_nothing" and ids:
+                detail += "; admitted nothing (on_no_answer = admit_nothing)"
+            elif notes:
+                detail += f"; noted in the evidence block (on_no_answer = {policy.on_no_answer})"
+            fallbacks.append(Fallback(kind="no_answer", detail=detail, chunk_ids=ids))
+        packed = replace(packed, decisions=(*packed.decisions, *withheld), fallbacks=tuple(fallbacks))
+        return packed, verdict
+
+    @staticmethod
+    def _scan(shown_to_llm: Sequence[Scored], packed: PackOutcome) -> dict[str, list[str]]:
+        """Injection flags (ids and kinds, never text) of the passages that reach a model.
+
+        Suspicious passages (injected instructions, fake boundaries, ...) among those that reach a model (the
+        prompt, or an LLM pruner's prompt) are flagged in the trace. Scanning only those, not every candidate,
+        keeps a first sight of 100 new chunks cheap.
+        """
+        shown = [*(s.chunk for s in shown_to_llm), *(p.chunk for p in packed.admitted)]
+        return {c.id: list(k) for c in shown if (k := chunk_flags(c.title, c.text))}
+
+    def _record(
+        self,
+        req: PackRequest,
+        request_id: str,
+        *,
+        route: RouteRecord,
+        budget: Budget,
+        tokenizer: Tokenizer,
+        ranked: Sequence[Scored],
+        decisions: tuple[Decision, ...],
+        packed: PackOutcome,
+        verdict: Answerability,
+        pruned: _Pruned,
+        flags: dict[str, list[str]],
+        tools: ToolBlock | None,
+        timer: StageTimer,
+    ) -> TraceRecord:
+        """The request's trace record: every key named in :class:`~admit.trace.TraceRecord`."""
+        extra: dict[str, Any] = {**req.extra_trace, "question_tokens": tokenizer.count(req.question)}
+        extra["flags"] = flags
+        extra["answerability"] = {
+            "answerable": verdict.answerable,
+            "probability": verdict.probability,
+            "model": verdict.model,
+            "reason": verdict.reason,
+        }
+        if tools is not None:
+            extra["tools"] = [r.as_dict() for r in tools.reports]
+        if self.trace_content:
+            extra["question"] = req.question
+            extra["prompt"] = packed.prompt
+        return build_record(
+            request_id=request_id,
+            route=route,
+            policy_version=route["policy_version"],
+            budget=budget,
+            candidate_ids=[c.id for c in req.candidates],
+            reranked_ids=[s.chunk.id for s in ranked],
+            decisions=decisions,
+            evidence_tokens=packed.evidence_tokens,
+            fallbacks=packed.fallbacks,
+            latency_ms=timer.ms,
+            total_ms=timer.total_ms(),
+            pruner=cast(PrunerRecord, pruned.outcome.as_dict()) if pruned.outcome else None,
+            accepted_ids=[p.chunk.id for p in packed.admitted],
+            extra=extra,
+        )
+
+    def _write(self, record: TraceRecord, req: PackRequest, request_id: str) -> None:
+        """Hand the record to the sink; a broken sink does not fail the request (it is logged)."""
+        if self.sink is None:
+            return
+        try:
+            if isinstance(self.sink, RequestSink):
+                self.sink.write_request(record, req)
+            else:
+                self.sink.write(record)
+        except Exception:  # a broken sink must not fail the request; say so
+            logger.exception("trace sink failed for request %s", request_id)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Pruned:
+    """What the prune step leaves: the survivors (source-capped), grades, the pruner's outcome, what an LLM saw."""
+
+    survivors: Sequence[Scored]
+    grades: Mapping[str, int]
+    outcome: PruneOutcome | None
+    shown_to_llm: Sequence[Scored]
+
+
+_NO_ANSWER_NOTES = {
+    "note": "admit's check found that the passages below may not answer the question. If they do not, say that "
+    "the available documentation does not answer it; do not guess.",
+    "ask_to_narrow": "admit's check found that the passages below may not answer the question. Ask the user to "
+    "rephrase or narrow it (a product, a version, a feature name) rather than guessing.",
+}
+
+
+def _no_answer_drop(s: Scored, verdict: Answerability) -> Decision:
+    return Decision(
+        chunk_id=s.chunk.id,
+        state="dropped",
+        stage="pack",
+        reason="no_answer",
+        score=s.score,
+        detail=f"on_no_answer = admit_nothing ({verdict.reason})",
+    )
 
 
 def pack(

@@ -24,6 +24,8 @@ from admit.trace import RouteRecord
 __all__ = ["FallbackKind", "Policy", "PolicySet", "Resolution", "load_policy_set", "policy_set_from_dict"]
 
 FallbackKind = Literal["anchored_excerpt", "scope_note", "ask_to_narrow", "second_retrieval"]
+NoAnswerAction = Literal["note", "admit_nothing", "ask_to_narrow"]
+_NO_ANSWER = {"note", "admit_nothing", "ask_to_narrow"}
 _FALLBACKS = {"anchored_excerpt", "scope_note", "ask_to_narrow", "second_retrieval"}
 
 
@@ -71,6 +73,11 @@ class Policy:
     """Fallbacks applied in order when the evidence does not fit."""
     prune: PruneSettings = field(default_factory=PruneSettings)
     """Pruner settings."""
+    on_no_answer: NoAnswerAction = "note"
+    """What follows when the admitted evidence does not answer the question (:mod:`admit.prune.answerability`):
+    ``note`` admits it with a note telling the generator to say so, ``admit_nothing`` admits none of it,
+    ``ask_to_narrow`` admits it with a note asking the user to rephrase or narrow. The ``no_answer`` fallback is
+    recorded either way."""
 
     def with_prune(self, **changes: Any) -> Policy:
         """Return a copy with pruner settings changed (checked: see :class:`PruneSettings`)."""
@@ -157,6 +164,8 @@ def _build_policy(name: str, raw: Mapping[str, Any], defaults: Mapping[str, Any]
     bad = [f for f in kwargs.get("fallbacks", ()) if f not in _FALLBACKS]
     if bad:
         raise ConfigError(f"Unknown fallback(s) {bad} in class {name!r}; known: {sorted(_FALLBACKS)}.")
+    if kwargs.get("on_no_answer", "note") not in _NO_ANSWER:
+        raise ConfigError(f"{name}.on_no_answer must be one of {sorted(_NO_ANSWER)}, got {kwargs['on_no_answer']!r}.")
     for key in ("answer_reserve", "safety_margin", "candidate_count", "rerank_count", "per_source_limit"):
         if key in kwargs and (not isinstance(kwargs[key], int) or kwargs[key] < 0):
             raise ConfigError(f"{name}.{key} must be a non-negative integer, got {kwargs[key]!r}.")

@@ -24,6 +24,7 @@ from typing_extensions import TypedDict
 from admit.types import Budget, Decision, Fallback
 
 __all__ = [
+    "AnswerabilityRecord",
     "BudgetRecord",
     "DecisionRecord",
     "FallbackRecord",
@@ -91,6 +92,15 @@ class FallbackRecord(TypedDict):
     detail: str
     chunk_ids: list[str]
     facets: list[str]
+
+
+class AnswerabilityRecord(TypedDict):
+    """Whether the admitted evidence answers the question (:mod:`admit.prune.answerability`)."""
+
+    answerable: bool
+    probability: float
+    model: str
+    reason: str
 
 
 class UsageRecord(TypedDict):
@@ -175,6 +185,7 @@ class TraceRecord(TypedDict, total=False):
     fallbacks: list[FallbackRecord]
     question_tokens: int
     flags: dict[str, list[str]]
+    answerability: AnswerabilityRecord
     # with tool outputs (PackRequest.tool_outputs)
     tools: list[ToolRecord]
     # with ADMIT_TRACE_CONTENT=true only

@@ -29,7 +29,7 @@ DecisionState = Literal["admitted", "dropped"]
 """The final state of a candidate."""
 
 DropReason = Literal[
-    "acl", "invalid", "duplicate", "superseded", "source_cap", "pruned", "budget", "rerank_cut", "novelty"
+    "acl", "invalid", "duplicate", "superseded", "source_cap", "pruned", "budget", "rerank_cut", "novelty", "no_answer"
 ]
 """Why a candidate was dropped."""
 
@@ -255,8 +255,8 @@ class AdmittedPassage:
 class Fallback:
     """An explicit fallback the packer applied instead of silently dropping evidence."""
 
-    kind: Literal["anchored_excerpt", "scope_note", "ask_to_narrow", "second_retrieval"]
-    """Which fallback."""
+    kind: Literal["anchored_excerpt", "scope_note", "ask_to_narrow", "second_retrieval", "no_answer"]
+    """Which fallback (``no_answer``: the admitted evidence does not answer the question; ``detail`` says why)."""
     detail: str
     """What it did, for humans and the trace."""
     chunk_ids: tuple[str, ...] = ()
@@ -333,6 +333,11 @@ class PackResult:
     tools: str = ""
     """The rendered tool-results block (untrusted tool data, its own envelope kind): send it as its own message,
     apart from the instructions and the evidence block; ``""`` without tool outputs."""
+    answerable: bool = True
+    """Whether the admitted evidence answers the question (:mod:`admit.prune.answerability`); ``False`` comes with
+    a ``no_answer`` fallback saying why."""
+    answerability: float | None = None
+    """The calibrated probability behind ``answerable`` (``None`` when it was not assessed)."""
 
     @property
     def admitted_ids(self) -> list[str]:
@@ -343,11 +348,13 @@ class PackResult:
         """Return the JSON form printed by ``admit pack`` (and ``admit search --json``, ``POST /v1/pack``).
 
         The same names on every face: ``admitted``, ``citations`` (the admitted ids, in prompt order),
-        ``decisions`` (one per candidate), ``budget``, ``fallbacks``, ``trace``.
+        ``answerable`` and ``answerability``, ``decisions`` (one per candidate), ``budget``, ``fallbacks``, ``trace``.
         """
         return {
             "admitted": [p.as_dict() for p in self.admitted],
             "citations": self.admitted_ids,
+            "answerable": self.answerable,
+            "answerability": self.answerability,
             "prompt": self.prompt,
             "budget": self.budget.as_dict(),
             "decisions": [d.as_dict() for d in self.decisions],

@@ -194,7 +194,8 @@ def test_duplicates_under_another_id_and_oversized_documents_are_dropped_with_re
         Document(id="copy", content=DOCS[1].content, meta={"file": "mirror.md"}),
         Document(id="huge", content="registry " * 30_000),
     ]
-    out = AdmitPruner(strategy="top_n", params={"n": 5}, keep_top_k=0, max_tokens=30).run(query=Q, documents=docs)
+    pruner = AdmitPruner(strategy="top_n", params={"n": 5}, keep_top_k=0, max_tokens=30, max_doc_chars=20_000)
+    out = pruner.run(query=Q, documents=docs)
     reasons = {d.id: d.meta["admit"]["reason"] for d in out["dropped"]}
     assert reasons["copy"] == "duplicate_of h2 (exact duplicate)"
     assert reasons["huge"].startswith("270000 characters > max_doc_chars")

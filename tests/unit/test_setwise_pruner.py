@@ -27,12 +27,15 @@ def scored(n):
 
 
 def test_setwise_keeps_grade_at_or_above_threshold_and_top_k():
-    scorer = ScriptedScorer([1, 5, 2, 4, 3])
+    scorer = ScriptedScorer([2, 5, 2, 4, 3])
     out = SetwisePruner(scorer=scorer).prune("q", scored(5), PruneSettings(threshold=4, keep_top_k=1))
     assert scorer.seen == ("q", ["c0", "c1", "c2", "c3", "c4"])
     assert out.kept_ids == ["c0", "c1", "c3"]
     assert out.graded[0].reason.startswith("keep_top_k")
     assert out.graded[2].reason == "grade 2 < threshold 4; p=0.40; r2"
+    # issue 25: keep_top_k does not keep a top chunk setwise grades 1 (unrelated)
+    out1 = SetwisePruner(scorer=ScriptedScorer([1, 5, 2, 4, 3])).prune("q", scored(5), PruneSettings(keep_top_k=1))
+    assert "c0" not in out1.kept_ids
     assert out.notes == ("expected_needed=2.00",)
 
 

@@ -1,4 +1,4 @@
-"""The setwise grading rules on top of the model: short lists and identifiers."""
+"""The setwise grading rules on top of the model: short and deep lists, identifiers."""
 
 from __future__ import annotations
 
@@ -7,16 +7,20 @@ import numpy as np
 from admit.prune import setwise_model as sm
 
 
-def test_short_lists_keep_two_chunks_at_the_default_threshold() -> None:
-    """A retriever's two or three chunks are not halved (LlamaIndex's similarity_top_k=2)."""
+def test_short_lists_are_graded_like_any_other() -> None:
+    """Issue 25 item 4: a list of one to three is graded, not kept whole; the coverage stage decides."""
     for n in (1, 2, 3, 4):
         probs = np.linspace(0.9, 0.1, n)
         cov = np.concatenate([[0.0], np.full(n - 1, 0.999)])  # the model believes the top chunk is enough
         g = np.array(sm.grades(probs, cov, sm.DEFAULT_CUTS))
-        assert int((g >= 3).sum()) == min(n, sm.MIN_KEEP_SHORT_LIST)
-        assert int((g >= 4).sum()) == 1  # the stricter thresholds still prune
+        assert int((g >= 3).sum()) == 1
+        assert int((g >= 4).sum()) == 1
+    two = np.array(sm.grades(np.array([0.9, 0.8]), np.array([0.0, 0.3]), sm.DEFAULT_CUTS))
+    assert list(two >= 3) == [True, True]  # a two-chunk answer: the model says the top one is not enough
     g10 = np.array(sm.grades(np.linspace(0.9, 0.1, 10), np.r_[0.0, np.full(9, 0.999)], sm.DEFAULT_CUTS))
-    assert int((g10 >= 3).sum()) == 2  # ceil(0.15 * 10) = 2: a long list is clamped by its share as before
+    assert int((g10 >= 3).sum()) == 2  # ceil(0.15 * 10) = 2: a list of ten is clamped by its share as before
+    g100 = np.array(sm.grades(np.linspace(0.9, 0.1, 100), np.r_[0.0, np.full(99, 0.999)], sm.DEFAULT_CUTS))
+    assert int((g100 >= 3).sum()) == sm.LEAST_KEEP_CAP  # not 15: the least share is capped
 
 
 def test_identifier_rule_keeps_generic_chunks_below_the_chunk_naming_the_code() -> None:

@@ -24,9 +24,12 @@ import numpy as np
 from admit._text import norm_hash
 from admit.backends.rerankers import KNOWN_RERANKERS, Reranker, resolve_reranker
 from admit.errors import ConfigError
+from admit.pack import anchored_excerpt
 from admit.passages import passages
 from admit.pipeline import prune_candidates
 from admit.prune import Pruner, resolve_pruner, strategy_names
+from admit.prune.answerability import assess_kept
+from admit.prune.base import PruneOutcome
 from admit.prune.settings import PruneSettings
 from admit.types import Chunk
 
@@ -90,6 +93,9 @@ class Verdict:
     """Its rank score (the retriever's score, or the reranker's)."""
     rank: int | None
     """Its position in the ranked list, 0-based (``None`` when it never reached the pruner)."""
+    excerpt: str | None = None
+    """The text passed on instead of the whole document: an anchored excerpt of the best document when it
+    alone is over ``max_tokens`` (the sentences that match the question, elisions marked)."""
 
     def as_metadata(self, strategy: str) -> dict[str, Any]:
         """The ``admit`` metadata entry added to the document."""
@@ -101,6 +107,7 @@ class Verdict:
             "reason": self.reason,
             "score": self.score,
             "rank": self.rank,
+            "excerpt": self.excerpt is not None,
         }
 
 
@@ -112,6 +119,10 @@ class FilterRun:
     """The strategy that ran (``none`` when nothing was pruned)."""
     verdicts: tuple[Verdict, ...]
     """One verdict per document, in input order."""
+    answerable: bool = True
+    """Whether the kept documents answer the question (:mod:`admit.prune.answerability`)."""
+    answerability: float | None = None
+    """The calibrated probability behind ``answerable``."""
 
     @property
     def kept(self) -> list[Verdict]:
@@ -145,7 +156,8 @@ class AdmitFilter:
         params: Strategy parameters (``n`` for ``top_n`` ...).
         top_k: At most this many documents are returned (the best ranked), like Haystack's rankers.
         max_tokens: Token budget of the kept documents (best ranked first; ``None``: no budget).
-        max_doc_chars: A document longer than this is dropped before grading (``None``: no cap).
+        max_doc_chars: A document longer than this is dropped before grading, logged and recorded as its fate
+            (``None``, the default: no cap; a long document is graded by its best passages).
         drop_duplicates: Drop a document whose text repeats an earlier one under another id.
         embeddings: The framework's stored vectors: ``auto`` reuses them when one checks out against admit's own
             (same model, same text), ``reuse`` trusts them, ``ignore`` re-encodes.
@@ -162,7 +174,7 @@ class AdmitFilter:
     params: Mapping[str, Any] = field(default_factory=dict)
     top_k: int | None = None
     max_tokens: int | None = None
-    max_doc_chars: int | None = 20_000
+    max_doc_chars: int | None = None
     drop_duplicates: bool = True
     embeddings: EmbeddingUse = "auto"
     tokenizer: str = "gpt-4o"
@@ -316,7 +328,9 @@ class AdmitFilter:
         first_of: dict[str, int] = {}
         for i, d in enumerate(docs):
             if self.max_doc_chars is not None and len(d.text) > self.max_doc_chars:
-                verdicts[i] = _drop(i, "size", f"{len(d.text)} characters > max_doc_chars {self.max_doc_chars}", d)
+                why = f"{len(d.text)} characters > max_doc_chars {self.max_doc_chars}"
+                logger.info("document %s dropped before grading: %s", ids[i], why)
+                verdicts[i] = _drop(i, "size", why, d)
                 continue
             if self.drop_duplicates and d.text.strip():
                 h = norm_hash(d.text)
@@ -326,6 +340,7 @@ class AdmitFilter:
                 first_of[h] = i
             live.append(i)
         strategy = "none"
+        outcome: PruneOutcome | None = None
         if live:
             chunks = [
                 Chunk(id=ids[i], source_id=ids[i], text=docs[i].text or " ", title=docs[i].title, score=docs[i].score)
@@ -341,6 +356,7 @@ class AdmitFilter:
             self._seed_vectors([docs[i] for i in live], chunks)
             run = prune_candidates(question, chunks, settings=settings, reranker=reranker, pruner=pruner, scores=scores)
             strategy = run.strategy
+            outcome = run.outcome
             for i, v in zip(live, run.verdicts, strict=True):
                 verdicts[i] = Verdict(
                     index=i,
@@ -351,11 +367,28 @@ class AdmitFilter:
                     score=v.score if reranker is not None else docs[i].score,
                     rank=v.rank,
                 )
-            self._cut(verdicts, limit, docs)
-        return FilterRun(strategy=strategy, verdicts=tuple(verdicts[i] for i in range(len(docs))))
+            self._cut(verdicts, limit, docs, question)
+        final = tuple(verdicts[i] for i in range(len(docs)))
+        kept = [v for v in final if v.kept]
+        # what is passed on: an excerpt where one replaced a document (then only its words are known)
+        passed = [
+            Chunk(id=ids[v.index], source_id=ids[v.index], text=v.excerpt or docs[v.index].text or " ",
+                  title="" if v.excerpt else docs[v.index].title)
+            for v in kept
+        ]  # fmt: skip
+        verdict = assess_kept(question, passed, None if any(v.excerpt for v in kept) else outcome)
+        if not verdict.answerable:
+            logger.info("not answered: %s", verdict.reason)
+        return FilterRun(
+            strategy=strategy, verdicts=final, answerable=verdict.answerable, answerability=verdict.probability
+        )
 
-    def _cut(self, verdicts: dict[int, Verdict], limit: int | None, docs: Sequence[Doc]) -> None:
-        """``top_k``, then the token budget, over the kept documents best ranked first."""
+    def _cut(self, verdicts: dict[int, Verdict], limit: int | None, docs: Sequence[Doc], question: str) -> None:
+        """``top_k``, then the token budget, over the kept documents best ranked first.
+
+        The best document alone over the budget is passed on as an anchored excerpt (the sentences matching the
+        question), never replaced by a worse one that fits.
+        """
         kept = sorted((v for v in verdicts.values() if v.kept), key=lambda v: v.rank if v.rank is not None else 0)
         if limit is not None:
             for v in kept[limit:]:
@@ -370,6 +403,13 @@ class AdmitFilter:
                 d = docs[v.index]
                 n = tok.count(f"{d.title}\n{d.text}" if d.title else d.text)
                 if used + n > self.max_tokens:
+                    if used == 0:
+                        excerpt = anchored_excerpt(question, d.text, self.max_tokens, tok)
+                        if excerpt is not None:
+                            used = tok.count(excerpt)
+                            why = f"{v.reason}; anchored excerpt: {n} tokens over max_tokens {self.max_tokens}"
+                            verdicts[v.index] = replace(v, reason=why, excerpt=excerpt)
+                            continue
                     why = f"{n} tokens over max_tokens {self.max_tokens} ({used} used)"
                     verdicts[v.index] = replace(v, kept=False, stage="budget", reason=why)
                     continue

@@ -162,6 +162,8 @@ class AdmitPruner:
         for v in res.verdicts:
             src = documents[v.index]
             doc = replace(src, meta={**(src.meta or {}), "admit": v.as_metadata(res.strategy)})
+            if v.excerpt is not None:
+                doc = replace(doc, content=v.excerpt)
             out["documents" if v.kept else "dropped"].append(doc)
         return out
 

@@ -60,8 +60,9 @@ class AdmitCompressor(BaseDocumentCompressor):
     """At most this many documents are returned (the best ranked)."""
     max_tokens: int | None = None
     """Token budget of the kept documents, best ranked first."""
-    max_doc_chars: int | None = 20_000
-    """A document longer than this is dropped before grading."""
+    max_doc_chars: int | None = None
+    """A document longer than this is dropped before grading (logged, recorded in its metadata); ``None``: no
+    cap, a long document is graded by its best passages."""
     drop_duplicates: bool = True
     """Drop a document whose text repeats an earlier one under another id."""
     embeddings: str = "auto"
@@ -109,7 +110,10 @@ class AdmitCompressor(BaseDocumentCompressor):
         dropped: list[Document] = []
         for v in res.verdicts:
             src = documents[v.index]
-            doc = src.model_copy(update={"metadata": {**src.metadata, "admit": v.as_metadata(res.strategy)}})
+            update: dict[str, Any] = {"metadata": {**src.metadata, "admit": v.as_metadata(res.strategy)}}
+            if v.excerpt is not None:
+                update["page_content"] = v.excerpt
+            doc = src.model_copy(update=update)
             (kept if v.kept else dropped).append(doc)
         return kept, dropped
 

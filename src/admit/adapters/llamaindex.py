@@ -60,8 +60,9 @@ class AdmitNodePostprocessor(BaseNodePostprocessor):
     """At most this many nodes are returned (the best ranked)."""
     max_tokens: int | None = None
     """Token budget of the kept nodes, best ranked first."""
-    max_doc_chars: int | None = 20_000
-    """A node longer than this is dropped before grading."""
+    max_doc_chars: int | None = None
+    """A node longer than this is dropped before grading (logged, recorded in its metadata); ``None``: no cap, a
+    long node is graded by its best passages."""
     drop_duplicates: bool = True
     """Drop a node whose text repeats an earlier one under another id."""
     embeddings: str = "auto"
@@ -143,6 +144,8 @@ class AdmitNodePostprocessor(BaseNodePostprocessor):
             src = nodes[v.index]
             node = src.node.model_copy(deep=False)
             node.metadata = {**src.node.metadata, "admit": v.as_metadata(res.strategy)}
+            if v.excerpt is not None and hasattr(node, "set_content"):
+                node.set_content(v.excerpt)
             node.excluded_embed_metadata_keys = [*src.node.excluded_embed_metadata_keys, "admit"]
             node.excluded_llm_metadata_keys = [*src.node.excluded_llm_metadata_keys, "admit"]
             (kept if v.kept else dropped).append(NodeWithScore(node=node, score=src.score))

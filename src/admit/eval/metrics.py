@@ -147,6 +147,8 @@ class QuestionResult:
     """Cited ids that support the answer (when a generator is configured)."""
     grades: Mapping[str, int] = field(default_factory=dict)
     """The pruner's grade per candidate."""
+    answerable: bool | None = None
+    """Whether the pipeline's answerability check says the kept chunks answer (``None``: not assessed)."""
 
     @property
     def total_tokens(self) -> int:
@@ -284,6 +286,11 @@ def summarize(results: Sequence[QuestionResult], prices: CostRates | None = None
         "diagnosis_chunks": chunk_diag,
         "latency_ms_p50": percentile(lat_ms, 50),
         "latency_ms_p95": percentile(lat_ms, 95),
+        # the labelled lists hold their gold chunks: "not answered" on one is a false alarm when it was retained,
+        # and right when the pruner lost a gold chunk
+        "said_answerable": _share(results, lambda r: r.answerable is True),
+        "said_not_answered_when_retained": _share([r for r in results if r.retained], lambda r: r.answerable is False),
+        "said_not_answered_when_lost": _share([r for r in results if not r.retained], lambda r: r.answerable is False),
         "pruner_prompt_tokens": sum(r.prompt_tokens for r in results),
         "pruner_completion_tokens": sum(r.completion_tokens for r in results),
         "pruner_calls": sum(r.calls for r in results),
@@ -295,6 +302,12 @@ def summarize(results: Sequence[QuestionResult], prices: CostRates | None = None
         "generator_cost_saved_per_query_usd": saved_pq * prices.generator_input_per_mtok / 1e6,
         "net_cost_change_per_query_usd": cost_pq - saved_pq * prices.generator_input_per_mtok / 1e6,
     }
+
+
+def _share(results: Sequence[QuestionResult], pred: Callable[[QuestionResult], bool]) -> float | None:
+    """The share of the assessed results for which ``pred`` holds (``None`` when none was assessed)."""
+    assessed = [r for r in results if r.answerable is not None]
+    return sum(1 for r in assessed if pred(r)) / len(assessed) if assessed else None
 
 
 def breakdowns(

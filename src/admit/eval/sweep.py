@@ -296,7 +296,9 @@ def _kept_from_grades(
     if outcome.get("fallback"):
         return fallback_outcome(strategy, ranked, settings, str(outcome.get("error") or ""))
     grades = [int(outcome["grades"][s.chunk.id]) for s in ranked]
-    return apply_threshold(strategy, ranked, grades, settings)
+    spec = find_strategy(strategy)
+    unrelated = [g == 1 for g in grades] if spec is not None and not spec.top_k_keeps_unrelated else None
+    return apply_threshold(strategy, ranked, grades, settings, unrelated=unrelated)
 
 
 ProgressFn = Callable[[int, int], None]
@@ -433,6 +435,7 @@ def run_eval(
                     cost_usd=float(o.get("cost_usd", 0.0)),
                     error=o.get("error"),
                     grades={k: int(v) for k, v in o.get("grades", {}).items()},
+                    answerable=o.get("answerable"),
                 )
             )
         results[c.name] = rows

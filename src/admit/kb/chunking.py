@@ -1,5 +1,9 @@
 """Chunker: sections by headings, then paragraphs packed up to ``max_tokens`` cl100k tokens; a paragraph longer
 than that is split at sentence boundaries. Ids come from heading slugs, collision-safe.
+
+Tables and lists keep their structure: an over-long table is split between rows, each part repeating the header
+row (and its ``|---|`` rule), and an over-long list between items, never inside a row or an item; so a list-all
+question finds whole rows with their column names.
 """
 
 from __future__ import annotations
@@ -49,8 +53,51 @@ def _sentence_pieces(text: str) -> list[str]:
     return out
 
 
+def _is_table(lines: list[str]) -> bool:
+    return len(lines) >= 3 and sum(ln.lstrip().startswith("|") for ln in lines) >= len(lines) - 1
+
+
+def _is_list(lines: list[str]) -> bool:
+    starts = sum(ln.lstrip()[:2] in ("- ", "* ", "+ ") or ln.lstrip()[:1].isdigit() for ln in lines)
+    return len(lines) >= 3 and starts >= 0.6 * len(lines)
+
+
+def _split_rows(text: str, tok: Tokenizer, max_tokens: int) -> list[str] | None:
+    """An over-long table split between rows (the header repeated) or a list between items; ``None`` otherwise."""
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    header: list[str] = []
+    if _is_table(lines):
+        rule = 1 if len(lines) > 1 and set(lines[1].replace("|", "").strip()) <= set("-: ") else -1
+        header = lines[: rule + 1] if rule == 1 else lines[:1]
+        rows = lines[len(header) :]
+    elif _is_list(lines):
+        rows = []
+        for ln in lines:  # an item's continuation lines stay with it
+            if rows and not (ln.lstrip()[:2] in ("- ", "* ", "+ ") or ln.lstrip()[:1].isdigit()):
+                rows[-1] += "\n" + ln
+            else:
+                rows.append(ln)
+    else:
+        return None
+    head = "\n".join(header)
+    room = max_tokens - (tok.count(head) + 1 if header else 0)
+    out: list[str] = []
+    cur: list[str] = []
+    for row in rows:
+        if cur and tok.count("\n".join([*cur, row])) > room:
+            out.append("\n".join([*header, *cur]))
+            cur = []
+        cur.append(row)
+    if cur:
+        out.append("\n".join([*header, *cur]))
+    return out
+
+
 def _split_long(text: str, tok: Tokenizer, max_tokens: int) -> list[str]:
-    """Split an over-long paragraph at sentence (else line, else word) boundaries."""
+    """Split an over-long paragraph between table rows or list items, else at sentence (line, word) boundaries."""
+    rows = _split_rows(text, tok, max_tokens)
+    if rows is not None:
+        return rows
     pieces = _sentence_pieces(text)
     if len(pieces) == 1:
         pieces = text.split("\n")

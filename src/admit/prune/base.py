@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
 from typing import Any, Protocol, runtime_checkable
@@ -82,6 +82,11 @@ class PruneOutcome:
     """The failure, if any."""
     notes: tuple[str, ...] = ()
     """Anything else worth tracing (unknown ids ignored, second pass, cache hit ...)."""
+    signals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    """Per chunk id, the pruner's absolute (similarity, probability) when it has them (``setwise``): what
+    :mod:`admit.prune.answerability` reads beside the admitted text."""
+    expected_needed: float | None = None
+    """The pruner's expected number of needed chunks, when it has one."""
 
     @property
     def kept_ids(self) -> list[str]:
@@ -120,8 +125,13 @@ def apply_threshold(
     reasons: Sequence[str] | None = None,
     usage: Usage | None = None,
     notes: Sequence[str] = (),
+    unrelated: Sequence[bool] | None = None,
 ) -> PruneOutcome:
-    """Keep grade >= threshold, plus the top ``keep_top_k`` by rerank rank; clamp grades into 1..5."""
+    """Keep grade >= threshold, plus the top ``keep_top_k`` by rerank rank; clamp grades into 1..5.
+
+    ``unrelated``: chunks the pruner found unrelated on an absolute check (not just the weakest of the list);
+    ``keep_top_k`` does not keep those, so a short list of one unrelated chunk admits nothing.
+    """
     if len(grades) != len(candidates):
         raise ConfigError(f"{strategy}: {len(grades)} grades for {len(candidates)} candidates.")
     out: list[GradedChunk] = []
@@ -130,7 +140,7 @@ def apply_threshold(
         note = reasons[idx] if reasons is not None else ""
         if grade >= settings.threshold:
             kept, why = True, f"grade {grade} >= threshold {settings.threshold}"
-        elif cand.rank < settings.keep_top_k:
+        elif cand.rank < settings.keep_top_k and not (unrelated is not None and unrelated[idx]):
             kept, why = True, f"keep_top_k (rank {cand.rank + 1} <= {settings.keep_top_k}); grade {grade}"
         else:
             kept, why = False, f"grade {grade} < threshold {settings.threshold}"

@@ -18,6 +18,7 @@ one is answered by the chunk that carries it, not by its neighbour in the error 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from admit.backends.embedders.base import Embedder
@@ -66,18 +67,28 @@ class SetwisePruner:
 
     def prune(self, question: str, candidates: Sequence[Scored], settings: PruneSettings) -> PruneOutcome:
         """Score the list as a set and keep grade >= threshold (plus the reranked keep_top_k)."""
-        items = [SetwiseItem(id=c.chunk.id, title=c.chunk.title, text=c.chunk.text, score=c.score) for c in candidates]
+        items = [
+            SetwiseItem(
+                id=c.chunk.id, title=c.chunk.title, text=c.chunk.text, score=c.score, version=c.chunk.version or ""
+            )
+            for c in candidates
+        ]
         scores = self.scorer.score(question, items)
         grades = list(scores.grades)
         reasons = [f"p={p:.2f}; {r}" for p, r in zip(scores.probs, scores.reasons, strict=True)]
-        return apply_threshold(
+        out = apply_threshold(
             self.name,
             candidates,
             grades,
             settings,
             reasons=reasons,
             notes=(f"expected_needed={scores.expected_needed:.2f}",),
+            unrelated=[g == 1 for g in grades],  # SPEC.top_k_keeps_unrelated = False
         )
+        signals: dict[str, tuple[float, float]] = {}
+        if scores.script is None and len(scores.dense) == len(candidates):  # (a script MiniLM cannot read: no)
+            signals = {c.chunk.id: (d, p) for c, d, p in zip(candidates, scores.dense, scores.probs, strict=True)}
+        return replace(out, signals=signals, expected_needed=scores.expected_needed)
 
 
 def _build(res: PrunerResources) -> SetwisePruner:
@@ -104,6 +115,7 @@ SPEC = StrategySpec(
     name="setwise",
     build=_build,
     regrade_from_grades=True,
+    top_k_keeps_unrelated=False,
     source_modules=(
         "admit.prune.setwise",
         "admit.passages",

@@ -109,6 +109,10 @@ class StrategySpec:
     regrade_from_grades: bool = False
     """Whether its grades ignore ``threshold``/``keep_top_k``: the evaluation harness grades a record once and
     applies each threshold to the cached grades."""
+    top_k_keeps_unrelated: bool = True
+    """Whether ``keep_top_k`` keeps a top chunk graded 1 (unrelated). ``setwise`` says no: its grade 1 on a top
+    chunk comes only from an absolute check (no word of the question, no similarity), so a short list of one
+    unrelated chunk admits nothing. The harness applies the same rule to cached grades."""
     source_modules: tuple[str, ...] = ()
     """Modules whose source decides its grades: the evaluation cache key changes when one does."""
     identity: Callable[[PrunerResources], Sequence[str]] | None = None

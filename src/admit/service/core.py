@@ -278,6 +278,7 @@ def trace_summary(trace: TraceRecord | Mapping[str, Any]) -> dict[str, Any]:
         "accepted_chunk_ids": list(rec.get("accepted_chunk_ids", [])),
         "dropped": dict(rec.get("dropped", {})),
         "fallbacks": [f["kind"] for f in rec.get("fallbacks", [])],
+        "answerable": rec["answerability"]["answerable"] if "answerability" in rec else None,
         "pruner": dict(pruner) if pruner else None,
         "latency_ms": rec.get("latency_ms", {}).get("total"),
     }

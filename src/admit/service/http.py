@@ -202,6 +202,8 @@ def create_app(
             "query": body.question,
             "admitted": [p.as_dict() for p in res.admitted],
             "citations": res.admitted_ids,
+            "answerable": res.answerable,
+            "answerability": res.answerability,
             "prompt": res.prompt,
             "budget": res.budget.as_dict(),
             "tools": res.tools,
@@ -213,7 +215,7 @@ def create_app(
     async def prune_endpoint(body: PruneBody, principal: PrincipalDep) -> PruneResponse:
         """Prune bring-your-own chunks: one decision per candidate, in input order."""
         answer = await core.prune(state, body.query(), principal)
-        return PruneResponse.from_run(answer.run, answer.trace)
+        return PruneResponse.from_run(answer.run, answer.trace, question=body.question)
 
     return app
 

@@ -33,6 +33,7 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, Field, ValidationError
 
 from admit.errors import AdmitError, AuthorizationError, BackendTimeout, ConfigError, MissingExtraError
+from admit.prune.answerability import assess_kept
 from admit.schema import PruneCandidate, ToolOutputModel
 from admit.service import core
 from admit.service.config import ServiceSettings
@@ -87,6 +88,11 @@ class EvidenceResult(BaseModel):
 
     evidence: str = Field(description="The evidence block: untrusted-evidence envelopes, cite their ids.")
     citations: list[str] = Field(description="Ids of the admitted passages on this page, in prompt order.")
+    answerable: bool = Field(
+        default=True,
+        description="Whether the evidence answers the question; false: say the knowledge base does not answer it.",
+    )
+    answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
     passages: list[CitedPassage]
     tools: str = Field(default="", description="The tool-results block (untrusted tool data), if tools were given.")
     note: str = Field(default="", description="Fallbacks applied (scope notes, excerpts, ask to narrow).")
@@ -139,6 +145,8 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
         return EvidenceResult(
             evidence=evidence,
             citations=[p.chunk.id for p in page],
+            answerable=res.answerable,
+            answerability=res.answerability,
             passages=[_cited(p) for p in page],
             tools=res.tools,
             note=note,
@@ -178,6 +186,8 @@ class PruneResult(BaseModel):
     decisions: list[dict[str, Any]]
     strategy: str
     fallback: str | None = None
+    answerable: bool = Field(default=True, description="Whether the kept chunks answer the question.")
+    answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
 
 
 def resolve_mcp_principal(
@@ -347,7 +357,10 @@ def build_mcp_server(
         answer = await guarded("prune", run)
         run_ = answer.run
         kept = set(run_.kept_ids)
+        verdict = assess_kept(question, [v.chunk for v in run_.verdicts if v.kept], run_.outcome)
         return PruneResult(
+            answerable=verdict.answerable,
+            answerability=verdict.probability,
             kept=[c for c in items if c.id in kept],
             kept_ids=[c.id for c in items if c.id in kept],
             dropped_ids=[c.id for c in items if c.id not in kept],

@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 
 from admit.pipeline import PackRequest, PruneRun
+from admit.prune.answerability import assess_kept
 from admit.schema import PackRequestModel, PrincipalModel, PruneCandidate, ToolOutputModel
 from admit.service.core import PruneQuery, SearchQuery
 from admit.types import Principal
@@ -113,6 +114,11 @@ class SearchResponse(BaseModel):
     query: str = Field(description="Deprecated: the same as `question`.")
     admitted: list[PassageOut]
     citations: list[str]
+    answerable: bool = Field(
+        default=True,
+        description="Whether the admitted evidence answers the question (false: see the no_answer fallback).",
+    )
+    answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
     prompt: str
     budget: dict[str, Any] = Field(description="The evidence budget: input limit, reserves, what is left for evidence.")
     tools: str = Field(default="", description="The tool-results block (its own message); empty without tools.")
@@ -167,12 +173,18 @@ class PruneResponse(BaseModel):
     error: str | None
     usage: dict[str, Any]
     trace: dict[str, Any]
+    answerable: bool = Field(default=True, description="Whether the kept chunks answer the question.")
+    answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
 
     @classmethod
-    def from_run(cls, run: PruneRun, trace: Mapping[str, Any]) -> PruneResponse:
-        """The answer of a prune run: the verdicts (:meth:`~admit.pipeline.PruneVerdict.as_dict`) in input order."""
+    def from_run(cls, run: PruneRun, trace: Mapping[str, Any], question: str = "") -> PruneResponse:
+        """The answer of a prune run: the verdicts (:meth:`~admit.pipeline.PruneVerdict.as_dict`) in input order;
+        ``answerable`` from the kept chunks when the ``question`` is given."""
         outcome = run.outcome
+        verdict = assess_kept(question, [v.chunk for v in run.verdicts if v.kept], outcome) if question else None
         return cls(
+            answerable=verdict.answerable if verdict is not None else True,
+            answerability=verdict.probability if verdict is not None else None,
             strategy=run.strategy,
             kept_ids=run.kept_ids,
             dropped_ids=[v.chunk.id for v in run.verdicts if not v.kept],

@@ -24,13 +24,16 @@ The package follows the model's own stages, one module each:
    without it; the top chunk always), 4 "needed with another chunk", 3 "useful context" (kept at the default
    threshold), 2 "tangential", 1 "unrelated".
 8. :mod:`.model` and :mod:`.scorer`: the fitted model file, and the scorer that runs it and explains each grade.
+9. :mod:`.rules`: rules on top of the trees (an absolute unrelated floor, releases as people write them,
+   list-all tables, scripts MiniLM cannot read), each recorded in the chunk's reason.
 """
 
 from admit.passages import MAX_PASSAGES, PASSAGE_WORDS, passages, question_text
 from admit.prune.setwise_model.coverage import (
     COVERAGE_FEATURES,
     DEFAULT_KEEP_BOUNDS,
-    MIN_KEEP_SHORT_LIST,
+    LEAST_KEEP_CAP,
+    SHORT_LIST,
     coverage_before,
     coverage_features,
     grade_of,
@@ -58,12 +61,13 @@ __all__ = [
     "DEFAULT_CUTS",
     "DEFAULT_KEEP_BOUNDS",
     "DEFAULT_MODEL_PATH",
+    "LEAST_KEEP_CAP",
     "LINK_NAMES",
     "MAX_PASSAGES",
-    "MIN_KEEP_SHORT_LIST",
     "MODEL_VERSION",
     "PASSAGE_WORDS",
     "QUESTION_FEATURES",
+    "SHORT_LIST",
     "STAGE_EXTRA",
     "Prepared",
     "SetwiseItem",

@@ -20,7 +20,8 @@ from admit.prune.setwise_model.features import QUESTION_FEATURES
 __all__ = [
     "COVERAGE_FEATURES",
     "DEFAULT_KEEP_BOUNDS",
-    "MIN_KEEP_SHORT_LIST",
+    "LEAST_KEEP_CAP",
+    "SHORT_LIST",
     "coverage_before",
     "coverage_features",
     "grade_of",
@@ -33,10 +34,13 @@ FloatArray = npt.NDArray[np.float64]
 #: the coverage stage keeps is clamped to ``[ceil(lo * n), floor(hi * n)]`` (at least one), so the
 #: compression of a threshold cannot collapse on a corpus whose calibration differs from the training data.
 DEFAULT_KEEP_BOUNDS: tuple[tuple[float, float], ...] = ((0.2, 0.6), (0.15, 0.45), (0.1, 0.3), (0.05, 0.2))
-#: Thresholds 2 and 3 (the default) keep at least this many chunks of a list (all of a shorter one): a
-#: retriever that hands over two or three chunks has already narrowed, and halving such a list loses the
-#: second chunk of two-chunk answers.
-MIN_KEEP_SHORT_LIST = 2
+#: The least share of :data:`DEFAULT_KEEP_BOUNDS` keeps at most this many chunks: a floor that guards against a
+#: calibration collapse on lists of 10-20, not a fixed share of a deep list (1 relevant chunk of 100 keeps 1-3,
+#: not 15).
+LEAST_KEEP_CAP = 3
+#: A list of at most this many chunks has no upper clamp: the coverage stage alone decides how many of two or
+#: three chunks are needed (the shares of a list so short round to one chunk).
+SHORT_LIST = 3
 
 COVERAGE_FEATURES: tuple[str, ...] = (
     "log_r",
@@ -152,8 +156,9 @@ def grades(
         probs: Chunk probabilities (they define the ranking, stable on ties).
         coverage: Coverage-before values of the chunks (:func:`coverage_before`).
         cuts: Four decreasing cut points for grades 2..5.
-        bounds: Per grade 2..5, the (least, most) share of the list that reaches it; grades 2 and 3 also
-            reach at least ``MIN_KEEP_SHORT_LIST`` chunks (all of a shorter list).
+        bounds: Per grade 2..5, the (least, most) share of the list that reaches it; the least is at most
+            :data:`LEAST_KEEP_CAP` chunks, and a list of :data:`SHORT_LIST` or fewer has no upper clamp (the
+            coverage stage decides; a short list is graded like any other, not kept whole).
 
     Returns:
         Grades 1..5, in input order; a higher grade never goes to a lower-ranked chunk.
@@ -167,11 +172,8 @@ def grades(
     out = np.ones(n, dtype=np.int64)
     for g, (cut, (lo, hi)) in enumerate(zip(cuts, bounds, strict=True), start=2):
         keep = int((coverage < cut).sum())
-        least = math.ceil(lo * n)
-        most = max(1, math.floor(hi * n))
-        if g <= 3:
-            least = max(least, min(n, MIN_KEEP_SHORT_LIST))
-            most = max(most, least)
+        least = max(1, min(math.ceil(lo * n), LEAST_KEEP_CAP))
+        most = n if n <= SHORT_LIST else max(least, math.floor(hi * n))
         keep = min(max(keep, least), most)
         out[rank < keep] = g
     return [int(v) for v in out]

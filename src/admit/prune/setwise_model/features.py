@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from admit._text import STOPWORDS, bm25_matrix
 from admit.backends.embedders.base import Embedder, l2_normalise
-from admit.passages import nfc, passages, question_text
+from admit.passages import best_passages, nfc, question_text
 from admit.prune.setwise_model import text as tx
 from admit.prune.setwise_model.links import build_links
 
@@ -88,12 +88,14 @@ class SetwiseItem:
         title: The chunk title ("" when there is none).
         text: The chunk text.
         score: An optional upstream retriever score (accepted, not used by the fitted model).
+        version: The release the chunk's document is of (the registry's ``version``), read by the release rule.
     """
 
     id: str
     title: str
     text: str
     score: float | None = None
+    version: str = ""
 
 
 @dataclass(slots=True)
@@ -178,7 +180,7 @@ def embed_items(
     units: list[str] = [question_text(question)]
     owners: list[int] = []
     for idx, it in enumerate(items):
-        ps = passages(it.title, it.text)
+        ps, _ = best_passages(question, it.title, it.text)
         units.extend(p or "-" for p in ps)
         owners.extend([idx] * len(ps))
     mat = np.asarray(embedder.embed(units), dtype=np.float64)

@@ -14,6 +14,7 @@ import numpy.typing as npt
 from admit.backends.embedders.base import Embedder
 from admit.backends.rerankers.cross import CrossEncoder, chunk_passage, default_model_path
 from admit.errors import ConfigError
+from admit.prune.setwise_model import rules
 from admit.prune.setwise_model import text as tx
 from admit.prune.setwise_model.coverage import coverage_before
 from admit.prune.setwise_model.coverage import grades as grade_list
@@ -42,6 +43,12 @@ class SetwiseScores:
         grades: Rubric grade of each chunk, 1 (unrelated) to 5 (essential).
         reasons: A short human-readable reason for each grade.
         expected_needed: The model's expected number of needed chunks (sum of ``probs``).
+        dense: Each chunk's absolute dense similarity to the question (its best passage's cosine), read by
+            :mod:`admit.prune.answerability`.
+        unrelated: Whether each chunk is below the absolute floor (:func:`.rules.unrelated`): grade 1, never kept
+            by ``keep_top_k``.
+        script: The script of the question when MiniLM cannot read it (then chunks are graded by character
+            bigrams), else ``None``.
         coverage: For each chunk, the model's probability that the chunks ranked above it (by ``probs``)
             already contain everything the answer needs; the grade is read off it.
     """
@@ -51,6 +58,9 @@ class SetwiseScores:
     reasons: tuple[str, ...]
     expected_needed: float
     coverage: tuple[float, ...] = ()
+    dense: tuple[float, ...] = ()
+    unrelated: tuple[bool, ...] = ()
+    script: str | None = None
 
 
 def _reason(j: int, prep: Prepared, stage0: FloatArray, final: FloatArray, grade: int) -> str:
@@ -124,6 +134,77 @@ def cross_by_default() -> bool:
     if not path.is_file():
         return False
     return fusion_weights(shared_cross_encoder()) is not None
+
+
+def apply_rules(
+    question: str,
+    items: Sequence[SetwiseItem],
+    dense: FloatArray,
+    grades: Sequence[int],
+    reasons: Sequence[str],
+    probs: FloatArray | None = None,
+) -> tuple[list[int], list[str], list[bool], str | None]:
+    """The rules of :mod:`.rules` on top of the model's grades: (grades, reasons, unrelated floor, script).
+
+    Order: scripts MiniLM cannot read (the question's: bigram grades replace the model's; a chunk's: passed
+    through at 3), then releases, then list-all tables, then the unrelated floor (last: nothing lifts a chunk
+    that shares nothing with the question). The floor spares a chunk the model itself believes in (``probs`` at
+    least :data:`.rules.UNRELATED_MAX_PROB`): a bridge paragraph of a multi-hop chain may share no word with the
+    question and still be needed.
+    """
+    out, why = [int(g) for g in grades], list(reasons)
+    n = len(items)
+    floor = [False] * n
+    texts = [f"{it.title}\n{it.text}" for it in items]
+    script = rules.script_of(question)
+    if script is not None:
+        bg, shares = rules.bigram_grades(question, texts)
+        for j in range(n):
+            out[j] = bg[j]
+            why[j] = (
+                f"question in {script} script, which MiniLM does not read: graded by character bigrams "
+                f"(shares {shares[j]:.0%} of the question's)"
+            )
+            floor[j] = shares[j] <= 0
+        return out, why, floor, script
+    for j, t in enumerate(texts):
+        s = rules.script_of(t)
+        if s is not None:
+            # MiniLM's grade of it means nothing: a word of the question it carries (a product name, a code) says
+            # it may be about the question (3, kept), else it is tangential (2)
+            shared = set(tx.content_tokens(question)) & set(tx.content_tokens(t))
+            out[j] = 3 if shared else 2
+            why[j] = (
+                f"text in {s} script, which MiniLM does not read: graded by the question's words it holds "
+                f"({', '.join(sorted(shared)[:3]) or 'none'})"
+            )
+    hit, other, asked = rules.version_hits(
+        question, [it.title for it in items], [it.text for it in items], [it.version for it in items]
+    )
+    if any(hit):
+        names = ", ".join(".".join(v) for v in sorted(asked))
+        for j in range(n):
+            if hit[j]:
+                out[j] = max(out[j], 4)
+                why[j] += f"; about release {names} named in the question"
+            elif other[j]:
+                out[j] = min(out[j], 2)
+                why[j] += f"; about another release than {names}"
+    if rules.asks_for_all(question):
+        kind = rules.list_kind(question)
+        for j, (it, t) in enumerate(zip(items, texts, strict=True)):
+            words = {rules.stem(w) for w in tx.content_tokens(t)}
+            if kind and kind & words and rules.structured(it.text):
+                out[j] = 5
+                why[j] += "; a table or list of the asked kind for a list-all question"
+    for j, it in enumerate(items):
+        believed = probs is not None and float(probs[j]) >= rules.UNRELATED_MAX_PROB
+        readable = rules.script_of(texts[j]) is None
+        if not believed and readable and rules.unrelated(question, it.title, it.text, float(dense[j])):
+            floor[j] = True
+            out[j] = 1
+            why[j] = f"unrelated: no word of the question, similarity {float(dense[j]):.2f} < {rules.UNRELATED_DENSE}"
+    return out, why, floor, script
 
 
 class SetwiseScorer:
@@ -214,10 +295,14 @@ class SetwiseScorer:
                     reasons[j] += f"; names {asked} from the question"
                 elif prep.ident_other[j]:
                     reasons[j] += f"; names another identifier than {asked}"
+        grades, reasons, floor, script = apply_rules(question, items, prep.dense, grades, reasons, final)
         return SetwiseScores(
             probs=tuple(round(float(p), 6) for p in final),
             grades=tuple(grades),
             reasons=tuple(reasons),
             coverage=tuple(round(float(c), 6) for c in cov),
             expected_needed=round(float(final.sum()), 4),
+            dense=tuple(round(float(d), 6) for d in prep.dense),
+            unrelated=tuple(floor),
+            script=script,
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from admit import _linear
 from admit._text import STOPWORDS
@@ -10,12 +11,14 @@ from admit.passages import nfc
 
 __all__ = [
     "capitalised_tokens",
+    "char_bigrams",
     "contains_phrase",
     "content_tokens",
     "entity_phrases",
     "identifier_kind",
     "identifiers",
     "title_keys",
+    "unreadable_script",
     "words",
 ]
 
@@ -141,3 +144,65 @@ def identifier_kind(ident: str) -> str:
     if "_" in ident and ident.upper() == ident:
         return "snake:" + ident.split("_")[0]
     return ident.translate(_SHAPE)
+
+
+# Unicode blocks of scripts that all-MiniLM-L6-v2 (English word pieces) cannot read: CJK, kana, hangul, Thai,
+# Lao, Khmer, Myanmar, Tibetan, Ethiopic, and the Indic scripts. Counted per letter character.
+_UNREADABLE_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0900, 0x0DFF),  # Devanagari .. Sinhala
+    (0x0E00, 0x0EFF),  # Thai, Lao
+    (0x0F00, 0x0FFF),  # Tibetan
+    (0x1000, 0x109F),  # Myanmar
+    (0x1200, 0x139F),  # Ethiopic
+    (0x1780, 0x17FF),  # Khmer
+    (0x3040, 0x30FF),  # Hiragana, Katakana
+    (0x3100, 0x318F),  # Bopomofo, Hangul compatibility jamo
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xAC00, 0xD7AF),  # Hangul syllables
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0x20000, 0x2FA1F),  # CJK extensions B..
+)
+#: A text is in an unreadable script when at least this share of its letters are.
+UNREADABLE_SHARE = 0.3
+
+
+def _unreadable_char(ch: str) -> bool:
+    o = ord(ch)
+    return any(lo <= o <= hi for lo, hi in _UNREADABLE_RANGES)
+
+
+def unreadable_script(text: str, *, limit: int = 4000) -> str | None:
+    """The name of the script MiniLM cannot read that ``text`` is mostly written in, else ``None``.
+
+    Looks at the first ``limit`` letters; the name is the Unicode name's first word of the commonest such
+    letter (``CJK``, ``HIRAGANA``, ``THAI``, ``HANGUL`` ...).
+    """
+    letters = 0
+    counts: dict[str, int] = {}
+    for ch in text:
+        if not ch.isalpha():
+            continue
+        letters += 1
+        if _unreadable_char(ch):
+            name = unicodedata.name(ch, "UNKNOWN").split(" ")[0]
+            counts[name] = counts.get(name, 0) + 1
+        if letters >= limit:
+            break
+    if not letters or sum(counts.values()) / letters < UNREADABLE_SHARE:
+        return None
+    return max(counts, key=lambda k: counts[k])
+
+
+def char_bigrams(text: str) -> set[str]:
+    """Character bigrams of the letters and digits of ``text`` (case-folded; spaces and punctuation break runs)."""
+    out: set[str] = set()
+    prev = ""
+    for ch in unicodedata.normalize("NFKC", text).casefold():
+        if ch.isalnum():
+            if prev:
+                out.add(prev + ch)
+            prev = ch
+        else:
+            prev = ""
+    return out

@@ -1,0 +1,213 @@
+"""Grading rules on top of the fitted setwise model: what the trees cannot see from within one list.
+
+The trees grade *relative* to the list (its best chunk is "essential" whatever it says). These rules add what
+a user's own product needs, each recorded in the chunk's reason:
+
+- **Unrelated floor** (:func:`unrelated`): a chunk that shares no content word with the question and whose best
+  passage is barely similar to it (cosine below :data:`UNRELATED_DENSE`) is graded 1 whatever its rank, so a
+  list of one to three is graded, not waved through, and a deep list of recipes keeps the one relevant chunk.
+- **Versions as people write them** (:func:`asked_versions`, :func:`version_hits`): "4.1", "v4", "4.x",
+  "<product> 4.2" name the releases ``4.1.0``, ``4.x.y``; a chunk whose title or a heading names an asked release
+  is graded at least 4, one whose title or headings name only other releases at most 2 (when some chunk names
+  an asked one). A comparison of two releases keeps both sides.
+- **List-all and tables** (:func:`asks_for_all`, :func:`structured`): for a question asking for all, every, a
+  list, or which ... are there, a chunk that is a table or a list (three or more rows or items) naming the asked
+  kind is graded as the answer (5).
+- **Scripts MiniLM cannot read** (:func:`admit.prune.setwise_model.text.unreadable_script`): when the question is in
+  one, the chunks are graded by character bigrams shared with the question; a chunk in one under an English
+  question is passed through at grade 3 with the reason recorded. Never graded backwards.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from admit import _linear
+from admit.passages import nfc
+from admit.prune.setwise_model import text as tx
+from admit.prune.setwise_model.text import char_bigrams, unreadable_script
+
+__all__ = [
+    "UNRELATED_DENSE",
+    "UNRELATED_MAX_PROB",
+    "asked_versions",
+    "asks_for_all",
+    "bigram_grades",
+    "list_kind",
+    "script_of",
+    "stem",
+    "structured",
+    "unrelated",
+    "version_hits",
+    "versions_in",
+]
+
+#: Below this cosine (MiniLM, best passage) and with no content word of the question, a chunk is unrelated.
+UNRELATED_DENSE = 0.12
+#: ... unless the model gives it at least this probability of being needed (a bridge paragraph).
+UNRELATED_MAX_PROB = 0.2
+
+_VERSION_TOKEN = _linear.compile(r"^[vV]?\d+(?:\.(?:\d+|[xX*]))+$|^[vV]\d+$", name="setwise.version_token")
+_RUN = _linear.compile(r"[\w.*-]+", name="setwise.version_run")
+_ALL_CUE = _linear.compile(
+    r"\b(list|enumerate|name)\s+(all|every|each|the)\b|\ball\s+(the\s+|of\s+the\s+)?(available\s+|supported\s+)?\w+"
+    r"|\bevery\b|\bwhich\s+\w+(\s+\w+)?\s+(are|exist|is)\s+there\b|\bwhat\s+\w+(\s+\w+)?\s+are\s+there\b"
+    r"|\bhow\s+many\b|\bwhat\s+are\s+(all\s+)?the\b",
+    re.IGNORECASE,
+    name="setwise.list_all",
+)
+_CUE_WORDS = frozenset(
+    (
+        "list", "enumerate", "name", "names", "all", "every", "each", "available", "supported", "which", "what",
+        "how", "many", "there", "exist", "exists",
+    )
+)  # fmt: skip
+
+
+def _version_of(token: str) -> tuple[str, ...] | None:
+    t = token.strip(".-").lower()
+    if not _VERSION_TOKEN.match(t):
+        return None
+    parts = t.lstrip("v").split(".")
+    out: list[str] = []
+    for p in parts:
+        if p in ("x", "*"):
+            break  # "4.x": every 4 release
+        out.append(str(int(p)))
+    return tuple(out) or None
+
+
+def versions_in(text: str, *, bare_dotted: bool = True) -> set[tuple[str, ...]]:
+    """Releases a text names: ``4.1.0`` -> ``("4", "1", "0")``, ``v4`` -> ``("4",)``, ``4.x`` -> ``("4",)``.
+
+    ``bare_dotted``: whether ``4.1`` (no ``v``) counts; a question's does, a passage's only in a title or a
+    heading (:func:`version_hits`), where a decimal number is rarely meant.
+    """
+    out: set[tuple[str, ...]] = set()
+    for m in _RUN.finditer(nfc(text)):
+        tok = m.group(0)
+        if len(tok) > 32:
+            continue
+        v = _version_of(tok)
+        if v is None:
+            continue
+        if not bare_dotted and not tok.lower().startswith("v") and len(v) < 3:
+            continue
+        out.add(v)
+    return out
+
+
+def asked_versions(question: str) -> set[tuple[str, ...]]:
+    """The releases a question names, as prefixes (``"4.1"`` asks for every ``4.1.*``)."""
+    return {v for v in versions_in(question) if len(v) >= 2 or "v" in question.lower() or ".x" in question.lower()}
+
+
+def _heads(title: str, text: str) -> tuple[str, str]:
+    """(where a section names the release it is about: the title's last part, the headings and a short first
+    line; the rest of the title: the document a section belongs to)."""
+    lines = [ln.strip() for ln in nfc(text).splitlines() if ln.strip()]
+    heads = [
+        ln for ln in lines if ln.startswith("#") or (len(ln) < 80 and ln.lower().startswith(("version", "release")))
+    ]
+    parts = [p.strip() for p in nfc(title).replace(" › ", "\n").split("\n") if p.strip()]
+    first = lines[:1] if lines and len(lines[0]) < 80 else []
+    return "\n".join([*parts[-1:], *first, *heads]), "\n".join(parts[:-1])
+
+
+def _matches(have: tuple[str, ...], asked: tuple[str, ...]) -> bool:
+    if have[: len(asked)] == asked:
+        return True
+    # "4.1.0" asked, "4.1" named: the same release written shorter
+    return len(have) < len(asked) and asked[: len(have)] == have and all(p == "0" for p in asked[len(have) :])
+
+
+def version_hits(
+    question: str, titles: Sequence[str], texts: Sequence[str], versions: Sequence[str] = ()
+) -> tuple[list[bool], list[bool], set[tuple[str, ...]]]:
+    """(the section names an asked release, the section names only other releases, the asked releases).
+
+    A section names a release in its own heading (the title's last part, a ``#`` heading, a short first line);
+    a release named only by the document's title (``Installing Ferrule 4.1 › Requirements``) neither lifts nor
+    caps the section: the document is about that release, the section may be about anything in it.
+    """
+    asked = asked_versions(question)
+    n = len(texts)
+    if not asked:
+        return [False] * n, [False] * n, asked
+    hit, other = [False] * n, [False] * n
+    for j, (title, text) in enumerate(zip(titles, texts, strict=True)):
+        own, doc = _heads(title, text)
+        if j < len(versions) and versions[j]:
+            doc += "\nv" + versions[j].lstrip("vV")  # the registry's version: what the document is about
+        named = versions_in(own)
+        if any(_matches(h, a) for h in named for a in asked):
+            hit[j] = True
+        elif named and not any(_matches(h, a) for h in versions_in(doc) for a in asked):
+            other[j] = True
+    return hit, other, asked
+
+
+def asks_for_all(question: str) -> bool:
+    """Whether the question asks for every item of a kind ("list all", "every", "which ... are there")."""
+    return _ALL_CUE.search(question) is not None
+
+
+def stem(w: str) -> str:
+    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
+def list_kind(question: str) -> set[str]:
+    """The asked kind of a list-all question: its content words beyond the cue words, singular."""
+    return {stem(w) for w in tx.content_tokens(question) if w not in _CUE_WORDS}
+
+
+def structured(text: str) -> bool:
+    """Whether a chunk is a table (three or more ``|`` rows) or a list (three or more items)."""
+    rows = items = 0
+    for raw in text.splitlines():
+        ln = raw.strip()
+        if ln.startswith("|") and ln.count("|") >= 2:
+            rows += 1
+        elif ln[:2] in ("- ", "* ", "+ ") or (ln[:1].isdigit() and ln[1:3] in (". ", ") ")):
+            items += 1
+        elif "\t" in raw and raw.count("\t") >= 1 and len(ln.split("\t")) >= 2:
+            rows += 1
+    return rows >= 3 or items >= 3
+
+
+def unrelated(question: str, title: str, text: str, dense: float) -> bool:
+    """The absolute floor: no content word of the question and a best-passage cosine below the floor."""
+    if dense >= UNRELATED_DENSE:
+        return False
+    q = set(tx.content_tokens(question))
+    if not q:
+        return False
+    return not (q & (set(tx.content_tokens(f"{title}\n{text}")) | set()))
+
+
+def bigram_grades(question: str, texts: Sequence[str]) -> tuple[list[int], list[float]]:
+    """Grades by the share of the question's character bigrams a chunk holds (for scripts MiniLM cannot read).
+
+    The best chunk with any share is graded 5; the others by their share against it: at least 60% -> 4, 35% -> 3,
+    15% -> 2, else 1; a chunk sharing nothing is 1.
+    """
+    qb = char_bigrams(question)
+    # the bigrams of the unreadable script carry the question; a product name in Latin letters matches every page
+    own = {b for b in qb if any(unreadable_script(ch) for ch in b)}
+    qb = own or qb
+    shares = [len(qb & char_bigrams(t)) / max(1, len(qb)) for t in texts]
+    best = max(shares, default=0.0)
+    out: list[int] = []
+    for s in shares:
+        if s <= 0 or best <= 0:
+            out.append(1)
+            continue
+        r = s / best
+        out.append(5 if r >= 0.999 else 4 if r >= 0.6 else 3 if r >= 0.35 else 2 if r >= 0.15 else 1)
+    return out, shares
+
+
+def script_of(text: str) -> str | None:
+    """The unreadable script a text is in (see :func:`admit.prune.setwise_model.text.unreadable_script`)."""
+    return unreadable_script(text)
