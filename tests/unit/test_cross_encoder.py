@@ -143,6 +143,40 @@ def test_passage_states_are_cached_per_scope_and_bounded() -> None:
     assert len(enc._states) == 2  # the other tenant's entry is its own; the least recently used went out
     assert enc._key("Bananas.") in enc._states
     assert enc._key("Hamlet is a play.") not in enc._states
+    default_key = enc._key("Hamlet is a play.")
     with scoped("tenant-b"):
         assert enc._key("Hamlet is a play.") in enc._states
-        assert enc._key("Hamlet is a play.") != CrossEncoder()._key("Hamlet is a play.")
+        assert enc._key("Hamlet is a play.") != default_key
+
+
+def test_setwise_fuses_the_cross_score_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    from admit.prune.setwise_model import SetwiseItem, SetwiseScorer
+    from admit.prune.setwise_model.fusion import fuse
+    from admit.prune.setwise_model.scorer import cross_by_default
+
+    items = [
+        SetwiseItem(id="a", title="Errors", text="E4012 means the signing key expired; rotate it with admit keys."),
+        SetwiseItem(id="b", title="Fruit", text="Bananas are yellow and grow in tropical climates."),
+        SetwiseItem(id="c", title="Errors", text="E4031 means the request body was too large."),
+    ]
+    q = "What does error E4012 mean?"
+    plain = SetwiseScorer(cross=False).score(q, items)
+    fused = SetwiseScorer(cross=True).score(q, items)
+    assert "cross" in fused.reasons[0] and not any("cross" in r for r in plain.reasons)
+    assert fused.probs != plain.probs  # the fused probabilities are what the grades are read from
+    assert fused.grades[0] == max(fused.grades)
+    # the fusion itself: a higher cross score never lowers a chunk's probability (its weights as shipped)
+    from admit.prune.setwise_model.scorer import fusion_weights
+
+    w = fusion_weights(CrossEncoder())
+    assert w is not None and len(w) == 4
+    p = np.array([0.2, 0.5, 0.7])
+    lo, hi = fuse(p, [0.0, 1.0, 2.0], w), fuse(p, [0.0, 1.0, 2.5], w)
+    assert hi[2] >= lo[2]
+    monkeypatch.setenv("ADMIT_SETWISE_CROSS", "1")
+    assert cross_by_default() is True
+    monkeypatch.setenv("ADMIT_SETWISE_CROSS", "maybe")
+    with pytest.raises(ConfigError, match="ADMIT_SETWISE_CROSS"):
+        cross_by_default()
+    monkeypatch.delenv("ADMIT_SETWISE_CROSS")
+    assert cross_by_default() is False  # opt-in (see CROSS_DEFAULT)
