@@ -49,7 +49,9 @@ _INVISIBLE = _linear.compile(
 _BREAKS = _linear.compile(r"\r\n?|[\x{85}\p{Zl}\p{Zp}]", name="clean.breaks")
 _ANY_SPACE = _linear.compile(r"\s+", name="clean.space")
 _DOUBLE_QUOTES = '"＂“”„‟〝〞〟″‶״ʺ˝ˮ«»⹂'
-_SINGLE_QUOTES = "＇‘’‚‛′‵‹›ʹʻʼʽ"
+# the single angle quotes ‹ › are not here: they are ordinary separators in titles (ingest joins headings with
+# " › "), and neither they nor an ASCII ' can end a double-quoted attribute
+_SINGLE_QUOTES = "＇‘’‚‛′‵ʹʻʼʽ"
 _QUOTES = str.maketrans({**dict.fromkeys(_DOUBLE_QUOTES, '"'), **dict.fromkeys(_SINGLE_QUOTES, "'")})
 # terminal control sequences: CSI (ESC [ ... final), OSC (ESC ] ... BEL or ST), other ESC sequences, C1 CSI/OSC
 _TERMINAL = _linear.compile(

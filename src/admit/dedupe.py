@@ -77,11 +77,29 @@ def _candidate_pairs(items: Sequence[Scored], sizes: Sequence[int]) -> set[tuple
 
 
 def dedupe(ranked: Sequence[Scored], policy: Policy, *, cap: bool = True) -> tuple[list[Scored], list[Decision]]:
-    """Remove duplicates, superseded versions and (``cap``) over-cap passages. Input and output are best-first."""
+    """Remove duplicates, superseded versions and (``cap``) over-cap passages. Input and output are best-first.
+
+    The steps, each its own function over the same ranked list and the decisions so far: exact duplicates
+    (:func:`_exact_duplicates`), near duplicates (:func:`_near_duplicates`), superseded versions
+    (:func:`_superseded`), then the per-source cap (the pipeline caps after pruning instead: ``cap=False``).
+    """
     items = list(ranked)
     dropped: dict[int, Decision] = {}
+    _exact_duplicates(items, dropped)
+    sh = _Shingles(items)  # shingle sets are built only for the pairs that get an exact check
+    _near_duplicates(items, dropped, sh, policy.near_duplicate_threshold)
+    if not policy.keep_superseded:
+        _superseded(items, dropped, sh)
+    kept = [s for i, s in enumerate(items) if i not in dropped]
+    if cap:
+        kept, capped = source_cap(kept, policy)
+        at = {s.chunk.id: i for i, s in enumerate(items)}
+        dropped.update((at[d.chunk_id], d) for d in capped)
+    return kept, [dropped[i] for i in sorted(dropped)]
 
-    # 1. exact duplicates by normalised hash
+
+def _exact_duplicates(items: Sequence[Scored], dropped: dict[int, Decision]) -> None:
+    """Equal texts (after normalisation): the best of each group stays."""
     by_hash: dict[str, list[int]] = defaultdict(list)
     for i, s in enumerate(items):
         by_hash[norm_hash(f"{s.chunk.text}")].append(i)
@@ -93,35 +111,10 @@ def dedupe(ranked: Sequence[Scored], policy: Policy, *, cap: bool = True) -> tup
             if i != best:
                 dropped[i] = _dup(items[i], items[best], "exact duplicate")
 
-    # 2. near-duplicates over shingles
-    # shingle sets are built only for the pairs that get an exact check; their sizes (and the signatures)
-    # may come from features stored at ingest (admit.features)
-    sh = _Shingles(items)
-    sizes = [shingle_count(s.chunk.text) for s in items]
-    thr = policy.near_duplicate_threshold
-    pairs = sorted(_candidate_pairs(items, sizes))
-    short = [i for i, n in enumerate(sizes) if n < 10]
-    pairs = sorted(set(pairs) | {(i, j) for a, i in enumerate(short) for j in short[a + 1 :]})
-    nums = _Numbers(items)
-    short_ids = set(short)
-    sims: dict[tuple[int, int], float] = {}
-    for i, j in pairs:
-        if i in dropped or j in dropped:
-            continue
-        if (
-            items[i].chunk.source_id == items[j].chunk.source_id
-            and _has_version(items[i].chunk)
-            and _has_version(items[j].chunk)
-            and version_key(items[i].chunk) != version_key(items[j].chunk)
-        ):
-            continue  # versions of one source: the superseded rule decides (history keeps both)
-        small, large = (i, j) if sizes[i] <= sizes[j] else (j, i)
-        same_size = sizes[small] >= 0.8 * sizes[large]
-        if (nums[small] != nums[large]) if same_size else not nums[small] <= nums[large]:
-            continue  # a changed number (port, version, limit) is a different fact, not a copy
-        sim = _short_ratio(items[i], items[j]) if i in short_ids and j in short_ids else similarity(sh[i], sh[j])
-        if sim >= thr:
-            sims[(i, j)] = sim
+
+def _near_duplicates(items: Sequence[Scored], dropped: dict[int, Decision], sh: _Shingles, thr: float) -> None:
+    """Texts at least ``thr`` alike (shingles; short texts by ratio): the best representative of each stays."""
+    sims = _similar_pairs(items, dropped, sh, thr)
     # best representatives first; each later chunk that duplicates a kept representative is dropped
     reps: list[int] = []
     for i in sorted((i for i in range(len(items)) if i not in dropped), key=lambda i: _better(items[i])):
@@ -132,42 +125,61 @@ def dedupe(ranked: Sequence[Scored], policy: Policy, *, cap: bool = True) -> tup
             sim = sims[(min(i, rep), max(i, rep))]
             dropped[i] = _dup(items[i], items[rep], f"near duplicate (similarity {sim:.2f})")
 
-    # 3. superseded versions within a source
-    if not policy.keep_superseded:
-        by_source: dict[str, list[int]] = defaultdict(list)
-        for i, s in enumerate(items):
-            if i not in dropped and _has_version(s.chunk):
-                by_source[s.chunk.source_id].append(i)
-        for members in by_source.values():
-            newest = max(version_key(items[i].chunk) for i in members)
-            current = [i for i in members if version_key(items[i].chunk) == newest]
-            for i in members:
-                if version_key(items[i].chunk) == newest:
-                    continue
-                # the newest chunk most like this one (same section, else most similar text)
-                winner = max(
-                    current,
-                    key=lambda j: (items[j].chunk.title == items[i].chunk.title, similarity(sh[i], sh[j]), -j),
-                )
-                old = items[i].chunk
-                dropped[i] = Decision(
-                    chunk_id=old.id,
-                    state="dropped",
-                    stage="dedupe",
-                    reason="superseded",
-                    score=items[i].score,
-                    related_id=items[winner].chunk.id,
-                    detail=f"superseded_by {items[winner].chunk.id} (version {old.version or old.updated_at} "
-                    f"< {items[winner].chunk.version or items[winner].chunk.updated_at})",
-                )
 
-    # 4. per-source cap, best ranks first (the pipeline caps after pruning instead: ``cap=False``)
-    kept = [s for i, s in enumerate(items) if i not in dropped]
-    if cap:
-        kept, capped = source_cap(kept, policy)
-        at = {s.chunk.id: i for i, s in enumerate(items)}
-        dropped.update((at[d.chunk_id], d) for d in capped)
-    return kept, [dropped[i] for i in sorted(dropped)]
+def _similar_pairs(
+    items: Sequence[Scored], dropped: Mapping[int, Decision], sh: _Shingles, thr: float
+) -> dict[tuple[int, int], float]:
+    """The pairs at least ``thr`` alike, with their similarity (their sizes and signatures may come from the
+    features stored at ingest, :mod:`admit.features`)."""
+    sizes = [shingle_count(s.chunk.text) for s in items]
+    short = [i for i, n in enumerate(sizes) if n < 10]
+    pairs = sorted(_candidate_pairs(items, sizes) | {(i, j) for a, i in enumerate(short) for j in short[a + 1 :]})
+    nums = _Numbers(items)
+    short_ids = set(short)
+    sims: dict[tuple[int, int], float] = {}
+    for i, j in pairs:
+        if i in dropped or j in dropped or _versions_of_one_source(items[i].chunk, items[j].chunk):
+            continue  # versions of one source: the superseded rule decides (history keeps both)
+        small, large = (i, j) if sizes[i] <= sizes[j] else (j, i)
+        same_size = sizes[small] >= 0.8 * sizes[large]
+        if (nums[small] != nums[large]) if same_size else not nums[small] <= nums[large]:
+            continue  # a changed number (port, version, limit) is a different fact, not a copy
+        sim = _short_ratio(items[i], items[j]) if i in short_ids and j in short_ids else similarity(sh[i], sh[j])
+        if sim >= thr:
+            sims[(i, j)] = sim
+    return sims
+
+
+def _versions_of_one_source(a: Chunk, b: Chunk) -> bool:
+    return a.source_id == b.source_id and _has_version(a) and _has_version(b) and version_key(a) != version_key(b)
+
+
+def _superseded(items: Sequence[Scored], dropped: dict[int, Decision], sh: _Shingles) -> None:
+    """Older versions within a source: each loses to the newest chunk most like it (same section, else most
+    similar text)."""
+    by_source: dict[str, list[int]] = defaultdict(list)
+    for i, s in enumerate(items):
+        if i not in dropped and _has_version(s.chunk):
+            by_source[s.chunk.source_id].append(i)
+    for members in by_source.values():
+        newest = max(version_key(items[i].chunk) for i in members)
+        current = [i for i in members if version_key(items[i].chunk) == newest]
+        for i in members:
+            if version_key(items[i].chunk) == newest:
+                continue
+            winner = max(
+                current,
+                key=lambda j: (items[j].chunk.title == items[i].chunk.title, similarity(sh[i], sh[j]), -j),
+            )
+            old, new = items[i].chunk, items[winner].chunk
+            dropped[i] = Decision.drop(
+                items[i],
+                stage="dedupe",
+                reason="superseded",
+                related_id=new.id,
+                detail=f"superseded_by {new.id} (version {old.version or old.updated_at} "
+                f"< {new.version or new.updated_at})",
+            )
 
 
 def source_cap(
@@ -188,12 +200,10 @@ def source_cap(
         else:
             per_source[src] += 1
     drops = [
-        Decision(
-            chunk_id=s.chunk.id,
-            state="dropped",
+        Decision.drop(
+            s,
             stage="dedupe",
             reason="source_cap",
-            score=s.score,
             grade=g.get(s.chunk.id),
             detail=f"source {s.chunk.source_id} already has {policy.per_source_limit} passages"
             + (" graded at least as high" if grades else ""),
@@ -234,12 +244,10 @@ def _short_ratio(a: Scored, b: Scored) -> float:
 
 
 def _dup(item: Scored, best: Scored, why: str) -> Decision:
-    return Decision(
-        chunk_id=item.chunk.id,
-        state="dropped",
+    return Decision.drop(
+        item,
         stage="dedupe",
         reason="duplicate",
-        score=item.score,
         related_id=best.chunk.id,
         detail=f"duplicate_of {best.chunk.id} ({why})",
     )

@@ -20,6 +20,8 @@ service can map the first to a 4xx and the second to a recorded fallback.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 __all__ = [
     "AdmitError",
     "AuthorizationError",
@@ -32,7 +34,19 @@ __all__ = [
     "MissingExtraError",
     "RequestError",
     "StoreError",
+    "unknown_name",
 ]
+
+
+def unknown_name(what: str, name: str, known: Iterable[str]) -> str:
+    """The one message for a misspelled name (a setting, an option, an argument), on every surface:
+    ``unknown setting 'treshold'; did you mean 'threshold'? (settings: ...)``."""
+    import difflib
+
+    names = sorted(set(known))
+    close = difflib.get_close_matches(name, names, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"unknown {what} {name!r}{hint} ({what}s: {', '.join(names)})"
 
 
 class AdmitError(Exception):

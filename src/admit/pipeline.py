@@ -44,7 +44,7 @@ from admit.retrieve import authorize
 from admit.tools import Redactor, ToolBlock, ToolOutput, render_tool_outputs
 from admit.trace import (
     NullTracer,
-    PrunerRecord,
+    RetrievalRecord,
     RouteRecord,
     StageTimer,
     Tracer,
@@ -100,8 +100,11 @@ class PackRequest:
     """Override pruner settings (threshold, keep_top_k, on_error, strategy parameters)."""
     request_id: str | None = None
     """A caller's id; default: a hash of the request."""
-    extra_trace: Mapping[str, Any] = field(default_factory=dict)
-    """Fields a caller adds to the trace record (e.g. the knowledge base's retrieval counts and timings)."""
+    retrieval: RetrievalRecord | None = None
+    """What retrieved the candidates (the knowledge base's counts and filters), recorded in the trace."""
+    latency_ms: Mapping[str, float] = field(default_factory=dict)
+    """Milliseconds of the stages run before the pack (the knowledge base's ``embed_query`` and ``retrieve``):
+    recorded beside the pack's own stages, and counted in the trace's ``total``."""
     tool_outputs: Sequence[ToolOutput] = ()
     """Tool results, apart from the evidence: schema-checked, redacted, capped, rendered in their own block
     (``PackResult.tools``) and counted in the budget before the evidence is packed (:mod:`admit.tools`)."""
@@ -515,19 +518,6 @@ class Pipeline:
         timer: StageTimer,
     ) -> TraceRecord:
         """The request's trace record: every key named in :class:`~admit.trace.TraceRecord`."""
-        extra: dict[str, Any] = {**req.extra_trace, "question_tokens": tokenizer.count(req.question)}
-        extra["flags"] = flags
-        extra["answerability"] = {
-            "answerable": verdict.answerable,
-            "probability": verdict.probability,
-            "model": verdict.model,
-            "reason": verdict.reason,
-        }
-        if tools is not None:
-            extra["tools"] = [r.as_dict() for r in tools.reports]
-        if self.trace_content:
-            extra["question"] = req.question
-            extra["prompt"] = packed.prompt
         return build_record(
             request_id=request_id,
             route=route,
@@ -538,11 +528,21 @@ class Pipeline:
             decisions=decisions,
             evidence_tokens=packed.evidence_tokens,
             fallbacks=packed.fallbacks,
-            latency_ms=timer.ms,
-            total_ms=timer.total_ms(),
-            pruner=cast(PrunerRecord, pruned.outcome.as_dict()) if pruned.outcome else None,
+            latency_ms={**req.latency_ms, **timer.ms},
+            total_ms=round(timer.total_ms() + sum(req.latency_ms.values()), 3),
+            pruner=pruned.outcome.as_dict() if pruned.outcome else None,
             accepted_ids=[p.chunk.id for p in packed.admitted],
-            extra=extra,
+            question_tokens=tokenizer.count(req.question),
+            flags=flags,
+            answerability={
+                "answerable": verdict.answerable,
+                "probability": verdict.probability,
+                "model": verdict.model,
+                "reason": verdict.reason,
+            },
+            tools=[r.as_dict() for r in tools.reports] if tools is not None else None,
+            retrieval=req.retrieval,
+            content=(req.question, packed.prompt) if self.trace_content else None,
         )
 
     def _write(self, record: TraceRecord, req: PackRequest, request_id: str) -> None:

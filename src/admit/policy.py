@@ -236,6 +236,12 @@ class Resolution:
         """The prune settings to run."""
         return self.policy.prune
 
+    def with_strategy(self, strategy: str) -> Resolution:
+        """The same resolution running ``strategy`` (the kill switch still wins: then nothing changes)."""
+        if self.kill_switch or strategy == self.policy.prune.strategy:
+            return self
+        return replace(self, policy=replace(self.policy, prune=self.policy.prune.with_overrides({}, strategy=strategy)))
+
     def record(self) -> RouteRecord:
         """The trace record's ``route`` entry."""
         r = self.route

@@ -48,14 +48,7 @@ def rerank(
     ranked = _asked_version_first(question, ranked_by(chunks, [None if s is None else float(s) for s in raw]))
     kept, cut = ranked[: max(keep, 0)], ranked[max(keep, 0) :]
     decisions = [
-        Decision(
-            chunk_id=s.chunk.id,
-            state="dropped",
-            stage="rerank",
-            reason="rerank_cut",
-            score=s.score,
-            detail=f"rank {s.rank + 1} > rerank_count {keep}",
-        )
+        Decision.drop(s, stage="rerank", reason="rerank_cut", detail=f"rank {s.rank + 1} > rerank_count {keep}")
         for s in cut
     ]
     return kept, decisions

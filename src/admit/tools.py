@@ -40,6 +40,7 @@ from admit.backends.tokenizers.base import Tokenizer
 from admit.budget import evidence_message_tokens
 from admit.errors import BudgetError, RequestError
 from admit.render import choose_boundary, clean_attr, clean_text
+from admit.trace import ToolRecord
 
 __all__ = [
     "DEFAULT_REDACTIONS",
@@ -334,7 +335,7 @@ class ToolReport:
         """Bytes of conforming rows not shown (on later pages)."""
         return max(self.bytes_total - self.bytes_kept, 0)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ToolRecord:
         """The trace form."""
         return {
             "id": self.id,

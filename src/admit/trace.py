@@ -21,7 +21,7 @@ from typing import Any, Literal, NotRequired, Protocol, Required, runtime_checka
 
 from typing_extensions import TypedDict
 
-from admit.types import Budget, Decision, Fallback
+from admit.types import Budget, BudgetRecord, Decision, DecisionRecord, Fallback, FallbackRecord, UsageRecord
 
 __all__ = [
     "AnswerabilityRecord",
@@ -40,7 +40,9 @@ __all__ = [
     "TraceSink",
     "Tracer",
     "UsageRecord",
+    "build_prune_record",
     "build_record",
+    "latency_record",
     "trace_content_enabled",
     "trace_json_schema",
 ]
@@ -58,42 +60,6 @@ class RouteRecord(TypedDict):
     kill_switch: NotRequired[bool]
 
 
-class BudgetRecord(TypedDict):
-    """:meth:`admit.types.Budget.as_dict`."""
-
-    input_limit: int
-    instruction_tokens: int
-    conversation_tokens: int
-    answer_reserve: int
-    safety_margin: int
-    evidence_ceiling: int | None
-    tool_tokens: int
-    evidence_budget: int
-    tokenizer: str
-
-
-class DecisionRecord(TypedDict):
-    """:meth:`admit.types.Decision.as_dict`: one candidate's fate."""
-
-    id: str
-    state: Literal["admitted", "dropped"]
-    stage: str
-    reason: str
-    score: NotRequired[float]
-    grade: NotRequired[int]
-    detail: NotRequired[str]
-    related_id: NotRequired[str]
-
-
-class FallbackRecord(TypedDict):
-    """:meth:`admit.types.Fallback.as_dict`."""
-
-    kind: str
-    detail: str
-    chunk_ids: list[str]
-    facets: list[str]
-
-
 class AnswerabilityRecord(TypedDict):
     """Whether the admitted evidence answers the question (:mod:`admit.prune.answerability`)."""
 
@@ -101,17 +67,6 @@ class AnswerabilityRecord(TypedDict):
     probability: float
     model: str
     reason: str
-
-
-class UsageRecord(TypedDict):
-    """:meth:`admit.types.Usage.as_dict`: an LLM pruner's cost."""
-
-    prompt_tokens: int
-    completion_tokens: int
-    calls: int
-    cost_usd: float
-    latency_s: float
-    cached: bool
 
 
 class PrunerRecord(TypedDict):
@@ -160,7 +115,8 @@ class TraceRecord(TypedDict, total=False):
     """One request's trace record: every key a record may carry.
 
     ``latency_ms`` has one shape everywhere: milliseconds by stage name, ``total`` for the whole call (the
-    knowledge base adds ``embed_query``, ``retrieve`` and ``total_with_retrieval``).
+    knowledge base's ``embed_query`` and ``retrieve`` included in both). A record of ``POST /v1/prune`` and the MCP
+    ``prune_context`` tool (:func:`build_prune_record`) carries the required keys and ``kill_switch``.
     """
 
     request_id: Required[str]
@@ -338,6 +294,38 @@ class StageTimer:
         return round((time.perf_counter() - self._t0) * 1000, 3)
 
 
+def build_prune_record(
+    *,
+    request_id: str,
+    route: RouteRecord,
+    policy_version: str,
+    kill_switch: bool,
+    candidate_count: int,
+    accepted_ids: Sequence[str],
+    pruner: PrunerRecord | None,
+    latency_ms: Mapping[str, float],
+    total_ms: float,
+) -> TraceRecord:
+    """The record of a prune without a pack (``POST /v1/prune``, the MCP ``prune_context`` tool)."""
+    return {
+        "request_id": request_id,
+        "ts": time.time(),
+        "query_class": route["query_class"],
+        "route": route,
+        "policy_version": policy_version,
+        "kill_switch": kill_switch,
+        "candidate_count": candidate_count,
+        "accepted_chunk_ids": list(accepted_ids),
+        "pruner": pruner,
+        "latency_ms": latency_record(latency_ms, total_ms),
+    }
+
+
+def latency_record(stages: Mapping[str, float], total_ms: float) -> dict[str, float]:
+    """The one ``latency_ms`` shape of every record: milliseconds by stage, and ``total`` for the whole call."""
+    return {**{k: round(float(v), 3) for k, v in stages.items() if k != "total"}, "total": round(float(total_ms), 3)}
+
+
 def build_record(
     *,
     request_id: str,
@@ -353,9 +341,20 @@ def build_record(
     total_ms: float,
     pruner: PrunerRecord | None,
     accepted_ids: Sequence[str] | None = None,
-    extra: Mapping[str, Any] | None = None,
+    question_tokens: int | None = None,
+    flags: Mapping[str, list[str]] | None = None,
+    answerability: AnswerabilityRecord | None = None,
+    tools: Sequence[ToolRecord] | None = None,
+    retrieval: RetrievalRecord | None = None,
+    content: tuple[str, str] | None = None,
 ) -> TraceRecord:
-    """Assemble the trace record of one request; ``extra`` holds extension keys (named in :class:`TraceRecord`)."""
+    """Assemble the trace record of one request from its typed parts.
+
+    ``latency_ms`` holds every stage's milliseconds (those run before the pack, such as the knowledge base's
+    ``embed_query`` and ``retrieve``, included) and ``total_ms`` the whole call's. The optional parts are
+    written only when given: ``tools`` (the request's tool outputs), ``retrieval`` (the knowledge base's
+    search), ``content`` (``(question, prompt)``, with ``ADMIT_TRACE_CONTENT=true`` only).
+    """
     dropped = Counter(d.reason for d in decisions if d.state == "dropped")
     accepted = (
         list(accepted_ids) if accepted_ids is not None else [d.chunk_id for d in decisions if d.state == "admitted"]
@@ -368,7 +367,7 @@ def build_record(
         "policy_version": policy_version,
         "evidence_budget": budget.evidence_budget,
         "answer_reserve": budget.answer_reserve,
-        "budget": budget.as_dict(),  # type: ignore[typeddict-item]
+        "budget": budget.as_dict(),
         "candidate_count": len(candidate_ids),
         "reranked_count": len(reranked_ids),
         "candidate_ids": list(candidate_ids),
@@ -376,11 +375,21 @@ def build_record(
         "accepted_chunk_ids": accepted,
         "evidence_tokens": evidence_tokens,
         "dropped": dict(sorted(dropped.items())),
-        "decisions": [d.as_dict() for d in decisions],  # type: ignore[misc]
-        "fallbacks": [f.as_dict() for f in fallbacks],  # type: ignore[misc]
-        "latency_ms": {**latency_ms, "total": total_ms},
+        "decisions": [d.as_dict() for d in decisions],
+        "fallbacks": [f.as_dict() for f in fallbacks],
+        "latency_ms": latency_record(latency_ms, total_ms),
         "pruner": pruner,
     }
-    if extra:
-        rec.update(extra)  # type: ignore[typeddict-item]
+    if question_tokens is not None:
+        rec["question_tokens"] = question_tokens
+    if flags is not None:
+        rec["flags"] = {k: list(v) for k, v in flags.items()}
+    if answerability is not None:
+        rec["answerability"] = answerability
+    if tools is not None:
+        rec["tools"] = list(tools)
+    if retrieval is not None:
+        rec["retrieval"] = retrieval
+    if content is not None:
+        rec["question"], rec["prompt"] = content
     return rec

@@ -6,7 +6,9 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired
+
+from typing_extensions import TypedDict
 
 from admit._clean import citation_id
 
@@ -14,15 +16,19 @@ __all__ = [
     "Access",
     "AdmittedPassage",
     "Budget",
+    "BudgetRecord",
     "Chunk",
     "Decision",
+    "DecisionRecord",
     "DecisionState",
     "Fallback",
+    "FallbackRecord",
     "Message",
     "PackResult",
     "Principal",
     "Scored",
     "Usage",
+    "UsageRecord",
 ]
 
 DecisionState = Literal["admitted", "dropped"]
@@ -32,6 +38,56 @@ DropReason = Literal[
     "acl", "invalid", "duplicate", "superseded", "source_cap", "pruned", "budget", "rerank_cut", "novelty", "no_answer"
 ]
 """Why a candidate was dropped."""
+
+
+# -- the JSON forms of the values below (the parts of a trace record, :class:`admit.trace.TraceRecord`)
+
+
+class BudgetRecord(TypedDict):
+    """:meth:`Budget.as_dict`."""
+
+    input_limit: int
+    instruction_tokens: int
+    conversation_tokens: int
+    answer_reserve: int
+    safety_margin: int
+    evidence_ceiling: int | None
+    tool_tokens: int
+    evidence_budget: int
+    tokenizer: str
+
+
+class DecisionRecord(TypedDict):
+    """:meth:`Decision.as_dict`: one candidate's fate."""
+
+    id: str
+    state: Literal["admitted", "dropped"]
+    stage: str
+    reason: str
+    score: NotRequired[float]
+    grade: NotRequired[int]
+    detail: NotRequired[str]
+    related_id: NotRequired[str]
+
+
+class FallbackRecord(TypedDict):
+    """:meth:`Fallback.as_dict`."""
+
+    kind: str
+    detail: str
+    chunk_ids: list[str]
+    facets: list[str]
+
+
+class UsageRecord(TypedDict):
+    """:meth:`Usage.as_dict`: an LLM pruner's cost."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    calls: int
+    cost_usd: float
+    latency_s: float
+    cached: bool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -157,7 +213,7 @@ class Budget:
             room = min(room, self.evidence_ceiling)
         return max(room, 0)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> BudgetRecord:
         """Return a JSON-ready dict."""
         return {
             "input_limit": self.input_limit,
@@ -193,9 +249,32 @@ class Decision:
     related_id: str | None = None
     """The chunk this one lost to (``duplicate_of`` / ``superseded_by``)."""
 
-    def as_dict(self) -> dict[str, Any]:
+    @classmethod
+    def drop(
+        cls,
+        item: Scored,
+        *,
+        stage: str,
+        reason: str,
+        detail: str = "",
+        grade: int | None = None,
+        related_id: str | None = None,
+    ) -> Decision:
+        """A ranked candidate's drop: its id and rerank score, the stage, the reason and the detail."""
+        return cls(
+            chunk_id=item.chunk.id,
+            state="dropped",
+            stage=stage,
+            reason=reason,
+            score=item.score,
+            grade=grade,
+            detail=detail,
+            related_id=related_id,
+        )
+
+    def as_dict(self) -> DecisionRecord:
         """Return a JSON-ready dict."""
-        d: dict[str, Any] = {"id": self.chunk_id, "state": self.state, "stage": self.stage, "reason": self.reason}
+        d: DecisionRecord = {"id": self.chunk_id, "state": self.state, "stage": self.stage, "reason": self.reason}
         if self.score is not None and math.isfinite(self.score):
             d["score"] = round(self.score, 6)
         if self.grade is not None:
@@ -264,7 +343,7 @@ class Fallback:
     facets: tuple[str, ...] = ()
     """Question facets it concerns (for ``second_retrieval``: the uncovered ones)."""
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> FallbackRecord:
         """Return a JSON-ready dict."""
         return {
             "kind": self.kind,
@@ -302,7 +381,7 @@ class Usage:
             cached=self.cached and other.cached,
         )
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> UsageRecord:
         """Return a JSON-ready dict."""
         return {
             "prompt_tokens": self.prompt_tokens,

@@ -63,3 +63,18 @@ def test_bad_index_settings_are_refused(pg_url: str, kw: dict[str, Any], match: 
 
     with pytest.raises(ConfigError, match=match):
         PgvectorStore(pg_url, dim=8, table=f"t_{uuid.uuid4().hex[:10]}", **kw)
+
+
+@pytest.mark.integration
+def test_the_table_reports_the_embedder_that_built_it(pg_url: str) -> None:
+    from admit.kb import KnowledgeBase
+    from admit.kb.stores import stored_embedder
+    from admit.types import Access, Chunk
+
+    url = f"{pg_url}?table=t_{uuid.uuid4().hex[:10]}"
+    assert stored_embedder(url) is None  # nothing there yet, and nothing created by asking
+    with KnowledgeBase(url, embedder="fake:16") as kb:
+        kb.add_chunks([Chunk(id="a", source_id="a", text="The port is 8080.", access=Access(tenant="t"))])
+    assert stored_embedder(url) == "fake:16"
+    with KnowledgeBase(url) as again:  # no embedder named: the table's, not a silent minilm
+        assert again.embedder_spec == "fake:16" and again.count() == 1

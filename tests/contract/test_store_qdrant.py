@@ -47,3 +47,17 @@ class TestQdrantServer(StoreContract):
         s.client.delete_collection(name)
         s.client.delete_collection(f"{name}_meta")
         s.close()
+
+
+def test_the_collection_reports_the_embedder_that_built_it(tmp_path: Path) -> None:
+    from admit.kb import KnowledgeBase
+    from admit.kb.stores import stored_embedder
+    from admit.types import Access, Chunk
+
+    url = f"qdrant+local://{tmp_path / 'q'}?collection=c1"
+    assert stored_embedder(url) is None and not (tmp_path / "q").exists()  # asking creates nothing
+    with KnowledgeBase(url, embedder="fake:16") as kb:
+        kb.add_chunks([Chunk(id="a", source_id="a", text="The port is 8080.", access=Access(tenant="t"))])
+    assert stored_embedder(url) == "fake:16"
+    with KnowledgeBase(url) as again:  # no embedder named: the collection's, not a silent minilm
+        assert again.embedder_spec == "fake:16" and again.count() == 1

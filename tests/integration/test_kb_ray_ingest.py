@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from admit.cli import main
 from admit.errors import ConfigError
 from admit.kb import KnowledgeBase
-from admit.kb.ingest import IngestReport
+from admit.kb.ingest import IngestOptions, IngestReport
 from admit.kb.ray_ingest import RayWriter, ingest_with_ray
 from admit.testing.store_contract import embedded_postgres_server
 
@@ -138,6 +138,6 @@ def test_cli_ingest_engine_ray_reports_json(tmp_path: Path, pg_url: str, local_r
 
 def test_ray_ingest_refuses_a_store_only_one_process_can_write(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="must be a server"):
-        RayWriter(str(tmp_path / "kb.sqlite"), dim=64, embedder=EMB)
+        RayWriter(str(tmp_path / "kb.sqlite"), dim=64, embedder=EMB, options=IngestOptions())
     with pytest.raises(ConfigError, match="workers"):
-        RayWriter("postgresql://x@127.0.0.1:1/db", dim=64, embedder=EMB, workers=0)
+        RayWriter("postgresql://x@127.0.0.1:1/db", dim=64, embedder=EMB, options=IngestOptions(), workers=0)

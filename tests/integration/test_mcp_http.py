@@ -25,10 +25,10 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from admit.errors import ConfigError
 from admit.prune.fake import FakeGrader
 from admit.service.config import settings_from_dict
-from admit.service.fake_kb import FakeKnowledgeBase
 from admit.service.loopback import LoopbackServer
 from admit.service.mcp import build_mcp_server, mcp_http_app
 from admit.service.state import build_state
+from admit.testing.kb import memory_kb
 from admit.types import Access, Chunk
 
 pytestmark = pytest.mark.integration
@@ -77,7 +77,7 @@ def _settings(**limits: Any) -> Any:
 
 
 def _serve(settings: Any, **state_kw: Any) -> LoopbackServer:
-    kb = FakeKnowledgeBase(CORPUS)
+    kb = memory_kb(CORPUS)
     state = build_state(settings, kb=kb, environ=ENV, **state_kw)
     state.warm_up()
     server = build_mcp_server(settings, kb=kb, state=state, transport="streamable-http")
@@ -170,7 +170,7 @@ def test_tools_share_the_request_deadline() -> None:
 def test_streamable_http_without_keys_is_refused() -> None:
     settings = settings_from_dict({"service": {}})
     with pytest.raises(ConfigError, match=r"needs API keys"):
-        build_mcp_server(settings, kb=FakeKnowledgeBase(CORPUS), transport="streamable-http")
+        build_mcp_server(settings, kb=memory_kb(CORPUS), transport="streamable-http")
 
 
 def test_the_cli_refuses_streamable_http_without_keys(tmp_path: Path) -> None:

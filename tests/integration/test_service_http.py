@@ -14,8 +14,8 @@ import pytest
 from admit.errors import BackendError
 from admit.prune.fake import FakeGrader
 from admit.service.config import settings_from_dict
-from admit.service.fake_kb import FakeKnowledgeBase
 from admit.service.http import LoopbackServer, create_app
+from admit.testing.kb import memory_kb
 from admit.types import Access, Chunk
 
 pytestmark = pytest.mark.integration
@@ -94,7 +94,7 @@ def _settings(tmp: Path, **service: Any) -> Any:
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackServer]:
     tmp = tmp_path_factory.mktemp("svc")
-    app = create_app(_settings(tmp), kb=FakeKnowledgeBase(CORPUS), environ=ENV)
+    app = create_app(_settings(tmp), kb=memory_kb(CORPUS), environ=ENV)
     with LoopbackServer(app) as srv:
         yield srv
 
@@ -324,7 +324,7 @@ def _shadow_policy(tmp: Path) -> Path:
 
 def test_shadow_mode_logs_the_new_policy_and_returns_the_current(tmp_path: Path) -> None:
     settings = _settings(tmp_path, shadow_policy=str(_shadow_policy(tmp_path)))
-    with LoopbackServer(create_app(settings, kb=FakeKnowledgeBase(CORPUS), environ=ENV)) as srv:
+    with LoopbackServer(create_app(settings, kb=memory_kb(CORPUS), environ=ENV)) as srv:
         r = httpx.post(f"{srv.url}/v1/pack", json=_pack_body(), headers=H, timeout=30)
         assert r.status_code == 200, r.text
         current = r.json()
@@ -347,7 +347,7 @@ def test_shadow_mode_logs_the_new_policy_and_returns_the_current(tmp_path: Path)
 
 def test_kill_switch_stops_all_pruning(tmp_path: Path) -> None:
     settings = _settings(tmp_path, kill_switch=True)
-    with LoopbackServer(create_app(settings, kb=FakeKnowledgeBase(CORPUS), environ=ENV)) as srv:
+    with LoopbackServer(create_app(settings, kb=memory_kb(CORPUS), environ=ENV)) as srv:
         assert httpx.get(f"{srv.url}/healthz").json()["kill_switch"] is True
         r = httpx.post(
             f"{srv.url}/v1/search", json={"question": "audit export E4012", "prune": True}, headers=H, timeout=30
@@ -364,7 +364,7 @@ def test_kill_switch_stops_all_pruning(tmp_path: Path) -> None:
 def test_pruner_failure_falls_back_and_shows_in_trace_and_metrics(tmp_path: Path) -> None:
     failing = FakeGrader(fail=BackendError("grader down"))
     settings = _settings(tmp_path, prune_on_error="keep_top_k")
-    with LoopbackServer(create_app(settings, kb=FakeKnowledgeBase(CORPUS), pruner=failing, environ=ENV)) as srv:
+    with LoopbackServer(create_app(settings, kb=memory_kb(CORPUS), pruner=failing, environ=ENV)) as srv:
         body = {
             "question": "audit export",
             "candidates": [{"id": "a", "text": "audit export"}, {"id": "b", "text": "cats"}],
@@ -472,7 +472,7 @@ def test_readyz_is_503_while_loading_and_requests_wait_for_the_models(tmp_path: 
             loading.warm_up()
 
     settings = _settings(tmp_path)
-    app = create_app(settings, kb=FakeKnowledgeBase(CORPUS), pruner=SlowLoadingPruner(), environ=ENV)
+    app = create_app(settings, kb=memory_kb(CORPUS), pruner=SlowLoadingPruner(), environ=ENV)
     with LoopbackServer(app) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
         assert loading.called.wait(10)
         assert c.get("/healthz").status_code == 200  # alive
@@ -564,7 +564,7 @@ def test_admit_replay_reads_the_servers_trace_file(tmp_path: Path) -> None:
     import sys
 
     settings = _settings(tmp_path, trace_requests=True, shadow_policy=str(_shadow_policy(tmp_path)))
-    with LoopbackServer(create_app(settings, kb=FakeKnowledgeBase(CORPUS), environ=ENV)) as srv:
+    with LoopbackServer(create_app(settings, kb=memory_kb(CORPUS), environ=ENV)) as srv:
         assert httpx.post(f"{srv.url}/v1/pack", json=_pack_body(), headers=H, timeout=30).status_code == 200
         s = httpx.post(f"{srv.url}/v1/search", json={"question": "audit export E4012"}, headers=H, timeout=30)
         assert s.status_code == 200
@@ -601,7 +601,7 @@ def test_replay_of_a_trace_without_requests_says_how_to_log_them(tmp_path: Path)
     from admit.errors import ConfigError
     from admit.eval.replay import iter_replay_lines, replay_file
 
-    with LoopbackServer(create_app(_settings(tmp_path), kb=FakeKnowledgeBase(CORPUS), environ=ENV)) as srv:
+    with LoopbackServer(create_app(_settings(tmp_path), kb=memory_kb(CORPUS), environ=ENV)) as srv:
         httpx.post(f"{srv.url}/v1/search", json={"question": "audit export"}, headers=H, timeout=30)
     with pytest.raises(ConfigError, match="trace_requests = true"):
         list(iter_replay_lines(tmp_path / "trace.jsonl"))

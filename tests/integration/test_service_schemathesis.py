@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, settings  # noqa: E402
 from schemathesis.checks import not_a_server_error  # noqa: E402
 
 from admit.service.config import settings_from_dict  # noqa: E402
-from admit.service.fake_kb import FakeKnowledgeBase  # noqa: E402
 from admit.service.http import LoopbackServer, create_app  # noqa: E402
+from admit.testing.kb import memory_kb  # noqa: E402
 from admit.types import Access, Chunk  # noqa: E402
 
 pytestmark = pytest.mark.integration
@@ -53,7 +53,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackServer]:
         },
         base_dir=tmp,
     )
-    with LoopbackServer(create_app(cfg, kb=FakeKnowledgeBase(CORPUS))) as srv:
+    with LoopbackServer(create_app(cfg, kb=memory_kb(CORPUS))) as srv:
         yield srv
 
 

@@ -159,8 +159,9 @@ def test_mcp_search_takes_tool_outputs_and_pages_its_result(kb: Path, config: Pa
     assert not first.is_error, first.content
     a = first.structured_content
     assert a["tools"].startswith("<tool-results-") and "@example.com" not in a["tools"]
-    size = len(json.dumps(a, ensure_ascii=False, separators=(",", ":")).encode())
-    assert size <= 3000 or len(a["citations"]) == 1  # max_result_bytes; one oversized passage is shown, not cut
+    # max_result_bytes counts what the client receives: the text content and the structured content
+    size = len(first.content[0].text.encode()) + len(json.dumps(a, ensure_ascii=False, separators=(",", ":")).encode())
+    assert size <= 3000 or len(a["citations"]) == 1  # one oversized passage is shown, not cut
     assert a["next_page_token"] and a["total_passages"] > len(a["citations"]) >= 1
     assert not second.is_error, second.content
     b = second.structured_content

@@ -218,8 +218,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     pytest.importorskip("fastapi")
     httpx = pytest.importorskip("httpx")
     from admit.service.config import settings_from_dict
-    from admit.service.fake_kb import FakeKnowledgeBase
     from admit.service.http import LoopbackServer, create_app
+    from admit.testing.kb import memory_kb
 
     cfg = settings_from_dict(
         {
@@ -231,7 +231,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         },
         base_dir=tmp_path_factory.mktemp("bad"),
     )
-    kb = FakeKnowledgeBase([Chunk(id="d#1", source_id="d", text="The port is 8080.", access=ACME)])
+    kb = memory_kb([Chunk(id="d#1", source_id="d", text="The port is 8080.", access=ACME)])
     with LoopbackServer(create_app(cfg, kb=kb)) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
         yield c
 
@@ -289,7 +289,7 @@ def test_http_bad_input_is_a_4xx_with_a_json_error(live: Any, name: str) -> None
 def test_http_unparseable_body_uses_the_service_error_shape(live: Any, name: str) -> None:
     path, body = HTTP_BAD[name]
     r = live.post(path, content=body, headers=H)
-    assert set(r.json()) == {"error", "detail", "field"}
+    assert set(r.json()) == {"error", "kind", "detail", "field"}
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), database=None)

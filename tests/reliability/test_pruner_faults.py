@@ -431,6 +431,6 @@ def test_http_on_error_raise_is_a_clean_503(srv: FaultServer, http: tuple[Any, A
     r = c.post("/v1/pack", json=_body(prune_params={"on_error": "raise"}))
     assert r.status_code == 503, r.text
     body = r.json()
-    assert set(body) == {"error", "detail", "field"}
+    assert set(body) == {"error", "kind", "detail", "field"}
     assert "Traceback" not in r.text
     assert srv.base_url not in r.text  # no internal URL leaks to the caller

@@ -31,7 +31,7 @@ from admit import _linear
 from admit._clean import clean_attr, clean_terminal, clean_text
 from admit._text import content_words
 from admit.backends.tokenizers.base import count_lines
-from admit.kb.parse import parse_html, parse_markdown, parse_text, safe_markup
+from admit.kb.parse import parse_html, parse_markdown, parse_text
 from admit.pack import split_facets
 from admit.passages import passages
 from admit.policy import load_policy_set
@@ -108,7 +108,6 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     "parse_markdown": lambda t: parse_markdown(t, fallback_title="x"),
     "markdown_heading": lambda t: parse_markdown("# a" + t + "b", fallback_title="x"),
     "parse_html": lambda t: parse_html(t, fallback_title="x"),
-    "safe_markup": safe_markup,
     "parse_text": lambda t: parse_text(t, fallback_title="x"),
     "clean_text": clean_text,
     "clean_attr": clean_attr,

@@ -21,16 +21,17 @@ import pytest
 from admit import _linear, _scope
 from admit._clean import citation_id, clean_attr, clean_terminal
 from admit.backends.embedders.base import CachedEmbedder
+from admit.kb import KnowledgeBase
 from admit.pack import split_facets
 from admit.prune._parsing import normalize_id
 from admit.prune.setwise_model.text import identifiers
 from admit.render import EvidenceRenderer
 from admit.security import chunk_kinds, flag_kinds, scan
 from admit.service.config import settings_from_dict
-from admit.service.fake_kb import FakeKnowledgeBase
 from admit.service.http import LoopbackServer, create_app
 from admit.service.limits import run_bounded
 from admit.service.work import WorkPool
+from admit.testing.kb import memory_kb
 from admit.types import Access, Chunk
 
 ACME_KEY, EVIL_KEY = "acme-key-iii", "evil-key-iii"
@@ -79,6 +80,11 @@ def test_a_passed_deadline_stops_text_work_at_the_next_match() -> None:
 # ---------------------------------------------------------------- 2: a real server, hostile requests beside victims
 
 
+def _into(kb: KnowledgeBase, chunks: Any) -> KnowledgeBase:
+    kb.add_chunks(list(chunks))
+    return kb
+
+
 def _app(tmp: Path, **limits: Any) -> Any:
     settings = settings_from_dict(
         {
@@ -93,7 +99,7 @@ def _app(tmp: Path, **limits: Any) -> Any:
         },
         base_dir=tmp,
     )
-    return create_app(settings, kb=FakeKnowledgeBase(CORPUS), environ=ENV)
+    return create_app(settings, kb=memory_kb(CORPUS), environ=ENV)
 
 
 def test_hostile_requests_over_http_end_with_linear_work(tmp_path: Path) -> None:
@@ -124,17 +130,18 @@ def test_hostile_requests_over_http_end_with_linear_work(tmp_path: Path) -> None
 def test_healthz_answers_while_every_worker_of_a_tenant_is_busy(tmp_path: Path) -> None:
     gate, entered = threading.Event(), threading.Event()
 
-    class SlowKB(FakeKnowledgeBase):
-        def retrieve(self, *args: Any, **kwargs: Any) -> Any:
-            entered.set()
-            gate.wait(120)
-            return super().retrieve(*args, **kwargs)
+    class SlowKB(KnowledgeBase):
+        def hits(self, *args: Any, **kwargs: Any) -> Any:
+            if args[1].tenant != "admit-warm-up":
+                entered.set()
+                gate.wait(120)
+            return super().hits(*args, **kwargs)
 
     settings = settings_from_dict(
         {"service": {"keys": {"evil": {"key_env": "ADMIT_T3_EVIL", "tenant": "evil"}}, "prune_strategy": "top_n"}},
         base_dir=tmp_path,
     )
-    app = create_app(settings, kb=SlowKB(CORPUS), environ=ENV)
+    app = create_app(settings, kb=_into(SlowKB("memory://"), CORPUS), environ=ENV)
     with LoopbackServer(app) as srv, httpx.Client(base_url=srv.url, timeout=300) as c:
         out: list[int] = []
 
@@ -284,7 +291,7 @@ def test_hard_links_are_refused_and_reported(tmp_path: Path) -> None:
 def test_ingest_reports_refused_hard_links(tmp_path: Path) -> None:
     pytest.importorskip("sqlite_vec")
     from admit.backends.embedders.fake import FakeEmbedder
-    from admit.kb.ingest import ingest_paths
+    from admit.kb.ingest import IngestOptions, ingest_paths
     from admit.kb.sqlite_store import SqliteStore
 
     docs = tmp_path / "docs"
@@ -294,7 +301,7 @@ def test_ingest_reports_refused_hard_links(tmp_path: Path) -> None:
     outside.write_text("# S\n\nOUTSIDE-CANARY", "utf-8")
     os.link(outside, docs / "secret.md")
     store = SqliteStore(str(tmp_path / "kb.db"), dim=FakeEmbedder().dim)
-    rep = ingest_paths(store, FakeEmbedder(), [docs], tenant="acme")
+    rep = ingest_paths(store, FakeEmbedder(), [docs], IngestOptions(tenant="acme"))
     assert rep.files == 1 and any(p.endswith("secret.md") for p in rep.refused_links)
 
 
@@ -337,18 +344,18 @@ def test_readyz_names_steps_not_paths_and_a_failed_warm_up_is_retried(tmp_path: 
 
     calls: list[int] = []
 
-    class FlakyKB(FakeKnowledgeBase):
-        def retrieve(self, *args: Any, **kwargs: Any) -> Any:
+    class FlakyKB(KnowledgeBase):
+        def hits(self, *args: Any, **kwargs: Any) -> Any:
             calls.append(1)
             if len(calls) == 1:
                 raise OSError("cannot open /srv/private/models/kb.db")
-            return super().retrieve(*args, **kwargs)
+            return super().hits(*args, **kwargs)
 
     from admit.service.state import public_step
 
     assert public_step("tokenizer:hf:/srv/private/tok.json") == "tokenizer"
     assert public_step("tokenizer:gpt-4o") == "tokenizer:gpt-4o"
-    state = build_state(settings_from_dict({"service": {}}, base_dir=tmp_path), kb=FlakyKB(CORPUS))
+    state = build_state(settings_from_dict({"service": {}}, base_dir=tmp_path), kb=_into(FlakyKB("memory://"), CORPUS))
     waits: list[float] = []
     first = state.warm_up()
     body = first.as_dict()

@@ -133,7 +133,7 @@ def test_trace_summary_drops_decisions_and_keeps_counts() -> None:
     assert "decisions" not in s
     assert s["kill_switch"] is True
     assert s["fallbacks"] == ["scope_note"]
-    assert s["latency_ms"] == 1.5
+    assert s["latency_ms"] == {"total": 1.5, "prune": 0.2}  # the record's one shape, not a bare float
     assert s["dropped"] == {"pruned": 2}
 
 

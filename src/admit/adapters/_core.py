@@ -15,7 +15,7 @@ import importlib
 import logging
 import math
 import numbers
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -23,11 +23,11 @@ import numpy as np
 
 from admit._text import norm_hash
 from admit.backends.rerankers import KNOWN_RERANKERS, Reranker, resolve_reranker
-from admit.errors import ConfigError
+from admit.errors import ConfigError, unknown_name
 from admit.pack import anchored_excerpt
 from admit.passages import passages
 from admit.pipeline import prune_candidates
-from admit.prune import Pruner, resolve_pruner, strategy_names
+from admit.prune import DEFAULT_STRATEGY, Pruner, resolve_pruner, strategy_names
 from admit.prune.answerability import assess_kept
 from admit.prune.base import PruneOutcome
 from admit.prune.settings import PruneSettings
@@ -167,7 +167,7 @@ class AdmitFilter:
         pruner_options: Keyword arguments for the pruner built by name (``embedder=``, ``llm=`` ...).
     """
 
-    strategy: str = "setwise"
+    strategy: str = DEFAULT_STRATEGY
     threshold: int = 3
     keep_top_k: int = 1
     on_error: str = "keep_top_k"
@@ -607,7 +607,22 @@ def current_filter(obj: Any) -> AdmitFilter:
     return f
 
 
+def check_names(names: Iterable[str], known: Iterable[str]) -> None:
+    """Refuse a misspelled setting (``treshold=``, ``max_token=``, ``topk=``) with the one message for it.
+
+    Raises:
+        ConfigError: :func:`admit.errors.unknown_name`'s message.
+    """
+    allowed = set(known)
+    for name in names:
+        if name not in allowed:
+            raise ConfigError(unknown_name("setting", name, allowed))
+
+
 def check_assignment(obj: Any, name: str, value: Any) -> None:
-    """Refuse a bad setting before a pydantic adapter stores it (``ConfigError`` naming it)."""
+    """Refuse a bad setting before a pydantic adapter stores it (``ConfigError`` naming it), and a name that is no
+    setting of it at all (a misspelling would otherwise be stored and never read)."""
+    if not name.startswith("_"):
+        check_names([name], type(obj).model_fields)
     if name in SETTINGS:
         AdmitFilter(**{**settings_from(obj), name: value})

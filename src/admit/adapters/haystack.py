@@ -23,7 +23,7 @@ import enum
 from dataclasses import replace
 from typing import Any, Literal
 
-from admit.adapters._core import AdmitFilter, Doc, FilterRun, as_score
+from admit.adapters._core import SETTINGS, AdmitFilter, Doc, FilterRun, as_score, check_names
 from admit.errors import ConfigError, MissingExtraError
 
 try:
@@ -74,6 +74,24 @@ class AdmitPruner:
     drop_duplicates = _setting("drop_duplicates")
     embeddings = _setting("embeddings")
     reranker = _setting("reranker")
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> AdmitPruner:
+        """Refuse a misspelled setting (``treshold=``) with admit's message, not Python's ``TypeError``."""
+        import inspect
+
+        check_names(kwargs, [p for p in inspect.signature(cls.__init__).parameters if p != "self"])
+        return object.__new__(cls)  # not super(): @component rebuilds the class
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """A misspelled setting (``p.treshold = 3``) is refused instead of stored and never read (other public
+        names, which a framework may set on its components, pass)."""
+        if not name.startswith("_") and not hasattr(type(self), name) and name != "title_key":
+            import difflib
+
+            known = [*SETTINGS, "title_key"]
+            if difflib.get_close_matches(name, known, n=1, cutoff=0.75):
+                check_names([name], known)
+        object.__setattr__(self, name, value)
 
     def __init__(
         self,
@@ -129,17 +147,19 @@ class AdmitPruner:
         settings = f.settings_dict()
         if not isinstance(settings["reranker"], str | None):
             settings["reranker"] = None  # an instance travels in admit_filter
-        return default_to_dict(
+        data: dict[str, Any] = default_to_dict(
             self,
             **settings,
             title_key=self.title_key,
             admit_filter=f.to_dict() if f.is_custom() else None,
         )
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AdmitPruner:
         """Deserialize (settings are checked)."""
-        return default_from_dict(cls, data)
+        made: AdmitPruner = default_from_dict(cls, data)
+        return made
 
     def _decide(self, query: str, documents: list[Document], top_k: int | None) -> FilterRun:
         docs = [
@@ -154,7 +174,7 @@ class AdmitPruner:
         ]
         return self._filter.run(query, docs, top_k=top_k)
 
-    @component.output_types(documents=list[Document], dropped=list[Document])
+    @component.output_types(documents=list[Document], dropped=list[Document])  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
     def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
         """Return ``{"documents": kept, "dropped": the others}``, each in input order, with ``meta["admit"]``."""
         res = self._decide(query, documents, top_k)
@@ -167,7 +187,7 @@ class AdmitPruner:
             out["documents" if v.kept else "dropped"].append(doc)
         return out
 
-    @component.output_types(documents=list[Document], dropped=list[Document])
+    @component.output_types(documents=list[Document], dropped=list[Document])  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
     async def run_async(
         self, query: str, documents: list[Document], top_k: int | None = None
     ) -> dict[str, list[Document]]:

@@ -20,14 +20,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from admit.adapters._core import (
-    AdmitFilter,
     Doc,
     FilterRun,
     as_score,
-    check_assignment,
     current_filter,
-    fill_from_filter,
 )
+from admit.adapters._pydantic import AdapterSettings
 from admit.errors import MissingExtraError
 
 try:
@@ -36,12 +34,11 @@ try:
 except ImportError as exc:  # pragma: no cover
     raise MissingExtraError("langchain-core", "langchain") from exc
 
-from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 __all__ = ["AdmitCompressor"]
 
 
-class AdmitCompressor(BaseDocumentCompressor):
+class AdmitCompressor(AdapterSettings, BaseDocumentCompressor):  # type: ignore[misc, unused-ignore]  # Any without the extra installed
     """Drops the documents a query does not need, with one of admit's pruning strategies.
 
     Settings (see :class:`~admit.adapters._core.AdmitFilter`) are checked at construction and on assignment
@@ -49,59 +46,8 @@ class AdmitCompressor(BaseDocumentCompressor):
     applies from the next call (and a bad one set that way is refused there).
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
-
-    strategy: str = "setwise"
-    threshold: int = 3
-    keep_top_k: int = 1
-    on_error: str = "keep_top_k"
-    params: dict[str, Any] = Field(default_factory=dict)
-    top_k: int | None = None
-    """At most this many documents are returned (the best ranked)."""
-    max_tokens: int | None = None
-    """Token budget of the kept documents, best ranked first."""
-    max_doc_chars: int | None = None
-    """A document longer than this is dropped before grading (logged, recorded in its metadata); ``None``: no
-    cap, a long document is graded by its best passages."""
-    drop_duplicates: bool = True
-    """Drop a document whose text repeats an earlier one under another id."""
-    embeddings: str = "auto"
-    """Stored vectors (LangChain documents carry none; kept for symmetry with the other adapters)."""
     score_key: str = "score"
     """Metadata key of the retriever's score, if any (used instead of the retriever's order)."""
-    title_key: str = "title"
-    """Metadata key of the document title, if any."""
-    reranker: Any = None
-    """Reranker name (``bm25``, ``dense``, ``hybrid``) or instance; ``None``: the retriever's scores, else its order."""
-    filter: Any = None
-    """A prebuilt :class:`~admit.adapters._core.AdmitFilter` (e.g. with a custom pruner); its settings are the
-    defaults of the fields above."""
-
-    _admit: Any = PrivateAttr(default=None)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_filter(cls, data: Any) -> Any:
-        return fill_from_filter(data)
-
-    @model_validator(mode="after")
-    def _check(self) -> AdmitCompressor:
-        current_filter(self)  # a bad setting raises ConfigError now, at construction
-        return self
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        """Refuse a bad setting (``ConfigError``) before it is stored."""
-        check_assignment(self, name, value)
-        super().__setattr__(name, value)
-
-    @property
-    def admit_filter(self) -> AdmitFilter:
-        """The filter for the current settings."""
-        return current_filter(self)
-
-    def warm_up(self) -> None:
-        """Load admit's model now rather than on the first call."""
-        current_filter(self).warm_up()
 
     def decide(self, documents: Sequence[Document], query: str) -> tuple[list[Document], list[Document]]:
         """``(kept, dropped)``, each in input order and with ``metadata["admit"]`` (the reason why)."""

@@ -20,20 +20,13 @@ from admit.adapters._core import (
     Doc,
     FilterRun,
     as_score,
-    check_assignment,
     current_filter,
-    fill_from_filter,
 )
+from admit.adapters._pydantic import AdapterSettings
 from admit.errors import MissingExtraError
 
 try:
-    from llama_index.core.bridge.pydantic import (
-        ConfigDict,
-        Field,
-        PrivateAttr,
-        field_serializer,
-        model_validator,
-    )
+    from llama_index.core.bridge.pydantic import field_serializer
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
     from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle
 except ImportError as exc:  # pragma: no cover
@@ -42,56 +35,19 @@ except ImportError as exc:  # pragma: no cover
 __all__ = ["AdmitNodePostprocessor"]
 
 
-class AdmitNodePostprocessor(BaseNodePostprocessor):
+class AdmitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):  # type: ignore[misc, unused-ignore]  # Any without the extra installed
     """Drops the nodes a query does not need, with one of admit's pruning strategies.
 
     Settings (see :class:`~admit.adapters._core.AdmitFilter`) are checked at construction, on assignment and
     in ``from_dict`` (:class:`~admit.errors.ConfigError`); a changed setting applies from the next call.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
-
-    strategy: str = "setwise"
-    threshold: int = 3
-    keep_top_k: int = 1
-    on_error: str = "keep_top_k"
-    params: dict[str, Any] = Field(default_factory=dict)
-    top_k: int | None = None
-    """At most this many nodes are returned (the best ranked)."""
-    max_tokens: int | None = None
-    """Token budget of the kept nodes, best ranked first."""
-    max_doc_chars: int | None = None
-    """A node longer than this is dropped before grading (logged, recorded in its metadata); ``None``: no cap, a
-    long node is graded by its best passages."""
-    drop_duplicates: bool = True
-    """Drop a node whose text repeats an earlier one under another id."""
-    embeddings: str = "auto"
-    """Nodes' stored vectors: ``auto`` (reuse when one checks out), ``reuse`` or ``ignore``."""
-    title_key: str = "title"
-    reranker: Any = None
-    """Reranker name (``bm25``, ``dense``, ``hybrid``) or instance; ``None``: the retriever's scores, else its order."""
-    filter: Any = None
-    """A prebuilt :class:`~admit.adapters._core.AdmitFilter`; its settings are the defaults of the fields above.
-    Saved by ``to_dict`` when it carries a custom pruner or reranker."""
-
-    _admit: Any = PrivateAttr(default=None)
-
     @classmethod
     def class_name(cls) -> str:
         """The component's name in LlamaIndex."""
         return "AdmitNodePostprocessor"
 
-    @model_validator(mode="before")
-    @classmethod
-    def _from_filter(cls, data: Any) -> Any:
-        return fill_from_filter(data)
-
-    @model_validator(mode="after")
-    def _check(self) -> AdmitNodePostprocessor:
-        current_filter(self)  # a bad setting raises ConfigError now, at construction or load
-        return self
-
-    @field_serializer("filter")
+    @field_serializer("filter")  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
     def _save_filter(self, f: Any) -> Any:
         return f.to_dict() if isinstance(f, AdmitFilter) and f.is_custom() else None
 
@@ -102,23 +58,9 @@ class AdmitNodePostprocessor(BaseNodePostprocessor):
         data: dict[str, Any] = super().to_dict(**kwargs)
         return data
 
-    @field_serializer("reranker")
+    @field_serializer("reranker")  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
     def _save_reranker(self, r: Any) -> Any:
         return r if isinstance(r, str | None) else None  # an instance travels in the saved filter
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        """Refuse a bad setting (``ConfigError``) before it is stored."""
-        check_assignment(self, name, value)
-        super().__setattr__(name, value)
-
-    @property
-    def admit_filter(self) -> AdmitFilter:
-        """The filter for the current settings."""
-        return current_filter(self)
-
-    def warm_up(self) -> None:
-        """Load admit's model now rather than on the first query."""
-        current_filter(self).warm_up()
 
     def _run(self, nodes: list[NodeWithScore], query: str, top_k: int | None = None) -> FilterRun:
         docs = [

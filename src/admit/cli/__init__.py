@@ -17,6 +17,10 @@ whose extra is not installed says which ``pip install`` it needs instead of disa
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
+from typing import Any
+
 import click
 
 from admit.cli._common import quiet_model_loading
@@ -31,7 +35,37 @@ from admit.cli.serve import mcp_cmd, serve_cmd
 __all__ = ["main"]
 
 
-@click.group()
+class OneLineErrors(click.Group):
+    """The ``admit`` group: a usage error is one line on stderr (``error: ... (see `admit CMD --help`)``) and
+    exits 2, as every caller mistake does; click's four-line usage block is for ``--help``."""
+
+    def main(
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        """Run the command; with ``standalone_mode``, click's errors become one line and an exit status."""
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, False, **extra)
+        except click.UsageError as exc:
+            where = exc.ctx.command_path if exc.ctx is not None else "admit"
+            click.echo(f"error: {exc.format_message()} (see `{where} --help`)", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            click.echo(f"error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("error: interrupted", err=True)
+            sys.exit(130)
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+@click.group(cls=OneLineErrors)
 @click.version_option(package_name="admit")
 def main() -> None:
     """admit: decide which retrieved evidence a RAG answer gets to see.

@@ -25,7 +25,9 @@ from typing import Any, TypeVar
 
 import click
 
+from admit._jsonl import json_line
 from admit.errors import AdmitError, AuthorizationError, ConfigError, MissingExtraError
+from admit.prune.catalogue import DEFAULT_STRATEGY
 
 __all__ = [
     "DEFAULT_STRATEGY",
@@ -52,8 +54,6 @@ __all__ = [
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-DEFAULT_STRATEGY = "setwise"
-"""The strategy a bare ``--prune`` names: the embedded CPU pruner (no LLM, no network)."""
 
 # errors of a path the caller named: a usage mistake, not a runtime failure
 _USAGE_ERRNOS = {errno.ENOENT, errno.EISDIR, errno.ENOTDIR, errno.EACCES, errno.EPERM, errno.ENAMETOOLONG}
@@ -149,14 +149,7 @@ def read_json(path: str) -> Any:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path}: not valid UTF-8 (byte {exc.start}).") from exc
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}.") from exc
-    except RecursionError as exc:
-        raise ConfigError(f"{path}: JSON nested too deeply.") from exc
-    except ValueError as exc:  # e.g. an integer literal longer than Python converts
-        raise ConfigError(f"{path}: not valid JSON: {exc}") from exc
+    return json_line(text, path)
 
 
 def check_question(question: str) -> str:
@@ -191,19 +184,7 @@ def check_tenant(kb: Any, principal: Any, *, kb_path: str) -> None:
     The message names the tenants it holds (their names only, never their content), with the closest one.
     A knowledge base without documents passes: there is nothing to compare with.
     """
-    import difflib
-
-    tenants = sorted({str(s.tenant) for s in kb.sources()})
-    if not tenants or principal.tenant in tenants:
-        return
-    close = [t for t in tenants if t.lower() == principal.tenant.lower()]
-    close = close or difflib.get_close_matches(principal.tenant, tenants, n=1)
-    hint = f" Did you mean tenant:{close[0]}?" if close else ""
-    shown = ", ".join(tenants[:20]) + (", ..." if len(tenants) > 20 else "")
-    raise ConfigError(
-        f"The knowledge base {kb_path!r} holds no documents for tenant {principal.tenant!r}; its tenants: "
-        f"{shown}.{hint}"
-    )
+    kb.check_tenant(principal.tenant, label=kb_path)  # the library's check and message
 
 
 # -- output --------------------------------------------------------------------------------------------------

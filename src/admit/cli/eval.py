@@ -16,6 +16,8 @@ from admit.cli._common import (
     echo_json,
     handle_errors,
     json_option,
+    llm_options,
+    llm_pruner_options,
     prune_option,
     stdout_console,
 )
@@ -158,8 +160,7 @@ def _summary_table(run: Any, prices_note: str, console: Any) -> None:
     show_default=True,
     help='local processes, or Ray Data (pip install "admit[ray]").',
 )
-@click.option("--llm-base-url", default=None, envvar="ADMIT_LLM_BASE_URL", help="OpenAI-compatible endpoint.")
-@click.option("--llm-model", default=None, envvar="ADMIT_LLM_MODEL", help="Model name for LLM strategies.")
+@llm_options()
 @click.option("--limit", type=int, default=None, help="Use only the first N questions of each file.")
 @click.option(
     "--policy",
@@ -194,6 +195,7 @@ def eval_cmd(
     engine: str,
     llm_base_url: str | None,
     llm_model: str | None,
+    llm_api_key_env: str,
     limit: int | None,
     policy_path: str | None,
     x_axis: str,
@@ -212,11 +214,7 @@ def eval_cmd(
     from admit.eval.sweep import EvalOptions, configs_for, parse_assignments, parse_sweep, run_eval
 
     records = load_datasets(expand_paths([*data, *more_data]), limit=limit)
-    opts: dict[str, Any] = {}
-    if llm_base_url:
-        opts["llm_base_url"] = llm_base_url
-        if llm_model:
-            opts["llm_model"] = llm_model
+    opts = llm_pruner_options(llm_base_url, llm_model, llm_api_key_env)
     configs, notes = configs_for(
         strategies, parse_sweep(sweeps), parse_assignments(params), llm_available=bool(llm_base_url)
     )
@@ -271,8 +269,7 @@ def eval_cmd(
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output folder.")
 @click.option("--reranker", default=None, help="Reranker for the new run (default: the pipeline's).")
 @click.option("--prices", "prices_path", type=click.Path(exists=True, dir_okay=False), help="Price table.")
-@click.option("--llm-base-url", default=None, envvar="ADMIT_LLM_BASE_URL", help="Endpoint for LLM strategies.")
-@click.option("--llm-model", default=None, envvar="ADMIT_LLM_MODEL", help="Model for LLM strategies.")
+@llm_options()
 @json_option("the output paths and the replay summary")
 @handle_errors
 def replay_cmd(
@@ -283,6 +280,7 @@ def replay_cmd(
     prices_path: str | None,
     llm_base_url: str | None,
     llm_model: str | None,
+    llm_api_key_env: str,
     as_json: bool,
 ) -> None:
     """Shadow-replay logged requests under a new policy and report the diff.
@@ -292,11 +290,7 @@ def replay_cmd(
     from admit.eval.metrics import CostRates
     from admit.eval.replay import replay_file, write_replay
 
-    opts: dict[str, Any] = {}
-    if llm_base_url:
-        opts["llm_base_url"] = llm_base_url
-        if llm_model:
-            opts["llm_model"] = llm_model
+    opts = llm_pruner_options(llm_base_url, llm_model, llm_api_key_env)
     t0 = time.perf_counter()
     prices = CostRates.load(prices_path)
     report = replay_file(traces, policy_path, reranker=reranker, pruner_options=opts, prices=prices)

@@ -31,6 +31,12 @@ __all__ = ["ingest_cmd"]
 )
 @click.option("--embedder", default=None, help="minilm (default) or fake[:dim] for tests.")
 @click.option("--max-tokens", type=int, default=350, show_default=True, help="Largest chunk, in cl100k tokens.")
+@click.option(
+    "--max-file-mb",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Largest file read, in MiB (default 64); a larger one is reported as an error and the rest is ingested.",
+)
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
 @click.option(
     "--engine",
@@ -54,6 +60,7 @@ def ingest_cmd(
     registry: str | None,
     embedder: str | None,
     max_tokens: int,
+    max_file_mb: float | None,
     progress: bool,
     engine: str,
     workers: int,
@@ -64,7 +71,7 @@ def ingest_cmd(
     Re-ingesting replaces changed chunks, keeps the ids (and embeddings) of unchanged ones and removes the chunks
     of files gone from an ingested folder.
     """
-    from admit.kb import KnowledgeBase
+    from admit.kb import IngestOptions, KnowledgeBase
 
     group_list: list[str] | None = None
     if access is not None:
@@ -74,6 +81,16 @@ def ingest_cmd(
     elif groups is not None:
         group_list = [g.strip() for g in groups.split(",") if g.strip()]
     new_file = _new_kb_file(kb_path)
+    options = IngestOptions(
+        tenant=tenant,
+        groups=tuple(group_list) if group_list is not None else None,
+        authority=authority,
+        label=label,
+        registry=registry,
+        max_tokens=max_tokens,
+    )
+    if max_file_mb:
+        options = IngestOptions.of(options, max_file_bytes=max(int(max_file_mb * 2**20), 1))
     kb = open_kb(kb_path, embedder)
     assert isinstance(kb, KnowledgeBase)
     kb.max_tokens = max_tokens
@@ -82,27 +99,9 @@ def ingest_cmd(
         if engine == "ray":
             from admit.kb.ray_ingest import ingest_with_ray
 
-            rep = ingest_with_ray(
-                kb,
-                list(paths),
-                tenant=tenant,
-                groups=group_list,
-                authority=authority,
-                label=label,
-                registry=registry,
-                workers=workers,
-                progress=progress,
-            )
+            rep = ingest_with_ray(kb, list(paths), options, workers=workers, progress=progress)
         else:
-            rep = kb.ingest(
-                list(paths),
-                tenant=tenant,
-                groups=group_list,
-                authority=authority,
-                label=label,
-                registry=registry,
-                progress=progress,
-            )
+            rep = kb.ingest(list(paths), options, progress=progress)
         total = kb.count()
     finally:
         kb.close()
@@ -115,7 +114,9 @@ def ingest_cmd(
         return
     console = stdout_console()
     console.print(
-        f"ingested {rep.files} files into {kb_path} in {rep.seconds:.1f} s\n"
+        f"ingested {rep.files} files into {kb_path} in {rep.seconds:.1f} s"
+        + (f" ({len(rep.errors)} failed)" if rep.errors else "")
+        + "\n"
         f"  sources: {rep.sources_added} added, {rep.sources_updated} updated, "
         f"{rep.sources_unchanged} unchanged, {rep.sources_removed} removed\n"
         f"  chunks:  {rep.chunks_added} added, {rep.chunks_changed} changed, {rep.chunks_unchanged} unchanged, "

@@ -23,7 +23,16 @@ from typing import Any
 
 import click
 
-from admit.cli._common import DEFAULT_STRATEGY, check_strategy, echo_json, handle_errors, json_option, prune_option
+from admit._jsonl import json_line
+from admit.cli._common import (
+    DEFAULT_STRATEGY,
+    check_strategy,
+    echo_json,
+    handle_errors,
+    json_option,
+    llm_options,
+    prune_option,
+)
 from admit.cli._progress import progress_option, record_bar, show_progress, status
 from admit.errors import AdmitError, ConfigError, RequestError
 from admit.prune.settings import PruneSettings
@@ -56,10 +65,7 @@ def parse_set_options(items: Sequence[str], strategy: str) -> PruneSettings:
         if not sep or not key:
             raise ConfigError(f"--set {item!r}: expected key=value (e.g. --set threshold=4).")
         overrides[key] = _coerce(raw)
-    try:
-        return PruneSettings(strategy=strategy).with_overrides(overrides)
-    except RequestError as exc:
-        raise ConfigError(f"--set {exc.field}: {exc}") from None
+    return PruneSettings(strategy=strategy).with_overrides(overrides)  # the library's own message, as is
 
 
 def read_records(path: str) -> list[tuple[str, str, list[Chunk]]]:
@@ -74,12 +80,7 @@ def read_records(path: str) -> list[tuple[str, str, list[Chunk]]]:
             if not line.strip():
                 continue
             where = f"{path} line {lineno}"
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise RequestError(f"{where}: not valid JSON: {exc.msg} (column {exc.colno}).") from exc
-            except UnicodeDecodeError as exc:
-                raise RequestError(f"{where}: not valid UTF-8.") from exc
+            rec = json_line(line, where)
             if not isinstance(rec, dict):
                 raise RequestError(f"{where}: expected a JSON object, got {type(rec).__name__}.")
             rid = rec.get("id", f"line-{lineno}")
@@ -160,14 +161,7 @@ def _default_reranker() -> Any:
     help="threshold, keep_top_k, on_error, or a strategy parameter (repeatable).",
 )
 @click.option("--llm", "llm_spec", default=None, help="LLM spec: openai:MODEL@URL, llama:/path.gguf, fake.")
-@click.option("--llm-base-url", default=None, envvar="ADMIT_LLM_BASE_URL", help="OpenAI-compatible endpoint.")
-@click.option("--llm-model", default=None, envvar="ADMIT_LLM_MODEL", help="Model name for the endpoint.")
-@click.option(
-    "--llm-api-key-env",
-    default="ADMIT_LLM_API_KEY",
-    show_default=True,
-    help="NAME of the environment variable holding the API key.",
-)
+@llm_options()
 @click.option(
     "--cache",
     "cache_path",
@@ -245,19 +239,12 @@ def prune_cmd(
         rid, question, chunks = rec
         t0 = time.perf_counter()
         run = prune_candidates(question, chunks, settings=settings, reranker=rr, pruner=pruner)
-        outcome = run.outcome
+        answer = run.as_dict(question)  # the one prune answer (/v1/prune and MCP give the same keys)
         return {
             "id": rid,
-            "kept_ids": run.kept_ids,
-            "dropped_ids": [v.chunk.id for v in run.verdicts if not v.kept],
-            "kept": run.kept_ids,  # deprecated spelling of kept_ids (the name /v1/prune and MCP use)
-            "decisions": [v.as_dict() for v in run.verdicts],
-            "usage": outcome.usage.as_dict() if outcome else {},
+            **answer,
+            "kept": answer["kept_ids"],  # deprecated spelling of kept_ids
             "latency_s": round(time.perf_counter() - t0, 4),
-            "strategy": run.strategy,
-            "fallback": outcome.fallback if outcome else None,
-            "error": outcome.error if outcome else None,
-            "notes": list(outcome.notes) if outcome else [],
         }
 
     summary = _Summary(strategy=strategy, output=output_path)

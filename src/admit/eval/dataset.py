@@ -17,12 +17,12 @@ The pruning path only ever sees :meth:`EvalRecord.prune_input` (id, question, ca
 from __future__ import annotations
 
 import gzip
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from admit._jsonl import json_line
 from admit.errors import ConfigError
 from admit.types import Access, Chunk
 
@@ -206,10 +206,7 @@ def load_dataset(path: str | Path, *, limit: int | None = None) -> list[EvalReco
                 break
             if not raw.strip():
                 continue
-            try:
-                obj = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise ConfigError(f"{p} line {n}: not valid JSON: {exc.msg} (column {exc.colno}).") from exc
+            obj = json_line(raw, f"{p} line {n}")
             rec = parse_record(obj, path=str(p), line=n, default_source=stem)
             if rec.id in ids:
                 raise _fail(str(p), n, "id", f"duplicate record id {rec.id!r}")

@@ -354,7 +354,7 @@ class RayEngine:
         ds = ray.data.from_items([{"task": json.dumps(t.to_json())} for t in tasks])
         spec_json = json.dumps(spec.to_json(), default=str)
         out = ds.map_batches(
-            _ray_batch,  # type: ignore[arg-type]
+            _ray_batch,  # type: ignore[arg-type, unused-ignore]  # Any without ray installed
             batch_size=self.batch_size,
             fn_kwargs={"spec_json": spec_json},
         )

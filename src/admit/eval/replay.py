@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from admit._jsonl import json_line
 from admit.errors import ConfigError, RequestError
 from admit.eval.metrics import CostRates
 from admit.pipeline import PackRequest, Pipeline
@@ -206,14 +207,7 @@ class _Skip(Exception):
 
 def _read_line(p: Path, n: int, raw: str) -> dict[str, Any]:
     """One line as ``{"request", "trace"}`` (:class:`ConfigError` naming the line when it is not one)."""
-    try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{p} line {n}: not valid JSON: {exc.msg}.") from exc
-    except RecursionError as exc:
-        raise ConfigError(f"{p} line {n}: nested too deeply to read.") from exc
-    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
-        raise ConfigError(f"{p} line {n}: {str(exc)[:120]}.") from exc
+    obj = json_line(raw, f"{p} line {n}")
     if isinstance(obj, dict) and obj.get("shadow") is True:
         raise _Skip  # a shadow-policy record of the server: not a request
     if not isinstance(obj, dict) or not isinstance(obj.get("request"), dict):

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from admit.errors import MissingExtraError
 from admit.eval.metrics import question_diagnosis
-from admit.eval.sweep import BASELINES, Config, EvalRun, dump_metrics
+from admit.eval.sweep import Config, EvalRun, dump_metrics, is_baseline
 from admit.prune import find_strategy
 
 __all__ = [
@@ -136,11 +136,11 @@ def plot_pareto(run: EvalRun, path: str | Path | None = None, *, axis: Axis = "c
             ax.plot(
                 [p[0] for p in front],
                 [p[1] for p in front],
-                linestyle="--" if s == "top_n" else (":" if s in BASELINES else "-"),
+                linestyle="--" if s == "top_n" else (":" if is_baseline(s) else "-"),
                 marker="o",
                 markersize=4,
                 color=color,
-                label=s + (" (baseline)" if s in BASELINES else ""),
+                label=s + (" (baseline)" if is_baseline(s) else ""),
             )
         ax.plot(
             [TARGET[0]],

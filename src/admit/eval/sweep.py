@@ -42,7 +42,11 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-BASELINES = ("top_n", "score_threshold")
+
+def is_baseline(strategy: str) -> bool:
+    """Whether ``strategy``'s spec declares it a baseline (``top_n``, ``score_threshold``)."""
+    spec = find_strategy(strategy)
+    return spec is not None and spec.baseline
 
 
 def _regrades(strategy: str) -> bool:

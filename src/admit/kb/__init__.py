@@ -10,7 +10,7 @@ Example:
     >>> kb.search("What does E4012 mean?", parse_principal("tenant:acme")).admitted_ids  # doctest: +SKIP
 """
 
-from admit.kb.ingest import IngestReport
+from admit.kb.ingest import IngestOptions, IngestReport
 from admit.kb.knowledge_base import KnowledgeBase, parse_principal
 from admit.kb.store import ChunkRecord, Hit, SearchFilters, SourceInfo, Store
 from admit.kb.stores import open_store
@@ -18,6 +18,7 @@ from admit.kb.stores import open_store
 __all__ = [
     "ChunkRecord",
     "Hit",
+    "IngestOptions",
     "IngestReport",
     "KnowledgeBase",
     "SearchFilters",

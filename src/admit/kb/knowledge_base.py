@@ -7,20 +7,35 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from admit.backends.embedders import CachedEmbedder, Embedder, resolve_embedder
 from admit.errors import AuthorizationError, ConfigError
 from admit.features import FEATURES_KEY, seed_features
-from admit.kb.ingest import DEFAULT_MAX_TOKENS, IngestReport, Registry, SourceWriter, ingest_paths
-from admit.kb.store import Hit, SearchFilters, SourceInfo, Store
-from admit.kb.stores import open_store
+from admit.kb.ingest import (
+    DEFAULT_MAX_TOKENS,
+    IngestOptions,
+    IngestReport,
+    SourceWriter,
+    ingest_paths,
+    records_from_chunks,
+)
+from admit.kb.store import ChunkRecord, Hit, SearchFilters, SourceInfo, Store
+from admit.kb.stores import open_store, stored_embedder
+from admit.trace import RetrievalRecord
 from admit.types import Chunk, PackResult, Principal
 
+if TYPE_CHECKING:
+    from admit.pipeline import PackRequest, Pipeline
+    from admit.policy import Resolution
+    from admit.tools import ToolOutput
+
 __all__ = ["KnowledgeBase", "parse_principal"]
+
+DEFAULT_EMBEDDER = "minilm"
+"""The embedder of a new knowledge base when none is named."""
 
 _MAX_PIPELINES = 8
 """Pipelines kept per knowledge base (one per policy set in use; the least recently used goes)."""
@@ -57,22 +72,6 @@ def parse_principal(spec: str) -> Principal:
     return Principal(tenant=tenant, groups=tuple(dict.fromkeys(groups)))
 
 
-def _peek_sqlite_meta(path: Path) -> dict[str, str]:
-    """Read the meta table of an existing embedded KB without creating anything."""
-    if not path.is_file():
-        return {}
-    try:
-        import sqlean
-
-        conn = sqlean.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
-        try:
-            return {str(k): str(v) for k, v in conn.execute("SELECT key, value FROM meta")}
-        finally:
-            conn.close()
-    except Exception:  # not a KB yet, or not readable: the store will say so
-        return {}
-
-
 class KnowledgeBase:
     """A knowledge base: a store, an embedder, and the admission pipeline on top.
 
@@ -94,11 +93,9 @@ class KnowledgeBase:
         max_tokens: int = DEFAULT_MAX_TOKENS,
     ) -> None:
         self.location = str(path_or_url)
-        meta: dict[str, str] = {}
-        is_url = "://" in self.location
-        if store is None and not is_url and self.location != ":memory:":
-            meta = _peek_sqlite_meta(Path(self.location).expanduser())
-        spec: Embedder | str = embedder if embedder is not None else meta.get("embedder_spec", "minilm")
+        # the store answers which embedder built it (every store, not only SQLite); a new one takes the default
+        built_with = (store.get_meta("embedder_spec") if store is not None else stored_embedder(self.location)) or None
+        spec: Embedder | str = embedder if embedder is not None else (built_with or DEFAULT_EMBEDDER)
         self.embedder = resolve_embedder(spec)
         self.store: Store = store if store is not None else open_store(path_or_url, dim=self.embedder.dim)
         if self.store.dim != self.embedder.dim:
@@ -143,41 +140,48 @@ class KnowledgeBase:
     def ingest(
         self,
         paths: Sequence[str | Path] | str | Path,
+        options: IngestOptions | None = None,
         *,
-        tenant: str | None = None,
-        groups: Sequence[str] | None = None,
-        authority: float | None = None,
-        label: str | None = None,
-        registry: Registry | str | Path | None = None,
         progress: bool = False,
-        batch_size: int = 64,
         writer: SourceWriter | None = None,
+        **fields: Any,
     ) -> IngestReport:
         """Ingest files and folders (see :mod:`admit.kb.ingest`); return what changed.
 
-        ``batch_size`` texts are embedded per call, gathered across files; ``progress`` draws a bar of chunks
-        embedded, with an ETA, on stderr; ``writer`` writes the planned sources elsewhere (the Ray engine).
+        ``options`` (an :class:`~admit.kb.ingest_types.IngestOptions`; default: this knowledge base's
+        ``max_tokens`` and the defaults) with ``fields`` set over it (``tenant="acme"``, ``groups=["support"]``,
+        ``registry=``, ``batch_size=``, ``max_file_bytes=`` ...; a misspelled one raises
+        :class:`~admit.errors.ConfigError`); ``progress`` draws a bar of chunks embedded, with an ETA, on stderr;
+        ``writer`` writes the planned sources elsewhere (the Ray engine).
         """
+        if "groups" in fields and fields["groups"] is not None:
+            fields["groups"] = tuple(fields["groups"])
+        opts = IngestOptions.of(options or IngestOptions(max_tokens=self.max_tokens), **fields)
         if self.store.get_meta("embedder") is None:
             self.store.set_meta("embedder", self.embedder.name)
             if self._spec:
                 self.store.set_meta("embedder_spec", self._spec)
         if isinstance(paths, str | Path):
             paths = [paths]
-        return ingest_paths(
-            self.store,
-            self.embedder,
-            list(paths),
-            tenant=tenant,
-            groups=groups,
-            authority=authority,
-            label=label,
-            registry=registry,
-            max_tokens=self.max_tokens,
-            progress=progress,
-            batch_size=batch_size,
-            writer=writer,
-        )
+        return ingest_paths(self.store, self.embedder, list(paths), opts, progress=progress, writer=writer)
+
+    def add_chunks(self, chunks: Sequence[Chunk], *, batch_size: int = 64) -> int:
+        """Store chunks that are already split (bring-your-own chunks, tests): embedded as ingest embeds them,
+        with their features and passage vectors; each ``source_id`` is replaced whole. Return the count.
+
+        Raises:
+            ConfigError: A chunk without an access label (it could never be read), or ids repeated.
+        """
+        if self.store.get_meta("embedder") is None:
+            self.store.set_meta("embedder", self.embedder.name)
+            if self._spec:
+                self.store.set_meta("embedder_spec", self._spec)
+        by_source: dict[tuple[str, str], list[ChunkRecord]] = {}
+        for rec in records_from_chunks(chunks, self.embedder, batch_size=batch_size):
+            by_source.setdefault((rec.source_id, rec.tenant), []).append(rec)
+        for (source_id, tenant), recs in by_source.items():
+            self.store.replace_source(source_id, tenant, recs)
+        return sum(len(r) for r in by_source.values())
 
     # -- retrieval -----------------------------------------------------------------------------------------
     def hits(
@@ -240,72 +244,119 @@ class KnowledgeBase:
         model: str = "gpt-4o",
         input_limit: int = 16_000,
         policy: Any = None,
-        pipeline: Any = None,
+        pipeline: Pipeline | None = None,
+        resolved: Resolution | None = None,
         filters: SearchFilters | None = None,
         k: int | None = None,
         query_class: str | None = None,
         instructions: str = "",
         request_id: str | None = None,
-        tool_outputs: Sequence[Any] = (),
+        tool_outputs: Sequence[ToolOutput] = (),
     ) -> PackResult:
         """Retrieve widely (the route's ``candidate_count``), then rerank, dedupe, prune, pack, render and trace.
 
         Args:
             question: The question.
             principal: Who asks (``None`` is refused).
-            prune: ``True`` for ``setwise``, ``False`` for none, a strategy name, or ``None`` for the policy's.
+            prune: ``True`` for the default strategy, ``False`` for none, a strategy name, or ``None`` for the
+                policy's (ignored with ``resolved``).
             model: Target model (its tokenizer counts the budget).
             input_limit: Target model input limit.
             policy: A policy TOML path or :class:`~admit.policy.PolicySet` (default: the shipped one).
             pipeline: A :class:`~admit.pipeline.Pipeline` to use instead of the KB's own.
+            resolved: The request's settings, resolved once by the caller on ``pipeline``
+                (:meth:`Pipeline.resolve`); default: resolved here.
             filters: Language, freshness, group and source filters.
             k: Candidate count (default: the policy's ``candidate_count``).
-            query_class: Force a query class.
+            query_class: Force a query class (ignored with ``resolved``).
             instructions: System instructions (counted in the budget).
             request_id: A caller's request id.
             tool_outputs: Tool results packed beside the evidence (:class:`admit.tools.ToolOutput`).
 
         Returns:
-            The pack result; its trace gains ``retrieval`` (counts, k, filters) and ``embed_query``/``retrieve``
-            latencies.
+            The pack result; its trace holds ``retrieval`` (counts, k, filters) and the ``embed_query`` and
+            ``retrieve`` latencies (in ``total`` too).
         """
-        from admit.pipeline import PackRequest, question_id
+        pipe = pipeline if pipeline is not None else self._pipeline(policy)
+        if resolved is None:
+            resolved = self.resolve(pipe, question, prune=prune, query_class=query_class, request_id=request_id)
+        req = self.search_request(
+            question,
+            principal,
+            resolved=resolved,
+            prune=self.forced_strategy(prune),
+            query_class=query_class,
+            model=model,
+            input_limit=input_limit,
+            filters=filters,
+            k=k,
+            instructions=instructions,
+            request_id=request_id,
+            tool_outputs=tool_outputs,
+        )
+        return pipe.pack(req, resolved=resolved)
+
+    @staticmethod
+    def resolve(
+        pipe: Pipeline,
+        question: str,
+        *,
+        prune: bool | str | None = None,
+        query_class: str | None = None,
+        request_id: str | None = None,
+    ) -> Resolution:
+        """A search's settings, resolved once before retrieval (the class decides how many candidates to fetch)."""
+        from admit.pipeline import question_id
+
+        return pipe.resolve(
+            question,
+            query_class=query_class,
+            strategy=KnowledgeBase.forced_strategy(prune),
+            request_id=request_id or question_id(question),
+        )
+
+    @staticmethod
+    def forced_strategy(prune: bool | str | None) -> str | None:
+        """The strategy a search's ``prune`` forces: ``True`` the default one, ``False`` ``none``, a name that
+        one, ``None`` none forced (the policy's)."""
+        from admit.prune import DEFAULT_STRATEGY
+
+        return DEFAULT_STRATEGY if prune is True else "none" if prune is False else prune
+
+    def search_request(
+        self,
+        question: str,
+        principal: Principal | None,
+        *,
+        resolved: Resolution,
+        prune: str | None = None,
+        query_class: str | None = None,
+        model: str = "gpt-4o",
+        input_limit: int = 16_000,
+        filters: SearchFilters | None = None,
+        k: int | None = None,
+        instructions: str = "",
+        request_id: str | None = None,
+        tool_outputs: Sequence[ToolOutput] = (),
+    ) -> PackRequest:
+        """Retrieve for a resolved search and return the pack request :meth:`search` packs.
+
+        The request carries the candidates, the retrieval record and its latencies; a caller that packs it twice
+        (the service's shadow policy) retrieves once. ``prune`` and ``query_class`` are what the caller forced
+        (``None``: the policy's), recorded in the request as asked, so a replay under another policy can differ.
+        """
+        from admit.pipeline import PackRequest
 
         if principal is None:
             raise AuthorizationError("The request names no principal; admit fails closed.")
-        pipe = pipeline if pipeline is not None else self._pipeline(policy)
-        strategy: str | None
-        if prune is True:
-            strategy = "setwise"
-        elif prune is False:
-            strategy = "none"
-        else:
-            strategy = prune
-        # resolved once, before retrieval (the class decides how many candidates to fetch), and handed to pack
-        resolved = pipe.resolve(
-            question, query_class=query_class, strategy=strategy, request_id=request_id or question_id(question)
-        )
         kk = int(k) if k is not None else resolved.policy.candidate_count
         timings: dict[str, float] = {}
         hits = self.hits(question, principal, k=kk, filters=filters, timings=timings)
-        if self._query_cache is not None:
-            # a one-passage chunk's stored vector is the setwise pruner's passage vector, and a longer chunk
-            # stored one vector per passage at ingest: pruning a search encodes no stored chunk again
-            from admit.passages import PASSAGE_VECTORS_KEY, decode_vectors, passages
-
-            seeds = []
-            for h in hits:
-                ps = passages(h.record.title, h.record.text)
-                if len(ps) == 1 and ps[0]:
-                    seeds.append((ps[0], h.record.embedding))
-                elif len(ps) > 1:
-                    vecs = decode_vectors(h.record.metadata.get(PASSAGE_VECTORS_KEY), self.embedder.name, len(ps))
-                    if vecs is not None:
-                        seeds.extend((p or "-", v) for p, v in zip(ps, vecs, strict=True))
-            self._query_cache.seed(seeds, keys_are_hashes=False)
+        self._seed_passage_vectors(hits)
         candidates = [h.record.to_chunk(score=h.fused, extra={"retrieval": h.as_dict()}) for h in hits]
-        retrieval_ms = {k2: round(v, 3) for k2, v in timings.items()}
-        retrieval: dict[str, Any] = {
+        if not candidates:
+            logger.info("kb search: no readable candidates for tenant %s", principal.tenant)
+        retrieval: RetrievalRecord = {
             "store": type(self.store).__name__,
             "k": kk,
             "returned": len(hits),
@@ -313,9 +364,9 @@ class KnowledgeBase:
             "vector": sum(1 for h in hits if h.vector_rank is not None),
             "both": sum(1 for h in hits if h.bm25_rank is not None and h.vector_rank is not None),
             "filters": _filters_dict(filters),
-            "latency_ms": retrieval_ms,
+            "latency_ms": {k2: round(v, 3) for k2, v in timings.items()},
         }
-        req = PackRequest(
+        return PackRequest(
             question=question,
             principal=principal,
             candidates=candidates,
@@ -323,20 +374,50 @@ class KnowledgeBase:
             input_limit=input_limit,
             instructions=instructions,
             query_class=query_class,
-            prune=strategy,
+            prune=prune,
             request_id=request_id,
-            extra_trace={"retrieval": retrieval},
+            retrieval=retrieval,
+            latency_ms=timings,
             tool_outputs=tuple(tool_outputs),
         )
-        if not candidates:
-            logger.info("kb search: no readable candidates for tenant %s", principal.tenant)
-        res: PackResult = pipe.pack(req, resolved=resolved)
-        trace = dict(res.trace)
-        lat = dict(trace.get("latency_ms") or {})
-        lat.update(retrieval_ms)
-        lat["total_with_retrieval"] = round(float(lat.get("total", 0.0)) + sum(timings.values()), 3)
-        trace["latency_ms"] = lat
-        return replace(res, trace=trace)
+
+    def _seed_passage_vectors(self, hits: Sequence[Hit]) -> None:
+        """Seed the cache with the retrieved chunks' stored passage vectors: a one-passage chunk's stored vector
+        is the setwise pruner's passage vector, and a longer chunk stored one vector per passage at ingest, so
+        pruning a search encodes no stored chunk again."""
+        from admit.passages import PASSAGE_VECTORS_KEY, decode_vectors, passages
+
+        seeds = []
+        for h in hits:
+            ps = passages(h.record.title, h.record.text)
+            if len(ps) == 1 and ps[0]:
+                seeds.append((ps[0], h.record.embedding))
+            elif len(ps) > 1:
+                vecs = decode_vectors(h.record.metadata.get(PASSAGE_VECTORS_KEY), self.embedder.name, len(ps))
+                if vecs is not None:
+                    seeds.extend((p or "-", v) for p, v in zip(ps, vecs, strict=True))
+        self._query_cache.seed(seeds, keys_are_hashes=False)
+
+    def check_tenant(self, tenant: str, *, label: str | None = None) -> None:
+        """Refuse a tenant this knowledge base does not hold (a misspelling, a wrong case): the one message the CLI
+        and the MCP server give for it. It names the tenants held (names only, never content) and the closest;
+        a knowledge base without documents passes (there is nothing to compare with).
+
+        Raises:
+            ConfigError: ``tenant`` holds no documents here.
+        """
+        import difflib
+
+        tenants = sorted({s.tenant for s in self.store.list_sources()})
+        if not tenants or tenant in tenants:
+            return
+        close = [t for t in tenants if t.lower() == tenant.lower()] or difflib.get_close_matches(tenant, tenants, n=1)
+        hint = f" Did you mean tenant:{close[0]}?" if close else ""
+        shown = ", ".join(tenants[:20]) + (", ..." if len(tenants) > 20 else "")
+        raise ConfigError(
+            f"The knowledge base {label or self.location!r} holds no documents for tenant {tenant!r}; its tenants: "
+            f"{shown}.{hint}"
+        )
 
     # -- inspection ----------------------------------------------------------------------------------------
     def count(self, tenant: str | None = None) -> int:
@@ -348,7 +429,7 @@ class KnowledgeBase:
         return self.store.list_sources(tenant)
 
 
-def _filters_dict(f: SearchFilters | None) -> Mapping[str, Any]:
+def _filters_dict(f: SearchFilters | None) -> dict[str, Any]:
     if f is None:
         return {}
     d: dict[str, Any] = {}

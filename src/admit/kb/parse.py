@@ -1,5 +1,5 @@
 """Parsers: Markdown (a line-based heading splitter that respects fenced code and front matter), HTML
-(BeautifulSoup, ``html.parser``), plain text. PDF is not supported (no parser is shipped).
+(libxml2 through ``lxml``, linear in the input), plain text. PDF is not supported (no parser is shipped).
 
 Every parser is linear in the document: the patterns are RE2 (:mod:`admit._linear`), the Markdown splitter
 reads each line once, and the HTML walk visits each element once (``tests/security/test_linear_time.py``
@@ -8,8 +8,7 @@ counts it).
 
 from __future__ import annotations
 
-import html
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +23,6 @@ __all__ = [
     "parse_html",
     "parse_markdown",
     "parse_text",
-    "safe_markup",
 ]
 
 FORMATS: dict[str, str] = {
@@ -167,104 +165,72 @@ _HTML_BLOCKS = ("p", "li", "pre", "blockquote", "tr", "dt", "dd", "figcaption")
 _HTML_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
 
-_BRACKETS = _linear.simple(r"[<>]")
-_TAG_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ/!?")
+_DROPPED = ("script", "style", "noscript", "nav", "footer", "template", "svg")
 
 
-def safe_markup(text: str) -> str:
-    """HTML in which every ``<`` opens a construct that closes before the next ``<`` (else it becomes ``&lt;``).
+def _words(parts: Iterable[str]) -> str:
+    """Text pieces as one line: whitespace runs become one space."""
+    return " ".join(" ".join(parts).split())
 
-    Python's ``html.parser`` rescans from an unclosed ``<``, ``</``, ``<!--`` or ``<![`` to the end of the
-    text each time it meets one, which is quadratic in a hostile page ("<a" repeated). One pass over the
-    brackets decides which ``<`` start a tag (a letter, ``/``, ``!`` or ``?`` next, and a ``>`` before any
-    other ``<``) or a comment closed later by ``-->``; the others are escaped, so the parser never waits for
-    an end that does not come. ``<![`` (CDATA) is always escaped. The pass is linear: each bracket is
-    looked at once, and a comment's end is searched for only when one exists after it.
+
+def _html_blocks(body: Any) -> list[tuple[int, str] | str]:
+    """The headings (``(level, text)``) and paragraphs of an HTML body, in document order, in one walk.
+
+    Each node is visited once and each text read once, whatever the nesting: a block or heading is taken whole
+    (its text covers what it contains) and never entered; a table row is its own cells (``td``, ``th``), each
+    cell's text read once (a table nested in a cell is part of that cell's text, not read again for the row).
     """
-    if "<" not in text:
-        return text
-    marks = [m.start() for m in _BRACKETS.finditer(text)]
-    last_close = text.rfind("-->")
-    out: list[str] = []
-    i = 0  # text[:i] is done
-    k = 0  # marks[k:] are ahead of i
-    while k < len(marks):
-        j = marks[k]
-        k += 1
-        if text[j] == ">" or j < i:
-            continue
-        if text.startswith("<!--", j):
-            end = text.find("-->", j + 4) if last_close >= j + 4 else -1
-            if end >= 0:
-                out.append(text[i : end + 3])
-                i = end + 3
-                while k < len(marks) and marks[k] < i:
-                    k += 1
-                continue
-        elif (
-            text[j + 1 : j + 2] in _TAG_START
-            and not text.startswith("<![", j)
-            and k < len(marks)
-            and text[marks[k]] == ">"
-        ):
-            out.append(text[i : marks[k] + 1])
-            i = marks[k] + 1
-            k += 1
-            continue
-        out.append(text[i:j])
-        out.append("&lt;")
-        i = j + 1
-    out.append(text[i:])
-    return "".join(out)
-
-
-def _outermost(root: Any, wanted: set[str]) -> Iterator[Any]:
-    """The wanted elements under ``root`` in document order that no other wanted element contains.
-
-    One walk over the tree, never entering a taken element: a block or heading is taken whole (its text
-    covers what it contains), so each node is visited once and its text read once. (Asking every element
-    for a block ancestor instead costs the nesting depth per element: quadratic in a deep document.)
-    """
-    stack = list(reversed([c for c in root.children if getattr(c, "name", None)]))
+    out: list[tuple[int, str] | str] = []
+    stack = [c for c in reversed(body) if isinstance(c.tag, str)]
     while stack:
         el = stack.pop()
-        if el.name in wanted:
-            yield el
-            continue
-        stack.extend(reversed([c for c in el.children if getattr(c, "name", None)]))
+        name = el.tag.lower()
+        if name in _HTML_HEADINGS:
+            out.append((int(name[1]), _words(el.itertext())))
+        elif name == "tr":
+            cells = [_words(c.itertext()) for c in el if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
+            if any(cells):
+                out.append(" | ".join(cells))
+        elif name == "pre":
+            out.append("".join(el.itertext()).strip("\n"))
+        elif name in _HTML_BLOCKS:
+            t = _words(el.itertext())
+            if t:
+                out.append(("- " + t) if name == "li" else t)
+        else:
+            stack.extend(c for c in reversed(el) if isinstance(c.tag, str))
+    return out
 
 
 def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
-    """Split HTML into sections by ``h1``..``h6``; paragraphs are ``p``, ``li``, ``pre``, table rows, ..."""
+    """Split HTML into sections by ``h1``..``h6``; paragraphs are ``p``, ``li``, ``pre``, table rows, ...
+
+    Parsed by libxml2's HTML parser (``lxml``), which is linear in the input, hostile shapes included (``<a``
+    repeated, unclosed comments, deeply nested tables); the walk over the tree is linear too (:func:`_html_blocks`).
+    """
     try:
-        from bs4 import BeautifulSoup
+        from lxml import etree
+        from lxml import html as lxml_html
     except ImportError as exc:
-        raise MissingExtraError("beautifulsoup4", "kb") from exc
-    soup = BeautifulSoup(safe_markup(text), "html.parser")
-    for tag in soup(["script", "style", "noscript", "nav", "footer", "template", "svg"]):
-        tag.decompose()
-    lang = None
-    html_tag = soup.find("html")
-    if html_tag is not None and html_tag.get("lang"):
-        lang = str(html_tag.get("lang")).split("-")[0].lower()
-    title = soup.title.get_text(" ", strip=True) if soup.title else ""
-    body = soup.body or soup
-    wanted = set(_HTML_BLOCKS) | set(_HTML_HEADINGS)
-    blocks: list[tuple[int, str] | str] = []
-    for el in _outermost(body, wanted):
-        name = el.name or ""
-        if name in _HTML_HEADINGS:
-            blocks.append((int(name[1]), " ".join(el.get_text(" ", strip=True).split())))
-        elif name == "tr":
-            cells = [" ".join(c.get_text(" ", strip=True).split()) for c in el.find_all(["td", "th"])]
-            if any(cells):
-                blocks.append(" | ".join(cells))
-        elif name == "pre":
-            blocks.append(el.get_text().strip("\n"))
-        else:
-            t = " ".join(el.get_text(" ", strip=True).split())
-            if t:
-                blocks.append(("- " + t) if name == "li" else t)
+        raise MissingExtraError("lxml", "kb") from exc
+    if not text.strip():
+        return ParsedDocument(title=fallback_title, sections=())
+    parser = lxml_html.HTMLParser(encoding="utf-8", huge_tree=True, remove_comments=True, remove_pis=True)
+    try:
+        root = lxml_html.document_fromstring(text.encode("utf-8", "surrogatepass"), parser=parser)
+    except (etree.ParserError, ValueError):  # nothing but whitespace or comments once parsed
+        return ParsedDocument(title=fallback_title, sections=())
+    if any("Excessive depth" in e.message for e in parser.error_log):
+        # libxml2 stops building the tree at its depth limit and drops what lies deeper: refuse the file
+        # (one error line, the rest of the run ingested) rather than store it with text silently missing
+        raise ValueError("HTML nested deeper than the parser's limit (2,048 elements); flatten it to ingest it")
+    etree.strip_elements(root, *_DROPPED, with_tail=False)
+    lang = root.get("lang")
+    lang = lang.split("-")[0].lower() if lang else None
+    title_el = root.find(".//title")
+    title = _words(title_el.itertext()) if title_el is not None else ""
+    body = root.find("body")
+    blocks = _html_blocks(body if body is not None else root)
     h1 = [b for b in blocks if isinstance(b, tuple) and b[0] == 1]
     first_heading = next((b for b in blocks if isinstance(b, tuple)), None)
     drop_h1 = len(h1) == 1 and first_heading is not None and first_heading[0] == 1
@@ -285,7 +251,7 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
                 stack.pop()
             stack.append(b)
         else:
-            current.append(html.unescape(b))
+            current.append(b)
     if current:
         sections.append(Section(headings=tuple(t for _, t in stack), paragraphs=tuple(current)))
     return ParsedDocument(title=title or fallback_title, sections=tuple(sections), language=lang)

@@ -22,19 +22,10 @@ from typing import Any, Literal
 import numpy as np
 
 from admit.errors import ConfigError, MissingExtraError, StoreError
+from admit.kb import store as _s
 from admit.kb._rows import dt_from_ts
 from admit.kb.connections import ThreadConnections
-from admit.kb.store import (
-    ChunkRecord,
-    FloatVector,
-    Hit,
-    HybridSearch,
-    SearchFilters,
-    SourceInfo,
-    acl_tokens,
-    principal_tokens,
-    rrf_fuse,
-)
+from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo
 from admit.types import Access, Principal
 
 __all__ = ["PgvectorStore", "from_url"]
@@ -206,9 +197,7 @@ class PgvectorStore(HybridSearch):
 
     # -- writes --------------------------------------------------------------------------------------------
     def _row(self, r: ChunkRecord) -> tuple[Any, ...]:
-        vec = np.asarray(r.embedding, dtype=np.float32).reshape(-1)
-        if vec.shape[0] != self.dim:
-            raise StoreError(f"Chunk {r.id!r} has a {vec.shape[0]}-d embedding; this store holds {self.dim}-d.")
+        vec = _s.record_vector(r, self.dim)
         ts = r.updated_at.timestamp() if r.updated_at else None
         return (
             r.id,
@@ -222,7 +211,7 @@ class PgvectorStore(HybridSearch):
             r.version,
             ts,
             list(r.access.groups) if r.access else [],
-            acl_tokens(r.access),
+            _s.acl_tokens(r.access),
             r.access.label if r.access else "",
             r.access is not None,
             r.authority,
@@ -342,7 +331,7 @@ class PgvectorStore(HybridSearch):
     @staticmethod
     def _scope(principal: Principal, filters: SearchFilters) -> tuple[str, list[Any]] | None:
         clauses = ["tenant = %s", "acl && %s::text[]"]
-        params: list[Any] = [principal.tenant, principal_tokens(principal)]
+        params: list[Any] = [principal.tenant, _s.principal_tokens(principal)]
         if filters.groups is not None:
             if not filters.groups:
                 return None
@@ -403,7 +392,7 @@ class PgvectorStore(HybridSearch):
                 r = self._record(row[:-1])
                 recs[r.id] = r
                 vector.append((r.id, float(row[-1])))
-        fused = rrf_fuse(lexical, vector, k=k)
+        fused = _s.rrf_fuse(lexical, vector, k=k)
         return [
             Hit(record=recs[cid], fused=score, bm25_rank=lr, vector_rank=vr, bm25=ls, similarity=sim)
             for cid, score, lr, vr, ls, sim in fused
@@ -416,3 +405,25 @@ def from_url(url: str, *, dim: int) -> PgvectorStore:
 
     dsn, table = pg_dsn(url)  # query values stay encoded: one value never becomes a new parameter
     return PgvectorStore(dsn, table=table, dim=dim)
+
+
+def stored_embedder(url: str) -> str | None:
+    """The ``embedder_spec`` the table at ``url`` was built with, read without creating anything."""
+    from admit.kb.urls import pg_dsn
+
+    dsn, table = pg_dsn(url)
+    if not _IDENT.match(table):
+        return None
+    try:
+        import psycopg
+
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            exists = conn.execute("SELECT to_regclass(%s)", (f"{table}_meta",)).fetchone()
+            if not exists or exists[0] is None:
+                return None
+            row = conn.execute(f"SELECT value FROM {table}_meta WHERE key = 'embedder_spec'").fetchone()
+    except ImportError as exc:
+        raise MissingExtraError("psycopg / pgvector", "pgvector") from exc
+    except Exception as exc:
+        raise StoreError(f"Cannot read the knowledge base's settings from PostgreSQL: {exc}") from exc
+    return None if row is None else str(row[0])

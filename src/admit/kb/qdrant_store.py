@@ -7,9 +7,11 @@ Qdrant server (``QdrantStore(url=...)``) or the official client's embedded local
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import math
+import os
 import threading
 import uuid
 from collections import Counter
@@ -17,22 +19,11 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-import numpy as np
-
 from admit import _linear
 from admit.errors import ConfigError, MissingExtraError, StoreError
+from admit.kb import store as _s
 from admit.kb._rows import record_from_payload, record_payload
-from admit.kb.store import (
-    ChunkRecord,
-    FloatVector,
-    Hit,
-    HybridSearch,
-    SearchFilters,
-    SourceInfo,
-    acl_tokens,
-    principal_tokens,
-    rrf_fuse,
-)
+from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo
 from admit.types import Principal
 
 __all__ = ["QdrantStore", "from_url", "sparse_terms"]
@@ -156,12 +147,10 @@ class QdrantStore(HybridSearch):
 
     # -- writes --------------------------------------------------------------------------------------------
     def _point(self, r: ChunkRecord) -> Any:
-        vec = np.asarray(r.embedding, dtype=np.float32).reshape(-1)
-        if vec.shape[0] != self.dim:
-            raise StoreError(f"Chunk {r.id!r} has a {vec.shape[0]}-d embedding; this store holds {self.dim}-d.")
+        vec = _s.record_vector(r, self.dim)
         idx, vals = sparse_terms(" ".join([r.title, r.text]))
         payload = record_payload(r)
-        payload["acl"] = acl_tokens(r.access)
+        payload["acl"] = _s.acl_tokens(r.access)
         payload["tenant"] = r.access.tenant if r.access and r.access.tenant else None
         return self._m.PointStruct(
             id=_point_id(r.id, r.tenant),
@@ -274,7 +263,7 @@ class QdrantStore(HybridSearch):
         m = self._m
         must: list[Any] = [
             m.FieldCondition(key="tenant", match=m.MatchValue(value=principal.tenant)),
-            m.FieldCondition(key="acl", match=m.MatchAny(any=principal_tokens(principal))),
+            m.FieldCondition(key="acl", match=m.MatchAny(any=_s.principal_tokens(principal))),
         ]
         if filters.groups is not None:
             if not filters.groups:
@@ -332,7 +321,7 @@ class QdrantStore(HybridSearch):
             r = self._rec(p)
             recs[r.id] = r
             vector.append((r.id, float(p.score)))
-        fused = rrf_fuse(lexical, vector, k=k)
+        fused = _s.rrf_fuse(lexical, vector, k=k)
         return [
             Hit(
                 record=recs[cid],
@@ -366,3 +355,34 @@ def from_url(url: str, *, dim: int) -> QdrantStore:
 
     server, collection, api_key = qdrant_target(url)  # parsed once, rebuilt losslessly (IPv6, no userinfo)
     return QdrantStore(url=server, collection=collection, dim=dim, api_key=api_key)
+
+
+def stored_embedder(url: str) -> str | None:
+    """The ``embedder_spec`` the collection at ``url`` was built with, read without creating anything."""
+    try:
+        from qdrant_client import QdrantClient
+    except ImportError as exc:
+        raise MissingExtraError("qdrant-client", "qdrant") from exc
+    u = urlparse(url)
+    q = {k: v[-1] for k, v in parse_qs(u.query).items()}
+    if u.scheme == "qdrant+local":
+        if url.startswith("qdrant+local://:memory:") or not u.path or not os.path.isdir(u.path):
+            return None  # nothing stored there (and asking creates nothing)
+        collection = q.get("collection", "admit_chunks")
+        client = QdrantClient(path=u.path)
+    else:
+        from admit.kb.urls import qdrant_target
+
+        server, collection, api_key = qdrant_target(url)
+        client = QdrantClient(url=server, api_key=api_key, timeout=30)
+    try:
+        meta = f"{collection}_meta"
+        if not client.collection_exists(meta):
+            return None
+        pts = client.retrieve(meta, ids=[_point_id("meta:embedder_spec")], with_payload=True)
+    except Exception as exc:
+        raise StoreError(f"Cannot read the knowledge base's settings from Qdrant at {url}: {exc}") from exc
+    finally:
+        with contextlib.suppress(Exception):
+            client.close()
+    return str(pts[0].payload["value"]) if pts and pts[0].payload else None

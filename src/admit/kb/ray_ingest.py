@@ -28,14 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from admit.errors import ConfigError, MissingExtraError
-from admit.kb.ingest import (
-    DEFAULT_MAX_TOKENS,
-    IngestReport,
-    Registry,
-    SourceJob,
-    SourceSettings,
-    write_source,
-)
+from admit.kb.ingest import IngestOptions, IngestReport, SourceJob, SourceSettings, write_source
 
 if TYPE_CHECKING:
     from admit.kb import KnowledgeBase
@@ -67,30 +60,20 @@ def _job_from_json(s: str) -> SourceJob:
 class _SourceWorker:
     """A Ray actor: the embedder and a store connection, kept for every batch of sources it is given."""
 
-    def __init__(self, store_url: str, dim: int, embedder: str, tokenizer: str, max_tokens: int, batch_size: int):
+    def __init__(self, store_url: str, dim: int, embedder: str, options: Mapping[str, Any]):
         from admit.backends.embedders import resolve_embedder
-        from admit.backends.tokenizers import resolve_tokenizer
         from admit.kb import open_store
 
         self.store = open_store(store_url, dim=dim)
         self.embedder = resolve_embedder(embedder)
-        self.tokenizer = resolve_tokenizer(tokenizer)
-        self.max_tokens = max_tokens
-        self.batch_size = batch_size
+        self.options = IngestOptions(**options)
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[str]]:
         out: list[str] = []
         for raw in batch["job"]:
             job = _job_from_json(str(raw))
             try:
-                counts: dict[str, int] | str = write_source(
-                    self.store,
-                    self.embedder,
-                    job,
-                    tokenizer=self.tokenizer,
-                    max_tokens=self.max_tokens,
-                    batch_size=self.batch_size,
-                )
+                counts: dict[str, int] | str = write_source(self.store, self.embedder, job, self.options)
             except (OSError, ValueError) as exc:  # the same per-file failures the local path records
                 counts = str(exc)
             out.append(json.dumps({"job": str(raw), "outcome": counts}))
@@ -101,7 +84,8 @@ class RayWriter:
     """A :data:`~admit.kb.ingest.SourceWriter` on Ray Data (``workers`` actors, ``sources_per_batch`` each call).
 
     Starts a local Ray instance with ``workers`` CPUs (no dashboard) unless one is initialised or ``address``
-    names a cluster.
+    names a cluster. ``options``: the run's :class:`~admit.kb.ingest_types.IngestOptions` (the workers chunk and
+    embed with its tokenizer, ``max_tokens`` and ``batch_size``).
     """
 
     def __init__(
@@ -110,11 +94,9 @@ class RayWriter:
         *,
         dim: int,
         embedder: str,
+        options: IngestOptions,
         workers: int = 2,
         sources_per_batch: int = 2,
-        tokenizer: str = "cl100k_base",
-        max_tokens: int = DEFAULT_MAX_TOKENS,
-        batch_size: int = 64,
         address: str | None = None,
     ) -> None:
         try:
@@ -137,9 +119,7 @@ class RayWriter:
         self.embedder = embedder
         self.workers = workers
         self.sources_per_batch = sources_per_batch
-        self.tokenizer = tokenizer
-        self.max_tokens = max_tokens
-        self.batch_size = batch_size
+        self.options = options
         self.address = address
 
     def __call__(self, jobs: Sequence[SourceJob]) -> Iterator[tuple[SourceJob, Mapping[str, int] | str]]:
@@ -165,9 +145,7 @@ class RayWriter:
                 "store_url": self.store_url,
                 "dim": self.dim,
                 "embedder": self.embedder,
-                "tokenizer": self.tokenizer,
-                "max_tokens": self.max_tokens,
-                "batch_size": self.batch_size,
+                "options": self.options.as_json(),
             },
         )
         for row in out.iter_rows():
@@ -178,41 +156,32 @@ class RayWriter:
 def ingest_with_ray(
     kb: KnowledgeBase,
     paths: Sequence[str | Path],
+    options: IngestOptions | None = None,
     *,
-    tenant: str | None = None,
-    groups: Sequence[str] | None = None,
-    authority: float | None = None,
-    label: str | None = None,
-    registry: Registry | str | Path | None = None,
     workers: int = 2,
     sources_per_batch: int = 2,
     progress: bool = False,
     address: str | None = None,
+    **fields: Any,
 ) -> IngestReport:
     """Ingest into ``kb`` (a server store opened by URL) with parse, chunk, embed and write on Ray workers.
 
-    The knowledge base must have been opened with an embedder spec (``KnowledgeBase(url, embedder="minilm")``):
-    each worker resolves the same spec.
+    ``options`` and ``fields`` as :meth:`KnowledgeBase.ingest` takes them. The knowledge base must have been
+    opened with an embedder spec (``KnowledgeBase(url, embedder="minilm")``): each worker resolves the same spec.
     """
     spec = kb.embedder_spec
     if not spec:
         raise ConfigError("`--engine ray` needs the embedder by name (e.g. --embedder minilm), not an instance.")
+    if "groups" in fields and fields["groups"] is not None:
+        fields["groups"] = tuple(fields["groups"])
+    opts = IngestOptions.of(options or IngestOptions(max_tokens=kb.max_tokens), **fields)
     writer = RayWriter(
         kb.location,
         dim=kb.store.dim,
         embedder=spec,
+        options=opts,
         workers=workers,
         sources_per_batch=sources_per_batch,
-        max_tokens=kb.max_tokens,
         address=address,
     )
-    return kb.ingest(
-        paths,
-        tenant=tenant,
-        groups=groups,
-        authority=authority,
-        label=label,
-        registry=registry,
-        progress=progress,
-        writer=writer,
-    )
+    return kb.ingest(paths, opts, progress=progress, writer=writer)

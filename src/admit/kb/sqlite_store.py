@@ -23,19 +23,10 @@ from typing import Any
 import numpy as np
 
 from admit.errors import ConfigError, MissingExtraError, StoreError
+from admit.kb import store as _s
 from admit.kb._rows import dt_from_ts, ts_from_dt
 from admit.kb.connections import ThreadConnections
-from admit.kb.store import (
-    ChunkRecord,
-    FloatVector,
-    Hit,
-    HybridSearch,
-    SearchFilters,
-    SourceInfo,
-    acl_tokens,
-    principal_tokens,
-    rrf_fuse,
-)
+from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo
 from admit.types import Access, Principal
 
 __all__ = ["SqliteStore", "from_url"]
@@ -183,9 +174,7 @@ class SqliteStore(HybridSearch):
 
     # -- writes --------------------------------------------------------------------------------------------
     def _check(self, r: ChunkRecord) -> bytes:
-        vec = np.asarray(r.embedding, dtype=np.float32).reshape(-1)
-        if vec.shape[0] != self.dim:
-            raise StoreError(f"Chunk {r.id!r} has a {vec.shape[0]}-d embedding; this store holds {self.dim}-d.")
+        vec = _s.record_vector(r, self.dim)
         return vec.tobytes()
 
     def _delete_rids(self, conn: Any, rids: Sequence[int]) -> None:
@@ -239,7 +228,7 @@ class SqliteStore(HybridSearch):
             if tenant:
                 conn.executemany(
                     "INSERT INTO chunk_acl (tenant, grp, rid) VALUES (?, ?, ?)",
-                    [(tenant, g, rid) for g in dict.fromkeys(acl_tokens(r.access))],
+                    [(tenant, g, rid) for g in dict.fromkeys(_s.acl_tokens(r.access))],
                 )
             conn.execute(
                 "INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)",
@@ -365,7 +354,7 @@ class SqliteStore(HybridSearch):
 
         It is the first thing both ranked lists are restricted by, so ranking only ever sees readable rows.
         """
-        toks = principal_tokens(principal)
+        toks = _s.principal_tokens(principal)
         acl = f"SELECT rid FROM chunk_acl WHERE tenant = ? AND grp IN ({','.join('?' * len(toks))})"
         acl_params: list[Any] = [principal.tenant, *toks]
         clauses: list[str] = []
@@ -427,7 +416,7 @@ class SqliteStore(HybridSearch):
                         [qv.tobytes(), n, principal.tenant, *params],
                     )
                 ]
-                fused = rrf_fuse([(str(a), b) for a, b in lexical], [(str(a), b) for a, b in vector], k=k)
+                fused = _s.rrf_fuse([(str(a), b) for a, b in lexical], [(str(a), b) for a, b in vector], k=k)
                 recs = self._fetch(conn, [int(f[0]) for f in fused])
             finally:
                 conn.execute("COMMIT")
@@ -446,3 +435,23 @@ def from_url(url: str, *, dim: int) -> SqliteStore:
     """A file path, ``:memory:``, or ``sqlite:///path/kb.sqlite``."""
     path = url[len("sqlite://") :] if url.startswith("sqlite://") else url
     return SqliteStore(path or ":memory:", dim=dim)
+
+
+def stored_embedder(url: str) -> str | None:
+    """The ``embedder_spec`` a knowledge-base file was built with, read-only (``None``: no such file or key)."""
+    path = url[len("sqlite://") :] if url.startswith("sqlite://") else url
+    if not path or path == ":memory:":
+        return None
+    p = Path(path).expanduser()
+    if not p.is_file():
+        return None
+    try:
+        sqlean, _ = _connect_module()
+        conn = sqlean.connect(p.resolve().as_uri() + "?mode=ro", uri=True)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'embedder_spec'").fetchone()
+        finally:
+            conn.close()
+    except Exception:  # not a knowledge base yet, or not readable: opening it will say so
+        return None
+    return str(row[0]) if row else None

@@ -253,6 +253,20 @@ def principal_tokens(principal: Principal) -> list[str]:
     return [OPEN_GROUP, *sorted(set(principal.groups) - {OPEN_GROUP})]
 
 
+def record_vector(r: ChunkRecord, dim: int) -> FloatVector:
+    """A record's embedding as a flat float32 vector, checked against the store's dimension.
+
+    Raises:
+        StoreError: The embedding has another dimension.
+    """
+    from admit.errors import StoreError
+
+    vec = np.asarray(r.embedding, dtype=np.float32).reshape(-1)
+    if vec.shape[0] != dim:
+        raise StoreError(f"Chunk {r.id!r} has a {vec.shape[0]}-d embedding; this store holds {dim}-d.")
+    return vec
+
+
 def query_vector(query_vec: FloatVector, dim: int, k: int) -> tuple[npt.NDArray[np.float32], int]:
     """Check the query vector's size and return it flat, with the depth each ranked list goes to (``n``).
 

@@ -11,6 +11,7 @@ A location without a scheme (a file path, ``:memory:``) opens the embedded SQLit
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import cast
@@ -19,7 +20,15 @@ from admit._plugins import Catalogue
 from admit.errors import ConfigError
 from admit.kb.store import Store
 
-__all__ = ["BUILTIN_SCHEMES", "ENTRY_POINT_GROUP", "StoreFactory", "open_store", "reload_stores", "store_schemes"]
+__all__ = [
+    "BUILTIN_SCHEMES",
+    "ENTRY_POINT_GROUP",
+    "StoreFactory",
+    "open_store",
+    "reload_stores",
+    "store_schemes",
+    "stored_embedder",
+]
 
 StoreFactory = Callable[..., Store]
 """``factory(url, *, dim) -> Store``."""
@@ -29,6 +38,7 @@ ENTRY_POINT_GROUP = "admit.stores"
 
 BUILTIN_SCHEMES: dict[str, str] = {
     "sqlite": "admit.kb.sqlite_store:from_url",
+    "memory": "admit.kb.memory_store:from_url",
     "qdrant": "admit.kb.qdrant_store:from_url",
     "qdrant+local": "admit.kb.qdrant_store:from_url",
     "qdrant+https": "admit.kb.qdrant_store:from_url",
@@ -51,10 +61,40 @@ def reload_stores() -> None:
     _STORES.reset()
 
 
+def _scheme(path_or_url: str | Path) -> tuple[str, str]:
+    s = str(path_or_url)
+    scheme, sep, _ = s.partition("://")
+    name = scheme.lower() if sep else "sqlite"
+    if name not in _STORES.refs():
+        raise ConfigError(f"No store opens {scheme}:// URLs; known schemes: {', '.join(_STORES.names())}.")
+    return s, name
+
+
+def stored_embedder(path_or_url: str | Path) -> str | None:
+    """The embedder spec the knowledge base at ``path_or_url`` was built with, read without creating anything.
+
+    Each store module answers for its own data: a ``stored_embedder(url)`` function beside its ``from_url``
+    factory (a plug-in store without one answers ``None``: the caller names the embedder or takes the default).
+
+    Raises:
+        ConfigError: The URL's scheme names no store.
+    """
+    s, name = _scheme(path_or_url)
+    factory = _STORES.load(name)
+    module = sys.modules.get(getattr(factory, "__module__", ""))
+    peek = getattr(module, "stored_embedder", None)
+    if not callable(peek):
+        return None
+    got = peek(s)
+    return str(got) if got else None
+
+
 def open_store(path_or_url: str | Path, *, dim: int) -> Store:
     """Open a store from a path or URL.
 
     * ``/path/kb.sqlite`` or ``:memory:`` -> :class:`~admit.kb.sqlite_store.SqliteStore` (the default)
+    * ``memory://`` (private) or ``memory://NAME`` (shared in this process) ->
+      :class:`~admit.kb.memory_store.MemoryStore`
     * ``qdrant://host:6333/collection`` -> Qdrant server; ``qdrant+local:///dir?collection=c`` or
       ``qdrant+local://:memory:`` -> the Qdrant client's embedded local mode
     * ``postgresql://user@host:port/db?table=admit_chunks`` -> PostgreSQL + pgvector
@@ -63,10 +103,6 @@ def open_store(path_or_url: str | Path, *, dim: int) -> Store:
     Raises:
         ConfigError: The URL's scheme names no store.
     """
-    s = str(path_or_url)
-    scheme, sep, _ = s.partition("://")
-    name = scheme.lower() if sep else "sqlite"
-    if name not in _STORES.refs():
-        raise ConfigError(f"No store opens {scheme}:// URLs; known schemes: {', '.join(_STORES.names())}.")
+    s, name = _scheme(path_or_url)
     factory = cast(StoreFactory, _STORES.load(name))
     return factory(s, dim=dim)

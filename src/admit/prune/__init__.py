@@ -11,11 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from admit.prune.base import RUBRIC, Grade, GradedChunk, PruneOutcome, Pruner, apply_threshold, run_pruner
-from admit.prune.catalogue import find_strategy, get_strategy, strategy_names, strategy_specs
+from admit.prune.catalogue import DEFAULT_STRATEGY, find_strategy, get_strategy, strategy_names, strategy_specs
 from admit.prune.settings import PruneSettings
 from admit.prune.spec import PrunerResources, StrategySpec
 
 __all__ = [
+    "DEFAULT_STRATEGY",
     "RUBRIC",
     "Grade",
     "GradedChunk",

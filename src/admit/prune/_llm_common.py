@@ -32,9 +32,11 @@ from admit.types import Message, Scored, Usage
 
 __all__ = [
     "PROMPT_VERSION",
+    "CallContext",
     "CallResult",
     "LLMPrunerBase",
     "Rendered",
+    "data_rules",
     "llm_cache_key",
     "make_boundary",
     "plan_windows",
@@ -144,11 +146,16 @@ class CallResult:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class _Ctx:
+class CallContext:
+    """One call's settings and parameters (the pruner's defaults, the request's ``params`` over them)."""
+
     settings: PruneSettings
+    """The request's prune settings."""
     params: Mapping[str, Any]
+    """The strategy parameters in force."""
 
     def get(self, key: str, default: Any) -> Any:
+        """A parameter, or ``default``."""
         return self.params.get(key, default)
 
 
@@ -245,26 +252,29 @@ class LLMPrunerBase:
         }
 
     # -- hooks ---------------------------------------------------------------------------------------------
-    def _instructions(self, boundary: str, ctx: _Ctx) -> str:
+    def instructions(self, boundary: str, ctx: CallContext) -> str:
+        """The system message: the task, :func:`data_rules` for ``boundary``, the answer format."""
         raise NotImplementedError
 
-    def _task(self, window: Sequence[Rendered], ctx: _Ctx) -> str:
+    def task(self, window: Sequence[Rendered], ctx: CallContext) -> str:
+        """The last line of the user message, after the chunks."""
         raise NotImplementedError
 
-    def _schema(self, window: Sequence[Rendered], ctx: _Ctx) -> dict[str, Any]:
+    def schema(self, window: Sequence[Rendered], ctx: CallContext) -> dict[str, Any]:
+        """The JSON schema of the answer (sent to backends that constrain their output)."""
         raise NotImplementedError
 
     def _max_tokens(self, n: int) -> int:
         return 32 + 8 * n
 
-    def _interpret(
-        self, text: str, window: Sequence[Rendered], ctx: _Ctx
+    def interpret(
+        self, text: str, window: Sequence[Rendered], ctx: CallContext
     ) -> tuple[dict[str, int], list[str], list[str]]:
         """Return ``(grades by short id, missing short ids, notes)``; raise GraderOutputError if unusable."""
         raise NotImplementedError
 
     def _finish(
-        self, candidates: Sequence[Scored], grades: list[int], reasons: list[str], notes: list[str], ctx: _Ctx
+        self, candidates: Sequence[Scored], grades: list[int], reasons: list[str], notes: list[str], ctx: CallContext
     ) -> None:
         """Adjust grades after merging (budget_select enforces its budget here)."""
 
@@ -272,7 +282,7 @@ class LLMPrunerBase:
     def prune(self, question: str, candidates: Sequence[Scored], settings: PruneSettings) -> PruneOutcome:
         """Grade ``candidates`` with the LLM and keep grade >= threshold plus the reranked top ``keep_top_k``."""
         t0 = time.perf_counter()
-        ctx = _Ctx(settings=settings, params={**self.defaults, **dict(settings.params)})
+        ctx = CallContext(settings=settings, params={**self.defaults, **dict(settings.params)})
         params = {**{k: v for k, v in ctx.params.items() if k != "max_tokens"}, "threshold": settings.threshold}
         key = llm_cache_key(self.cache, self.name, self.llm, question, candidates, params)
         cached = cached_outcome(self.cache, key, self.name, candidates, settings, t0)
@@ -288,7 +298,7 @@ class LLMPrunerBase:
         return apply_threshold(self.name, candidates, grades, settings, reasons=reasons, usage=usage, notes=notes)
 
     def _grade(
-        self, question: str, candidates: Sequence[Scored], ctx: _Ctx, *, reverse: bool = False
+        self, question: str, candidates: Sequence[Scored], ctx: CallContext, *, reverse: bool = False
     ) -> tuple[list[int], list[str], list[str], Usage]:
         rendered = render_chunks(candidates, self.tokenizer, max_chunk_tokens=int(ctx.get("max_chunk_tokens", 1000)))
         notes: list[str] = []
@@ -339,19 +349,23 @@ class LLMPrunerBase:
             notes.append(f"{len(missing)} chunk(s) left ungraded; on_error={ctx.settings.on_error} applied to them")
         return grades, reasons, notes, usage
 
-    def _missing_grade(self, ctx: _Ctx) -> int:
+    def _missing_grade(self, ctx: CallContext) -> int:
         action = ctx.settings.on_error
         if action == "raise":
             raise GraderOutputError(f"{self.name}: the grader left chunks ungraded (on_error=raise).")
         return max(ctx.settings.threshold, 1) if action == "keep_all" else 1
 
-    def _overhead(self, question: str, n: int, ctx: _Ctx) -> int:
+    def _overhead(self, question: str, n: int, ctx: CallContext) -> int:
         probe = [Rendered(sid=f"C{i + 1}", item=None, body="", tokens=0) for i in range(n)]  # type: ignore[arg-type]
-        text = self._instructions("0" * 12, ctx) + question + self._task(probe, ctx)
+        text = self.instructions("0" * 12, ctx) + question + self.task(probe, ctx)
         return self.tokenizer.count(text) + _OVERHEAD_MARGIN
 
     def _run_windows(
-        self, question: str, rendered: Sequence[tuple[Scored, str, int, bool]], windows: list[list[int]], ctx: _Ctx
+        self,
+        question: str,
+        rendered: Sequence[tuple[Scored, str, int, bool]],
+        windows: list[list[int]],
+        ctx: CallContext,
     ) -> list[CallResult | BaseException]:
         def one(idx: list[int]) -> CallResult | BaseException:
             try:
@@ -371,7 +385,7 @@ class LLMPrunerBase:
         question: str,
         rendered: Sequence[tuple[Scored, str, int, bool]],
         idx: list[int],
-        ctx: _Ctx,
+        ctx: CallContext,
         *,
         reask: bool,
     ) -> CallResult:
@@ -382,13 +396,13 @@ class LLMPrunerBase:
         by_sid = {r.sid: i for r, i in zip(window, idx, strict=True)}
         boundary = make_boundary([r.body for r in window] + [question], self.boundary_factory)
         messages = [
-            Message(role="system", content=self._instructions(boundary, ctx)),
-            Message(role="user", content=_user_message(question, window, boundary, self._task(window, ctx))),
+            Message(role="system", content=self.instructions(boundary, ctx)),
+            Message(role="user", content=_user_message(question, window, boundary, self.task(window, ctx))),
         ]
         max_tokens = int(ctx.get("max_tokens", None) or self._max_tokens(len(window)))
         reply = self.llm.complete(
             messages,
-            json_schema=self._schema(window, ctx),
+            json_schema=self.schema(window, ctx),
             max_tokens=max_tokens,
             temperature=self.temperature,
             timeout=self.timeout,
@@ -398,7 +412,7 @@ class LLMPrunerBase:
         if reply.finish_reason == "length":
             notes.append("grader output hit max_tokens (truncated)")
         try:
-            by_short, missing_sids, parse_notes = self._interpret(reply.text, window, ctx)
+            by_short, missing_sids, parse_notes = self.interpret(reply.text, window, ctx)
         except GraderOutputError as exc:
             err = GraderOutputError(f"{exc} (usage: {usage.prompt_tokens}+{usage.completion_tokens} tokens)")
             setattr(err, "usage", usage)  # noqa: B010 - so a caller can still bill the failed call
@@ -429,7 +443,7 @@ class LLMPrunerBase:
         grades: list[int],
         reasons: list[str],
         notes: list[str],
-        ctx: _Ctx,
+        ctx: CallContext,
     ) -> Usage:
         t = ctx.settings.threshold
         border = [i for i, g in enumerate(grades) if g in {t - 1, t}]

@@ -12,10 +12,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from admit.errors import AdmitError, ConfigError
 from admit.prune.settings import PruneSettings
+from admit.trace import PrunerRecord
 from admit.types import Scored, Usage
 
 __all__ = [
@@ -93,8 +94,8 @@ class PruneOutcome:
         """Ids of the kept chunks, in input order."""
         return [g.chunk_id for g in self.graded if g.kept]
 
-    def as_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict."""
+    def as_dict(self) -> PrunerRecord:
+        """Return a JSON-ready dict (the trace's ``pruner``)."""
         return {
             "strategy": self.strategy,
             "usage": self.usage.as_dict(),

@@ -11,16 +11,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from admit.errors import ConfigError
-from admit.prune._llm_common import LLMPrunerBase, Rendered, _Ctx, data_rules
-from admit.prune._parsing import parse_selection
 from admit.prune.checks import int_at_least
-from admit.prune.llm_strategies import LLM_PARAMS, llm_spec
+from admit.prune.llm import LLM_PARAMS, CallContext, LLMPruner, Rendered, data_rules, llm_spec, parse_selection
 from admit.types import Scored
 
 __all__ = ["SPEC", "BudgetSelectPruner"]
 
 
-class BudgetSelectPruner(LLMPrunerBase):
+class BudgetSelectPruner(LLMPruner):
     """``BudgetSelectPruner(llm, m=2, n=3)``."""
 
     name = "budget_select"
@@ -33,12 +31,12 @@ class BudgetSelectPruner(LLMPrunerBase):
         super().__init__(llm, **kwargs)
         _check(self.defaults["m"], self.defaults["n"])
 
-    def _mn(self, ctx: _Ctx) -> tuple[int, int]:
+    def _mn(self, ctx: CallContext) -> tuple[int, int]:
         m, n = ctx.get("m", 2), ctx.get("n", 3)
         _check(m, n)
         return int(m), int(n)
 
-    def _instructions(self, boundary: str, ctx: _Ctx) -> str:
+    def instructions(self, boundary: str, ctx: CallContext) -> str:
         _, n = self._mn(ctx)
         return (
             "You choose retrieved text chunks for a question-answering system. Some chunks are already kept. "
@@ -48,17 +46,17 @@ class BudgetSelectPruner(LLMPrunerBase):
             f'Answer with JSON only: {{"add": ["C4", ...]}} (at most {n} ids, best first).'
         )
 
-    def _pre(self, window: Sequence[Rendered], ctx: _Ctx) -> list[str]:
+    def _pre(self, window: Sequence[Rendered], ctx: CallContext) -> list[str]:
         m, _ = self._mn(ctx)
         return [r.sid for r in window if r.item is not None and r.item.rank < m]
 
-    def _task(self, window: Sequence[Rendered], ctx: _Ctx) -> str:
+    def task(self, window: Sequence[Rendered], ctx: CallContext) -> str:
         pre = self._pre(window, ctx)
         _, n = self._mn(ctx)
         kept = ", ".join(pre) if pre else "none"
         return f"Already kept: {kept}. Which chunks (at most {n}) should be added? JSON only."
 
-    def _schema(self, window: Sequence[Rendered], ctx: _Ctx) -> dict[str, Any]:
+    def schema(self, window: Sequence[Rendered], ctx: CallContext) -> dict[str, Any]:
         pre = set(self._pre(window, ctx))
         choices = [r.sid for r in window if r.sid not in pre] or [r.sid for r in window]
         _, n = self._mn(ctx)
@@ -72,8 +70,8 @@ class BudgetSelectPruner(LLMPrunerBase):
     def _max_tokens(self, n: int) -> int:
         return 48 + 6 * n
 
-    def _interpret(
-        self, text: str, window: Sequence[Rendered], ctx: _Ctx
+    def interpret(
+        self, text: str, window: Sequence[Rendered], ctx: CallContext
     ) -> tuple[dict[str, int], list[str], list[str]]:
         p = parse_selection(text, [r.sid for r in window])
         pre = set(self._pre(window, ctx))
@@ -85,7 +83,7 @@ class BudgetSelectPruner(LLMPrunerBase):
         return out, [], p.notes
 
     def _finish(
-        self, candidates: Sequence[Scored], grades: list[int], reasons: list[str], notes: list[str], ctx: _Ctx
+        self, candidates: Sequence[Scored], grades: list[int], reasons: list[str], notes: list[str], ctx: CallContext
     ) -> None:
         m, n = self._mn(ctx)
         added = sorted((i for i, g in enumerate(grades) if g > 5), key=lambda i: (-grades[i], candidates[i].rank))

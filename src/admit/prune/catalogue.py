@@ -17,13 +17,17 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 
 from admit._plugins import Catalogue
 from admit.errors import ConfigError
+from admit.prune.checks import Check
+from admit.prune.settings import use_params_lookup
 from admit.prune.spec import StrategySpec
 
 __all__ = [
     "BUILTIN_STRATEGIES",
+    "DEFAULT_STRATEGY",
     "ENTRY_POINT_GROUP",
     "find_strategy",
     "get_strategy",
@@ -47,6 +51,10 @@ BUILTIN_STRATEGIES: dict[str, str] = {
     "score_threshold": "admit.prune.score_threshold:SPEC",
 }
 """The shipped strategies, in the order help texts and ``--prune all`` list them."""
+
+DEFAULT_STRATEGY = "setwise"
+"""The strategy a bare "prune" means on every face (``--prune``, ``prune=True``, the service's
+``prune_strategy``, the adapters' ``strategy``): spelled here once."""
 
 
 class _Strategies:
@@ -130,3 +138,11 @@ def strategy_specs() -> tuple[StrategySpec, ...]:
 def reload_strategies() -> None:
     """Forget what was loaded; the next lookup reads the entry points again (tests, a freshly installed plug-in)."""
     _CATALOGUE.reset()
+
+
+def _params(strategy: str) -> Mapping[str, Check] | None:
+    spec = find_strategy(strategy)
+    return None if spec is None else spec.params
+
+
+use_params_lookup(_params)  # the settings below check strategy parameters against the specs

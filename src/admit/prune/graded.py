@@ -10,20 +10,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from admit.prune._llm_common import LLMPrunerBase, Rendered, _Ctx, data_rules, rubric_text
-from admit.prune._parsing import parse_grades
-from admit.prune.llm_strategies import LLM_PARAMS, llm_spec
+from admit.prune.llm import (
+    LLM_PARAMS,
+    CallContext,
+    LLMPruner,
+    Rendered,
+    data_rules,
+    llm_spec,
+    parse_grades,
+    rubric_text,
+)
 
 __all__ = ["SPEC", "GradedPruner"]
 
 
-class GradedPruner(LLMPrunerBase):
-    """Listwise rubric grading. ``GradedPruner(llm)``; options in :class:`~admit.prune._llm_common.LLMPrunerBase`."""
+class GradedPruner(LLMPruner):
+    """Listwise rubric grading. ``GradedPruner(llm)``; options in :class:`~admit.prune._llm_common.LLMPruner`."""
 
     name = "graded"
     supports_second_pass = True
 
-    def _instructions(self, boundary: str, ctx: _Ctx) -> str:
+    def instructions(self, boundary: str, ctx: CallContext) -> str:
         return (
             "You grade retrieved text chunks for a question-answering system. Judge the chunks as a set: "
             "a chunk can be needed only together with another chunk (for example it identifies the entity "
@@ -34,12 +41,12 @@ class GradedPruner(LLMPrunerBase):
             '{"C1": 5, "C2": 1, ...}'
         )
 
-    def _task(self, window: Sequence[Rendered], ctx: _Ctx) -> str:
+    def task(self, window: Sequence[Rendered], ctx: CallContext) -> str:
         ids = [r.sid for r in window]
         span = f"{ids[0]}..{ids[-1]}" if len(ids) > 1 else ids[0]
         return f"Grade each chunk {span} (1-5) for the question. JSON only."
 
-    def _schema(self, window: Sequence[Rendered], ctx: _Ctx) -> dict[str, Any]:
+    def schema(self, window: Sequence[Rendered], ctx: CallContext) -> dict[str, Any]:
         ids = [r.sid for r in window]
         return {
             "type": "object",
@@ -51,8 +58,8 @@ class GradedPruner(LLMPrunerBase):
     def _max_tokens(self, n: int) -> int:
         return 24 + 9 * n
 
-    def _interpret(
-        self, text: str, window: Sequence[Rendered], ctx: _Ctx
+    def interpret(
+        self, text: str, window: Sequence[Rendered], ctx: CallContext
     ) -> tuple[dict[str, int], list[str], list[str]]:
         p = parse_grades(text, [r.sid for r in window])
         return p.grades, p.missing, p.notes

@@ -16,7 +16,7 @@ from admit.errors import ConfigError
 from admit.prune.base import Pruner
 from admit.prune.cache import PruneCache
 from admit.prune.checks import Check, boolean, int_at_least, one_of, optional
-from admit.prune.spec import PrunerResources, StrategySpec
+from admit.prune.spec import PrunerResources, StrategySpec, _defining_module
 
 __all__ = ["LLM_PARAMS", "build_llm", "llm_spec", "llm_spec_parts"]
 
@@ -124,7 +124,7 @@ def llm_spec(
         build=build,
         params=params,
         shows_text_to_llm=True,
-        source_modules=(f"admit.prune.{name}", *_LLM_MODULES),
+        source_modules=(_defining_module(name, make), *_LLM_MODULES),  # the pruner's own module, not a guess
         identity=_identity,
         default_grid=default_grid,
         color=color,

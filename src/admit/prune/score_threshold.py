@@ -44,6 +44,7 @@ SPEC = StrategySpec(
     params={"min_score": number, "relative": boolean},
     regrade_from_grades=True,
     source_modules=("admit.prune.score_threshold",),
+    baseline=True,
     default_params={"relative": True, "min_score": 0.5},
     default_grid={"relative": [True], "min_score": [0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]},
     color="#2ca02c",

@@ -8,19 +8,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from admit.prune._llm_common import LLMPrunerBase, Rendered, _Ctx, data_rules
-from admit.prune._parsing import parse_selection
-from admit.prune.llm_strategies import LLM_PARAMS, llm_spec
+from admit.prune.llm import LLM_PARAMS, CallContext, LLMPruner, Rendered, data_rules, llm_spec, parse_selection
 
 __all__ = ["SPEC", "SelectPruner"]
 
 
-class SelectPruner(LLMPrunerBase):
+class SelectPruner(LLMPruner):
     """``SelectPruner(llm)``: the LLM returns the ids to keep."""
 
     name = "select"
 
-    def _instructions(self, boundary: str, ctx: _Ctx) -> str:
+    def instructions(self, boundary: str, ctx: CallContext) -> str:
         return (
             "You choose which retrieved text chunks a question-answering system must keep to answer the "
             "question. Judge the chunks as a set: keep every chunk the answer needs, including a chunk that is "
@@ -29,10 +27,10 @@ class SelectPruner(LLMPrunerBase):
             'Answer with JSON only: {"keep": ["C1", ...]} (an empty list when no chunk helps).'
         )
 
-    def _task(self, window: Sequence[Rendered], ctx: _Ctx) -> str:
+    def task(self, window: Sequence[Rendered], ctx: CallContext) -> str:
         return "Which chunks does the answer need? JSON only."
 
-    def _schema(self, window: Sequence[Rendered], ctx: _Ctx) -> dict[str, Any]:
+    def schema(self, window: Sequence[Rendered], ctx: CallContext) -> dict[str, Any]:
         return {
             "type": "object",
             "properties": {
@@ -45,8 +43,8 @@ class SelectPruner(LLMPrunerBase):
     def _max_tokens(self, n: int) -> int:
         return 24 + 6 * n
 
-    def _interpret(
-        self, text: str, window: Sequence[Rendered], ctx: _Ctx
+    def interpret(
+        self, text: str, window: Sequence[Rendered], ctx: CallContext
     ) -> tuple[dict[str, int], list[str], list[str]]:
         p = parse_selection(text, [r.sid for r in window])
         chosen = set(p.selected)

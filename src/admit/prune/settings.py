@@ -3,18 +3,22 @@
 The settings check themselves against the strategy's declared parameters (its
 :class:`~admit.prune.spec.StrategySpec` in the :mod:`~admit.prune.catalogue`), so a typo in a policy file, a
 request or a ``--set`` is an error wherever it comes from.
+
+This module is the floor of :mod:`admit.prune`: it imports nothing of the package but :mod:`~admit.prune.checks`
+(an import contract in ``pyproject.toml`` keeps it so). The catalogue, above it, hands it the parameter lookup
+when it loads (:func:`use_params_lookup`), which ``import admit.prune`` always does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from admit.errors import RequestError
 from admit.prune.checks import Check, int_at_least, int_between, one_of
 
-__all__ = ["SETTING_KEYS", "OnError", "PruneSettings", "params_of"]
+__all__ = ["SETTING_KEYS", "OnError", "PruneSettings", "params_of", "use_params_lookup"]
 
 OnError = Literal["keep_top_k", "keep_all", "drop", "raise"]
 
@@ -27,15 +31,23 @@ SETTING_KEYS = tuple(_SETTING_CHECKS)
 """The keys of a flat override that set :class:`PruneSettings` fields; every other key is a strategy parameter."""
 
 
+ParamsLookup = Callable[[str], "Mapping[str, Check] | None"]
+"""``lookup(strategy) -> its parameter checks``, or ``None`` for a strategy no spec declares."""
+
+_lookup: list[ParamsLookup] = []
+
+
+def use_params_lookup(lookup: ParamsLookup) -> None:
+    """Install the parameter lookup (the catalogue does, when it loads)."""
+    _lookup[:] = [lookup]
+
+
 def params_of(strategy: str) -> Mapping[str, Check] | None:
     """The parameter checks of a catalogued strategy (``none`` reads none); ``None`` for a strategy the catalogue
     does not know (a custom pruner given to the pipeline takes its params unchecked)."""
     if strategy == "none":
         return {}
-    from admit.prune.catalogue import find_strategy
-
-    spec = find_strategy(strategy)
-    return None if spec is None else spec.params
+    return _lookup[0](strategy) if _lookup else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,9 +90,15 @@ class PruneSettings:
         checked: dict[str, Any] = {}
         for key, value in self.params.items():
             if key not in spec:
+                import difflib
+
                 known = ", ".join(sorted(spec)) or "none"
+                close = difflib.get_close_matches(key, [*spec, "threshold", "keep_top_k", "on_error"], n=1)
+                hint = f"; did you mean `{close[0]}`?" if close else ""
                 raise RequestError(
-                    f"unknown prune parameter `{key}` for strategy {self.strategy!r} (it reads: {known}).", field=key
+                    f"unknown prune parameter `{key}` for strategy {self.strategy!r}{hint} (it reads: {known}; "
+                    "every strategy reads threshold, keep_top_k, on_error).",
+                    field=key,
                 )
             try:
                 checked[key] = spec[key](value)

@@ -16,6 +16,7 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -114,13 +115,19 @@ class StrategySpec:
     chunk comes only from an absolute check (no word of the question, no similarity), so a short list of one
     unrelated chunk admits nothing. The harness applies the same rule to cached grades."""
     source_modules: tuple[str, ...] = ()
-    """Modules whose source decides its grades: the evaluation cache key changes when one does."""
+    """Modules whose source decides its grades: the evaluation cache key changes when one does. Empty: the
+    module that defines ``build`` (where a strategy's ``SPEC`` and pruner live); a ``build`` defined elsewhere
+    (a shared helper, ``__main__``, a lambda in a notebook) must name them, or the spec is refused: a cache key
+    blind to the strategy's code would serve stale grades after the code changed."""
     identity: Callable[[PrunerResources], Sequence[str]] | None = None
     """What else decides its grades (a model file's digest, the LLM model name), for the evaluation cache key."""
     default_params: Mapping[str, Any] = field(default_factory=dict)
     """Its default operating point (the one shipped policies use), flat."""
     default_grid: Mapping[str, Sequence[Any]] = field(default_factory=dict)
     """The grid ``admit eval`` sweeps when none is given."""
+    baseline: bool = False
+    """Whether it is a reference point rather than a pruning method (``top_n``, ``score_threshold``): plots
+    draw it dotted and label it "(baseline)"."""
     color: str = ""
     """Its colour in evaluation plots (``#rrggbb``); empty: one from a palette."""
     summary: str = ""
@@ -135,6 +142,26 @@ class StrategySpec:
         for key, check in self.params.items():
             if not callable(check):
                 raise ConfigError(f"strategy {self.name!r}: the check of parameter {key!r} is not callable.")
+        if not self.source_modules:
+            object.__setattr__(self, "source_modules", (_defining_module(self.name, self.build),))
+        for m in self.source_modules:
+            if importlib.util.find_spec(m) is None:
+                raise ConfigError(f"strategy {self.name!r}: source module {m!r} is not importable.")
+
+
+_NOT_A_SOURCE = ("__main__", "builtins", "admit.prune.spec", "admit.prune.llm_strategies")
+
+
+def _defining_module(name: str, build: Callable[..., Any]) -> str:
+    """The module that defines ``build`` (a strategy's own module), or a refusal when that says nothing about
+    the strategy's code."""
+    module = getattr(build, "__module__", None)
+    if not isinstance(module, str) or module in _NOT_A_SOURCE or importlib.util.find_spec(module) is None:
+        raise ConfigError(
+            f"strategy {name!r}: give source_modules (the modules whose code decides its grades); its build "
+            f"function is defined in {module!r}, which does not tell admit eval when the strategy's code changed."
+        )
+    return module
 
 
 def file_digest(path: str | Path) -> str:

@@ -37,6 +37,7 @@ SPEC = StrategySpec(
     params={"n": int_at_least(0)},
     regrade_from_grades=True,
     source_modules=("admit.prune.top_n",),
+    baseline=True,
     default_params={"n": 3},
     default_grid={"n": [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 15, 20]},
     color="#1f77b4",

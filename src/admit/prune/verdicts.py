@@ -90,6 +90,30 @@ class PruneRun:
         """Ids of the kept candidates, in input order."""
         return [v.chunk.id for v in self.verdicts if v.kept]
 
+    def as_dict(self, question: str | None = None) -> dict[str, Any]:
+        """The one prune answer of every face (``POST /v1/prune``, MCP ``prune_context``, ``admit prune``'s lines):
+        ``strategy``, ``kept_ids``, ``dropped_ids``, ``decisions`` (:meth:`PruneVerdict.as_dict`, input order),
+        ``fallback``, ``error``, ``usage``, ``notes``; with the ``question``, ``answerable`` and ``answerability``
+        (:func:`admit.prune.answerability.assess_kept` over the kept chunks)."""
+        o = self.outcome
+        answer: dict[str, Any] = {}
+        if question:
+            from admit.prune.answerability import assess_kept
+
+            verdict = assess_kept(question, [v.chunk for v in self.verdicts if v.kept], o)
+            answer = {"answerable": verdict.answerable, "answerability": verdict.probability}
+        return {
+            **answer,
+            "strategy": self.strategy,
+            "kept_ids": self.kept_ids,
+            "dropped_ids": [v.chunk.id for v in self.verdicts if not v.kept],
+            "decisions": [v.as_dict() for v in self.verdicts],
+            "fallback": o.fallback if o else None,
+            "error": o.error if o else None,
+            "usage": dict(o.usage.as_dict()) if o else {},
+            "notes": list(o.notes) if o else [],
+        }
+
 
 def check_unique_ids(ids: Sequence[str]) -> None:
     """Raise :class:`~admit.errors.RequestError` (naming ``candidates[i].id``) when a candidate id repeats."""

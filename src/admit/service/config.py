@@ -57,6 +57,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from admit.errors import ConfigError
+from admit.prune.catalogue import DEFAULT_STRATEGY
 from admit.types import Principal
 
 __all__ = [
@@ -187,7 +188,7 @@ class ServiceSettings(_Strict):
     ``admit replay TRACE_FILE`` can re-run it under a new policy. Off by default: the trace holds no text."""
     reranker: str = "retriever"
     """Reranker name for the pipelines (retriever, bm25, dense, hybrid)."""
-    prune_strategy: str = "setwise"
+    prune_strategy: str = DEFAULT_STRATEGY
     """Default strategy of /v1/prune and of ``prune=true`` searches."""
     prune_on_error: Literal["keep_top_k", "keep_all", "drop"] | None = None
     """Override of the policies' ``on_error`` in the service (``raise`` is not allowed in a service)."""

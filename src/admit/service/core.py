@@ -12,11 +12,11 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from admit.backends.tokenizers import resolve_tokenizer
 from admit.errors import BackendError
-from admit.pipeline import PackRequest, Pipeline, PruneRun, question_id, request_hash
+from admit.pipeline import PackRequest, PruneRun, request_hash
 from admit.service.limits import (
     check_pack_limits,
     check_prune_limits,
@@ -24,10 +24,14 @@ from admit.service.limits import (
     resolve_model,
     run_bounded,
 )
-from admit.service.state import KnowledgeBaseLike, ServiceState
+from admit.service.state import ServiceState
 from admit.tools import ToolOutput
-from admit.trace import PrunerRecord, TraceRecord
+from admit.trace import TraceRecord, build_prune_record
 from admit.types import Chunk, PackResult, Principal
+
+if TYPE_CHECKING:
+    from admit.kb import KnowledgeBase
+    from admit.policy import Resolution
 
 __all__ = [
     "PruneAnswer",
@@ -139,57 +143,34 @@ class PruneAnswer:
 
 
 def run_search(
-    state: ServiceState, kb: KnowledgeBaseLike, query: SearchQuery, principal: Principal
+    state: ServiceState, kb: KnowledgeBase, query: SearchQuery, principal: Principal
 ) -> tuple[PackResult, str | None]:
-    """Retrieve ``top_k`` chunks as ``principal`` and admit them (``query.prune``: true, false, or the policy's).
+    """Retrieve as ``principal`` and admit (``query.prune``: true, false, or the policy's): one search path.
 
-    A knowledge base with a ``search`` method (:class:`admit.kb.KnowledgeBase`) runs retrieval and the
-    service's pipeline itself; anything else is used through ``retrieve`` and packed here. Returns the result
-    and the shadow outcome (``None`` without a shadow policy).
+    The settings are resolved once (:meth:`KnowledgeBase.resolve` on the service's pipeline; ``prune=true`` on a
+    class whose strategy is ``none`` runs the service's ``prune_strategy``), the knowledge base retrieves for
+    that resolution (:meth:`KnowledgeBase.search_request`, what :meth:`KnowledgeBase.search` packs), and the
+    pipeline packs it; a shadow policy packs the same candidates. Returns the result and the shadow outcome
+    (``None`` without a shadow policy).
     """
     question = query.question
-    strategy: str | None = None  # absent: the policy's strategy, as on every other surface
-    if query.prune is False:
-        strategy = "none"
-    elif query.prune:
-        resolved = state.pipeline.resolve(question, query_class=query.query_class, request_id=question_id(question))
-        configured = resolved.prune.strategy
-        strategy = configured if configured != "none" else state.settings.prune_strategy
-    model = resolve_model(query.model, state.settings)
-    tools = cap_tools(query.tool_outputs, state)
-    kb_search = getattr(kb, "search", None)
-    if callable(kb_search):
-
-        def run(pipe: Pipeline) -> PackResult:
-            return kb_search(  # type: ignore[no-any-return]
-                question,
-                principal,
-                prune=strategy,
-                model=model,
-                input_limit=query.input_limit,
-                pipeline=pipe,
-                k=query.top_k,
-                query_class=query.query_class,
-                **({"tool_outputs": tools} if tools else {}),
-            )
-
-        res = run(state.pipeline)
-        _record_search_metrics(state, res)
-        shadow_pipe = state.shadow
-        shadow = _run_shadow(state, lambda: run(shadow_pipe), res) if shadow_pipe is not None else None
-        return res, shadow
-    candidates = kb.retrieve(question, principal, k=query.top_k, filters=None)
-    req = PackRequest(
-        question=question,
-        principal=principal,
-        candidates=candidates,
-        model=model,
-        input_limit=query.input_limit,
+    pipe = state.pipeline
+    resolved = kb.resolve(pipe, question, prune=False if query.prune is False else None, query_class=query.query_class)
+    if query.prune and resolved.prune.strategy == "none" and not resolved.kill_switch:
+        resolved = resolved.with_strategy(state.settings.prune_strategy)
+    forced = "none" if query.prune is False else resolved.prune.strategy if query.prune else None
+    req = kb.search_request(
+        question,
+        principal,
+        resolved=resolved,
+        prune=forced,
         query_class=query.query_class,
-        prune=strategy,
-        tool_outputs=tools,
+        model=resolve_model(query.model, state.settings),
+        input_limit=query.input_limit,
+        k=query.top_k,
+        tool_outputs=cap_tools(query.tool_outputs, state),
     )
-    return _pack_with_shadow(state, "/v1/search", req)
+    return _pack_with_shadow(state, "/v1/search", req, resolved=resolved)
 
 
 def run_pack(state: ServiceState, req: PackRequest) -> tuple[PackResult, str | None]:
@@ -225,18 +206,18 @@ def run_prune(state: ServiceState, query: PruneQuery) -> PruneAnswer:
     outcome = run.outcome
     if outcome is not None:
         _record_prune_metrics(state, run)
-    trace: TraceRecord = {
-        "request_id": request_id,
-        "ts": time.time(),
-        "query_class": resolved.route.query_class,
-        "route": resolved.record(),
-        "policy_version": resolved.policy_version,
-        "kill_switch": kill,
-        "candidate_count": len(candidates),
-        "accepted_chunk_ids": run.kept_ids,
-        "pruner": cast(PrunerRecord, outcome.as_dict()) if outcome is not None else None,
-        "latency_ms": {"total": round((time.perf_counter() - t0) * 1000, 3)},
-    }
+    prune_ms = (time.perf_counter() - t0) * 1000
+    trace = build_prune_record(
+        request_id=request_id,
+        route=resolved.record(),
+        policy_version=resolved.policy_version,
+        kill_switch=kill,
+        candidate_count=len(candidates),
+        accepted_ids=run.kept_ids,
+        pruner=outcome.as_dict() if outcome is not None else None,
+        latency_ms={"prune": prune_ms},
+        total_ms=prune_ms,
+    )
     return PruneAnswer(run=run, trace=trace)
 
 
@@ -280,7 +261,8 @@ def trace_summary(trace: TraceRecord | Mapping[str, Any]) -> dict[str, Any]:
         "fallbacks": [f["kind"] for f in rec.get("fallbacks", [])],
         "answerable": rec["answerability"]["answerable"] if "answerability" in rec else None,
         "pruner": dict(pruner) if pruner else None,
-        "latency_ms": rec.get("latency_ms", {}).get("total"),
+        "tools": [dict(t) for t in rec.get("tools", [])],  # what happened to each tool output (counts only)
+        "latency_ms": dict(rec.get("latency_ms", {})),  # the one shape: milliseconds by stage, and total
     }
 
 
@@ -303,15 +285,6 @@ def _record_pack_metrics(state: ServiceState, route: str, req: PackRequest, res:
     _record_fallback(state, res)
 
 
-def _record_search_metrics(state: ServiceState, res: PackResult) -> None:
-    m = state.metrics
-    for d in res.decisions:
-        if d.state == "dropped":
-            m.candidates_dropped.labels(route="/v1/search", reason=d.reason).inc()
-    m.tokens_admitted.labels(route="/v1/search").inc(int(res.trace.get("evidence_tokens", 0) or 0))
-    _record_fallback(state, res)
-
-
 def _record_fallback(state: ServiceState, res: PackResult) -> None:
     pruner = res.trace.get("pruner") or {}
     if pruner.get("fallback"):
@@ -320,8 +293,12 @@ def _record_fallback(state: ServiceState, res: PackResult) -> None:
         ).inc()
 
 
-def _pack_with_shadow(state: ServiceState, route: str, req: PackRequest) -> tuple[PackResult, str | None]:
-    res = state.pipeline.pack(req)
+def _pack_with_shadow(
+    state: ServiceState, route: str, req: PackRequest, *, resolved: Resolution | None = None
+) -> tuple[PackResult, str | None]:
+    """Pack ``req`` (with its resolution, when the caller made it); the shadow pipeline packs the same request
+    under its own policies (no second retrieval)."""
+    res = state.pipeline.pack(req, resolved=resolved)
     _record_pack_metrics(state, route, req, res)
     shadow = state.shadow
     outcome = _run_shadow(state, lambda: shadow.pack(req), res) if shadow is not None else None

@@ -37,11 +37,28 @@ def status_label(status: int) -> str:
     return str(status) if 100 <= status <= 599 else "other"
 
 
+_KINDS = {
+    "invalid_request": "RequestError",
+    "payload_too_large": "LimitExceeded",
+    "unauthorized": "AuthorizationError",
+    "forbidden": "AuthorizationError",
+    "unavailable": "MissingExtraError",
+}
+"""The library's error class of an answer the gate or the framework gives (no exception of admit's behind it)."""
+
+
 def error_response(
-    status: int, error: str, detail: str, field: str | None = None, headers: dict[str, str] | None = None
+    status: int,
+    error: str,
+    detail: str,
+    field: str | None = None,
+    headers: dict[str, str] | None = None,
+    *,
+    kind: str | None = None,
 ) -> JSONResponse:
-    """The service's error shape: ``{"error", "detail", "field"}``."""
-    body = ErrorBody(error=error, detail=detail, field=field).model_dump()
+    """The service's error shape: ``{"error", "kind", "detail", "field"}`` (``kind``: the library's error class,
+    as :mod:`admit.service.errors` names it)."""
+    body = ErrorBody(error=error, kind=kind or _KINDS.get(error, "AdmitError"), detail=detail, field=field).model_dump()
     return JSONResponse(body, status_code=status, headers=headers)
 
 

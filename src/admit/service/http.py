@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -36,12 +36,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from admit.errors import (
     AdmitError,
     AuthorizationError,
-    BackendError,
-    BackendTimeout,
-    BudgetError,
-    ConfigError,
     LimitExceeded,
-    MissingExtraError,
 )
 from admit.prune import Pruner
 from admit.schema import describe_validation_errors
@@ -50,6 +45,7 @@ from admit.service.config import ServiceSettings
 from admit.service.core import run_prune as prune_chunks
 from admit.service.core import run_search as search
 from admit.service.core import trace_summary
+from admit.service.errors import answer_for
 from admit.service.gate import Gate, error_response
 from admit.service.limits import check_pack_limits, resolve_model
 from admit.service.loopback import LoopbackServer
@@ -63,12 +59,14 @@ from admit.service.schemas import (
     SearchResponse,
     pack_request_from_body,
 )
-from admit.service.state import KnowledgeBaseLike, ServiceState, build_state
+from admit.service.state import ServiceState, build_state
 from admit.trace import TraceSink
 from admit.types import Principal
 
+if TYPE_CHECKING:
+    from admit.kb import KnowledgeBase
+
 __all__ = [
-    "KnowledgeBaseLike",
     "LimitExceeded",
     "LoopbackServer",
     "ServiceState",
@@ -113,7 +111,7 @@ PrincipalDep = Annotated[Principal, Depends(_principal)]
 def create_app(
     settings: ServiceSettings | None = None,
     *,
-    kb: KnowledgeBaseLike | None = None,
+    kb: KnowledgeBase | None = None,
     pruner: Pruner | None = None,
     pruner_options: Mapping[str, Any] | None = None,
     sink: TraceSink | None = None,
@@ -197,17 +195,11 @@ def create_app(
     async def search_endpoint(body: SearchBody, principal: PrincipalDep) -> dict[str, Any]:
         """Retrieve from the knowledge base as the key's principal, then admit. Pruning is opt-in (`prune`)."""
         res = await core.search(state, body.query(), principal)
+        # the keys of every pack answer (PackResult.as_dict: decisions included), the trace as its summary
         return {
             "question": body.question,
             "query": body.question,
-            "admitted": [p.as_dict() for p in res.admitted],
-            "citations": res.admitted_ids,
-            "answerable": res.answerable,
-            "answerability": res.answerability,
-            "prompt": res.prompt,
-            "budget": res.budget.as_dict(),
-            "tools": res.tools,
-            "fallbacks": [f.as_dict() for f in res.fallbacks],
+            **res.as_dict(),
             "trace": trace_summary(res.trace),
         }
 
@@ -271,29 +263,9 @@ def validation_message(errors: Any, model: type[BaseModel] | None = None) -> tup
 
 
 def map_error(exc: AdmitError) -> JSONResponse:
-    """The HTTP answer to an admit error (status, kind, a message safe to show)."""
-    field = getattr(exc, "field", None)
-    if isinstance(exc, LimitExceeded):
-        return error_response(413, "payload_too_large", str(exc), field)
-    if isinstance(exc, MissingExtraError):
-        return error_response(503, "unavailable", str(exc))
-    if isinstance(exc, ConfigError | BudgetError):
-        return error_response(422, "invalid_request", str(exc), field)
-    if isinstance(exc, AuthorizationError):
-        return error_response(403, "forbidden", str(exc))
-    if isinstance(exc, BackendTimeout):
-        return error_response(504, "timeout", str(exc))
-    if isinstance(exc, BackendError):
-        logger.warning("backend error: %s", exc)
-        return error_response(503, "backend_unavailable", _safe(exc))
-    logger.warning("admit error: %s", exc)
-    return error_response(503, "backend_unavailable", "a pipeline stage failed; see the server log")
-
-
-def _safe(exc: BackendError) -> str:
-    """A backend message without URLs or paths that might leak internals: first line, bounded."""
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return text[:300]
+    """The HTTP answer to an admit error: its row of the service's one error table (:mod:`admit.service.errors`)."""
+    a = answer_for(exc)
+    return error_response(a.status, a.error, a.message, a.field, kind=a.kind)
 
 
 def _version() -> str:

@@ -28,18 +28,22 @@ import hashlib
 import json
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
 
-from admit.errors import AdmitError, AuthorizationError, BackendTimeout, ConfigError, MissingExtraError
-from admit.prune.answerability import assess_kept
-from admit.schema import PruneCandidate, ToolOutputModel
+from admit.errors import AdmitError, ConfigError, MissingExtraError
+from admit.schema import PruneCandidate, ToolOutputModel, describe_validation_errors
 from admit.service import core
 from admit.service.config import ServiceSettings
 from admit.service.core import PruneQuery, SearchQuery
-from admit.service.state import KnowledgeBaseLike, ServiceState, build_state
+from admit.service.errors import answer_for
+from admit.service.schemas import PruneResponse
+from admit.service.state import ServiceState, build_state
 from admit.types import Principal
+
+if TYPE_CHECKING:
+    from admit.kb import KnowledgeBase
 
 __all__ = [
     "ChunkIn",
@@ -51,6 +55,7 @@ __all__ = [
     "paged_result",
     "resolve_mcp_principal",
     "run_mcp",
+    "sent_bytes",
 ]
 
 logger = logging.getLogger(__name__)
@@ -97,6 +102,9 @@ class EvidenceResult(BaseModel):
     tools: str = Field(default="", description="The tool-results block (untrusted tool data), if tools were given.")
     note: str = Field(default="", description="Fallbacks applied (scope notes, excerpts, ask to narrow).")
     total_passages: int = Field(default=0, description="Admitted passages in all pages.")
+    decisions: list[dict[str, Any]] = Field(
+        default_factory=list, description="One decision per retrieved candidate (admitted or why dropped)."
+    )
     next_page_token: str | None = Field(
         default=None, description="More passages exist: call again with this page_token and the same question."
     )
@@ -133,6 +141,7 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
     start = _offset(page_token, question)
     note = " ".join(f.detail for f in res.fallbacks)
     trace = core.trace_summary(res.trace)
+    decisions = [d.as_dict() for d in res.decisions]
 
     def build(k: int) -> EvidenceResult:
         page = admitted[start : start + k]
@@ -151,6 +160,7 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
             tools=res.tools,
             note=note,
             total_passages=len(admitted),
+            decisions=decisions,
             next_page_token=nxt,
             trace=trace,
         )
@@ -159,10 +169,20 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
     best = build(min(1, remaining))
     for k in range(2, remaining + 1):
         candidate = build(k)
-        if len(candidate.model_dump_json().encode()) > max_bytes:
+        if sent_bytes(candidate) > max_bytes:
             break
         best = candidate
     return best
+
+
+def sent_bytes(result: BaseModel) -> int:
+    """The bytes a client receives for a tool result: the SDK sends it twice, as indented JSON text and as the
+    structured content (compact JSON), so both count against ``max_result_bytes``."""
+    import pydantic_core
+
+    text = pydantic_core.to_json(result, fallback=str, indent=2)
+    structured = pydantic_core.to_json(result.model_dump(mode="json"))
+    return len(text) + len(structured)
 
 
 def _cited(p: Any) -> CitedPassage:
@@ -177,21 +197,15 @@ def _cited(p: Any) -> CitedPassage:
     )
 
 
-class PruneResult(BaseModel):
-    """What ``prune_context`` returns."""
+class PruneResult(PruneResponse):
+    """What ``prune_context`` returns: the ``POST /v1/prune`` answer (the same keys, the prune trace record), and
+    the kept chunks themselves, so an agent can use them without matching ids."""
 
     kept: list[PruneCandidate] = Field(description="The chunks to keep, in input order.")
-    kept_ids: list[str] = Field(default_factory=list, description="Their ids (the name /v1/prune uses).")
-    dropped_ids: list[str]
-    decisions: list[dict[str, Any]]
-    strategy: str
-    fallback: str | None = None
-    answerable: bool = Field(default=True, description="Whether the kept chunks answer the question.")
-    answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
 
 
 def resolve_mcp_principal(
-    settings: ServiceSettings, kb: KnowledgeBaseLike | None, principal: Principal | None = None
+    settings: ServiceSettings, kb: "KnowledgeBase | None", principal: Principal | None = None
 ) -> Principal | None:
     """Who an MCP server over stdio answers for: ``principal``, else ``[service.mcp]``, else the KB's only tenant.
 
@@ -219,17 +233,14 @@ def resolve_mcp_principal(
     return None
 
 
-def _kb_tenants(kb: KnowledgeBaseLike | None) -> list[str]:
-    sources = getattr(kb, "sources", None)
-    if not callable(sources):
-        return []
-    return sorted({str(s.tenant) for s in sources()})
+def _kb_tenants(kb: "KnowledgeBase | None") -> list[str]:
+    return sorted({s.tenant for s in kb.sources()}) if kb is not None else []
 
 
 def build_mcp_server(
     settings: ServiceSettings,
     *,
-    kb: KnowledgeBaseLike | None,
+    kb: "KnowledgeBase | None",
     principal: Principal | None = None,
     state: ServiceState | None = None,
     transport: Transport = "stdio",
@@ -295,12 +306,8 @@ def build_mcp_server(
             return await fn()
         except ValidationError as exc:
             raise ToolError(_first(exc)) from exc
-        except (ConfigError, AuthorizationError) as exc:  # incl. LimitExceeded: the message names the limit
-            raise ToolError(str(exc)) from exc
-        except AdmitError as exc:
-            logger.warning("%s failed: %s", what, exc)
-            detail = str(exc) if isinstance(exc, BackendTimeout) else type(exc).__name__
-            raise ToolError(f"{what} failed: {detail}") from exc
+        except AdmitError as exc:  # the service's one error table: the text the HTTP body's `detail` carries
+            raise ToolError(answer_for(exc).message) from exc
 
     @server.tool(
         name="search_knowledge_base",
@@ -355,19 +362,9 @@ def build_mcp_server(
             return await core.prune(st, query, caller)
 
         answer = await guarded("prune", run)
-        run_ = answer.run
-        kept = set(run_.kept_ids)
-        verdict = assess_kept(question, [v.chunk for v in run_.verdicts if v.kept], run_.outcome)
-        return PruneResult(
-            answerable=verdict.answerable,
-            answerability=verdict.probability,
-            kept=[c for c in items if c.id in kept],
-            kept_ids=[c.id for c in items if c.id in kept],
-            dropped_ids=[c.id for c in items if c.id not in kept],
-            decisions=[v.as_dict() for v in run_.verdicts],
-            strategy=run_.strategy,
-            fallback=run_.outcome.fallback if run_.outcome else None,
-        )
+        kept = set(answer.run.kept_ids)
+        shared = PruneResponse.from_run(answer.run, answer.trace, question=question)
+        return PruneResult(**dict(shared), kept=[c for c in items if c.id in kept])
 
     holder: Any = server
     holder.admit_state = st  # the state the tools use (warm-up, the HTTP gate)
@@ -389,7 +386,7 @@ def mcp_http_app(server: Any, *, host: str = "127.0.0.1") -> Any:
 def run_mcp(
     settings: ServiceSettings,
     *,
-    kb: KnowledgeBaseLike | None,
+    kb: "KnowledgeBase | None",
     principal: Principal | None = None,
     transport: Transport = "stdio",
     host: str = "127.0.0.1",
@@ -421,7 +418,5 @@ def _version() -> str:
 
 
 def _first(exc: ValidationError) -> str:
-    errors = sorted(exc.errors(), key=lambda e: e.get("type") != "extra_forbidden")
-    err = errors[0]
-    loc = ".".join(str(p) for p in err.get("loc", ()))
-    return f"{loc or 'arguments'}: {err.get('msg', 'invalid')}"
+    """A validation error in the words ``/v1/*`` uses (:func:`admit.schema.describe_validation_errors`)."""
+    return describe_validation_errors(exc.errors(), noun="arguments")[0]

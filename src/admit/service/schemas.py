@@ -12,7 +12,6 @@ from typing import Any
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
 
 from admit.pipeline import PackRequest, PruneRun
-from admit.prune.answerability import assess_kept
 from admit.schema import PackRequestModel, PrincipalModel, PruneCandidate, ToolOutputModel
 from admit.service.core import PruneQuery, SearchQuery
 from admit.types import Principal
@@ -122,6 +121,7 @@ class SearchResponse(BaseModel):
     prompt: str
     budget: dict[str, Any] = Field(description="The evidence budget: input limit, reserves, what is left for evidence.")
     tools: str = Field(default="", description="The tool-results block (its own message); empty without tools.")
+    decisions: list[dict[str, Any]] = Field(description="One decision per retrieved candidate, as /v1/pack gives.")
     fallbacks: list[dict[str, Any]]
     trace: dict[str, Any]
 
@@ -172,33 +172,26 @@ class PruneResponse(BaseModel):
     fallback: str | None
     error: str | None
     usage: dict[str, Any]
+    notes: list[str] = Field(default_factory=list, description="The pruner's notes.")
     trace: dict[str, Any]
     answerable: bool = Field(default=True, description="Whether the kept chunks answer the question.")
     answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
 
     @classmethod
     def from_run(cls, run: PruneRun, trace: Mapping[str, Any], question: str = "") -> PruneResponse:
-        """The answer of a prune run: the verdicts (:meth:`~admit.pipeline.PruneVerdict.as_dict`) in input order;
+        """The answer of a prune run (:meth:`~admit.prune.verdicts.PruneRun.as_dict`, the one prune answer);
         ``answerable`` from the kept chunks when the ``question`` is given."""
-        outcome = run.outcome
-        verdict = assess_kept(question, [v.chunk for v in run.verdicts if v.kept], outcome) if question else None
-        return cls(
-            answerable=verdict.answerable if verdict is not None else True,
-            answerability=verdict.probability if verdict is not None else None,
-            strategy=run.strategy,
-            kept_ids=run.kept_ids,
-            dropped_ids=[v.chunk.id for v in run.verdicts if not v.kept],
-            decisions=[PruneDecisionOut(**v.as_dict()) for v in run.verdicts],
-            fallback=outcome.fallback if outcome else None,
-            error=outcome.error if outcome else None,
-            usage=outcome.usage.as_dict() if outcome else {},
-            trace=dict(trace),
-        )
+        return cls.model_validate({**run.as_dict(question or None), "trace": dict(trace)})
 
 
 class ErrorBody(BaseModel):
     """Every error answer."""
 
     error: str
+    """The service's error kind: ``invalid_request``, ``forbidden``, ``payload_too_large``, ``timeout`` ..."""
+    kind: str = "AdmitError"
+    """The library's error class (``RequestError``, ``ConfigError``, ``AuthorizationError`` ...): the same
+    error the library raises and the CLI reports."""
     detail: str
+    """One line: the same text the CLI prints after ``error:`` and an MCP tool error carries."""
     field: str | None = None

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal
 
 from admit.backends.rerankers import resolve_reranker
 from admit.backends.tokenizers import resolve_tokenizer
@@ -27,10 +27,12 @@ from admit.service.metrics import ServiceMetrics
 from admit.service.work import WorkPool
 from admit.tools import Redactor
 from admit.trace import JsonlSink, TraceSink
-from admit.types import Chunk, Principal
+from admit.types import Principal
+
+if TYPE_CHECKING:
+    from admit.kb import KnowledgeBase
 
 __all__ = [
-    "KnowledgeBaseLike",
     "Readiness",
     "RequestLog",
     "ServiceState",
@@ -44,16 +46,6 @@ logger = logging.getLogger(__name__)
 
 WARM_UP_TENANT = "admit-warm-up"
 """The tenant of the warm-up retrieval: no knowledge base holds it, so nothing is read."""
-
-
-class KnowledgeBaseLike(Protocol):
-    """What the service needs from a knowledge base (:class:`admit.kb.KnowledgeBase`)."""
-
-    def retrieve(
-        self, question: str, principal: Principal, *, k: int, filters: Mapping[str, Any] | None = None
-    ) -> list[Chunk]:
-        """Return up to ``k`` chunks the principal may read, best first."""
-        ...
 
 
 @dataclass(slots=True)
@@ -110,7 +102,7 @@ class ServiceState:
     keyring: KeyRing
     pipeline: Pipeline
     shadow: Pipeline | None
-    kb: KnowledgeBaseLike | None
+    kb: KnowledgeBase | None
     metrics: ServiceMetrics
     sink: TraceSink | None
     readiness: Readiness = field(default_factory=Readiness)
@@ -213,7 +205,7 @@ def _warm_tokenizer(model: str) -> None:
     resolve_tokenizer(model).count("warm up")
 
 
-def _warm_kb(kb: KnowledgeBaseLike) -> None:
+def _warm_kb(kb: KnowledgeBase) -> None:
     kb.retrieve("warm up", Principal(tenant=WARM_UP_TENANT), k=1)
 
 
@@ -275,7 +267,7 @@ def _policy_set(path: Any, kill_switch: bool, on_error: str | None) -> PolicySet
 def build_state(
     settings: ServiceSettings,
     *,
-    kb: KnowledgeBaseLike | None = None,
+    kb: KnowledgeBase | None = None,
     pruner: Pruner | None = None,
     pruner_options: Mapping[str, Any] | None = None,
     sink: TraceSink | None = None,
@@ -291,10 +283,7 @@ def build_state(
         assert trace_path is not None
         sink = JsonlSink(trace_path)
     policies = _policy_set(settings.path(settings.policy), settings.kill_switch, settings.prune_on_error)
-    kb_embedder = getattr(kb, "cached_embedder", None)  # not `or`: an empty cache has len 0
-    if kb_embedder is None:
-        kb_embedder = getattr(kb, "embedder", None)
-    # share the KB's loaded model with setwise
+    kb_embedder = kb.cached_embedder if kb is not None else None  # share the KB's loaded model with setwise
     resources = (
         PrunerResources.from_options(pruner_options) if pruner_options else PrunerResources(embedder=kb_embedder)
     )
@@ -330,7 +319,7 @@ def build_state(
     )
 
 
-def open_kb(location: str | None) -> Any:
+def open_kb(location: str | None) -> KnowledgeBase | None:
     """Open the knowledge base at a path or store URL (``None``: no knowledge base).
 
     A path must exist (the service never creates an empty knowledge base); a URL (``postgresql://``,

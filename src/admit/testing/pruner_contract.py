@@ -54,7 +54,7 @@ class PrunerContract:
     params: dict[str, object] = {}  # noqa: RUF012 - a subclass overrides it whole
     """Strategy parameters a subclass needs (``{"n": 2}``)."""
 
-    @pytest.fixture
+    @pytest.fixture  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
     def pruner(self) -> Pruner:  # pragma: no cover - overridden
         raise NotImplementedError
 

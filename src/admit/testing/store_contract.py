@@ -85,7 +85,7 @@ class StoreContract:
 
     dim = 16
 
-    @pytest.fixture
+    @pytest.fixture  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
     def store(self) -> Iterator[Store]:  # pragma: no cover - overridden
         raise NotImplementedError
 

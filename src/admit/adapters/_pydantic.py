@@ -1,0 +1,75 @@
+"""The settings the pydantic adapters share (LangChain's compressor, LlamaIndex's postprocessor): one model.
+
+Each adapter subclasses :class:`AdapterSettings` beside its framework's base class, so the fields, their checks
+(at construction, on assignment, on load: :class:`~admit.errors.ConfigError`) and the filter they build are
+declared once.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Self
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from admit.adapters._core import AdmitFilter, check_assignment, check_names, current_filter, fill_from_filter
+from admit.prune.catalogue import DEFAULT_STRATEGY
+
+__all__ = ["AdapterSettings"]
+
+
+class AdapterSettings(BaseModel):
+    """The settings of a pydantic adapter (see :class:`~admit.adapters._core.AdmitFilter` for each)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True)
+
+    strategy: str = DEFAULT_STRATEGY
+    threshold: int = 3
+    keep_top_k: int = 1
+    on_error: str = "keep_top_k"
+    params: dict[str, Any] = Field(default_factory=dict)
+    top_k: int | None = None
+    """At most this many documents (nodes) are returned (the best ranked)."""
+    max_tokens: int | None = None
+    """Token budget of the kept documents, best ranked first."""
+    max_doc_chars: int | None = None
+    """A document longer than this is dropped before grading (logged, recorded in its metadata); ``None``: no
+    cap, a long document is graded by its best passages."""
+    drop_duplicates: bool = True
+    """Drop a document whose text repeats an earlier one under another id."""
+    embeddings: str = "auto"
+    """Stored vectors: ``auto`` (reuse when one checks out against admit's own), ``reuse`` or ``ignore``."""
+    title_key: str = "title"
+    """Metadata key of the document title, if any."""
+    reranker: Any = None
+    """Reranker name (``bm25``, ``dense``, ``hybrid``) or instance; ``None``: the retriever's scores, else its order."""
+    filter: Any = None
+    """A prebuilt :class:`~admit.adapters._core.AdmitFilter` (e.g. with a custom pruner); its settings are the
+    defaults of the fields above."""
+
+    _admit: Any = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_filter(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            check_names(data, cls.model_fields)  # `treshold=` is refused, not ignored
+        return fill_from_filter(data)
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
+        current_filter(self)  # a bad setting raises ConfigError now, at construction or load
+        return self
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Refuse a bad setting (``ConfigError``) before it is stored."""
+        check_assignment(self, name, value)
+        super().__setattr__(name, value)
+
+    @property
+    def admit_filter(self) -> AdmitFilter:
+        """The filter for the current settings."""
+        return current_filter(self)
+
+    def warm_up(self) -> None:
+        """Load admit's model now rather than on the first call."""
+        current_filter(self).warm_up()

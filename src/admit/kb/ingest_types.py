@@ -1,0 +1,170 @@
+"""What an ingest run is told (:class:`IngestOptions`), plans (:class:`SourceJob`) and reports
+(:class:`IngestReport`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from admit.errors import ConfigError
+from admit.kb.chunking import DEFAULT_MAX_TOKENS
+from admit.kb.registry import Registry, SourceSettings
+
+__all__ = ["DEFAULT_MAX_FILE_BYTES", "IngestOptions", "IngestReport", "SourceJob", "SourceWriter"]
+
+DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
+"""The largest file an ingest run reads (64 MiB): a larger one is an error of its own, the rest is ingested."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IngestOptions:
+    """How to ingest: the access defaults, the registry, the chunker and embedder settings, the file cap.
+
+    One value from the command line (``admit ingest``) through :meth:`KnowledgeBase.ingest`,
+    :func:`~admit.kb.ingest.ingest_paths` and the Ray engine's workers (:mod:`admit.kb.ray_ingest`).
+
+    Example:
+        >>> IngestOptions(tenant="acme", groups=("support",)).max_tokens
+        512
+    """
+
+    tenant: str | None = None
+    """Default tenant (the registry's entries override it)."""
+    groups: tuple[str, ...] | None = None
+    """Default groups (``None``: the registry's, else the whole tenant)."""
+    authority: float | None = None
+    """Default authority 0..1."""
+    label: str | None = None
+    """Default access label."""
+    registry: Registry | str | Path | None = None
+    """A :class:`~admit.kb.registry.Registry` or a ``sources.toml`` path."""
+    tokenizer: str = "cl100k_base"
+    """The tokenizer ``max_tokens`` counts in."""
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    """The most tokens a chunk may have."""
+    batch_size: int = 64
+    """Texts embedded per call, gathered across files."""
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    """The largest file read; a larger one is reported as an error and skipped."""
+
+    def __post_init__(self) -> None:
+        """Check the values (a caller's mistake is a :class:`~admit.errors.ConfigError` naming the field)."""
+        if self.authority is not None and not 0.0 <= self.authority <= 1.0:
+            raise ConfigError(f"authority must be between 0 and 1, got {self.authority}.")
+        if self.max_tokens < 1:
+            raise ConfigError(f"`max_tokens` must be at least 1, got {self.max_tokens}.")
+        if self.batch_size < 1:
+            raise ConfigError(f"`batch_size` must be at least 1, got {self.batch_size}.")
+        if self.max_file_bytes < 1:
+            raise ConfigError(f"`max_file_bytes` must be at least 1, got {self.max_file_bytes}.")
+        if self.groups is not None:
+            object.__setattr__(self, "groups", tuple(g for g in self.groups if g))
+
+    @classmethod
+    def of(cls, base: IngestOptions | None = None, **fields: Any) -> IngestOptions:
+        """``base`` (default: the defaults) with ``fields`` set; a misspelled field is refused by name.
+
+        Raises:
+            ConfigError: A field :class:`IngestOptions` does not have (the closest one is suggested).
+        """
+        import dataclasses
+        import difflib
+
+        known = [f.name for f in dataclasses.fields(cls)]
+        for name in fields:
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ConfigError(f"Unknown ingest option {name!r}{hint} Known: {', '.join(known)}.")
+        return dataclasses.replace(base or cls(), **fields)
+
+    def overrides(self) -> dict[str, Any]:
+        """The access defaults the registry's settings are merged over."""
+        out: dict[str, Any] = {"tenant": self.tenant, "authority": self.authority, "label": self.label}
+        if self.groups is not None:
+            out["groups"] = self.groups
+        return out
+
+    def as_json(self) -> dict[str, Any]:
+        """What a worker process needs to write a planned source (no registry: the plan holds its settings)."""
+        return {"tokenizer": self.tokenizer, "max_tokens": self.max_tokens, "batch_size": self.batch_size}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IngestReport:
+    """What one ingest run did. The counts add up: every file of a supported format ends as one source
+    added, updated or unchanged, or one error (``files == sources_added + sources_updated + sources_unchanged +
+    len(errors)``); ``chunks_added + chunks_changed + chunks_unchanged`` is the number of chunks those files have
+    now; ``chunks_written`` those of the added and updated sources."""
+
+    files: int = 0
+    """Files of a supported format the run took up (read, or failed with an error of their own)."""
+    sources_added: int = 0
+    sources_updated: int = 0
+    sources_unchanged: int = 0
+    sources_removed: int = 0
+    chunks_added: int = 0
+    """Chunks with a new id."""
+    chunks_changed: int = 0
+    """Chunks whose id stayed but whose text changed."""
+    chunks_unchanged: int = 0
+    """Chunks kept as they were: all of an unchanged source's, and the unchanged ones of an updated source."""
+    chunks_removed: int = 0
+    """Chunks deleted (gone from an updated source, or of a removed source)."""
+    chunks_embedded: int = 0
+    """Chunks the embedder had to encode."""
+    chunks_written: int = 0
+    """Chunks this run stored: every chunk of an added or updated source (unchanged ones keep their embedding).
+
+    ``chunks_added + chunks_changed + chunks_unchanged`` is the number of chunks the files read now have."""
+    skipped: tuple[str, ...] = ()
+    """Files skipped (unsupported format)."""
+    refused_links: tuple[str, ...] = ()
+    """Files not read because of a link: symbolic links under an ingested folder whose target lies outside it,
+    files swapped for a link after the walk, and files with more than one hard link (see :mod:`admit.kb.files`)."""
+    errors: tuple[tuple[str, str], ...] = ()
+    """``(path, message)`` of files that could not be read."""
+    seconds: float = 0.0
+    """Wall time."""
+
+    @property
+    def chunks_per_second(self) -> float:
+        """Written chunks per second."""
+        return self.chunks_written / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        d["skipped"] = list(self.skipped)
+        d["refused_links"] = list(self.refused_links)
+        d["errors"] = [{"path": p, "error": e} for p, e in self.errors]
+        d["seconds"] = round(self.seconds, 3)
+        d["chunks_per_second"] = round(self.chunks_per_second, 1)
+        return d
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceJob:
+    """One source an ingest run must (re)write: planned by :func:`ingest_paths`, written by :func:`write_source`
+    here or by a :data:`SourceWriter` elsewhere (the Ray engine, :mod:`admit.kb.ray_ingest`)."""
+
+    path: str
+    """The file (absolute)."""
+    fmt: str
+    """Its parser (a :data:`FORMATS` value)."""
+    settings: SourceSettings
+    """What the registry and the command line say about it."""
+    content_hash: str
+    """Hash of the content planned on (a file changed since is refused, not half-written)."""
+    ingest_key: str
+    """Digest of content, settings, chunker and embedder."""
+    new: bool
+    """Whether the store had no version of the source."""
+
+
+SourceWriter = Callable[[Sequence[SourceJob]], Iterable[tuple[SourceJob, "Mapping[str, int] | str"]]]
+"""Writes planned sources; yields each job with its chunk counts (``chunks_added`` ..., ``chunks_written``) or an
+error message. Each source is written whole (one ``replace_source``), so a run cut short leaves every source old
+or new and re-running does the rest."""

@@ -1,0 +1,363 @@
+"""Ingest's writing half: chunk a parsed source, embed what changed (batched across sources), replace it.
+
+:func:`write_source` writes one planned :class:`~admit.kb.ingest_types.SourceJob` (the Ray engine's workers
+call it); :func:`records_from_chunks` turns already split chunks into records (``KnowledgeBase.add_chunks``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from admit.backends.embedders.base import Embedder, text_key
+from admit.backends.tokenizers import Tokenizer
+from admit.errors import ConfigError
+from admit.features import FEATURES_KEY, FEATURES_VERSION, chunk_features
+from admit.kb._progress import IngestProgress
+from admit.kb.chunking import chunk_document
+from admit.kb.files import read_no_follow
+from admit.kb.ingest_types import IngestOptions, SourceJob
+from admit.kb.parse import ParsedDocument, parse_document
+from admit.kb.registry import SourceSettings
+from admit.kb.store import ChunkRecord, Store
+from admit.passages import PASSAGE_VECTORS_KEY, decode_vectors, encode_vectors, passages
+from admit.types import Access, Chunk
+
+__all__ = ["EmbedQueue", "prepare_source", "records_from_chunks", "write_source"]
+
+logger = logging.getLogger(__name__)
+
+FloatArray = npt.NDArray[np.float32]
+
+
+def _embed_input(title: str, text: str, ps: Sequence[str]) -> str:
+    """The text embedded for a chunk: for a chunk that is one passage (``ps``: its passages), exactly the passage
+    the setwise pruner embeds (so the stored vector serves both retrieval and pruning); else title and text."""
+    if len(ps) == 1 and ps[0]:
+        return ps[0]
+    return f"{title}\n{text}" if title else text
+
+
+def records_from_chunks(chunks: Sequence[Chunk], embedder: Embedder, *, batch_size: int = 64) -> list[ChunkRecord]:
+    """Records of chunks that are already split: the vector ingest computes, the features, the passage vectors.
+
+    Raises:
+        ConfigError: A chunk without an access label (it could never be read), or ids repeated within a tenant.
+    """
+    seen: set[tuple[str, str]] = set()
+    for c in chunks:
+        if c.access is None or not c.access.tenant:
+            raise ConfigError(f"Chunk {c.id!r} has no access label (tenant); it could never be read.")
+        if (c.access.tenant, c.id) in seen:
+            raise ConfigError(f"Chunk id {c.id!r} is repeated in tenant {c.access.tenant!r}.")
+        seen.add((c.access.tenant, c.id))
+    texts: list[str] = []
+    slots: list[tuple[int, int]] = []  # (chunk, -1 for the chunk vector or the passage's index)
+    all_ps = [passages(c.title, c.text) for c in chunks]
+    for i, (c, ps) in enumerate(zip(chunks, all_ps, strict=True)):
+        texts.append(_embed_input(c.title, c.text, ps))
+        slots.append((i, -1))
+        if len(ps) > 1:
+            texts.extend(p or "-" for p in ps)
+            slots.extend((i, k) for k in range(len(ps)))
+    vecs: list[FloatArray] = []
+    for start in range(0, len(texts), max(batch_size, 1)):
+        vecs.extend(np.asarray(embedder.embed(texts[start : start + batch_size]), dtype=np.float32))
+    chunk_vec: dict[int, FloatArray] = {}
+    per_passage: dict[int, list[FloatArray]] = {}
+    for (i, k), v in zip(slots, vecs, strict=True):
+        if k < 0:
+            chunk_vec[i] = v
+        else:
+            per_passage.setdefault(i, []).append(v)
+    records = []
+    for i, c in enumerate(chunks):
+        meta: dict[str, Any] = {
+            **dict(c.metadata),
+            "content_hash": text_key(c.text),
+            FEATURES_KEY: chunk_features(c.title, c.text),
+        }
+        if i in per_passage:
+            meta[PASSAGE_VECTORS_KEY] = encode_vectors(embedder.name, np.stack(per_passage[i]))
+        records.append(
+            ChunkRecord(
+                id=c.id,
+                source_id=c.source_id,
+                text=c.text,
+                embedding=chunk_vec[i],
+                text_hash=text_key(c.text),
+                title=c.title,
+                heading_path=(c.title,) if c.title else (),
+                document=c.source_id,
+                version=c.version,
+                updated_at=c.updated_at,
+                access=c.access,
+                authority=c.authority,
+                language=c.language,
+                origin=str(c.metadata.get("origin", "")),
+                ordinal=i,
+                metadata=meta,
+            )
+        )
+    return records
+
+
+def write_source(store: Store, embedder: Embedder, job: SourceJob, options: IngestOptions) -> dict[str, int]:
+    """Parse, chunk, embed (what changed) and replace one planned source; return its chunk counts.
+
+    Raises:
+        ValueError: The file changed since it was planned, is no longer UTF-8, or could not be embedded or
+            written (run the ingest again).
+    """
+    from admit.backends.tokenizers import resolve_tokenizer
+
+    f = Path(job.path)
+    raw = read_no_follow(f)  # never through a link swapped in since the walk
+    if hashlib.sha256(raw).hexdigest()[:16] != job.content_hash:
+        raise ValueError("the file changed during the ingest run; run it again")
+    text = raw.decode("utf-8-sig")
+    doc = parse_document(text, job.fmt, fallback_title=f.stem.replace("-", " ").replace("_", " "))
+    keys = ("chunks_added", "chunks_changed", "chunks_unchanged", "chunks_removed", "chunks_embedded", "chunks_written")
+    counts = dict.fromkeys((*keys, "sources_added", "sources_updated"), 0)
+    errors: list[tuple[str, str]] = []
+    queue = EmbedQueue(store, embedder, options.batch_size, counts, errors, IngestProgress(0, enabled=False))
+    tok = resolve_tokenizer(options.tokenizer)
+    pending = prepare_source(
+        store, embedder, doc, f, job.settings, job.fmt, job.content_hash, job.ingest_key, tok, options.max_tokens
+    )
+    queue.add(pending, added=job.new)
+    queue.flush()  # the same embed-and-write path as a local run (one replace_source)
+    if errors:
+        raise ValueError(errors[0][1])
+    return {k: counts[k] for k in keys}
+
+
+@dataclass(slots=True, kw_only=True)
+class _Pending:
+    """A chunked source waiting for its vectors: what :func:`_write_source` needs, and the texts to embed."""
+
+    f: Path
+    st: SourceSettings
+    drafts: list[dict[str, Any]]
+    to_embed: list[int]
+    """Drafts whose chunk vector is computed (new or changed)."""
+    multi: list[int]
+    """Drafts of more than one passage that need one vector per passage."""
+    meta: dict[str, Any]
+    updated: datetime
+    access: Access
+    language: str | None
+
+    def texts(self) -> list[tuple[int, str, int]]:
+        """``(draft, text, slot)`` to embed, a draft's texts together; slot -1 is the chunk vector, else a passage."""
+        need = set(self.to_embed)
+        out: list[tuple[int, str, int]] = []
+        for j in sorted(need | set(self.multi)):
+            d = self.drafts[j]
+            if j in need:
+                out.append((j, _embed_input(d["title"], d["text"], d["passages"]), -1))
+            if j in self.multi:
+                out.extend((j, p or "-", k) for k, p in enumerate(d["passages"]))
+        return out
+
+
+class EmbedQueue:
+    """Collects chunked sources and embeds their texts in batches across sources, then writes each source.
+
+    Texts wait until ``batch_size`` of them are queued (the chunks of one file or of many small ones), so a file
+    of one chunk does not cost a forward pass of its own; each source is still replaced in one transaction once
+    all its vectors are in.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder,
+        batch_size: int,
+        counts: dict[str, int],
+        errors: list[tuple[str, str]],
+        bar: IngestProgress,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.batch_size = max(1, batch_size)
+        self.counts = counts
+        self.errors = errors
+        self.bar = bar
+        self.waiting: list[tuple[_Pending, bool]] = []
+        self.queued = 0
+
+    def add(self, pending: _Pending, *, added: bool) -> None:
+        texts = pending.texts()
+        self.bar.found(len({j for j, _, _ in texts}))
+        self.waiting.append((pending, added))
+        self.queued += len(texts)
+        if self.queued >= self.batch_size:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.waiting:
+            return
+        waiting, self.waiting, self.queued = self.waiting, [], 0
+        items = [(w, j, text, slot) for w, (p, _) in enumerate(waiting) for j, text, slot in p.texts()]
+        vecs = np.zeros((len(items), self.embedder.dim), dtype=np.float32)
+        try:
+            for i in range(0, len(items), self.batch_size):
+                part = items[i : i + self.batch_size]
+                vecs[i : i + len(part)] = np.asarray(self.embedder.embed([t for _, _, t, _ in part]), dtype=np.float32)
+                # a chunk counts as done once its last text is embedded
+                last = i + len(part)
+                self.bar.done(sum(1 for k in range(i, last) if k + 1 == len(items) or items[k + 1][:2] != items[k][:2]))
+        except (OSError, ValueError) as exc:
+            for p, _ in waiting:
+                self.errors.append((str(p.f), f"embedding failed: {exc}"))
+            logger.warning("ingest: embedding failed for %d file(s): %s", len(waiting), exc)
+            return
+        by_source: dict[int, list[tuple[int, int, FloatArray]]] = {}
+        for (w, j, _, slot), v in zip(items, vecs, strict=True):
+            by_source.setdefault(w, []).append((j, slot, v))
+        for w, (p, added) in enumerate(waiting):
+            try:
+                n = _write_source(self.store, self.embedder, p, by_source.get(w, []))
+            except (OSError, ValueError) as exc:
+                self.errors.append((str(p.f), str(exc)))
+                logger.warning("ingest: %s: %s", p.f, exc)
+                continue
+            self.counts["chunks_embedded"] += len(p.to_embed)
+            for d in p.drafts:
+                self.counts[d["counted"]] += 1
+            self.counts["chunks_removed"] += p.meta["removed"]
+            self.counts["sources_added" if added else "sources_updated"] += 1
+            self.counts["chunks_written"] += n
+
+
+def prepare_source(
+    store: Store,
+    embedder: Embedder,
+    doc: ParsedDocument,
+    f: Path,
+    st: SourceSettings,
+    fmt: str,
+    content_hash: str,
+    ingest_key: str,
+    tok: Tokenizer,
+    max_tokens: int,
+) -> _Pending:
+    """Chunk a source and find what changed (the chunk and passage vectors to compute); nothing is written."""
+    pieces = chunk_document(doc, tokenizer=tok, max_tokens=max_tokens)
+    old = {r.id: r for r in store.get_source_chunks(st.source_id, st.tenant)}
+    updated = st.updated or datetime.fromtimestamp(f.stat().st_mtime, UTC)
+    access = Access(tenant=st.tenant, groups=st.groups, label=st.label)
+    language = st.language or doc.language
+    drafts: list[dict[str, Any]] = []
+    to_embed: list[int] = []
+    for p in pieces:
+        cid = f"{st.source_id}#{p.section_path}"
+        heading_path = (doc.title, *p.headings)
+        title = " › ".join(heading_path) if p.headings else doc.title
+        th = text_key(p.text)
+        prev = old.get(cid)
+        reuse = prev is not None and prev.text_hash == th and prev.title == title
+        if prev is None:
+            counts_key = "chunks_added"
+        elif prev.text_hash != th:
+            counts_key = "chunks_changed"
+        else:
+            counts_key = "chunks_unchanged"
+        drafts.append(
+            {
+                "id": cid,
+                "text": p.text,
+                "text_hash": th,
+                "title": title,
+                "heading_path": heading_path,
+                "ordinal": p.ordinal,
+                "embedding": prev.embedding if (reuse and prev is not None) else None,
+                "counted": counts_key,
+            }
+        )
+        if not reuse:
+            to_embed.append(len(drafts) - 1)
+    new_ids = {d["id"] for d in drafts}
+    removed = sum(1 for i in old if i not in new_ids)
+    for d in drafts:
+        d["passages"] = passages(d["title"], d["text"])
+    meta = {"content_hash": content_hash, "ingest_key": ingest_key, "format": fmt, "removed": removed}
+    for d in drafts:
+        # what the pipeline computes on a chunk's first sight (token counts, injection flags, MinHash
+        # signature), computed once here and stored with the chunk (handed back on retrieval); a chunk longer
+        # than one passage also keeps one vector per passage (the pruner's units), so pruning a search never
+        # encodes a stored chunk again. An unchanged chunk keeps what it has.
+        prev = old.get(d["id"])
+        unchanged = prev is not None and prev.text_hash == d["text_hash"] and prev.title == d["title"]
+        stored = prev.metadata.get(FEATURES_KEY) if unchanged and prev is not None else None
+        fresh = not isinstance(stored, dict) or stored.get("v") != FEATURES_VERSION
+        d["features"] = chunk_features(d["title"], d["text"]) if fresh else stored
+        n_ps = len(d["passages"])
+        kept = prev.metadata.get(PASSAGE_VECTORS_KEY) if unchanged and prev is not None and n_ps > 1 else None
+        d["passage_vectors"] = kept if decode_vectors(kept, embedder.name, n_ps) is not None else None
+    multi = [j for j, d in enumerate(drafts) if len(d["passages"]) > 1 and d["passage_vectors"] is None]
+    return _Pending(
+        f=f,
+        st=st,
+        drafts=drafts,
+        to_embed=to_embed,
+        multi=multi,
+        meta=meta,
+        updated=updated,
+        access=access,
+        language=language,
+    )
+
+
+def _write_source(
+    store: Store, embedder: Embedder, pending: _Pending, vectors: Sequence[tuple[int, int, FloatArray]]
+) -> int:
+    """Put the computed vectors in place and replace the source in one store transaction; return the chunk count."""
+    p = pending
+    st, drafts, f = p.st, p.drafts, p.f
+    per_passage: dict[int, dict[int, FloatArray]] = {}
+    for j, slot, v in vectors:
+        if slot < 0:
+            drafts[j]["embedding"] = v
+        else:
+            per_passage.setdefault(j, {})[slot] = v
+    for j, vs in per_passage.items():
+        drafts[j]["passage_vectors"] = encode_vectors(embedder.name, np.stack([vs[k] for k in range(len(vs))]))
+    updated, access, language = p.updated, p.access, p.language
+    meta = {k: v for k, v in p.meta.items() if k != "removed"}
+    records = [
+        ChunkRecord(
+            id=d["id"],
+            source_id=st.source_id,
+            text=d["text"],
+            embedding=d["embedding"],
+            text_hash=d["text_hash"],
+            title=d["title"],
+            heading_path=d["heading_path"],
+            document=st.document,
+            version=st.version,
+            updated_at=updated,
+            access=access,
+            authority=st.authority,
+            language=language,
+            origin=str(f),
+            ordinal=d["ordinal"],
+            metadata={
+                **meta,
+                FEATURES_KEY: d["features"],
+                **({PASSAGE_VECTORS_KEY: d["passage_vectors"]} if d["passage_vectors"] else {}),
+            },
+        )
+        for d in drafts
+    ]
+    store.replace_source(st.source_id, st.tenant, records)
+    return len(records)
