@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import numpy as np
 
 from admit._text import norm_hash
-from admit.backends.rerankers import Reranker, resolve_reranker
+from admit.backends.rerankers import KNOWN_RERANKERS, Reranker, resolve_reranker
 from admit.errors import ConfigError, unknown_name
 from admit.pack import anchored_excerpt
 from admit.passages import passages
@@ -518,8 +518,8 @@ def _check_values(values: Mapping[str, Any]) -> None:
     if values.get("embeddings") not in ("auto", "reuse", "ignore"):
         raise ConfigError(f"`embeddings` must be 'auto', 'reuse' or 'ignore', got {values.get('embeddings')!r}.")
     rr = values.get("reranker")
-    if isinstance(rr, str) and rr not in {"retriever", "bm25", "dense", "minilm", "hybrid"}:
-        raise ConfigError(f"Unknown reranker {rr!r}; known: retriever, bm25, dense, hybrid.")
+    if isinstance(rr, str) and rr not in KNOWN_RERANKERS:
+        raise ConfigError(f"Unknown reranker {rr!r}; known: {', '.join(KNOWN_RERANKERS)}.")
     if not isinstance(values.get("tokenizer", "gpt-4o"), str):
         raise ConfigError(f"`tokenizer` must be a model or encoding name, got {values.get('tokenizer')!r}.")
     if not isinstance(values.get("pruner_options", {}), Mapping):

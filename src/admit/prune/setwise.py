@@ -50,13 +50,15 @@ class SetwisePruner:
         scorer: SetwiseScorer | None = None,
         embedder: Embedder | str | None = None,
         model_path: str | Path | None = None,
+        cross: bool | None = None,
     ) -> None:
-        """Create the pruner; ``embedder`` may be a name (shared per process), an instance or a KB's cache."""
+        """Create the pruner; ``embedder`` may be a name (shared per process), an instance or a KB's cache;
+        ``cross`` whether the split cross-encoder's score is fused in (default: when the shipped model has it)."""
         if scorer is None:
             from admit.backends.embedders.shared import shared_embedder
 
             emb = shared_embedder(embedder or "minilm") if embedder is None or isinstance(embedder, str) else embedder
-            scorer = SetwiseScorer(embedder=emb, model_path=model_path)
+            scorer = SetwiseScorer(embedder=emb, model_path=model_path, cross=cross)
         self.scorer = scorer
 
     def warm_up(self) -> None:
@@ -94,11 +96,19 @@ def _build(res: PrunerResources) -> SetwisePruner:
 
 
 def _identity(res: PrunerResources) -> tuple[str, ...]:
+    from admit.backends.rerankers.cross import default_model_path
     from admit.prune.setwise_model.model import DEFAULT_MODEL_PATH
+    from admit.prune.setwise_model.scorer import cross_by_default
 
     emb = res.embedder
     name = emb if isinstance(emb, str) else getattr(emb, "name", "minilm")
-    return (str(name or "minilm"), file_digest(DEFAULT_MODEL_PATH))
+    cross = res.options_for("setwise").get("cross")
+    use_cross = cross_by_default() if cross is None else bool(cross)
+    return (
+        str(name or "minilm"),
+        file_digest(DEFAULT_MODEL_PATH),
+        file_digest(default_model_path()) if use_cross else "no-cross",
+    )
 
 
 SPEC = StrategySpec(
@@ -111,8 +121,9 @@ SPEC = StrategySpec(
         "admit.passages",
         *(
             f"admit.prune.setwise_model.{m}"
-            for m in ("text", "features", "links", "stages", "coverage", "model", "trees", "scorer")
+            for m in ("text", "features", "links", "stages", "coverage", "model", "trees", "scorer", "fusion")
         ),
+        "admit.backends.rerankers.cross",
     ),
     identity=_identity,
     default_params={"threshold": 3, "keep_top_k": 1},

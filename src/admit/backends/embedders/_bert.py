@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import struct
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -221,12 +221,13 @@ class BertEncoder:
             )
         self.layers = tuple(layers)
 
-    def forward(self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.int64]) -> F32:
+    def forward(self, ids: npt.NDArray[np.int64], mask: npt.NDArray[np.int64], layers: int | None = None) -> F32:
         """Runs the encoder over a padded batch.
 
         Args:
             ids: Token ids, (batch, length), padded on the right.
             mask: 1 for a real token, 0 for padding, (batch, length).
+            layers: Run only the bottom ``layers`` layers (default all): the split cross-encoder's bottom states.
 
         Returns:
             The last hidden states, (batch, length, hidden), float32 (padded positions hold values that a
@@ -235,14 +236,25 @@ class BertEncoder:
         b, n = ids.shape
         if n > self.max_positions:
             raise ValueError(f"sequence length {n} exceeds the model's {self.max_positions} positions")
-        h, hd, nh = self.hidden, self.head_dim, self.heads
+        h = self.hidden
         emb: F32 = self.word[ids.reshape(-1)].reshape(b, n, h)
         emb += self.position[:n]
         emb += self.token_type0
-        x: F32 = _layer_norm_(emb, self.emb_ln_g, self.emb_ln_b, self.eps).reshape(b * n, h)
+        x: F32 = _layer_norm_(emb, self.emb_ln_g, self.emb_ln_b, self.eps)
+        return self.run_layers(x, mask, self.layers if layers is None else self.layers[:layers])
+
+    def run_layers(self, x: F32, mask: npt.NDArray[Any], layers: Sequence[_Layer]) -> F32:
+        """Runs encoder layers over hidden states ``x`` (batch, length, hidden) with a 0/1 key ``mask``.
+
+        The bottom of :meth:`forward`, and the joint top layers of the split cross-encoder
+        (:mod:`admit.backends.rerankers.cross`), which run the same layer over other weights.
+        """
+        b, n, h = x.shape
+        hd, nh = self.head_dim, self.heads
+        x = x.reshape(b * n, h)
         # additive key mask: padded keys get a large negative score, so softmax gives them zero weight
         bias = np.where(mask[:, None, None, :] > 0, np.float32(0.0), np.float32(-1e30)).astype(np.float32)
-        for ly in self.layers:
+        for ly in layers:
             qkv = x @ ly.qkv_w.T
             qkv += ly.qkv_b
             qkv4 = qkv.reshape(b, n, 3, nh, hd)
