@@ -77,6 +77,8 @@ SKIPPED = {
     "mcpServers": "an MCP client's configuration file, not a command; its stdio server is run by the block above",
     "scripts/fit_setwise.py": "refits the pruner on ../shared (embeds 56,799 texts and fits 13 models: an hour of CPU)",
     "faces        admit.cli": "a picture (the layers of docs/architecture.md), not a command",
+    "scripts/fit_cross": "refits the cross-encoder on ../shared (caches 17,769 texts' states, trains: an hour of CPU)",
+    "question  -> MiniLM": "a picture (the split cross-encoder of docs/cross-encoder.md), not a command",
 }
 """What is not run, and why (matched against a command segment or an output block's text)."""
 

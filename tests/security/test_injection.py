@@ -208,7 +208,11 @@ def test_evidence_never_leaves_its_envelope(case: dict[str, Any]) -> None:
 
 
 def _strip_envelopes(prompt: str, b: str) -> str:
-    return re.sub(rf"<passage-{b} .*?</passage-{b}>", "<E>", prompt, flags=re.DOTALL)
+    """The prompt without its envelopes and without the pipeline's own fixed notes (the answerability note is
+    system text, not a document's, and says whether the passages answer: it may differ from the benign twin)."""
+    out = re.sub(rf"<passage-{b} .*?</passage-{b}>", "<E>", prompt, flags=re.DOTALL)
+    lines = [line for line in out.split("\n") if not line.startswith("Note from the retrieval system: ")]
+    return "\n".join(line for line in lines if line.strip())
 
 
 def test_a_document_carrying_a_learnt_boundary_cannot_close_its_envelope() -> None:
