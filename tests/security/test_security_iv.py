@@ -17,11 +17,11 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from admit.service.fake_kb import FakeKnowledgeBase
 
 from admit import _linear
 from admit.pack import anchored_excerpt
 from admit.service.config import settings_from_dict
-from admit.service.fake_kb import FakeKnowledgeBase
 from admit.service.http import LoopbackServer, create_app
 from admit.service.work import Job, WorkPool
 from admit.types import Access, Chunk
