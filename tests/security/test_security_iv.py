@@ -17,13 +17,14 @@ from typing import Any
 import anyio
 import httpx
 import pytest
-from admit.service.fake_kb import FakeKnowledgeBase
 
 from admit import _linear
+from admit.kb import KnowledgeBase
 from admit.pack import anchored_excerpt
 from admit.service.config import settings_from_dict
 from admit.service.http import LoopbackServer, create_app
 from admit.service.work import Job, WorkPool
+from admit.testing.kb import memory_kb
 from admit.types import Access, Chunk
 
 ACME_KEY = "acme-key-iv"
@@ -65,17 +66,18 @@ def test_eight_tenants_holding_every_worker_do_not_starve_another(tmp_path: Path
     entered: list[str] = []
     lock = threading.Lock()
 
-    class SlowForEvil(FakeKnowledgeBase):
-        def retrieve(self, question: str, principal: Any, *args: Any, **kwargs: Any) -> Any:
-            if principal.tenant.startswith("evil"):
+    class SlowForEvil(KnowledgeBase):  # the real KB; an evil tenant's retrieval holds its worker
+        def search_request(self, question: str, principal: Any, *args: Any, **kwargs: Any) -> Any:
+            if principal is not None and principal.tenant.startswith("evil"):
                 with lock:
                     entered.append(principal.tenant)
                 gate.wait(120)
-            return super().retrieve(question, principal, *args, **kwargs)
+            return super().search_request(question, principal, *args, **kwargs)
 
-    app = create_app(
-        _settings(tmp_path, worker_threads=4, worker_threads_per_tenant=1), kb=SlowForEvil(CORPUS), environ=ENV
-    )
+    slow_kb = SlowForEvil("memory://", embedder="minilm")
+    slow_kb.add_chunks(CORPUS)
+
+    app = create_app(_settings(tmp_path, worker_threads=4, worker_threads_per_tenant=1), kb=slow_kb, environ=ENV)
     statuses: list[int] = []
     with LoopbackServer(app) as srv:
 
@@ -265,7 +267,7 @@ def test_the_anchored_excerpt_stops_at_the_deadline() -> None:
 
 
 def test_bodies_over_the_shape_caps_get_a_422_naming_the_field(tmp_path: Path) -> None:
-    app = create_app(_settings(tmp_path, max_object_keys=100), kb=FakeKnowledgeBase(CORPUS), environ=ENV)
+    app = create_app(_settings(tmp_path, max_object_keys=100), kb=memory_kb(CORPUS), environ=ENV)
     with LoopbackServer(app) as srv, httpx.Client(base_url=srv.url, timeout=120) as c:
         head = {"X-API-Key": ACME_KEY}
         meta = {f"k{i}": i for i in range(110_000)}
@@ -302,7 +304,7 @@ def test_the_event_loop_never_parses_a_body(tmp_path: Path, monkeypatch: pytest.
         return real(*args, **kwargs)
 
     monkeypatch.setattr(jsonio.json, "loads", spy)
-    app = create_app(_settings(tmp_path), kb=FakeKnowledgeBase(CORPUS), environ=ENV)
+    app = create_app(_settings(tmp_path), kb=memory_kb(CORPUS), environ=ENV)
 
     @app.get("/loop-thread")
     async def loop_thread() -> dict[str, int]:
@@ -436,7 +438,7 @@ def test_slow_clients_are_cut_and_healthz_answers(tmp_path: Path) -> None:
     from admit.service.server import ServerLimits
 
     limits = ServerLimits(header_timeout_s=2, body_timeout_s=2, max_connections=300, keep_alive_s=5)
-    app = create_app(_settings(tmp_path), kb=FakeKnowledgeBase(CORPUS), environ=ENV)
+    app = create_app(_settings(tmp_path), kb=memory_kb(CORPUS), environ=ENV)
     with LoopbackServer(app, limits=limits) as srv:
         port = srv.port
         slow = _open_slow(port, 1_500, b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ")
@@ -567,7 +569,7 @@ def test_refused_link_names_reach_the_terminal_without_escape_sequences(tmp_path
 )
 def test_bad_tool_schemas_get_a_one_line_422(tmp_path: Path, schema: Any) -> None:
     # issue 26: 9 of 364 bad HTTP inputs got 500 (bad tool schemas among them)
-    app = create_app(_settings(tmp_path), kb=FakeKnowledgeBase(CORPUS), environ=ENV)
+    app = create_app(_settings(tmp_path), kb=memory_kb(CORPUS), environ=ENV)
     tool = {"id": "t", "tool": "x", "rows": [{"a": "b"}], "schema": schema}
     body = {"question": "port?", "candidates": [{"id": "a", "source_id": "a", "text": "port"}], "tool_outputs": [tool]}
     with LoopbackServer(app) as srv, httpx.Client(base_url=srv.url, timeout=60) as c:
