@@ -116,7 +116,7 @@ def test_invalid_settings_are_rejected_at_construction() -> None:
     with pytest.raises(ConfigError, match="n"):
         AdmitCompressor(strategy="top_n", params={"n": -2})
     with pytest.raises(ConfigError, match="reranker"):
-        AdmitCompressor(reranker="cross")
+        AdmitCompressor(reranker="colbert")
 
 
 def test_a_filter_gives_the_defaults_and_settings_given_win() -> None:

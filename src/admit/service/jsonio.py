@@ -102,9 +102,12 @@ def parse_body(raw: bytes, model: type[M], caps: JsonCaps, *, context: Mapping[s
         value = json.loads(text, parse_constant=_no_constant)
     except RecursionError:
         raise BodyShapeError(f"body: nested deeper than max_depth={caps.max_depth}", field="body") from None
-    except ValueError as exc:
+    except json.JSONDecodeError:
+        # no decoder offset: a character position means nothing to a caller who sent a file or a shell string
+        raise RequestError("body: not valid JSON", field=None) from None
+    except ValueError as exc:  # NaN / Infinity (_no_constant)
         msg = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        raise RequestError(f"body: not valid JSON ({msg})", field="body") from None
+        raise RequestError(f"body: not valid JSON ({msg})", field=None) from None
     check_shape(value, caps)
     return model.model_validate(value, context=dict(context) if context else None)
 
