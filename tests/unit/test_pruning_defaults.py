@@ -10,10 +10,10 @@ from tests.conftest import REPO
 from tests.helpers import chunk
 
 
-def test_the_shipped_policy_prunes_nothing_unless_asked_as_the_readme_says() -> None:
+def test_the_shipped_policy_prunes_nothing_unless_asked_as_the_docs_say() -> None:
     ps = load_policy_set(None)
     assert {name: p.prune.strategy for name, p in ps.classes.items()} == dict.fromkeys(ps.classes, "none")
-    readme = " ".join((REPO / "README.md").read_text("utf-8").split())
+    readme = " ".join((REPO / "docs" / "usage.md").read_text("utf-8").split())  # moved there from the README
     assert "Pruning is opt-in on the retrieval API and on by default for agents" in readme
     assert 'says `strategy = "none"` for every class' in readme
     assert "embedded CPU default" not in readme

@@ -156,7 +156,8 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
     start = _offset(page_token, question)
     note = " ".join(f.detail for f in res.fallbacks)
     trace = core.trace_summary(res.trace)
-    decisions = [d.as_dict() for d in res.decisions]
+    # every candidate's decision, on the first page only (later pages would repeat it)
+    decisions = [d.as_dict() for d in res.decisions] if start == 0 else []
     rest = admitted[start:]
     renderer = EvidenceRenderer.for_chunks([p.chunk for p in rest])  # valid for every subset of them
     envelopes = [renderer.envelope(p.chunk, p.text, excerpt=p.excerpt) for p in rest]
@@ -164,6 +165,9 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
 
     def build(k: int) -> EvidenceResult:
         evidence = res.prompt if start == 0 and k >= len(admitted) else renderer.block(envelopes[:k])
+        shown_note = note
+        if omitted:
+            shown_note = f"{note} {omitted}".strip()
         nxt = _token(start + k, question) if start + k < len(admitted) else None
         return EvidenceResult(
             evidence=evidence,
@@ -172,7 +176,7 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
             answerability=res.answerability,
             passages=cited[:k],
             tools=res.tools,
-            note=note,
+            note=shown_note,
             total_passages=len(admitted),
             decisions=decisions,
             next_page_token=nxt,
@@ -183,19 +187,29 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
         one = len(json.dumps(envelopes[i], ensure_ascii=False)) + len(cited[i].model_dump_json())
         return 3 * (one + len(rest[i].chunk.id) + 8)  # twice sent, the text copy indented and escaped
 
-    total = sent_bytes(build(0))
-    k = 0
-    while k < len(rest):
-        total += cost(k)
-        if total > max_bytes and k >= 1:
-            break
-        k += 1
-    best = build(k)
-    tries = 0
-    while k > 1 and sent_bytes(best) > max_bytes:
-        tries += 1
-        k = k - 1 if tries < 8 else max(1, k // 2)
+    def select() -> EvidenceResult:
+        total = sent_bytes(build(0))
+        k = 0
+        while k < len(rest):
+            total += cost(k)
+            if total > max_bytes and k >= 1:
+                break
+            k += 1
         best = build(k)
+        tries = 0
+        while k > 1 and sent_bytes(best) > max_bytes:
+            tries += 1
+            k = k - 1 if tries < 8 else max(1, k // 2)
+            best = build(k)
+        return best
+
+    omitted = ""
+    best = select()
+    if decisions and sent_bytes(best) > max_bytes:
+        # the decisions alone do not fit beside one passage: said, not silently cut (the trace keeps them)
+        omitted = f"The {len(decisions)} candidates' decisions are left out to fit max_result_bytes={max_bytes}."
+        decisions = []
+        best = select()
     return best
 
 
