@@ -31,7 +31,6 @@ Torch only here (the ``fit`` extra); inference is numpy. Runs unchanged on a GPU
 from __future__ import annotations
 
 import argparse
-import gzip
 import hashlib
 import itertools
 import json
@@ -61,6 +60,9 @@ from admit.backends.rerankers.cross import (  # noqa: E402
 )
 from admit.passages import question_text  # noqa: E402
 
+sys.path.insert(0, str(ROOT / "scripts"))
+from fit_setwise import read_folder  # noqa: E402  (one reader of the record format)
+
 CACHE_LAYERS = (3, 4, 5)
 HIDDEN = 384
 EXCLUDE = ("docs_policyqa", "docs2_evidence_inference")
@@ -68,23 +70,6 @@ TARGET_COMPRESSION = 0.68
 
 
 # ------------------------------------------------------------------------------------------------ data
-
-
-def family(name: str) -> str:
-    for fam in ("hotpotqa_fullwiki", "hotpotqa", "musique", "2wikimultihopqa", "rhdh_docs"):
-        if fam in name:
-            return fam
-    return name.split("_", 1)[-1]
-
-
-def read_folder(folder: Path) -> dict[str, list[dict[str, Any]]]:
-    out: dict[str, list[dict[str, Any]]] = {}
-    for path in sorted(folder.glob("*.jsonl*")):
-        stem = path.name.split(".jsonl")[0]
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8") as fh:
-            out[stem] = [json.loads(line) for line in fh if line.strip()]
-    return out
 
 
 def _toks(text: str) -> list[str]:
