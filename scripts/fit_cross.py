@@ -49,7 +49,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from admit._text import STOPWORDS, bm25_matrix, normalize  # noqa: E402
+from admit._text import bm25_matrix  # noqa: E402
 from admit.backends.embedders.minilm import model_dir  # noqa: E402
 from admit.backends.rerankers.cross import (  # noqa: E402
     _LAYER_KEYS,
@@ -58,6 +58,7 @@ from admit.backends.rerankers.cross import (  # noqa: E402
     QUESTION_TOKENS,
     chunk_passage,
 )
+from admit.backends.rerankers.cross import _tokens as _toks  # noqa: E402  (the passage choice's tokens)
 from admit.passages import question_text  # noqa: E402
 
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -70,10 +71,6 @@ TARGET_COMPRESSION = 0.68
 
 
 # ------------------------------------------------------------------------------------------------ data
-
-
-def _toks(text: str) -> list[str]:
-    return [w for w in normalize(text).split() if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
 
 
 @dataclass

@@ -202,8 +202,8 @@ class CrossEncoder:
             hits = {k: self._states[k] for k in keys if k in self._states}
             for k in hits:
                 self._states.move_to_end(k)
-        todo = list(dict.fromkeys(t for t, k in zip(texts, keys, strict=True) if k not in hits))
-        fresh = dict(zip([self._key(t) for t in todo], self._bottom(todo, question=False), strict=True))
+        todo = {k: t for t, k in zip(texts, keys, strict=True) if k not in hits}
+        fresh = dict(zip(todo, self._bottom(list(todo.values()), question=False), strict=True))
         with self._cache_lock:
             for k, v in fresh.items():
                 self._states[k] = v.astype(np.float16)
