@@ -12,7 +12,8 @@ Every exception admit raises on purpose derives from :class:`AdmitError`::
     └── BackendError           a runtime failure of a backend (tokenizer, embedder, LLM, store)
         ├── GraderOutputError  an LLM grader answered something that cannot be used
         ├── BackendTimeout     a backend did not answer in time
-        └── StoreError         a knowledge-base store failed
+        ├── StoreError         a knowledge-base store failed
+        └── Overloaded         the service's queue for this caller is full (429, retry after a pause)
 
 Caller mistakes (``ConfigError``) are kept apart from runtime failures (``BackendError``) so a
 service can map the first to a 4xx and the second to a recorded fallback.
@@ -32,6 +33,7 @@ __all__ = [
     "GraderOutputError",
     "LimitExceeded",
     "MissingExtraError",
+    "Overloaded",
     "RequestError",
     "StoreError",
     "unknown_name",
@@ -90,6 +92,24 @@ class BudgetError(AdmitError):
 
 class BackendError(AdmitError):
     """A backend (tokenizer, embedder, reranker, LLM, store) failed at run time."""
+
+
+class Overloaded(BackendError):
+    """The service's queue for this caller (tenant, key) or for everyone is full: answered 429 with
+    ``Retry-After`` (:attr:`retry_after_s`), never an unbounded wait."""
+
+    def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
+        """Create the error; ``retry_after_s`` is the pause the caller should take."""
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickle with the pause (the error crosses from a worker process)."""
+        return (_overloaded, (str(self), self.retry_after_s))
+
+
+def _overloaded(message: str, retry_after_s: float) -> Overloaded:
+    return Overloaded(message, retry_after_s=retry_after_s)
 
 
 class GraderOutputError(BackendError):

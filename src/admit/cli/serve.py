@@ -77,7 +77,7 @@ def serve_cmd(kb_path: str | None, host: str, port: int, config_path: str | None
 
     settings = load_settings(config_path)
     check_port_free(host, port)
-    app = create_app(settings, kb=open_kb(kb_path, must_exist=True) if kb_path else None)
+    app = create_app(settings, kb=open_kb(kb_path, must_exist=True) if kb_path else None, processes=True)
     terminal_logging(log_level, "%(asctime)s %(levelname)s %(name)s: %(message)s")
     from admit.service.work import responsive_interpreter
 

@@ -42,6 +42,7 @@ ERROR_TABLE: tuple[tuple[type[AdmitError], int, str, str], ...] = (
     (e.BudgetError, 422, "invalid_request", "message"),
     (e.AuthorizationError, 403, "forbidden", "message"),
     (e.BackendTimeout, 504, "timeout", "message"),
+    (e.Overloaded, 429, "overloaded", "message"),
     (e.BackendError, 503, "backend_unavailable", "first_line"),
     (e.AdmitError, 503, "backend_unavailable", "hidden"),
 )

@@ -13,6 +13,7 @@ missing or unknown key                 401
 ``AuthorizationError``                 403
 body, candidate count or text too big  413
 malformed request, bad setting         422
+too many requests waiting              429
 backend failure                        503
 request over ``request_timeout_s``     504
 =====================================  ======
@@ -21,10 +22,12 @@ request over ``request_timeout_s``     504
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Annotated, Any
 
+import anyio
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
@@ -38,6 +41,7 @@ from admit.errors import (
     AdmitError,
     AuthorizationError,
     LimitExceeded,
+    Overloaded,
 )
 from admit.inspector import render_page
 from admit.prune import Pruner
@@ -95,6 +99,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     413: {"model": ErrorBody, "description": "Over a configured limit (body size, candidates, text length, top_k)."},
     422: {"model": ErrorBody, "description": "Malformed request or bad setting; `field` names it."},
     503: {"model": ErrorBody, "description": "A backend failed."},
+    429: {"model": ErrorBody, "description": "Too many of this tenant's or key's requests waiting; see Retry-After."},
     504: {"model": ErrorBody, "description": "The request took longer than request_timeout_s."},
 }
 
@@ -119,6 +124,7 @@ def create_app(
     pruner_options: Mapping[str, Any] | None = None,
     sink: TraceSink | None = None,
     environ: Mapping[str, str] | None = None,
+    processes: bool = False,
 ) -> FastAPI:
     """Build the FastAPI app; its lifespan starts loading the models (``/readyz`` says when they are).
 
@@ -129,17 +135,24 @@ def create_app(
         pruner_options: Keyword arguments for pruners built by name.
         sink: Trace sink (default: ``settings.trace_file``).
         environ: Environment for ``key_env`` lookups (default: ``os.environ``).
+        processes: Run request work in worker processes when ``[service.limits] worker_processes`` is unset
+            (``admit serve`` passes ``True``; see :mod:`admit.service.procs`).
     """
     state = build_state(
         settings or ServiceSettings(), kb=kb, pruner=pruner, pruner_options=pruner_options, sink=sink, environ=environ
     )
+    state.use_processes(processes)
     if not len(state.keyring):
         logger.warning("no API keys configured: every /v1 call will get 401")
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         state.start_warm_up()
-        yield
+        try:
+            yield
+        finally:
+            if state.procs is not None:
+                state.procs.close()
 
     app = FastAPI(
         title="admit",
@@ -194,14 +207,17 @@ def create_app(
         """Parse, validate, run and serialize in the tenant's worker: the loop only moves the bytes."""
         raw = await request.body()
 
-        def job() -> Response:
+        def job() -> bytes:
             try:
                 body = parse_body(raw, model, caps)
             except ValidationError as exc:
                 raise RequestValidationError(exc.errors(include_url=False)) from None
-            return Response(dumps(work(body)).encode(), media_type="application/json")
+            return dumps(work(body)).encode()
 
-        return await run_bounded(state, job, tenant=principal.tenant)
+        label = getattr(request.state, "key_label", None)
+        key = f"key:{label}" if isinstance(label, str) else None
+        out = await run_bounded(state, job, tenant=principal.tenant, key=key)
+        return Response(out, media_type="application/json")
 
     @app.post("/v1/pack", tags=["admit"], responses=_ERRORS, openapi_extra=_body_schema("PackBody"))
     async def pack_endpoint(request: Request, principal: PrincipalDep) -> Response:
@@ -253,11 +269,16 @@ def create_app(
 
     @app.get("/inspect", tags=["admit"], response_class=HTMLResponse, responses=_ERRORS)
     async def inspect_page(principal: PrincipalDep, id: str | None = None) -> HTMLResponse:
-        """The request inspector page of the key's tenant's latest requests (``id``: only that request)."""
-        records = state.inspect.records(principal.tenant) if state.inspect is not None else []
+        """The request inspector page of the key's latest requests it may see (``id``: only that request): its
+        tenant's, made by no key with a group it lacks, admitting nothing it may not read. Rendered off the
+        event loop."""
+        records = state.inspect.visible(principal) if state.inspect is not None else []
         if id is not None:
             records = [r for r in records if r.get("request_id") == id]
-        return HTMLResponse(render_page(records, title=f"admit: requests of {principal.tenant}"))
+        page = await anyio.to_thread.run_sync(
+            functools.partial(render_page, records, title=f"admit: requests of {principal.tenant}")
+        )
+        return HTMLResponse(page)
 
     _document_bodies(app)
     return app
@@ -342,7 +363,10 @@ def validation_message(errors: Any, model: type[BaseModel] | None = None) -> tup
 def map_error(exc: AdmitError) -> JSONResponse:
     """The HTTP answer to an admit error: its row of the service's one error table (:mod:`admit.service.errors`)."""
     a = answer_for(exc)
-    return error_response(a.status, a.error, a.message, a.field, kind=a.kind)
+    headers = None
+    if isinstance(exc, Overloaded):
+        headers = {"Retry-After": str(max(1, round(exc.retry_after_s)))}
+    return error_response(a.status, a.error, a.message, a.field, headers, kind=a.kind)
 
 
 def _version() -> str:

@@ -106,13 +106,18 @@ def _in_scope(tenant: str | None, fn: Callable[[], T]) -> T:
         return fn()
 
 
-async def run_bounded(state: ServiceState, fn: Callable[[], T], *, tenant: str | None = None) -> T:
+async def run_bounded(
+    state: ServiceState, fn: Callable[[], T], *, tenant: str | None = None, key: str | None = None
+) -> T:
     """Run blocking work in a worker of the state's :class:`WorkPool` under ``request_timeout_s``.
 
     A request that arrives while the models are still loading waits for them, and a request waits for a worker
     in the pool's fair queue (tenant by tenant), inside the same deadline. The deadline also stops the work
     itself: the worker's text processing checks it (:func:`admit._linear.deadline`), so a timed-out request
-    frees its worker instead of running on after its caller got 504. The work runs in the tenant's cache scope
+    frees its worker instead of running on after its caller got 504. With worker processes
+    (:attr:`ServiceState.procs`) ``fn`` runs in one of them (pickled, the state by reference) and a job still
+    running at its deadline has its process killed and replaced; a full queue (the tenant's, ``key``'s, everyone's)
+    raises :class:`~admit.errors.Overloaded` (429). The work runs in the tenant's cache scope
     (:mod:`admit._scope`): what it caches, only the same tenant's requests hit.
     """
     timeout = state.limits.request_timeout_s
@@ -123,6 +128,9 @@ async def run_bounded(state: ServiceState, fn: Callable[[], T], *, tenant: str |
         with anyio.fail_after(timeout):
             while state.readiness.status == "loading":
                 await anyio.sleep(0.02)
+            procs = state.procs
+            if procs is not None:
+                return await procs.run(tenant or "-", partial(_in_scope, tenant, fn), deadline_at=at, key=key)
             return await pool.run(tenant or "-", partial(_in_scope, tenant, fn), deadline_at=at)
     except TimeoutError as exc:
         loading = ""

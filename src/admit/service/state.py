@@ -26,6 +26,7 @@ from admit.prune import Pruner, PrunerResources
 from admit.service.config import KeyRing, Limits, ServiceSettings
 from admit.service.jsonio import JsonCaps
 from admit.service.metrics import ServiceMetrics
+from admit.service.procs import ProcessPool
 from admit.service.work import WorkPool
 from admit.tools import Redactor
 from admit.trace import JsonlSink, TraceSink
@@ -116,12 +117,31 @@ class ServiceState:
     """The worker pool request work runs in (sized from the limits when ``None``)."""
     inspect: InspectLog | None = None
     """The latest requests, by tenant, for ``/inspect``."""
+    procs: ProcessPool | None = None
+    """The worker processes request work runs in (:meth:`use_processes`); ``None``: the threads of :attr:`work`."""
     _warm_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
         """Size the worker pool from the limits."""
         if self.work is None:
             self.work = WorkPool(self.limits.worker_threads, self.limits.worker_threads_per_tenant)
+
+    def use_processes(self, default: bool) -> ProcessPool | None:
+        """Run request work in worker processes when ``[service.limits] worker_processes`` says so (``None``:
+        ``default``); the processes are forked by the first request after the models are loaded."""
+        n = self.limits.worker_processes
+        if n == 0 or (n is None and not default):
+            return None
+        if self.procs is None:
+            lim = self.limits
+            self.procs = ProcessPool(
+                self,
+                n or 0,
+                max_queued_per_tenant=lim.max_queued_per_tenant,
+                max_queued_per_key=lim.max_queued_per_key,
+                max_queued=lim.max_queued,
+            )
+        return self.procs
 
     @property
     def limits(self) -> Limits:

@@ -1,0 +1,668 @@
+"""Request work in worker processes, scheduled per tenant by a fair queue (see :class:`ProcessPool`).
+
+Threads under one interpreter lock cannot give a tenant a share of the CPU: a pack of 24 long candidates holds
+the lock however the threads take turns, and a deadline cannot stop a thread (issue 32: a setwise prune ran
+270 s past its 504). Here every CPU-bound job (parsing and validating a body, embedding, pruning, packing,
+serializing the answer) runs in one of a few worker **processes**, forked from the server once its models are
+loaded (each process holds them from the fork, shared copy-on-write: loaded once, never per request).
+
+**Admission: start-time fair queuing by tenant.** Each tenant has a FIFO of waiting jobs and a virtual finish
+time; a tenant with waiting jobs sits in a heap by its start tag ``max(V, finish)``, ``V`` the tag of the last
+job dispatched. A dispatch pops the smallest tag (``O(log n)``), advances the tenant's finish by its expected
+cost, and the job's real CPU time corrects it when the job ends: a tenant is charged what its jobs really
+cost, so one sending 2-second packs is served a 40th as often as one sending 50 ms searches. Stale heap
+entries are skipped lazily (a generation number), never re-sorted. One tenant holds at most ``per_tenant``
+processes; the last ``reserve`` processes go only to *light* tenants (whose recent jobs cost less than
+``long_cpu_s`` of CPU each, measured in CPU seconds, so contention never makes a tenant look heavy).
+
+**CPU: least attained service across processes.** Every ``tick_s`` the pool reads each busy process's CPU time
+(``/proc``): jobs that have used less than ``long_cpu_s`` run; of the others at most ``cores - short`` run at
+once, the earliest deadline first, the rest are paused (``SIGSTOP``) until a core is theirs (``SIGCONT``).
+
+**Deadlines.** A job still running at its deadline has its process killed (``SIGKILL``) and replaced by a fresh
+fork; the CPU it used is charged to its tenant. No job outlives its deadline by more than one tick.
+
+**Bounded waiting.** Each tenant may have ``max_queued_per_tenant`` jobs waiting, each key
+``max_queued_per_key``, everyone together ``max_queued``; past that the job is refused at once with
+:class:`~admit.errors.Overloaded` (429, ``Retry-After``).
+
+What a job changes in the service (metrics, the inspector's records, the trace file) is recorded in the worker
+and replayed by the server when the answer comes back, so ``/metrics`` and ``/inspect`` stay whole.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import heapq
+import io
+import itertools
+import logging
+import multiprocessing
+import os
+import pickle
+import signal
+import stat
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any, TypeVar
+
+from admit import _linear
+from admit.errors import AdmitError, BackendError, Overloaded
+
+__all__ = ["PoolStats", "ProcessPool", "worker_state"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_STATE_ID = "admit-service-state"
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+_WORKER_STATE: Any = None
+"""In a worker process: the service state it was forked with (what a job's pickled ``state`` resolves to)."""
+
+
+def worker_state() -> Any:
+    """The service state of this worker process (``None`` in the server itself)."""
+    return _WORKER_STATE
+
+
+def cores() -> int:
+    """CPU cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def _proc_cpu(pid: int) -> float:
+    """CPU seconds (user + system) process ``pid`` has used; 0.0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return 0.0
+    fields = raw[raw.rfind(b")") + 2 :].split()
+    try:
+        return (int(fields[11]) + int(fields[12])) / _CLK_TCK
+    except (IndexError, ValueError):
+        return 0.0
+
+
+# ---------------------------------------------------------------------------------------------- pickling
+
+
+def _dumps_job(obj: Any, state: Any) -> bytes:
+    import cloudpickle
+
+    class _Pickler(cloudpickle.Pickler):  # type: ignore[misc]
+        def persistent_id(self, o: Any) -> str | None:
+            return _STATE_ID if o is state else None
+
+    buf = io.BytesIO()
+    _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
+    return buf.getvalue()
+
+
+class _Unpickler(pickle.Unpickler):
+    def persistent_load(self, pid: Any) -> Any:
+        if pid == _STATE_ID:
+            return _WORKER_STATE
+        raise pickle.UnpicklingError(f"unknown persistent id {pid!r}")
+
+
+# ---------------------------------------------------------------------------------------------- the worker
+
+
+class _MetricRecorder:
+    """Stands for :class:`~admit.service.metrics.ServiceMetrics` in a worker: every ``inc``/``observe`` is
+    recorded and replayed on the server's metrics."""
+
+    def __init__(self, effects: list[tuple[Any, ...]]) -> None:
+        self._effects = effects
+
+    def __getattr__(self, name: str) -> Any:
+        effects = self._effects
+
+        class _Child:
+            def __init__(self, labels: dict[str, str]) -> None:
+                self.labels_ = labels
+
+            def inc(self, amount: float = 1.0) -> None:
+                effects.append(("metric", name, self.labels_, "inc", float(amount)))
+
+            def observe(self, amount: float) -> None:
+                effects.append(("metric", name, self.labels_, "observe", float(amount)))
+
+        class _Metric:
+            def labels(self, **kw: str) -> _Child:
+                return _Child(kw)
+
+        return _Metric()
+
+
+def _install_capture(state: Any, effects: list[tuple[Any, ...]]) -> None:
+    """In a worker: the state's metrics and inspector record into ``effects`` instead of keeping anything."""
+    state.metrics = _MetricRecorder(effects)
+    log = getattr(state, "inspect", None)
+    if log is not None:
+
+        def keep(tenant: str | None, entry: dict[str, Any]) -> None:
+            effects.append(("keep", tenant, entry))
+
+        def out(method: str, *args: Any) -> None:
+            effects.append(("out", method, args))
+
+        log.capture(keep, out)
+
+
+def _close_inherited_sockets(keep: int) -> None:
+    """Close every socket this fork inherited (client connections, the listening socket, the other workers'
+    pipes) but its own pipe: a worker must never hold a client's connection open."""
+    try:
+        fds = [int(n) for n in os.listdir("/proc/self/fd")]
+    except OSError:  # pragma: no cover - not Linux
+        return
+    for fd in fds:
+        if fd == keep or fd <= 2:
+            continue
+        try:
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                os.close(fd)
+        except OSError:
+            continue
+
+
+def _worker_main(state: Any, conn: Connection) -> None:
+    """A worker process: run jobs from ``conn`` one at a time until it closes (or the server kills it)."""
+    global _WORKER_STATE
+    with contextlib.suppress(ValueError, OSError):
+        signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle; it ends its workers
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _close_inherited_sockets(conn.fileno())
+    _WORKER_STATE = state
+    effects: list[tuple[Any, ...]] = []
+    _install_capture(state, effects)
+    # a fresh thread: thread-local resources of the forking thread (a store connection) are not reused
+    t = threading.Thread(target=_serve, args=(conn, effects), name="admit-proc-work", daemon=True)
+    t.start()
+    t.join()
+    os._exit(0)
+
+
+def _serve(conn: Connection, effects: list[tuple[Any, ...]]) -> None:
+    while True:
+        try:
+            raw = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        effects.clear()
+        cpu0 = time.process_time()
+        ok = True
+        value: Any
+        try:
+            fn, deadline_at = _Unpickler(io.BytesIO(raw)).load()
+            with _linear.deadline(deadline_at):
+                value = fn()
+        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the server
+            ok, value = False, exc
+        cpu = time.process_time() - cpu0
+        try:
+            out = pickle.dumps((ok, value, list(effects), cpu), protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.loads(out)  # an exception whose class cannot be rebuilt must not fail the server's read
+        except Exception as exc:  # noqa: BLE001
+            err: BaseException = value if not ok and isinstance(value, AdmitError) else exc
+            msg = f"{type(err).__name__}: {err}"
+            out = pickle.dumps((False, BackendError(msg[:500]), list(effects), cpu))
+        try:
+            conn.send_bytes(out)
+        except (OSError, ValueError):
+            return
+
+
+# ---------------------------------------------------------------------------------------------- the server side
+
+
+@dataclass(slots=True, eq=False)
+class _Worker:
+    proc: Any
+    conn: Connection
+    job: _Job | None = None
+    stopped: bool = False
+
+
+@dataclass(slots=True, eq=False)
+class _Job:
+    tenant: str
+    key: str
+    deadline_at: float | None
+    future: asyncio.Future[Any]
+    seq: int
+    estimate: float = 0.0
+    worker: _Worker | None = None
+    cpu0: float = 0.0
+    cpu: float = 0.0
+    started: float = 0.0
+
+
+@dataclass(slots=True, eq=False)
+class _Tenant:
+    name: str
+    finish: float = 0.0
+    waiting: collections.deque[_Job] = field(default_factory=collections.deque)
+    in_flight: int = 0
+    cost: float = 0.0
+    """Moving average of this tenant's CPU seconds per job."""
+    jobs: int = 0
+    charged: float = 0.0
+    """CPU seconds this tenant's jobs have used in all."""
+    gen: int = 0
+    queued_in: str | None = None
+
+
+@dataclass(slots=True)
+class PoolStats:
+    """The pool's own accounting (read by ``/metrics``, the benchmarks and the tests)."""
+
+    dispatched: int = 0
+    completed: int = 0
+    killed: int = 0
+    """Jobs whose process was killed at their deadline (or with their caller) and replaced."""
+    refused: int = 0
+    """Jobs refused because a queue was full (429)."""
+    respawned: int = 0
+    paused: int = 0
+    """``SIGSTOP``s sent to long jobs while shorter ones needed the cores."""
+
+
+class ProcessPool:
+    """Worker processes for request work, shared fairly between tenants (module docstring)."""
+
+    def __init__(
+        self,
+        state: Any,
+        processes: int = 0,
+        *,
+        per_tenant: int = 0,
+        reserve: int = 0,
+        long_cpu_s: float = 0.25,
+        tick_s: float = 0.05,
+        max_queued_per_tenant: int = 64,
+        max_queued_per_key: int = 64,
+        max_queued: int = 1024,
+    ) -> None:
+        """``0`` sizes to the cores: ``processes`` = cores, ``reserve`` = half of them (at least 1),
+        ``per_tenant`` = half the cores (at least 1)."""
+        n = cores()
+        self.state = state
+        self.cores = n
+        self.regular = processes or max(1, n)
+        self.reserve = reserve or max(1, n // 2)
+        self.per_tenant = per_tenant or max(1, n // 2)
+        self.long_cpu_s = long_cpu_s
+        self.tick_s = tick_s
+        self.max_queued_per_tenant = max_queued_per_tenant
+        self.max_queued_per_key = max_queued_per_key
+        self.max_queued = max_queued
+        self.stats = PoolStats()
+        self._workers: list[_Worker] = []
+        self._free: list[_Worker] = []
+        self._tenants: dict[str, _Tenant] = {}
+        self._heaps: dict[str, list[tuple[float, int, int, _Tenant]]] = {"light": [], "heavy": []}
+        self._queued = 0
+        self._by_key: collections.Counter[str] = collections.Counter()
+        self._vtime = 0.0
+        self._seq = itertools.count()
+        self._ctx = multiprocessing.get_context("fork")
+        self._ticker: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._started = False
+        self._closed = False
+        self._payloads: dict[_Job, bytes] = {}
+
+    # ---------------------------------------------------------------- processes
+
+    @property
+    def size(self) -> int:
+        """Worker processes in all (``regular + reserve``)."""
+        return self.regular + self.reserve
+
+    def start(self) -> None:
+        """Fork the workers (once the models are loaded: each worker holds them from the fork)."""
+        if self._started:
+            return
+        self._started = True
+        for _ in range(self.size):
+            self._spawn()
+
+    def _spawn(self) -> None:
+        parent, child = self._ctx.Pipe(duplex=True)
+        proc = self._ctx.Process(target=_worker_main, args=(self.state, child), name="admit-worker", daemon=True)
+        proc.start()
+        child.close()
+        w = _Worker(proc, parent)
+        self._workers.append(w)
+        self._free.append(w)
+
+    def _retire(self, w: _Worker) -> None:
+        with contextlib.suppress(Exception):
+            w.proc.kill()
+        with contextlib.suppress(Exception):
+            w.conn.close()
+        with contextlib.suppress(Exception):
+            w.proc.join(timeout=1)
+        if w in self._workers:
+            self._workers.remove(w)
+        if w in self._free:
+            self._free.remove(w)
+
+    def close(self) -> None:
+        """End every worker."""
+        self._closed = True
+        if self._ticker is not None:
+            self._ticker.cancel()
+        for w in list(self._workers):
+            self._retire(w)
+
+    def pids(self) -> list[int]:
+        """The worker processes' ids."""
+        return [int(w.proc.pid) for w in self._workers]
+
+    def busy(self) -> list[dict[str, Any]]:
+        """The jobs running now: tenant, pid, CPU seconds so far, seconds to their deadline (negative: past)."""
+        now = time.monotonic()
+        out = []
+        for w in self._workers:
+            j = w.job
+            if j is not None:
+                out.append(
+                    {
+                        "tenant": j.tenant,
+                        "pid": w.proc.pid,
+                        "cpu_s": _proc_cpu(w.proc.pid) - j.cpu0,
+                        "to_deadline_s": None if j.deadline_at is None else j.deadline_at - now,
+                        "paused": w.stopped,
+                    }
+                )
+        return out
+
+    def charged(self, tenant: str) -> float:
+        """CPU seconds ``tenant``'s jobs have used (killed ones included)."""
+        t = self._tenants.get(tenant)
+        return t.charged if t is not None else 0.0
+
+    def queued(self) -> int:
+        """Jobs waiting for a process."""
+        return self._queued
+
+    # ---------------------------------------------------------------- the fair queue
+
+    def _tenant(self, name: str) -> _Tenant:
+        t = self._tenants.get(name)
+        if t is None:
+            t = self._tenants[name] = _Tenant(name)
+            if len(self._tenants) > 10_000:  # bounded: idle tenants are forgotten
+                for k in [k for k, v in self._tenants.items() if not v.waiting and not v.in_flight][:5_000]:
+                    del self._tenants[k]
+                self._tenants[name] = t
+        return t
+
+    def _light(self, t: _Tenant) -> bool:
+        return t.jobs == 0 or t.cost < self.long_cpu_s
+
+    def _push(self, t: _Tenant) -> None:
+        """Put ``t`` in its heap at its start tag, if it has a job waiting and may start one."""
+        if not t.waiting or t.in_flight >= self.per_tenant:
+            t.queued_in = None
+            return
+        t.gen += 1
+        which = "light" if self._light(t) else "heavy"
+        t.queued_in = which
+        heapq.heappush(self._heaps[which], (max(self._vtime, t.finish), next(self._seq), t.gen, t))
+
+    def _head(self, which: str) -> tuple[float, _Tenant] | None:
+        heap = self._heaps[which]
+        while heap:
+            tag, _, gen, t = heap[0]
+            if gen == t.gen and t.queued_in == which and t.waiting and t.in_flight < self.per_tenant:
+                return tag, t
+            heapq.heappop(heap)  # stale: the tenant moved, emptied its queue or reached its cap
+        return None
+
+    def _dispatch(self) -> None:
+        while self._free:
+            busy = self.size - len(self._free)
+            light = self._head("light")
+            heavy = self._head("heavy") if busy < self.regular else None
+            if light is None and heavy is None:
+                return
+            if light is not None and (heavy is None or light[0] <= heavy[0]):
+                tag, t, which = light[0], light[1], "light"
+            else:
+                assert heavy is not None
+                tag, t, which = heavy[0], heavy[1], "heavy"
+            heapq.heappop(self._heaps[which])
+            self._vtime = max(self._vtime, tag)
+            job = t.waiting.popleft()
+            self._queued -= 1
+            self._by_key[job.key] -= 1
+            if self._by_key[job.key] <= 0:
+                del self._by_key[job.key]
+            job.estimate = t.cost if t.jobs else 0.01
+            t.finish = max(self._vtime, t.finish) + job.estimate
+            t.in_flight += 1
+            t.queued_in = None
+            self._push(t)
+            self._start_job(job)
+
+    def _start_job(self, job: _Job) -> None:
+        w = self._free.pop()
+        w.job = job
+        job.worker = w
+        job.cpu0 = _proc_cpu(w.proc.pid)
+        job.started = time.monotonic()
+        self.stats.dispatched += 1
+        try:
+            w.conn.send_bytes(self._payloads.pop(job))
+        except Exception as exc:  # noqa: BLE001
+            self._finish(job, cpu=0.0, replace=True)
+            if not job.future.done():
+                job.future.set_exception(BackendError(f"could not hand the job to a worker: {type(exc).__name__}"))
+            return
+        assert self._loop is not None
+        self._loop.add_reader(w.conn.fileno(), self._on_answer, w)
+        self._schedule_cpu()
+
+    def _on_answer(self, w: _Worker) -> None:
+        job = w.job
+        loop = self._loop
+        assert loop is not None
+        loop.remove_reader(w.conn.fileno())
+        try:
+            raw = w.conn.recv_bytes()
+            ok, value, effects, cpu = pickle.loads(raw)
+        except Exception as exc:  # noqa: BLE001 - the worker died (killed from outside, out of memory)
+            if job is not None:
+                cpu = _proc_cpu(w.proc.pid) - job.cpu0
+                self._finish(job, cpu=cpu, replace=True)
+                if not job.future.done():
+                    job.future.set_exception(BackendError(f"the worker process ended ({type(exc).__name__})"))
+            return
+        if job is None:
+            return
+        self._replay(effects)
+        self._finish(job, cpu=float(cpu), replace=False)
+        if not job.future.done():
+            if ok:
+                job.future.set_result(value)
+            else:
+                job.future.set_exception(value)
+
+    def _replay(self, effects: list[tuple[Any, ...]]) -> None:
+        st = self.state
+        for eff in effects:
+            try:
+                if eff[0] == "metric":
+                    _, name, labels, op, amount = eff
+                    getattr(getattr(st.metrics, name).labels(**labels), op)(amount)
+                elif eff[0] == "keep" and st.inspect is not None:
+                    st.inspect.keep_entry(eff[1], eff[2])
+                elif eff[0] == "out" and st.inspect is not None:
+                    st.inspect.write_out(eff[1], *eff[2])
+            except Exception:  # noqa: BLE001 - bookkeeping never fails a request
+                logger.debug("could not replay a worker's effect", exc_info=True)
+
+    def _finish(self, job: _Job, *, cpu: float, replace: bool) -> None:
+        """A job ended (answered, or its process killed): charge its tenant, free (or replace) its process."""
+        w = job.worker
+        if w is None:
+            return
+        job.worker = None
+        w.job = None
+        if self._loop is not None:
+            with contextlib.suppress(Exception):
+                self._loop.remove_reader(w.conn.fileno())
+        t = self._tenant(job.tenant)
+        cpu = max(0.0, cpu)
+        job.cpu = cpu
+        t.in_flight -= 1
+        t.charged += cpu
+        t.finish += cpu - job.estimate
+        t.cost = cpu if t.jobs == 0 else 0.7 * t.cost + 0.3 * cpu
+        t.jobs += 1
+        self.stats.completed += 1
+        if replace:
+            self.stats.killed += 1
+            self._retire(w)
+            if not self._closed:
+                self._spawn()
+                self.stats.respawned += 1
+        else:
+            if w.stopped:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(w.proc.pid, signal.SIGCONT)
+                w.stopped = False
+            self._free.append(w)
+        self._push(t)
+        self._dispatch()
+        self._schedule_cpu()
+
+    # ---------------------------------------------------------------- CPU share and deadlines (a tick)
+
+    def _schedule_cpu(self) -> None:
+        """Kill jobs past their deadline; let short jobs run, and of the long ones as many as cores are left."""
+        now = time.monotonic()
+        running = [w for w in self._workers if w.job is not None]
+        short: list[_Worker] = []
+        long: list[_Worker] = []
+        for w in running:
+            job = w.job
+            assert job is not None
+            used = _proc_cpu(w.proc.pid) - job.cpu0
+            if job.deadline_at is not None and now >= job.deadline_at:
+                self._kill(w, used)
+                continue
+            (short if used < self.long_cpu_s else long).append(w)
+        allowed = max(0, self.cores - len(short))
+        long.sort(key=lambda w: (w.job.deadline_at if w.job and w.job.deadline_at else float("inf")))
+        for i, w in enumerate(long):
+            self._pause(w, i >= allowed)
+        for w in short:
+            self._pause(w, False)
+        self._arm_tick(bool(running))
+
+    def _pause(self, w: _Worker, stop: bool) -> None:
+        if stop == w.stopped:
+            return
+        try:
+            os.kill(w.proc.pid, signal.SIGSTOP if stop else signal.SIGCONT)
+        except ProcessLookupError:
+            return
+        w.stopped = stop
+        if stop:
+            self.stats.paused += 1
+
+    def _kill(self, w: _Worker, used: float) -> None:
+        job = w.job
+        if job is None:
+            return
+        self._finish(job, cpu=used, replace=True)
+        if not job.future.done():
+            job.future.set_exception(TimeoutError())
+
+    def _arm_tick(self, needed: bool) -> None:
+        if self._ticker is not None or not needed or self._loop is None or self._closed:
+            return
+
+        def tick() -> None:
+            self._ticker = None
+            self._schedule_cpu()
+
+        self._ticker = self._loop.call_later(self.tick_s, tick)
+
+    # ---------------------------------------------------------------- the entry point
+
+    async def run(
+        self, tenant: str, fn: Callable[[], T], *, deadline_at: float | None = None, key: str | None = None
+    ) -> T:
+        """Run ``fn`` in a worker process in ``tenant``'s fair share; past ``deadline_at`` (or when the caller is
+        cancelled) its process is killed and replaced. ``fn`` is pickled (the service state by reference).
+
+        Raises:
+            Overloaded: A queue (the tenant's, the key's, everyone's) is full.
+            TimeoutError: The deadline passed.
+        """
+        loop = asyncio.get_running_loop()
+        if self._loop is None:
+            self._loop = loop
+        self.start()
+        t = self._tenant(tenant)
+        k = key or f"tenant:{tenant}"
+        retry = max(1, round(min(30.0, max(t.cost, 0.05) * (len(t.waiting) + 1))))
+        if len(t.waiting) >= self.max_queued_per_tenant:
+            self.stats.refused += 1
+            raise Overloaded(
+                f"too many requests of this tenant waiting ({len(t.waiting)}); retry after {retry} s",
+                retry_after_s=retry,
+            )
+        if self._by_key[k] >= self.max_queued_per_key:
+            self.stats.refused += 1
+            raise Overloaded(f"too many requests of this key waiting; retry after {retry} s", retry_after_s=retry)
+        if self._queued >= self.max_queued:
+            self.stats.refused += 1
+            raise Overloaded(f"the server's queue is full; retry after {retry} s", retry_after_s=retry)
+        payload = _dumps_job((fn, deadline_at), self.state)
+        job = _Job(tenant, k, deadline_at, loop.create_future(), next(self._seq))
+        self._payloads[job] = payload
+        t.waiting.append(job)
+        self._queued += 1
+        self._by_key[k] += 1
+        if t.queued_in is None:
+            self._push(t)
+        self._dispatch()
+        try:
+            return await job.future  # type: ignore[no-any-return]
+        except BaseException:
+            self._abandon(job)
+            raise
+
+    def _abandon(self, job: _Job) -> None:
+        """The caller is gone (its deadline, a cancellation): drop the job from its queue, or kill its process."""
+        self._payloads.pop(job, None)
+        if job.worker is not None:
+            w = job.worker
+            self._kill(w, _proc_cpu(w.proc.pid) - job.cpu0)
+            return
+        t = self._tenants.get(job.tenant)
+        if t is not None and job in t.waiting:
+            t.waiting.remove(job)
+            self._queued -= 1
+            self._by_key[job.key] -= 1
+            if self._by_key[job.key] <= 0:
+                del self._by_key[job.key]

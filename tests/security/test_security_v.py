@@ -1,0 +1,178 @@
+"""Issue 32 (Security V): work in worker processes under a fair queue, deadlines that stop the work, bounded
+queues, the inspector's groups, and nothing lost on a failed re-ingest.
+
+No test here reads the clock for a speed assertion: the deadline test checks the pool's own accounting (the
+job's process was killed and replaced, no job is running), which a busy machine cannot flip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+import types
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("cloudpickle")
+
+from fastapi.testclient import TestClient
+
+from admit.errors import Overloaded
+from admit.service.config import settings_from_dict
+from admit.service.http import create_app
+from admit.service.procs import ProcessPool
+from admit.types import Access, Chunk
+
+
+class SpinPruner:
+    """A pruner that never returns and never reaches a checkpoint (only killing its process stops it)."""
+
+    name = "spin"
+
+    def prune(self, question: str, candidates: Any, settings: Any) -> Any:
+        x = 0
+        while True:
+            x += 1
+
+
+def _ready(c: TestClient) -> None:
+    for _ in range(600):  # bounded: 60 s at most
+        if c.get("/readyz").status_code == 200:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the app never became ready")
+
+
+@pytest.fixture()
+def spin_app() -> Iterator[tuple[TestClient, Any]]:
+    settings = settings_from_dict(
+        {
+            "service": {
+                "limits": {"worker_processes": 1, "request_timeout_s": 1.0},
+                "keys": {"a": {"key_env": "K_A", "tenant": "acme"}},
+            }
+        }
+    )
+    app = create_app(settings, pruner=SpinPruner(), environ={"K_A": "key-a"})  # type: ignore[arg-type]
+    with TestClient(app) as c:
+        _ready(c)
+        yield c, app.state.admit
+
+
+def test_a_prune_past_its_deadline_leaves_no_worker_busy(spin_app: tuple[TestClient, Any]) -> None:
+    c, state = spin_app
+    procs = state.procs
+    assert procs is not None, "request work must run in worker processes"
+    body = {"question": "q?", "candidates": [{"id": "a", "text": "alpha"}, {"id": "b", "text": "beta"}]}
+    r = c.post("/v1/prune", json=body, headers={"X-API-Key": "key-a"})
+    assert r.status_code == 504, r.text
+    pids_before = set(procs.pids())
+    # the pool's own accounting: the job's process was killed and replaced when its deadline passed, so no
+    # worker is busy once the caller has its 504 (nothing runs on in an abandoned thread)
+    assert procs.busy() == []
+    assert procs.stats.killed == 1 and procs.stats.respawned == 1
+    assert procs.charged("acme") >= 0.0 and procs.stats.completed == 1
+    assert len(pids_before) == procs.size
+    # the replacement serves the next request (here: the same spinning pruner, killed again)
+    assert c.post("/v1/prune", json=body, headers={"X-API-Key": "key-a"}).status_code == 504
+    assert procs.busy() == [] and procs.stats.killed == 2
+
+
+def test_a_full_tenant_queue_is_refused_at_once_with_retry_after() -> None:
+    async def main() -> list[Any]:
+        pool = ProcessPool(
+            types.SimpleNamespace(metrics=None, inspect=None), 1, reserve=1, per_tenant=1, max_queued_per_tenant=1
+        )
+        try:
+            at = time.monotonic() + 30
+            running = asyncio.ensure_future(pool.run("t", functools.partial(time.sleep, 0.5), deadline_at=at))
+            await asyncio.sleep(0)
+            queued = asyncio.ensure_future(pool.run("t", functools.partial(time.sleep, 0.0), deadline_at=at))
+            await asyncio.sleep(0)
+            with pytest.raises(Overloaded) as refused:
+                await pool.run("t", functools.partial(time.sleep, 0.0), deadline_at=at)
+            other = await pool.run("u", functools.partial(abs, -3), deadline_at=at)  # another tenant still runs
+            return [refused.value.retry_after_s, other, await running, await queued, pool.stats.refused]
+        finally:
+            pool.close()
+
+    retry, other, *_, refused = asyncio.run(main())
+    assert retry >= 1 and other == 3 and refused == 1
+
+
+def test_the_fair_queue_serves_a_light_tenant_before_a_heavy_tenants_backlog() -> None:
+    async def main() -> list[str]:
+        pool = ProcessPool(types.SimpleNamespace(metrics=None, inspect=None), 1, reserve=1, per_tenant=1)
+        order: list[str] = []
+        try:
+            at = time.monotonic() + 60
+            heavy = pool._tenant("heavy")
+            heavy.jobs, heavy.cost, heavy.finish = 5, 2.0, 10.0  # its recent jobs cost 2 CPU-seconds each
+            jobs = []
+
+            async def one(tenant: str, tag: str) -> None:
+                await pool.run(tenant, functools.partial(abs, 1), deadline_at=at)
+                order.append(tag)
+
+            blocker = asyncio.ensure_future(pool.run("z", functools.partial(time.sleep, 0.3), deadline_at=at))
+            blocker2 = asyncio.ensure_future(pool.run("y", functools.partial(time.sleep, 0.3), deadline_at=at))
+            await asyncio.sleep(0)
+            for i in range(3):
+                jobs.append(asyncio.ensure_future(one("heavy", f"h{i}")))
+                await asyncio.sleep(0)
+            jobs.append(asyncio.ensure_future(one("light", "light")))
+            await asyncio.gather(blocker, blocker2, *jobs)
+        finally:
+            pool.close()
+        return order
+
+    order = asyncio.run(main())
+    assert order[0] == "light", order
+
+
+def _groups_app() -> TestClient:
+    from admit.testing.kb import memory_kb
+
+    sre = Access(tenant="acme", groups=("sre",))
+    everyone = Access(tenant="acme")
+    chunks = [
+        Chunk(id="runbook#sre", source_id="runbook", title="SRE runbook", text="Rotate the primary with "
+              "failover-secret-procedure alpha when E4012 floods the pager.", access=sre),
+        Chunk(id="faq#e4012", source_id="faq", title="FAQ", text="E4012 means the quota is exceeded.", access=everyone),
+    ]
+    settings = settings_from_dict(
+        {
+            "service": {
+                "reranker": "bm25",
+                "limits": {"worker_processes": 0},
+                "keys": {
+                    "sre": {"key_env": "K_SRE", "tenant": "acme", "groups": ["sre", "support"]},
+                    "support": {"key_env": "K_SUP", "tenant": "acme", "groups": ["support"]},
+                },
+            }
+        }
+    )
+    return TestClient(create_app(settings, kb=memory_kb(chunks), environ={"K_SRE": "sre-key", "K_SUP": "sup-key"}))
+
+
+def test_the_inspector_never_shows_one_keys_group_text_or_question_to_another_key() -> None:
+    with _groups_app() as c:
+        _ready(c)
+        secret_q = "What does the SRE runbook say about E4012 failover?"
+        r = c.post("/v1/search", json={"question": secret_q, "top_k": 5}, headers={"X-API-Key": "sre-key"})
+        assert r.status_code == 200, r.text
+        assert "runbook#sre" in r.json()["citations"]
+        mine = c.get("/inspect", headers={"X-API-Key": "sre-key"})
+        assert "failover-secret-procedure" in mine.text and secret_q in mine.text
+        theirs = c.get("/inspect", headers={"X-API-Key": "sup-key"})
+        assert theirs.status_code == 200
+        assert "failover-secret-procedure" not in theirs.text and secret_q not in theirs.text
+        # the support key's own search is shown to it, and to the sre key (it holds every group the support key has)
+        q2 = "What does E4012 mean for support?"
+        assert c.post("/v1/search", json={"question": q2}, headers={"X-API-Key": "sup-key"}).status_code == 200
+        assert q2 in c.get("/inspect", headers={"X-API-Key": "sup-key"}).text
+        assert q2 in c.get("/inspect", headers={"X-API-Key": "sre-key"}).text
