@@ -176,3 +176,41 @@ def test_the_inspector_never_shows_one_keys_group_text_or_question_to_another_ke
         assert c.post("/v1/search", json={"question": q2}, headers={"X-API-Key": "sup-key"}).status_code == 200
         assert q2 in c.get("/inspect", headers={"X-API-Key": "sup-key"}).text
         assert q2 in c.get("/inspect", headers={"X-API-Key": "sre-key"}).text
+
+
+# ---------------------------------------------------------------------------------------------- ingest (item 6)
+
+
+@pytest.mark.parametrize("breakage", ["not_utf8", "over_the_cap", "a_link_out"])
+def test_a_file_that_fails_on_re_ingest_keeps_its_last_good_chunks(tmp_path: Any, breakage: str) -> None:
+    from admit.kb import IngestOptions, KnowledgeBase
+    from admit.types import Principal
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    good = docs / "guide.md"
+    good.write_text("# Guide\n\nThe quota error E4012 is fixed by cleaning old snapshots.\n", "utf-8")
+    (docs / "other.md").write_text("# Other\n\nNothing here.\n", "utf-8")
+    kb = KnowledgeBase("memory://", embedder="fake:16")
+    kb.ingest([docs], tenant="t")
+    before = {c.id for c in kb.retrieve("E4012 quota snapshots", Principal(tenant="t"), k=10)}
+    assert any(i.startswith("guide") for i in before)
+    opts: dict[str, Any] = {}
+    if breakage == "not_utf8":
+        good.write_bytes(b"# Guide\n\n\xff\xfe broken \xc3\x28\n")
+    elif breakage == "over_the_cap":
+        good.write_text("# Guide\n\n" + "word " * 5_000, "utf-8")
+        opts["max_file_bytes"] = 10_000
+    else:
+        outside = tmp_path / "outside.md"
+        outside.write_text("# Secret\n\noutside the folder\n", "utf-8")
+        good.unlink()
+        good.symlink_to(outside)
+    rep = kb.ingest([docs], options=IngestOptions(tenant="t", **opts)) if opts else kb.ingest([docs], tenant="t")
+    assert rep.sources_removed == 0 and rep.chunks_removed == 0, rep
+    assert str(good) in rep.kept_last_good, rep
+    after = {c.id for c in kb.retrieve("E4012 quota snapshots", Principal(tenant="t"), k=10)}
+    assert {i for i in before if i.startswith("guide")} <= after
+    good.unlink()  # really gone now: removed
+    rep = kb.ingest([docs], tenant="t")
+    assert rep.sources_removed == 1 and not rep.kept_last_good

@@ -119,6 +119,7 @@ def ingest_paths(
         skipped=tuple(run.skipped),
         refused_links=tuple(run.refused),
         errors=tuple(run.errors),
+        kept_last_good=tuple(run.kept),
         seconds=time.perf_counter() - t0,
     )
 
@@ -142,6 +143,7 @@ class _Run:
     seen_ids: dict[str, str] = field(default_factory=dict)
     jobs: list[SourceJob] = field(default_factory=list)
     queue: EmbedQueue | None = None
+    kept: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         reg = self.options.registry
@@ -254,9 +256,16 @@ class _Run:
 
     def remove_gone(self, folders: Sequence[Path], named: Sequence[Path]) -> None:
         """Delete the sources read before from an ingested folder (or a named file) that this run did not see:
-        files removed since (the folder's last one too), or now under another id or tenant."""
+        files removed since (the folder's last one too), or now under another id or tenant. A file that is
+        still there but failed or was refused this run keeps its last good chunks (reported in ``kept``)."""
+        failed = {p for p, _ in self.errors} | set(self.refused)
         for (sid, ten), info in self.existing.items():
             if (sid, ten) in self.seen or not info.origin:
+                continue
+            if info.origin in failed:
+                if info.origin not in self.kept:
+                    self.kept.append(info.origin)
+                    logger.warning("ingest: %s failed this run; its last good version is kept", info.origin)
                 continue
             origin = Path(info.origin)
             if any(origin.is_relative_to(r) for r in folders) or origin in named:

@@ -126,6 +126,9 @@ class IngestReport:
     files swapped for a link after the walk, and files with more than one hard link (see :mod:`admit.kb.files`)."""
     errors: tuple[tuple[str, str], ...] = ()
     """``(path, message)`` of files that could not be read."""
+    kept_last_good: tuple[str, ...] = ()
+    """Files that failed or were refused this run (an error, a refused link, over the size cap) whose earlier,
+    good version stays in the store as it was: a version is replaced only by one that parsed."""
     seconds: float = 0.0
     """Wall time."""
 

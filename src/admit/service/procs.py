@@ -249,6 +249,8 @@ class _Job:
     cpu0: float = 0.0
     cpu: float = 0.0
     started: float = 0.0
+    long: bool = False
+    """It has used more than ``long_cpu_s`` of CPU (it may be paused while short jobs run)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -277,6 +279,8 @@ class PoolStats:
     refused: int = 0
     """Jobs refused because a queue was full (429)."""
     respawned: int = 0
+    extra: int = 0
+    """Processes forked beyond the pool's size for a light tenant while every process held a long job."""
     paused: int = 0
     """``SIGSTOP``s sent to long jobs while shorter ones needed the cores."""
 
@@ -305,6 +309,8 @@ class ProcessPool:
         self.regular = processes or max(1, n)
         self.reserve = reserve or max(1, n // 2)
         self.per_tenant = per_tenant or max(1, n // 2)
+        self.hard_cap = self.regular + self.reserve + max(2, n)
+        """Most processes at once, the extra ones for light tenants included."""
         self.long_cpu_s = long_cpu_s
         self.tick_s = tick_s
         self.max_queued_per_tenant = max_queued_per_tenant
@@ -431,13 +437,29 @@ class ProcessPool:
         while heap:
             tag, _, gen, t = heap[0]
             if gen == t.gen and t.queued_in == which and t.waiting and t.in_flight < self.per_tenant:
-                return tag, t
+                if (which == "light") == self._light(t):
+                    return tag, t
+                heapq.heappop(heap)  # it turned heavy (a job of its ran long): into the other heap
+                self._push(t)
+                continue
             heapq.heappop(heap)  # stale: the tenant moved, emptied its queue or reached its cap
         return None
 
+    def _short_running(self) -> int:
+        return sum(1 for w in self._workers if w.job is not None and not w.job.long)
+
     def _dispatch(self) -> None:
-        while self._free:
-            busy = self.size - len(self._free)
+        while True:
+            if not self._free:
+                # every process is held: a light tenant may still start while fewer than ``reserve`` jobs are
+                # short (the others are long and paused as needed), in an extra process up to ``hard_cap``
+                if len(self._workers) >= self.hard_cap or self._short_running() >= self.reserve:
+                    return
+                if self._head("light") is None:
+                    return
+                self._spawn()
+                self.stats.extra += 1
+            busy = sum(1 for w in self._workers if w.job is not None)
             light = self._head("light")
             heavy = self._head("heavy") if busy < self.regular else None
             if light is None and heavy is None:
@@ -548,7 +570,10 @@ class ProcessPool:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(w.proc.pid, signal.SIGCONT)
                 w.stopped = False
-            self._free.append(w)
+            if len(self._workers) > self.size:
+                self._retire(w)  # an extra process: ended once its job is done
+            else:
+                self._free.append(w)
         self._push(t)
         self._dispatch()
         self._schedule_cpu()
@@ -568,8 +593,17 @@ class ProcessPool:
             if job.deadline_at is not None and now >= job.deadline_at:
                 self._kill(w, used)
                 continue
-            (short if used < self.long_cpu_s else long).append(w)
-        allowed = max(0, self.cores - len(short))
+            if used < self.long_cpu_s:
+                short.append(w)
+                continue
+            long.append(w)
+            if not job.long:
+                job.long = True
+                t = self._tenant(job.tenant)
+                t.cost = max(t.cost, used)  # heavy from now on, not only once the job ends
+                t.jobs = max(t.jobs, 1)
+        # while short jobs run, long ones get the cores left but one (the server's own loop needs a core)
+        allowed = max(0, self.cores - len(short) - 1) if short else self.cores
         long.sort(key=lambda w: (w.job.deadline_at if w.job and w.job.deadline_at else float("inf")))
         for i, w in enumerate(long):
             self._pause(w, i >= allowed)
