@@ -76,7 +76,14 @@ def tools_body() -> bytes:
     """A ``/v1/search`` carrying a 99,000-row tool output (issue 32)."""
     rows = [{"n": i} for i in range(99_000)]
     schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
-    out = {"id": "big", "tool": "lookup", "rows": rows, "row_schema": schema, "max_rows": 10_000, "max_bytes": 2_000_000}
+    out = {
+        "id": "big",
+        "tool": "lookup",
+        "rows": rows,
+        "row_schema": schema,
+        "max_rows": 10_000,
+        "max_bytes": 2_000_000,
+    }
     return json.dumps({"question": QUESTION, "top_k": 10, "tool_outputs": [out]}).encode()
 
 
@@ -84,7 +91,10 @@ def setwise_body() -> bytes:
     """A setwise ``/v1/prune`` of 200 chunks of 9,000 characters (issue 32)."""
     words = ["push", "quota", "error", "disk", "garbage", "collection", "release", "token"]
     cands = [
-        {"id": f"c{i}", "text": " ".join(f"The {words[(i + j) % 8]} note {i}-{j} says {words[j % 8]}." for j in range(400))[:9_000]}
+        {
+            "id": f"c{i}",
+            "text": " ".join(f"The {words[(i + j) % 8]} note {i}-{j} says {words[j % 8]}." for j in range(400))[:9_000],
+        }
         for i in range(200)
     ]
     return json.dumps({"question": QUESTION, "candidates": cands, "strategy": "setwise"}).encode()
@@ -219,7 +229,9 @@ def _serve(kb: str, cfg: Path, keys: dict[str, str]) -> tuple[subprocess.Popen[b
         time.sleep(0.2)
 
 
-def _phase(url: str, args: argparse.Namespace, kind: str | None, n: int) -> tuple[list[float], list[float], Counter[str]]:
+def _phase(
+    url: str, args: argparse.Namespace, kind: str | None, n: int
+) -> tuple[list[float], list[float], Counter[str]]:
     stop, hstop = threading.Event(), threading.Event()
     ended: Counter[str] = Counter()
     threads: list[threading.Thread] = []
@@ -276,10 +288,14 @@ def main() -> None:
             finally:
                 proc.terminate()
                 proc.wait(timeout=30)
-    print(f"victim /v1/search, {args.victims} sequential requests per phase (load 1-min: {load0:.1f} at start, "
-          f"{os.getloadavg()[0]:.1f} at end; {os.cpu_count()} CPUs)")
-    print(f"{'mode':<10} {'phase':<12} {'n':>4} {'p50 ms':>9} {'p99 ms':>9} {'p50 x':>7} {'p99 x':>7} "
-          f"{'healthz p99':>12}  hostile requests ended")
+    print(
+        f"victim /v1/search, {args.victims} sequential requests per phase (load 1-min: {load0:.1f} at start, "
+        f"{os.getloadavg()[0]:.1f} at end; {os.cpu_count()} CPUs)"
+    )
+    print(
+        f"{'mode':<10} {'phase':<12} {'n':>4} {'p50 ms':>9} {'p99 ms':>9} {'p50 x':>7} {'p99 x':>7} "
+        f"{'healthz p99':>12}  hostile requests ended"
+    )
     base: dict[str, tuple[float, float]] = {}
     for mode, name, lat, health, ended in rows:
         p50, p99 = statistics.median(lat), _pct(lat, 0.99)
@@ -288,8 +304,10 @@ def main() -> None:
         q50, q99 = base[mode]
         hp99 = _pct(health, 0.99) if health else float("nan")
         done = ", ".join(f"{k}: {v}" for k, v in sorted(ended.items())) or "-"
-        print(f"{mode:<10} {name:<12} {len(lat):>4} {p50:>9.1f} {p99:>9.1f} {p50 / q50:>7.2f} {p99 / q99:>7.2f} "
-              f"{hp99:>10.1f}ms  {done}")
+        print(
+            f"{mode:<10} {name:<12} {len(lat):>4} {p50:>9.1f} {p99:>9.1f} {p50 / q50:>7.2f} {p99 / q99:>7.2f} "
+            f"{hp99:>10.1f}ms  {done}"
+        )
 
 
 if __name__ == "__main__":

@@ -170,7 +170,7 @@ class InspectLog:
         if method == "write_request" and hasattr(out, "write_request"):
             out.write_request(*args)
         elif method == "write_request":
-            out.write(args[0])
+            out.write(args[0])  # type: ignore[union-attr]
         else:
             out.write(*args)  # type: ignore[union-attr]
 

@@ -140,8 +140,13 @@ def _groups_app() -> TestClient:
     sre = Access(tenant="acme", groups=("sre",))
     everyone = Access(tenant="acme")
     chunks = [
-        Chunk(id="runbook#sre", source_id="runbook", title="SRE runbook", text="Rotate the primary with "
-              "failover-secret-procedure alpha when E4012 floods the pager.", access=sre),
+        Chunk(
+            id="runbook#sre",
+            source_id="runbook",
+            title="SRE runbook",
+            text="Rotate the primary with failover-secret-procedure alpha when E4012 floods the pager.",
+            access=sre,
+        ),
         Chunk(id="faq#e4012", source_id="faq", title="FAQ", text="E4012 means the quota is exceeded.", access=everyone),
     ]
     settings = settings_from_dict(
@@ -214,3 +219,42 @@ def test_a_file_that_fails_on_re_ingest_keeps_its_last_good_chunks(tmp_path: Any
     good.unlink()  # really gone now: removed
     rep = kb.ingest([docs], tenant="t")
     assert rep.sources_removed == 1 and not rep.kept_last_good
+
+
+# ---------------------------------------------------------------------------------------------- bounded queues (item 2)
+
+
+def test_a_full_queue_in_the_thread_pool_is_refused_too_and_answered_429_with_retry_after() -> None:
+    import anyio
+
+    from admit.service.http import map_error
+    from admit.service.work import WorkPool
+
+    async def main() -> str:
+        pool = WorkPool(2, 1, reserve=1, max_queued_per_tenant=1)
+        held = anyio.Event()
+        release = anyio.Event()
+
+        async def hold() -> None:
+            async with pool.slot("t"):
+                held.set()
+                await release.wait()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(hold)
+            await held.wait()
+            tg.start_soon(hold)  # waits: the tenant holds its one worker
+            await anyio.sleep(0)
+            try:
+                async with pool.slot("t"):
+                    pass
+            except Overloaded as exc:
+                kind = type(exc).__name__
+            else:
+                kind = "admitted"
+            release.set()
+        return kind
+
+    assert anyio.run(main) == "Overloaded"
+    resp = map_error(Overloaded("too many", retry_after_s=3))
+    assert resp.status_code == 429 and resp.headers["retry-after"] == "3"

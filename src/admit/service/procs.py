@@ -210,13 +210,13 @@ def _serve(conn: Connection, effects: list[tuple[Any, ...]]) -> None:
             fn, deadline_at = _Unpickler(io.BytesIO(raw)).load()
             with _linear.deadline(deadline_at):
                 value = fn()
-        except BaseException as exc:  # noqa: BLE001 - every failure goes back to the server
+        except BaseException as exc:  # every failure goes back to the server
             ok, value = False, exc
         cpu = time.process_time() - cpu0
         try:
             out = pickle.dumps((ok, value, list(effects), cpu), protocol=pickle.HIGHEST_PROTOCOL)
             pickle.loads(out)  # an exception whose class cannot be rebuilt must not fail the server's read
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             err: BaseException = value if not ok and isinstance(value, AdmitError) else exc
             msg = f"{type(err).__name__}: {err}"
             out = pickle.dumps((False, BackendError(msg[:500]), list(effects), cpu))
@@ -492,7 +492,7 @@ class ProcessPool:
         self.stats.dispatched += 1
         try:
             w.conn.send_bytes(self._payloads.pop(job))
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             self._finish(job, cpu=0.0, replace=True)
             if not job.future.done():
                 job.future.set_exception(BackendError(f"could not hand the job to a worker: {type(exc).__name__}"))
@@ -509,7 +509,7 @@ class ProcessPool:
         try:
             raw = w.conn.recv_bytes()
             ok, value, effects, cpu = pickle.loads(raw)
-        except Exception as exc:  # noqa: BLE001 - the worker died (killed from outside, out of memory)
+        except Exception as exc:  # the worker died (killed from outside, out of memory)
             if job is not None:
                 cpu = _proc_cpu(w.proc.pid) - job.cpu0
                 self._finish(job, cpu=cpu, replace=True)
@@ -537,7 +537,7 @@ class ProcessPool:
                     st.inspect.keep_entry(eff[1], eff[2])
                 elif eff[0] == "out" and st.inspect is not None:
                     st.inspect.write_out(eff[1], *eff[2])
-            except Exception:  # noqa: BLE001 - bookkeeping never fails a request
+            except Exception:  # bookkeeping never fails a request
                 logger.debug("could not replay a worker's effect", exc_info=True)
 
     def _finish(self, job: _Job, *, cpu: float, replace: bool) -> None:
@@ -604,7 +604,7 @@ class ProcessPool:
                 t.jobs = max(t.jobs, 1)
         # while short jobs run, long ones get the cores left but one (the server's own loop needs a core)
         allowed = max(0, self.cores - len(short) - 1) if short else self.cores
-        long.sort(key=lambda w: (w.job.deadline_at if w.job and w.job.deadline_at else float("inf")))
+        long.sort(key=lambda w: w.job.deadline_at if w.job and w.job.deadline_at else float("inf"))
         for i, w in enumerate(long):
             self._pause(w, i >= allowed)
         for w in short:

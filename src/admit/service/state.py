@@ -124,7 +124,13 @@ class ServiceState:
     def __post_init__(self) -> None:
         """Size the worker pool from the limits."""
         if self.work is None:
-            self.work = WorkPool(self.limits.worker_threads, self.limits.worker_threads_per_tenant)
+            lim = self.limits
+            self.work = WorkPool(
+                lim.worker_threads,
+                lim.worker_threads_per_tenant,
+                max_queued_per_tenant=lim.max_queued_per_tenant,
+                max_queued=lim.max_queued,
+            )
 
     def use_processes(self, default: bool) -> ProcessPool | None:
         """Run request work in worker processes when ``[service.limits] worker_processes`` says so (``None``:

@@ -16,6 +16,7 @@ import anyio
 from anyio.lowlevel import RunVar
 
 from admit import _linear
+from admit.errors import Overloaded
 
 __all__ = ["SWITCH_INTERVAL_S", "Job", "WorkPool", "responsive_interpreter"]
 
@@ -82,7 +83,16 @@ class WorkPool:
     the long ones finish in turn instead of all running past their deadline together.
     """
 
-    def __init__(self, size: int = 0, per_tenant: int = 0, *, reserve: int = 0, long_s: float = 0.25) -> None:
+    def __init__(
+        self,
+        size: int = 0,
+        per_tenant: int = 0,
+        *,
+        reserve: int = 0,
+        long_s: float = 0.25,
+        max_queued_per_tenant: int = 64,
+        max_queued: int = 1024,
+    ) -> None:
         """``0`` sizes to the machine (see :class:`~admit.service.config.Limits`)."""
         cores = os.cpu_count() or 2
         self.size = size or min(64, max(4, 4 * cores))
@@ -109,6 +119,10 @@ class WorkPool:
         """How often the running long request looks for an older one waiting (lock-free in between)."""
         self.idle_s = 0.1
         """A turn whose holder has not reached a checkpoint for this long (I/O) is given to the next."""
+        self.max_queued_per_tenant = max_queued_per_tenant
+        """Most requests of one tenant waiting; past it :class:`~admit.errors.Overloaded` (429)."""
+        self.max_queued = max_queued
+        """Most requests waiting in all (so a re-rank of the waiters stays bounded); past it 429."""
 
     # ------------------------------------------------------------------ admission (on the event loop)
 
@@ -190,6 +204,11 @@ class WorkPool:
     async def slot(self, tenant: str) -> AsyncIterator[Job]:
         """Hold a worker for ``tenant`` (waiting in the fair queue for it) while the block runs."""
         st = self._admission()
+        if len(st.waiting) >= self.max_queued or (
+            len(st.waiting) >= self.max_queued_per_tenant
+            and sum(1 for x in st.waiting if x.tenant == tenant) >= self.max_queued_per_tenant
+        ):
+            raise Overloaded("too many requests waiting for a worker; retry after 1 s", retry_after_s=1.0)
         w = _Waiter(tenant, next(self._seq))
         st.waiting.append(w)
         self._dispatch(st)
