@@ -27,10 +27,12 @@ __all__ = [
     "ENCODINGS",
     "FEATURES_KEY",
     "FEATURES_VERSION",
+    "LEARNED_KIND",
     "chunk_features",
     "chunk_flags",
     "clear_caches",
     "envelope_lines",
+    "learned_flags",
     "seed_features",
 ]
 
@@ -58,6 +60,45 @@ def chunk_flags(title: str, text: str) -> tuple[str, ...]:
     kinds = tuple(chunk_kinds(title, text))
     _remember_flags(key, kinds)
     return kinds
+
+
+LEARNED_KIND = "learned_injection"
+"""The flag kind of the learned detector (:mod:`admit.security.learned`), beside the rules' kinds."""
+
+_LEARNED: OrderedDict[tuple[str, str, str], bool] = OrderedDict()
+
+
+def learned_flags(chunks: Iterable[Any], embedder: Any) -> list[str]:
+    """The ids of ``chunks`` (anything with ``id``, ``title``, ``text``) the learned detector flags, remembered
+    per tenant scope like :func:`chunk_flags`; ``[]`` when the model or the embedder cannot run (advisory)."""
+    items = list(chunks)
+    scope = _scope.current()
+    todo: list[Any] = []
+    out: list[str] = []
+    with _FLAGS_LOCK:
+        for c in items:
+            hit = _LEARNED.get((scope, c.title, c.text))
+            if hit is None:
+                todo.append(c)
+            elif hit:
+                out.append(c.id)
+    if todo:
+        try:
+            from admit.security.learned import LearnedDetector
+
+            det = LearnedDetector.load()
+            marks = det.flags([f"{c.title}\n{c.text}" if c.title else c.text for c in todo], embedder)
+        except Exception:  # the detector is advisory: a missing model or a failed embed flags nothing
+            return out
+        with _FLAGS_LOCK:
+            for c, flagged in zip(todo, marks, strict=True):
+                _LEARNED[(scope, c.title, c.text)] = flagged
+                _LEARNED.move_to_end((scope, c.title, c.text))
+                if flagged:
+                    out.append(c.id)
+            while len(_LEARNED) > _FLAGS_MAX:
+                _LEARNED.popitem(last=False)
+    return out
 
 
 def _remember_flags(key: tuple[str, str, str], kinds: Iterable[str]) -> None:
@@ -136,3 +177,4 @@ def clear_caches() -> None:
     clear_count_cache()
     with _FLAGS_LOCK:
         _FLAGS.clear()
+        _LEARNED.clear()

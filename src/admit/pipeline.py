@@ -22,7 +22,7 @@ from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.budget import compute_budget
 from admit.dedupe import dedupe, source_cap
 from admit.errors import AuthorizationError, ConfigError, RequestError
-from admit.features import chunk_flags
+from admit.features import LEARNED_KIND, chunk_flags, learned_flags
 from admit.pack import PackOutcome
 from admit.pack import pack as pack_stage
 from admit.policy import Policy, PolicySet, Resolution, load_policy_set
@@ -489,8 +489,7 @@ class Pipeline:
         packed = replace(packed, decisions=(*packed.decisions, *withheld), fallbacks=tuple(fallbacks))
         return packed, verdict
 
-    @staticmethod
-    def _scan(shown_to_llm: Sequence[Scored], packed: PackOutcome) -> dict[str, list[str]]:
+    def _scan(self, shown_to_llm: Sequence[Scored], packed: PackOutcome) -> dict[str, list[str]]:
         """Injection flags (ids and kinds, never text) of the passages that reach a model.
 
         Suspicious passages (injected instructions, fake boundaries, ...) among those that reach a model (the
@@ -498,7 +497,15 @@ class Pipeline:
         keeps a first sight of 100 new chunks cheap.
         """
         shown = [*(s.chunk for s in shown_to_llm), *(p.chunk for p in packed.admitted)]
-        return {c.id: list(k) for c in shown if (k := chunk_flags(c.title, c.text))}
+        flags = {c.id: list(k) for c in shown if (k := chunk_flags(c.title, c.text))}
+        embedder = getattr(self.resources, "embedder", None)
+        if embedder is not None and shown:
+            # the learned detector beside the rules (admit.security.learned), on the same passages: advisory
+            for c in learned_flags(shown, embedder):
+                kinds = flags.setdefault(c, [])
+                if LEARNED_KIND not in kinds:
+                    kinds.append(LEARNED_KIND)
+        return flags
 
     def _record(
         self,

@@ -31,7 +31,7 @@ import base64
 import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -41,6 +41,7 @@ from admit.backends.tokenizers.base import Tokenizer
 from admit.budget import evidence_message_tokens
 from admit.errors import BudgetError, RequestError
 from admit.render import choose_boundary, clean_attr, clean_text
+from admit.security import chunk_kinds
 from admit.security.secrets import SecretFinder, checked_text, is_secret_key
 from admit.trace import ToolRecord
 
@@ -385,6 +386,8 @@ class ToolReport:
     """Why rows were rejected (the first few reasons)."""
     tokens: int = 0
     """Tokens of this output's envelope."""
+    flags: tuple[str, ...] = ()
+    """Injection flag kinds found in the rows shown (:func:`admit.security.chunk_kinds`; kinds, never text)."""
 
     @property
     def bytes_cut(self) -> int:
@@ -408,6 +411,7 @@ class ToolReport:
             "redactions": dict(self.redactions),
             "rejected": list(self.rejected),
             "tokens": self.tokens,
+            "flags": list(self.flags),
         }
 
 
@@ -480,6 +484,16 @@ def render_tool_outputs(
         raise RequestError(f"tool_outputs: duplicate id {dup!r}.", field="tool_outputs")
     prepared = [_prepare(o) for o in outputs]
     pages: list[ToolPage] = []
+    # ids and tool names are caller text too: a secret given as either is redacted before it is shown or traced
+    named: list[Counter[str]] = []
+    renamed = []
+    for o in outputs:
+        c: Counter[str] = Counter()
+        new_id, new_tool = redactor.redact_text(o.id, c), redactor.redact_text(o.tool, c)
+        named.append(c)
+        renamed.append(o if (new_id, new_tool) == (o.id, o.tool) else replace(o, id=new_id, tool=new_tool))
+    outputs = renamed
+    prepared = [replace(p, out=o) for p, o in zip(prepared, outputs, strict=True)]
     redacted: list[list[Any]] = []
     row_counts: list[list[Counter[str]]] = []
     start = [_decode_token(p.out.page_token) for p in prepared]
@@ -525,9 +539,12 @@ def render_tool_outputs(
     assert text.count(boundary) == 2 + 2 * len(envelopes)  # the boundary occurs only in the block's own tags
     reports = []
     for i, p in enumerate(prepared):
-        redactions: Counter[str] = Counter()
+        redactions: Counter[str] = Counter(named[i])
         for c in row_counts[i][: limits[i]]:
             redactions.update(c)
+        # the rows shown are scanned like evidence (the rules' kinds, never text): a tool result can carry an
+        # injection as well as a retrieved passage
+        flags = chunk_kinds(p.out.tool, "\n".join(clean_text(json_line(r)) for r in shown[i].rows))
         reports.append(
             ToolReport(
                 id=p.out.id,
@@ -543,6 +560,7 @@ def render_tool_outputs(
                 redactions=dict(sorted(redactions.items())),
                 rejected=tuple(p.rejected[:5]),
                 tokens=tokenizer.count(envelopes[i]),
+                flags=tuple(flags),
             )
         )
     return ToolBlock(text=text, tokens=tokens, reports=tuple(reports), pages=tuple(shown))

@@ -97,6 +97,8 @@ class ToolRecord(TypedDict):
     redactions: dict[str, int]
     rejected: list[str]
     tokens: int
+    flags: NotRequired[list[str]]
+    """Injection flag kinds found in the rows shown (kinds, never text)."""
 
 
 class RetrievalRecord(TypedDict):

@@ -278,6 +278,7 @@ def trace_summary(trace: TraceRecord | Mapping[str, Any]) -> dict[str, Any]:
         "answerable": rec["answerability"]["answerable"] if "answerability" in rec else None,
         "pruner": dict(pruner) if pruner else None,
         "tools": [dict(t) for t in rec.get("tools", [])],  # what happened to each tool output (counts only)
+        "flags": {k: list(v) for k, v in rec.get("flags", {}).items()},  # injection flags: ids and kinds, no text
         "latency_ms": dict(rec.get("latency_ms", {})),  # the one shape: milliseconds by stage, and total
     }
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import functools
 import heapq
 import io
 import itertools
@@ -43,12 +44,13 @@ import multiprocessing
 import os
 import pickle
 import signal
+import socket
 import stat
+import struct
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
 from admit import _linear
@@ -178,11 +180,12 @@ def _close_inherited_sockets(keep: int) -> None:
             continue
 
 
-def _worker_main(state: Any, conn: Connection) -> None:
+def _worker_main(state: Any, conn: socket.socket) -> None:
     """A worker process: run jobs from ``conn`` one at a time until it closes (or the server kills it)."""
     global _WORKER_STATE
     with contextlib.suppress(ValueError, OSError):
         signal.set_wakeup_fd(-1)
+    conn.setblocking(True)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle; it ends its workers
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _close_inherited_sockets(conn.fileno())
@@ -196,10 +199,28 @@ def _worker_main(state: Any, conn: Connection) -> None:
     os._exit(0)
 
 
-def _serve(conn: Connection, effects: list[tuple[Any, ...]]) -> None:
+_HEADER = struct.Struct("!Q")
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        part = sock.recv(min(n - len(buf), 1 << 20))
+        if not part:
+            raise EOFError("the server closed the pipe")
+        buf += part
+    return bytes(buf)
+
+
+def _recv_frame(sock: socket.socket) -> bytes:
+    (n,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
+    return _recv_exact(sock, n)
+
+
+def _serve(conn: socket.socket, effects: list[tuple[Any, ...]]) -> None:
     while True:
         try:
-            raw = conn.recv_bytes()
+            raw = _recv_frame(conn)
         except (EOFError, OSError):
             return
         effects.clear()
@@ -221,7 +242,7 @@ def _serve(conn: Connection, effects: list[tuple[Any, ...]]) -> None:
             msg = f"{type(err).__name__}: {err}"
             out = pickle.dumps((False, BackendError(msg[:500]), list(effects), cpu))
         try:
-            conn.send_bytes(out)
+            conn.sendall(_HEADER.pack(len(out)) + out)
         except (OSError, ValueError):
             return
 
@@ -232,9 +253,12 @@ def _serve(conn: Connection, effects: list[tuple[Any, ...]]) -> None:
 @dataclass(slots=True, eq=False)
 class _Worker:
     proc: Any
-    conn: Connection
+    conn: socket.socket
     job: _Job | None = None
     stopped: bool = False
+    sending: asyncio.Future[None] | None = None
+    inbox: bytearray = field(default_factory=bytearray)
+    """The answer read so far (the loop never blocks on a worker: a paused one may be mid-answer)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -348,10 +372,11 @@ class ProcessPool:
             self._spawn()
 
     def _spawn(self) -> None:
-        parent, child = self._ctx.Pipe(duplex=True)
+        parent, child = socket.socketpair()
         proc = self._ctx.Process(target=_worker_main, args=(self.state, child), name="admit-worker", daemon=True)
         proc.start()
         child.close()
+        parent.setblocking(False)
         w = _Worker(proc, parent)
         self._workers.append(w)
         self._free.append(w)
@@ -359,6 +384,13 @@ class ProcessPool:
     def _retire(self, w: _Worker) -> None:
         with contextlib.suppress(Exception):
             w.proc.kill()
+        if w.sending is not None and not w.sending.done():
+            w.sending.cancel()
+        if self._loop is not None:
+            with contextlib.suppress(Exception):
+                self._loop.remove_reader(w.conn.fileno())
+            with contextlib.suppress(Exception):
+                self._loop.remove_writer(w.conn.fileno())
         with contextlib.suppress(Exception):
             w.conn.close()
         with contextlib.suppress(Exception):
@@ -490,26 +522,45 @@ class ProcessPool:
         job.cpu0 = _proc_cpu(w.proc.pid)
         job.started = time.monotonic()
         self.stats.dispatched += 1
-        try:
-            w.conn.send_bytes(self._payloads.pop(job))
-        except Exception as exc:
+        assert self._loop is not None
+        payload = self._payloads.pop(job)
+        w.inbox.clear()
+        self._loop.add_reader(w.conn.fileno(), self._on_answer, w)
+        send = asyncio.ensure_future(self._loop.sock_sendall(w.conn, _HEADER.pack(len(payload)) + payload))
+        send.add_done_callback(functools.partial(self._sent, job))
+        w.sending = send
+        self._schedule_cpu()
+
+    def _sent(self, job: _Job, fut: asyncio.Future[None]) -> None:
+        exc = None if fut.cancelled() else fut.exception()
+        if exc is not None and job.worker is not None:
             self._finish(job, cpu=0.0, replace=True)
             if not job.future.done():
                 job.future.set_exception(BackendError(f"could not hand the job to a worker: {type(exc).__name__}"))
-            return
-        assert self._loop is not None
-        self._loop.add_reader(w.conn.fileno(), self._on_answer, w)
-        self._schedule_cpu()
 
     def _on_answer(self, w: _Worker) -> None:
         job = w.job
         loop = self._loop
         assert loop is not None
-        loop.remove_reader(w.conn.fileno())
         try:
-            raw = w.conn.recv_bytes()
+            part = w.conn.recv(1 << 20)
+            if not part:
+                raise EOFError("the worker closed its pipe")
+            w.inbox += part
+            if len(w.inbox) < _HEADER.size:
+                return
+            (n,) = _HEADER.unpack_from(w.inbox)
+            if len(w.inbox) < _HEADER.size + n:
+                return  # more to come: read as it arrives, never waiting here
+            raw = bytes(w.inbox[_HEADER.size : _HEADER.size + n])
+            w.inbox.clear()
+            loop.remove_reader(w.conn.fileno())
             ok, value, effects, cpu = pickle.loads(raw)
-        except Exception as exc:  # the worker died (killed from outside, out of memory)
+        except (BlockingIOError, InterruptedError):
+            return
+        except Exception as exc:
+            with contextlib.suppress(Exception):
+                loop.remove_reader(w.conn.fileno())  # the worker died (killed from outside, out of memory)
             if job is not None:
                 cpu = _proc_cpu(w.proc.pid) - job.cpu0
                 self._finish(job, cpu=cpu, replace=True)
