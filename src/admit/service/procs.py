@@ -355,6 +355,8 @@ class ProcessPool:
         self._started = False
         self._closed = False
         self._payloads: dict[_Job, bytes] = {}
+        self._scheduling = False
+        self._again = False
 
     # ---------------------------------------------------------------- processes
 
@@ -632,17 +634,36 @@ class ProcessPool:
     # ---------------------------------------------------------------- CPU share and deadlines (a tick)
 
     def _schedule_cpu(self) -> None:
-        """Kill jobs past their deadline; let short jobs run, and of the long ones as many as cores are left."""
+        """Kill jobs past their deadline; let short jobs run, and of the long ones as many as cores are left.
+
+        Not re-entered: a kill frees a process, which dispatches, which asks for this again (then it runs once
+        more, after the current pass)."""
+        if self._scheduling:
+            self._again = True
+            return
+        self._scheduling = True
+        try:
+            for _ in range(100):  # bounded: each further pass follows a kill or a dispatch
+                self._again = False
+                self._schedule_once()
+                if not self._again:
+                    break
+        finally:
+            self._scheduling = False
+
+    def _schedule_once(self) -> None:
         now = time.monotonic()
         running = [w for w in self._workers if w.job is not None]
         short: list[_Worker] = []
         long: list[_Worker] = []
+        expired: list[tuple[_Worker, float]] = []
         for w in running:
             job = w.job
-            assert job is not None
+            if job is None:
+                continue
             used = _proc_cpu(w.proc.pid) - job.cpu0
             if job.deadline_at is not None and now >= job.deadline_at:
-                self._kill(w, used)
+                expired.append((w, used))
                 continue
             if used < self.long_cpu_s:
                 short.append(w)
@@ -660,6 +681,9 @@ class ProcessPool:
             self._pause(w, i >= allowed)
         for w in short:
             self._pause(w, False)
+        for w, used in expired:
+            if w.job is not None:
+                self._kill(w, used)
         self._arm_tick(bool(running))
 
     def _pause(self, w: _Worker, stop: bool) -> None:
