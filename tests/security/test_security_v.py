@@ -14,6 +14,7 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 pytest.importorskip("fastapi")
@@ -302,3 +303,178 @@ def test_search_answers_carry_the_flags_of_the_rules_and_the_learned_detector() 
         flags = r.json()["trace"]["flags"]
         assert "faq#evil" in flags and "faq#e4012" not in flags
         assert "learned_injection" in flags["faq#evil"], flags
+
+
+def test_slow_bodies_without_a_key_are_cut_and_counted_by_the_connection_cap(tmp_path: Any) -> None:
+    # issue 32: a body that drips after its 401 kept its connection open (the answer ended the body deadline,
+    # and evicting it at the cap closed nothing), so 19,900 such connections passed max_connections
+    from admit.service.loopback import LoopbackServer
+    from admit.service.server import ServerLimits
+    from tests.security.test_security_iv import _open_slow
+
+    limits = ServerLimits(header_timeout_s=2, body_timeout_s=2, max_connections=50, keep_alive_s=5)
+    settings = settings_from_dict({"service": {"limits": {"worker_processes": 0}}})
+    app = create_app(settings)
+    with LoopbackServer(app, limits=limits) as srv:
+        head = b"POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        head += b"Content-Length: 5000\r\n\r\n" + b'{"question": "'
+        drip = _open_slow(srv.port, 120, head)  # more than the cap, no key: each is answered 401 at once
+        try:
+            with httpx.Client(base_url=srv.url, timeout=60) as c:
+                assert c.get("/healthz").status_code == 200
+            assert _closed_while_dripping(drip) == len(drip)
+        finally:
+            for s in drip:
+                s.close()
+
+
+def _closed_while_dripping(socks: list[Any], rounds: int = 120) -> int:
+    """Send one more body byte on every open socket each round (0.25 s); count those the server closed."""
+    open_ = list(socks)
+    closed = 0
+    for _ in range(rounds):  # bounded: 30 s at most
+        still = []
+        for s in open_:
+            gone = False
+            try:
+                while True:
+                    data = s.recv(65536)
+                    if not data:
+                        gone = True
+                        break
+            except BlockingIOError:
+                pass
+            except OSError:
+                gone = True
+            if not gone:
+                try:
+                    s.send(b"a")
+                except BlockingIOError:
+                    pass
+                except OSError:
+                    gone = True
+            if gone:
+                closed += 1
+            else:
+                still.append(s)
+        open_ = still
+        if not open_:
+            break
+        time.sleep(0.25)
+    return closed
+
+
+# ---------------------------------------------------------------------------------------------- redaction (item 5)
+
+
+def secret_shapes(seed: int, n: int) -> list[tuple[str, str, str]]:
+    """``(kind, text, secret)``: secrets made by a generator, not taken from a list of known shapes: random
+    vendor-like prefixes (none of them a real vendor's), random bodies, in random contexts (key=value in
+    several syntaxes, URL credentials, CLI flags, PEM blocks, JWTs of random claims, base64 of any of these,
+    look-alike letters in the key name)."""
+    import base64
+    import json
+    import random
+    import string
+
+    rng = random.Random(seed)
+    alnum = string.ascii_letters + string.digits
+
+    def body(k: int) -> str:
+        while True:
+            s = "".join(rng.choice(alnum) for _ in range(k))
+            if any(c.isupper() for c in s) and any(c.islower() for c in s) and any(c.isdigit() for c in s):
+                return s
+
+    def prefix() -> str:
+        return "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(2, 5))) + rng.choice("_-")
+
+    def b64url(b: bytes) -> str:
+        return base64.urlsafe_b64encode(b).decode().rstrip("=")
+
+    keys = ["password", "api_key", "client_secret", "auth_token", "secret", "access_token", "DB_PASSWORD"]
+    homoglyph = str.maketrans({"a": "а", "e": "е", "o": "о", "p": "р", "c": "с"})
+    out: list[tuple[str, str, str]] = []
+    for i in range(n):
+        kind = rng.choice(["vendor", "kv", "url", "cli", "pem", "jwt", "b64", "homoglyph", "json"])
+        if kind == "vendor":
+            secret = prefix() + body(rng.randint(24, 48))
+            text = f"the deploy used {secret} yesterday"
+        elif kind == "kv":
+            secret = body(rng.randint(12, 32))
+            sep = rng.choice([" = ", "=", ": ", ":"])
+            text = f"{rng.choice(keys)}{sep}{secret}"
+        elif kind == "url":
+            secret = body(rng.randint(10, 24))
+            scheme = rng.choice(["postgres", "mysql", "redis", "amqp", "mongodb+srv", "https"])
+            text = f"connect to {scheme}://svc_{i}:{secret}@db{i}.internal:5432/app"
+        elif kind == "cli":
+            secret = body(rng.randint(10, 24))
+            flag = rng.choice(["--password", "--token", "--api-key", "-p", "--client-secret"])
+            sep = "=" if flag.startswith("--") and rng.random() < 0.5 else " "
+            if flag == "-p":  # the value glued to the flag: found as a random token (20+ characters)
+                secret = body(rng.randint(20, 28))
+                text = f"mysql -u root -p{secret}"
+            else:
+                text = f"run: tool login {flag}{sep}{secret} --region eu"
+        elif kind == "pem":
+            secret = body(64)
+            label = rng.choice(["RSA PRIVATE KEY", "PRIVATE KEY", "EC PRIVATE KEY", "OPENSSH PRIVATE KEY"])
+            text = f"-----BEGIN {label}-----\n{secret}\n{body(64)}\n-----END {label}-----"
+        elif kind == "jwt":
+            head = b64url(json.dumps({"alg": rng.choice(["HS256", "RS256"]), "typ": "JWT"}).encode())
+            claims = b64url(json.dumps({"sub": body(8), "n": rng.randint(0, 10**9)}).encode())
+            secret = f"{head}.{claims}.{b64url(rng.randbytes(32))}"
+            text = f"Cookie: session={secret}" if rng.random() < 0.5 else f"token {secret}"
+        elif kind == "b64":
+            inner = f"{rng.choice(keys)}={body(20)}"
+            secret = base64.b64encode(inner.encode()).decode()
+            text = f"blob {secret} end"
+        elif kind == "homoglyph":
+            secret = body(rng.randint(14, 28))
+            text = f"{rng.choice(keys).translate(homoglyph)}={secret}"
+        else:
+            secret = body(rng.randint(20, 40))  # under a key that names nothing: found by its randomness
+            text = json.dumps({"name": "svc", "value": secret, "note": "rotated"})
+        out.append((kind, text, secret))
+    return out
+
+
+def benign_shapes(seed: int, n: int) -> list[str]:
+    """UUIDs, hex digests and git SHAs, timestamps and version strings: never secrets."""
+    import hashlib
+    import random
+    import uuid
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        k = i % 5
+        if k == 0:
+            out.append(f"request {uuid.UUID(int=rng.getrandbits(128))} done")
+        elif k == 1:
+            out.append(f"sha256 {hashlib.sha256(rng.randbytes(16)).hexdigest()}")
+        elif k == 2:
+            out.append(f"commit {hashlib.sha1(rng.randbytes(16)).hexdigest()} by alice")
+        elif k == 3:
+            out.append(f"md5={hashlib.md5(rng.randbytes(8)).hexdigest()}")  # noqa: S324 - a test digest
+        else:
+            out.append(f"release v{rng.randint(1, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 99)} at 2026-01-0{1 + i % 9}")
+    return out
+
+
+def _redact(text: str) -> str:
+    from admit.tools import Redactor
+
+    red, _ = Redactor.default().redact({"note": text})
+    return str(red["note"])
+
+
+def test_generated_secret_shapes_are_redacted_and_hashes_are_not() -> None:
+    pytest.importorskip("detect_secrets")
+    cases = secret_shapes(seed=32, n=180)
+    missed = [(k, t) for k, t, s in cases if s in _redact(t)]
+    assert len(missed) <= len(cases) * 0.05, missed[:10]
+    benign = benign_shapes(seed=32, n=100)
+    wrongly = [t for t in benign if "[redacted" in _redact(t)]
+    assert wrongly == [], wrongly[:10]

@@ -29,7 +29,7 @@ from typing import Any
 from admit import _linear
 from admit._clean import clean_text
 
-__all__ = ["PATTERNS", "WINDOW", "SecretFinder", "checked_text", "is_secret_key"]
+__all__ = ["PATTERNS", "WINDOW", "SecretFinder", "checked_text", "fold_confusables", "is_secret_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +64,8 @@ PATTERNS: Mapping[str, str] = {
     "azure_key": r"(?i)\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)\s*=\s*[A-Za-z0-9+/%=&:._-]{20,}",
     "assignment": r"(?i)\b(?:[a-z0-9]+_)*(?:password|passwd|pwd|secret|secret_key|api_?key|access_?token"
     r"|auth_?token|refresh_?token|client_?secret|private_?key|token)\b[\"']?\s*[:=]\s*[\"']?[^\s\"',;]{6,}",
+    "cli_flag": r"(?i)(?:^|\s)--?(?:password|passwd|pass|token|api[-_]?key|secret|client[-_]secret|access[-_]key"
+    r"|auth[-_]token)(?:=|\s+)[\"']?[^\s\"']{6,}",
     "email": r"[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}",
 }
 """admit's own secret shapes (name -> pattern, RE2), applied beside ``detect-secrets``."""
@@ -155,13 +157,23 @@ class SecretFinder:
         )
         self.plugins = _plugins() if use_detector else None
 
-    def spans(self, text: str) -> list[tuple[int, int, str]]:
-        """``(start, end, kind)`` of every secret found, merged where they overlap, in order."""
+    def spans(self, text: str, *, _depth: int = 0) -> list[tuple[int, int, str]]:
+        """``(start, end, kind)`` of every secret found, merged where they overlap, in order.
+
+        Beside the patterns and ``detect-secrets``, three checks that do not depend on a list of shapes: the text
+        is matched again with look-alike letters folded (Cyrillic and Greek homoglyphs -> Latin, one for one, so
+        the spans stay the text's own); every token of 20+ characters whose character mix and entropy are a
+        random key's is a secret (``entropy``: UUIDs, hex digests and git SHAs are not); and a base64 token that
+        decodes to text holding a secret is one (``base64:KIND``)."""
         found: list[tuple[int, int, str]] = []
+        folded = fold_confusables(text)
         for name, pat in self.patterns:
-            found.extend((m.start(), m.end(), name) for m in pat.finditer(text))
+            found.extend((m.start(), m.end(), name) for m in pat.finditer(folded))
         if self.plugins is not None:
-            found.extend(self._detector_spans(text))
+            found.extend(self._detector_spans(folded))
+        found.extend(_entropy_spans(folded))
+        if _depth < 2:
+            found.extend(self._base64_spans(folded, _depth))
         found.sort()
         merged: list[tuple[int, int, str]] = []
         for s, e, k in found:
@@ -171,6 +183,16 @@ class SecretFinder:
             else:
                 merged.append((s, e, k))
         return merged
+
+    def _base64_spans(self, text: str, depth: int) -> Iterator[tuple[int, int, str]]:
+        for m in _B64_TOKEN.finditer(text):
+            token = m.group(0)
+            decoded = _b64_text(token)
+            if decoded is None:
+                continue
+            inner = self.spans(checked_text(decoded), _depth=depth + 1)
+            if inner:
+                yield m.start(), m.end(), f"base64:{inner[0][2]}"
 
     def _detector_spans(self, text: str) -> Iterator[tuple[int, int, str]]:
         offset = 0
@@ -202,6 +224,79 @@ class SecretFinder:
                 except Exception:  # a plugin's failure must not leak the row: admit's patterns still apply
                     logger.debug("detect-secrets plugin %s failed", type(plugin).__name__, exc_info=True)
         return out
+
+
+_CONFUSABLES = str.maketrans(
+    "АВЕЅІЈКМНОРСТХУаеорсхуѕіјԁһӏԛԝΑΒΕΖΗΙΚΜΝΟΡΤΥΧοναρτυχκιɡℓ",
+    "ABESIJKMHOPCTXYaeopcxysijdhlqwABEZHIKMNOPTYXovaptuxkigl",
+)
+"""Look-alike letters folded to the Latin ones they imitate (one character for one: spans stay in place). NFKC
+has already folded fullwidth and other compatibility forms (:func:`checked_text`)."""
+
+
+def fold_confusables(text: str) -> str:
+    """``text`` with Cyrillic and Greek look-alikes of Latin letters folded to them (same length)."""
+    return text if text.isascii() else text.translate(_CONFUSABLES)
+
+
+_TOKEN = _linear.compile(r"[A-Za-z0-9+/=_\-.~]{20,512}", name="secrets.entropy_token")
+_B64_TOKEN = _linear.compile(r"[A-Za-z0-9+/_-]{24,1000}={0,2}", name="secrets.base64_token")
+_HEX = frozenset("0123456789abcdefABCDEF-")
+
+
+def _entropy(s: str) -> float:
+    import math
+    from collections import Counter
+
+    n = len(s)
+    return -sum(c / n * math.log2(c / n) for c in Counter(s).values())
+
+
+def _entropy_spans(text: str) -> Iterator[tuple[int, int, str]]:
+    """Tokens of 20+ characters that look random: upper and lower case letters and digits, no long word, and
+    the entropy of a random key of their length. Hex strings (UUIDs, digests, git SHAs) are never flagged."""
+    for m in _TOKEN.finditer(text):
+        token = m.group(0).strip("=.-_~")
+        if len(token) < 20 or set(token) <= _HEX:
+            continue
+        body = token.split(".") if token.count(".") >= 2 else [token]  # a JWT-like a.b.c: its longest part
+        part = max(body, key=len)
+        if len(part) < 20:
+            continue
+        has = (any(c.isupper() for c in part), any(c.islower() for c in part), any(c.isdigit() for c in part))
+        if not all(has) or _longest_alpha_run(part) > 12:
+            continue
+        import math
+
+        if _entropy(part) >= min(4.3, math.log2(len(part)) - 0.45):
+            yield m.start(), m.end(), "entropy"
+
+
+def _longest_alpha_run(s: str) -> int:
+    best = cur = 0
+    for ch in s:
+        cur = cur + 1 if ch.isalpha() and ch.islower() else 0
+        best = max(best, cur)
+    return best
+
+
+def _b64_text(token: str) -> str | None:
+    """The text a base64 token decodes to, when it is mostly printable; else ``None``."""
+    import base64
+    import binascii
+
+    t = token.replace("-", "+").replace("_", "/")
+    t += "=" * (-len(t) % 4)
+    try:
+        raw = base64.b64decode(t, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    try:
+        out = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    printable = sum(1 for ch in out if ch.isprintable() or ch in "\n\r\t")
+    return out if out and printable >= 0.9 * len(out) else None
 
 
 def _looks_like_code(value: str) -> bool:

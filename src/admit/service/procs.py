@@ -273,6 +273,8 @@ class _Job:
     cpu0: float = 0.0
     cpu: float = 0.0
     started: float = 0.0
+    size: int = 0
+    """Bytes of the pickled job (its body): the first estimate of its cost."""
     long: bool = False
     """It has used more than ``long_cpu_s`` of CPU (it may be paused while short jobs run)."""
 
@@ -336,6 +338,10 @@ class ProcessPool:
         self.hard_cap = self.regular + self.reserve + max(2, n)
         """Most processes at once, the extra ones for light tenants included."""
         self.long_cpu_s = long_cpu_s
+        self.light_bytes = 256_000
+        """A job this big (pickled, the body in it) is never a light tenant's: it does not take the reserve."""
+        self.cpu_per_byte = 2e-6
+        """The first estimate of a job's CPU seconds per byte of it (2 s per MB), before its tenant's jobs tell."""
         self.tick_s = tick_s
         self.max_queued_per_tenant = max_queued_per_tenant
         self.max_queued_per_key = max_queued_per_key
@@ -454,6 +460,10 @@ class ProcessPool:
         return t
 
     def _light(self, t: _Tenant) -> bool:
+        """Light: the tenant's jobs have cost under ``long_cpu_s`` each (none yet: taken as light) and its next
+        job's body is under ``light_bytes`` (a tenant's first 1 MB pack is not taken for a search)."""
+        if t.waiting and t.waiting[0].size >= self.light_bytes:
+            return False
         return t.jobs == 0 or t.cost < self.long_cpu_s
 
     def _push(self, t: _Tenant) -> None:
@@ -510,7 +520,7 @@ class ProcessPool:
             self._by_key[job.key] -= 1
             if self._by_key[job.key] <= 0:
                 del self._by_key[job.key]
-            job.estimate = t.cost if t.jobs else 0.01
+            job.estimate = max(t.cost if t.jobs else 0.01, job.size * self.cpu_per_byte)
             t.finish = max(self._vtime, t.finish) + job.estimate
             t.in_flight += 1
             t.queued_in = None
@@ -747,7 +757,7 @@ class ProcessPool:
             self.stats.refused += 1
             raise Overloaded(f"the server's queue is full; retry after {retry} s", retry_after_s=retry)
         payload = _dumps_job((fn, deadline_at), self.state)
-        job = _Job(tenant, k, deadline_at, loop.create_future(), next(self._seq))
+        job = _Job(tenant, k, deadline_at, loop.create_future(), next(self._seq), size=len(payload))
         self._payloads[job] = payload
         t.waiting.append(job)
         self._queued += 1
