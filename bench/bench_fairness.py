@@ -36,6 +36,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -173,9 +174,10 @@ def _hostile_threads(url: str, kind: str, n: int, stop: threading.Event, ended: 
     return [threading.Thread(target=hostile, args=(i,), daemon=True) for i in range(n)]
 
 
-def _connections_thread(url: str, n: int, stop: threading.Event, ended: Counter[str]) -> list[threading.Thread]:
-    """One key (``hostile-key-0``) holding ``n`` connections, each sending searches back to back."""
+def _conns_main(url: str, n: int, stop: Any, results: Any) -> None:
     import asyncio
+
+    ended: Counter[str] = Counter()
 
     async def run() -> None:
         limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
@@ -191,11 +193,36 @@ def _connections_thread(url: str, n: int, stop: threading.Event, ended: Counter[
                         status = type(exc).__name__
                     ended[status] += 1
                     if status == "429":
-                        await asyncio.sleep(0.05)
+                        await asyncio.sleep(0.05)  # a client that does not honour Retry-After
 
             await asyncio.gather(*(one() for _ in range(n)))
 
-    return [threading.Thread(target=lambda: asyncio.run(run()), daemon=True)]
+    asyncio.run(run())
+    results.put(dict(ended))
+
+
+def _connections_thread(url: str, n: int, stop: threading.Event, ended: Counter[str]) -> list[threading.Thread]:
+    """One key (``hostile-key-0``) holding ``n`` connections, each sending searches back to back, from its own
+    process (a client in the benchmark's process would compete with the victim's client for its interpreter)."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    mp_stop, results = ctx.Event(), ctx.Queue()
+    proc = ctx.Process(target=_conns_main, args=(url, n, mp_stop, results), daemon=True)
+
+    def watch() -> None:
+        proc.start()
+        stop.wait()
+        mp_stop.set()
+        try:
+            ended.update(results.get(timeout=150))
+        except Exception:
+            ended["lost"] += 1
+        proc.join(timeout=30)
+        if proc.is_alive():
+            proc.kill()
+
+    return [threading.Thread(target=watch, daemon=True)]
 
 
 def _scenarios(args: argparse.Namespace) -> list[tuple[str, int]]:

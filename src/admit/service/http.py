@@ -342,6 +342,10 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(AdmitError)
     async def _on_admit_error(request: Request, exc: AdmitError) -> JSONResponse:
+        if isinstance(exc, Overloaded):
+            # the refusal itself waits (up to a second, a sleeping coroutine): a client that ignores Retry-After
+            # and retries at once cannot keep the event loop busy answering it
+            await anyio.sleep(min(1.0, max(0.0, exc.retry_after_s)))
         return map_error(exc)
 
     @app.exception_handler(ImportError)
