@@ -51,16 +51,19 @@ def main() -> None:
         out, _ = redactor.redact({"note": text})
         if secret in str(out["note"]):
             gen_missed[kind] += 1
-    print(f"generated secret shapes redacted: {len(gen) - sum(gen_missed.values())}/{len(gen)}; missed by kind: "
-          f"{dict(gen_missed) or 'none'}")
+    print(
+        f"generated secret shapes redacted: {len(gen) - sum(gen_missed.values())}/{len(gen)}; missed by kind: "
+        f"{dict(gen_missed) or 'none'}"
+    )
     look = benign_shapes(seed=7, n=1000)
     kinds = ["uuid", "sha256", "git sha1", "md5", "version/date"]
     fp: Counter[str] = Counter()
     for i, text in enumerate(look):
         if redactor.redact({"note": text})[1]:
             fp[kinds[i % 5]] += 1
-    print(f"UUIDs, hashes, git SHAs, versions redacted (false positives): {sum(fp.values())}/{len(look)} "
-          f"{dict(fp) or ''}")
+    print(
+        f"UUIDs, hashes, git SHAs, versions redacted (false positives): {sum(fp.values())}/{len(look)} {dict(fp) or ''}"
+    )
 
 
 if __name__ == "__main__":

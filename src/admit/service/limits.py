@@ -19,6 +19,7 @@ from admit import _scope
 from admit.errors import BackendTimeout, LimitExceeded, RequestError
 from admit.pipeline import PackRequest
 from admit.service.config import Limits, ServiceSettings
+from admit.service.procs import ProcessPool
 from admit.service.state import ServiceState
 
 __all__ = [
@@ -128,7 +129,7 @@ async def run_bounded(
         with anyio.fail_after(timeout):
             while state.readiness.status == "loading":
                 await anyio.sleep(0.02)
-            procs = state.procs
+            procs: ProcessPool | None = getattr(state, "procs", None)  # a stand-in state (tests) has none
             if procs is not None:
                 return await procs.run(tenant or "-", partial(_in_scope, tenant, fn), deadline_at=at, key=key)
             return await pool.run(tenant or "-", partial(_in_scope, tenant, fn), deadline_at=at)
