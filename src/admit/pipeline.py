@@ -371,6 +371,7 @@ class Pipeline:
             tools=tools.text if tools is not None else "",
             answerable=verdict.answerable,
             answerability=verdict.probability,
+            answer_state=verdict.state,
         )
 
     # -- the steps of pack -------------------------------------------------------------------------------------
@@ -458,7 +459,7 @@ class Pipeline:
                 withheld = [_no_answer_drop(s, verdict) for s in survivors]
                 survivors = []
             else:
-                notes = (_NO_ANSWER_NOTES[policy.on_no_answer],)
+                notes = (no_answer_note(policy.on_no_answer, verdict),)
         # a fresh random boundary per request, absent from every string rendered for any candidate
         renderer = EvidenceRenderer.for_chunks(valid, tokenizer)
         packed = pack_stage(
@@ -539,6 +540,8 @@ class Pipeline:
                 "probability": verdict.probability,
                 "model": verdict.model,
                 "reason": verdict.reason,
+                "state": verdict.state,
+                "missing": list(verdict.missing),
             },
             tools=[r.as_dict() for r in tools.reports] if tools is not None else None,
             retrieval=req.retrieval,
@@ -568,12 +571,23 @@ class _Pruned:
     shown_to_llm: Sequence[Scored]
 
 
-_NO_ANSWER_NOTES = {
-    "note": "admit's check found that the passages below may not answer the question. If they do not, say that "
-    "the available documentation does not answer it; do not guess.",
-    "ask_to_narrow": "admit's check found that the passages below may not answer the question. Ask the user to "
-    "rephrase or narrow it (a product, a version, a feature name) rather than guessing.",
-}
+def no_answer_note(action: str, verdict: Answerability) -> str:
+    """The note put in the evidence block when the check says "not answered": what the passages lack, not an order
+    not to answer (a generator told "do not guess" beside the right evidence is worse off than told nothing)."""
+    lacks = (
+        f"no passage below mentions {', '.join(repr(m) for m in verdict.missing)}"
+        if verdict.missing
+        else "the passages below cover the question's words only in part"
+    )
+    if action == "ask_to_narrow":
+        return (
+            f"admit's check: {lacks}. If they do not answer the question, ask the user to rephrase or narrow it "
+            "(a product, a version, a feature name)."
+        )
+    return (
+        f"admit's check: {lacks}. Answer from what they do say; if they do not cover what is asked, say which "
+        "part the documentation does not cover."
+    )
 
 
 def _no_answer_drop(s: Scored, verdict: Answerability) -> Decision:

@@ -68,6 +68,10 @@ class AnswerabilityRecord(TypedDict):
     probability: float
     model: str
     reason: str
+    state: NotRequired[str]
+    """``answered``, ``unsure`` or ``not_answered``."""
+    missing: NotRequired[list[str]]
+    """The question's terms no admitted passage holds."""
 
 
 class PrunerRecord(TypedDict):

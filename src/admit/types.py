@@ -417,6 +417,9 @@ class PackResult:
     a ``no_answer`` fallback saying why."""
     answerability: float | None = None
     """The calibrated probability behind ``answerable`` (``None`` when it was not assessed)."""
+    answer_state: str = "answered"
+    """``answered``, ``unsure`` or ``not_answered``; only ``not_answered`` sets ``answerable`` to ``False`` and
+    triggers the policy's ``on_no_answer`` ("unsure" changes nothing admitted)."""
 
     @property
     def admitted_ids(self) -> list[str]:
@@ -427,13 +430,15 @@ class PackResult:
         """Return the JSON form printed by ``admit pack`` (and ``admit search --json``, ``POST /v1/pack``).
 
         The same names on every face: ``admitted``, ``citations`` (the admitted ids, in prompt order),
-        ``answerable`` and ``answerability``, ``decisions`` (one per candidate), ``budget``, ``fallbacks``, ``trace``.
+        ``answerable``, ``answerability`` and ``answer_state``, ``decisions`` (one per candidate), ``budget``,
+        ``fallbacks``, ``trace``.
         """
         return {
             "admitted": [p.as_dict() for p in self.admitted],
             "citations": self.admitted_ids,
             "answerable": self.answerable,
             "answerability": self.answerability,
+            "answer_state": self.answer_state,
             "prompt": self.prompt,
             "budget": self.budget.as_dict(),
             "decisions": [d.as_dict() for d in self.decisions],

@@ -26,7 +26,8 @@ H = {"X-API-Key": KEY}
 
 LIST_ALL = "List all error codes"
 HISTORY = "What changed between Ferrule 4.1 and 4.2?"
-UNANSWERABLE = "Does Ferrule support Kerberos single sign-on?"
+UNANSWERABLE = "How long should sourdough dough proof before baking?"
+LACKING = "Does Ferrule support Kerberos single sign-on?"  # a feature the product lacks
 PORT = "Which port does the Ferrule server listen on by default?"
 JAPANESE = "Ferrule のデフォルトのポート番号は何ですか？"
 BANANAS = "Bananas are yellow and rich in potassium."
@@ -54,7 +55,7 @@ def _search(kb: Path, question: str, *extra: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def searched(kb: Path) -> dict[str, dict[str, Any]]:
-    return {q: _search(kb, q) for q in (LIST_ALL, HISTORY, UNANSWERABLE, PORT, JAPANESE)}
+    return {q: _search(kb, q) for q in (LIST_ALL, HISTORY, UNANSWERABLE, LACKING, PORT, JAPANESE)}
 
 
 # -- CLI: admit search ------------------------------------------------------------------------------------------
@@ -84,9 +85,16 @@ def test_unanswerable_question_is_said_not_answered(searched: dict[str, dict[str
     assert "no_answer" in r["trace"]["fallbacks"][-1]["kind"]
 
 
+def test_a_feature_the_product_lacks_is_never_said_answered(searched: dict[str, dict[str, Any]]) -> None:
+    r = searched[LACKING]
+    assert r["answer_state"] in ("unsure", "not_answered"), r["trace"]["answerability"]
+    assert "Kerberos" in r["trace"]["answerability"]["missing"]
+
+
 def test_answerable_questions_are_said_answered(searched: dict[str, dict[str, Any]]) -> None:
     for q in (LIST_ALL, HISTORY, PORT, JAPANESE):
         assert searched[q]["answerable"] is True, (q, searched[q]["trace"]["answerability"])
+        assert searched[q]["answer_state"] == "answered", (q, searched[q]["trace"]["answerability"])
         assert "no_answer" not in [f["kind"] for f in searched[q]["fallbacks"]]
     assert any(c.startswith("install-4.2#requirements") for c in searched[PORT]["citations"])
 

@@ -118,6 +118,10 @@ class SearchResponse(BaseModel):
         description="Whether the admitted evidence answers the question (false: see the no_answer fallback).",
     )
     answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
+    answer_state: str = Field(
+        default="answered",
+        description="`answered`, `unsure` or `not_answered`; only `not_answered` sets `answerable` to false.",
+    )
     prompt: str
     budget: dict[str, Any] = Field(description="The evidence budget: input limit, reserves, what is left for evidence.")
     tools: str = Field(default="", description="The tool-results block (its own message); empty without tools.")
@@ -176,6 +180,10 @@ class PruneResponse(BaseModel):
     trace: dict[str, Any]
     answerable: bool = Field(default=True, description="Whether the kept chunks answer the question.")
     answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
+    answer_state: str = Field(
+        default="answered",
+        description="`answered`, `unsure` or `not_answered`; only `not_answered` sets `answerable` to false.",
+    )
 
     @classmethod
     def from_run(cls, run: PruneRun, trace: Mapping[str, Any], question: str = "") -> PruneResponse:
