@@ -386,9 +386,9 @@ def test_a_part_named_by_its_heading_is_kept() -> None:
     ]
     dense = np.array([0.3, 0.5, 0.2])
     out, why, _, _ = apply_rules(q, items, dense, [2, 5, 1], ["", "", ""])
-    assert out[0] == 4 and "names its heading 'Consolidated Balance Sheet'" in why[0]
+    assert out[0] == 3 and "names its heading 'Consolidated Balance Sheet'" in why[0]
     assert out[1:] == [5, 1]  # nothing else changes
-    # a heading that opens most of the list names no one part
+    # a heading that opens several chunks of the list names a kind, not one part
     same = [SetwiseItem(id=str(i), title="", text="Balance sheet notes\nline") for i in range(3)]
     assert rules.named_headings(q, [it.text for it in same]) == [None, None, None]
 

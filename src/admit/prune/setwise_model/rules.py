@@ -14,8 +14,8 @@ a user's own product needs, each recorded in the chunk's reason:
   list, or which ... are there, a chunk that is a table or a list (three or more rows or items) naming the asked
   kind is graded as the answer (5).
 - **A part named by its heading** (:func:`named_headings`): "according to the balance sheet", "in the cash flow
-  statement": a chunk whose opening heading line (two or more content words) the question holds word for word is
-  graded at least 4, unless that heading opens most of the list.
+  statement": the one chunk whose opening heading line the question names is graded at least 3 (kept at the
+  default threshold).
 - **A rare term the chunk lacks** (:func:`acronym_misses`): a question naming an acronym (``EBITDA``, ``SLA``)
   that some chunks of the list hold: a chunk that never holds it is not graded "essential" (5 becomes 4).
 - **Scripts MiniLM cannot read** (:func:`admit.prune.setwise_model.text.unreadable_script`): when the question is in
@@ -181,8 +181,9 @@ def opening_heading(text: str) -> str | None:
 
 def named_headings(question: str, texts: Sequence[str]) -> list[str | None]:
     """Per chunk, its opening heading when the question names it (two or more of its content words, and at least
-    two thirds of them, in the question in the heading's order), else ``None``; headings that open most of the list
-    name nothing."""
+    two thirds of them, in the question in the heading's order) and no other chunk's heading is named, else
+    ``None``. Measured on the documentation training files: of the chunks it names, 60% are required on Doc2Dial,
+    79% on RestBench (against 10% of all chunks), 10% on MedQuAD (templated headings; 58 chunks in 10,120)."""
     q = [stem(w) for w in tx.content_tokens(question)]
     out: list[str | None] = []
     heads = [opening_heading(t) for t in texts]
@@ -191,7 +192,7 @@ def named_headings(question: str, texts: Sequence[str]) -> list[str | None]:
         named = [w for w in words if w in q]
         ok = len(named) >= 2 and 3 * len(named) >= 2 * len(words) and _in_order(named, q)
         out.append(h if ok else None)
-    if sum(h is not None for h in out) > max(1, len(texts) // 2):
+    if sum(h is not None for h in out) != 1:  # one part named; several: the heading names a kind, not a part
         return [None] * len(texts)
     return out
 

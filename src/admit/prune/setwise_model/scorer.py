@@ -206,8 +206,8 @@ def apply_rules(
                 out[j] = 5
                 why[j] += "; a table or list of the asked kind for a list-all question"
     for j, head in enumerate(rules.named_headings(question, [it.text for it in items])):
-        if head is not None and out[j] < 4:
-            out[j] = 4
+        if head is not None and out[j] < 3:
+            out[j] = 3
             why[j] += f"; the question names its heading {head!r}"
     lacks, acronyms = rules.acronym_misses(question, texts)
     for j in range(n):
