@@ -86,7 +86,8 @@ def main() -> int:
     model = fa.fit_model("cross", data, fit_on, args)
     report: dict[str, Any] = {"thresholds": [model.threshold, model.answered_at], "leave_one_family_out": {}}
     for fam in data:
-        m = fa.fit_model("cross", data, [f for f in fit_on if f != fam], args) if fam in fit_on else model
+        rest = [f for f in fit_on if f != fam]
+        m = fa.fit_model("cross", data, rest, args) if fam in fit_on and rest else model
         report["leave_one_family_out"][fam] = fa.figures(m, data[fam])
     print(json.dumps(report, indent=1))
     if args.write:
