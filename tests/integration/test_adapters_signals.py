@@ -108,7 +108,9 @@ def test_haystack_store_vectors_of_the_text_alone_change_no_decision() -> None:
     ignore = AdmitPruner(embeddings="ignore").run(query=QUESTION, documents=docs)
 
     def decided(out: dict[str, Any]) -> dict[str | None, tuple[bool, int | None]]:
-        return {d.content: (d.meta["admit"]["kept"], d.meta["admit"]["grade"]) for d in out["documents"] + out["dropped"]}
+        return {
+            d.content: (d.meta["admit"]["kept"], d.meta["admit"]["grade"]) for d in out["documents"] + out["dropped"]
+        }
 
     assert decided(auto) == decided(ignore)
     for d in auto["documents"] + auto["dropped"]:

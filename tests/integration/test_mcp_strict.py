@@ -143,7 +143,9 @@ def test_the_argument_models_match_the_tools_schemas() -> None:
 # -- admit mcp itself ---------------------------------------------------------------------------------------------
 def _code(block: tuple[str, ...]) -> str:
     """``admit mcp`` with the modules in ``block`` made unimportable (as a plain ``pip install -e .`` lacks them)."""
-    return "import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in block) + "from admit.cli import main\nmain()\n"
+    return (
+        "import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in block) + "from admit.cli import main\nmain()\n"
+    )
 
 
 def _admit_mcp(*args: str, block: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
@@ -275,6 +277,8 @@ def test_a_limit_below_the_smallest_page_is_said(demo_kb: Path, tmp_path: Path) 
     cfg = tmp_path / "admit.toml"
     cfg.write_text('[service]\n\n[service.mcp]\ntenant = "acme"\ngroups = ["support"]\nmax_result_bytes = 1000\n')
     question = "How do I fix error E4012 during a push?"
-    got, _ = _converse(["--kb", str(demo_kb), "--config", str(cfg)], [("search_knowledge_base", {"question": question})], tmp_path)
-    (_, result), = got
+    got, _ = _converse(
+        ["--kb", str(demo_kb), "--config", str(cfg)], [("search_knowledge_base", {"question": question})], tmp_path
+    )
+    ((_, result),) = got
     assert "the page is still larger: raise max_result_bytes" in result["structuredContent"]["note"]

@@ -457,7 +457,7 @@ def _normal(name: str) -> str:
 
 def _named_extras(text: str) -> tuple[str, ...]:
     """The extras a paragraph tells the reader to install: ``.[langchain]``, ``admit[service]``."""
-    found = re.findall(r'(?:\.|admit)\[([\w,-]+)\]', text)
+    found = re.findall(r"(?:\.|admit)\[([\w,-]+)\]", text)
     return tuple(e.strip() for group in found for e in group.split(","))
 
 

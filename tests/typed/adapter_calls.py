@@ -6,13 +6,14 @@ type-checks this file; it is never run). An ``# type: ignore[...]`` marks a mist
 
 from __future__ import annotations
 
+from haystack import Document as HaystackDocument
+from langchain_core.documents import Document
+from llama_index.core.schema import NodeWithScore, TextNode
+
 from admit.adapters._core import AdmitFilter, Decision, Doc, FilterRun
 from admit.adapters.haystack import AdmitPruner
 from admit.adapters.langchain import AdmitCompressor
 from admit.adapters.llamaindex import AdmitNodePostprocessor
-from haystack import Document as HaystackDocument
-from langchain_core.documents import Document
-from llama_index.core.schema import NodeWithScore, TextNode
 
 
 def filters() -> None:

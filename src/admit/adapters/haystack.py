@@ -11,10 +11,10 @@ Example:
 Kept documents are the caller's own ``Document`` objects (same id, content, score and ``meta``) with one extra
 ``meta`` key, ``admit`` (kept, stage, grade, reason, score, rank, answerable, answerability); the ``dropped``
 output has the others, each with its reason; the ``answerable`` and ``answerability`` outputs say whether the kept
-documents answer the query. A saved pipeline records every setting and a custom :class:`~admit.adapters._core.AdmitFilter`
-(its pruner must have ``to_dict``/``from_dict``). Haystack 3 loads only components from modules it is told to
-trust: ``Pipeline.loads(yaml_text, allowed_modules=["admit.adapters.haystack"])`` (add the module of a custom
-pruner too).
+documents answer the query. A saved pipeline records every setting and a custom
+:class:`~admit.adapters._core.AdmitFilter` (its pruner must have ``to_dict``/``from_dict``). Haystack 3 loads only
+components from modules it is told to trust: ``Pipeline.loads(yaml_text, allowed_modules=["admit.adapters.haystack"])``
+(add the module of a custom pruner too).
 """
 
 from __future__ import annotations

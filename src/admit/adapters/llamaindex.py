@@ -6,9 +6,10 @@ Example:
 Kept nodes are the caller's own nodes (same ids, text and metadata) with one extra metadata key,
 ``admit`` (kept, stage, grade, reason, score, rank, and the call's answerable and answerability); the
 ``NodeWithScore`` score is kept as the retriever gave it. :meth:`AdmitNodePostprocessor.decide` returns the
-dropped nodes too, each with its reason, and says ``answerable`` / ``answerability`` as attributes of its result. A node's stored
-``embedding`` is reused instead of encoding the node again (``embeddings="auto"`` checks one against admit's
-model first). ``to_dict``/``from_dict`` keep every setting and a custom filter (its pruner must save itself).
+dropped nodes too, each with its reason, and says ``answerable`` / ``answerability`` as attributes of its result.
+A node's stored ``embedding`` is reused instead of encoding the node again when it is a vector of the text admit
+encodes (no title) from admit's model (``embeddings="auto"`` checks one first); each node's reason says which.
+``to_dict``/``from_dict`` keep every setting and a custom filter (its pruner must save itself).
 """
 
 from __future__ import annotations
@@ -77,9 +78,7 @@ class AdmitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):  # type: i
         ]
         return current_filter(self).run(query, docs, top_k=top_k)
 
-    def decide(
-        self, nodes: list[NodeWithScore], query_str: str, top_k: int | None = None
-    ) -> Decision[NodeWithScore]:
+    def decide(self, nodes: list[NodeWithScore], query_str: str, top_k: int | None = None) -> Decision[NodeWithScore]:
         """``(kept, dropped)``, each in input order and with ``metadata["admit"]`` (the reason why); the result's
         ``answerable`` and ``answerability`` say whether the kept nodes answer the query."""
         res = self._run(nodes, query_str, top_k)

@@ -27,11 +27,18 @@ class ServiceMetrics:
 
     def __init__(self) -> None:
         """Create the registry and every metric (no-op metrics without ``prometheus-client``)."""
+        registry: Any = _NoRegistry
+        Counter: Any = _NoMetric  # the class, by the name prometheus_client gives it
+        Histogram: Any = _NoMetric
         try:
-            from prometheus_client import CollectorRegistry, Counter, Histogram
+            import prometheus_client
+
+            registry = prometheus_client.CollectorRegistry
+            Counter = prometheus_client.Counter
+            Histogram = prometheus_client.Histogram
         except ImportError:
-            CollectorRegistry, Counter, Histogram = _NoRegistry, _NoMetric, _NoMetric  # noqa: N806
-        self.registry: Any = CollectorRegistry(auto_describe=True)
+            pass
+        self.registry: Any = registry(auto_describe=True)
         r = self.registry
         self.requests = Counter(
             "admit_http_requests",
