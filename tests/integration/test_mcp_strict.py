@@ -109,7 +109,11 @@ def test_a_bad_chunk_names_its_field() -> None:
     assert "top_k: " in _error(value)
 
 
-@pytest.mark.parametrize("chunk", ["x" * 3_000_000, {"id": "big", "text": "x" * 3_000_000}, "y" * 1500])
+@pytest.mark.parametrize(
+    "chunk",
+    ["x" * 3_000_000, {"id": "big", "text": "x" * 3_000_000}, "y" * 1500],
+    ids=["3MB-string", "3MB-object", "over-max_text_chars"],
+)
 def test_every_over_limit_input_has_its_reason(chunk: Any) -> None:
     (res,) = _calls(("prune_context", {"question": "port", "chunks": ["The port is 7420.", chunk]}))
     text = _error(res)
@@ -282,3 +286,9 @@ def test_a_limit_below_the_smallest_page_is_said(demo_kb: Path, tmp_path: Path) 
     )
     ((_, result),) = got
     assert "the page is still larger: raise max_result_bytes" in result["structuredContent"]["note"]
+
+
+def test_admit_mcp_without_the_kb_extra_exits_2_at_start(demo_kb: Path) -> None:
+    r = _admit_mcp("--kb", str(demo_kb), "--principal", "tenant:acme", block=("sqlite_vec",))
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert r.stderr.count("\n") == 1 and "admit[kb]" in r.stderr and "Traceback" not in r.stderr, r.stderr
