@@ -495,6 +495,43 @@ def test_a_snippet_imports_only_what_the_extras_it_names_install(block: Block) -
         )
 
 
+NAMED = sorted(
+    {extras for b in COMMANDS if b.lang == "python" and (extras := tuple(sorted(set(_named_extras(b.before)))))}
+)
+"""Each set of extras a snippet's paragraph names (``("langchain",)``, ...)."""
+
+
+@pytest.mark.parametrize("extras", NAMED, ids=lambda e: ",".join(e))
+def test_the_extras_a_snippet_names_resolve_to_its_imports_in_a_fresh_venv(
+    extras: tuple[str, ...], tmp_path: Path
+) -> None:
+    """What ``pip install -e ".[EXTRAS]"`` would install into a fresh virtual environment (resolved by pip, with
+    ``--dry-run --report``: nothing is installed) provides every import of the snippets naming those extras."""
+    import importlib.metadata
+    import venv
+
+    venv.create(tmp_path / "venv", with_pip=True)
+    pip = tmp_path / "venv" / "bin" / "pip"
+    report = tmp_path / "report.json"
+    spec = f"{REPO}[{','.join(extras)}]"
+    r = subprocess.run(
+        [str(pip), "install", "-q", "--dry-run", "--ignore-installed", "--report", str(report), spec],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if r.returncode != 0 and ("NewConnectionError" in r.stderr or "No matching distribution" in r.stderr):
+        pytest.skip(f"pip cannot reach a package index here: {r.stderr.strip().splitlines()[-1][:200]}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    resolved = {_normal(i["metadata"]["name"]) for i in json.loads(report.read_text())["install"]}
+    providers = importlib.metadata.packages_distributions()
+    for block in (b for b in COMMANDS if b.lang == "python" and set(_named_extras(b.before)) == set(extras)):
+        for module in sorted(_imported(block.text) - {"admit"} - set(sys.stdlib_module_names)):
+            dists = {_normal(d) for d in providers.get(module, [])}
+            assert dists & resolved, f"{block.name}: `import {module}` ({sorted(dists)}) is not installed by {spec}"
+
+
 # -- helpers ---------------------------------------------------------------------------------------------------
 def _run_python(session: Session, block: Block) -> None:
     code = session.substitute(block.text)
