@@ -113,10 +113,15 @@ class Verdict:
     alone is over ``max_tokens`` (the sentences that match the question, elisions marked)."""
 
     def as_metadata(
-        self, strategy: str, *, answerable: bool = True, answerability: float | None = None
+        self,
+        strategy: str,
+        *,
+        answerable: bool = True,
+        answerability: float | None = None,
+        answer_state: str = "answered",
     ) -> dict[str, Any]:
         """The ``admit`` metadata entry added to the document (:meth:`FilterRun.metadata` fills in the call's
-        ``answerable`` and ``answerability``)."""
+        ``answerable``, ``answerability`` and ``answer_state``)."""
         return {
             "kept": self.kept,
             "stage": self.stage,
@@ -128,6 +133,7 @@ class Verdict:
             "excerpt": self.excerpt is not None,
             "answerable": answerable,
             "answerability": answerability,
+            "answer_state": answer_state,
         }
 
 
@@ -143,11 +149,18 @@ class FilterRun:
     """Whether the kept documents answer the question (:mod:`admit.prune.answerability`)."""
     answerability: float | None = None
     """The calibrated probability behind ``answerable``."""
+    answer_state: str = "answered"
+    """``answered``, ``unsure`` or ``not_answered`` (only the last sets ``answerable`` to ``False``)."""
 
     def metadata(self, verdict: Verdict) -> dict[str, Any]:
         """The ``admit`` metadata entry of one document: its verdict, the strategy, and whether the kept documents
-        answer the question (``answerable``, ``answerability``: the same on every document of the call)."""
-        return verdict.as_metadata(self.strategy, answerable=self.answerable, answerability=self.answerability)
+        answer the question (``answerable``, ``answerability``, ``answer_state``: the same on every document)."""
+        return verdict.as_metadata(
+            self.strategy,
+            answerable=self.answerable,
+            answerability=self.answerability,
+            answer_state=self.answer_state,
+        )
 
     @property
     def kept(self) -> list[Verdict]:
@@ -460,7 +473,11 @@ class AdmitFilter:
         if not verdict.answerable:
             logger.info("not answered: %s", verdict.reason)
         return FilterRun(
-            strategy=strategy, verdicts=final, answerable=verdict.answerable, answerability=verdict.probability
+            strategy=strategy,
+            verdicts=final,
+            answerable=verdict.answerable,
+            answerability=verdict.probability,
+            answer_state=verdict.state,
         )
 
     def _cut(self, verdicts: dict[int, Verdict], limit: int | None, docs: Sequence[Doc], question: str) -> None:

@@ -104,6 +104,10 @@ class EvidenceResult(BaseModel):
         description="Whether the evidence answers the question; false: say the knowledge base does not answer it.",
     )
     answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
+    answer_state: str = Field(
+        default="answered",
+        description="`answered`, `unsure` or `not_answered`; only `not_answered` sets `answerable` to false.",
+    )
     passages: list[CitedPassage]
     tools: str = Field(default="", description="The tool-results block (untrusted tool data), if tools were given.")
     note: str = Field(default="", description="Fallbacks applied (scope notes, excerpts, ask to narrow).")
@@ -195,6 +199,7 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
             citations=[p.chunk.id for p in rest[:k]],
             answerable=res.answerable,
             answerability=res.answerability,
+            answer_state=res.answer_state,
             passages=cited[:k],
             tools=res.tools,
             note=" ".join([note, _left_out(omitted, max_bytes)]).strip(),
