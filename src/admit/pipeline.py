@@ -433,7 +433,7 @@ class Pipeline:
             kept = {v.chunk.id for v in run.verdicts if v.kept}
             survivors = [s for s in unique if s.chunk.id in kept]
             decisions.update((v.chunk.id, v.decision()) for v in run.verdicts if not v.kept)
-        capped_survivors, capped = source_cap(survivors, policy, grades)
+        capped_survivors, capped = source_cap(survivors, policy, grades, question=question)
         decisions.update((d.chunk_id, d) for d in capped)
         return _Pruned(survivors=capped_survivors, grades=grades, outcome=outcome, shown_to_llm=shown_to_llm)
 
