@@ -113,4 +113,4 @@ def test_cli_ingest_shows_chunks_and_an_eta_on_stderr(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "3/3 chunks" in res.stderr
     assert "ETA" in res.stderr
-    assert "ingested 3 files" in res.stdout
+    assert "3 files seen" in res.stdout
