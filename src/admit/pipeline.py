@@ -51,6 +51,7 @@ from admit.trace import (
     TraceRecord,
     TraceSink,
     build_record,
+    new_request_id,
     trace_content_enabled,
 )
 from admit.types import Budget, Chunk, Decision, Fallback, Message, PackResult, Principal, Scored
@@ -99,7 +100,8 @@ class PackRequest:
     prune_params: Mapping[str, Any] = field(default_factory=dict)
     """Override pruner settings (threshold, keep_top_k, on_error, strategy parameters)."""
     request_id: str | None = None
-    """A caller's id; default: a hash of the request."""
+    """A caller's id; default: a fresh time-ordered UUIDv7 per request (the trace's ``request_hash`` is the
+    request's hash, shared by identical requests)."""
     retrieval: RetrievalRecord | None = None
     """What retrieved the candidates (the knowledge base's counts and filters), recorded in the trace."""
     latency_ms: Mapping[str, float] = field(default_factory=dict)
@@ -126,7 +128,8 @@ def question_id(question: str) -> str:
 
 
 def request_hash(req: PackRequest) -> str:
-    """The default request id: a hash of the question and the candidates' ids and texts."""
+    """A hash of the question and the candidates' ids and texts: the trace's ``request_hash``, the same for
+    identical requests (the ``request_id`` is unique per request: :func:`~admit.trace.new_request_id`)."""
     h = hashlib.sha256()
     h.update(req.question.encode("utf-8", "surrogatepass"))
     for c in req.candidates:
@@ -258,7 +261,7 @@ class Pipeline:
 
     def resolve_policy(self, req: PackRequest, request_id: str = "") -> tuple[Policy, RouteRecord]:
         """Resolve a :class:`PackRequest` (see :meth:`resolve`); return the policy and the route record."""
-        res = self._resolve_request(req, request_id or req.request_id or request_hash(req))
+        res = self._resolve_request(req, request_id or req.request_id or new_request_id())
         return res.policy, res.record()
 
     def _resolve_request(self, req: PackRequest, request_id: str) -> Resolution:
@@ -308,7 +311,8 @@ class Pipeline:
         answerability check), :meth:`_scan`, :meth:`_record`.
         """
         self._check(req)
-        request_id = req.request_id or request_hash(req)
+        digest = request_hash(req)
+        request_id = req.request_id or new_request_id()
         timer = StageTimer(self.tracer)
         decisions: dict[str, Decision] = {}
 
@@ -348,6 +352,7 @@ class Pipeline:
         record = self._record(
             req,
             request_id,
+            digest=digest,
             route=route,
             budget=budget,
             tokenizer=tokenizer,
@@ -505,6 +510,7 @@ class Pipeline:
         req: PackRequest,
         request_id: str,
         *,
+        digest: str,
         route: RouteRecord,
         budget: Budget,
         tokenizer: Tokenizer,
@@ -520,6 +526,7 @@ class Pipeline:
         """The request's trace record: every key named in :class:`~admit.trace.TraceRecord`."""
         return build_record(
             request_id=request_id,
+            request_hash=digest,
             route=route,
             policy_version=route["policy_version"],
             budget=budget,

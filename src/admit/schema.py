@@ -165,7 +165,9 @@ class PackRequestModel(_Strict):
     query_class: str | None = Field(default=None, max_length=100)
     prune: str | None = Field(default=None, max_length=100)
     prune_params: dict[str, Any] = Field(default_factory=dict)
-    request_id: str | None = Field(default=None, max_length=200)
+    request_id: str | None = Field(
+        default=None, max_length=200, description="Your id for this request; default: a fresh time-ordered UUIDv7."
+    )
     candidates: list[CandidateModel] = Field(max_length=10_000)
     tool_outputs: list[ToolOutputModel] = Field(
         default_factory=list,
