@@ -6,10 +6,12 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 from dataclasses import replace
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -91,8 +93,6 @@ class CandidateModel(PruneCandidate):
     """One candidate chunk of a pack request: the bring-your-own candidate (:class:`PruneCandidate`) with what
     admission needs besides (who may read it, its version and date, the source's authority, its language)."""
 
-    model_config = ConfigDict(extra="allow")
-
     source_id: str = Field(min_length=1, max_length=500)
     text: str = Field(max_length=MAX_TEXT_CHARS)
     version: str | None = Field(default=None, max_length=200)
@@ -102,7 +102,7 @@ class CandidateModel(PruneCandidate):
     language: str | None = Field(default=None, max_length=20)
 
     def to_chunk(self) -> Chunk:
-        """The library chunk (fields a caller added beyond the schema go into its metadata)."""
+        """The library chunk (a caller's own fields go in ``metadata``; an unknown field is refused)."""
         a = self.access
         return replace(
             super().to_chunk(),
@@ -111,7 +111,7 @@ class CandidateModel(PruneCandidate):
             access=Access(tenant=a.tenant, groups=tuple(a.groups), label=a.label) if a else None,
             authority=self.authority,
             language=self.language,
-            metadata={**self.metadata, **(self.model_extra or {})},
+            metadata=dict(self.metadata),
         )
 
 
@@ -240,16 +240,40 @@ def describe_validation_errors(
         if named == ["principal"] and model is not None and "principal" not in model.model_fields:
             return "principal: not allowed in the body; the principal comes from the API key", "principal"
         msg = f"{field}: unknown field"
-        if model is not None and len(named) == 1:
-            msg += f"; the {noun} takes {', '.join(_field_names(model))}"
+        owner = _model_at(model, named[:-1]) if model is not None else None
+        if owner is not None:
+            names = _field_names(owner)
+            close = difflib.get_close_matches(str(named[-1]), names, n=1)
+            where = noun if len(named) == 1 else field_path(named[:-1])
+            msg += (f" (did you mean {close[0]!r}?)" if close else "") + f"; the {where} takes {', '.join(names)}"
+            msg += " (your own fields go in metadata)" if "metadata" in owner.model_fields else ""
     else:
         msg = f"{field or '<' + noun + '>'}: {first.get('msg', 'invalid')}"
     if len(errors) > 1:
         nxt = errors[1]
         nloc = field_path(nxt.get("loc", ()), skip=skip) or f"<{noun}>"
         more = f" and {len(errors) - 2} more" if len(errors) > 2 else ""
-        msg += f" (also {nloc}: {nxt.get('msg', 'invalid')}{more})"
+        why = "unknown field" if nxt.get("type") == "extra_forbidden" else nxt.get("msg", "invalid")
+        msg += f" (also {nloc}: {why}{more})"
     return msg, field
+
+
+def _model_at(model: type[BaseModel], path: Sequence[Any]) -> type[BaseModel] | None:
+    """The model of the object at ``path`` inside ``model`` (``candidates``, ``0`` -> the candidate model), or
+    ``None`` when the path leaves the models (a dict, a list of plain values)."""
+    current: Any = model
+    for part in path:
+        if isinstance(part, int):
+            args = [a for a in get_args(current) if a is not type(None)]
+            current = args[0] if args else None
+        elif isinstance(current, type) and issubclass(current, BaseModel) and part in current.model_fields:
+            current = current.model_fields[part].annotation
+            args = [a for a in get_args(current) if a is not type(None)]
+            if get_origin(current) is not list and len(args) == 1:
+                current = args[0]  # X | None
+        else:
+            return None
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
 def _field_names(model: type[BaseModel]) -> list[str]:

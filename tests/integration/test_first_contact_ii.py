@@ -171,7 +171,9 @@ def test_pack_names_a_misspelled_field_first() -> None:
     req["questoin"] = req.pop("question")
     res = admit("pack", "-", stdin=json.dumps(req))
     assert res.returncode == 2
-    assert res.stderr.startswith("error: questoin: unknown field; the request takes question, principal"), res.stderr
+    assert res.stderr.startswith(
+        "error: questoin: unknown field (did you mean 'question'?); the request takes question, principal"
+    ), res.stderr
     assert "question: Field required" in res.stderr
 
 
