@@ -54,7 +54,17 @@ from admit.trace import (
     new_request_id,
     trace_content_enabled,
 )
-from admit.types import Budget, Chunk, Decision, Fallback, Message, PackResult, Principal, Scored
+from admit.types import (
+    Budget,
+    Chunk,
+    Decision,
+    Fallback,
+    Message,
+    PackResult,
+    Principal,
+    Scored,
+    check_question_length,
+)
 
 __all__ = [
     "PackRequest",
@@ -240,9 +250,11 @@ class Pipeline:
             request_id: Decides the rollout share (a stable hash).
 
         Raises:
-            RequestError: An override or parameter the strategy does not take (the field is named).
+            RequestError: A question over :data:`~admit.types.MAX_QUESTION_CHARS`, an override or parameter the
+                strategy does not take (the field is named).
             ConfigError: An unknown query class.
         """
+        check_question_length(question)
         policies = self.policies_for(request_id)
         route = policies.classify(question, override=query_class)
         policy = policies.policy(route.query_class)
@@ -289,6 +301,7 @@ class Pipeline:
 
         No budget, no packing: see :func:`prune_candidates`.
         """
+        check_question_length(question)
         pruner = None if settings.strategy == "none" else self.pruner_for(settings.strategy)
         return prune_candidates(
             question,

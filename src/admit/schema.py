@@ -18,7 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from admit.errors import RequestError
 from admit.pipeline import PackRequest
 from admit.tools import ToolOutput
-from admit.types import Access, Chunk, Message, Principal
+from admit.types import MAX_QUESTION_CHARS, Access, Chunk, Message, Principal, question_too_long
 
 __all__ = [
     "AccessModel",
@@ -29,6 +29,7 @@ __all__ = [
     "ToolOutputModel",
     "describe_validation_errors",
     "field_path",
+    "model_at",
     "parse_pack_request",
 ]
 
@@ -156,7 +157,7 @@ class ToolOutputModel(_Strict):
 class PackRequestModel(_Strict):
     """The ``admit pack`` request."""
 
-    question: str = Field(min_length=1, max_length=20_000)
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     principal: PrincipalModel
     model: str = Field(default="gpt-4o", min_length=1, max_length=1000)
     input_limit: int = Field(default=16_000, gt=0, le=10_000_000)
@@ -240,13 +241,15 @@ def describe_validation_errors(
         if named == ["principal"] and model is not None and "principal" not in model.model_fields:
             return "principal: not allowed in the body; the principal comes from the API key", "principal"
         msg = f"{field}: unknown field"
-        owner = _model_at(model, named[:-1]) if model is not None else None
+        owner = model_at(model, named[:-1]) if model is not None else None
         if owner is not None:
             names = _field_names(owner)
             close = difflib.get_close_matches(str(named[-1]), names, n=1)
             where = noun if len(named) == 1 else field_path(named[:-1])
             msg += (f" (did you mean {close[0]!r}?)" if close else "") + f"; the {where} takes {', '.join(names)}"
             msg += " (your own fields go in metadata)" if "metadata" in owner.model_fields else ""
+    elif first.get("type") == "string_too_long" and field == "question" and isinstance(first.get("input"), str):
+        msg = question_too_long(len(first["input"]))  # the one question limit, worded as on every surface
     else:
         msg = f"{field or '<' + noun + '>'}: {first.get('msg', 'invalid')}"
     if len(errors) > 1:
@@ -258,12 +261,14 @@ def describe_validation_errors(
     return msg, field
 
 
-def _model_at(model: type[BaseModel], path: Sequence[Any]) -> type[BaseModel] | None:
+def model_at(model: type[BaseModel], path: Sequence[Any]) -> type[BaseModel] | None:
     """The model of the object at ``path`` inside ``model`` (``candidates``, ``0`` -> the candidate model), or
     ``None`` when the path leaves the models (a dict, a list of plain values)."""
     current: Any = model
     for part in path:
-        if isinstance(part, int):
+        if get_origin(current) is dict:  # a table of named entries: the value type
+            current = get_args(current)[1]
+        elif isinstance(part, int):
             args = [a for a in get_args(current) if a is not type(None)]
             current = args[0] if args else None
         elif isinstance(current, type) and issubclass(current, BaseModel) and part in current.model_fields:
