@@ -10,6 +10,7 @@ import click
 
 from admit._clean import clean_terminal
 from admit.cli._common import access_option, echo_json, handle_errors, json_option, open_kb, stdout_console
+from admit.cli._progress import show_progress
 
 if TYPE_CHECKING:
     from admit.kb.ingest_types import IngestReport
@@ -39,7 +40,11 @@ __all__ = ["ingest_cmd"]
     default=None,
     help="Largest file read, in MiB (default 64); a larger one is reported as an error and the rest is ingested.",
 )
-@click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Show a progress bar on stderr (default: when stderr is a terminal).",
+)
 @click.option(
     "--engine",
     type=click.Choice(["local", "ray"]),
@@ -63,7 +68,7 @@ def ingest_cmd(
     embedder: str | None,
     max_tokens: int,
     max_file_mb: float | None,
-    progress: bool,
+    progress: bool | None,
     engine: str,
     workers: int,
     as_json: bool,
@@ -82,6 +87,7 @@ def ingest_cmd(
         tenant, group_list = access.tenant, list(access.groups)
     elif groups is not None:
         group_list = [g.strip() for g in groups.split(",") if g.strip()]
+    progress = show_progress(progress)
     new_file = _new_kb_file(kb_path)
     options = IngestOptions(
         tenant=tenant,
