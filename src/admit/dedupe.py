@@ -200,7 +200,9 @@ def source_cap(
     """
     g = grades or {}
     protected = facet_keepers(items, question, g) if question else set()
-    order = sorted(range(len(items)), key=lambda i: (i not in protected, -g.get(items[i].chunk.id, 0), items[i].rank, i))
+    order = sorted(
+        range(len(items)), key=lambda i: (i not in protected, -g.get(items[i].chunk.id, 0), items[i].rank, i)
+    )
     per_source: dict[str, int] = defaultdict(int)
     over: set[int] = set()
     for i in order:
@@ -241,7 +243,10 @@ def facet_keepers(items: Sequence[Scored], question: str, grades: Mapping[str, i
         covering = [i for i in range(len(items)) if covers(words[i], facet)]
         if covering:
             keep.add(
-                min(covering, key=lambda i: (-len(titles[i] & facet), -grades.get(items[i].chunk.id, 0), items[i].rank, i))
+                min(
+                    covering,
+                    key=lambda i: (-len(titles[i] & facet), -grades.get(items[i].chunk.id, 0), items[i].rank, i),
+                )
             )
     return keep
 

@@ -392,7 +392,8 @@ def render_page(records: Sequence[Mapping[str, Any]], *, title: str = "admit: re
     """One self-contained HTML page for ``records`` (trace records, with their requests when logged)."""
     index = "".join(
         f'<li><a href="#req-{_e(r.get("request_id", f"request-{i}"))}">{_e(r.get("request_id", f"request-{i}"))}</a> '
-        f"{_e(_stamp(r))} {_e(r.get('query_class'))}: {_e(r.get('question') or (r.get('request') or {}).get('question') or '')} "
+        f"{_e(_stamp(r))} {_e(r.get('query_class'))}: "
+        f"{_e(r.get('question') or (r.get('request') or {}).get('question') or '')} "
         f"({len(r.get('accepted_chunk_ids', []))} of {r.get('candidate_count', len(r.get('decisions', [])))} "
         f"admitted)</li>"
         for i, r in enumerate(records)

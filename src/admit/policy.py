@@ -167,7 +167,9 @@ def _check_keys(raw: Any, known: Iterable[str], where: str) -> None:
         raise ConfigError(f"{where} must be a table, got {type(raw).__name__}.")
     for key in raw:
         if key not in known:
-            moved = f"; {key!r} is a prune setting: put it in [{where.strip('[]')}.prune]" if key in _PRUNE_FIELDS else ""
+            moved = (
+                f"; {key!r} is a prune setting: put it in [{where.strip('[]')}.prune]" if key in _PRUNE_FIELDS else ""
+            )
             raise ConfigError(f"{where}: {unknown_name('setting', str(key), known)}{moved}.")
 
 

@@ -30,6 +30,7 @@ def question_too_long(n: int) -> str:
         "shorter one (put long context in the candidates or the instructions)"
     )
 
+
 __all__ = [
     "MAX_QUESTION_CHARS",
     "Access",

@@ -83,7 +83,13 @@ def test_how_many_x_can_or_does_is_a_point_lookup(question: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "question", ["How many error codes are there?", "How many kinds of storage backend exist?", "How many regions are affected?", "List all error codes"]
+    "question",
+    [
+        "How many error codes are there?",
+        "How many kinds of storage backend exist?",
+        "How many regions are affected?",
+        "List all error codes",
+    ],
 )
 def test_counting_the_items_of_a_kind_is_still_list_all(question: str) -> None:
     assert Pipeline().resolve(question, request_id="r").route.query_class == "list_all"

@@ -94,9 +94,7 @@ def schema_cmd(as_json: bool) -> None:
 @click.command("policy")
 @click.argument("question", required=False)
 @policy_option()
-@click.option(
-    "--show-default", is_flag=True, help="Print the shipped policy file, as TOML to copy and edit, and exit."
-)
+@click.option("--show-default", is_flag=True, help="Print the shipped policy file, as TOML to copy and edit, and exit.")
 @json_option("the route and the whole policy")
 @handle_errors
 def policy_cmd(question: str | None, policy_path: str | None, show_default: bool, as_json: bool) -> None:

@@ -281,9 +281,7 @@ def _link_refusal(f: Path, root: Path) -> str:
     return ""
 
 
-def _walk(
-    paths: Sequence[str | Path], refused: list[tuple[str, str]] | None = None
-) -> list[tuple[Path, Path | None]]:
+def _walk(paths: Sequence[str | Path], refused: list[tuple[str, str]] | None = None) -> list[tuple[Path, Path | None]]:
     """``(file, root)`` for every file under the paths (root: the folder it was found under, None if named).
 
     A symbolic link found in a folder is followed only when its target lies inside that folder; others go to

@@ -346,7 +346,7 @@ def _route_error(app: FastAPI, request: Request, status: int, allow: str) -> tup
     if status == 405:
         return "method_not_allowed", f"{method} {path}: the route takes {allow or 'another method'}, not {method}"
     routes = sorted(
-        {f"{m} {r.path}" for r in app.routes if isinstance(r, APIRoute) for m in r.methods if m != "HEAD"}
+        {f"{m} {r.path}" for r in app.routes if isinstance(r, APIRoute) for m in (r.methods or ()) if m != "HEAD"}
     )
     close = difflib.get_close_matches(path, [r.split(" ", 1)[1] for r in routes], n=1)
     hint = f"; did you mean {close[0]}?" if close else ""
