@@ -90,3 +90,12 @@ def test_admit_policy_show_default_prints_the_shipped_file() -> None:
     assert res.exit_code == 0
     assert res.stdout == shipped_policy_text()
     assert "classes" in tomllib.loads(res.stdout)
+
+
+def test_a_registry_typo_gets_did_you_mean(tmp_path: Path) -> None:
+    from admit.kb.registry import load_registry
+
+    path = tmp_path / "sources.toml"
+    path.write_text('[[sources]]\nmatch = "*.md"\nauthorty = 0.5\n', "utf-8")
+    with pytest.raises(ConfigError, match=r"\[\[sources\]\] #1: unknown key 'authorty'; did you mean 'authority'\?"):
+        load_registry(path)
