@@ -51,9 +51,20 @@ from admit.trace import (
     TraceRecord,
     TraceSink,
     build_record,
+    new_request_id,
     trace_content_enabled,
 )
-from admit.types import Budget, Chunk, Decision, Fallback, Message, PackResult, Principal, Scored
+from admit.types import (
+    Budget,
+    Chunk,
+    Decision,
+    Fallback,
+    Message,
+    PackResult,
+    Principal,
+    Scored,
+    check_question_length,
+)
 
 __all__ = [
     "PackRequest",
@@ -99,7 +110,8 @@ class PackRequest:
     prune_params: Mapping[str, Any] = field(default_factory=dict)
     """Override pruner settings (threshold, keep_top_k, on_error, strategy parameters)."""
     request_id: str | None = None
-    """A caller's id; default: a hash of the request."""
+    """A caller's id; default: a fresh time-ordered UUIDv7 per request (the trace's ``request_hash`` is the
+    request's hash, shared by identical requests)."""
     retrieval: RetrievalRecord | None = None
     """What retrieved the candidates (the knowledge base's counts and filters), recorded in the trace."""
     latency_ms: Mapping[str, float] = field(default_factory=dict)
@@ -126,7 +138,8 @@ def question_id(question: str) -> str:
 
 
 def request_hash(req: PackRequest) -> str:
-    """The default request id: a hash of the question and the candidates' ids and texts."""
+    """A hash of the question and the candidates' ids and texts: the trace's ``request_hash``, the same for
+    identical requests (the ``request_id`` is unique per request: :func:`~admit.trace.new_request_id`)."""
     h = hashlib.sha256()
     h.update(req.question.encode("utf-8", "surrogatepass"))
     for c in req.candidates:
@@ -237,9 +250,11 @@ class Pipeline:
             request_id: Decides the rollout share (a stable hash).
 
         Raises:
-            RequestError: An override or parameter the strategy does not take (the field is named).
+            RequestError: A question over :data:`~admit.types.MAX_QUESTION_CHARS`, an override or parameter the
+                strategy does not take (the field is named).
             ConfigError: An unknown query class.
         """
+        check_question_length(question)
         policies = self.policies_for(request_id)
         route = policies.classify(question, override=query_class)
         policy = policies.policy(route.query_class)
@@ -258,7 +273,7 @@ class Pipeline:
 
     def resolve_policy(self, req: PackRequest, request_id: str = "") -> tuple[Policy, RouteRecord]:
         """Resolve a :class:`PackRequest` (see :meth:`resolve`); return the policy and the route record."""
-        res = self._resolve_request(req, request_id or req.request_id or request_hash(req))
+        res = self._resolve_request(req, request_id or req.request_id or new_request_id())
         return res.policy, res.record()
 
     def _resolve_request(self, req: PackRequest, request_id: str) -> Resolution:
@@ -286,6 +301,7 @@ class Pipeline:
 
         No budget, no packing: see :func:`prune_candidates`.
         """
+        check_question_length(question)
         pruner = None if settings.strategy == "none" else self.pruner_for(settings.strategy)
         return prune_candidates(
             question,
@@ -308,7 +324,8 @@ class Pipeline:
         answerability check), :meth:`_scan`, :meth:`_record`.
         """
         self._check(req)
-        request_id = req.request_id or request_hash(req)
+        digest = request_hash(req)
+        request_id = req.request_id or new_request_id()
         timer = StageTimer(self.tracer)
         decisions: dict[str, Decision] = {}
 
@@ -348,6 +365,7 @@ class Pipeline:
         record = self._record(
             req,
             request_id,
+            digest=digest,
             route=route,
             budget=budget,
             tokenizer=tokenizer,
@@ -434,7 +452,7 @@ class Pipeline:
             kept = {v.chunk.id for v in run.verdicts if v.kept}
             survivors = [s for s in unique if s.chunk.id in kept]
             decisions.update((v.chunk.id, v.decision()) for v in run.verdicts if not v.kept)
-        capped_survivors, capped = source_cap(survivors, policy, grades)
+        capped_survivors, capped = source_cap(survivors, policy, grades, question=question)
         decisions.update((d.chunk_id, d) for d in capped)
         return _Pruned(survivors=capped_survivors, grades=grades, outcome=outcome, shown_to_llm=shown_to_llm)
 
@@ -506,6 +524,7 @@ class Pipeline:
         req: PackRequest,
         request_id: str,
         *,
+        digest: str,
         route: RouteRecord,
         budget: Budget,
         tokenizer: Tokenizer,
@@ -521,6 +540,7 @@ class Pipeline:
         """The request's trace record: every key named in :class:`~admit.trace.TraceRecord`."""
         return build_record(
             request_id=request_id,
+            request_hash=digest,
             route=route,
             policy_version=route["policy_version"],
             budget=budget,

@@ -117,7 +117,8 @@ def ingest_paths(
     return IngestReport(
         **run.counts,
         skipped=tuple(run.skipped),
-        refused_links=tuple(run.refused),
+        refused_links=tuple(p for p, _ in run.refused),
+        refusals=tuple(run.refused),
         errors=tuple(run.errors),
         seconds=time.perf_counter() - t0,
     )
@@ -136,7 +137,7 @@ class _Run:
     existing: dict[tuple[str, str], SourceInfo] = field(init=False)
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COUNTS, 0))
     skipped: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
     seen: set[tuple[str, str]] = field(default_factory=set)
     seen_ids: dict[str, str] = field(default_factory=dict)
@@ -152,7 +153,7 @@ class _Run:
     def fail(self, f: Path, message: str) -> None:
         """Record a file's error (the file counts as taken up: ``files`` = sources + errors)."""
         self.errors.append((str(f), message))
-        logger.warning("ingest: %s: %s", f, message)
+        logger.info("ingest: %s: %s", f, message)  # the report carries it; the CLI prints it once
 
     def plan_file(self, f: Path, root: Path | None, rel: str) -> None:
         """Read and parse one file, and plan what it needs: nothing (unchanged), a write here, or a job."""
@@ -189,8 +190,8 @@ class _Run:
         try:
             raw = _read(f, root)
         except RefusedFileError as exc:
-            logger.warning("ingest: not reading %s", exc)
-            self.refused.append(str(f))
+            logger.info("ingest: not reading %s", exc)
+            self.refused.append((str(f), str(exc).removeprefix(f"{f}: ")))
             return None
         self.counts["files"] += 1
         try:
@@ -270,11 +271,21 @@ def _folders(paths: Sequence[str | Path]) -> list[Path]:
     return [Path(p).expanduser().resolve() for p in paths if Path(p).expanduser().is_dir()]
 
 
-def _walk(paths: Sequence[str | Path], refused: list[str] | None = None) -> list[tuple[Path, Path | None]]:
+def _link_refusal(f: Path, root: Path) -> str:
+    """Why the link ``f`` under ``root`` is not followed (``""``: it is, its target is a file inside ``root``)."""
+    target = f.resolve()
+    if not target.exists():
+        return f"a dangling symbolic link: its target {target} does not exist"
+    if not target.is_relative_to(root):
+        return f"a symbolic link whose target {target} lies outside {root}"
+    return ""
+
+
+def _walk(paths: Sequence[str | Path], refused: list[tuple[str, str]] | None = None) -> list[tuple[Path, Path | None]]:
     """``(file, root)`` for every file under the paths (root: the folder it was found under, None if named).
 
     A symbolic link found in a folder is followed only when its target lies inside that folder; others go to
-    ``refused`` (and the log), so a link such as ``docs/passwd.txt -> /etc/passwd`` is never read.
+    ``refused`` with their cause (and the log), so a link such as ``docs/passwd.txt -> /etc/passwd`` is never read.
     """
     out: list[tuple[Path, Path | None]] = []
     for raw in paths:
@@ -285,11 +296,11 @@ def _walk(paths: Sequence[str | Path], refused: list[str] | None = None) -> list
                 if any(part.startswith(".") for part in f.relative_to(root).parts):
                     continue
                 if f.is_symlink() or f.resolve() != f:
-                    target = f.resolve()
-                    if not target.is_relative_to(root):
-                        logger.warning("ingest: not following %s: its target lies outside %s", f, root)
+                    cause = _link_refusal(f, root)
+                    if cause:
+                        logger.info("ingest: not following %s: %s", f, cause)
                         if refused is not None:
-                            refused.append(str(f))
+                            refused.append((str(f), cause))
                         continue
                 if f.is_file():
                     out.append((f, root))
