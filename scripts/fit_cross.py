@@ -655,6 +655,41 @@ def train_k(
     return model, {"K": k, "history": history, "pairs_seen": pairs_seen}
 
 
+def export_checkpoint(
+    args: argparse.Namespace, train: Sequence[List_], evals: dict[str, list[List_]], qc: StateCache, pc: StateCache
+) -> int:
+    """The model of a running (or stopped) fit's last checkpoint, scored out of sample and exported (``--out``):
+    a fit that cannot run to its end still leaves a model and its figures."""
+    import torch
+
+    k = (args.layers or [5])[0]
+    state = torch.load(Path(args.from_checkpoint), map_location=args.device, weights_only=False)
+    model = Joint(k, args.device, args.seed)
+    for n, v in state["params"].items():
+        model.params[n].data.copy_(v)
+    step, pairs = int(state["step"]), int(state.get("pairs_seen", 0))
+    print(f"K={k}: checkpoint at step {step}, {pairs} pairs seen", file=sys.stderr, flush=True)
+    history = [
+        *state["history"],
+        {"step": step, "pairs_seen": pairs, "results": evaluate(model, evals, qc, pc, args.device)},
+    ]
+    write_log(args, k, history, pairs)
+    if args.out:
+        final = history[-1]["results"]
+        meta = {
+            "fitted_on": sorted({lst.dataset for lst in train}),
+            "lists": len(train),
+            "seed": args.seed,
+            "step": step,
+            "pairs_seen": pairs,
+            "validation_r68": {n: round(v["cross"], 4) for n, v in final.items()},
+            "features": ["minilm_cosine", "list_bm25"],
+        }
+        model.export(Path(args.out), meta)
+        print(f"wrote {args.out} (K={k}, step {step})", file=sys.stderr)
+    return 0
+
+
 def write_log(args: argparse.Namespace, k: int, history: list[dict[str, Any]], pairs_seen: int) -> None:
     """The small fit log committed beside the weights: steps, pairs seen, out-of-sample figures per family."""
     if not args.log:
@@ -694,6 +729,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", default="", help="model file of the best K (e.g. src/admit/prune/data/cross.npz)")
     ap.add_argument("--cache-layers", type=int, action="append", help="bottom states kept (default: --layers)")
+    ap.add_argument("--from-checkpoint", default="", help="score and export this checkpoint instead of training")
     ap.add_argument("--init", default="", help="warm start: a model file of the same K (e.g. the shipped one)")
     ap.add_argument("--log", default="", help="the fit log (JSON: steps, pairs seen, out-of-sample figures)")
     ap.add_argument("--self-supervised", action="store_true", help="add heading lists from the documentation files")
@@ -728,6 +764,8 @@ def main(argv: list[str] | None = None) -> int:
         pc.fill(args.device)
     if args.cache_only:
         return 0
+    if args.from_checkpoint:
+        return export_checkpoint(args, train, evals, qc, pc)
     results: dict[str, Any] = {"args": dict(vars(args)), "runs": []}
     best: tuple[float, Joint | None, dict[str, Any]] = (-1.0, None, {})
     for k in args.layers or [5]:
