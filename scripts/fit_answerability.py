@@ -47,10 +47,20 @@ TRAIN_FILES = (
     "docs_restbench",
     "docs2_medquad",
     "docs2_doc2dial",
+    "docs2_qmsum",
 )
+#: Research-use families: scored leave one family out, never in the shipped fit.
+RESEARCH_FILES = ("docs_policyqa", "docs2_evidence_inference")
 
 
 def cases(
+    row: dict[str, Any], scorer: sm.SetwiseScorer, rng: random.Random
+) -> list[tuple[str, dict[str, float] | None, dict[str, float], int]]:
+    """See :func:`_cases`; the label is 2 for an answerable list whose gold chunks the pruner all kept."""
+    return _cases(row, scorer, rng)
+
+
+def _cases(
     row: dict[str, Any], scorer: sm.SetwiseScorer, rng: random.Random
 ) -> list[tuple[str, dict[str, float] | None, dict[str, float], int]]:
     """(question, setwise features, lexical features, label) for lists with and without their gold chunks.
@@ -90,8 +100,9 @@ def cases(
             expected_needed=s.expected_needed,
         )
         fl = an.features(row["question"], [f"{it.title}\n{it.text}" for it in items])
+        all_kept = label == 1 and gold <= {items[j].id for j in kept}
         # the setwise model is used only on lists of MIN_SETWISE_LIST or more (an.assess): fit it on those
-        out.append((row["question"], fs if len(items) >= an.MIN_SETWISE_LIST else None, fl, label))
+        out.append((row["question"], fs if len(items) >= an.MIN_SETWISE_LIST else None, fl, 2 if all_kept else label))
     return out
 
 
@@ -113,22 +124,69 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 400
     return w[:-1], float(w[-1])
 
 
+def states(model: an.AnswerabilityModel, rows: Sequence[tuple[dict[str, float], int]]) -> np.ndarray:
+    """The three-state verdict per case: 0 not answered, 1 unsure, 2 answered (the rule for short questions
+    included, as :func:`admit.prune.answerability.assess` applies it)."""
+    return np.array([an.STATES.index(model.state(f)) for f, _ in rows], dtype=np.int64)
+
+
 def figures(model: an.AnswerabilityModel, rows: Sequence[tuple[dict[str, float], int]]) -> dict[str, float]:
-    """Precision and recall of "not answered" (and accuracy, Brier score) of a model on labelled cases."""
-    ps = np.array([model.probability(f) for f, _ in rows])
+    """Per family: how often "not answered" is said of answerable lists whose gold the pruner kept (the false
+    alarm a user acts on), of unanswerable lists (its recall), and how often each is "unsure"."""
+    st = states(model, rows)
     y = np.array([lab for _, lab in rows])
-    no = ps < model.threshold
-    tp = int((no & (y == 0)).sum())
-    prec = tp / max(1, int(no.sum()))
-    rec = tp / max(1, int((y == 0).sum()))
+    kept, no = y == 2, y == 0
+    ps = np.array([model.probability(f) for f, _ in rows])
+
+    def share(mask: np.ndarray, value: int) -> float:
+        return round(float((st[mask] == value).mean()), 4) if mask.any() else float("nan")
+
     return {
         "cases": len(rows),
-        "not_answered_precision": round(prec, 4),
-        "not_answered_recall": round(rec, 4),
-        "answered_kept": round(float(((~no) & (y == 1)).sum() / max(1, (y == 1).sum())), 4),
-        "accuracy": round(float((no == (y == 0)).mean()), 4),
-        "brier": round(float(((ps - y) ** 2).mean()), 4),
+        "answerable_kept": int(kept.sum()),
+        "unanswerable": int(no.sum()),
+        "not_answered_on_answerable_kept": share(kept, 0),
+        "unsure_on_answerable_kept": share(kept, 1),
+        "not_answered_on_unanswerable": share(no, 0),
+        "unsure_on_unanswerable": share(no, 1),
+        "brier": round(float(((ps - (y > 0)) ** 2).mean()), 4) if len(rows) else float("nan"),
     }
+
+
+def fit_model(
+    kind: str, data: dict[str, list[tuple[dict[str, float], int]]], families: Sequence[str], args: argparse.Namespace
+) -> an.AnswerabilityModel:
+    """Logistic regression on the families' cases, then the two thresholds:
+
+    * ``threshold`` ("not answered" below it): on every family fitted on, at most ``--max-false-alarm`` of the
+      answerable lists whose gold was kept fall below it (the lowest of the families' quantiles), so one family's
+      scale does not set it for another;
+    * ``answered_at`` ("answered" at or above it): at most ``--max-false-answer`` of the unanswerable lists reach it.
+    Between the two the verdict is "unsure", which triggers nothing.
+    """
+    feats = an.FEATURES[kind]
+    tr = [c for k in families for c in data[k]]
+    x = np.array([[f[n] for n in feats] for f, _ in tr])
+    y = np.array([lab > 0 for _, lab in tr], dtype=np.float64)
+    mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
+    coef, bias = fit_logistic((x - mean) / scale, y)
+    model = an.AnswerabilityModel(
+        name=kind,
+        features=feats,
+        mean=tuple(round(float(v), 6) for v in mean),
+        scale=tuple(round(float(v), 6) for v in scale),
+        coef=tuple(round(float(v), 6) for v in coef),
+        bias=round(bias, 6),
+    )
+    lows = []
+    for k in families:
+        p = np.sort([model.probability(f) for f, lab in data[k] if lab == 2 and not f.get("short_held")])
+        if len(p) >= 20:
+            lows.append(float(p[int(args.max_false_alarm * len(p))]))
+    thr = min(lows) if lows else 0.05
+    p_no = np.sort([model.probability(f) for f, lab in tr if lab == 0])
+    hi = float(p_no[min(len(p_no) - 1, int((1 - args.max_false_answer) * len(p_no)))]) if len(p_no) else 0.5
+    return dataclasses.replace(model, threshold=round(min(thr, 0.5), 4), answered_at=round(max(hi, thr), 4))
 
 
 def main() -> None:
@@ -140,16 +198,36 @@ def main() -> None:
     ap.add_argument("--cache-dir", default="/tmp/answer_cache")
     ap.add_argument("--out", default=str(an.DEFAULT_PATH))
     ap.add_argument("--no-write", action="store_true")
-    ap.add_argument("--max-false-alarm", type=float, default=0.1)
+    ap.add_argument("--dump", default="", help="write every case's features and label (JSON) here")
+    ap.add_argument("--cases", default="", help="read the cases of an earlier --dump instead of computing them")
+    ap.add_argument("--max-false-alarm", type=float, default=0.02)
+    ap.add_argument("--max-false-answer", type=float, default=0.35)
     args = ap.parse_args()
     cache = Path(args.cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
     vc = VectorCache(cache / "vecs.npz")
     rng = random.Random(20261201)
     train_all = read_folder(Path(args.train))
-    train = {k: rng.sample(v, min(args.per_file, len(v))) for k, v in train_all.items() if k in TRAIN_FILES}
+    wanted = (*TRAIN_FILES, *RESEARCH_FILES)
+    train = {k: rng.sample(v, min(args.per_file, len(v))) for k, v in train_all.items() if k in wanted}
     valid_all = read_folder(Path(args.valid))
     valid = {k: rng.sample(v, min(args.valid_per_file, len(v))) for k, v in valid_all.items()}
+    if args.cases and Path(args.cases).exists():  # the features of an earlier run (--dump): refit only
+        data = json.loads(Path(args.cases).read_text())
+    else:
+        data = compute_cases(train, valid, vc, rng)
+    if args.dump:
+        Path(args.dump).write_text(json.dumps(data))
+    write_models(args, data, train, valid)
+
+
+def compute_cases(
+    train: dict[str, list[dict[str, Any]]],
+    valid: dict[str, list[dict[str, Any]]],
+    vc: VectorCache,
+    rng: random.Random,
+) -> dict[str, dict[str, list[tuple[dict[str, float], int]]]]:
+    """Every case's features and label, per model kind and file."""
     texts = []
     for rows in (*train.values(), *valid.values()):
         for r in rows:
@@ -164,33 +242,28 @@ def main() -> None:
         data["setwise"][name] = [(fs, lab) for _, fs, _, lab in got if fs is not None]
         data["lexical"][name] = [(fl, lab) for _, _, fl, lab in got]
         print(f"  {name}: {len(got)} cases", file=sys.stderr)
-    out: dict[str, Any] = {"version": 1, "models": {}, "meta": {"trained_on": {k: len(v) for k, v in train.items()}}}
+    return data
+
+
+def write_models(
+    args: argparse.Namespace,
+    data: dict[str, dict[str, list[tuple[dict[str, float], int]]]],
+    train: dict[str, list[dict[str, Any]]],
+    valid: dict[str, list[dict[str, Any]]],
+) -> None:
+    """Fit both models, score them leave one family out, write the file."""
+    fit_on = [k for k in train if k in TRAIN_FILES]
+    out: dict[str, Any] = {"version": 2, "models": {}, "meta": {"trained_on": {k: len(train[k]) for k in fit_on}}}
     report: dict[str, Any] = {}
     for kind in ("setwise", "lexical"):
-        feats = an.FEATURES[kind]
-        tr = [c for k in train for c in data[kind][k]]
-        x = np.array([[f[n] for n in feats] for f, _ in tr])
-        y = np.array([lab for _, lab in tr], dtype=np.float64)
-        mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
-        coef, bias = fit_logistic((x - mean) / scale, y)
-        model = an.AnswerabilityModel(
-            name=kind,
-            features=feats,
-            mean=tuple(round(float(v), 6) for v in mean),
-            scale=tuple(round(float(v), 6) for v in scale),
-            coef=tuple(round(float(v), 6) for v in coef),
-            bias=round(bias, 6),
-        )
-        # "not answered" is a claim a user acts on: the threshold is set on the training cases so that at most
-        # --max-false-alarm of the answerable ones are said not answered
-        p_pos = np.sort([model.probability(f) for f, lab in tr if lab == 1])
-        thr = float(p_pos[int(args.max_false_alarm * len(p_pos))]) if len(p_pos) else 0.5
-        model = dataclasses.replace(model, threshold=round(min(thr, 0.5), 4))
+        model = fit_model(kind, data[kind], fit_on, args)
         out["models"][kind] = model.to_json()
-        report[kind] = {
-            "train": figures(model, tr),
-            "out_of_sample": {k: figures(model, data[kind][k]) for k in valid},
-        }
+        # leave one family out: each family scored by a model (and thresholds) fitted without it
+        lofo = {}
+        for k in [*train, *valid]:
+            m = fit_model(kind, data[kind], [f for f in fit_on if f != k], args) if k in fit_on else model
+            lofo[k] = figures(m, data[kind][k])
+        report[kind] = {"thresholds": [model.threshold, model.answered_at], "leave_one_family_out": lofo}
     out["meta"]["figures"] = report
     out["meta"]["validated_on"] = {k: len(v) for k, v in valid.items()}
     print(json.dumps(report, indent=1))

@@ -80,6 +80,7 @@ class List_:
     question: str
     passages: list[str]
     y: np.ndarray
+    bm: np.ndarray = field(default_factory=lambda: np.zeros(0))
     qrow: int = -1
     prows: list[int] = field(default_factory=list)
 
@@ -90,12 +91,61 @@ def make_list(name: str, r: dict[str, Any], negatives: int | None) -> List_:
     ps = [chunk_passage(q, c.get("title") or "", c.get("text") or "") for c in cands]
     req = set(r["required"])
     y = np.array([1.0 if c["id"] in req else 0.0 for c in cands])
-    if negatives is not None and y.sum() > 0:
-        bm = bm25_matrix([_toks(q)], [_toks(p) for p in ps])[0]
-        neg = [i for i in np.argsort(-bm, kind="stable") if y[i] == 0][:negatives]
-        keep = sorted([i for i in range(len(ps)) if y[i] > 0] + [int(i) for i in neg])
-        ps, y = [ps[i] for i in keep], y[keep]
-    return List_(r["id"], name, q, ps, y)
+    return _subsample(List_(r["id"], name, q, ps, y), negatives)
+
+
+def _subsample(lst: List_, negatives: int | None) -> List_:
+    """The list's BM25 feature over all its passages (as at inference), then its hard negatives only."""
+    bm = list_bm25(lst.question, lst.passages)
+    lst.bm = bm
+    if negatives is not None and lst.y.sum() > 0:
+        neg = [i for i in np.argsort(-bm, kind="stable") if lst.y[i] == 0][:negatives]
+        keep = sorted([i for i in range(len(lst.passages)) if lst.y[i] > 0] + [int(i) for i in neg])
+        lst.passages, lst.y, lst.bm = [lst.passages[i] for i in keep], lst.y[keep], bm[keep]
+    return lst
+
+
+def heading_split(text: str) -> tuple[str, str] | None:
+    """(first line, the rest) when a chunk opens with a short heading line and goes on for 20+ words."""
+    lines = [ln.strip() for ln in text.split("\n")]
+    lines = [ln for ln in lines if ln]
+    if len(lines) < 2:
+        return None
+    head, rest = lines[0], "\n".join(lines[1:])
+    words = head.split()
+    if not 1 <= len(words) <= 12 or head.endswith(".") or len(rest.split()) < 20:
+        return None
+    return head, rest
+
+
+def self_supervised(name: str, rows: Sequence[dict[str, Any]], negatives: int, rng: random.Random) -> list[List_]:
+    """Heading lists from one training file: a section's heading path (page title > heading) as the question,
+    the section's text without its heading as the positive, its sibling sections (same page) as negatives."""
+    pages: dict[str, dict[str, str]] = {}
+    for r in rows:
+        for c in r["candidates"]:
+            pages.setdefault(c.get("title") or "", {})[c.get("source_id") or c["id"]] = c.get("text") or ""
+    out: list[List_] = []
+    for title, chunks in sorted(pages.items()):
+        parts = [hs for hs in (heading_split(t) for _, t in sorted(chunks.items())) if hs]
+        heads = [h for h, _ in parts]
+        parts = [(h, r) for h, r in parts if heads.count(h) == 1]
+        if len(parts) < 3 or not title:
+            continue
+        for i in rng.sample(range(len(parts)), min(6, len(parts))):
+            q = f"{title} > {parts[i][0]}"
+            ps = [chunk_passage(q, title, rest) for _, rest in parts]
+            y = np.array([1.0 if j == i else 0.0 for j in range(len(parts))])
+            out.append(_subsample(List_(f"ss:{title}:{i}", f"ss_{name}", q, ps, y), negatives))
+    return out
+
+
+def list_bm25(question: str, ps: Sequence[str]) -> np.ndarray:
+    """BM25 of the question over the list's chosen passages, divided by the list's best (0 when none match):
+    the joint head's lexical feature, computed the same way by ``CrossEncoder.score``."""
+    from admit.backends.rerankers.cross import list_bm25 as f
+
+    return np.asarray(f(question, ps), dtype=np.float32)
 
 
 def load_lists(args: argparse.Namespace) -> tuple[list[List_], dict[str, list[List_]]]:
@@ -113,6 +163,9 @@ def load_lists(args: argparse.Namespace) -> tuple[list[List_], dict[str, list[Li
             continue
         pick = rng.sample(rows, min(len(rows), args.per_file)) if args.per_file else rows
         train.extend(make_list(name, r, args.negatives) for r in pick)
+        if args.self_supervised and name.startswith("docs"):
+            ss = self_supervised(name, rows, args.negatives, rng)
+            train.extend(rng.sample(ss, min(len(ss), args.ss_per_file)))
     for name, rows in sorted(valid_files.items()):
         evals[name] = [make_list(name, r, None) for r in rows if r.get("required")]
     return train, evals
@@ -191,10 +244,13 @@ def key_bias(mask: Any) -> Any:
 class StateCache:
     """Bottom states of every distinct text, float16 memory-maps under one folder, filled in a fixed order."""
 
-    def __init__(self, folder: Path, texts: Sequence[str], kind: str, tokens: int) -> None:
+    def __init__(
+        self, folder: Path, texts: Sequence[str], kind: str, tokens: int, layers: Sequence[int] = CACHE_LAYERS
+    ) -> None:
         self.folder = folder
         self.kind = kind
         self.tokens = tokens
+        self.layers = tuple(sorted(layers))
         folder.mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha1("\x00".join(texts).encode()).hexdigest()[:12]
         self.stem = f"{kind}_{digest}"
@@ -208,8 +264,13 @@ class StateCache:
                 dtype=np.float16,
                 shape=(n, tokens, HIDDEN),
             )
-            for k in CACHE_LAYERS
+            for k in self.layers
         }
+        emb_path = self._path("emb.npy")
+        # the text's MiniLM embedding (all layers on the text alone, mean-pooled, unit length): the dense feature
+        self.emb = np.lib.format.open_memmap(
+            emb_path, mode="r+" if emb_path.exists() else "w+", dtype=np.float16, shape=(n, HIDDEN)
+        )
         len_path = self._path("len.npy")
         self.lens = np.lib.format.open_memmap(
             len_path, mode="r+" if len_path.exists() else "w+", dtype=np.int32, shape=(n,)
@@ -231,7 +292,7 @@ class StateCache:
             return
         t, tok, config = torch_minilm(device)
         heads, eps = int(config["num_attention_heads"]), float(config.get("layer_norm_eps", 1e-12))
-        layers = [layer_params(t, i) for i in range(max(CACHE_LAYERS))]
+        layers = [layer_params(t, i) for i in range(int(config["num_hidden_layers"]))]
         limit = QUESTION_TOKENS if self.kind == "q" else PASSAGE_MAX_TOKENS
         t0, since = time.time(), start
         with torch.inference_mode():
@@ -260,9 +321,13 @@ class StateCache:
                     if li in self.states:
                         self.states[li][s : s + len(ids), :keep] = x[:, :keep].cpu().numpy().astype(np.float16)
                         self.states[li][s : s + len(ids), keep:] = 0
+                m = mask.float()[:, :, None]
+                pooled = (x * m).sum(1) / m.sum(1).clamp(min=1.0)
+                pooled = torch.nn.functional.normalize(pooled, dim=-1)
+                self.emb[s : s + len(ids)] = pooled.cpu().numpy().astype(np.float16)
                 self.lens[s : s + len(ids)] = [min(len(x), self.tokens) for x in ids]
                 if (s // batch) % log_every == 0 or s + batch >= len(self.texts):
-                    for arr in (*self.states.values(), self.lens):
+                    for arr in (*self.states.values(), self.emb, self.lens):
                         arr.flush()
                     self._path("done").write_text(str(min(s + batch, len(self.texts))))
                     rate = (s + len(ids) - since) / max(1e-9, time.time() - t0)
@@ -286,8 +351,11 @@ def build_caches(
     ps = n_train_p + sorted(rest, key=lambda p: (len(p), p))
     qs = sorted(qs, key=lambda q: (len(q), q))
     folder = Path(args.cache_dir)
-    qc = StateCache(folder, qs, "q", QUESTION_TOKENS)
-    pc = StateCache(folder, ps, "p", PASSAGE_TOKENS)
+    layers = sorted(set(args.cache_layers or args.layers or [5]))
+    qc = StateCache(folder, qs, "q", QUESTION_TOKENS, layers)
+    pc = StateCache(folder, ps, "p", PASSAGE_TOKENS, layers)
+    size = sum(a.nbytes for c in (qc, pc) for a in (*c.states.values(), c.emb, c.lens))
+    print(f"state cache: {size / 2**30:.2f} GiB on disk under {folder} (layers {layers})", file=sys.stderr)
     for lst in all_lists:
         lst.qrow = qc.row[lst.question]
         lst.prows = [pc.row[p] for p in lst.passages]
@@ -324,12 +392,29 @@ class Joint:
         self.params["head.1.w"] = torch.zeros_like(h1.weight).to(device).requires_grad_(True)
         self.params["head.1.b"] = torch.zeros_like(h1.bias).to(device).requires_grad_(True)
         self.params["maxsim.scale"] = torch.full((1,), 10.0, device=device, requires_grad=True)
+        # the two list features the joint states are read beside: MiniLM's own cosine and the list's BM25
+        self.params["feat.w"] = torch.tensor([10.0, 3.0], device=device, requires_grad=True)
+
+    def load(self, path: Path) -> list[str]:
+        """Warm start from an exported model file of the same depth; returns the names it set."""
+        import torch
+
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(bytes(z["meta"]).decode("utf-8"))
+            if int(meta["bottom_layers"]) != self.k:
+                return []
+            done = []
+            for n, v in self.params.items():
+                if n in z.files and tuple(z[n].shape) == tuple(v.shape):
+                    v.data.copy_(torch.from_numpy(np.asarray(z[n], dtype=np.float32)))
+                    done.append(n)
+        return done
 
     @property
     def joint_layers(self) -> int:
         return self.n_layers - self.k
 
-    def forward(self, q: Any, qmask: Any, p: Any, pmask: Any, dropout: float = 0.0) -> Any:
+    def forward(self, q: Any, qmask: Any, p: Any, pmask: Any, feats2: Any, dropout: float = 0.0) -> Any:
         import torch
         import torch.nn.functional as F
 
@@ -351,7 +436,7 @@ class Joint:
         sim = (qn @ pn.transpose(1, 2)).masked_fill(~pmask[:, None, :].bool(), -1.0)
         qm = qmask.float()
         maxsim = (sim.max(dim=2).values * qm).sum(1) / qm.sum(1).clamp(min=1.0)
-        return head + self.params["maxsim.scale"] * maxsim
+        return head + self.params["maxsim.scale"] * maxsim + feats2 @ self.params["feat.w"]
 
     def export(self, path: Path, meta: dict[str, Any]) -> None:
         arrays = {k: v.detach().cpu().numpy().astype(np.float16) for k, v in self.params.items()}
@@ -364,7 +449,7 @@ class Joint:
 
 def batch_tensors(
     lists: Sequence[List_], qc: StateCache, pc: StateCache, k: int, device: str
-) -> tuple[Any, Any, Any, Any, list[int]]:
+) -> tuple[Any, Any, Any, Any, Any, list[int]]:
     """Padded (question states, mask, passage states, mask) for every pair of the lists, and list sizes."""
     import torch
 
@@ -376,7 +461,10 @@ def batch_tensors(
     p = torch.from_numpy(np.asarray(pc.states[k][prows, :npas], dtype=np.float32)).to(device)
     qmask = torch.from_numpy(np.arange(nq)[None, :] < qc.lens[qrows][:, None]).to(device)
     pmask = torch.from_numpy(np.arange(npas)[None, :] < pc.lens[prows][:, None]).to(device)
-    return q, qmask, p, pmask, [len(lst.prows) for lst in lists]
+    cos = (np.asarray(qc.emb[qrows], np.float32) * np.asarray(pc.emb[prows], np.float32)).sum(1)
+    bm = np.concatenate([lst.bm for lst in lists]).astype(np.float32)
+    feats2 = torch.from_numpy(np.stack([cos, bm], axis=1)).to(device)
+    return q, qmask, p, pmask, feats2, [len(lst.prows) for lst in lists]
 
 
 def listwise_loss(scores: Any, sizes: Sequence[int], ys: Sequence[np.ndarray]) -> Any:
@@ -428,8 +516,8 @@ def score_lists(model: Joint, lists: Sequence[List_], qc: StateCache, pc: StateC
     with torch.inference_mode():
         for s in range(0, len(lists), 4):
             part = lists[s : s + 4]
-            q, qm, p, pm, sizes = batch_tensors(part, qc, pc, model.k, device)
-            sc = model.forward(q, qm, p, pm).float().cpu().numpy()
+            q, qm, p, pm, f2, sizes = batch_tensors(part, qc, pc, model.k, device)
+            sc = model.forward(q, qm, p, pm, f2).float().cpu().numpy()
             k = 0
             for n in sizes:
                 out.append(sc[k : k + n])
@@ -439,7 +527,8 @@ def score_lists(model: Joint, lists: Sequence[List_], qc: StateCache, pc: StateC
 
 def baselines(lists: Sequence[List_], qc: StateCache, pc: StateCache) -> dict[str, list[np.ndarray]]:
     bm25 = [bm25_matrix([_toks(lst.question)], [_toks(p) for p in lst.passages])[0] for lst in lists]
-    return {"bm25": bm25}
+    dense = [(np.asarray(pc.emb[lst.prows], np.float32) @ np.asarray(qc.emb[lst.qrow], np.float32)) for lst in lists]
+    return {"bm25": bm25, "dense": dense}
 
 
 def evaluate(
@@ -448,14 +537,14 @@ def evaluate(
     while pc.done < len(pc.texts) or qc.done < len(qc.texts):  # filled by another process (--cache-by-other)
         time.sleep(10)
     out: dict[str, dict[str, float]] = {}
-    print(f"  {'dataset':45s} {'cross':>6s} {'bm25':>6s}", file=sys.stderr)
+    print(f"  {'dataset':45s} {'cross':>6s} {'bm25':>6s} {'dense':>6s}", file=sys.stderr)
     for name, lists in evals.items():
         sc = score_lists(model, lists, qc, pc, device)
         base = baselines(lists, qc, pc)
         row = {"cross": topn_r68(lists, sc), **{k: topn_r68(lists, v) for k, v in base.items()}, "n": len(lists)}
         out[name] = row
         print(
-            f"  {name:45s} {row['cross']:6.3f} {row['bm25']:6.3f}  ({len(lists)} lists)",
+            f"  {name:45s} {row['cross']:6.3f} {row['bm25']:6.3f} {row['dense']:6.3f}  ({len(lists)} lists)",
             file=sys.stderr,
             flush=True,
         )
@@ -477,6 +566,9 @@ def train_k(
 
     device = args.device
     model = Joint(k, device, args.seed)
+    if args.init and Path(args.init).is_file():
+        loaded = model.load(Path(args.init))
+        print(f"K={k}: warm start from {args.init} ({len(loaded)} of {len(model.params)} tensors)", file=sys.stderr)
     slow = [v for n, v in model.params.items() if n.startswith("joint.")]
     fast = [v for n, v in model.params.items() if not n.startswith("joint.")]
     opt = torch.optim.AdamW([{"params": slow, "lr": args.lr}, {"params": fast, "lr": args.lr * 20}], weight_decay=0.01)
@@ -486,7 +578,7 @@ def train_k(
         opt, lambda s: min(1.0, (s + 1) / max(1, args.warmup)) * max(0.05, 1.0 - s / max(1, total))
     )
     ckpt = Path(args.cache_dir) / f"ckpt_K{k}_seed{args.seed}.pt"
-    step, history = 0, []
+    step, history, pairs_seen = 0, [], 0
     if ckpt.exists() and not args.restart:
         state = torch.load(ckpt, map_location=device, weights_only=False)
         for n, v in state["params"].items():
@@ -494,6 +586,7 @@ def train_k(
         opt.load_state_dict(state["opt"])
         sched.load_state_dict(state["sched"])
         step, history = state["step"], state["history"]
+        pairs_seen = int(state.get("pairs_seen", 0))
         print(f"K={k}: resumed at step {step}/{total}", file=sys.stderr, flush=True)
 
     def save() -> None:
@@ -505,6 +598,7 @@ def train_k(
                 "sched": sched.state_dict(),
                 "step": step,
                 "history": history,
+                "pairs_seen": pairs_seen,
             },
             tmp,
         )
@@ -518,8 +612,8 @@ def train_k(
         random.Random(args.seed * 1000 + epoch).shuffle(order)
         part = [train[i] for i in order[within * args.batch_lists : (within + 1) * args.batch_lists]]
         torch.manual_seed(args.seed * 1_000_003 + step)
-        q, qm, p, pm, sizes = batch_tensors(part, qc, pc, k, device)
-        scores = model.forward(q, qm, p, pm, dropout=args.dropout)
+        q, qm, p, pm, f2, sizes = batch_tensors(part, qc, pc, k, device)
+        scores = model.forward(q, qm, p, pm, f2, dropout=args.dropout)
         loss = listwise_loss(scores, sizes, [lst.y for lst in part])
         opt.zero_grad()
         loss.backward()
@@ -527,12 +621,12 @@ def train_k(
         opt.step()
         sched.step()
         step += 1
+        pairs_seen += sum(len(lst.prows) for lst in part)
         losses.append(float(loss.detach()))
         if step % 20 == 0:
-            pairs = sum(len(lst.prows) for lst in part)
             print(
                 f"K={k} step {step}/{total} loss {np.mean(losses[-20:]):.4f}"
-                f" ({(time.time() - t0) / 20:.2f}s/step, {pairs} pairs)",
+                f" ({(time.time() - t0) / 20:.2f}s/step, {pairs_seen} pairs seen)",
                 file=sys.stderr,
                 flush=True,
             )
@@ -542,15 +636,70 @@ def train_k(
         if step % steps_per_epoch == 0 or step == total:
             ep = math.ceil(step / steps_per_epoch)
             print(f"K={k} epoch {ep}: out of sample (top-N R@68)", file=sys.stderr, flush=True)
-            history.append({"epoch": ep, "step": step, "results": evaluate(model, evals, qc, pc, device)})
+            history.append(
+                {"epoch": ep, "step": step, "pairs_seen": pairs_seen, "results": evaluate(model, evals, qc, pc, device)}
+            )
             save()
+            write_log(args, k, history, pairs_seen)
+            if args.out:  # every epoch's model, so a stop mid-fit still leaves the latest one
+                model.export(Path(args.out).with_suffix(f".K{k}.npz"), {"epoch": ep, "pairs_seen": pairs_seen})
     if step < total:
         save()
         print(f"K={k}: stopped at step {step}/{total} (--max-steps); rerun to resume", file=sys.stderr, flush=True)
-        return model, {"K": k, "history": history, "interrupted_at": step}
+        return model, {"K": k, "history": history, "interrupted_at": step, "pairs_seen": pairs_seen}
     if not history:
-        history.append({"epoch": args.epochs, "step": step, "results": evaluate(model, evals, qc, pc, device)})
-    return model, {"K": k, "history": history}
+        history.append(
+            {"epoch": args.epochs, "step": step, "pairs_seen": pairs_seen,
+             "results": evaluate(model, evals, qc, pc, device)}
+        )  # fmt: skip
+    return model, {"K": k, "history": history, "pairs_seen": pairs_seen}
+
+
+def export_checkpoint(
+    args: argparse.Namespace, train: Sequence[List_], evals: dict[str, list[List_]], qc: StateCache, pc: StateCache
+) -> int:
+    """The model of a running (or stopped) fit's last checkpoint, scored out of sample and exported (``--out``):
+    a fit that cannot run to its end still leaves a model and its figures."""
+    import torch
+
+    k = (args.layers or [5])[0]
+    state = torch.load(Path(args.from_checkpoint), map_location=args.device, weights_only=False)
+    model = Joint(k, args.device, args.seed)
+    for n, v in state["params"].items():
+        model.params[n].data.copy_(v)
+    step, pairs = int(state["step"]), int(state.get("pairs_seen", 0))
+    print(f"K={k}: checkpoint at step {step}, {pairs} pairs seen", file=sys.stderr, flush=True)
+    history = [
+        *state["history"],
+        {"step": step, "pairs_seen": pairs, "results": evaluate(model, evals, qc, pc, args.device)},
+    ]
+    write_log(args, k, history, pairs)
+    if args.out:
+        final = history[-1]["results"]
+        meta = {
+            "fitted_on": sorted({lst.dataset for lst in train}),
+            "lists": len(train),
+            "seed": args.seed,
+            "step": step,
+            "pairs_seen": pairs,
+            "validation_r68": {n: round(v["cross"], 4) for n, v in final.items()},
+            "features": ["minilm_cosine", "list_bm25"],
+        }
+        model.export(Path(args.out), meta)
+        print(f"wrote {args.out} (K={k}, step {step})", file=sys.stderr)
+    return 0
+
+
+def write_log(args: argparse.Namespace, k: int, history: list[dict[str, Any]], pairs_seen: int) -> None:
+    """The small fit log committed beside the weights: steps, pairs seen, out-of-sample figures per family."""
+    if not args.log:
+        return
+    path = Path(args.log)
+    log = json.loads(path.read_text()) if path.exists() else {}
+    log[f"K{k}"] = {"pairs_seen": pairs_seen, "history": history, "args": {
+        n: v for n, v in vars(args).items() if n in ("per_file", "negatives", "epochs", "batch_lists", "lr", "seed",
+                                                       "self_supervised", "init", "dropout")}}  # fmt: skip
+    path.write_text(json.dumps(log, indent=1, default=str) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -579,6 +728,12 @@ def main(argv: list[str] | None = None) -> int:
         "--cache-by-other", action="store_true", help="another process fills the cache (--cache-only): wait for it"
     )
     ap.add_argument("--out", default="", help="model file of the best K (e.g. src/admit/prune/data/cross.npz)")
+    ap.add_argument("--cache-layers", type=int, action="append", help="bottom states kept (default: --layers)")
+    ap.add_argument("--from-checkpoint", default="", help="score and export this checkpoint instead of training")
+    ap.add_argument("--init", default="", help="warm start: a model file of the same K (e.g. the shipped one)")
+    ap.add_argument("--log", default="", help="the fit log (JSON: steps, pairs seen, out-of-sample figures)")
+    ap.add_argument("--self-supervised", action="store_true", help="add heading lists from the documentation files")
+    ap.add_argument("--ss-per-file", type=int, default=1500, help="heading lists kept per documentation file")
     ap.add_argument("--results", default="", help="JSON of every figure")
     args = ap.parse_args(argv)
 
@@ -609,6 +764,8 @@ def main(argv: list[str] | None = None) -> int:
         pc.fill(args.device)
     if args.cache_only:
         return 0
+    if args.from_checkpoint:
+        return export_checkpoint(args, train, evals, qc, pc)
     results: dict[str, Any] = {"args": dict(vars(args)), "runs": []}
     best: tuple[float, Joint | None, dict[str, Any]] = (-1.0, None, {})
     for k in args.layers or [5]:
@@ -630,6 +787,8 @@ def main(argv: list[str] | None = None) -> int:
             "seed": args.seed,
             "epochs": args.epochs,
             "validation_r68": {n: round(v["cross"], 4) for n, v in best[2].items()},
+            "pairs_seen": int(sum(r.get("pairs_seen", 0) for r in results["runs"] if r["K"] == best[1].k)),
+            "features": ["minilm_cosine", "list_bm25"],
         }
         best[1].export(Path(args.out), meta)
         print(f"wrote {args.out} (K={best[1].k})", file=sys.stderr)

@@ -255,6 +255,7 @@ def configuration_page() -> str:
     from admit.policy import Policy, PolicySet
     from admit.prune.settings import PruneSettings
     from admit.service.config import ServiceSettings
+    from admit.types import MAX_QUESTION_CHARS
 
     head = ["| setting | type | default | what it does |", "|---|---|---|---|"]
     out = [
@@ -272,6 +273,11 @@ def configuration_page() -> str:
         *settings_rows(ServiceSettings, "service"),
         "",
         "`service.keys.NAME` is one table per API key (`key_env` or `key_sha256`, `tenant`, `groups`).",
+        "",
+        "A question is at most "
+        f"{MAX_QUESTION_CHARS:,} characters on every surface (`admit.types.MAX_QUESTION_CHARS`): the library, the CLI,",
+        "HTTP and MCP refuse a longer one with the same message naming `question` (exit 2, 422, a tool error); it",
+        "is not a setting. `max_text_chars` bounds the other texts of a request.",
         "",
         "## The policy file: query classes",
         "",

@@ -12,7 +12,9 @@
   (``superseded_by``) unless the class keeps history (``policy.keep_superseded``).
 * Per-source cap (:func:`source_cap`): at most ``policy.per_source_limit`` passages of one source, best grades
   first (then best ranks). The pipeline caps *after* pruning, so a useful chunk is never capped away while a
-  weaker one of the same source survives; :func:`dedupe` caps by rank when no pruner runs after it.
+  weaker one of the same source survives; :func:`dedupe` caps by rank when no pruner runs after it. For a
+  question of several facets (a comparison's sides, a multi-part question's parts) each facet first keeps
+  its best section, over the cap, so a comparison never loses a side to a page's intro.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from datetime import datetime
 import numpy as np
 
 from admit import _linear
-from admit._text import norm_hash, normalize, overlap, shingle_count, shingles, signatures
+from admit._text import content_words, norm_hash, normalize, overlap, shingle_count, shingles, signatures
+from admit.pack import covers, split_facets
 from admit.policy import Policy
 from admit.types import Chunk, Decision, Scored
 
-__all__ = ["dedupe", "similarity", "source_cap", "version_key"]
+__all__ = ["dedupe", "facet_keepers", "similarity", "source_cap", "version_key"]
 
 _NUM = _linear.simple(r"\d+")
 
@@ -183,19 +186,28 @@ def _superseded(items: Sequence[Scored], dropped: dict[int, Decision], sh: _Shin
 
 
 def source_cap(
-    items: Sequence[Scored], policy: Policy, grades: Mapping[str, int] | None = None
+    items: Sequence[Scored],
+    policy: Policy,
+    grades: Mapping[str, int] | None = None,
+    *,
+    question: str = "",
 ) -> tuple[list[Scored], list[Decision]]:
     """At most ``policy.per_source_limit`` of ``items`` per source: the best graded stay (then the best ranked).
 
+    With a ``question`` of several facets (:func:`admit.pack.split_facets`), each facet's best section
+    (:func:`facet_keepers`) stays first, even over the cap; the other slots go by grade, then rank.
     Returns the kept items in input order and a ``source_cap`` drop for each other one, in input order.
     """
     g = grades or {}
-    order = sorted(range(len(items)), key=lambda i: (-g.get(items[i].chunk.id, 0), items[i].rank, i))
+    protected = facet_keepers(items, question, g) if question else set()
+    order = sorted(
+        range(len(items)), key=lambda i: (i not in protected, -g.get(items[i].chunk.id, 0), items[i].rank, i)
+    )
     per_source: dict[str, int] = defaultdict(int)
     over: set[int] = set()
     for i in order:
         src = items[i].chunk.source_id
-        if per_source[src] >= policy.per_source_limit:
+        if per_source[src] >= policy.per_source_limit and i not in protected:
             over.add(i)
         else:
             per_source[src] += 1
@@ -212,6 +224,31 @@ def source_cap(
         if i in over
     ]
     return [s for i, s in enumerate(items) if i not in over], drops
+
+
+def facet_keepers(items: Sequence[Scored], question: str, grades: Mapping[str, int]) -> set[int]:
+    """The index of each facet's best section: one per facet of a question of two or more facets.
+
+    A section covers a facet when its title and text hold half the facet's words; the best is the one
+    whose *title* names most of the facet (the S3 section for "S3", not the page intro that mentions it),
+    then the best graded, then the best ranked. A question of one facet keeps nothing over the cap.
+    """
+    facets = split_facets(question)
+    if len(facets) < 2:
+        return set()
+    titles = [content_words(s.chunk.title) for s in items]
+    words = [t | content_words(s.chunk.text) for t, s in zip(titles, items, strict=True)]
+    keep: set[int] = set()
+    for facet in facets:
+        covering = [i for i in range(len(items)) if covers(words[i], facet)]
+        if covering:
+            keep.add(
+                min(
+                    covering,
+                    key=lambda i: (-len(titles[i] & facet), -grades.get(items[i].chunk.id, 0), items[i].rank, i),
+                )
+            )
+    return keep
 
 
 class _Shingles:

@@ -24,7 +24,7 @@ import html
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -299,6 +299,17 @@ def _when(value: Any) -> datetime | None:
         return None
 
 
+def _stamp(rec: Mapping[str, Any]) -> str:
+    """The record's time (``ts``, Unix seconds) as ISO 8601 UTC to the millisecond, or ``""`` without one."""
+    ts = rec.get("ts")
+    if not isinstance(ts, int | float) or isinstance(ts, bool):
+        return ""
+    try:
+        return datetime.fromtimestamp(float(ts), tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    except (OverflowError, OSError, ValueError):
+        return ""
+
+
 def _table(rows: Sequence[tuple[str, Any]]) -> str:
     body = "".join(f"<tr><th>{_e(k)}</th><td>{_num(v)}</td></tr>" for k, v in rows)
     return f'<table class="kv">{body}</table>'
@@ -375,6 +386,8 @@ def _section(rec: Mapping[str, Any], index: int) -> str:
         or "<li>none</li>"
     )
     envelopes = _envelopes(rec)
+    hashed = f" (hash <code class='hash'>{_e(rec['request_hash'])}</code>)" if rec.get("request_hash") else ""
+    when = f' at <time class="ts" datetime="{_e(t)}">{_e(t)}</time>' if (t := _stamp(rec)) else ""
     summary = ", ".join(f"{n} {fate}" for fate, n in sorted(fates.items()))
     filters = "".join(
         f'<label><input type="radio" name="fate-{index}" value="{_e(v)}"{" checked" if v == "all" else ""}> {_e(v)}'
@@ -384,7 +397,7 @@ def _section(rec: Mapping[str, Any], index: int) -> str:
     return f"""
 <section class="request" id="req-{_e(rid)}" data-request-id="{_e(rid)}">
 <h2>{_e(question)}</h2>
-<p class="meta">request <code>{_e(rid)}</code> · class <b class="qclass">{_e(rec.get("query_class"))}</b>
+<p class="meta">request <code>{_e(rid)}</code>{hashed}{when} · class <b class="qclass">{_e(rec.get("query_class"))}</b>
  (cue <code class="cue">{_e(route.get("cue", ""))}</code>{", overridden" if route.get("overridden") else ""})
  · policy {_e(rec.get("policy_version"))} · {len(cands)} candidates: {_e(summary)}</p>
 <div class="grid">
@@ -453,7 +466,8 @@ def render_page(records: Sequence[Mapping[str, Any]], *, title: str = "admit: re
     """One self-contained HTML page for ``records`` (trace records, with their requests when logged)."""
     index = "".join(
         f'<li><a href="#req-{_e(r.get("request_id", f"request-{i}"))}">{_e(r.get("request_id", f"request-{i}"))}</a> '
-        f"{_e(r.get('query_class'))}: {_e(r.get('question') or (r.get('request') or {}).get('question') or '')} "
+        f"{_e(_stamp(r))} {_e(r.get('query_class'))}: "
+        f"{_e(r.get('question') or (r.get('request') or {}).get('question') or '')} "
         f"({len(r.get('accepted_chunk_ids', []))} of {r.get('candidate_count', len(r.get('decisions', [])))} "
         f"admitted)</li>"
         for i, r in enumerate(records)

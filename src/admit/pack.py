@@ -34,7 +34,7 @@ from admit.policy import Policy
 from admit.render import EvidenceRenderer, clean_text
 from admit.types import AdmittedPassage, Budget, Decision, Fallback, Scored
 
-__all__ = ["PackOutcome", "anchored_excerpt", "pack", "split_facets"]
+__all__ = ["PackOutcome", "anchored_excerpt", "covers", "pack", "split_facets"]
 
 ELISION = "[…]"
 _MIN_EXCERPT_TOKENS = 24
@@ -44,7 +44,7 @@ _QUESTION_WORD = _linear.compile(
     name="pack.question_word",
 )
 _FACET_SPLIT = _linear.compile(
-    r"\s*(?:[,;?]|\band\b|\bor\b|\bvs\.?|\bversus\b|\bas well as\b|\bcompared (?:to|with)\b|\bplus\b)\s*",
+    r"\s*(?:[,;?]|\band\b|\bor\b|\bvs\.?|\bversus\b|\bas well as\b|\bcompare[sd]? (?:to|with)\b|\bplus\b)\s*",
     re.I,
     name="pack.facet_split",
 )
@@ -82,7 +82,8 @@ def split_facets(question: str) -> list[frozenset[str]]:
     return list(dict.fromkeys(out))
 
 
-def _covers(words: frozenset[str], facet: frozenset[str]) -> bool:
+def covers(words: frozenset[str], facet: frozenset[str]) -> bool:
+    """Whether ``words`` (a passage's content words) hold at least half of ``facet``'s words."""
     if not facet:
         return False
     return len(words & facet) / len(facet) >= 0.5
@@ -279,7 +280,7 @@ class _Packer:
         )
         self.cover = np.zeros((n, len(facets)), dtype=bool)
         if multi:
-            self.cover = np.array([[_covers(words[i], f) for f in facets] for i in range(n)], dtype=bool).reshape(
+            self.cover = np.array([[covers(words[i], f) for f in facets] for i in range(n)], dtype=bool).reshape(
                 n, len(facets)
             )
         self.use_cover_first = multi and policy.coverage_weight > 0

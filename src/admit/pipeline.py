@@ -51,9 +51,20 @@ from admit.trace import (
     TraceRecord,
     TraceSink,
     build_record,
+    new_request_id,
     trace_content_enabled,
 )
-from admit.types import Budget, Chunk, Decision, Fallback, Message, PackResult, Principal, Scored
+from admit.types import (
+    Budget,
+    Chunk,
+    Decision,
+    Fallback,
+    Message,
+    PackResult,
+    Principal,
+    Scored,
+    check_question_length,
+)
 
 __all__ = [
     "PackRequest",
@@ -99,7 +110,8 @@ class PackRequest:
     prune_params: Mapping[str, Any] = field(default_factory=dict)
     """Override pruner settings (threshold, keep_top_k, on_error, strategy parameters)."""
     request_id: str | None = None
-    """A caller's id; default: a hash of the request."""
+    """A caller's id; default: a fresh time-ordered UUIDv7 per request (the trace's ``request_hash`` is the
+    request's hash, shared by identical requests)."""
     retrieval: RetrievalRecord | None = None
     """What retrieved the candidates (the knowledge base's counts and filters), recorded in the trace."""
     latency_ms: Mapping[str, float] = field(default_factory=dict)
@@ -126,7 +138,8 @@ def question_id(question: str) -> str:
 
 
 def request_hash(req: PackRequest) -> str:
-    """The default request id: a hash of the question and the candidates' ids and texts."""
+    """A hash of the question and the candidates' ids and texts: the trace's ``request_hash``, the same for
+    identical requests (the ``request_id`` is unique per request: :func:`~admit.trace.new_request_id`)."""
     h = hashlib.sha256()
     h.update(req.question.encode("utf-8", "surrogatepass"))
     for c in req.candidates:
@@ -237,9 +250,11 @@ class Pipeline:
             request_id: Decides the rollout share (a stable hash).
 
         Raises:
-            RequestError: An override or parameter the strategy does not take (the field is named).
+            RequestError: A question over :data:`~admit.types.MAX_QUESTION_CHARS`, an override or parameter the
+                strategy does not take (the field is named).
             ConfigError: An unknown query class.
         """
+        check_question_length(question)
         policies = self.policies_for(request_id)
         route = policies.classify(question, override=query_class)
         policy = policies.policy(route.query_class)
@@ -258,7 +273,7 @@ class Pipeline:
 
     def resolve_policy(self, req: PackRequest, request_id: str = "") -> tuple[Policy, RouteRecord]:
         """Resolve a :class:`PackRequest` (see :meth:`resolve`); return the policy and the route record."""
-        res = self._resolve_request(req, request_id or req.request_id or request_hash(req))
+        res = self._resolve_request(req, request_id or req.request_id or new_request_id())
         return res.policy, res.record()
 
     def _resolve_request(self, req: PackRequest, request_id: str) -> Resolution:
@@ -286,6 +301,7 @@ class Pipeline:
 
         No budget, no packing: see :func:`prune_candidates`.
         """
+        check_question_length(question)
         pruner = None if settings.strategy == "none" else self.pruner_for(settings.strategy)
         return prune_candidates(
             question,
@@ -308,7 +324,8 @@ class Pipeline:
         answerability check), :meth:`_scan`, :meth:`_record`.
         """
         self._check(req)
-        request_id = req.request_id or request_hash(req)
+        digest = request_hash(req)
+        request_id = req.request_id or new_request_id()
         timer = StageTimer(self.tracer)
         decisions: dict[str, Decision] = {}
 
@@ -348,6 +365,7 @@ class Pipeline:
         record = self._record(
             req,
             request_id,
+            digest=digest,
             route=route,
             budget=budget,
             tokenizer=tokenizer,
@@ -371,6 +389,7 @@ class Pipeline:
             tools=tools.text if tools is not None else "",
             answerable=verdict.answerable,
             answerability=verdict.probability,
+            answer_state=verdict.state,
         )
 
     # -- the steps of pack -------------------------------------------------------------------------------------
@@ -433,7 +452,7 @@ class Pipeline:
             kept = {v.chunk.id for v in run.verdicts if v.kept}
             survivors = [s for s in unique if s.chunk.id in kept]
             decisions.update((v.chunk.id, v.decision()) for v in run.verdicts if not v.kept)
-        capped_survivors, capped = source_cap(survivors, policy, grades)
+        capped_survivors, capped = source_cap(survivors, policy, grades, question=question)
         decisions.update((d.chunk_id, d) for d in capped)
         return _Pruned(survivors=capped_survivors, grades=grades, outcome=outcome, shown_to_llm=shown_to_llm)
 
@@ -458,7 +477,7 @@ class Pipeline:
                 withheld = [_no_answer_drop(s, verdict) for s in survivors]
                 survivors = []
             else:
-                notes = (_NO_ANSWER_NOTES[policy.on_no_answer],)
+                notes = (no_answer_note(policy.on_no_answer, verdict),)
         # a fresh random boundary per request, absent from every string rendered for any candidate
         renderer = EvidenceRenderer.for_chunks(valid, tokenizer)
         packed = pack_stage(
@@ -512,6 +531,7 @@ class Pipeline:
         req: PackRequest,
         request_id: str,
         *,
+        digest: str,
         route: RouteRecord,
         budget: Budget,
         tokenizer: Tokenizer,
@@ -527,6 +547,7 @@ class Pipeline:
         """The request's trace record: every key named in :class:`~admit.trace.TraceRecord`."""
         return build_record(
             request_id=request_id,
+            request_hash=digest,
             route=route,
             policy_version=route["policy_version"],
             budget=budget,
@@ -546,6 +567,8 @@ class Pipeline:
                 "probability": verdict.probability,
                 "model": verdict.model,
                 "reason": verdict.reason,
+                "state": verdict.state,
+                "missing": list(verdict.missing),
             },
             tools=[r.as_dict() for r in tools.reports] if tools is not None else None,
             retrieval=req.retrieval,
@@ -575,12 +598,23 @@ class _Pruned:
     shown_to_llm: Sequence[Scored]
 
 
-_NO_ANSWER_NOTES = {
-    "note": "admit's check found that the passages below may not answer the question. If they do not, say that "
-    "the available documentation does not answer it; do not guess.",
-    "ask_to_narrow": "admit's check found that the passages below may not answer the question. Ask the user to "
-    "rephrase or narrow it (a product, a version, a feature name) rather than guessing.",
-}
+def no_answer_note(action: str, verdict: Answerability) -> str:
+    """The note put in the evidence block when the check says "not answered": what the passages lack, not an order
+    not to answer (a generator told "do not guess" beside the right evidence is worse off than told nothing)."""
+    lacks = (
+        f"no passage below mentions {', '.join(repr(m) for m in verdict.missing)}"
+        if verdict.missing
+        else "the passages below cover the question's words only in part"
+    )
+    if action == "ask_to_narrow":
+        return (
+            f"admit's check: {lacks}. If they do not answer the question, ask the user to rephrase or narrow it "
+            "(a product, a version, a feature name)."
+        )
+    return (
+        f"admit's check: {lacks}. Answer from what they do say; if they do not cover what is asked, say which "
+        "part the documentation does not cover."
+    )
 
 
 def _no_answer_drop(s: Scored, verdict: Answerability) -> Decision:

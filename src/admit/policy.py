@@ -10,18 +10,28 @@ from __future__ import annotations
 
 import hashlib
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from admit.errors import ConfigError, RequestError
+from admit.errors import ConfigError, RequestError, unknown_name
 from admit.prune.settings import PruneSettings
 from admit.route import Route, Router
 from admit.trace import RouteRecord
 
-__all__ = ["FallbackKind", "Policy", "PolicySet", "Resolution", "load_policy_set", "policy_set_from_dict"]
+__all__ = [
+    "FallbackKind",
+    "Policy",
+    "PolicySet",
+    "Resolution",
+    "load_policy_set",
+    "policy_as_toml",
+    "policy_set_from_dict",
+    "shipped_policy_text",
+    "toml_value",
+]
 
 FallbackKind = Literal["anchored_excerpt", "scope_note", "ask_to_narrow", "second_retrieval"]
 NoAnswerAction = Literal["note", "admit_nothing", "ask_to_narrow"]
@@ -151,11 +161,21 @@ def _build_prune(raw: Mapping[str, Any], where: str) -> PruneSettings:
         raise ConfigError(f"{where}: {exc}") from None
 
 
+def _check_keys(raw: Any, known: Iterable[str], where: str) -> None:
+    """Refuse a table that is not one, or a key ``known`` lacks, naming the table and the closest known key."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where} must be a table, got {type(raw).__name__}.")
+    for key in raw:
+        if key not in known:
+            moved = (
+                f"; {key!r} is a prune setting: put it in [{where.strip('[]')}.prune]" if key in _PRUNE_FIELDS else ""
+            )
+            raise ConfigError(f"{where}: {unknown_name('setting', str(key), known)}{moved}.")
+
+
 def _build_policy(name: str, raw: Mapping[str, Any], defaults: Mapping[str, Any]) -> Policy:
+    _check_keys(raw, _POLICY_FIELDS | {"prune"}, f"[classes.{name}]")
     merged: dict[str, Any] = {**defaults, **raw}
-    unknown = set(merged) - _POLICY_FIELDS - {"prune"}
-    if unknown:
-        raise ConfigError(f"Unknown setting(s) {sorted(unknown)} in class {name!r}.")
     prune_raw = {**defaults.get("prune", {}), **raw.get("prune", {})}
     kwargs = {k: v for k, v in merged.items() if k in _POLICY_FIELDS}
     for key in ("cues", "fallbacks"):
@@ -169,15 +189,37 @@ def _build_policy(name: str, raw: Mapping[str, Any], defaults: Mapping[str, Any]
     for key in ("answer_reserve", "safety_margin", "candidate_count", "rerank_count", "per_source_limit"):
         if key in kwargs and (not isinstance(kwargs[key], int) or kwargs[key] < 0):
             raise ConfigError(f"{name}.{key} must be a non-negative integer, got {kwargs[key]!r}.")
-    return Policy(name=name, prune=_build_prune(prune_raw, f"{name}.prune"), **kwargs)
+    return Policy(name=name, prune=_build_prune(prune_raw, f"[classes.{name}.prune]"), **kwargs)
+
+
+_TOP_KEYS = frozenset({"version", "default_class", "kill_switch", "rollout", "defaults", "classes"})
 
 
 def policy_set_from_dict(data: Mapping[str, Any], *, source: str = "") -> PolicySet:
-    """Build a :class:`PolicySet` from the parsed TOML structure."""
+    """Build a :class:`PolicySet` from the parsed TOML structure.
+
+    Every key is checked where it stands (an unknown one is named with its table and the closest known key).
+    A file without ``[classes.*]`` tables keeps the shipped classes and applies its ``[defaults]`` (and
+    ``[defaults.prune]``) over the shipped defaults: ``[defaults.prune] strategy = "setwise"`` alone is a
+    whole policy.
+    """
+    where = source or "<dict>"
+    _check_keys(data, _TOP_KEYS, f"Policy file {where}")
     defaults = dict(data.get("defaults", {}))
+    _check_keys(defaults, _POLICY_FIELDS | {"prune"}, "[defaults]")
+    if "prune" in defaults:
+        _check_keys(defaults["prune"], defaults["prune"], "[defaults.prune]")  # a table
+        _build_prune(defaults["prune"], "[defaults.prune]")
     classes_raw = data.get("classes", {})
-    if not isinstance(classes_raw, Mapping) or not classes_raw:
-        raise ConfigError(f"Policy file {source or '<dict>'} has no [classes.*] tables.")
+    if not isinstance(classes_raw, Mapping):
+        raise ConfigError(f"Policy file {where}: [classes] must hold [classes.NAME] tables.")
+    if not classes_raw:
+        shipped = _shipped_data()
+        classes_raw = shipped["classes"]
+        base = dict(shipped.get("defaults", {}))
+        prune = {**base.get("prune", {}), **defaults.get("prune", {})}
+        defaults = {**base, **defaults, "prune": prune}
+        data = {**{k: v for k, v in shipped.items() if k not in {"classes", "defaults"}}, **data}
     classes = {name: _build_policy(name, raw, defaults) for name, raw in classes_raw.items()}
     rollout = float(data.get("rollout", 1.0))
     if not 0.0 <= rollout <= 1.0:
@@ -192,6 +234,58 @@ def policy_set_from_dict(data: Mapping[str, Any], *, source: str = "") -> Policy
     )
 
 
+def toml_value(value: Any) -> str:
+    """One value as TOML: a string literal (``'\\bvs\\b'`` stays as written) unless it holds a quote or a line
+    break, booleans and numbers as such, sequences as arrays, mappings as inline tables."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, str):
+        if "'" not in value and "\n" not in value and "\r" not in value:
+            return f"'{value}'"
+        import json
+
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{_toml_key(k)} = {toml_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    raise ConfigError(f"cannot write {type(value).__name__} as TOML")
+
+
+def _toml_key(key: Any) -> str:
+    k = str(key)
+    return k if k and all(c.isalnum() or c in "_-" for c in k) else toml_value(k)
+
+
+def policy_as_toml(policy: Policy) -> str:
+    """A class's policy as the ``[classes.NAME]`` and ``[classes.NAME.prune]`` tables of a policy file, to copy
+    (``admit policy``): every setting, strategy parameters beside the prune settings."""
+    lines = [f"[classes.{_toml_key(policy.name)}]"]
+    for name in Policy.__dataclass_fields__:
+        if name not in {"name", "prune"}:
+            value = getattr(policy, name)
+            if value is not None:
+                lines.append(f"{name} = {toml_value(value)}")
+    p = policy.prune
+    lines += ["", f"[classes.{_toml_key(policy.name)}.prune]"]
+    for name in ("strategy", "threshold", "keep_top_k", "on_error"):
+        lines.append(f"{name} = {toml_value(getattr(p, name))}")
+    lines += [f"{_toml_key(k)} = {toml_value(v)}" for k, v in p.params.items()]
+    return "\n".join(lines) + "\n"
+
+
+def shipped_policy_text() -> str:
+    """The shipped policy file (``admit/policies/default.toml``), as TOML text to copy (``admit policy
+    --show-default``)."""
+    return resources.files("admit.policies").joinpath("default.toml").read_text("utf-8")
+
+
+def _shipped_data() -> dict[str, Any]:
+    return tomllib.loads(shipped_policy_text())
+
+
 def load_policy_set(path: str | Path | None = None) -> PolicySet:
     """Load a policy file (TOML); ``None`` loads the shipped default.
 
@@ -201,7 +295,7 @@ def load_policy_set(path: str | Path | None = None) -> PolicySet:
         'comparison'
     """
     if path is None:
-        text = resources.files("admit.policies").joinpath("default.toml").read_text("utf-8")
+        text = shipped_policy_text()
         source = "admit:default.toml"
     else:
         p = Path(path)

@@ -6,17 +6,19 @@
 
 from __future__ import annotations
 
+import difflib
 import math
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args, get_origin
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from admit.errors import RequestError
 from admit.pipeline import PackRequest
 from admit.tools import ToolOutput
-from admit.types import Access, Chunk, Message, Principal
+from admit.types import MAX_QUESTION_CHARS, Access, Chunk, Message, Principal, question_too_long
 
 __all__ = [
     "AccessModel",
@@ -27,6 +29,7 @@ __all__ = [
     "ToolOutputModel",
     "describe_validation_errors",
     "field_path",
+    "model_at",
     "parse_pack_request",
 ]
 
@@ -91,8 +94,6 @@ class CandidateModel(PruneCandidate):
     """One candidate chunk of a pack request: the bring-your-own candidate (:class:`PruneCandidate`) with what
     admission needs besides (who may read it, its version and date, the source's authority, its language)."""
 
-    model_config = ConfigDict(extra="allow")
-
     source_id: str = Field(min_length=1, max_length=500)
     text: str = Field(max_length=MAX_TEXT_CHARS)
     version: str | None = Field(default=None, max_length=200)
@@ -102,7 +103,7 @@ class CandidateModel(PruneCandidate):
     language: str | None = Field(default=None, max_length=20)
 
     def to_chunk(self) -> Chunk:
-        """The library chunk (fields a caller added beyond the schema go into its metadata)."""
+        """The library chunk (a caller's own fields go in ``metadata``; an unknown field is refused)."""
         a = self.access
         return replace(
             super().to_chunk(),
@@ -111,7 +112,7 @@ class CandidateModel(PruneCandidate):
             access=Access(tenant=a.tenant, groups=tuple(a.groups), label=a.label) if a else None,
             authority=self.authority,
             language=self.language,
-            metadata={**self.metadata, **(self.model_extra or {})},
+            metadata=dict(self.metadata),
         )
 
 
@@ -156,7 +157,7 @@ class ToolOutputModel(_Strict):
 class PackRequestModel(_Strict):
     """The ``admit pack`` request."""
 
-    question: str = Field(min_length=1, max_length=20_000)
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     principal: PrincipalModel
     model: str = Field(default="gpt-4o", min_length=1, max_length=1000)
     input_limit: int = Field(default=16_000, gt=0, le=10_000_000)
@@ -165,7 +166,9 @@ class PackRequestModel(_Strict):
     query_class: str | None = Field(default=None, max_length=100)
     prune: str | None = Field(default=None, max_length=100)
     prune_params: dict[str, Any] = Field(default_factory=dict)
-    request_id: str | None = Field(default=None, max_length=200)
+    request_id: str | None = Field(
+        default=None, max_length=200, description="Your id for this request; default: a fresh time-ordered UUIDv7."
+    )
     candidates: list[CandidateModel] = Field(max_length=10_000)
     tool_outputs: list[ToolOutputModel] = Field(
         default_factory=list,
@@ -238,16 +241,44 @@ def describe_validation_errors(
         if named == ["principal"] and model is not None and "principal" not in model.model_fields:
             return "principal: not allowed in the body; the principal comes from the API key", "principal"
         msg = f"{field}: unknown field"
-        if model is not None and len(named) == 1:
-            msg += f"; the {noun} takes {', '.join(_field_names(model))}"
+        owner = model_at(model, named[:-1]) if model is not None else None
+        if owner is not None:
+            names = _field_names(owner)
+            close = difflib.get_close_matches(str(named[-1]), names, n=1)
+            where = noun if len(named) == 1 else field_path(named[:-1])
+            msg += (f" (did you mean {close[0]!r}?)" if close else "") + f"; the {where} takes {', '.join(names)}"
+            msg += " (your own fields go in metadata)" if "metadata" in owner.model_fields else ""
+    elif first.get("type") == "string_too_long" and field == "question" and isinstance(first.get("input"), str):
+        msg = question_too_long(len(first["input"]))  # the one question limit, worded as on every surface
     else:
         msg = f"{field or '<' + noun + '>'}: {first.get('msg', 'invalid')}"
     if len(errors) > 1:
         nxt = errors[1]
         nloc = field_path(nxt.get("loc", ()), skip=skip) or f"<{noun}>"
         more = f" and {len(errors) - 2} more" if len(errors) > 2 else ""
-        msg += f" (also {nloc}: {nxt.get('msg', 'invalid')}{more})"
+        why = "unknown field" if nxt.get("type") == "extra_forbidden" else nxt.get("msg", "invalid")
+        msg += f" (also {nloc}: {why}{more})"
     return msg, field
+
+
+def model_at(model: type[BaseModel], path: Sequence[Any]) -> type[BaseModel] | None:
+    """The model of the object at ``path`` inside ``model`` (``candidates``, ``0`` -> the candidate model), or
+    ``None`` when the path leaves the models (a dict, a list of plain values)."""
+    current: Any = model
+    for part in path:
+        if get_origin(current) is dict:  # a table of named entries: the value type
+            current = get_args(current)[1]
+        elif isinstance(part, int):
+            args = [a for a in get_args(current) if a is not type(None)]
+            current = args[0] if args else None
+        elif isinstance(current, type) and issubclass(current, BaseModel) and part in current.model_fields:
+            current = current.model_fields[part].annotation
+            args = [a for a in get_args(current) if a is not type(None)]
+            if get_origin(current) is not list and len(args) == 1:
+                current = args[0]  # X | None
+        else:
+            return None
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
 def _field_names(model: type[BaseModel]) -> list[str]:

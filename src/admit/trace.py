@@ -44,9 +44,36 @@ __all__ = [
     "build_prune_record",
     "build_record",
     "latency_record",
+    "new_request_id",
     "trace_content_enabled",
     "trace_json_schema",
 ]
+
+
+_ID_LOCK = threading.Lock()
+_last_id_ms = [0, 0]  # the last id's millisecond and sequence number: ids of one millisecond stay ordered
+
+
+def new_request_id() -> str:
+    """A fresh, time-ordered request id: a UUIDv7 (RFC 9562) string.
+
+    48 bits of Unix milliseconds, then a 12-bit sequence (ids made in one millisecond by this process sort in
+    the order they were made), then 62 random bits. Unique per request, unlike the request's hash (the
+    trace's ``request_hash``), which identical requests share.
+    """
+    with _ID_LOCK:
+        ms = time.time_ns() // 1_000_000
+        if ms <= _last_id_ms[0]:
+            ms, seq = _last_id_ms[0], _last_id_ms[1] + 1
+            if seq > 0xFFF:
+                ms, seq = ms + 1, 0
+        else:
+            seq = int.from_bytes(os.urandom(2), "big") & 0x3FF  # room left for the ids after it in this ms
+        _last_id_ms[:] = [ms, seq]
+    rand = int.from_bytes(os.urandom(8), "big") & ((1 << 62) - 1)
+    value = (ms & ((1 << 48) - 1)) << 80 | 0x7 << 76 | seq << 64 | 0b10 << 62 | rand
+    h = f"{value:032x}"
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 class RouteRecord(TypedDict):
@@ -68,6 +95,10 @@ class AnswerabilityRecord(TypedDict):
     probability: float
     model: str
     reason: str
+    state: NotRequired[str]
+    """``answered``, ``unsure`` or ``not_answered``."""
+    missing: NotRequired[list[str]]
+    """The question's terms no admitted passage holds."""
 
 
 class PrunerRecord(TypedDict):
@@ -123,7 +154,11 @@ class TraceRecord(TypedDict, total=False):
     """
 
     request_id: Required[str]
+    """Unique per request: the caller's id, else a fresh UUIDv7 (:func:`new_request_id`)."""
+    request_hash: str
+    """A hash of the question and the candidates: the same for identical requests (it decides the rollout)."""
     ts: Required[float]
+    """Unix seconds when the record was made."""
     query_class: Required[str]
     route: Required[RouteRecord]
     policy_version: Required[str]
@@ -300,6 +335,7 @@ class StageTimer:
 def build_prune_record(
     *,
     request_id: str,
+    request_hash: str | None = None,
     route: RouteRecord,
     policy_version: str,
     kill_switch: bool,
@@ -310,7 +346,7 @@ def build_prune_record(
     total_ms: float,
 ) -> TraceRecord:
     """The record of a prune without a pack (``POST /v1/prune``, the MCP ``prune_context`` tool)."""
-    return {
+    rec: TraceRecord = {
         "request_id": request_id,
         "ts": time.time(),
         "query_class": route["query_class"],
@@ -322,6 +358,9 @@ def build_prune_record(
         "pruner": pruner,
         "latency_ms": latency_record(latency_ms, total_ms),
     }
+    if request_hash is not None:
+        rec["request_hash"] = request_hash
+    return rec
 
 
 def latency_record(stages: Mapping[str, float], total_ms: float) -> dict[str, float]:
@@ -332,6 +371,7 @@ def latency_record(stages: Mapping[str, float], total_ms: float) -> dict[str, fl
 def build_record(
     *,
     request_id: str,
+    request_hash: str | None = None,
     route: RouteRecord,
     policy_version: str,
     budget: Budget,
@@ -383,6 +423,8 @@ def build_record(
         "latency_ms": latency_record(latency_ms, total_ms),
         "pruner": pruner,
     }
+    if request_hash is not None:
+        rec["request_hash"] = request_hash
     if question_tokens is not None:
         rec["question_tokens"] = question_tokens
     if flags is not None:

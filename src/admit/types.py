@@ -11,8 +11,28 @@ from typing import Any, Literal, NotRequired
 from typing_extensions import TypedDict
 
 from admit._clean import citation_id
+from admit.errors import RequestError
+
+MAX_QUESTION_CHARS = 20_000
+"""The longest question admit takes, in characters, on every surface (library, CLI, HTTP, MCP, adapters)."""
+
+
+def check_question_length(question: str) -> None:
+    """Refuse a question over :data:`MAX_QUESTION_CHARS` (a :class:`~admit.errors.RequestError` naming it)."""
+    if len(question) > MAX_QUESTION_CHARS:
+        raise RequestError(question_too_long(len(question)), field="question")
+
+
+def question_too_long(n: int) -> str:
+    """The one message for a question of ``n`` characters over :data:`MAX_QUESTION_CHARS`, on every surface."""
+    return (
+        f"question: {n:,} characters is over the {MAX_QUESTION_CHARS:,}-character limit of a question; ask a "
+        "shorter one (put long context in the candidates or the instructions)"
+    )
+
 
 __all__ = [
+    "MAX_QUESTION_CHARS",
     "Access",
     "AdmittedPassage",
     "Budget",
@@ -29,6 +49,8 @@ __all__ = [
     "Scored",
     "Usage",
     "UsageRecord",
+    "check_question_length",
+    "question_too_long",
 ]
 
 DecisionState = Literal["admitted", "dropped"]
@@ -417,6 +439,9 @@ class PackResult:
     a ``no_answer`` fallback saying why."""
     answerability: float | None = None
     """The calibrated probability behind ``answerable`` (``None`` when it was not assessed)."""
+    answer_state: str = "answered"
+    """``answered``, ``unsure`` or ``not_answered``; only ``not_answered`` sets ``answerable`` to ``False`` and
+    triggers the policy's ``on_no_answer`` ("unsure" changes nothing admitted)."""
 
     @property
     def admitted_ids(self) -> list[str]:
@@ -427,13 +452,15 @@ class PackResult:
         """Return the JSON form printed by ``admit pack`` (and ``admit search --json``, ``POST /v1/pack``).
 
         The same names on every face: ``admitted``, ``citations`` (the admitted ids, in prompt order),
-        ``answerable`` and ``answerability``, ``decisions`` (one per candidate), ``budget``, ``fallbacks``, ``trace``.
+        ``answerable``, ``answerability`` and ``answer_state``, ``decisions`` (one per candidate), ``budget``,
+        ``fallbacks``, ``trace``.
         """
         return {
             "admitted": [p.as_dict() for p in self.admitted],
             "citations": self.admitted_ids,
             "answerable": self.answerable,
             "answerability": self.answerability,
+            "answer_state": self.answer_state,
             "prompt": self.prompt,
             "budget": self.budget.as_dict(),
             "decisions": [d.as_dict() for d in self.decisions],

@@ -112,8 +112,10 @@ def test_search_prunes_with_the_policys_strategy_unless_told_not_to(server: str,
     assert off.json()["trace"]["pruner"] is None
     # the logged request leaves the strategy to the policy, so a replay under another policy can differ
     lines = [json.loads(x) for x in (tmp / "traces" / "admit.jsonl").read_text("utf-8").splitlines()]
-    asked = [x for x in lines if x.get("request_id") == out["trace"]["request_id"]]
-    assert [x["request"]["prune"] for x in asked][-2:] == [None, "none"]  # absent, then prune: false
+    ids = [out["trace"]["request_id"], off.json()["trace"]["request_id"]]
+    assert ids[0] != ids[1]  # each request its own id (issue 34 item 5)
+    asked = [x for x in lines if x.get("request_id") in ids]
+    assert [x["request"]["prune"] for x in asked] == [None, "none"]  # absent, then prune: false
     res = admit(
         "replay", str(tmp / "traces" / "admit.jsonl"), "--policy", str(REPO / "src/admit/policies/default.toml"),
         "--out", str(tmp / "replay-shipped"), "--json",
@@ -171,7 +173,9 @@ def test_pack_names_a_misspelled_field_first() -> None:
     req["questoin"] = req.pop("question")
     res = admit("pack", "-", stdin=json.dumps(req))
     assert res.returncode == 2
-    assert res.stderr.startswith("error: questoin: unknown field; the request takes question, principal"), res.stderr
+    assert res.stderr.startswith(
+        "error: questoin: unknown field (did you mean 'question'?); the request takes question, principal"
+    ), res.stderr
     assert "question: Field required" in res.stderr
 
 

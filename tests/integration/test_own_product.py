@@ -26,7 +26,8 @@ H = {"X-API-Key": KEY}
 
 LIST_ALL = "List all error codes"
 HISTORY = "What changed between Ferrule 4.1 and 4.2?"
-UNANSWERABLE = "Does Ferrule support Kerberos single sign-on?"
+UNANSWERABLE = "How long should sourdough dough proof before baking?"
+LACKING = "Does Ferrule support Kerberos single sign-on?"  # a feature the product lacks
 PORT = "Which port does the Ferrule server listen on by default?"
 JAPANESE = "Ferrule のデフォルトのポート番号は何ですか？"
 BANANAS = "Bananas are yellow and rich in potassium."
@@ -54,7 +55,7 @@ def _search(kb: Path, question: str, *extra: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def searched(kb: Path) -> dict[str, dict[str, Any]]:
-    return {q: _search(kb, q) for q in (LIST_ALL, HISTORY, UNANSWERABLE, PORT, JAPANESE)}
+    return {q: _search(kb, q) for q in (LIST_ALL, HISTORY, UNANSWERABLE, LACKING, PORT, JAPANESE)}
 
 
 # -- CLI: admit search ------------------------------------------------------------------------------------------
@@ -84,9 +85,16 @@ def test_unanswerable_question_is_said_not_answered(searched: dict[str, dict[str
     assert "no_answer" in r["trace"]["fallbacks"][-1]["kind"]
 
 
+def test_a_feature_the_product_lacks_is_never_said_answered(searched: dict[str, dict[str, Any]]) -> None:
+    r = searched[LACKING]
+    assert r["answer_state"] in ("unsure", "not_answered"), r["trace"]["answerability"]
+    assert "Kerberos" in r["trace"]["answerability"]["missing"]
+
+
 def test_answerable_questions_are_said_answered(searched: dict[str, dict[str, Any]]) -> None:
     for q in (LIST_ALL, HISTORY, PORT, JAPANESE):
         assert searched[q]["answerable"] is True, (q, searched[q]["trace"]["answerability"])
+        assert searched[q]["answer_state"] == "answered", (q, searched[q]["trace"]["answerability"])
         assert "no_answer" not in [f["kind"] for f in searched[q]["fallbacks"]]
     assert any(c.startswith("install-4.2#requirements") for c in searched[PORT]["citations"])
 
@@ -109,6 +117,25 @@ def test_human_output_says_not_answered_in_words(kb: Path) -> None:
     assert "not answered" in res.stdout
     ok = admit("search", PORT, "--kb", str(kb), "--principal", "tenant:ferrule", "--prune", "setwise", "--no-progress")
     assert "not answered" not in ok.stdout
+
+
+def test_a_comparison_keeps_both_sides_of_one_page(kb: Path) -> None:
+    # issue 34 item 1, end to end; the grading that lost a side (the intro graded 4 above the S3 section) is
+    # reproduced exactly in tests/unit/test_sides_kept.py
+    r = _search(kb, "How does the S3 backend compare with SFTP?")
+    assert r["trace"]["query_class"] == "comparison"
+    assert {"storage-backends#s3-compatible-stores", "storage-backends#sftp-servers"} <= set(r["citations"])
+
+
+def test_how_many_x_can_is_a_point_lookup_with_the_limit(kb: Path) -> None:
+    r = _search(kb, "How many snapshots can one repository hold?")
+    assert r["trace"]["query_class"] == "point_lookup"
+    assert "snapshots#snapshot-limits" in r["citations"] and len(r["citations"]) <= 3
+
+
+def test_a_multi_part_question_keeps_every_part(kb: Path) -> None:
+    r = _search(kb, "What is the default retention period and how is the encryption key rotated?")
+    assert {"snapshots#retention-period", "snapshots#encryption-keys"} <= set(r["citations"])
 
 
 # -- CLI: admit pack (short lists) ------------------------------------------------------------------------------

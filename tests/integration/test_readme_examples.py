@@ -425,6 +425,113 @@ def test_readme_error_example(session: Session) -> None:
     assert r.json() == expected, r.json()
 
 
+BASELINE_EXTRAS = ("all",)
+"""The extras every reader has: README line 1's ``pip install -e ".[all]"``."""
+
+
+def _requirements(extras: tuple[str, ...]) -> set[str]:
+    """The distributions admit's base dependencies and ``extras`` name (``admit[x]`` followed), normalised."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))["project"]
+    optional: dict[str, list[str]] = project["optional-dependencies"]
+    seen: set[str] = set()
+    names: set[str] = set()
+    todo = [*project["dependencies"], *(f"admit[{e}]" for e in extras)]
+    while todo:
+        req = Requirement(todo.pop())
+        if req.name == "admit":
+            for extra in req.extras - seen:
+                seen.add(extra)
+                todo.extend(optional[extra])
+            continue
+        names.add(_normal(req.name))
+    return names
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _named_extras(text: str) -> tuple[str, ...]:
+    """The extras a paragraph tells the reader to install: ``.[langchain]``, ``admit[service]``."""
+    found = re.findall(r"(?:\.|admit)\[([\w,-]+)\]", text)
+    return tuple(e.strip() for group in found for e in group.split(","))
+
+
+def _imported(code: str) -> set[str]:
+    """The top-level modules a snippet imports."""
+    import ast
+
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Import):
+            out.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            out.add(node.module.split(".")[0])
+    return out
+
+
+@pytest.mark.parametrize("block", [b for b in COMMANDS if b.lang == "python"], ids=lambda b: b.name)
+def test_a_snippet_imports_only_what_the_extras_it_names_install(block: Block) -> None:
+    """Each Python snippet's imports come with admit's dependencies, README line 1's ``.[all]`` and the extras
+    the paragraph above it names (``pip install -e ".[langchain]"``): installable by an extra a reader picks,
+    not by a package they must find out about (issue 34: ``langchain_classic`` came with no extra)."""
+    import importlib.metadata
+
+    extras = (*BASELINE_EXTRAS, *_named_extras(block.before))
+    allowed = _requirements(extras)
+    providers = importlib.metadata.packages_distributions()
+    for module in sorted(_imported(block.text)):
+        if module == "admit" or module in sys.stdlib_module_names:
+            continue
+        dists = {_normal(d) for d in providers.get(module, [])}
+        assert dists, f"{block.name}: `import {module}`: no installed distribution provides it"
+        assert dists & allowed, (
+            f"{block.name}: `import {module}` comes from {sorted(dists)}, which no extra the page names installs "
+            f"(extras {list(extras)}): name the extra above the snippet, or add the package to one"
+        )
+
+
+NAMED = sorted(
+    {extras for b in COMMANDS if b.lang == "python" and (extras := tuple(sorted(set(_named_extras(b.before)))))}
+)
+"""Each set of extras a snippet's paragraph names (``("langchain",)``, ...)."""
+
+
+@pytest.mark.parametrize("extras", NAMED, ids=lambda e: ",".join(e))
+def test_the_extras_a_snippet_names_resolve_to_its_imports_in_a_fresh_venv(
+    extras: tuple[str, ...], tmp_path: Path
+) -> None:
+    """What ``pip install -e ".[EXTRAS]"`` would install into a fresh virtual environment (resolved by pip, with
+    ``--dry-run --report``: nothing is installed) provides every import of the snippets naming those extras."""
+    import importlib.metadata
+    import venv
+
+    venv.create(tmp_path / "venv", with_pip=True)
+    pip = tmp_path / "venv" / "bin" / "pip"
+    report = tmp_path / "report.json"
+    spec = f"{REPO}[{','.join(extras)}]"
+    r = subprocess.run(
+        [str(pip), "install", "-q", "--dry-run", "--ignore-installed", "--report", str(report), spec],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if r.returncode != 0 and ("NewConnectionError" in r.stderr or "No matching distribution" in r.stderr):
+        pytest.skip(f"pip cannot reach a package index here: {r.stderr.strip().splitlines()[-1][:200]}")
+    assert r.returncode == 0, r.stderr[-3000:]
+    resolved = {_normal(i["metadata"]["name"]) for i in json.loads(report.read_text())["install"]}
+    providers = importlib.metadata.packages_distributions()
+    for block in (b for b in COMMANDS if b.lang == "python" and set(_named_extras(b.before)) == set(extras)):
+        for module in sorted(_imported(block.text) - {"admit"} - set(sys.stdlib_module_names)):
+            dists = {_normal(d) for d in providers.get(module, [])}
+            assert dists & resolved, f"{block.name}: `import {module}` ({sorted(dists)}) is not installed by {spec}"
+
+
 # -- helpers ---------------------------------------------------------------------------------------------------
 def _run_python(session: Session, block: Block) -> None:
     code = session.substitute(block.text)

@@ -113,7 +113,12 @@ def test_numpy_joint_pass_equals_the_torch_training_code(tmp_path: Path) -> None
     enc = CrossEncoder(out)
     q = enc.bottom(["Who wrote Hamlet?"], question=True)[0]
     ps = enc.bottom(["Hamlet is a tragedy by William Shakespeare.", "Bananas are yellow."], question=False)
-    got = enc.joint_scores(q, ps)
+    texts = ["Hamlet is a tragedy by William Shakespeare.", "Bananas are yellow."]
+    feats = enc.list_features("Who wrote Hamlet?", q, ps, texts)
+    assert feats.shape == (2, 2) and feats[0, 1] == 1.0 and feats[1, 1] == 0.0  # the list's BM25, over its best
+    assert feats[0, 0] > feats[1, 0]  # MiniLM's own cosine
+    got = enc.joint_scores(q, ps, feats)
+    np.testing.assert_allclose(got, enc.score("Who wrote Hamlet?", texts), atol=1e-5)
     # the same states through the torch module, with float16-rounded weights as the file holds them
     with torch.no_grad():
         for v in joint.params.values():
@@ -125,7 +130,8 @@ def test_numpy_joint_pass_equals_the_torch_training_code(tmp_path: Path) -> None
         for i, p in enumerate(ps):
             pt[i, : p.shape[0]] = torch.tensor(p)
             pm[i, : p.shape[0]] = True
-        want = joint.forward(qt, torch.ones((2, nq), dtype=torch.bool), pt, pm).numpy()
+        f2 = torch.tensor(feats)
+        want = joint.forward(qt, torch.ones((2, nq), dtype=torch.bool), pt, pm, f2).numpy()
     np.testing.assert_allclose(got, want, atol=2e-3)
 
 

@@ -68,8 +68,8 @@ def test_validation_message_puts_the_unknown_field_first() -> None:
     msg, field = validation_message(errors, SearchBody)
     assert field == "qestion"
     assert msg == (
-        "qestion: unknown field; the body takes question, top_k, prune, policy, model, input_limit, tool_outputs "
-        "(also question: Field required)"
+        "qestion: unknown field (did you mean 'question'?); the body takes question, top_k, prune, policy, model, "
+        "input_limit, tool_outputs (also question: Field required)"
     )
 
 

@@ -17,7 +17,7 @@ import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 
 import numpy as np
 
@@ -33,7 +33,17 @@ from admit.prune.base import PruneOutcome
 from admit.prune.settings import PruneSettings
 from admit.types import Chunk
 
-__all__ = ["SETTINGS", "AdmitFilter", "Doc", "FilterRun", "Verdict", "as_score", "settings_from"]
+__all__ = [
+    "MAX_TITLE_CHARS",
+    "SETTINGS",
+    "AdmitFilter",
+    "Decision",
+    "Doc",
+    "FilterRun",
+    "Verdict",
+    "as_score",
+    "settings_from",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -54,9 +64,14 @@ SETTINGS = (
     "reranker",
 )
 
-#: Cosine the framework's vector of one document must reach against admit's own before ``embeddings="auto"``
-#: trusts the rest of them (same model, same text).
+#: Cosine the framework's vector of one document must reach against admit's own vector of the same text before
+#: ``embeddings="auto"`` takes the store for one of admit's model (the other vectors of the same text are reused).
 _SAME_MODEL_COSINE = 0.98
+
+#: A title longer than this is cut (said in the document's reason): it is part of every passage graded and of
+#: the token count, so an unbounded one would make a call as slow as its longest title (the bound of
+#: :class:`admit.schema.PruneCandidate`'s ``title``).
+MAX_TITLE_CHARS = 2000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -97,8 +112,16 @@ class Verdict:
     """The text passed on instead of the whole document: an anchored excerpt of the best document when it
     alone is over ``max_tokens`` (the sentences that match the question, elisions marked)."""
 
-    def as_metadata(self, strategy: str) -> dict[str, Any]:
-        """The ``admit`` metadata entry added to the document."""
+    def as_metadata(
+        self,
+        strategy: str,
+        *,
+        answerable: bool = True,
+        answerability: float | None = None,
+        answer_state: str = "answered",
+    ) -> dict[str, Any]:
+        """The ``admit`` metadata entry added to the document (:meth:`FilterRun.metadata` fills in the call's
+        ``answerable``, ``answerability`` and ``answer_state``)."""
         return {
             "kept": self.kept,
             "stage": self.stage,
@@ -108,6 +131,9 @@ class Verdict:
             "score": self.score,
             "rank": self.rank,
             "excerpt": self.excerpt is not None,
+            "answerable": answerable,
+            "answerability": answerability,
+            "answer_state": answer_state,
         }
 
 
@@ -123,6 +149,18 @@ class FilterRun:
     """Whether the kept documents answer the question (:mod:`admit.prune.answerability`)."""
     answerability: float | None = None
     """The calibrated probability behind ``answerable``."""
+    answer_state: str = "answered"
+    """``answered``, ``unsure`` or ``not_answered`` (only the last sets ``answerable`` to ``False``)."""
+
+    def metadata(self, verdict: Verdict) -> dict[str, Any]:
+        """The ``admit`` metadata entry of one document: its verdict, the strategy, and whether the kept documents
+        answer the question (``answerable``, ``answerability``, ``answer_state``: the same on every document)."""
+        return verdict.as_metadata(
+            self.strategy,
+            answerable=self.answerable,
+            answerability=self.answerability,
+            answer_state=self.answer_state,
+        )
 
     @property
     def kept(self) -> list[Verdict]:
@@ -133,6 +171,53 @@ class FilterRun:
     def dropped(self) -> list[Verdict]:
         """The dropped documents' verdicts, in input order."""
         return [v for v in self.verdicts if not v.kept]
+
+
+D = TypeVar("D")
+
+
+class Decision(tuple[list[D], list[D]], Generic[D]):
+    """``(kept, dropped)`` of an adapter's ``decide()``, each in input order, that also says whether the kept
+    documents answer the question (``answerable``, ``answerability``): it unpacks as the pair it always was.
+
+    Example:
+        >>> d = Decision(["a"], ["b"], answerable=False, answerability=0.1)
+        >>> kept, dropped = d
+        >>> (kept, dropped, d.answerable, d.answerability)
+        (['a'], ['b'], False, 0.1)
+    """
+
+    answerable: bool
+    """Whether the kept documents answer the question (:mod:`admit.prune.answerability`)."""
+    answerability: float | None
+    """The calibrated probability behind ``answerable``."""
+
+    def __new__(
+        cls, kept: list[D], dropped: list[D], *, answerable: bool = True, answerability: float | None = None
+    ) -> Decision[D]:
+        """The pair, with the call's answerability."""
+        made = super().__new__(cls, (kept, dropped))
+        made.answerable = answerable
+        made.answerability = answerability
+        return made
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with its attributes."""
+        return (_decision, (self[0], self[1], self.answerable, self.answerability))
+
+    @property
+    def kept(self) -> list[D]:
+        """The kept documents, in input order."""
+        return self[0]
+
+    @property
+    def dropped(self) -> list[D]:
+        """The dropped documents, in input order, each with its reason."""
+        return self[1]
+
+
+def _decision(kept: list[D], dropped: list[D], answerable: bool, answerability: float | None) -> Decision[D]:
+    return Decision(kept, dropped, answerable=answerable, answerability=answerability)
 
 
 @dataclass(kw_only=True)
@@ -159,8 +244,9 @@ class AdmitFilter:
         max_doc_chars: A document longer than this is dropped before grading, logged and recorded as its fate
             (``None``, the default: no cap; a long document is graded by its best passages).
         drop_duplicates: Drop a document whose text repeats an earlier one under another id.
-        embeddings: The framework's stored vectors: ``auto`` reuses them when one checks out against admit's own
-            (same model, same text), ``reuse`` trusts them, ``ignore`` re-encodes.
+        embeddings: The framework's stored vectors, reused only for the text admit encodes (checked per document:
+            no title prefix, one passage) and said in each document's reason: ``auto`` reuses them when the first
+            checks out against admit's own (same model), ``reuse`` trusts the model, ``ignore`` re-encodes.
         tokenizer: The tokenizer counting ``max_tokens`` (a model name or encoding).
         reranker: Reranker name or instance (``retriever``/``None``: the documents' scores, else their order).
         pruner: A pruner instance (overrides ``strategy``).
@@ -183,11 +269,12 @@ class AdmitFilter:
     pruner_options: Mapping[str, Any] = field(default_factory=dict)
 
     _CACHES: ClassVar[tuple[str, ...]] = ("_built_pruner", "_built_reranker", "_embedder", "_warmed")
-    if TYPE_CHECKING:  # built on first use; not fields (never compared, copied deep or pickled)
-        _built_pruner: Pruner | None
-        _built_reranker: Reranker | None
-        _embedder: Any
-        _warmed: Pruner | None
+    if TYPE_CHECKING:  # built on first use; not fields at run time (never compared, copied deep or pickled), and
+        # declared `init=False` so that a type checker sees no constructor argument for them
+        _built_pruner: Pruner | None = field(init=False, default=None, repr=False, compare=False)
+        _built_reranker: Reranker | None = field(init=False, default=None, repr=False, compare=False)
+        _embedder: Any = field(init=False, default=None, repr=False, compare=False)
+        _warmed: Pruner | None = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.params = dict(self.params)
@@ -323,6 +410,7 @@ class AdmitFilter:
         if not docs:
             return FilterRun(strategy=self.strategy, verdicts=())
         ids = _unique_ids(docs)
+        docs, notes = _bounded(docs)
         verdicts: dict[int, Verdict] = {}
         live: list[int] = []
         first_of: dict[str, int] = {}
@@ -353,7 +441,9 @@ class AdmitFilter:
                 given = [s for i in live if (s := docs[i].score) is not None]
                 scores = given if len(given) == len(live) else [float(len(live) - r) for r in range(len(live))]
             pruner = self._get_pruner()
-            self._seed_vectors([docs[i] for i in live], chunks)
+            for i, vector in zip(live, self._seed_vectors([docs[i] for i in live], chunks), strict=True):
+                if vector:
+                    notes.setdefault(i, []).append(vector)
             run = prune_candidates(question, chunks, settings=settings, reranker=reranker, pruner=pruner, scores=scores)
             strategy = run.strategy
             outcome = run.outcome
@@ -368,6 +458,9 @@ class AdmitFilter:
                     rank=v.rank,
                 )
             self._cut(verdicts, limit, docs, question)
+        for i, said in notes.items():
+            prior = verdicts[i]
+            verdicts[i] = replace(prior, reason="; ".join([prior.reason, *said]))
         final = tuple(verdicts[i] for i in range(len(docs)))
         kept = [v for v in final if v.kept]
         # what is passed on: an excerpt where one replaced a document (then only its words are known)
@@ -380,7 +473,11 @@ class AdmitFilter:
         if not verdict.answerable:
             logger.info("not answered: %s", verdict.reason)
         return FilterRun(
-            strategy=strategy, verdicts=final, answerable=verdict.answerable, answerability=verdict.probability
+            strategy=strategy,
+            verdicts=final,
+            answerable=verdict.answerable,
+            answerability=verdict.probability,
+            answer_state=verdict.state,
         )
 
     def _cut(self, verdicts: dict[int, Verdict], limit: int | None, docs: Sequence[Doc], question: str) -> None:
@@ -415,31 +512,54 @@ class AdmitFilter:
                     continue
                 used += n
 
-    def _seed_vectors(self, docs: Sequence[Doc], chunks: Sequence[Chunk]) -> None:
-        """Put the framework's stored vectors in the pruner's embedder cache, so those documents are not encoded."""
+    def _seed_vectors(self, docs: Sequence[Doc], chunks: Sequence[Chunk]) -> list[str | None]:
+        """Put the framework's stored vectors in the pruner's embedder cache, so those documents are not encoded;
+        what happened to each document's vector, for its reason (``None``: it gave none).
+
+        A vector is reused only for the text admit would encode itself (one passage, no title prefix: a store
+        embeds the text, admit the title with it) and only from admit's model: ``auto`` encodes the first such
+        document and compares (the other vectors of the same text are then reused), ``reuse`` takes the caller's
+        word for the model. A vector of another text or model never enters the cache, so no later call's decision
+        depends on what an earlier one was given.
+        """
+        said: list[str | None] = [None] * len(docs)
         emb = self._embedder
         if self.embeddings == "ignore" or emb is None or not hasattr(emb, "seed"):
-            return
-        pairs: list[tuple[str, np.ndarray]] = []
-        for d, c in zip(docs, chunks, strict=True):
+            for j, d in enumerate(docs):
+                if d.embedding is not None:
+                    said[j] = f"store vector not used (embeddings={self.embeddings!r})" if emb is not None else None
+            return said
+        pairs: list[tuple[int, str, np.ndarray]] = []
+        for j, (d, c) in enumerate(zip(docs, chunks, strict=True)):
             if d.embedding is None:
                 continue
             vec = np.asarray(d.embedding, dtype=np.float32).ravel()
             ps = passages(c.title, c.text)
-            if len(ps) == 1 and ps[0] and vec.shape[0] == emb.dim and np.isfinite(vec).all() and vec.any():
-                pairs.append((ps[0], vec))
+            if vec.shape[0] != emb.dim or not np.isfinite(vec).all() or not vec.any():
+                said[j] = f"store vector not reused: {vec.shape[0]} dimensions, not {emb.name}'s {emb.dim}"
+            elif len(ps) != 1 or ps[0] != c.text:
+                why = "the title is encoded with the text" if c.title else "the text is encoded in passages"
+                said[j] = f"store vector not reused: another text ({why})"
+            else:
+                pairs.append((j, ps[0], vec))
         if not pairs:
-            return
+            return said
         if self.embeddings == "auto":
-            # one document is encoded to check the vectors come from admit's model over the same text
-            text, vec = pairs[0]
+            # the first document of the same text is encoded to check the vectors come from admit's model
+            j0, text, vec = pairs[0]
             own = emb.embed([text])[0]
             cos = float(own @ vec) / max(float(np.linalg.norm(vec)), 1e-12)
             if cos < _SAME_MODEL_COSINE:
                 logger.info("stored vectors not reused: cosine %.3f against %s's own (another model?)", cos, emb.name)
-                return
+                for j, _, _ in pairs:
+                    said[j] = f"store vector not reused: another model (cosine {cos:.2f} against {emb.name}'s own)"
+                return said
+            said[j0] = f"store vector checked against {emb.name}'s own (cosine {cos:.3f}), which this document uses"
             pairs = pairs[1:]
-        emb.seed(pairs, keys_are_hashes=False)
+        emb.seed([(text, vec) for _, text, vec in pairs], keys_are_hashes=False)
+        for j, _, _ in pairs:
+            said[j] = "store vector reused (same text and model)"
+        return said
 
     # -- saving ------------------------------------------------------------------------------------------------
     def is_custom(self) -> bool:
@@ -543,6 +663,17 @@ def _unique_ids(docs: Sequence[Doc]) -> list[str]:
         seen.add(cid)
         ids.append(cid)
     return ids
+
+
+def _bounded(docs: Sequence[Doc]) -> tuple[list[Doc], dict[int, list[str]]]:
+    """The documents with each title held to :data:`MAX_TITLE_CHARS`, and the note said in a cut one's reason."""
+    out = list(docs)
+    notes: dict[int, list[str]] = {}
+    for i, d in enumerate(docs):
+        if len(d.title) > MAX_TITLE_CHARS:
+            out[i] = replace(d, title=d.title[:MAX_TITLE_CHARS])
+            notes[i] = [f"title cut to {MAX_TITLE_CHARS} of its {len(d.title)} characters"]
+    return out, notes
 
 
 def _drop(i: int, stage: str, reason: str, d: Doc) -> Verdict:

@@ -9,21 +9,24 @@ Example:
     >>> p.run({"retriever": {"query": q}, "admit": {"query": q}})
 
 Kept documents are the caller's own ``Document`` objects (same id, content, score and ``meta``) with one extra
-``meta`` key, ``admit`` (kept, stage, grade, reason, score, rank); the ``dropped`` output has the others, each
-with its reason. A saved pipeline records every setting and a custom :class:`~admit.adapters._core.AdmitFilter`
-(its pruner must have ``to_dict``/``from_dict``). Haystack 3 loads only components from modules it is told to
-trust: ``Pipeline.loads(yaml_text, allowed_modules=["admit.adapters.haystack"])`` (add the module of a custom
-pruner too).
+``meta`` key, ``admit`` (kept, stage, grade, reason, score, rank, answerable, answerability); the ``dropped``
+output has the others, each with its reason; the ``answerable`` and ``answerability`` outputs say whether the kept
+documents answer the query. A saved pipeline records every setting and a custom
+:class:`~admit.adapters._core.AdmitFilter` (its pruner must have ``to_dict``/``from_dict``). Haystack 3 loads only
+components from modules it is told to trust: ``Pipeline.loads(yaml_text, allowed_modules=["admit.adapters.haystack"])``
+(add the module of a custom pruner too).
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar, overload
 
-from admit.adapters._core import SETTINGS, AdmitFilter, Doc, FilterRun, as_score, check_names
+from admit.adapters._core import SETTINGS, AdmitFilter, Doc, EmbeddingUse, FilterRun, as_score, check_names
+from admit.backends.rerankers import Reranker
 from admit.errors import ConfigError, MissingExtraError
 
 try:
@@ -43,16 +46,31 @@ class _Keep(enum.Enum):
 _KEEP = _Keep.KEEP
 
 
-def _setting(name: str) -> property:
-    """A component attribute read from, and written (checked) to, the component's filter."""
+T = TypeVar("T")
 
-    def get(self: AdmitPruner) -> Any:
-        return getattr(self._filter, name)
 
-    def set_(self: AdmitPruner, value: Any) -> None:
-        self._filter = self._filter.with_(**{name: value})  # checked; a bad value raises ConfigError here
+class _Setting(Generic[T]):
+    """A component attribute read from, and written (checked) to, the component's filter, typed as the filter's
+    field: ``p.top_k`` is an ``int | None`` to a type checker, not ``Any``."""
 
-    return property(get, set_, doc=f"The filter's ``{name}`` (see :class:`~admit.adapters._core.AdmitFilter`).")
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.__doc__ = f"The filter's ``{name}`` (see :class:`~admit.adapters._core.AdmitFilter`)."
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> _Setting[T]: ...
+
+    @overload
+    def __get__(self, obj: AdmitPruner, owner: type[Any]) -> T: ...
+
+    def __get__(self, obj: AdmitPruner | None, owner: type[Any]) -> T | _Setting[T]:
+        if obj is None:
+            return self
+        value: T = getattr(obj._filter, self.name)
+        return value
+
+    def __set__(self, obj: AdmitPruner, value: T) -> None:
+        obj._filter = obj._filter.with_(**{self.name: value})  # checked; a bad value raises ConfigError here
 
 
 @component
@@ -63,17 +81,17 @@ class AdmitPruner:
     changed setting applies to the next run and is what ``to_dict`` saves.
     """
 
-    strategy = _setting("strategy")
-    threshold = _setting("threshold")
-    keep_top_k = _setting("keep_top_k")
-    on_error = _setting("on_error")
-    params = _setting("params")
-    top_k = _setting("top_k")
-    max_tokens = _setting("max_tokens")
-    max_doc_chars = _setting("max_doc_chars")
-    drop_duplicates = _setting("drop_duplicates")
-    embeddings = _setting("embeddings")
-    reranker = _setting("reranker")
+    strategy: _Setting[str] = _Setting("strategy")
+    threshold: _Setting[int] = _Setting("threshold")
+    keep_top_k: _Setting[int] = _Setting("keep_top_k")
+    on_error: _Setting[str] = _Setting("on_error")
+    params: _Setting[Mapping[str, Any]] = _Setting("params")
+    top_k: _Setting[int | None] = _Setting("top_k")
+    max_tokens: _Setting[int | None] = _Setting("max_tokens")
+    max_doc_chars: _Setting[int | None] = _Setting("max_doc_chars")
+    drop_duplicates: _Setting[bool] = _Setting("drop_duplicates")
+    embeddings: _Setting[EmbeddingUse] = _Setting("embeddings")
+    reranker: _Setting[Reranker | str | None] = _Setting("reranker")
 
     def __new__(cls, *args: Any, **kwargs: Any) -> AdmitPruner:
         """Refuse a misspelled setting (``treshold=``) with admit's message, not Python's ``TypeError``."""
@@ -174,22 +192,26 @@ class AdmitPruner:
         ]
         return self._filter.run(query, docs, top_k=top_k)
 
-    @component.output_types(documents=list[Document], dropped=list[Document])  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
-    def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, list[Document]]:
-        """Return ``{"documents": kept, "dropped": the others}``, each in input order, with ``meta["admit"]``."""
+    @component.output_types(  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
+        documents=list[Document], dropped=list[Document], answerable=bool, answerability=float | None
+    )
+    def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
+        """Return ``{"documents": kept, "dropped": the others, "answerable", "answerability"}``: the documents each
+        in input order, with ``meta["admit"]``; whether the kept ones answer the query and its probability."""
         res = self._decide(query, documents, top_k)
-        out: dict[str, list[Document]] = {"documents": [], "dropped": []}
+        kept: list[Document] = []
+        dropped: list[Document] = []
         for v in res.verdicts:
             src = documents[v.index]
-            doc = replace(src, meta={**(src.meta or {}), "admit": v.as_metadata(res.strategy)})
+            doc = replace(src, meta={**(src.meta or {}), "admit": res.metadata(v)})
             if v.excerpt is not None:
                 doc = replace(doc, content=v.excerpt)
-            out["documents" if v.kept else "dropped"].append(doc)
-        return out
+            (kept if v.kept else dropped).append(doc)
+        return {"documents": kept, "dropped": dropped, "answerable": res.answerable, "answerability": res.answerability}
 
-    @component.output_types(documents=list[Document], dropped=list[Document])  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
-    async def run_async(
-        self, query: str, documents: list[Document], top_k: int | None = None
-    ) -> dict[str, list[Document]]:
+    @component.output_types(  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
+        documents=list[Document], dropped=list[Document], answerable=bool, answerability=float | None
+    )
+    async def run_async(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
         """As :meth:`run`, in a worker thread: a cold first call (model load) never blocks the event loop."""
         return await asyncio.to_thread(self.run, query, documents, top_k)

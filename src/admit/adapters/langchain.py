@@ -5,8 +5,9 @@ Example:
     >>> retriever = ContextualCompressionRetriever(base_compressor=AdmitCompressor(), base_retriever=base)
 
 Kept documents are the caller's own ``Document`` objects copied with one extra metadata key, ``admit``
-(kept, stage, grade, reason, score, rank); every other metadata key and the page content are unchanged.
-:meth:`AdmitCompressor.decide` returns the dropped documents too, each with its reason.
+(kept, stage, grade, reason, score, rank, and the call's answerable and answerability); every other metadata key
+and the page content are unchanged. :meth:`AdmitCompressor.decide` returns the dropped documents too, each with
+its reason, and says ``answerable`` / ``answerability`` as attributes of its result.
 
 A retriever from ``vectorstore.as_retriever()`` gives no scores: admit then keeps the retriever's order as
 the rank signal (``keep_top_k`` protects the retriever's top, not BM25's). Scores found under
@@ -20,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from admit.adapters._core import (
+    Decision,
     Doc,
     FilterRun,
     as_score,
@@ -49,19 +51,20 @@ class AdmitCompressor(AdapterSettings, BaseDocumentCompressor):  # type: ignore[
     score_key: str = "score"
     """Metadata key of the retriever's score, if any (used instead of the retriever's order)."""
 
-    def decide(self, documents: Sequence[Document], query: str) -> tuple[list[Document], list[Document]]:
-        """``(kept, dropped)``, each in input order and with ``metadata["admit"]`` (the reason why)."""
+    def decide(self, documents: Sequence[Document], query: str) -> Decision[Document]:
+        """``(kept, dropped)``, each in input order and with ``metadata["admit"]`` (the reason why); the result's
+        ``answerable`` and ``answerability`` say whether the kept documents answer the query."""
         res = self._run(documents, query)
         kept: list[Document] = []
         dropped: list[Document] = []
         for v in res.verdicts:
             src = documents[v.index]
-            update: dict[str, Any] = {"metadata": {**src.metadata, "admit": v.as_metadata(res.strategy)}}
+            update: dict[str, Any] = {"metadata": {**src.metadata, "admit": res.metadata(v)}}
             if v.excerpt is not None:
                 update["page_content"] = v.excerpt
             doc = src.model_copy(update=update)
             (kept if v.kept else dropped).append(doc)
-        return kept, dropped
+        return Decision(kept, dropped, answerable=res.answerable, answerability=res.answerability)
 
     def _run(self, documents: Sequence[Document], query: str) -> FilterRun:
         docs = [

@@ -4,10 +4,12 @@ Example:
     >>> engine = index.as_query_engine(node_postprocessors=[AdmitNodePostprocessor()])  # doctest: +SKIP
 
 Kept nodes are the caller's own nodes (same ids, text and metadata) with one extra metadata key,
-``admit`` (kept, stage, grade, reason, score, rank); the ``NodeWithScore`` score is kept as the retriever gave it.
-:meth:`AdmitNodePostprocessor.decide` returns the dropped nodes too, each with its reason. A node's stored
-``embedding`` is reused instead of encoding the node again (``embeddings="auto"`` checks one against admit's
-model first). ``to_dict``/``from_dict`` keep every setting and a custom filter (its pruner must save itself).
+``admit`` (kept, stage, grade, reason, score, rank, and the call's answerable and answerability); the
+``NodeWithScore`` score is kept as the retriever gave it. :meth:`AdmitNodePostprocessor.decide` returns the
+dropped nodes too, each with its reason, and says ``answerable`` / ``answerability`` as attributes of its result.
+A node's stored ``embedding`` is reused instead of encoding the node again when it is a vector of the text admit
+encodes (no title) from admit's model (``embeddings="auto"`` checks one first); each node's reason says which.
+``to_dict``/``from_dict`` keep every setting and a custom filter (its pruner must save itself).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 
 from admit.adapters._core import (
     AdmitFilter,
+    Decision,
     Doc,
     FilterRun,
     as_score,
@@ -75,23 +78,22 @@ class AdmitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):  # type: i
         ]
         return current_filter(self).run(query, docs, top_k=top_k)
 
-    def decide(
-        self, nodes: list[NodeWithScore], query_str: str, top_k: int | None = None
-    ) -> tuple[list[NodeWithScore], list[NodeWithScore]]:
-        """``(kept, dropped)``, each in input order and with ``metadata["admit"]`` (the reason why)."""
+    def decide(self, nodes: list[NodeWithScore], query_str: str, top_k: int | None = None) -> Decision[NodeWithScore]:
+        """``(kept, dropped)``, each in input order and with ``metadata["admit"]`` (the reason why); the result's
+        ``answerable`` and ``answerability`` say whether the kept nodes answer the query."""
         res = self._run(nodes, query_str, top_k)
         kept: list[NodeWithScore] = []
         dropped: list[NodeWithScore] = []
         for v in res.verdicts:
             src = nodes[v.index]
             node = src.node.model_copy(deep=False)
-            node.metadata = {**src.node.metadata, "admit": v.as_metadata(res.strategy)}
+            node.metadata = {**src.node.metadata, "admit": res.metadata(v)}
             if v.excerpt is not None and hasattr(node, "set_content"):
                 node.set_content(v.excerpt)
             node.excluded_embed_metadata_keys = [*src.node.excluded_embed_metadata_keys, "admit"]
             node.excluded_llm_metadata_keys = [*src.node.excluded_llm_metadata_keys, "admit"]
             (kept if v.kept else dropped).append(NodeWithScore(node=node, score=src.score))
-        return kept, dropped
+        return Decision(kept, dropped, answerable=res.answerable, answerability=res.answerability)
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None

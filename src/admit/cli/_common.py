@@ -191,9 +191,12 @@ def read_json(path: str) -> Any:
 
 
 def check_question(question: str) -> str:
-    """Reject an empty question before anything is loaded."""
+    """Reject an empty question, or one over the question limit of every surface, before anything is loaded."""
+    from admit.types import check_question_length
+
     if not question or not question.strip():
         raise ConfigError('The question is empty; ask something, e.g. admit search "What does E4012 mean?" ...')
+    check_question_length(question)
     return question
 
 

@@ -44,6 +44,9 @@ def print_result(res: PackResult, console: Any, *, show_text: int = 200) -> None
     if not res.answerable:
         prob = "" if res.answerability is None else f" (answerability {res.answerability:.2f})"
         console.print(f"[bold yellow]not answered: the admitted evidence does not answer the question{prob}[/]")
+    elif res.answer_state == "unsure":
+        prob = "" if res.answerability is None else f" (answerability {res.answerability:.2f})"
+        console.print(f"[yellow]unsure: the check cannot tell whether the evidence answers the question{prob}[/]")
     for p in res.admitted:
         excerpt = " (excerpt)" if p.excerpt else ""
         console.print(

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from admit._clean import clean_terminal
 from admit.cli._common import access_option, echo_json, handle_errors, json_option, open_kb, stdout_console
+from admit.cli._progress import show_progress
+
+if TYPE_CHECKING:
+    from admit.kb.ingest_types import IngestReport
 
 __all__ = ["ingest_cmd"]
 
@@ -37,7 +40,11 @@ __all__ = ["ingest_cmd"]
     default=None,
     help="Largest file read, in MiB (default 64); a larger one is reported as an error and the rest is ingested.",
 )
-@click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Show a progress bar on stderr (default: when stderr is a terminal).",
+)
 @click.option(
     "--engine",
     type=click.Choice(["local", "ray"]),
@@ -61,7 +68,7 @@ def ingest_cmd(
     embedder: str | None,
     max_tokens: int,
     max_file_mb: float | None,
-    progress: bool,
+    progress: bool | None,
     engine: str,
     workers: int,
     as_json: bool,
@@ -80,6 +87,7 @@ def ingest_cmd(
         tenant, group_list = access.tenant, list(access.groups)
     elif groups is not None:
         group_list = [g.strip() for g in groups.split(",") if g.strip()]
+    progress = show_progress(progress)
     new_file = _new_kb_file(kb_path)
     options = IngestOptions(
         tenant=tenant,
@@ -109,33 +117,31 @@ def ingest_cmd(
             for p in (new_file, *(new_file.with_name(new_file.name + s) for s in ("-wal", "-shm", "-journal"))):
                 p.unlink(missing_ok=True)
     if as_json:
-        echo_json({**rep.as_dict(), "kb_chunks": total})
-        _exit_on_errors(rep.errors)
+        echo_json({**rep.as_dict(), "files_seen": rep.files_seen, "kb_chunks": total})
+        _exit_on_errors(rep)
         return
-    console = stdout_console()
-    console.print(
-        f"ingested {rep.files} files into {kb_path} in {rep.seconds:.1f} s"
-        + (f" ({len(rep.errors)} failed)" if rep.errors else "")
-        + "\n"
-        f"  sources: {rep.sources_added} added, {rep.sources_updated} updated, "
-        f"{rep.sources_unchanged} unchanged, {rep.sources_removed} removed\n"
-        f"  chunks:  {rep.chunks_added} added, {rep.chunks_changed} changed, {rep.chunks_unchanged} unchanged, "
-        f"{rep.chunks_removed} removed; {rep.chunks_written} written, {rep.chunks_embedded} embedded\n"
-        f"  the knowledge base now holds {total} chunks",
-        highlight=False,
-        markup=False,
-    )
+    stdout_console().print(_summary(rep, kb_path, total), highlight=False, markup=False)
     for path, err in rep.errors:
         click.echo(clean_terminal(f"  error: {path}: {err}"), err=True)
+    for path, cause in rep.refusals:
+        click.echo(clean_terminal(f"  refused: {path}: {cause}"), err=True)
     if rep.skipped:
         click.echo(f"  skipped {len(rep.skipped)} file(s) of unsupported formats", err=True)
-    if rep.refused_links:
-        click.echo(
-            f"  refused {len(rep.refused_links)} file(s) for a link: a symlink whose target lies outside the ingested "
-            "folder, a file swapped for a link after the walk, or a file with several hard links",
-            err=True,
-        )
-    _exit_on_errors(rep.errors)
+    _exit_on_errors(rep)
+
+
+def _summary(rep: IngestReport, kb_path: str, total: int) -> str:
+    """The report's counts, each once: the files seen split into what became of each, then the chunks."""
+    seen = rep.files_seen
+    return (
+        f"ingest into {kb_path} in {rep.seconds:.1f} s: {seen} file{'' if seen == 1 else 's'} seen\n"
+        f"  files:   {rep.sources_added} added, {rep.sources_updated} updated, {rep.sources_unchanged} unchanged, "
+        f"{len(rep.errors)} failed, {len(rep.skipped)} skipped (format), {len(rep.refused_links)} refused (link); "
+        f"{rep.sources_removed} removed (gone since the last ingest)\n"
+        f"  chunks:  {rep.chunks_added} added, {rep.chunks_changed} changed, {rep.chunks_unchanged} unchanged, "
+        f"{rep.chunks_removed} removed; {rep.chunks_written} written, {rep.chunks_embedded} embedded\n"
+        f"  the knowledge base now holds {total} chunks"
+    )
 
 
 def _new_kb_file(kb_path: str) -> Path | None:
@@ -146,8 +152,10 @@ def _new_kb_file(kb_path: str) -> Path | None:
     return None if path.exists() else path
 
 
-def _exit_on_errors(errors: Sequence[tuple[str, str]]) -> None:
-    """A file that failed to ingest is a runtime failure: exit 1 after the report (the rest is ingested)."""
-    if errors:
-        click.echo(f"error: {len(errors)} file(s) failed to ingest; the others were ingested.", err=True)
+def _exit_on_errors(rep: IngestReport) -> None:
+    """A file that failed to ingest is a runtime failure: exit 1 after the report (saying whether others were)."""
+    if rep.errors:
+        n, ok = len(rep.errors), rep.sources_added + rep.sources_updated + rep.sources_unchanged
+        rest = f"; {ok} other(s) ingested." if ok else "; no file was ingested."
+        click.echo(f"error: {n} of {rep.files} file(s) failed to ingest{rest}", err=True)
         sys.exit(1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from admit.cli._common import (
@@ -18,6 +20,9 @@ from admit.cli._common import (
     stdout_console,
     trace_file_option,
 )
+
+if TYPE_CHECKING:
+    from admit.policy import PolicySet
 
 __all__ = ["pack_cmd", "policy_cmd", "schema_cmd"]
 
@@ -87,35 +92,55 @@ def schema_cmd(as_json: bool) -> None:
 
 
 @click.command("policy")
-@click.argument("question")
+@click.argument("question", required=False)
 @policy_option()
+@click.option("--show-default", is_flag=True, help="Print the shipped policy file, as TOML to copy and edit, and exit.")
 @json_option("the route and the whole policy")
 @handle_errors
-def policy_cmd(question: str, policy_path: str | None, as_json: bool) -> None:
-    """Show which query class and policy QUESTION gets, and the cue that chose it."""
+def policy_cmd(question: str | None, policy_path: str | None, show_default: bool, as_json: bool) -> None:
+    """Show which query class and policy QUESTION gets, and the cue that chose it (the policy as TOML).
+
+    The policy file is checked whole first: an unknown setting or strategy exits 2, naming its table.
+    """
     from dataclasses import asdict
 
-    from admit.policy import load_policy_set
+    from admit.policy import load_policy_set, policy_as_toml, shipped_policy_text
 
+    if show_default:
+        click.echo(shipped_policy_text(), nl=False)
+        return
+    if question is None:
+        raise click.UsageError("Missing argument 'QUESTION' (or give --show-default).")
     check_question(question)
     ps = load_policy_set(policy_path)
+    _check_strategies(ps)
     route = ps.classify(question)
     pol = ps.policy(route.query_class)
     if as_json:
         echo_json({"route": route.as_dict(), "policy": asdict(pol)})
         return
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = stdout_console()
     r = route.as_dict()
-    console.print(
-        f"query class [bold]{escape(str(r.get('query_class')))}[/] (cue: {escape(repr(r.get('cue')))}); "
-        f"policy version {escape(str(ps.version))}"
+    click.echo(
+        f"# query class {r.get('query_class')} (cue: {r.get('cue')!r}); policy version {ps.version} "
+        f"({ps.source})\n{policy_as_toml(pol)}",
+        nl=False,
     )
-    table = Table(box=None, show_header=False, pad_edge=False)
-    table.add_column("setting", style="bold")
-    table.add_column("value")
-    for key, value in asdict(pol).items():
-        table.add_row(key, escape(str(value)))
-    console.print(table)
+
+
+def _check_strategies(ps: PolicySet) -> None:
+    """Every class's strategy must be ``none`` or one the catalogue knows (a custom one is the library's)."""
+    import difflib
+
+    from admit.errors import ConfigError
+    from admit.prune.catalogue import find_strategy, strategy_names
+
+    bad = {name: pol.prune.strategy for name, pol in ps.classes.items() if pol.prune.strategy != "none"}
+    bad = {name: st for name, st in bad.items() if find_strategy(st) is None}
+    if not bad:
+        return
+    name, strategy = next(iter(bad.items()))
+    where = "[defaults.prune]" if len(bad) == len(ps.classes) else f"[classes.{name}.prune]"
+    known = ("none", *strategy_names())
+    close = difflib.get_close_matches(strategy, known, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ConfigError(f"{where}: unknown strategy {strategy!r}{hint} (strategies: {', '.join(known)})")

@@ -37,7 +37,7 @@ from admit.cli._common import (
 from admit.cli._progress import progress_option, record_bar, show_progress, status
 from admit.errors import AdmitError, ConfigError, RequestError
 from admit.prune.settings import PruneSettings
-from admit.types import Chunk
+from admit.types import Chunk, check_question_length
 
 __all__ = ["parse_set_options", "prune_cmd", "read_records"]
 
@@ -90,6 +90,10 @@ def read_records(path: str) -> list[tuple[str, str, list[Chunk]]]:
             q = rec.get("question")
             if not isinstance(q, str) or not q.strip():
                 raise RequestError(f"{where}: field `question` is missing or not a non-empty string.", field="question")
+            try:
+                check_question_length(q)
+            except RequestError as exc:
+                raise RequestError(f"{where}: {exc}", field="question") from None
             cands = rec.get("candidates")
             if not isinstance(cands, list):
                 raise RequestError(f"{where}: field `candidates` is missing or not a list.", field="candidates")

@@ -63,7 +63,7 @@ def _explain_nothing(kb: Any, kb_path: str, principal: Any, *, filtered: bool) -
 @click.option("--kb", "kb_path", required=True, envvar="ADMIT_KB", help="Knowledge base file or store URL.")
 @principal_option()
 @prune_option(default_help="Default: the policy's (the shipped policy prunes nothing).")
-@click.option("--no-prune", "no_prune", is_flag=True, hidden=True, help="Deprecated: use --prune none.")
+@click.option("--no-prune", "no_prune", is_flag=True, help="Do not prune: the same as --prune none.")
 @click.option("--strategy", default=None, hidden=True, help="Deprecated: use --prune STRATEGY.")
 @click.option("--model", default="gpt-4o", show_default=True, help="Target model (its tokenizer counts the budget).")
 @click.option("--input-limit", type=int, default=16_000, show_default=True, help="Target model input limit.")

@@ -123,6 +123,10 @@ def mcp_cmd(
     port: int,
 ) -> None:
     """Serve the MCP tools search_knowledge_base and prune_context (stdio by default)."""
+    try:
+        import mcp  # noqa: F401  # the SDK (extra `service`): one line naming the extra, not a traceback
+    except ImportError as exc:
+        raise MissingExtraError("mcp", "service") from exc
     from admit.service.config import load_settings
     from admit.service.mcp import run_mcp
     from admit.types import Principal

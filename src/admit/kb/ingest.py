@@ -117,7 +117,8 @@ def ingest_paths(
     return IngestReport(
         **run.counts,
         skipped=tuple(run.skipped),
-        refused_links=tuple(run.refused),
+        refused_links=tuple(p for p, _ in run.refused),
+        refusals=tuple(run.refused),
         errors=tuple(run.errors),
         kept_last_good=tuple(run.kept),
         seconds=time.perf_counter() - t0,
@@ -137,7 +138,7 @@ class _Run:
     existing: dict[tuple[str, str], SourceInfo] = field(init=False)
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COUNTS, 0))
     skipped: list[str] = field(default_factory=list)
-    refused: list[str] = field(default_factory=list)
+    refused: list[tuple[str, str]] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
     seen: set[tuple[str, str]] = field(default_factory=set)
     seen_ids: dict[str, str] = field(default_factory=dict)
@@ -154,7 +155,7 @@ class _Run:
     def fail(self, f: Path, message: str) -> None:
         """Record a file's error (the file counts as taken up: ``files`` = sources + errors)."""
         self.errors.append((str(f), message))
-        logger.warning("ingest: %s: %s", f, message)
+        logger.info("ingest: %s: %s", f, message)  # the report carries it; the CLI prints it once
 
     def plan_file(self, f: Path, root: Path | None, rel: str) -> None:
         """Read and parse one file, and plan what it needs: nothing (unchanged), a write here, or a job."""
@@ -191,8 +192,8 @@ class _Run:
         try:
             raw = _read(f, root)
         except RefusedFileError as exc:
-            logger.warning("ingest: not reading %s", exc)
-            self.refused.append(str(f))
+            logger.info("ingest: not reading %s", exc)
+            self.refused.append((str(f), str(exc).removeprefix(f"{f}: ")))
             return None
         self.counts["files"] += 1
         try:
@@ -258,7 +259,7 @@ class _Run:
         """Delete the sources read before from an ingested folder (or a named file) that this run did not see:
         files removed since (the folder's last one too), or now under another id or tenant. A file that is
         still there but failed or was refused this run keeps its last good chunks (reported in ``kept``)."""
-        failed = {p for p, _ in self.errors} | set(self.refused)
+        failed = {p for p, _ in self.errors} | {p for p, _ in self.refused}
         for (sid, ten), info in self.existing.items():
             if (sid, ten) in self.seen or not info.origin:
                 continue
@@ -279,11 +280,21 @@ def _folders(paths: Sequence[str | Path]) -> list[Path]:
     return [Path(p).expanduser().resolve() for p in paths if Path(p).expanduser().is_dir()]
 
 
-def _walk(paths: Sequence[str | Path], refused: list[str] | None = None) -> list[tuple[Path, Path | None]]:
+def _link_refusal(f: Path, root: Path) -> str:
+    """Why the link ``f`` under ``root`` is not followed (``""``: it is, its target is a file inside ``root``)."""
+    target = f.resolve()
+    if not target.exists():
+        return f"a dangling symbolic link: its target {target} does not exist"
+    if not target.is_relative_to(root):
+        return f"a symbolic link whose target {target} lies outside {root}"
+    return ""
+
+
+def _walk(paths: Sequence[str | Path], refused: list[tuple[str, str]] | None = None) -> list[tuple[Path, Path | None]]:
     """``(file, root)`` for every file under the paths (root: the folder it was found under, None if named).
 
     A symbolic link found in a folder is followed only when its target lies inside that folder; others go to
-    ``refused`` (and the log), so a link such as ``docs/passwd.txt -> /etc/passwd`` is never read.
+    ``refused`` with their cause (and the log), so a link such as ``docs/passwd.txt -> /etc/passwd`` is never read.
     """
     out: list[tuple[Path, Path | None]] = []
     for raw in paths:
@@ -294,11 +305,11 @@ def _walk(paths: Sequence[str | Path], refused: list[str] | None = None) -> list
                 if any(part.startswith(".") for part in f.relative_to(root).parts):
                     continue
                 if f.is_symlink() or f.resolve() != f:
-                    target = f.resolve()
-                    if not target.is_relative_to(root):
-                        logger.warning("ingest: not following %s: its target lies outside %s", f, root)
+                    cause = _link_refusal(f, root)
+                    if cause:
+                        logger.info("ingest: not following %s: %s", f, cause)
                         if refused is not None:
-                            refused.append(str(f))
+                            refused.append((str(f), cause))
                         continue
                 if f.is_file():
                     out.append((f, root))

@@ -122,8 +122,11 @@ class IngestReport:
     skipped: tuple[str, ...] = ()
     """Files skipped (unsupported format)."""
     refused_links: tuple[str, ...] = ()
-    """Files not read because of a link: symbolic links under an ingested folder whose target lies outside it,
-    files swapped for a link after the walk, and files with more than one hard link (see :mod:`admit.kb.files`)."""
+    """Files not read because of a link: symbolic links under an ingested folder whose target lies outside it
+    or does not exist, files swapped for a link after the walk, and files with more than one hard link (see
+    :mod:`admit.kb.files`). Each one's cause is in :attr:`refusals`."""
+    refusals: tuple[tuple[str, str], ...] = ()
+    """``(path, cause)`` of each refused link, in the order of :attr:`refused_links`."""
     errors: tuple[tuple[str, str], ...] = ()
     """``(path, message)`` of files that could not be read."""
     kept_last_good: tuple[str, ...] = ()
@@ -131,6 +134,11 @@ class IngestReport:
     good version stays in the store as it was: a version is replaced only by one that parsed."""
     seconds: float = 0.0
     """Wall time."""
+
+    @property
+    def files_seen(self) -> int:
+        """Every file the walk met: taken up (:attr:`files`), skipped for its format, or refused for a link."""
+        return self.files + len(self.skipped) + len(self.refused_links)
 
     @property
     def chunks_per_second(self) -> float:
@@ -142,6 +150,7 @@ class IngestReport:
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["skipped"] = list(self.skipped)
         d["refused_links"] = list(self.refused_links)
+        d["refusals"] = [{"path": p, "cause": c} for p, c in self.refusals]
         d["errors"] = [{"path": p, "error": e} for p, e in self.errors]
         d["seconds"] = round(self.seconds, 3)
         d["chunks_per_second"] = round(self.chunks_per_second, 1)

@@ -24,7 +24,7 @@ from admit.kb.ingest import (
 )
 from admit.kb.store import ChunkRecord, Hit, SearchFilters, SourceInfo, Store
 from admit.kb.stores import open_store, stored_embedder
-from admit.trace import RetrievalRecord
+from admit.trace import RetrievalRecord, new_request_id
 from admit.types import Chunk, PackResult, Principal
 
 if TYPE_CHECKING:
@@ -278,6 +278,7 @@ class KnowledgeBase:
             ``retrieve`` latencies (in ``total`` too).
         """
         pipe = pipeline if pipeline is not None else self._pipeline(policy)
+        request_id = request_id or new_request_id()  # one id for the rollout, the retrieval and the trace
         if resolved is None:
             resolved = self.resolve(pipe, question, prune=prune, query_class=query_class, request_id=request_id)
         req = self.search_request(
@@ -305,14 +306,15 @@ class KnowledgeBase:
         query_class: str | None = None,
         request_id: str | None = None,
     ) -> Resolution:
-        """A search's settings, resolved once before retrieval (the class decides how many candidates to fetch)."""
-        from admit.pipeline import question_id
+        """A search's settings, resolved once before retrieval (the class decides how many candidates to fetch).
 
+        ``request_id`` decides the rollout share; pass the id the search's request will carry (default: a
+        fresh one, :func:`~admit.trace.new_request_id`)."""
         return pipe.resolve(
             question,
             query_class=query_class,
             strategy=KnowledgeBase.forced_strategy(prune),
-            request_id=request_id or question_id(question),
+            request_id=request_id or new_request_id(),
         )
 
     @staticmethod

@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
-from admit.errors import ConfigError
+from admit.errors import ConfigError, unknown_name
 
 __all__ = ["Registry", "SourceSettings", "load_registry", "settings_for"]
 
@@ -77,9 +77,9 @@ class Registry:
 def _check_registry_table(t: Any, where: str) -> dict[str, Any]:
     if not isinstance(t, Mapping):
         raise ConfigError(f"{where}: must be a table, got {type(t).__name__} {t!r}.")
-    unknown = set(t) - _REGISTRY_KEYS
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: {sorted(_REGISTRY_KEYS)}.")
+    unknown = sorted(set(t) - _REGISTRY_KEYS)
+    if unknown:  # the first one, named with the closest known key (the one message of every surface)
+        raise ConfigError(f"{where}: {unknown_name('key', str(unknown[0]), _REGISTRY_KEYS)}.")
     d = dict(t)
     for key in ("match", "id", "tenant", "label", "document", "language"):
         if key in d and (not isinstance(d[key], str) or not d[key].strip()):

@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -36,6 +37,7 @@ __all__ = [
     "DEFAULT_PATH",
     "FEATURES",
     "MIN_SETWISE_LIST",
+    "STATES",
     "Answerability",
     "AnswerabilityModel",
     "assess",
@@ -62,7 +64,20 @@ FEATURES: dict[str, tuple[str, ...]] = {
         "mean_dense_top2",
         "best_prob",
     ),
+    # with the cross model's scores of the kept chunks (setwise with ``cross`` on)
+    "cross": (
+        "best_q_cov",
+        "union_q_cov",
+        "best_entity_cov",
+        "union_entity_cov",
+        "ident_missing",
+        "best_bigram_cov",
+        "cross_best",
+        "cross_second",
+        "cross_margin",
+    ),
 }
+_KNOWN_FEATURES = frozenset(f for names in FEATURES.values() for f in names)
 
 
 def _stem(w: str) -> str:
@@ -90,6 +105,52 @@ def _units(text: str, script: str | None) -> set[str]:
     return {_stem(w) for w in tx.content_tokens(text)} | {_stem(w) for w in tx.capitalised_tokens(text)}
 
 
+#: The three verdicts, worst first. Only ``not_answered`` triggers the policy's ``on_no_answer``.
+STATES = ("not_answered", "unsure", "answered")
+
+#: Words of a short question that name no content ("What does E4012 mean?" asks about E4012 alone).
+_GENERIC = frozenset(
+    [
+        "mean",
+        "means",
+        "meaning",
+        "meant",
+        "many",
+        "much",
+        "number",
+        "numbers",
+        "count",
+        "stand",
+        "stands",
+        "define",
+        "definition",
+        "defined",
+        "refer",
+        "refers",
+        "called",
+        "call",
+        "used",
+        "use",
+        "uses",
+        "work",
+        "works",
+        "happen",
+        "happens",
+    ]
+)
+_SHORT_FORM = re.compile(r"^\s*(what\s+(does|do|is|are)\b.*\b(mean|stand\s+for)\b|how\s+(many|much)\b|define\b)", re.I)
+
+
+def key_terms(question: str) -> list[str]:
+    """The question's content words less the generic ones of a short question's form (stemmed)."""
+    return [w for w in dict.fromkeys(_stem(w) for w in tx.content_tokens(question)) if w not in _GENERIC]
+
+
+def is_short(question: str) -> bool:
+    """A short question: "What does X mean?", "how many ...", "define X", or at most three content words."""
+    return bool(_SHORT_FORM.match(question)) or len(key_terms(question)) <= 2 or len(tx.words(question)) <= 3
+
+
 def features(
     question: str,
     texts: Sequence[str],
@@ -97,6 +158,7 @@ def features(
     dense: Sequence[float] | None = None,
     probs: Sequence[float] | None = None,
     expected_needed: float | None = None,
+    cross: Sequence[float] | None = None,
 ) -> dict[str, float]:
     """The answerability features of an evidence set (``texts``: the admitted passages, title included).
 
@@ -126,8 +188,15 @@ def features(
         if asked and not found_ident and asked & tx.identifiers(t):
             found_ident = True
     union = len(hit_any) / max(1, len(q_units))
+    short_held = 0.0
+    if script is None and texts and is_short(question):
+        # an identifier the question names ("What does E4012 mean?") is its key alone; else its key words
+        keys = {w.lower() for w in asked} if asked else set(key_terms(question))
+        if keys and any(keys <= (_units(t, None) | {w.lower() for w in tx.identifiers(t)}) for t in texts):
+            short_held = 1.0
     d = sorted((float(x) for x in dense or ()), reverse=True)
     p = [float(x) for x in probs or ()]
+    c = sorted((float(x) for x in cross or ()), reverse=True)
     return {
         "best_q_cov": best_cov,
         "union_q_cov": union,
@@ -141,8 +210,20 @@ def features(
         "mean_dense_top2": sum(d[:2]) / len(d[:2]) if d else 0.0,
         "best_prob": max(p) if p else 0.0,
         "log_expected": math.log(max(expected_needed or 0.0, 1e-3)),
+        # a short question ("What does X mean?") whose every key term one passage holds: answered by rule
+        "short_held": short_held,
+        # the cross model's scores of the kept chunks: the best, the second (the best again for one chunk), margin
+        "cross_best": c[0] if c else 0.0,
+        "cross_second": c[1] if len(c) > 1 else (c[0] if c else 0.0),
+        "cross_margin": c[0] - c[1] if len(c) > 1 else 0.0,
     }
 
+
+#: Off topic: the best passage's MiniLM cosine below this and ...
+OFF_TOPIC_DENSE = 0.15
+#: ... less than this share of the question's content words in all passages together. Measured on the fitting
+#: cases (``scripts/fit_answerability.py --dump``): at most 1% of the answerable lists of any family.
+OFF_TOPIC_COVER = 0.25
 
 #: The setwise model reads the pruner's probabilities only for a graded list at least this long.
 MIN_SETWISE_LIST = 3
@@ -165,7 +246,28 @@ class AnswerabilityModel:
     bias: float
     """Intercept."""
     threshold: float = 0.5
-    """``answerable`` is ``probability >= threshold``."""
+    """Below it: "not answered" (``answerable`` is ``False``)."""
+    answered_at: float | None = None
+    """At or above it: "answered"; between the two: "unsure" (``None``: the threshold, so there is no band)."""
+
+    def state(self, feats: Mapping[str, float]) -> str:
+        """``not_answered``, ``unsure`` or ``answered`` (one of :data:`STATES`) for these features.
+
+        Two rules come before the thresholds: a short question whose key terms a passage holds is answered; evidence
+        that holds almost none of the question and is barely similar to it (a model that reads similarity: below
+        :data:`OFF_TOPIC_DENSE` and :data:`OFF_TOPIC_COVER`) is not."""
+        if feats.get("short_held"):
+            return "answered"
+        if (
+            "best_dense" in self.features
+            and feats["best_dense"] < OFF_TOPIC_DENSE
+            and feats["union_q_cov"] < OFF_TOPIC_COVER
+        ):
+            return "not_answered"
+        p = self.probability(feats)
+        if p < self.threshold:
+            return "not_answered"
+        return "answered" if p >= (self.answered_at if self.answered_at is not None else self.threshold) else "unsure"
 
     def probability(self, feats: Mapping[str, float]) -> float:
         """P(the evidence answers the question)."""
@@ -184,13 +286,14 @@ class AnswerabilityModel:
             "coef": list(self.coef),
             "bias": self.bias,
             "threshold": self.threshold,
+            "answered_at": self.answered_at,
         }
 
     @classmethod
     def from_json(cls, name: str, d: Mapping[str, Any]) -> AnswerabilityModel:
         """Read a stored model; the features must be ones :func:`features` computes."""
         feats = tuple(str(f) for f in d["features"])
-        unknown = [f for f in feats if f not in FEATURES["setwise"]]
+        unknown = [f for f in feats if f not in _KNOWN_FEATURES]
         if unknown:
             raise ValueError(f"answerability model {name!r} reads unknown features {unknown}")
         vals = [tuple(float(v) for v in d[k]) for k in ("mean", "scale", "coef")]
@@ -204,6 +307,7 @@ class AnswerabilityModel:
             coef=vals[2],
             bias=float(d["bias"]),
             threshold=float(d.get("threshold", 0.5)),
+            answered_at=float(d["answered_at"]) if d.get("answered_at") is not None else None,
         )
 
 
@@ -221,11 +325,21 @@ class Answerability:
     probability: float
     """P(the admitted evidence answers the question)."""
     answerable: bool
-    """``probability >= threshold`` (and something was admitted)."""
+    """``False`` only when the verdict is ``not_answered`` (which triggers the policy's ``on_no_answer``)."""
     model: str
     """The model that decided (``setwise``, ``lexical``; ``empty`` when nothing was admitted)."""
     reason: str
     """Why, in words (for the trace, the ``no_answer`` fallback and the human output)."""
+    state: str = ""
+    """``answered``, ``unsure`` or ``not_answered`` (:data:`STATES`); "unsure" changes nothing admitted."""
+    missing: tuple[str, ...] = ()
+    """The question's names, identifiers and key words that no admitted passage holds (what the note says)."""
+
+    def __post_init__(self) -> None:
+        if not self.state:
+            object.__setattr__(self, "state", "answered" if self.answerable else "not_answered")
+        if self.state not in STATES:
+            raise ValueError(f"state must be one of {STATES}, got {self.state!r}")
 
 
 def assess(
@@ -237,11 +351,13 @@ def assess(
     expected_needed: float | None = None,
     graded: int | None = None,
     models: Mapping[str, AnswerabilityModel] | None = None,
+    cross: Sequence[float] | None = None,
 ) -> Answerability:
     """Decide whether ``texts`` (the admitted evidence) answer ``question``.
 
-    Uses the ``setwise`` model when the setwise pruner's ``dense`` and ``probs`` are given for every text and it
-    graded a list of at least :data:`MIN_SETWISE_LIST` (``graded``: its length), else the ``lexical`` one: the
+    Uses the ``cross`` model when the cross-encoder's scores (``cross``) are given for every text and the file has
+    one; else the ``setwise`` model when the setwise pruner's ``dense`` and ``probs`` are given for every text and
+    it graded a list of at least :data:`MIN_SETWISE_LIST` (``graded``: its length); else the ``lexical`` one: the
     trees' probabilities of a list of one or two chunks are not on the scale of the lists they were fitted on.
 
     Example:
@@ -263,21 +379,56 @@ def assess(
         and len(dense) == len(texts) == len(probs)
         and (graded is None or graded >= MIN_SETWISE_LIST)
     )
-    model = models["setwise" if use_setwise else "lexical"]
-    feats = features(question, texts, dense=dense, probs=probs, expected_needed=expected_needed)
+    use_cross = cross is not None and len(cross) == len(texts) and "cross" in models
+    model = models["cross" if use_cross else "setwise" if use_setwise else "lexical"]
+    feats = features(question, texts, dense=dense, probs=probs, expected_needed=expected_needed, cross=cross)
     p = model.probability(feats)
-    ok = p >= model.threshold
-    words = "content words"
+    state = model.state(feats)
+    hi = model.answered_at if model.answered_at is not None else model.threshold
+    if feats["short_held"]:
+        head = f"short question whose key terms a passage holds: answered (p={p:.2f}, {model.name})"
+    else:
+        band = "<" if state == "not_answered" else (">=" if state == "answered" else "between")
+        head = f"p={p:.2f} {band} [{model.threshold:.2f}, {hi:.2f}] ({model.name}): {state.replace('_', ' ')}"
     parts = [
-        f"p={p:.2f} {'>=' if ok else '<'} {model.threshold:.2f} ({model.name})",
-        f"best passage holds {feats['best_q_cov']:.0%} of the question's {words}, "
+        head,
+        f"best passage holds {feats['best_q_cov']:.0%} of the question's content words, "
         f"all passages {feats['union_q_cov']:.0%}",
     ]
     if use_setwise:
         parts.append(f"best similarity {feats['best_dense']:.2f}")
-    if feats["ident_missing"]:
-        parts.append(f"no passage names {', '.join(sorted(tx.identifiers(question)))}")
-    return Answerability(probability=round(p, 4), answerable=ok, model=model.name, reason="; ".join(parts))
+    missing = missing_terms(question, texts)
+    if missing:
+        parts.append(f"no passage names {', '.join(missing)}")
+    return Answerability(
+        probability=round(p, 4),
+        answerable=state != "not_answered",
+        model=model.name,
+        reason="; ".join(parts),
+        state=state,
+        missing=missing,
+    )
+
+
+def missing_terms(question: str, texts: Sequence[str], limit: int = 6) -> tuple[str, ...]:
+    """The question's identifiers, names and key words that no passage holds, in the question's order."""
+    if unreadable_script(question) is not None:
+        return ()
+    held: set[str] = set()
+    idents: set[str] = set()
+    for t in texts:
+        held |= _units(t, None)
+        idents |= {i.lower() for i in tx.identifiers(t)}
+    out: list[str] = [i for i in sorted(tx.identifiers(question)) if i.lower() not in idents]
+    seen = {i.lower() for i in out}
+    content = set(tx.content_tokens(question))
+    for w in dict.fromkeys(tx.words(question)):
+        st = _stem(w)
+        if w in content and st not in _GENERIC and st not in held and w not in seen and st not in seen:
+            out.append(w)
+            seen |= {w, st}
+    shown = {m.group(0).lower(): m.group(0) for m in reversed(list(re.finditer(r"[^\W_]+", question)))}
+    return tuple(shown.get(w, w) for w in out[:limit])
 
 
 #: For a question in a script MiniLM does not read, the evidence answers when its best passage holds at least this
@@ -303,6 +454,7 @@ def assess_kept(question: str, kept: Sequence[Chunk], outcome: PruneOutcome | No
     texts = [f"{c.title}\n{c.text}" if c.title else c.text for c in kept]
     signals = outcome.signals if outcome is not None else {}
     if kept and signals and all(c.id in signals for c in kept):
+        cross = outcome.cross if outcome is not None else {}
         return assess(
             question,
             texts,
@@ -310,5 +462,6 @@ def assess_kept(question: str, kept: Sequence[Chunk], outcome: PruneOutcome | No
             probs=[signals[c.id][1] for c in kept],
             expected_needed=outcome.expected_needed if outcome is not None else None,
             graded=len(outcome.graded) if outcome is not None else None,
+            cross=[cross[c.id] for c in kept] if cross and all(c.id in cross for c in kept) else None,
         )
     return assess(question, texts)

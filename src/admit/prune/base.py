@@ -88,6 +88,8 @@ class PruneOutcome:
     :mod:`admit.prune.answerability` reads beside the admitted text."""
     expected_needed: float | None = None
     """The pruner's expected number of needed chunks, when it has one."""
+    cross: Mapping[str, float] = field(default_factory=dict)
+    """Per chunk id, the cross-encoder's score when the pruner read it (``setwise`` with ``cross`` on)."""
 
     @property
     def kept_ids(self) -> list[str]:

@@ -88,7 +88,10 @@ class SetwisePruner:
         signals: dict[str, tuple[float, float]] = {}
         if scores.script is None and len(scores.dense) == len(candidates):  # (a script MiniLM cannot read: no)
             signals = {c.chunk.id: (d, p) for c, d, p in zip(candidates, scores.dense, scores.probs, strict=True)}
-        return replace(out, signals=signals, expected_needed=scores.expected_needed)
+        cross: dict[str, float] = {}
+        if signals and len(scores.cross) == len(candidates):
+            cross = {c.chunk.id: v for c, v in zip(candidates, scores.cross, strict=True)}
+        return replace(out, signals=signals, expected_needed=scores.expected_needed, cross=cross)
 
 
 def _build(res: PrunerResources) -> SetwisePruner:

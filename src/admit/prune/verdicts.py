@@ -101,7 +101,11 @@ class PruneRun:
             from admit.prune.answerability import assess_kept
 
             verdict = assess_kept(question, [v.chunk for v in self.verdicts if v.kept], o)
-            answer = {"answerable": verdict.answerable, "answerability": verdict.probability}
+            answer = {
+                "answerable": verdict.answerable,
+                "answerability": verdict.probability,
+                "answer_state": verdict.state,
+            }
         return {
             **answer,
             "strategy": self.strategy,

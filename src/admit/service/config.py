@@ -56,7 +56,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from admit.errors import ConfigError
+from admit.errors import ConfigError, unknown_name
 from admit.prune.catalogue import DEFAULT_STRATEGY
 from admit.types import Principal
 
@@ -292,16 +292,42 @@ class KeyRing:
 
 
 def _first_error(exc: ValidationError, where: str) -> ConfigError:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err.get("loc", ()))
+    """The first problem, an unknown key first (it is the likely cause of a missing one), with did-you-mean."""
+    from admit.schema import model_at
+
+    errors = sorted(exc.errors(), key=lambda e: e.get("type") != "extra_forbidden")
+    err = errors[0]
+    path = tuple(err.get("loc", ()))
+    loc = ".".join(str(p) for p in path)
     more = f" (and {exc.error_count() - 1} more problem(s))" if exc.error_count() > 1 else ""
+    owner = model_at(ServiceSettings, path[:-1]) if err.get("type") == "extra_forbidden" else None
+    if owner is not None:
+        table = ".".join(["service", *(str(p) for p in path[:-1])])
+        known = [k for k in owner.model_fields if k != "base_dir"]
+        return ConfigError(f"{where}: [{table}]: {unknown_name('setting', str(path[-1]), known)}{more}")
     return ConfigError(f"{where}: service.{loc}: {err.get('msg', 'invalid')}{more}")
+
+
+def _check_tables(data: Mapping[str, Any], where: str) -> None:
+    """The file holds the ``[service]`` table only: a setting written above it, or a misspelled table, is named."""
+    for key in data:
+        if key == "service":
+            continue
+        if key in ServiceSettings.model_fields:
+            raise ConfigError(f"{where}: {key!r} is a service setting: put it under [service].")
+        import difflib
+
+        close = difflib.get_close_matches(str(key), list(ServiceSettings.model_fields), n=1)
+        if close:
+            raise ConfigError(f"{where}: {key!r} above [service]: did you mean [service] {close[0]}?")
+        raise ConfigError(f"{where}: {unknown_name('table', str(key), ['service'])}.")
 
 
 def settings_from_dict(
     data: Mapping[str, Any], *, base_dir: str | Path = ".", where: str = "<config>"
 ) -> ServiceSettings:
     """Validate the ``[service]`` table (``data`` is the whole parsed file)."""
+    _check_tables(data, where)
     raw = data.get("service", {})
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: [service] must be a table.")

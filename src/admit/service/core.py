@@ -26,7 +26,7 @@ from admit.service.limits import (
 )
 from admit.service.state import ServiceState
 from admit.tools import ToolOutput
-from admit.trace import TraceRecord, build_prune_record
+from admit.trace import TraceRecord, build_prune_record, new_request_id
 from admit.types import Chunk, PackResult, Principal
 
 if TYPE_CHECKING:
@@ -171,7 +171,14 @@ def run_search(
     """
     question = query.question
     pipe = state.pipeline
-    resolved = kb.resolve(pipe, question, prune=False if query.prune is False else None, query_class=query.query_class)
+    request_id = new_request_id()  # one id for the rollout, the retrieval and the trace
+    resolved = kb.resolve(
+        pipe,
+        question,
+        prune=False if query.prune is False else None,
+        query_class=query.query_class,
+        request_id=request_id,
+    )
     if query.prune and resolved.prune.strategy == "none" and not resolved.kill_switch:
         resolved = resolved.with_strategy(state.settings.prune_strategy)
     forced = "none" if query.prune is False else resolved.prune.strategy if query.prune else None
@@ -184,6 +191,7 @@ def run_search(
         model=resolve_model(query.model, state.settings),
         input_limit=query.input_limit,
         k=query.top_k,
+        request_id=request_id,
         tool_outputs=cap_tools(query.tool_outputs, state),
     )
     return _pack_with_shadow(state, "/v1/search", req, resolved=resolved)
@@ -205,7 +213,7 @@ def run_prune(state: ServiceState, query: PruneQuery) -> PruneAnswer:
     t0 = time.perf_counter()
     pipe = state.pipeline
     question, candidates = query.question, query.candidates
-    request_id = prune_request_id(question, candidates)
+    digest, request_id = prune_request_id(question, candidates), new_request_id()
     resolved = pipe.resolve(
         question,
         strategy=query.strategy or state.settings.prune_strategy,
@@ -225,6 +233,7 @@ def run_prune(state: ServiceState, query: PruneQuery) -> PruneAnswer:
     prune_ms = (time.perf_counter() - t0) * 1000
     trace = build_prune_record(
         request_id=request_id,
+        request_hash=digest,
         route=resolved.record(),
         policy_version=resolved.policy_version,
         kill_switch=kill,
@@ -238,7 +247,8 @@ def run_prune(state: ServiceState, query: PruneQuery) -> PruneAnswer:
 
 
 def prune_request_id(question: str, candidates: Sequence[Chunk]) -> str:
-    """The id of a prune request: a hash of the question and the candidates (it decides the rollout share)."""
+    """The hash of a prune request, of the question and the candidates: the trace's ``request_hash`` (the
+    record's ``request_id`` is a fresh UUIDv7, which decides the rollout share)."""
     return request_hash(PackRequest(question=question, principal=None, candidates=candidates))
 
 

@@ -39,6 +39,8 @@ def status_label(status: int) -> str:
 
 _KINDS = {
     "invalid_request": "RequestError",
+    "not_found": "RequestError",
+    "method_not_allowed": "RequestError",
     "payload_too_large": "LimitExceeded",
     "unauthorized": "AuthorizationError",
     "forbidden": "AuthorizationError",

@@ -22,6 +22,7 @@ request over ``request_timeout_s``     504
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import logging
 from collections.abc import AsyncIterator, Mapping
@@ -31,6 +32,7 @@ import anyio
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.routing import APIRoute
 from fastapi.security import APIKeyHeader
 from pydantic import BaseModel, ValidationError
 from pydantic.json_schema import models_json_schema
@@ -337,8 +339,12 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _on_http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         # e.g. a body that is not parseable JSON (invalid UTF-8, nested too deep): the service's error shape
+        headers = dict(exc.headers or {}) or None
+        if exc.status_code in (404, 405):
+            kind, detail = _route_error(app, request, exc.status_code, (headers or {}).get("Allow", ""))
+            return error_response(exc.status_code, kind, detail, None, headers)
         kind = "invalid_request" if exc.status_code < 500 else "unavailable"
-        return error_response(exc.status_code, kind, str(exc.detail), None, dict(exc.headers or {}) or None)
+        return error_response(exc.status_code, kind, str(exc.detail), None, headers)
 
     @app.exception_handler(AdmitError)
     async def _on_admit_error(request: Request, exc: AdmitError) -> JSONResponse:
@@ -357,6 +363,19 @@ def _add_error_handlers(app: FastAPI) -> None:
     async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
         logger.exception("unexpected error on %s", request.url.path)
         return error_response(500, "internal_error", "internal error; see the server log")
+
+
+def _route_error(app: FastAPI, request: Request, status: int, allow: str) -> tuple[str, str]:
+    """The 404 and 405 answers, naming the route asked for and what the service has instead."""
+    method, path = request.method, request.url.path
+    if status == 405:
+        return "method_not_allowed", f"{method} {path}: the route takes {allow or 'another method'}, not {method}"
+    routes = sorted(
+        {f"{m} {r.path}" for r in app.routes if isinstance(r, APIRoute) for m in (r.methods or ()) if m != "HEAD"}
+    )
+    close = difflib.get_close_matches(path, [r.split(" ", 1)[1] for r in routes], n=1)
+    hint = f"; did you mean {close[0]}?" if close else ""
+    return "not_found", f"{method} {path}: no such route{hint} (routes: {', '.join(routes)})"
 
 
 def validation_message(errors: Any, model: type[BaseModel] | None = None) -> tuple[str, str | None]:

@@ -28,14 +28,14 @@ import hashlib
 import json
 import logging
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from admit.errors import AdmitError, ConfigError, MissingExtraError
-from admit.schema import PruneCandidate, ToolOutputModel, describe_validation_errors
+from admit.errors import AdmitError, ConfigError, MissingExtraError, unknown_name
+from admit.schema import PruneCandidate, ToolOutputModel, describe_validation_errors, field_path
 from admit.service import core
 from admit.service.config import ServiceSettings
 from admit.service.core import PruneQuery, SearchQuery
@@ -52,8 +52,11 @@ __all__ = [
     "ChunkIn",
     "CitedPassage",
     "EvidenceResult",
+    "PruneArguments",
     "PruneResult",
+    "SearchArguments",
     "build_mcp_server",
+    "check_arguments",
     "mcp_http_app",
     "paged_result",
     "resolve_mcp_principal",
@@ -101,6 +104,10 @@ class EvidenceResult(BaseModel):
         description="Whether the evidence answers the question; false: say the knowledge base does not answer it.",
     )
     answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
+    answer_state: str = Field(
+        default="answered",
+        description="`answered`, `unsure` or `not_answered`; only `not_answered` sets `answerable` to false.",
+    )
     passages: list[CitedPassage]
     tools: str = Field(default="", description="The tool-results block (untrusted tool data), if tools were given.")
     note: str = Field(default="", description="Fallbacks applied (scope notes, excerpts, ask to narrow).")
@@ -132,55 +139,74 @@ def _offset(token: str | None, question: str) -> int:
     return offset
 
 
+_ID_ROOM = 32
+"""Bytes left for the JSON-RPC request id a client chose (a number or a string of up to 32 characters)."""
+
+
 def sent_bytes(result: BaseModel) -> int:
-    """What a tool result costs on the wire: the SDK sends it twice, as ``structuredContent`` (compact JSON) and
-    as a text block (indented JSON inside a JSON string)."""
+    """What a tool result costs on the wire: the JSON-RPC response line the server writes, as the SDK builds it
+    (the result twice, as ``structuredContent`` and as a text block of indented JSON inside a JSON string, the
+    envelope around them, room for the request id)."""
     import pydantic_core
 
-    compact = len(result.model_dump_json().encode())
     text = pydantic_core.to_json(result, fallback=str, indent=2).decode()
-    return compact + len(json.dumps(text, ensure_ascii=False).encode())
+    try:
+        import mcp.types as mt
+    except ImportError:  # pragma: no cover - the server needs the SDK; an estimate without it
+        compact = len(result.model_dump_json().encode())
+        return compact + len(json.dumps(text, ensure_ascii=False).encode()) + 160 + _ID_ROOM
+    call = mt.CallToolResult(
+        content=[mt.TextContent(type="text", text=text)],
+        structured_content=result.model_dump(mode="json", by_alias=True),
+    )
+    body = call.model_dump(by_alias=True, mode="json", exclude_none=True)
+    line = mt.JSONRPCResponse(jsonrpc="2.0", id=0, result=body).model_dump_json(by_alias=True, exclude_unset=True)
+    return len(line.encode()) + 1 + _ID_ROOM  # the newline a stdio line ends with
 
 
 def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: int) -> EvidenceResult:
-    """The search result held to ``max_bytes`` as sent (:func:`sent_bytes`: both copies, the tools block, the trace),
-    from the page ``page_token`` names (at least one passage).
+    """The search result held to ``max_bytes`` as sent (:func:`sent_bytes`: the response line, both copies, the
+    tools block, the trace), from the page ``page_token`` names (at least one passage).
 
     A result that fits whole is returned as packed; a page is re-rendered with only its passages, in
     envelopes of a fresh boundary. Linear: every passage is rendered and measured once, the page is built from
     the running sum and measured once as sent (trimmed, a bounded number of times, if the sum under-counted).
+    When one passage alone does not fit, what can go goes first, each said in ``note``: the candidates'
+    decisions, the trace summary (the trace sink keeps both), the passage's second copy in ``passages``, and
+    last the passage's text is cut to what fits (marked as an excerpt).
     """
     from admit.render import EvidenceRenderer
 
     admitted = list(res.admitted)
     start = _offset(page_token, question)
     note = " ".join(f.detail for f in res.fallbacks)
-    trace = core.trace_summary(res.trace)
+    full_trace = core.trace_summary(res.trace)
     # every candidate's decision, on the first page only (later pages would repeat it)
-    decisions = [d.as_dict() for d in res.decisions] if start == 0 else []
+    all_decisions = [d.as_dict() for d in res.decisions] if start == 0 else []
     rest = admitted[start:]
     renderer = EvidenceRenderer.for_chunks([p.chunk for p in rest])  # valid for every subset of them
     envelopes = [renderer.envelope(p.chunk, p.text, excerpt=p.excerpt) for p in rest]
     cited = [_cited(p) for p in rest]
+    omitted: list[str] = []
+    state: dict[str, Any] = {"decisions": all_decisions, "trace": full_trace}
 
     def build(k: int) -> EvidenceResult:
-        evidence = res.prompt if start == 0 and k >= len(admitted) else renderer.block(envelopes[:k])
-        shown_note = note
-        if omitted:
-            shown_note = f"{note} {omitted}".strip()
+        whole = start == 0 and k >= len(admitted) and envelopes == original
+        evidence = res.prompt if whole else renderer.block(envelopes[:k])
         nxt = _token(start + k, question) if start + k < len(admitted) else None
         return EvidenceResult(
             evidence=evidence,
             citations=[p.chunk.id for p in rest[:k]],
             answerable=res.answerable,
             answerability=res.answerability,
+            answer_state=res.answer_state,
             passages=cited[:k],
             tools=res.tools,
-            note=shown_note,
+            note=" ".join([note, _left_out(omitted, max_bytes)]).strip(),
             total_passages=len(admitted),
-            decisions=decisions,
+            decisions=state["decisions"],
             next_page_token=nxt,
-            trace=trace,
+            trace=state["trace"],
         )
 
     def cost(i: int) -> int:
@@ -203,13 +229,64 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
             best = build(k)
         return best
 
-    omitted = ""
+    original = list(envelopes)
     best = select()
-    if decisions and sent_bytes(best) > max_bytes:
-        # the decisions alone do not fit beside one passage: said, not silently cut (the trace keeps them)
-        omitted = f"The {len(decisions)} candidates' decisions are left out to fit max_result_bytes={max_bytes}."
-        decisions = []
+    if sent_bytes(best) <= max_bytes:
+        return best
+    # over with one passage (or the decisions): leave out, said, what a caller can do without, cheapest loss first
+    if state["decisions"]:
+        omitted.append(f"the {len(all_decisions)} candidates' decisions")
+        state["decisions"] = []
         best = select()
+    if sent_bytes(best) > max_bytes and len(best.citations) == 1:
+        state["trace"] = {"request_id": full_trace.get("request_id")}
+        omitted.append("the trace summary but its request_id")
+        best = build(1)
+    if sent_bytes(best) > max_bytes and len(best.citations) == 1:
+        cited[0] = cited[0].model_copy(update={"text": ""})
+        omitted.append("passages[0].text (the text is in evidence)")
+        best = build(1)
+    if sent_bytes(best) > max_bytes and len(best.citations) == 1:
+        best = _cut_to_fit(rest[0], renderer, envelopes, cited, build, max_bytes, omitted)
+    return best
+
+
+def _left_out(omitted: list[str], max_bytes: int) -> str:
+    """The note saying what a page leaves out to fit (empty when nothing)."""
+    return f"Left out to fit max_result_bytes={max_bytes}: {'; '.join(omitted)}." if omitted else ""
+
+
+def _cut_to_fit(
+    passage: Any,
+    renderer: Any,
+    envelopes: list[str],
+    cited: list[CitedPassage],
+    build: Callable[[int], EvidenceResult],
+    max_bytes: int,
+    omitted: list[str],
+) -> EvidenceResult:
+    """The one passage of a page cut to the longest prefix (whole words) whose page fits ``max_bytes`` as sent."""
+    text: str = passage.text
+    lo, hi = 0, len(text)
+    omitted.append("")  # the cut's note, filled in below (its length counts)
+
+    def page(n: int) -> EvidenceResult:
+        shown = text[:n].rsplit(" ", 1)[0] if 0 < n < len(text) else text[:n]
+        envelopes[0] = renderer.envelope(passage.chunk, f"{shown} [...]", excerpt=True)
+        cited[0] = cited[0].model_copy(update={"excerpt": True})
+        omitted[-1] = f"all but the first {len(shown)} of the passage's {len(text)} characters"
+        return build(1)
+
+    while lo < hi:  # the longest prefix that fits: about log2(len) measurements
+        mid = (lo + hi + 1) // 2
+        if sent_bytes(page(mid)) <= max_bytes:
+            lo = mid
+        else:
+            hi = mid - 1
+    best = page(lo)
+    if sent_bytes(best) > max_bytes:  # the page's fixed parts alone are larger: said, not hidden
+        omitted[-1] = "the passage's text, and the page is still larger: raise max_result_bytes"
+        best = build(1)
     return best
 
 
@@ -230,6 +307,117 @@ class PruneResult(PruneResponse):
     the kept chunks themselves, so an agent can use them without matching ids."""
 
     kept: list[PruneCandidate] = Field(description="The chunks to keep, in input order.")
+
+
+class SearchArguments(BaseModel):
+    """The arguments of ``search_knowledge_base``, checked before the SDK sees them (:func:`check_arguments`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    top_k: int | None = None
+    prune: bool = True
+    tool_outputs: list[Any] | None = None
+    page_token: str | None = None
+
+
+class PruneArguments(BaseModel):
+    """The arguments of ``prune_context``, checked before the SDK sees them (:func:`check_arguments`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str
+    chunks: list[Any]
+    strategy: str | None = None
+
+
+_ARGUMENTS: dict[str, type[BaseModel]] = {"search_knowledge_base": SearchArguments, "prune_context": PruneArguments}
+"""Each tool's argument model; ``tests/integration/test_mcp_strict.py`` checks they match the tools' schemas."""
+
+_ITEMS: dict[str, type[BaseModel]] = {"chunks": PruneCandidate, "tool_outputs": ToolOutputModel}
+"""The model of each list argument's object items (a ``chunks`` item may also be a string)."""
+
+
+def check_arguments(
+    model: type[BaseModel], arguments: Mapping[str, Any], *, max_text_chars: int | None = None
+) -> str | None:
+    """One line for what is wrong with a tool's ``arguments`` (``None``: nothing), in the CLI's words.
+
+    An unknown argument is named first, with did-you-mean and the arguments the tool takes (``questoin`` before
+    the ``question`` it leaves missing); then the first bad value, by its path (``chunks[2].text``), an over-long
+    text with its length and the limit (the service's ``max_text_chars`` when it is the lower one, the limit a
+    text under the schema's cap meets next). The SDK's own validation runs after this, on arguments that pass.
+    """
+    names = list(model.model_fields)
+    for key in arguments:
+        if key not in model.model_fields:
+            return unknown_name("argument", str(key), names)
+    values = {k: _json_list(v) if k in _ITEMS else v for k, v in arguments.items()}
+    try:
+        model.model_validate(values)
+    except ValidationError as exc:
+        return _say(exc.errors(), (), max_text_chars=max_text_chars)
+    for key, item_model in _ITEMS.items():
+        items = values.get(key)
+        for i, item in enumerate(items or []):
+            if key == "chunks" and isinstance(item, str):
+                item = {"id": f"c{i}", "text": item}
+            if not isinstance(item, Mapping):
+                return f"{key}[{i}]: must be an object{' or a string' if key == 'chunks' else ''}"
+            try:
+                item_model.model_validate(item)
+            except ValidationError as exc:
+                return _say(exc.errors(), (key, i), item_model, max_text_chars=max_text_chars)
+    return None
+
+
+def _json_list(value: Any) -> Any:
+    """A list argument some clients send as a JSON string, decoded as the SDK does."""
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value
+        return decoded if isinstance(decoded, list) else value
+    return value
+
+
+def _say(
+    errors: Any,
+    prefix: tuple[str | int, ...],
+    model: type[BaseModel] | None = None,
+    *,
+    max_text_chars: int | None = None,
+) -> str:
+    """The first pydantic error as one line (an unknown field first: it is the likely misspelling)."""
+    errors = sorted(errors, key=lambda e: e.get("type") != "extra_forbidden")
+    first = errors[0]
+    loc = (*prefix, *first.get("loc", ()))
+    kind = first.get("type", "")
+    if kind == "extra_forbidden" and model is not None:
+        where = field_path(loc[:-1]) or "<arguments>"
+        message = f"{where}: {unknown_name('field', str(loc[-1]), _fields(model))}"
+    else:
+        where = field_path(loc) or "<arguments>"
+        ctx = first.get("ctx") or {}
+        value = first.get("input")
+        if kind == "string_too_long" and isinstance(value, str):
+            cap = ctx.get("max_length")
+            lower = max_text_chars is not None and isinstance(cap, int) and max_text_chars <= cap
+            limit = f"max_text_chars={max_text_chars}" if lower else f"the limit of {cap}"
+            message = f"{where}: {len(value)} characters is over {limit}; shorten or split it"
+        elif kind == "missing":
+            message = f"{where}: required"
+        else:
+            message = f"{where}: {first.get('msg', 'invalid')}"
+    more = [e for e in errors[1:] if not (kind == "extra_forbidden" and e.get("type") == "missing")]
+    if more:  # (a field missing beside an unknown one is the misspelling's other half: not counted)
+        message += f" (and {len(more)} more)"
+    return message
+
+
+def _fields(model: type[BaseModel]) -> list[str]:
+    return [str(getattr(info.validation_alias, "choices", [name])[0]) for name, info in model.model_fields.items()]
 
 
 def resolve_mcp_principal(
@@ -293,6 +481,19 @@ def build_mcp_server(
     except ImportError as exc:  # pragma: no cover
         raise MissingExtraError("mcp", "service") from exc
 
+    class _StrictServer(MCPServer):
+        """The SDK's server, with each tool's arguments checked first the way the CLI checks its options: an
+        unknown or misspelled argument is refused with did-you-mean, a bad value in one line naming it."""
+
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            model = _ARGUMENTS.get(name)
+            if model is not None:
+                limit = st.limits.max_text_chars
+                problem = check_arguments(model, arguments, max_text_chars=limit)
+                if problem is not None:
+                    raise ToolError(f"Error executing tool {name}: {problem}")
+            return await super().call_tool(name, arguments, context)
+
     over_http = transport == "streamable-http"
     if over_http:
         if principal is not None:
@@ -310,7 +511,7 @@ def build_mcp_server(
         st = state or build_state(settings.model_copy(update={"keys": {}}), kb=kb)
         configured = resolve_mcp_principal(settings, kb, principal)
     mcp_cfg = settings.mcp
-    server = MCPServer(name="admit", instructions=_INSTRUCTIONS, version=_version())
+    server = _StrictServer(name="admit", instructions=_INSTRUCTIONS, version=_version())
 
     def who(ctx: Any) -> Principal:
         nonlocal configured
@@ -335,7 +536,10 @@ def build_mcp_server(
         except ValidationError as exc:
             raise ToolError(_first(exc)) from exc
         except AdmitError as exc:  # the service's one error table: the text the HTTP body's `detail` carries
-            raise ToolError(answer_for(exc).message) from exc
+            message = answer_for(exc).message
+            if what == "prune" and message.startswith(("candidates:", "candidates[")):
+                message = "chunks" + message.removeprefix("candidates")  # the tool's own argument name
+            raise ToolError(message) from exc
 
     @server.tool(
         name="search_knowledge_base",
@@ -388,11 +592,12 @@ def build_mcp_server(
     ) -> PruneResult:
         """Prune the caller's chunks; string chunks get ids ``c0``, ``c1``, ..."""
         caller = who(ctx) if over_http else None
-        items = [
-            c if isinstance(c, PruneCandidate) else PruneCandidate(id=f"c{i}", text=c) for i, c in enumerate(chunks)
-        ]
+        items: list[PruneCandidate] = []
 
         async def run() -> Any:
+            items.extend(
+                c if isinstance(c, PruneCandidate) else PruneCandidate(id=f"c{i}", text=c) for i, c in enumerate(chunks)
+            )
             query = PruneQuery(question=question, candidates=[c.to_chunk() for c in items], strategy=strategy)
             return await core.prune(st, query, caller)
 
@@ -427,12 +632,26 @@ def run_mcp(
     host: str = "127.0.0.1",
     port: int = 8090,
 ) -> None:
-    """Build the server, load its models, then serve (``admit mcp``); the first tool call is as fast as the next."""
+    """Build the server, load its models, then serve (``admit mcp``); the first tool call is as fast as the next.
+
+    Raises:
+        ConfigError: A model or an extra a tool needs is missing (``admit mcp`` exits 2 with the one line that
+            names the fix, as ``docs/install.md`` says), or the settings are unusable.
+    """
     server = build_mcp_server(settings, kb=kb, principal=principal, transport=transport)
     st: ServiceState = server.admit_state
-    readiness = st.warm_up()
+    state_log = logging.getLogger("admit.service.state")
+    level = state_log.level
+    state_log.setLevel(logging.CRITICAL)  # a failure is said once, below, as the command's error line
+    try:
+        readiness = st.warm_up()
+    finally:
+        state_log.setLevel(level)
     if readiness.status == "failed":
-        logger.warning("serving without every model loaded: %s", readiness.error)
+        error = readiness.error or "unknown error"
+        kind, _, message = error.partition(": ")
+        message = message if message and kind.isidentifier() else error
+        raise ConfigError(f"admit mcp cannot start: {message}")
     if transport == "stdio":
         server.run("stdio")
         return

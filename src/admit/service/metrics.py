@@ -2,15 +2,22 @@
 
 Labels are bounded and never carry tenant content: route templates, methods, status codes, strategy names
 and drop reasons only.
+
+``prometheus-client`` (extra ``service``) is optional here: a server that exposes no metrics (``admit mcp``)
+runs without it, counting into no-op metrics, and ``/metrics`` says in
+one line what to install.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from typing import Any
 
 __all__ = ["CONTENT_TYPE", "ServiceMetrics"]
 
-CONTENT_TYPE = CONTENT_TYPE_LATEST
+try:
+    from prometheus_client import CONTENT_TYPE_LATEST as CONTENT_TYPE
+except ImportError:  # no metrics to expose: the plain-text line render() returns
+    CONTENT_TYPE = "text/plain; charset=utf-8"
 
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 
@@ -19,8 +26,19 @@ class ServiceMetrics:
     """The counters and histograms of one app, in their own :class:`CollectorRegistry`."""
 
     def __init__(self) -> None:
-        """Create the registry and every metric."""
-        self.registry = CollectorRegistry(auto_describe=True)
+        """Create the registry and every metric (no-op metrics without ``prometheus-client``)."""
+        registry: Any = _NoRegistry
+        Counter: Any = _NoMetric  # the class, by the name prometheus_client gives it
+        Histogram: Any = _NoMetric
+        try:
+            import prometheus_client
+
+            registry = prometheus_client.CollectorRegistry
+            Counter = prometheus_client.Counter
+            Histogram = prometheus_client.Histogram
+        except ImportError:
+            pass
+        self.registry: Any = registry(auto_describe=True)
         r = self.registry
         self.requests = Counter(
             "admit_http_requests",
@@ -62,4 +80,31 @@ class ServiceMetrics:
 
     def render(self) -> bytes:
         """The Prometheus text exposition of this registry."""
-        return generate_latest(self.registry)
+        if isinstance(self.registry, _NoRegistry):
+            return b"# no metrics: prometheus-client is not installed (pip install 'admit[service]')\n"
+        from prometheus_client import generate_latest
+
+        return bytes(generate_latest(self.registry))
+
+
+class _NoRegistry:
+    """What stands for a registry without ``prometheus-client``."""
+
+    def __init__(self, **_: Any) -> None:
+        pass
+
+
+class _NoMetric:
+    """A counter or histogram that counts nothing (``labels(...).inc()`` and ``.observe()`` are accepted)."""
+
+    def __init__(self, *_: Any, **__: Any) -> None:
+        pass
+
+    def labels(self, *_: Any, **__: Any) -> _NoMetric:
+        return self
+
+    def inc(self, amount: float = 1) -> None:
+        pass
+
+    def observe(self, amount: float) -> None:
+        pass

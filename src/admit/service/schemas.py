@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, create_model, field_validator
+from pydantic_core import PydanticCustomError
 
 from admit.pipeline import PackRequest, PruneRun
 from admit.schema import PackRequestModel, PrincipalModel, PruneCandidate, ToolOutputModel
 from admit.service.core import PruneQuery, SearchQuery
-from admit.types import Principal
+from admit.types import MAX_QUESTION_CHARS, Principal
 
 __all__ = [
     "ErrorBody",
@@ -56,7 +57,7 @@ class SearchBody(_Strict):
 
     question: str = Field(
         min_length=1,
-        max_length=20_000,
+        max_length=MAX_QUESTION_CHARS,
         validation_alias=AliasChoices("question", "query"),
         description="The question (`query`: deprecated spelling, still accepted).",
     )
@@ -77,6 +78,19 @@ class SearchBody(_Strict):
         description="Tool results packed beside the evidence, in their own untrusted block (`tools`), counted in "
         "the budget (the `admit pack` request's `tool_outputs`).",
     )
+
+    @field_validator("prune", mode="before")
+    @classmethod
+    def _prune_is_a_switch(cls, v: Any) -> Any:
+        """``prune`` is a switch here; a strategy name gets the way to choose one, not "a valid boolean"."""
+        if isinstance(v, str) and v.lower() not in {"true", "false"}:
+            raise PydanticCustomError(
+                "prune_switch",
+                "prune is true or false on /v1/search (got {value!r}); the strategy is the policy's "
+                "[defaults.prune] strategy, else the service's prune_strategy; /v1/prune takes a `strategy`",
+                {"value": v},
+            )
+        return v
 
     def query(self) -> SearchQuery:
         """The library form of this body."""
@@ -118,6 +132,10 @@ class SearchResponse(BaseModel):
         description="Whether the admitted evidence answers the question (false: see the no_answer fallback).",
     )
     answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
+    answer_state: str = Field(
+        default="answered",
+        description="`answered`, `unsure` or `not_answered`; only `not_answered` sets `answerable` to false.",
+    )
     prompt: str
     budget: dict[str, Any] = Field(description="The evidence budget: input limit, reserves, what is left for evidence.")
     tools: str = Field(default="", description="The tool-results block (its own message); empty without tools.")
@@ -129,7 +147,7 @@ class SearchResponse(BaseModel):
 class PruneBody(_Strict):
     """The /v1/prune request."""
 
-    question: str = Field(min_length=1, max_length=20_000)
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
     candidates: list[PruneCandidate] = Field(max_length=100_000)
     strategy: str | None = Field(default=None, max_length=100, description="Default: the service's prune_strategy.")
     threshold: int | None = Field(default=None, ge=1, le=5, description="Keep grades at or above this (1..5).")
@@ -176,6 +194,10 @@ class PruneResponse(BaseModel):
     trace: dict[str, Any]
     answerable: bool = Field(default=True, description="Whether the kept chunks answer the question.")
     answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
+    answer_state: str = Field(
+        default="answered",
+        description="`answered`, `unsure` or `not_answered`; only `not_answered` sets `answerable` to false.",
+    )
 
     @classmethod
     def from_run(cls, run: PruneRun, trace: Mapping[str, Any], question: str = "") -> PruneResponse:

@@ -365,6 +365,8 @@ def build_state(
             sink=None,
             redactor=redactor,
         )
+    if kb is not None:
+        warn_unknown_tenants(settings, kb)
     return ServiceState(
         settings=settings,
         keyring=keyring,
@@ -375,6 +377,21 @@ def build_state(
         sink=sink,
         inspect=inspect_log,
     )
+
+
+def warn_unknown_tenants(settings: ServiceSettings, kb: KnowledgeBase) -> list[str]:
+    """Warn, at start, about each API key mapped to a tenant the knowledge base holds no documents for (its
+    searches would answer empty 200s); return the warnings."""
+    from admit.errors import ConfigError
+
+    out = []
+    for name, key in sorted(settings.keys.items()):
+        try:
+            kb.check_tenant(key.tenant, label=kb.location)
+        except ConfigError as exc:
+            out.append(f"API key {name!r} maps to tenant {key.tenant!r}: {exc} Its searches will find nothing.")
+            logger.warning("%s", out[-1])
+    return out
 
 
 def open_kb(location: str | None) -> KnowledgeBase | None:

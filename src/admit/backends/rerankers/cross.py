@@ -85,6 +85,16 @@ def best_passage(question: str, texts: Sequence[str]) -> int:
     return int(np.argmax(scores)) if scores.max() > 0 else 0
 
 
+def list_bm25(question: str, texts: Sequence[str]) -> list[float]:
+    """BM25 of the question over a list's chosen passages, divided by the list's best (all 0 when none matches):
+    the lexical feature the joint head reads beside its own states (the same in training and at inference)."""
+    if not texts:
+        return []
+    scores = bm25_matrix([_tokens(question)], [_tokens(t) for t in texts])[0]
+    top = float(scores.max())
+    return [float(v) / top if top > 0 else 0.0 for v in scores]
+
+
 def chunk_passage(question: str, title: str, text: str) -> str:
     """The passage of a chunk that the joint pass reads."""
     ps = passages(title, text)
@@ -170,6 +180,8 @@ class CrossEncoder:
             self.segment = arrays["segment"]
             self.head = (arrays["head.0.w"], arrays["head.0.b"], arrays["head.1.w"], arrays["head.1.b"])
             self.maxsim_scale = float(arrays["maxsim.scale"][0])
+            # list features (MiniLM's cosine of the texts alone, the list's BM25): in models fitted since round V
+            self.feat_w = arrays.get("feat.w")
             tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
             tok.no_padding()
             tok.enable_truncation(max_length=PASSAGE_MAX_TOKENS, strategy="longest_first")
@@ -235,8 +247,32 @@ class CrossEncoder:
 
     # -- the joint pass ----------------------------------------------------------------------------------
 
-    def joint_scores(self, q_states: F32, p_states: Sequence[F32]) -> F32:
-        """Scores of one question's bottom states against each passage's (higher: more relevant)."""
+    def embed_from_bottom(self, states: Sequence[F32]) -> F32:
+        """MiniLM's embedding of each text from its layer-K states: the top layers on the text alone, mean-pooled,
+        unit length (the dense feature; the training cache computes it the same way)."""
+        self.warm_up()
+        out = np.zeros((len(states), 384), dtype=np.float32)
+        order = sorted(range(len(states)), key=lambda i: -states[i].shape[0])
+        for s in range(0, len(order), 16):
+            group = order[s : s + 16]
+            n = max(1, states[group[0]].shape[0])
+            x = np.zeros((len(group), n, 384), dtype=np.float32)
+            mask = np.zeros((len(group), n), dtype=np.float32)
+            for r, i in enumerate(group):
+                x[r, : states[i].shape[0]] = states[i]
+                mask[r, : states[i].shape[0]] = 1
+            h = self.bert.run_layers(x, mask, self.bert.layers[self.k :])
+            pooled = (h * mask[:, :, None]).sum(axis=1) / np.clip(mask.sum(axis=1, keepdims=True), 1.0, None)
+            pooled /= np.clip(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12, None)
+            out[group] = pooled
+        return out
+
+    def joint_scores(
+        self, q_states: F32, p_states: Sequence[F32], features: npt.NDArray[np.float32] | None = None
+    ) -> F32:
+        """Scores of one question's bottom states against each passage's (higher: more relevant).
+
+        ``features``: per passage (MiniLM cosine, list BM25), read by models that have list features."""
         self.warm_up()
         if not p_states:
             return np.zeros(0, dtype=np.float32)
@@ -268,16 +304,29 @@ class CrossEncoder:
         sim = np.where(mask[:, None, nq:] > 0, sim, np.float32(-1.0))
         maxsim = sim.max(axis=2).mean(axis=1)
         score: F32 = (head + np.float32(self.maxsim_scale) * maxsim).astype(np.float32)
+        if self.feat_w is not None:
+            if features is None:
+                raise ValueError("this cross model reads list features (cosine, BM25): pass features=")
+            score = (score + features.astype(np.float32) @ self.feat_w.astype(np.float32)).astype(np.float32)
         self.pairs += b
         return score
+
+    def list_features(self, question: str, q_states: F32, p_states: Sequence[F32], texts: Sequence[str]) -> F32:
+        """(MiniLM cosine of question and passage, the list's normalised BM25) per passage."""
+        emb = self.embed_from_bottom([q_states, *p_states])
+        cos = emb[1:] @ emb[0]
+        bm = np.asarray(list_bm25(question_text(question), texts), dtype=np.float32)
+        return np.stack([cos, bm], axis=1).astype(np.float32)
 
     def score(self, question: str, chunk_passages: Sequence[str]) -> F32:
         """Scores each passage against the question (bottom states computed here)."""
         if not chunk_passages:
             return np.zeros(0, dtype=np.float32)
+        self.warm_up()
         q = self.bottom([question_text(question)], question=True)[0]
         ps = self.bottom(chunk_passages, question=False)
-        return self.joint_scores(q, ps)
+        feats = self.list_features(question, q, ps, chunk_passages) if self.feat_w is not None else None
+        return self.joint_scores(q, ps, feats)
 
 
 class CrossReranker:

@@ -13,6 +13,11 @@ a user's own product needs, each recorded in the chunk's reason:
 - **List-all and tables** (:func:`asks_for_all`, :func:`structured`): for a question asking for all, every, a
   list, or which ... are there, a chunk that is a table or a list (three or more rows or items) naming the asked
   kind is graded as the answer (5).
+- **A part named by its heading** (:func:`named_headings`): "according to the balance sheet", "in the cash flow
+  statement": the one chunk whose opening heading line the question names is graded at least 3 (kept at the
+  default threshold).
+- **A rare term the chunk lacks** (:func:`acronym_misses`): a question naming an acronym (``EBITDA``, ``SLA``)
+  that some chunks of the list hold: a chunk that never holds it is not graded "essential" (5 becomes 4).
 - **Scripts MiniLM cannot read** (:func:`admit.prune.setwise_model.text.unreadable_script`): when the question is in
   one, the chunks are graded by character bigrams shared with the question; a chunk in one under an English
   question is passed through at grade 3 with the reason recorded. Never graded backwards.
@@ -31,10 +36,12 @@ from admit.prune.setwise_model.text import char_bigrams, unreadable_script
 __all__ = [
     "UNRELATED_DENSE",
     "UNRELATED_MAX_PROB",
+    "acronym_misses",
     "asked_versions",
     "asks_for_all",
     "bigram_grades",
     "list_kind",
+    "named_headings",
     "script_of",
     "stem",
     "structured",
@@ -155,6 +162,58 @@ def asks_for_all(question: str) -> bool:
 
 def stem(w: str) -> str:
     return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+
+
+_ACRONYM = _linear.compile(r"\b[A-Z][A-Z0-9&]{1,7}s?\b", name="setwise.acronym")
+
+
+def opening_heading(text: str) -> str | None:
+    """A chunk's opening heading: its first non-empty line when that is short (at most 12 words, markdown ``#``
+    marks stripped) and not a sentence, followed by more text."""
+    lines = [ln.strip() for ln in nfc(text).splitlines() if ln.strip()]
+    if len(lines) < 2:
+        return None
+    head = lines[0].lstrip("#").strip()
+    if not head or len(head.split()) > 12 or head.endswith((".", ",", ";")):
+        return None
+    return head
+
+
+def named_headings(question: str, texts: Sequence[str]) -> list[str | None]:
+    """Per chunk, its opening heading when the question names it (two or more of its content words, and at least
+    two thirds of them, in the question in the heading's order) and no other chunk's heading is named, else
+    ``None``. Measured on the documentation training files: of the chunks it names, 60% are required on Doc2Dial,
+    79% on RestBench (against 10% of all chunks), 10% on MedQuAD (templated headings; 58 chunks in 10,120)."""
+    q = [stem(w) for w in tx.content_tokens(question)]
+    out: list[str | None] = []
+    heads = [opening_heading(t) for t in texts]
+    for h in heads:
+        words = [stem(w) for w in tx.content_tokens(h)] if h else []
+        named = [w for w in words if w in q]
+        ok = len(named) >= 2 and 3 * len(named) >= 2 * len(words) and _in_order(named, q)
+        out.append(h if ok else None)
+    if sum(h is not None for h in out) != 1:  # one part named; several: the heading names a kind, not a part
+        return [None] * len(texts)
+    return out
+
+
+def _in_order(words: Sequence[str], within: Sequence[str]) -> bool:
+    it = iter(within)
+    return all(any(w == x for x in it) for w in words)
+
+
+def acronym_misses(question: str, texts: Sequence[str]) -> tuple[list[bool], str]:
+    """(per chunk: lacks every acronym the question names that other chunks of the list hold, the acronyms)."""
+    first = question.split()[:1]
+    asked = {m.rstrip("s") for m in _ACRONYM.findall(nfc(question)) if m not in first and len(m.rstrip("s")) >= 2}
+    asked -= {"I", "A", "OK"}
+    if not asked:
+        return [False] * len(texts), ""
+    held = [{a for a in asked if re.search(rf"\b{re.escape(a)}s?\b", t)} for t in texts]
+    present = set().union(*held) if held else set()
+    if not present or all(held):
+        return [False] * len(texts), ""
+    return [not h for h in held], ", ".join(sorted(present))
 
 
 def list_kind(question: str) -> set[str]:

@@ -7,6 +7,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +50,8 @@ class SetwiseScores:
             by ``keep_top_k``.
         script: The script of the question when MiniLM cannot read it (then chunks are graded by character
             bigrams), else ``None``.
+        cross: Each chunk's cross-encoder score when the scorer read the cross model (else empty), read by
+            :mod:`admit.prune.answerability`'s ``cross`` model.
         coverage: For each chunk, the model's probability that the chunks ranked above it (by ``probs``)
             already contain everything the answer needs; the grade is read off it.
     """
@@ -61,6 +64,7 @@ class SetwiseScores:
     dense: tuple[float, ...] = ()
     unrelated: tuple[bool, ...] = ()
     script: str | None = None
+    cross: tuple[float, ...] = ()
 
 
 def _reason(j: int, prep: Prepared, stage0: FloatArray, final: FloatArray, grade: int) -> str:
@@ -201,6 +205,15 @@ def apply_rules(
             if kind and kind & words and rules.structured(it.text):
                 out[j] = 5
                 why[j] += "; a table or list of the asked kind for a list-all question"
+    for j, head in enumerate(rules.named_headings(question, [it.text for it in items])):
+        if head is not None and out[j] < 3:
+            out[j] = 3
+            why[j] += f"; the question names its heading {head!r}"
+    lacks, acronyms = rules.acronym_misses(question, texts)
+    for j in range(n):
+        if lacks[j] and out[j] == 5:
+            out[j] = 4
+            why[j] += f"; never names {acronyms}, which the question asks about"
     for j, it in enumerate(items):
         believed = probs is not None and float(probs[j]) >= rules.UNRELATED_MAX_PROB
         readable = rules.script_of(texts[j]) is None
@@ -282,6 +295,7 @@ class SetwiseScorer:
         stages = self.model.predict(prep)
         final = stages[-1]
         cross_note: list[str] = []
+        cs: Any = ()
         if self.cross is not None:
             cs = self.cross.score(question, [chunk_passage(question, it.title, it.text) for it in items])
             final = fuse(final, cs, self.fusion)
@@ -309,4 +323,5 @@ class SetwiseScorer:
             dense=tuple(round(float(d), 6) for d in prep.dense),
             unrelated=tuple(floor),
             script=script,
+            cross=tuple(round(float(v), 6) for v in cs),
         )
