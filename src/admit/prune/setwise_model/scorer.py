@@ -17,14 +17,14 @@ from admit.backends.rerankers.cross import CrossEncoder, chunk_passage, default_
 from admit.errors import ConfigError
 from admit.prune.setwise_model import rules
 from admit.prune.setwise_model import text as tx
-from admit.prune.setwise_model.coverage import coverage_before
+from admit.prune.setwise_model.coverage import DEEP_LIST, coverage_before, grade_of_prob
 from admit.prune.setwise_model.coverage import grades as grade_list
 from admit.prune.setwise_model.features import Prepared, SetwiseItem, prepare
 from admit.prune.setwise_model.fusion import fuse
 from admit.prune.setwise_model.links import LINK_NAMES
 from admit.prune.setwise_model.model import DEFAULT_MODEL_PATH, load_model
 
-__all__ = ["SetwiseScorer", "SetwiseScores"]
+__all__ = ["SetwiseScorer", "SetwiseScores", "agreement_notes"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -105,6 +105,39 @@ def identifier_grades(grades: Sequence[int], hit: FloatArray, other: FloatArray)
     return [g if h else min(g, top) for g, h in zip(out, hit, strict=True)]
 
 
+def agreement_notes(
+    probs: FloatArray, coverage: FloatArray, grades: Sequence[int], reasons: Sequence[str], setby: Sequence[str]
+) -> list[str]:
+    """Each reason, with a note where the grade is not the one its calibrated probability reads as.
+
+    A grade is read off the list (the coverage of the chunks ranked above it) and the rules, not off ``p`` alone:
+    the best chunk of a list is graded 5 whatever its ``p``, a release or an identifier the question names lifts a
+    chunk, the unrelated floor sinks one. Where the grade differs from :func:`.coverage.grade_of_prob` of ``p``, the
+    note says so and names what set it (``setby``): "grade 5 against p=0.03 (p alone: grade 1): set by the list's
+    coverage (rank 1 of 30: the best of its list)".
+    """
+    n = len(grades)
+    order = np.argsort(-probs, kind="stable")
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    out = list(reasons)
+    for j in range(n):
+        p, g = float(probs[j]), int(grades[j])
+        alone = grade_of_prob(p)
+        if g == alone:
+            continue
+        what = setby[j] if j < len(setby) and setby[j] else "the list's coverage"
+        if what == "the list's coverage":
+            r = int(rank[j]) + 1
+            what += (
+                f" (rank {r} of {n}: the best of its list)"
+                if r == 1
+                else f" (rank {r} of {n}; the chunks above it hold the answer with p={float(coverage[j]):.2f})"
+            )
+        out[j] += f"; grade {g} against p={p:.2f} (p alone: grade {alone}): set by {what}"
+    return out
+
+
 _SHARED_CROSS: CrossEncoder | None = None
 _SHARED_LOCK = threading.Lock()
 
@@ -151,6 +184,7 @@ def apply_rules(
     grades: Sequence[int],
     reasons: Sequence[str],
     probs: FloatArray | None = None,
+    setby: list[str] | None = None,
 ) -> tuple[list[int], list[str], list[bool], str | None]:
     """The rules of :mod:`.rules` on top of the model's grades: (grades, reasons, unrelated floor, script).
 
@@ -159,16 +193,27 @@ def apply_rules(
     that shares nothing with the question). The floor spares a chunk the model itself believes in (``probs`` at
     least :data:`.rules.UNRELATED_MAX_PROB`): a bridge paragraph of a multi-hop chain may share no word with the
     question and still be needed.
+
+    ``setby``, when given (one entry per item), is updated in place with the name of the last rule that changed a
+    chunk's grade (``"the release rule"``, ...), so the scorer can say which rule set a grade against ``p``.
     """
     out, why = [int(g) for g in grades], list(reasons)
     n = len(items)
+    marks = setby if setby is not None and len(setby) == n else [""] * n
+
+    def mark(j: int, before: int, rule: str) -> None:
+        if out[j] != before:
+            marks[j] = rule
+
     floor = [False] * n
     texts = [f"{it.title}\n{it.text}" for it in items]
     script = rules.script_of(question)
     if script is not None:
         bg, shares = rules.bigram_grades(question, texts)
         for j in range(n):
+            before = out[j]
             out[j] = bg[j]
+            mark(j, before, f"the {script}-script bigram rule")
             why[j] = (
                 f"question in {script} script, which MiniLM does not read: graded by character bigrams "
                 f"(shares {shares[j]:.0%} of the question's)"
@@ -181,7 +226,9 @@ def apply_rules(
             # MiniLM's grade of it means nothing: a word of the question it carries (a product name, a code) says
             # it may be about the question (3, kept), else it is tangential (2)
             shared = set(tx.content_tokens(question)) & set(tx.content_tokens(t))
+            before = out[j]
             out[j] = 3 if shared else 2
+            mark(j, before, f"the {s}-script rule (MiniLM does not read it)")
             why[j] = (
                 f"text in {s} script, which MiniLM does not read: graded by the question's words it holds "
                 f"({', '.join(sorted(shared)[:3]) or 'none'})"
@@ -192,26 +239,32 @@ def apply_rules(
     if any(hit):
         names = ", ".join(".".join(v) for v in sorted(asked))
         for j in range(n):
+            before = out[j]
             if hit[j]:
                 out[j] = max(out[j], 4)
                 why[j] += f"; about release {names} named in the question"
             elif other[j]:
                 out[j] = min(out[j], 2)
                 why[j] += f"; about another release than {names}"
+            mark(j, before, "the release rule")
     if rules.asks_for_all(question):
         kind = rules.list_kind(question)
         for j, (it, t) in enumerate(zip(items, texts, strict=True)):
             words = {rules.stem(w) for w in tx.content_tokens(t)}
             if kind and kind & words and rules.structured(it.text):
+                before = out[j]
                 out[j] = 5
+                mark(j, before, "the list-all rule")
                 why[j] += "; a table or list of the asked kind for a list-all question"
     for j, head in enumerate(rules.named_headings(question, [it.text for it in items])):
         if head is not None and out[j] < 3:
+            mark(j, -1, "the named-heading rule")
             out[j] = 3
             why[j] += f"; the question names its heading {head!r}"
     lacks, acronyms = rules.acronym_misses(question, texts)
     for j in range(n):
         if lacks[j] and out[j] == 5:
+            mark(j, -1, "the acronym rule")
             out[j] = 4
             why[j] += f"; never names {acronyms}, which the question asks about"
     for j, it in enumerate(items):
@@ -219,6 +272,7 @@ def apply_rules(
         readable = rules.script_of(texts[j]) is None
         if not believed and readable and rules.unrelated(question, it.title, it.text, float(dense[j])):
             floor[j] = True
+            mark(j, -1 if out[j] != 1 else 1, "the unrelated floor")
             out[j] = 1
             why[j] = f"unrelated: no word of the question, similarity {float(dense[j]):.2f} < {rules.UNRELATED_DENSE}"
     return out, why, floor, script
@@ -303,17 +357,32 @@ class SetwiseScorer:
         cov = coverage_before(final, self.model.complete_probs(final, prep.qfeat))
         grades = grade_list(final, cov, self.model.cuts, self.model.keep_bounds)
         reasons = [_reason(j, prep, stages[0], final, grades[j]) for j in range(prep.n)]
+        setby = ["the list's coverage"] * prep.n
         if cross_note:
             reasons = [f"{r}; {c}" for r, c in zip(reasons, cross_note, strict=True)]
+        if prep.n > DEEP_LIST:
+            by_share = grade_list(final, cov, self.model.cuts, self.model.keep_bounds, deep=False)
+            for j in range(prep.n):
+                if grades[j] < by_share[j]:
+                    setby[j] = "the deep-list cut-off"
+                    reasons[j] += (
+                        f"; deep list of {prep.n}: graded as its best {DEEP_LIST} would be "
+                        f"(grade {by_share[j]} by a share of the whole list)"
+                    )
         if prep.ident_hit.any():
             asked = ", ".join(sorted(tx.identifiers(question)))
+            before = list(grades)
             grades = identifier_grades(grades, prep.ident_hit, prep.ident_other)
             for j in range(prep.n):
+                if grades[j] != before[j]:
+                    setby[j] = "the identifier rule"
                 if prep.ident_hit[j]:
                     reasons[j] += f"; names {asked} from the question"
                 elif prep.ident_other[j]:
                     reasons[j] += f"; names another identifier than {asked}"
-        grades, reasons, floor, script = apply_rules(question, items, prep.dense, grades, reasons, final)
+        grades, reasons, floor, script = apply_rules(question, items, prep.dense, grades, reasons, final, setby)
+        if script is None:
+            reasons = agreement_notes(final, cov, grades, reasons, setby)
         return SetwiseScores(
             probs=tuple(round(float(p), 6) for p in final),
             grades=tuple(grades),
