@@ -59,12 +59,12 @@ def test_grade_of_prob_is_monotone() -> None:
 
 def test_a_grade_against_its_probability_names_what_set_it() -> None:
     """Item 11: "grade 5 ... p=0.03" said nothing; the reason now names the list's coverage or the rule."""
-    probs = np.array([0.03, 0.02, 0.6])
+    probs = np.array([0.03, 0.01, 0.6])
     cov = np.array([0.0, 0.4, 0.0])
     out = agreement_notes(probs, cov, [5, 3, 5], ["a", "b", "c"], ["the list's coverage", "", "the release rule"])
-    assert "grade 5 against p=0.03 (p alone: grade 1): set by the list's coverage" in out[0]
+    assert "grade 5 against p=0.03 (p alone: grade 2): set by the list's coverage" in out[0]
     assert "rank 2 of 3" in out[0]
-    assert "grade 3 against p=0.02" in out[1]
+    assert "grade 3 against p=0.01 (p alone: grade 1)" in out[1]
     assert out[2] == "c"  # p=0.6 reads as 5: nothing to explain
 
 
@@ -79,7 +79,7 @@ def test_apply_rules_names_the_rule_that_moved_a_grade() -> None:
     assert out == [4, 2]
     assert setby == ["the release rule", "the release rule"]
     notes = agreement_notes(np.array([0.1, 0.6]), np.array([0.0, 0.0]), out, why, setby)
-    assert "grade 4 against p=0.10 (p alone: grade 2): set by the release rule" in notes[0]
+    assert "grade 4 against p=0.10 (p alone: grade 3): set by the release rule" in notes[0]
     assert "grade 2 against p=0.60 (p alone: grade 5): set by the release rule" in notes[1]
 
 
