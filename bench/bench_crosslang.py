@@ -17,31 +17,41 @@ import numpy as np
 from admit.backends.embedders import resolve_embedder
 from admit.prune.setwise_model import SetwiseItem, SetwiseScorer, question_text
 
+DE_MUNICH = (
+    "München ist die Landeshauptstadt Bayerns. Die Stadt hat rund 1,5 Millionen Einwohner und ist nach Berlin und "
+    "Hamburg die drittgrößte Stadt Deutschlands."
+)
+AR_MUNICH = (
+    "ميونخ هي عاصمة ولاية بافاريا الألمانية، ويبلغ عدد سكانها حوالي 1.5 مليون نسمة، وهي ثالث أكبر مدينة في ألمانيا."
+)
+DE_GG = "Die Golden Gate Bridge in San Francisco wurde am 27. Mai 1937 für den Verkehr freigegeben."
+JA_GG = "ゴールデン・ゲート・ブリッジはサンフランシスコにあり、1937年5月27日に開通した。"
 CASES: list[tuple[str, dict[str, tuple[str, str]], list[tuple[str, str]]]] = [
     (
         "What is the population of Munich?",
         {
-            "de": ("München", "München ist die Landeshauptstadt Bayerns. Die Stadt hat rund 1,5 Millionen Einwohner und "
-                   "ist nach Berlin und Hamburg die drittgrößte Stadt Deutschlands."),
+            "de": ("München", DE_MUNICH),
             "zh": ("慕尼黑", "慕尼黑是德国巴伐利亚州的首府，人口约150万，是德国第三大城市。"),
             "ja": ("ミュンヘン", "ミュンヘンはドイツ・バイエルン州の州都で、人口は約150万人、ドイツ第三の都市である。"),
-            "ar": ("ميونخ", "ميونخ هي عاصمة ولاية بافاريا الألمانية، ويبلغ عدد سكانها حوالي 1.5 مليون نسمة، وهي ثالث أكبر "
-                   "مدينة في ألمانيا."),
+            "ar": ("ميونخ", AR_MUNICH),
         },
-        [("Berlin", "Berlin is the capital of Germany. The city has a population of about 3.7 million people."),
-         ("Hamburg", "Hamburg is a port city in northern Germany with a population of about 1.9 million.")],
+        [
+            ("Berlin", "Berlin is the capital of Germany. The city has a population of about 3.7 million people."),
+            ("Hamburg", "Hamburg is a port city in northern Germany with a population of about 1.9 million."),
+        ],
     ),
     (
         "When was the Golden Gate Bridge opened?",
         {
-            "de": ("Golden Gate Bridge", "Die Golden Gate Bridge in San Francisco wurde am 27. Mai 1937 für den Verkehr "
-                   "freigegeben."),
+            "de": ("Golden Gate Bridge", DE_GG),
             "zh": ("金门大桥", "金门大桥位于旧金山，于1937年5月27日正式通车。"),
-            "ja": ("ゴールデン・ゲート・ブリッジ", "ゴールデン・ゲート・ブリッジはサンフランシスコにあり、1937年5月27日に開通した。"),
+            "ja": ("ゴールデン・ゲート・ブリッジ", JA_GG),
             "ar": ("جسر البوابة الذهبية", "افتتح جسر البوابة الذهبية في سان فرانسيسكو في 27 مايو 1937."),
         },
-        [("Brooklyn Bridge", "The Brooklyn Bridge in New York City was opened on May 24, 1883."),
-         ("Tower Bridge", "Tower Bridge in London was opened in 1894 after eight years of construction.")],
+        [
+            ("Brooklyn Bridge", "The Brooklyn Bridge in New York City was opened on May 24, 1883."),
+            ("Tower Bridge", "Tower Bridge in London was opened in 1894 after eight years of construction."),
+        ],
     ),
     (
         "How tall is Mount Fuji?",
@@ -51,10 +61,15 @@ CASES: list[tuple[str, dict[str, tuple[str, str]], list[tuple[str, str]]]] = [
             "ja": ("富士山", "富士山は日本最高峰の山で、標高は3776メートルの活火山である。"),
             "ar": ("جبل فوجي", "جبل فوجي هو أعلى جبل في اليابان ويبلغ ارتفاعه 3776 مترا."),
         },
-        [("Mount Kilimanjaro", "Mount Kilimanjaro in Tanzania is 5,895 metres tall, the highest mountain in Africa."),
-         ("Mont Blanc", "Mont Blanc in the Alps is 4,806 metres tall, the highest mountain of Western Europe.")],
+        [
+            (
+                "Mount Kilimanjaro",
+                "Mount Kilimanjaro in Tanzania is 5,895 metres tall, the highest mountain in Africa.",
+            ),
+            ("Mont Blanc", "Mont Blanc in the Alps is 4,806 metres tall, the highest mountain of Western Europe."),
+        ],
     ),
-]  # fmt: skip
+]
 
 
 def scorer(multilingual: bool) -> Any:

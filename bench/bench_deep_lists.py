@@ -112,7 +112,14 @@ def main(argv: list[str] | None = None) -> int:
             lc = langchain_kept(emb, q, lst)
             toks = sum(tok.count(f"{lst[j].title}\n{lst[j].text}") for j in kept)
             lct = sum(tok.count(f"{lst[j].title}\n{lst[j].text}") for j in lc)
-            row = {"q": qi, "n": len(lst), "setwise": len(kept), "setwise_tokens": toks, "lc": len(lc), "lc_tokens": lct}
+            row = {
+                "q": qi,
+                "n": len(lst),
+                "setwise": len(kept),
+                "setwise_tokens": toks,
+                "lc": len(lc),
+                "lc_tokens": lct,
+            }
             out.append(row)
             print(f"| {qi} | {len(lst)} | {len(kept)} | {toks:,} | {len(lc)} | {lct:,} | {secs:.1f} |", flush=True)
         emb.save()

