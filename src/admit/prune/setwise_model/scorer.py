@@ -113,7 +113,7 @@ def agreement_notes(
     A grade is read off the list (the coverage of the chunks ranked above it) and the rules, not off ``p`` alone:
     the best chunk of a list is graded 5 whatever its ``p``, a release or an identifier the question names lifts a
     chunk, the unrelated floor sinks one. Where the grade differs from :func:`.coverage.grade_of_prob` of ``p``, the
-    note says so and names what set it (``setby``): "grade 5 against p=0.03 (p alone: grade 1): set by the list's
+    note says so and names what set it (``setby``): "grade 5 against p=0.03 (p alone: grade 2): set by the list's
     coverage (rank 1 of 30: the best of its list)".
     """
     n = len(grades)
@@ -283,6 +283,8 @@ def apply_rules(
                     f"holds ({held}){lost}{e5_note}"
                 )
             elif out[j] != before:
+                if why[j].startswith("unrelated: "):  # the model's grade 1, which this rule lifted
+                    why[j] = why[j][len("unrelated: ") :]
                 why[j] += f"; in {lang}, which MiniLM reads poorly: graded by what it shares ({held}){lost}{e5_note}"
     hit, other, asked = rules.version_hits(
         question, [it.title for it in items], [it.text for it in items], [it.version for it in items]
@@ -471,7 +473,7 @@ class SetwiseScorer:
             by_share = grade_list(final, cov, self.model.cuts, self.model.keep_bounds, deep=False)
             grades = self._deep_grades(question, items, final, embedder, cs)
             for j in range(prep.n):
-                if grades[j] < by_share[j]:
+                if grades[j] != by_share[j]:
                     setby[j] = "the deep-list cut-off"
                     reasons[j] += (
                         f"; deep list of {prep.n}: graded as a list of its best {DEEP_LIST} would be "
