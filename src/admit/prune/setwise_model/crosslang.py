@@ -50,7 +50,7 @@ _STOP: dict[str, frozenset[str]] = {
     "French": _set("le les et est des une du dans pour qui sur pas par au avec ce sont"),
     "Spanish": _set("el los las y es del en que por con una para se al como fue"),
     "Italian": _set("il di che è per una della sono con non gli nel alla"),
-    "Portuguese": _set("os do da em um uma para com não é foi pelo pela"),
+    "Portuguese": _set("os do da em um uma não é foi pelo pela são uma"),
     "Dutch": _set("het een en van is dat op te zijn niet met voor werd"),
 }
 
@@ -78,7 +78,8 @@ def language_of(text: str) -> str | None:
 
     A text whose letters are at least :data:`FOREIGN_SHARE` in one non-Latin script is in that script
     (``"ARABIC script"``, ``"CJK script"``); a Latin text whose commonest words are German, French, Spanish, Italian,
-    Portuguese or Dutch (at least three such words and twice as many as English ones) is in that language.
+    Portuguese or Dutch (at least three such words, at least 8% of its words, and twice as many as English ones) is
+    in that language.
     """
     script = _script(nfc(text))
     if script is not None:
@@ -87,7 +88,8 @@ def language_of(text: str) -> str | None:
     hits = {lang: sum(w in stop for w in words) for lang, stop in _STOP.items()}
     en = hits.pop("English")
     lang = max(hits, key=lambda k: hits[k])
-    return lang if hits[lang] >= 3 and hits[lang] > 2 * en else None
+    # prose in a language is ~20-40% its commonest words; code, YAML and URLs ("com", "do") are not
+    return lang if hits[lang] >= max(3.0, 0.08 * len(words)) and hits[lang] > 2 * en else None
 
 
 def fold(word: str) -> str:
