@@ -107,10 +107,13 @@ def _identity(res: PrunerResources) -> tuple[str, ...]:
     name = emb if isinstance(emb, str) else getattr(emb, "name", "minilm")
     cross = res.options_for("setwise").get("cross")
     use_cross = cross_by_default() if cross is None else bool(cross)
+    from admit.prune.setwise_model.scorer import multilingual_by_default
+
     return (
         str(name or "minilm"),
         file_digest(DEFAULT_MODEL_PATH),
         file_digest(default_model_path()) if use_cross else "no-cross",
+        "e5" if multilingual_by_default() else "no-e5",  # read for lists that mix languages
     )
 
 
@@ -124,7 +127,18 @@ SPEC = StrategySpec(
         "admit.passages",
         *(
             f"admit.prune.setwise_model.{m}"
-            for m in ("text", "features", "links", "stages", "coverage", "model", "trees", "scorer", "fusion")
+            for m in (
+                "text",
+                "features",
+                "links",
+                "stages",
+                "coverage",
+                "model",
+                "trees",
+                "scorer",
+                "fusion",
+                "crosslang",
+            )
         ),
         "admit.backends.rerankers.cross",
     ),

