@@ -164,7 +164,8 @@ def stem(w: str) -> str:
     return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
 
 
-_ACRONYM = _linear.compile(r"\b[A-Z][A-Z0-9&]{1,7}s?\b", name="setwise.acronym")
+# letters only: a code with digits (E4012, FR-202) is an identifier, which the identifier rule reads
+_ACRONYM = _linear.compile(r"\b[A-Z][A-Z&]{1,7}s?\b", name="setwise.acronym")
 
 
 def opening_heading(text: str) -> str | None:
