@@ -86,8 +86,18 @@ def learned_flags(chunks: Iterable[Any], embedder: Any) -> list[str]:
         try:
             from admit.security.learned import LearnedDetector
 
+            from admit.passages import passages
+
             det = LearnedDetector.load()
-            marks = det.flags([f"{c.title}\n{c.text}" if c.title else c.text for c in todo], embedder)
+            # each chunk read as the passages the pruner embedded (their vectors are cached, or stored at ingest and
+            # seeded by the knowledge base), so the detector encodes nothing again; a chunk is flagged when any of
+            # its passages is
+            parts = [[p or "-" for p in passages(c.title, c.text)] for c in todo]
+            flat = det.passage_flags([p for ps in parts for p in ps], embedder)
+            marks, k = [], 0
+            for ps in parts:
+                marks.append(any(flat[k : k + len(ps)]))
+                k += len(ps)
         except Exception:  # the detector is advisory: a missing model or a failed embed flags nothing
             return out
         with _FLAGS_LOCK:

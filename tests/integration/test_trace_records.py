@@ -39,7 +39,7 @@ CORPUS = [
 
 PRUNE_KEYS = {
     "strategy", "kept_ids", "dropped_ids", "decisions", "fallback", "error", "usage", "notes", "answerable",
-    "answerability",
+    "answerability", "answer_state",
 }  # fmt: skip
 """The one prune answer (PruneRun.as_dict): /v1/prune, MCP prune_context and admit prune's lines."""
 

@@ -28,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from admit import _linear
 from admit.prune.base import PruneOutcome
 from admit.prune.setwise_model import text as tx
 from admit.prune.setwise_model.text import char_bigrams, unreadable_script
@@ -138,7 +139,12 @@ _GENERIC = frozenset(
         "happens",
     ]
 )
-_SHORT_FORM = re.compile(r"^\s*(what\s+(does|do|is|are)\b.*\b(mean|stand\s+for)\b|how\s+(many|much)\b|define\b)", re.I)
+_SHORT_FORM = _linear.compile(
+    r"^\s*(what\s+(does|do|is|are)\b.*\b(mean|stand\s+for)\b|how\s+(many|much)\b|define\b)",
+    re.IGNORECASE,
+    name="answerability.short_form",
+)
+_WORD_AS_WRITTEN = _linear.compile(r"\w+", name="answerability.word")
 
 
 def key_terms(question: str) -> list[str]:
@@ -427,7 +433,7 @@ def missing_terms(question: str, texts: Sequence[str], limit: int = 6) -> tuple[
         if w in content and st not in _GENERIC and st not in held and w not in seen and st not in seen:
             out.append(w)
             seen |= {w, st}
-    shown = {m.group(0).lower(): m.group(0) for m in reversed(list(re.finditer(r"[^\W_]+", question)))}
+    shown = {m.lower(): m for m in reversed(_WORD_AS_WRITTEN.findall(question))}
     return tuple(shown.get(w, w) for w in out[:limit])
 
 

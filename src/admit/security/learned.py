@@ -118,6 +118,14 @@ class LearnedDetector:
         p = self.probabilities(np.asarray(embedder.embed(flat)), flat)
         return np.array([p[a:b].max() for a, b in spans])
 
+    def passage_flags(self, texts: Sequence[str], embedder: Any) -> list[bool]:
+        """Whether each text, read whole as one window, scores at or above the threshold: for the passages the
+        pruner embedded (their vectors are cached, or stored at ingest), so nothing is encoded again."""
+        if not texts:
+            return []
+        p = self.probabilities(np.asarray(embedder.embed(list(texts))), list(texts))
+        return [bool(v >= self.threshold) for v in p]
+
     def flags(self, texts: Sequence[str], embedder: Any) -> list[bool]:
         """Whether each text scores at or above the model's threshold."""
         return [bool(s >= self.threshold) for s in self.score(texts, embedder)]

@@ -210,7 +210,7 @@ def acronym_misses(question: str, texts: Sequence[str]) -> tuple[list[bool], str
     asked -= {"I", "A", "OK"}
     if not asked:
         return [False] * len(texts), ""
-    held = [{a for a in asked if re.search(rf"\b{re.escape(a)}s?\b", t)} for t in texts]
+    held = [asked & {w.rstrip("s") for w in _ACRONYM.findall(nfc(t))} for t in texts]
     present = set().union(*held) if held else set()
     if not present or all(held):
         return [False] * len(texts), ""
