@@ -141,7 +141,7 @@ def phase_fuse(args: argparse.Namespace) -> None:
     cache_path = Path(args.out) / f"cross_{Path(args.cross).stem}.json"
     cached: dict[str, list[list[float]]] = json.loads(cache_path.read_text()) if cache_path.exists() else {}
     for name, rows in held_out(args).items():
-        if name not in sw:
+        if name not in sw or not rows:  # a family every list of which the cross model was fitted on
             continue
         probs = {r["id"]: np.array(r["probs"]) for r in sw[name]}
         info = {r["id"]: r for r in sw[name]}
