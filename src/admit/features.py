@@ -84,9 +84,8 @@ def learned_flags(chunks: Iterable[Any], embedder: Any) -> list[str]:
                 out.append(c.id)
     if todo:
         try:
-            from admit.security.learned import LearnedDetector
-
             from admit.passages import passages
+            from admit.security.learned import LearnedDetector
 
             det = LearnedDetector.load()
             # each chunk read as the passages the pruner embedded (their vectors are cached, or stored at ingest and
