@@ -179,10 +179,9 @@ def multilingual_by_default() -> bool:
 
 
 CROSS_DEFAULT = False
-"""Whether ``setwise`` reads the cross model when not told. Off: measured leave one family out, the fusion gains
-on documentation (+0.7 to +5.8 points of R@68 on four of five families never fitted on) and loses on multi-hop
-(-1.9 / -2.3 on MuSiQue / HotpotQA), and the default threshold then compresses 58-66%, below the 64-72% band
-(``docs/cross-encoder.md``); it stays opt-in until the trees are refitted with the cross score as a feature."""
+"""Whether ``setwise`` reads the cross model when not told. Off: measured leave one family out (round V,
+``docs/cross-encoder.md``), the fusion loses 0.6-2.5 points of R@68 on every family (evidence inference, PolicyQA,
+HotpotQA, MuSiQue, RHDH); it stays opt-in until the trees are refitted with the cross score as a feature."""
 
 
 def cross_by_default() -> bool:
