@@ -51,32 +51,15 @@ __all__ = [
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "answerability.json"
 
+#: What the evidence holds of the question: every model reads these.
+_LEXICAL = ("best_q_cov", "union_q_cov", "best_entity_cov", "union_entity_cov", "ident_missing", "best_bigram_cov")
+
 #: Feature names per model.
 FEATURES: dict[str, tuple[str, ...]] = {
-    "lexical": ("best_q_cov", "union_q_cov", "best_entity_cov", "union_entity_cov", "ident_missing", "best_bigram_cov"),
-    "setwise": (
-        "best_q_cov",
-        "union_q_cov",
-        "best_entity_cov",
-        "union_entity_cov",
-        "ident_missing",
-        "best_bigram_cov",
-        "best_dense",
-        "mean_dense_top2",
-        "best_prob",
-    ),
+    "lexical": _LEXICAL,
+    "setwise": (*_LEXICAL, "best_dense", "mean_dense_top2", "best_prob"),
     # with the cross model's scores of the kept chunks (setwise with ``cross`` on)
-    "cross": (
-        "best_q_cov",
-        "union_q_cov",
-        "best_entity_cov",
-        "union_entity_cov",
-        "ident_missing",
-        "best_bigram_cov",
-        "cross_best",
-        "cross_second",
-        "cross_margin",
-    ),
+    "cross": (*_LEXICAL, "cross_best", "cross_second", "cross_margin"),
 }
 _KNOWN_FEATURES = frozenset(f for names in FEATURES.values() for f in names)
 
