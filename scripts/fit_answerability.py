@@ -4,7 +4,7 @@
 Usage::
 
     python3 scripts/fit_answerability.py --train ../shared/train --valid ../shared/data \\
-        [--per-file 120] [--out src/admit/prune/data/answerability.json] [--no-write]
+        [--per-file 120] [--out src/admit/modelfiles/answerability.json] [--no-write]
 
 Every labelled list gives two cases: the list as retrieved (answerable: its gold chunks are in it) and the list
 with every gold chunk removed (not answerable). The setwise pruner grades each list as it would in a request

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Fit the split cross-encoder behind the ``cross`` reranker (``admit/prune/data/cross.npz``).
+"""Fit the split cross-encoder behind the ``cross`` reranker (``admit/modelfiles/cross.npz``).
 
 Usage::
 
     python3 scripts/fit_cross.py --train ../shared/train --valid ../shared/data \\
-        --cache-dir /tmp/admit_cross --layers 5 [--layers 4 ...] [--epochs 2] [--out src/admit/prune/data/cross.npz]
+        --cache-dir /tmp/admit_cross --layers 5 [--layers 4 ...] [--epochs 2] [--out src/admit/modelfiles/cross.npz]
 
 The model (see :mod:`admit.backends.rerankers.cross`): all-MiniLM-L6-v2's bottom ``K`` layers run on the question
 and on the chunk's passage apart and stay frozen; its top ``6 - K`` layers run on their concatenation and are
@@ -690,13 +690,22 @@ def export_checkpoint(
     return 0
 
 
+RUN_ID = time.strftime("%Y-%m-%dT%H:%M:%S")
+
+
 def write_log(args: argparse.Namespace, k: int, history: list[dict[str, Any]], pairs_seen: int) -> None:
     """The small fit log committed beside the weights: steps, pairs seen, out-of-sample figures per family."""
     if not args.log:
         return
     path = Path(args.log)
     log = json.loads(path.read_text()) if path.exists() else {}
-    log[f"K{k}"] = {"pairs_seen": pairs_seen, "history": history, "args": {
+    prior = log.get(f"K{k}", {})
+    earlier = list(prior.get("earlier_runs", []))
+    if prior and prior.get("run") != RUN_ID:  # a warm start: the run it started from is kept, its pairs counted
+        earlier.append({n: v for n, v in prior.items() if n != "earlier_runs"})
+    log[f"K{k}"] = {"run": RUN_ID, "pairs_seen": pairs_seen,
+                    "pairs_seen_all_runs": pairs_seen + sum(int(r.get("pairs_seen", 0)) for r in earlier),
+                    "earlier_runs": earlier, "history": history, "args": {
         n: v for n, v in vars(args).items() if n in ("per_file", "negatives", "epochs", "batch_lists", "lr", "seed",
                                                        "self_supervised", "init", "dropout")}}  # fmt: skip
     path.write_text(json.dumps(log, indent=1, default=str) + "\n")
@@ -727,7 +736,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--cache-by-other", action="store_true", help="another process fills the cache (--cache-only): wait for it"
     )
-    ap.add_argument("--out", default="", help="model file of the best K (e.g. src/admit/prune/data/cross.npz)")
+    ap.add_argument("--out", default="", help="model file of the best K (e.g. src/admit/modelfiles/cross.npz)")
     ap.add_argument("--cache-layers", type=int, action="append", help="bottom states kept (default: --layers)")
     ap.add_argument("--from-checkpoint", default="", help="score and export this checkpoint instead of training")
     ap.add_argument("--init", default="", help="warm start: a model file of the same K (e.g. the shipped one)")

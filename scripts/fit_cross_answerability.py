@@ -5,7 +5,7 @@ question and chunk together (its best and second-best score and their margin) be
 Usage (the same data arguments as the ``scripts/fit_cross.py`` run whose state cache it reads)::
 
     python3 scripts/fit_cross_answerability.py --model /work/fit/cross.K5.npz --cache-dir /work/fit/cache \\
-        [--fit-args /work/fit/fit_log.json] [--write src/admit/prune/data/answerability.json]
+        [--fit-args /work/fit/fit_log.json] [--write src/admit/modelfiles/answerability.json]
 
 The cross model scores every list the fit kept out of sample (the validation folder and the research-use families,
 never fitted on). Each list gives cases of one length: the gold chunks with the best-scored other chunk

@@ -5,7 +5,7 @@ Usage::
 
     python3 scripts/fit_cross_fusion.py --phase setwise --train ../shared/train --out /tmp/admit_fusion
     python3 scripts/fit_cross_fusion.py --phase fuse --cross /tmp/admit_cross/cross.npz --out /tmp/admit_fusion \\
-        [--write src/admit/prune/data/cross.npz]
+        [--write src/admit/modelfiles/cross.npz]
 
 Held-out lists: ``--per-family`` lists of each documentation family that the shipped ``setwise`` trees never saw
 (the ``docs2_*`` files and ``docs_policyqa``), none of them among the lists ``scripts/fit_cross.py`` trains on

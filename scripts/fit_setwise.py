@@ -4,7 +4,7 @@
 Usage::
 
     python3 scripts/fit_setwise.py --train ../shared/train --valid ../shared/data \\
-        [--out src/admit/prune/data/setwise.json] [--ship train+valid|train] [--lodo] [--no-write]
+        [--out src/admit/modelfiles/setwise.json] [--ship train+valid|train] [--lodo] [--no-write]
 
 1. Reads every ``*.jsonl`` / ``*.jsonl.gz`` file of both folders (the record format of ``../shared/data``;
    labels are read for fitting and scoring only, never stored) and adds augmented training lists made from

@@ -6,7 +6,7 @@ question (the share of the question's words the best passage and the union of pa
 entities, an exact identifier the question names and no passage carries) and, when the setwise pruner ran, its
 absolute dense similarity and probabilities.
 
-Two small models ship in ``prune/data/answerability.json`` (written by ``scripts/fit_answerability.py``): one
+Two small models ship in ``modelfiles/answerability.json`` (written by ``scripts/fit_answerability.py``): one
 for evidence the setwise pruner graded (``setwise``), one for evidence no pruner scored (``lexical``: strategy
 ``none`` or another pruner). They are fitted on the lists of ``../shared/train`` with their gold chunks removed
 to make unanswerable cases, and validated on ``../shared/data`` the same way; the file holds the coefficients,
@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from admit import _linear
+from admit import _linear, modelfiles
 from admit.prune.base import PruneOutcome
 from admit.prune.setwise_model import text as tx
 from admit.prune.setwise_model.text import char_bigrams, unreadable_script
@@ -49,7 +49,7 @@ __all__ = [
     "unreadable_script",
 ]
 
-DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "answerability.json"
+DEFAULT_PATH = modelfiles.path("answerability.json")
 
 #: What the evidence holds of the question: every model reads these.
 _LEXICAL = ("best_q_cov", "union_q_cov", "best_entity_cov", "union_entity_cov", "ident_missing", "best_bigram_cov")

@@ -22,9 +22,11 @@ from typing import Any
 
 import numpy as np
 
+from admit import modelfiles
+
 __all__ = ["CUES", "MODEL_PATH", "WINDOW_CHARS", "LearnedDetector", "lexical_features", "windows"]
 
-MODEL_PATH = Path(__file__).with_name("injection_model.npz")
+MODEL_PATH = modelfiles.path("injection_model.npz")
 WINDOW_CHARS = 512
 """A text is scored in windows of this many characters (the highest window's score is the text's)."""
 MAX_WINDOWS = 4

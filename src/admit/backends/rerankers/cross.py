@@ -14,7 +14,7 @@ run, in training and at inference alike.
 
 The score is an MLP over the joint ``[CLS]`` state and the passage's mean state plus a learned scale times MaxSim
 (ColBERT's late interaction: each question token's most similar passage token, averaged) of the joint outputs.
-The model file (``prune/data/cross.npz``) holds only what was trained: the joint layers, a segment vector added to
+The model file (``modelfiles/cross.npz``) holds only what was trained: the joint layers, a segment vector added to
 the passage states, and the scoring head, in float16; the frozen layers come from the MiniLM package.
 """
 
@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from admit import _scope
+from admit import _scope, modelfiles
 from admit._text import STOPWORDS, bm25_matrix, normalize
 from admit.backends.embedders._bert import BertEncoder, _Layer, read_safetensors
 from admit.errors import ConfigError
@@ -61,8 +61,8 @@ F16 = npt.NDArray[np.float16]
 
 
 def default_model_path() -> Path:
-    """The shipped model file, ``admit/prune/data/cross.npz``."""
-    return Path(__file__).resolve().parents[2] / "prune" / "data" / "cross.npz"
+    """The shipped model file, ``admit/modelfiles/cross.npz``."""
+    return modelfiles.path("cross.npz")
 
 
 def _tokens(text: str) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from admit import modelfiles
 from admit.prune.setwise_model.coverage import COVERAGE_FEATURES, DEFAULT_KEEP_BOUNDS, coverage_features
 from admit.prune.setwise_model.features import Prepared
 from admit.prune.setwise_model.stages import stage_feature_names, stage_features
@@ -26,7 +27,7 @@ __all__ = ["DEFAULT_CUTS", "DEFAULT_MODEL_PATH", "MODEL_VERSION", "SetwiseModel"
 FloatArray = npt.NDArray[np.float64]
 
 MODEL_VERSION = 2
-DEFAULT_MODEL_PATH = Path(__file__).resolve().parent.parent / "data" / "setwise.json"
+DEFAULT_MODEL_PATH = modelfiles.path("setwise.json")
 DEFAULT_CUTS: tuple[float, float, float, float] = (0.95, 0.8, 0.6, 0.3)
 
 

@@ -1,0 +1,25 @@
+"""The model files admit ships, all in this one package and all found one way: :func:`path`.
+
+| file | read by |
+|---|---|
+| ``setwise.json`` | the ``setwise`` pruner's trees and cuts (``admit.prune.setwise_model.model``) |
+| ``answerability.json`` | the "is it answered" models (``admit.prune.answerability``) |
+| ``cross.npz``, ``cross_fit_log.json`` | the ``cross`` reranker's joint layers and the log of their fit |
+| ``injection_model.npz`` | the learned injection detector (``admit.security.learned``) |
+
+The fit scripts under ``scripts/`` write them here; nothing else does.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+__all__ = ["path"]
+
+
+def path(name: str) -> Path:
+    """The file ``name`` shipped in this package, as a path on disk (a wheel is installed unzipped)."""
+    ref = resources.files(__name__).joinpath(name)
+    with resources.as_file(ref) as on_disk:
+        return Path(on_disk)
