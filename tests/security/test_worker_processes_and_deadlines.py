@@ -310,7 +310,7 @@ def test_slow_bodies_without_a_key_are_cut_and_counted_by_the_connection_cap(tmp
     # and evicting it at the cap closed nothing), so 19,900 such connections passed max_connections
     from admit.service.loopback import LoopbackServer
     from admit.service.server import ServerLimits
-    from tests.security.test_security_iv import _open_slow
+    from tests.security.test_fair_scheduling_and_slow_clients import _open_slow
 
     limits = ServerLimits(header_timeout_s=2, body_timeout_s=2, max_connections=50, keep_alive_s=5)
     settings = settings_from_dict({"service": {"limits": {"worker_processes": 0}}})
