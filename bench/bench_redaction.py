@@ -43,7 +43,7 @@ def main() -> None:
     # issue 32: shapes made by a generator (tests/security/test_worker_processes_and_deadlines.py), and the look-alikes that must stay
     from collections import Counter
 
-    from tests.security.test_security_v import benign_shapes, secret_shapes
+    from tests.security.test_worker_processes_and_deadlines import benign_shapes, secret_shapes
 
     gen = secret_shapes(seed=7, n=900)
     gen_missed: Counter[str] = Counter()
