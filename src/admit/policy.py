@@ -84,7 +84,7 @@ class Policy:
     prune: PruneSettings = field(default_factory=PruneSettings)
     """Pruner settings."""
     on_no_answer: NoAnswerAction = "note"
-    """What follows when the admitted evidence does not answer the question (:mod:`admit.prune.answerability`):
+    """What follows when the admitted evidence does not answer the question (:mod:`admit.answerability`):
     ``note`` admits it with a note telling the generator to say so, ``admit_nothing`` admits none of it,
     ``ask_to_narrow`` admits it with a note asking the user to rephrase or narrow. The ``no_answer`` fallback is
     recorded either way."""
