@@ -369,17 +369,9 @@ class Pipeline:
         )
         self._write(record, req, request_id)
         return PackResult(
-            admitted=packed.admitted,
-            prompt=packed.prompt,
-            budget=budget,
-            decisions=ordered,
-            fallbacks=packed.fallbacks,
-            trace=record,
-            tools=tools.text if tools is not None else "",
-            answerable=verdict.answerable,
-            answerability=verdict.probability,
-            answer_state=verdict.state,
-        )
+            admitted=packed.admitted, prompt=packed.prompt, fallbacks=packed.fallbacks, decisions=ordered, trace=record,
+            budget=budget, tools=tools.text if tools is not None else "", **verdict.answer_fields(),
+        )  # fmt: skip
 
     # -- the steps of pack -------------------------------------------------------------------------------------
     @staticmethod
@@ -580,16 +572,8 @@ def pack(
         >>> res.admitted_ids
         ['a']
     """
-    return (pipeline or Pipeline()).pack(
-        PackRequest(
-            question=question,
-            principal=principal,
-            candidates=candidates,
-            model=model,
-            input_limit=input_limit,
-            instructions=instructions,
-            conversation=conversation,
-            query_class=query_class,
-            prune=prune,
-        )
-    )
+    request = PackRequest(
+        question=question, principal=principal, candidates=candidates, model=model, input_limit=input_limit,
+        instructions=instructions, conversation=conversation, query_class=query_class, prune=prune,
+    )  # fmt: skip
+    return (pipeline or Pipeline()).pack(request)

@@ -39,9 +39,9 @@ class AnswerabilityModel:
     """A fitted logistic model: standardised features, coefficients, bias and the decision threshold."""
 
     name: str
-    """A key of :data:`~admit.answerability.features.FEATURES` (the setwise pruner's name, ``lexical``, ``cross``)."""
     features: tuple[str, ...]
-    """The features it reads, in order."""
+    """Its name, a key of :data:`~admit.answerability.features.FEATURES` (the setwise pruner's, ``lexical``,
+    ``cross``), and the features it reads, in order."""
     mean: tuple[float, ...]
     """Feature means on the training set."""
     scale: tuple[float, ...]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, cast
 
 from admit.answerability.model import STATES
 
@@ -22,10 +22,10 @@ class Answerability:
     tools (:meth:`answer_fields`), the trace (:meth:`as_dict`), the ``no_answer`` note (:meth:`note`).
     """
 
-    probability: float
-    """P(the admitted evidence answers the question)."""
     answerable: bool
     """``False`` only when the verdict is ``not_answered`` (which triggers the policy's ``on_no_answer``)."""
+    probability: float
+    """P(the admitted evidence answers the question)."""
     model: str
     """The model that decided (the setwise pruner's name, ``lexical``, ``cross``; ``script``; ``empty`` when nothing
     was admitted)."""
@@ -55,15 +55,9 @@ class Answerability:
         return {"answerable": self.answerable, "answerability": self.probability, "answer_state": self.state}
 
     def as_dict(self) -> AnswerabilityRecord:
-        """The trace record's ``answerability``."""
-        return {
-            "answerable": self.answerable,
-            "probability": self.probability,
-            "model": self.model,
-            "reason": self.reason,
-            "state": self.state,
-            "missing": list(self.missing),
-        }
+        """The trace record's ``answerability``: every field, in order (``missing`` as a list)."""
+        rec = {f.name: getattr(self, f.name) for f in fields(self)}
+        return cast("AnswerabilityRecord", {**rec, "missing": list(self.missing)})
 
     def note(self, action: str) -> str:
         """The note put in the evidence block when the verdict is "not answered" (``action``: the policy's

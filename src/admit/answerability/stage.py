@@ -41,11 +41,11 @@ def assess(
     question: str,
     texts: Sequence[str],
     *,
+    models: Mapping[str, AnswerabilityModel] | None = None,
+    graded: int | None = None,
     dense: Sequence[float] | None = None,
     probs: Sequence[float] | None = None,
     expected_needed: float | None = None,
-    graded: int | None = None,
-    models: Mapping[str, AnswerabilityModel] | None = None,
     cross: Sequence[float] | None = None,
 ) -> Answerability:
     """Decide whether ``texts`` (the admitted evidence) answer ``question``.
