@@ -9,7 +9,7 @@ Usage::
 Every labelled list gives two cases: the list as retrieved (answerable: its gold chunks are in it) and the list
 with every gold chunk removed (not answerable). The setwise pruner grades each list as it would in a request
 (threshold 3, keep_top_k 1); the ``setwise`` model reads the kept chunks' features
-(:func:`admit.prune.answerability.features`), the ``lexical`` model the whole list's lexical features (what
+(:func:`admit.answerability.features`), the ``lexical`` model the whole list's lexical features (what
 strategy ``none`` admits). A logistic regression (L2, standardised features) is fitted on the training folder and
 scored on the validation folder, whose questions it never saw: precision and recall of "not answered" per file.
 Only coefficients, scalings and figures are written; never a label.
@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from fit_setwise import VectorCache, read_folder  # noqa: E402
 
-from admit.prune import answerability as an  # noqa: E402
+from admit import answerability as an  # noqa: E402
 from admit.prune import setwise_model as sm  # noqa: E402
 
 TRAIN_FILES = (
@@ -126,7 +126,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1.0, iters: int = 400
 
 def states(model: an.AnswerabilityModel, rows: Sequence[tuple[dict[str, float], int]]) -> np.ndarray:
     """The three-state verdict per case: 0 not answered, 1 unsure, 2 answered (the rule for short questions
-    included, as :func:`admit.prune.answerability.assess` applies it)."""
+    included, as :func:`admit.answerability.assess` applies it)."""
     return np.array([an.STATES.index(model.state(f)) for f, _ in rows], dtype=np.int64)
 
 

@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import fit_answerability as fa  # noqa: E402
 import fit_cross as fc  # noqa: E402
 
-from admit.prune import answerability as an  # noqa: E402
+from admit import answerability as an  # noqa: E402
 
 RESEARCH = ("docs_policyqa", "docs2_evidence_inference")
 

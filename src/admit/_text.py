@@ -1,16 +1,25 @@
-"""Small text helpers shared by the stages: normalisation, content words, shingles, sentences."""
+"""admit's one text toolkit: normalisation, the stemmer, words and content words, identifiers, scripts, sentences,
+shingles and BM25, shared by the stages (dedupe, pack, the answerability check, the setwise pruner) and by
+:mod:`admit.passages`.
+
+Two variants stay apart where a fitted model or stored vectors read one of them exactly, each behind one
+function's explicit parameter: :func:`stem` (``ies``: "policies" -> "policy", the dedupe/pack variant; without it
+the answerability models and the setwise rules' variant) and :func:`sentences` (``by``: nupunkt, or the
+sentence marks that cut the passages whose vectors the knowledge base stores).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import math
+import re
 import threading
 import unicodedata
 import zlib
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Sequence
 from functools import lru_cache
-from typing import Generic, TypeVar
+from typing import Generic, Literal, TypeVar
 
 import numpy as np
 
@@ -19,15 +28,24 @@ from admit import _linear
 __all__ = [
     "STOPWORDS",
     "bm25_matrix",
+    "capitalised_tokens",
+    "char_bigrams",
+    "content_tokens",
     "content_words",
+    "identifiers",
     "jaccard_estimates",
+    "letter_scripts",
     "minhash",
+    "nfc",
     "norm_hash",
     "normalize",
     "overlap",
     "sentences",
     "shingles",
+    "stem",
+    "unreadable_script",
     "versions",
+    "words",
 ]
 
 #: A dotted version (``3.2.0``, ``v2.1``): one token to a reader, three numbers to a word tokenizer. RE2 has no
@@ -122,18 +140,161 @@ norm_hash: Memo[str] = Memo(_norm_hash)
 
 
 @lru_cache(maxsize=65536)
-def _stem(w: str) -> str:
-    if len(w) > 4 and w.endswith("ies"):
+def stem(w: str, *, ies: bool = True) -> str:
+    """A light plural stem: "files" and "file", "restores" and "restore" are one word ("class" keeps its ``ss``).
+
+    ``ies``: "policies" -> "policy" too (:func:`content_words`: dedupe, pack). The answerability models and the
+    setwise rules were fitted and measured with ``ies=False``, which keeps "policies" -> "policie".
+    """
+    if ies and len(w) > 4 and w.endswith("ies"):
         return w[:-3] + "y"
     if len(w) > 3 and w.endswith("s") and not w.endswith("ss"):
         return w[:-1]
     return w
 
 
+def nfc(text: str) -> str:
+    """NFC-normalised text (``""`` for ``None``)."""
+    return unicodedata.normalize("NFC", text or "")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens (NFC, in order, repeats kept)."""
+    return _WORD.findall(nfc(text).lower())
+
+
+def content_tokens(text: str, *, fold: bool = False) -> list[str]:
+    r"""The words of ``text`` without stopwords and one-letter words (digits kept), in order, unstemmed.
+
+    ``fold``: read the :func:`normalize`\ d text (NFKC, case-folded: "Straße" -> "strasse") instead of the
+    lower-cased NFC words (:func:`words`) the setwise model and the answerability check read.
+    """
+    toks = normalize(text).split() if fold else words(text)
+    return [w for w in toks if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+
+
 @lru_cache(maxsize=4096)
 def content_words(text: str) -> frozenset[str]:
-    """Lowercased, lightly stemmed words of ``text`` that are not stopwords."""
-    return frozenset(_stem(w) for w in set(normalize(text).split()) - STOPWORDS if len(w) > 1)
+    """The stemmed (:func:`stem`) set of the folded :func:`content_tokens` of ``text`` of two characters or more."""
+    return frozenset(stem(w) for w in content_tokens(text, fold=True) if len(w) > 1)
+
+
+def capitalised_tokens(text: str) -> set[str]:
+    """Lower-cased tokens written capitalised (or numbers) that are not stopwords (sentence starts too)."""
+    out: set[str] = set()
+    for tok in _WORD.findall(nfc(text)):
+        low = tok.lower()
+        if low in STOPWORDS or len(tok) < 2:
+            continue
+        if tok[0].isupper() or tok.isdigit():
+            out.add(low)
+    return out
+
+
+#: Exact identifiers: letter-digit codes (``E4012``, ``FB-111A``, ``v1.2``) and UPPER_SNAKE names. Applied only
+#: to one run of ``[\w.-]`` at a time, at most :data:`_IDENT_MAX` characters long (its look-arounds see the same
+#: characters as on the whole text, since a run's neighbours are outside the class), so its work is bounded
+#: per run and linear in the text.
+_IDENT = re.compile(
+    r"(?<![\w-])(?=[\w.-]*[A-Za-z])(?=[\w.-]*\d)[A-Za-z0-9][\w.-]*[A-Za-z0-9](?![\w-])"
+    r"|(?<![\w-])[A-Z][A-Z0-9]*_[A-Z0-9_]+(?![\w-])"
+)
+_IDENT_RUN = _linear.compile(r"[\w.-]+", name="setwise.ident_run")
+_IDENT_MAX = 64
+_RELEASE = _linear.compile(r"^v?\d+(?:\.\d+){2,3}$", name="setwise.version")
+_ORDINAL = _linear.compile(r"^\d+(?:st|nd|rd|th|s)$", re.I, name="setwise.ordinal")
+
+
+def identifiers(text: str) -> set[str]:
+    """Exact identifiers in a text: letter-digit codes of 4+ characters and UPPER_SNAKE names.
+
+    Dotted releases with three or four parts (``3.2.0``, ``v1.4.2``) count too. Not ordinals (``20th``), decades
+    (``1990s``) or short tokens such as ``v5``, ``S3`` or ``WW2``, which name things too loosely for an exact-match
+    rule.
+    """
+    out: set[str] = set()
+    for run in _IDENT_RUN.finditer(nfc(text)):
+        r = run.group(0)
+        if len(r) > _IDENT_MAX or not (("_" in r) or any(c.isdigit() for c in r)):
+            continue
+        bare = r.strip(".-")
+        if _RELEASE.match(bare):  # a release such as 3.2.0 names one changelog entry exactly
+            out.add(bare)
+            continue
+        _linear.meter.add(len(r) * len(r))  # the look-arounds' worst case on one bounded run
+        out.update(m for m in _IDENT.findall(r) if not _ORDINAL.match(m) and (len(m) >= 4 or "_" in m))
+    return out
+
+
+# Unicode blocks of scripts that all-MiniLM-L6-v2 (English word pieces) cannot read: CJK, kana, hangul, Thai,
+# Lao, Khmer, Myanmar, Tibetan, Ethiopic, and the Indic scripts. Counted per letter character.
+_UNREADABLE_RANGES: tuple[tuple[int, int], ...] = (
+    (0x0900, 0x0DFF),  # Devanagari .. Sinhala
+    (0x0E00, 0x0EFF),  # Thai, Lao
+    (0x0F00, 0x0FFF),  # Tibetan
+    (0x1000, 0x109F),  # Myanmar
+    (0x1200, 0x139F),  # Ethiopic
+    (0x1780, 0x17FF),  # Khmer
+    (0x3040, 0x30FF),  # Hiragana, Katakana
+    (0x3100, 0x318F),  # Bopomofo, Hangul compatibility jamo
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xAC00, 0xD7AF),  # Hangul syllables
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0x20000, 0x2FA1F),  # CJK extensions B..
+)
+#: A text is in an unreadable script when at least this share of its letters are.
+UNREADABLE_SHARE = 0.3
+
+
+def _unreadable_char(ch: str) -> bool:
+    o = ord(ch)
+    return any(lo <= o <= hi for lo, hi in _UNREADABLE_RANGES)
+
+
+def letter_scripts(
+    text: str, *, limit: int, counted: Callable[[str], bool] | None = None
+) -> tuple[int, dict[str, int]]:
+    """(how many of the first ``limit`` letters of ``text`` were read, per script the letters ``counted`` selects
+    (every letter when ``None``), named by the first word of their Unicode names: ``LATIN``, ``CJK``, ``THAI`` ...)."""
+    letters = 0
+    counts: dict[str, int] = {}
+    for ch in text:
+        if not ch.isalpha():
+            continue
+        letters += 1
+        if counted is None or counted(ch):
+            name = unicodedata.name(ch, "UNKNOWN").split(" ")[0]
+            counts[name] = counts.get(name, 0) + 1
+        if letters >= limit:
+            break
+    return letters, counts
+
+
+def unreadable_script(text: str, *, limit: int = 4000) -> str | None:
+    """The name of the script MiniLM cannot read that ``text`` is mostly written in, else ``None``.
+
+    Looks at the first ``limit`` letters; the name is the Unicode name's first word of the commonest such
+    letter (``CJK``, ``HIRAGANA``, ``THAI``, ``HANGUL`` ...).
+    """
+    letters, counts = letter_scripts(text, limit=limit, counted=_unreadable_char)
+    if not letters or sum(counts.values()) / letters < UNREADABLE_SHARE:
+        return None
+    return max(counts, key=lambda k: counts[k])
+
+
+def char_bigrams(text: str) -> set[str]:
+    """Character bigrams of the letters and digits of ``text`` (case-folded; spaces and punctuation break runs)."""
+    out: set[str] = set()
+    prev = ""
+    for ch in unicodedata.normalize("NFKC", text).casefold():
+        if ch.isalnum():
+            if prev:
+                out.add(prev + ch)
+            prev = ch
+        else:
+            prev = ""
+    return out
 
 
 _M61 = np.uint64((1 << 61) - 1)
@@ -231,7 +392,7 @@ def signatures(texts: Sequence[str]) -> np.ndarray:
 
 def clear_caches() -> None:
     """Forget cached shingles, signatures and hashes (benchmarks measure cold runs with it)."""
-    for fn in (normalize, shingles, norm_hash, content_words, signature, shingle_count):
+    for fn in (normalize, shingles, norm_hash, content_words, signature, shingle_count, stem):
         fn.cache_clear()
 
 
@@ -243,8 +404,19 @@ def jaccard_estimates(sig: np.ndarray) -> np.ndarray:
     return est
 
 
-def sentences(text: str) -> list[str]:
-    """Split ``text`` into sentences with nupunkt (paragraph breaks always split)."""
+# a sentence end and the space after it, or a paragraph break (the end mark stays with its sentence)
+_SENT_BREAK = _linear.compile(r"([.!?。！？])\s+|\n\s*\n+", name="passages.sentence_break")
+
+
+def sentences(text: str, *, by: Literal["nupunkt", "marks"] = "nupunkt") -> list[str]:
+    """Split ``text`` into sentences, stripped, none empty; paragraph breaks always split.
+
+    ``by``: ``nupunkt`` (the anchored excerpts of :mod:`admit.pack`), or ``marks``: after ``.``, ``!``, ``?``
+    (and their CJK forms) followed by white space, no model: how :func:`admit.passages.passages` cuts, which the
+    passage vectors stored at ingest depend on.
+    """
+    if by == "marks":
+        return [p.strip() for p in _mark_pieces(text) if p.strip()]
     import nupunkt
 
     out: list[str] = []
@@ -255,6 +427,15 @@ def sentences(text: str) -> list[str]:
         for piece in _pieces(para):
             _linear.checkpoint()  # a long paragraph is split piece by piece: long work may wait or stop between
             out.extend(str(s).strip() for s in nupunkt.sent_tokenize(piece) if str(s).strip())
+    return out
+
+
+def _mark_pieces(text: str) -> list[str]:
+    out, start = [], 0
+    for m in _SENT_BREAK.finditer(text):
+        out.append(text[start : m.end(1)] if m.group(1) is not None else text[start : m.start()])
+        start = m.end()
+    out.append(text[start:])
     return out
 
 

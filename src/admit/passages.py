@@ -9,13 +9,11 @@ not be reused.
 from __future__ import annotations
 
 import base64
-import unicodedata
 from typing import Any
 
 import numpy as np
 
-from admit import _linear
-from admit._text import content_words
+from admit._text import content_words, nfc, sentences
 
 __all__ = [
     "MAX_PASSAGES",
@@ -33,23 +31,6 @@ __all__ = [
 PASSAGE_WORDS = 180
 #: At most this many passages of a chunk are embedded (the first ones): bounds latency on huge chunks.
 MAX_PASSAGES = 24
-
-# a sentence end and the space after it, or a paragraph break (the end mark stays with its sentence)
-_SENT_BREAK = _linear.compile(r"([.!?。！？])\s+|\n\s*\n+", name="passages.sentence_break")
-
-
-def _sentences(text: str) -> list[str]:
-    out, start = [], 0
-    for m in _SENT_BREAK.finditer(text):
-        out.append(text[start : m.end(1)] if m.group(1) is not None else text[start : m.start()])
-        start = m.end()
-    out.append(text[start:])
-    return out
-
-
-def nfc(text: str) -> str:
-    """NFC-normalised text (``""`` for ``None``)."""
-    return unicodedata.normalize("NFC", text or "")
 
 
 def question_text(question: str) -> str:
@@ -79,7 +60,7 @@ def passages(title: str, text: str, max_words: int = PASSAGE_WORDS, max_passages
     if not text:
         return [title or ""]
     pieces: list[list[str]] = []
-    for sent in _sentences(text):
+    for sent in sentences(text, by="marks"):
         toks = sent.split()
         pieces.extend(toks[i : i + max_words] for i in range(0, len(toks), max_words))
     out: list[str] = []

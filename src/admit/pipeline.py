@@ -1,6 +1,6 @@
 """Pipeline: wires the stages together. One call, one :class:`~admit.types.PackResult`, one trace record.
 
-authorize -> route -> budget -> rerank -> dedupe -> prune -> pack -> render -> trace
+authorize -> route -> budget -> rerank -> dedupe -> prune -> answerability -> pack -> render -> trace
 
 :func:`~admit.prune.verdicts.prune_candidates` (and :meth:`Pipeline.prune` over it) is the one "rerank,
 prune, decide" path that every face without a token budget uses: the framework adapters, ``POST /v1/prune``,
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
+from admit.answerability import Answerability, assess_run, no_answer_fallback, on_no_answer
 from admit.backends.rerankers import Reranker, resolve_reranker
 from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.budget import compute_budget
@@ -27,8 +28,6 @@ from admit.pack import PackOutcome
 from admit.pack import pack as pack_stage
 from admit.policy import Policy, PolicySet, Resolution, load_policy_set
 from admit.prune import Pruner, PrunerResources, get_strategy
-from admit.prune.answerability import Answerability, assess_kept
-from admit.prune.base import PruneOutcome
 from admit.prune.settings import PruneSettings
 from admit.prune.verdicts import (
     PruneRun,
@@ -54,17 +53,7 @@ from admit.trace import (
     new_request_id,
     trace_content_enabled,
 )
-from admit.types import (
-    Budget,
-    Chunk,
-    Decision,
-    Fallback,
-    Message,
-    PackResult,
-    Principal,
-    Scored,
-    check_question_length,
-)
+from admit.types import Budget, Chunk, Decision, Message, PackResult, Principal, Scored, check_question_length
 
 __all__ = [
     "PackRequest",
@@ -320,8 +309,8 @@ class Pipeline:
         knowledge base does, to know how many candidates to retrieve); else they are resolved here.
 
         The steps, one method each: :meth:`_check` the request, resolve, :meth:`_budget` (and the tool outputs),
-        :meth:`_authorize`, rerank, dedupe, :meth:`_prune` (and the source cap), :meth:`_pack_evidence` (with the
-        answerability check), :meth:`_scan`, :meth:`_record`.
+        :meth:`_authorize`, rerank, dedupe, :meth:`_prune` (the source cap, the answerability stage),
+        :meth:`_pack_evidence` (the policy's ``on_no_answer``), :meth:`_scan`, :meth:`_record`.
         """
         self._check(req)
         digest = request_hash(req)
@@ -380,17 +369,9 @@ class Pipeline:
         )
         self._write(record, req, request_id)
         return PackResult(
-            admitted=packed.admitted,
-            prompt=packed.prompt,
-            budget=budget,
-            decisions=ordered,
-            fallbacks=packed.fallbacks,
-            trace=record,
-            tools=tools.text if tools is not None else "",
-            answerable=verdict.answerable,
-            answerability=verdict.probability,
-            answer_state=verdict.state,
-        )
+            admitted=packed.admitted, prompt=packed.prompt, fallbacks=packed.fallbacks, decisions=ordered, trace=record,
+            budget=budget, tools=tools.text if tools is not None else "", **verdict.answer_fields(),
+        )  # fmt: skip
 
     # -- the steps of pack -------------------------------------------------------------------------------------
     @staticmethod
@@ -437,24 +418,17 @@ class Pipeline:
     def _prune(
         self, question: str, unique: Sequence[Scored], policy: Policy, decisions: dict[str, Decision]
     ) -> _Pruned:
-        """Prune the unique candidates with the policy's strategy, then cap each source by grade."""
-        outcome: PruneOutcome | None = None
-        grades: dict[str, int] = {}
-        survivors: Sequence[Scored] = unique
-        shown_to_llm: Sequence[Scored] = ()
-        if policy.prune.strategy != "none" and unique:
-            pruner = self.pruner_for(policy.prune.strategy)
-            if shows_text_to_llm(pruner):
-                shown_to_llm = unique
-            run = prune_ranked(question, unique, settings=policy.prune, pruner=pruner)
-            outcome = run.outcome
-            grades = {v.chunk.id: v.grade for v in run.verdicts}
-            kept = {v.chunk.id for v in run.verdicts if v.kept}
-            survivors = [s for s in unique if s.chunk.id in kept]
-            decisions.update((v.chunk.id, v.decision()) for v in run.verdicts if not v.kept)
-        capped_survivors, capped = source_cap(survivors, policy, grades, question=question)
+        """Prune the unique candidates with the policy's strategy, cap each source by grade, assess the survivors."""
+        pruner = self.pruner_for(policy.prune.strategy) if policy.prune.strategy != "none" and unique else None
+        shown_to_llm = unique if pruner is not None and shows_text_to_llm(pruner) else ()
+        run = prune_ranked(question, unique, settings=policy.prune, pruner=pruner)
+        grades = {v.chunk.id: v.grade for v in run.verdicts} if run.outcome is not None else {}
+        decisions.update((v.chunk.id, v.decision()) for v in run.verdicts if not v.kept)
+        kept = [s for s, v in zip(unique, run.verdicts, strict=True) if v.kept]
+        survivors, capped = source_cap(kept, policy, grades, question=question)
         decisions.update((d.chunk_id, d) for d in capped)
-        return _Pruned(survivors=capped_survivors, grades=grades, outcome=outcome, shown_to_llm=shown_to_llm)
+        run = assess_run(question, run, kept=[s.chunk for s in survivors])
+        return _Pruned(survivors=survivors, grades=grades, run=run, shown_to_llm=shown_to_llm)
 
     def _pack_evidence(
         self,
@@ -467,46 +441,26 @@ class Pipeline:
         tokenizer: Tokenizer,
         query_class: str,
     ) -> tuple[PackOutcome, Answerability]:
-        """Assess whether the survivors answer the question, apply the policy's ``on_no_answer``, pack them."""
-        verdict = assess_kept(req.question, [s.chunk for s in pruned.survivors], pruned.outcome)
-        survivors: Sequence[Scored] = pruned.survivors
-        notes: tuple[str, ...] = ()
-        withheld: list[Decision] = []
-        if not verdict.answerable and survivors:
-            if policy.on_no_answer == "admit_nothing":
-                withheld = [_no_answer_drop(s, verdict) for s in survivors]
-                survivors = []
-            else:
-                notes = (no_answer_note(policy.on_no_answer, verdict),)
+        """Apply the policy's ``on_no_answer`` to the survivors' answerability, pack them."""
+        verdict = pruned.answer
+        held = on_no_answer(verdict, pruned.survivors, policy.on_no_answer)
         # a fresh random boundary per request, absent from every string rendered for any candidate
         renderer = EvidenceRenderer.for_chunks(valid, tokenizer)
         packed = pack_stage(
             req.question,
-            survivors,
+            held.survivors,
             policy=policy,
             budget=budget,
             tokenizer=tokenizer,
             renderer=renderer,
             grades=pruned.grades,
             query_class=query_class,
-            notes=notes,
+            notes=held.notes,
         )
-        if not packed.admitted and verdict.answerable:
-            # everything that answered was dropped for the budget: nothing is left to answer from
-            verdict = Answerability(
-                probability=0.0, answerable=False, model=verdict.model, reason="no evidence fits the budget"
-            )
-        fallbacks = list(packed.fallbacks)
-        if not verdict.answerable:
-            ids = tuple(s.chunk.id for s in pruned.survivors)
-            detail = f"the admitted evidence does not answer the question ({verdict.reason})"
-            if policy.on_no_answer == "admit_nothing" and ids:
-                detail += "; admitted nothing (on_no_answer = admit_nothing)"
-            elif notes:
-                detail += f"; noted in the evidence block (on_no_answer = {policy.on_no_answer})"
-            fallbacks.append(Fallback(kind="no_answer", detail=detail, chunk_ids=ids))
-        packed = replace(packed, decisions=(*packed.decisions, *withheld), fallbacks=tuple(fallbacks))
-        return packed, verdict
+        verdict = verdict.after_pack(bool(packed.admitted))
+        ids = [s.chunk.id for s in pruned.survivors]
+        fallbacks = (*packed.fallbacks, *no_answer_fallback(verdict, ids, policy.on_no_answer, bool(held.notes)))
+        return replace(packed, decisions=(*packed.decisions, *held.withheld), fallbacks=fallbacks), verdict
 
     def _scan(self, shown_to_llm: Sequence[Scored], packed: PackOutcome) -> dict[str, list[str]]:
         """Injection flags (ids and kinds, never text) of the passages that reach a model.
@@ -558,18 +512,11 @@ class Pipeline:
             fallbacks=packed.fallbacks,
             latency_ms={**req.latency_ms, **timer.ms},
             total_ms=round(timer.total_ms() + sum(req.latency_ms.values()), 3),
-            pruner=pruned.outcome.as_dict() if pruned.outcome else None,
+            pruner=pruned.run.outcome.as_dict() if pruned.run.outcome else None,
             accepted_ids=[p.chunk.id for p in packed.admitted],
             question_tokens=tokenizer.count(req.question),
             flags=flags,
-            answerability={
-                "answerable": verdict.answerable,
-                "probability": verdict.probability,
-                "model": verdict.model,
-                "reason": verdict.reason,
-                "state": verdict.state,
-                "missing": list(verdict.missing),
-            },
+            answerability=verdict.as_dict(),
             tools=[r.as_dict() for r in tools.reports] if tools is not None else None,
             retrieval=req.retrieval,
             content=(req.question, packed.prompt) if self.trace_content else None,
@@ -590,42 +537,17 @@ class Pipeline:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Pruned:
-    """What the prune step leaves: the survivors (source-capped), grades, the pruner's outcome, what an LLM saw."""
+    """What the prune step leaves: the survivors (source-capped), grades, the assessed run, what an LLM saw."""
 
     survivors: Sequence[Scored]
     grades: Mapping[str, int]
-    outcome: PruneOutcome | None
+    run: PruneRun
     shown_to_llm: Sequence[Scored]
 
-
-def no_answer_note(action: str, verdict: Answerability) -> str:
-    """The note put in the evidence block when the check says "not answered": what the passages lack, not an order
-    not to answer (a generator told "do not guess" beside the right evidence is worse off than told nothing)."""
-    lacks = (
-        f"no passage below mentions {', '.join(repr(m) for m in verdict.missing)}"
-        if verdict.missing
-        else "the passages below cover the question's words only in part"
-    )
-    if action == "ask_to_narrow":
-        return (
-            f"admit's check: {lacks}. If they do not answer the question, ask the user to rephrase or narrow it "
-            "(a product, a version, a feature name)."
-        )
-    return (
-        f"admit's check: {lacks}. Answer from what they do say; if they do not cover what is asked, say which "
-        "part the documentation does not cover."
-    )
-
-
-def _no_answer_drop(s: Scored, verdict: Answerability) -> Decision:
-    return Decision(
-        chunk_id=s.chunk.id,
-        state="dropped",
-        stage="pack",
-        reason="no_answer",
-        score=s.score,
-        detail=f"on_no_answer = admit_nothing ({verdict.reason})",
-    )
+    @property
+    def answer(self) -> Answerability:
+        """Whether the survivors answer the question (set by :meth:`Pipeline._prune`)."""
+        return cast(Answerability, self.run.answer)
 
 
 def pack(
@@ -650,16 +572,8 @@ def pack(
         >>> res.admitted_ids
         ['a']
     """
-    return (pipeline or Pipeline()).pack(
-        PackRequest(
-            question=question,
-            principal=principal,
-            candidates=candidates,
-            model=model,
-            input_limit=input_limit,
-            instructions=instructions,
-            conversation=conversation,
-            query_class=query_class,
-            prune=prune,
-        )
-    )
+    request = PackRequest(
+        question=question, principal=principal, candidates=candidates, model=model, input_limit=input_limit,
+        instructions=instructions, conversation=conversation, query_class=query_class, prune=prune,
+    )  # fmt: skip
+    return (pipeline or Pipeline()).pack(request)

@@ -84,7 +84,7 @@ class Policy:
     prune: PruneSettings = field(default_factory=PruneSettings)
     """Pruner settings."""
     on_no_answer: NoAnswerAction = "note"
-    """What follows when the admitted evidence does not answer the question (:mod:`admit.prune.answerability`):
+    """What follows when the admitted evidence does not answer the question (:mod:`admit.answerability`):
     ``note`` admits it with a note telling the generator to say so, ``admit_nothing`` admits none of it,
     ``ask_to_narrow`` admits it with a note asking the user to rephrase or narrow. The ``no_answer`` fallback is
     recorded either way."""
@@ -200,7 +200,7 @@ def policy_set_from_dict(data: Mapping[str, Any], *, source: str = "") -> Policy
 
     Every key is checked where it stands (an unknown one is named with its table and the closest known key).
     A file without ``[classes.*]`` tables keeps the shipped classes and applies its ``[defaults]`` (and
-    ``[defaults.prune]``) over the shipped defaults: ``[defaults.prune] strategy = "setwise"`` alone is a
+    ``[defaults.prune]``) over the shipped defaults: ``[defaults.prune] strategy = "top_n"`` alone is a
     whole policy.
     """
     where = source or "<dict>"

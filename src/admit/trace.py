@@ -89,7 +89,7 @@ class RouteRecord(TypedDict):
 
 
 class AnswerabilityRecord(TypedDict):
-    """Whether the admitted evidence answers the question (:mod:`admit.prune.answerability`)."""
+    """Whether the admitted evidence answers the question (:mod:`admit.answerability`)."""
 
     answerable: bool
     probability: float

@@ -435,7 +435,7 @@ class PackResult:
     """The rendered tool-results block (untrusted tool data, its own envelope kind): send it as its own message,
     apart from the instructions and the evidence block; ``""`` without tool outputs."""
     answerable: bool = True
-    """Whether the admitted evidence answers the question (:mod:`admit.prune.answerability`); ``False`` comes with
+    """Whether the admitted evidence answers the question (:mod:`admit.answerability`); ``False`` comes with
     a ``no_answer`` fallback saying why."""
     answerability: float | None = None
     """The calibrated probability behind ``answerable`` (``None`` when it was not assessed)."""

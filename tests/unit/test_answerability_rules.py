@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 
 from admit import Access, Chunk, PackRequest, Pipeline, Principal
+from admit import answerability as an
+from admit._text import char_bigrams, unreadable_script
 from admit.errors import ConfigError
 from admit.kb.chunking import chunk_document
 from admit.kb.parse import parse_markdown
 from admit.passages import best_passages, passages
-from admit.prune import answerability as an
 from admit.prune.setwise_model import SetwiseItem, rules
 from admit.prune.setwise_model.coverage import grades
 from admit.prune.setwise_model.scorer import apply_rules
-from admit.prune.setwise_model.text import char_bigrams, unreadable_script
 
 # -- the shipped model file: parameters and figures, never labels ------------------------------------------------
 
@@ -306,14 +306,14 @@ def test_an_answered_question_gets_no_note(tmp_path: Path) -> None:
     ],
 )
 def test_a_short_question_is_answered_when_a_passage_holds_its_terms(question: str, text: str) -> None:
-    from admit.prune.answerability import assess
+    from admit.answerability import assess
 
     a = assess(question, [text])
     assert a.state == "answered" and a.answerable, a.reason
 
 
 def test_unsure_lies_between_the_two_thresholds_and_changes_nothing() -> None:
-    from admit.prune.answerability import AnswerabilityModel
+    from admit.answerability import AnswerabilityModel
 
     m = AnswerabilityModel(
         name="lexical", features=("best_q_cov",), mean=(0.0,), scale=(1.0,), coef=(4.0,), bias=-2.0,

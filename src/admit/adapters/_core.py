@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
 import numpy as np
 
 from admit._text import norm_hash
+from admit.answerability import assess_kept
 from admit.backends.rerankers import KNOWN_RERANKERS, Reranker, resolve_reranker
 from admit.errors import ConfigError, unknown_name
 from admit.pack import anchored_excerpt
 from admit.passages import passages
 from admit.pipeline import prune_candidates
 from admit.prune import DEFAULT_STRATEGY, Pruner, resolve_pruner, strategy_names
-from admit.prune.answerability import assess_kept
 from admit.prune.base import PruneOutcome
 from admit.prune.settings import PruneSettings
 from admit.types import Chunk
@@ -146,7 +146,7 @@ class FilterRun:
     verdicts: tuple[Verdict, ...]
     """One verdict per document, in input order."""
     answerable: bool = True
-    """Whether the kept documents answer the question (:mod:`admit.prune.answerability`)."""
+    """Whether the kept documents answer the question (:mod:`admit.answerability`)."""
     answerability: float | None = None
     """The calibrated probability behind ``answerable``."""
     answer_state: str = "answered"
@@ -188,7 +188,7 @@ class Decision(tuple[list[D], list[D]], Generic[D]):
     """
 
     answerable: bool
-    """Whether the kept documents answer the question (:mod:`admit.prune.answerability`)."""
+    """Whether the kept documents answer the question (:mod:`admit.answerability`)."""
     answerability: float | None
     """The calibrated probability behind ``answerable``."""
 
@@ -444,7 +444,9 @@ class AdmitFilter:
             for i, vector in zip(live, self._seed_vectors([docs[i] for i in live], chunks), strict=True):
                 if vector:
                     notes.setdefault(i, []).append(vector)
-            run = prune_candidates(question, chunks, settings=settings, reranker=reranker, pruner=pruner, scores=scores)
+            run = prune_candidates(
+                question, chunks, settings=settings, reranker=reranker, pruner=pruner, scores=scores, assess=False
+            )
             strategy = run.strategy
             outcome = run.outcome
             for i, v in zip(live, run.verdicts, strict=True):

@@ -197,7 +197,8 @@ class _Worker:
             )
             dt = time.perf_counter() - t0
             out["outcomes"][key] = _outcome_json(run.outcome, strategy, dt, self.encode_seconds - enc0)
-            out["outcomes"][key].update(_answerability(inp.question, inp.candidates, run.outcome))
+            if run.answer is not None:  # the answerability stage's record (the pipeline's check), for the report
+                out["outcomes"][key].update(answerable=run.answer.answerable, answerability=run.answer.probability)
         return out
 
 
@@ -217,15 +218,6 @@ def _outcome_json(outcome: PruneOutcome | None, strategy: str, latency_s: float,
         "fallback": outcome.fallback,
         "error": outcome.error,
     }
-
-
-def _answerability(question: str, candidates: Sequence[Any], outcome: PruneOutcome | None) -> dict[str, Any]:
-    """Whether the kept candidates answer the question (the pipeline's check), for the per-class report."""
-    from admit.prune.answerability import assess_kept
-
-    kept = set(outcome.kept_ids) if outcome is not None else {c.id for c in candidates}
-    a = assess_kept(question, [c for c in candidates if c.id in kept], outcome)
-    return {"answerable": a.answerable, "answerability": a.probability}
 
 
 _WORKERS: dict[str, _Worker] = {}

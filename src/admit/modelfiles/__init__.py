@@ -3,7 +3,7 @@
 | file | read by |
 |---|---|
 | ``setwise.json`` | the ``setwise`` pruner's trees and cuts (``admit.prune.setwise_model.model``) |
-| ``answerability.json`` | the "is it answered" models (``admit.prune.answerability``) |
+| ``answerability.json`` | the "is it answered" models (``admit.answerability``) |
 | ``cross.npz``, ``cross_fit_log.json`` | the ``cross`` reranker's joint layers and the log of their fit |
 | ``injection_model.npz`` | the learned injection detector (``admit.security.learned``) |
 

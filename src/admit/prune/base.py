@@ -85,7 +85,7 @@ class PruneOutcome:
     """Anything else worth tracing (unknown ids ignored, second pass, cache hit ...)."""
     signals: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     """Per chunk id, the pruner's absolute (similarity, probability) when it has them (``setwise``): what
-    :mod:`admit.prune.answerability` reads beside the admitted text."""
+    :mod:`admit.answerability` reads beside the admitted text."""
     expected_needed: float | None = None
     """The pruner's expected number of needed chunks, when it has one."""
     cross: Mapping[str, float] = field(default_factory=dict)

@@ -1,5 +1,6 @@
 """Decide per candidate: the one "rerank, prune, decide" path (:func:`prune_candidates`, over ranked candidates
-:func:`prune_ranked`) and its verdict (:class:`PruneVerdict`), the shape every face returns.
+:func:`prune_ranked`) and its verdict (:class:`PruneVerdict`), the shape every face returns. The run carries the
+answerability stage's record (:attr:`PruneRun.answer`, :func:`admit.answerability.assess_run`).
 
 Every face that prunes without packing calls it (the adapters, ``POST /v1/prune`` and the MCP ``prune_context``
 tool, ``admit prune``, the evaluation harness), and :meth:`admit.pipeline.Pipeline.pack` decides through
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from admit.answerability import Answerability, assess_run
 from admit.backends.rerankers import Reranker
 from admit.errors import ConfigError, RequestError
 from admit.prune.base import PruneOutcome, Pruner, run_pruner
@@ -84,6 +86,9 @@ class PruneRun:
     """The candidates, best first."""
     outcome: PruneOutcome | None
     """The pruner's outcome (usage, fallback, error, notes); ``None`` when nothing was pruned."""
+    answer: Answerability | None = None
+    """Whether the kept chunks answer the question (the answerability stage, :func:`admit.answerability.assess_run`);
+    ``None`` until assessed."""
 
     @property
     def kept_ids(self) -> list[str]:
@@ -93,21 +98,12 @@ class PruneRun:
     def as_dict(self, question: str | None = None) -> dict[str, Any]:
         """The one prune answer of every face (``POST /v1/prune``, MCP ``prune_context``, ``admit prune``'s lines):
         ``strategy``, ``kept_ids``, ``dropped_ids``, ``decisions`` (:meth:`PruneVerdict.as_dict`, input order),
-        ``fallback``, ``error``, ``usage``, ``notes``; with the ``question``, ``answerable`` and ``answerability``
-        (:func:`admit.prune.answerability.assess_kept` over the kept chunks)."""
+        ``fallback``, ``error``, ``usage``, ``notes``; with ``answerable``, ``answerability`` and ``answer_state``
+        when the run was assessed (:attr:`answer`: serialised, never computed here; ``question`` is not read, it
+        stays for the callers that pass it)."""
         o = self.outcome
-        answer: dict[str, Any] = {}
-        if question:
-            from admit.prune.answerability import assess_kept
-
-            verdict = assess_kept(question, [v.chunk for v in self.verdicts if v.kept], o)
-            answer = {
-                "answerable": verdict.answerable,
-                "answerability": verdict.probability,
-                "answer_state": verdict.state,
-            }
         return {
-            **answer,
+            **(self.answer.answer_fields() if self.answer is not None else {}),
             "strategy": self.strategy,
             "kept_ids": self.kept_ids,
             "dropped_ids": [v.chunk.id for v in self.verdicts if not v.kept],
@@ -137,8 +133,10 @@ def prune_candidates(
     pruner: Pruner | None,
     scores: Sequence[float] | None = None,
     skip_reason: str = "strategy none",
+    assess: bool = True,
 ) -> PruneRun:
-    """Rerank ``candidates`` (or order them by ``scores``), prune them with ``settings`` and decide per candidate.
+    """Rerank ``candidates`` (or order them by ``scores``), prune them with ``settings``, decide per candidate and
+    assess whether the kept ones answer the question (:attr:`PruneRun.answer`).
 
     Args:
         question: The question.
@@ -148,6 +146,8 @@ def prune_candidates(
         pruner: The pruner; ``None`` keeps everything.
         scores: Reranker scores computed before, in candidate order (skips reranking).
         skip_reason: The reason recorded on every candidate when nothing is pruned.
+        assess: Whether to assess the kept chunks (``False``: the caller assesses what it passes on, e.g. an
+            adapter that cuts the kept documents further).
     """
     check_unique_ids([c.id for c in candidates])
     if scores is None:
@@ -158,7 +158,8 @@ def prune_candidates(
         ranked = ranked_by(candidates, scores)
     run = prune_ranked(question, ranked, settings=settings, pruner=pruner, skip_reason=skip_reason)
     by_id = {v.chunk.id: v for v in run.verdicts}
-    return replace(run, verdicts=tuple(by_id[c.id] for c in candidates))
+    run = replace(run, verdicts=tuple(by_id[c.id] for c in candidates))
+    return assess_run(question, run) if assess else run
 
 
 def prune_ranked(

@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from admit import _scope, modelfiles
-from admit._text import STOPWORDS, bm25_matrix, normalize
+from admit._text import bm25_matrix, content_tokens
 from admit.backends.embedders._bert import BertEncoder, _Layer, read_safetensors
 from admit.errors import ConfigError
 from admit.passages import passages, question_text
@@ -66,7 +66,7 @@ def default_model_path() -> Path:
 
 
 def _tokens(text: str) -> list[str]:
-    return [w for w in normalize(text).split() if w not in STOPWORDS and (len(w) > 1 or w.isdigit())]
+    return content_tokens(text, fold=True)
 
 
 def best_passage(question: str, texts: Sequence[str]) -> int:

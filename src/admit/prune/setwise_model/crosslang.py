@@ -21,7 +21,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Sequence
 
-from admit.passages import nfc
+from admit._text import letter_scripts, nfc
 from admit.prune.setwise_model import text as tx
 
 __all__ = [
@@ -56,17 +56,8 @@ _STOP: dict[str, frozenset[str]] = {
 
 
 def _script(text: str, limit: int = 2000) -> str | None:
-    letters = 0
-    counts: dict[str, int] = {}
-    for ch in text:
-        if not ch.isalpha():
-            continue
-        letters += 1
-        name = unicodedata.name(ch, "UNKNOWN").split(" ")[0]
-        if name != "LATIN":
-            counts[name] = counts.get(name, 0) + 1
-        if letters >= limit:
-            break
+    letters, counts = letter_scripts(text, limit=limit)
+    counts.pop("LATIN", None)
     if not letters or not counts:
         return None
     best = max(counts, key=lambda k: counts[k])

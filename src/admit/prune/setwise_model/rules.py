@@ -18,7 +18,7 @@ a user's own product needs, each recorded in the chunk's reason:
   default threshold).
 - **A rare term the chunk lacks** (:func:`acronym_misses`): a question naming an acronym (``EBITDA``, ``SLA``)
   that some chunks of the list hold: a chunk that never holds it is not graded "essential" (5 becomes 4).
-- **Scripts MiniLM cannot read** (:func:`admit.prune.setwise_model.text.unreadable_script`): when the question is in
+- **Scripts MiniLM cannot read** (:func:`admit._text.unreadable_script`): when the question is in
   one, the chunks are graded by character bigrams shared with the question; a chunk in one under an English
   question is passed through at grade 3 with the reason recorded. Never graded backwards.
 """
@@ -29,9 +29,8 @@ import re
 from collections.abc import Sequence
 
 from admit import _linear
-from admit.passages import nfc
-from admit.prune.setwise_model import text as tx
-from admit.prune.setwise_model.text import char_bigrams, unreadable_script
+from admit import _text as tx
+from admit._text import char_bigrams, nfc, unreadable_script
 
 __all__ = [
     "UNRELATED_DENSE",
@@ -161,7 +160,8 @@ def asks_for_all(question: str) -> bool:
 
 
 def stem(w: str) -> str:
-    return w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w
+    """The toolkit's stem without ``ies`` (:func:`admit._text.stem`): what these rules were measured with."""
+    return tx.stem(w, ies=False)
 
 
 # letters only: a code with digits (E4012, FR-202) is an identifier, which the identifier rule reads
@@ -269,5 +269,5 @@ def bigram_grades(question: str, texts: Sequence[str]) -> tuple[list[int], list[
 
 
 def script_of(text: str) -> str | None:
-    """The unreadable script a text is in (see :func:`admit.prune.setwise_model.text.unreadable_script`)."""
+    """The unreadable script a text is in (see :func:`admit._text.unreadable_script`)."""
     return unreadable_script(text)

@@ -1,0 +1,174 @@
+"""What the admitted evidence holds of the question: the features every answerability model reads.
+
+Words are the text toolkit's (:mod:`admit._text`: content words, capitalised words, identifiers, the stem
+without ``ies`` the models were fitted with). Text in a script MiniLM does not read (CJK, Thai, ...;
+:func:`~admit._text.unreadable_script`) is matched by character bigrams instead of words.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Sequence
+
+from admit import _linear
+from admit import _text as tx
+from admit._text import char_bigrams, unreadable_script
+from admit.prune.setwise import SetwisePruner
+
+__all__ = ["FEATURES", "KNOWN_FEATURES", "SETWISE", "features", "is_short", "key_terms", "missing_terms"]
+
+#: The model of evidence the setwise pruner graded is named after it.
+SETWISE = SetwisePruner.name
+
+#: What the evidence holds of the question: every model reads these.
+_LEXICAL = ("best_q_cov", "union_q_cov", "best_entity_cov", "union_entity_cov", "ident_missing", "best_bigram_cov")
+
+#: Feature names per model.
+FEATURES: dict[str, tuple[str, ...]] = {
+    "lexical": _LEXICAL,
+    SETWISE: (*_LEXICAL, "best_dense", "mean_dense_top2", "best_prob"),
+    # with the cross model's scores of the kept chunks (setwise with ``cross`` on)
+    "cross": (*_LEXICAL, "cross_best", "cross_second", "cross_margin"),
+}
+#: Every feature some model reads.
+KNOWN_FEATURES = frozenset(f for names in FEATURES.values() for f in names)
+
+
+def _stem(w: str) -> str:
+    return tx.stem(w, ies=False)
+
+
+def _entities(question: str) -> set[str]:
+    """The question's capitalised words and numbers, its first word excluded (a sentence start, not a name)."""
+    first = tx.words(question)[:1]
+    return {_stem(w) for w in tx.capitalised_tokens(question) if w not in first}
+
+
+def _q_units(question: str, script: str | None) -> list[str]:
+    if script is not None:
+        qb = char_bigrams(question)
+        own = sorted(b for b in qb if any(unreadable_script(ch) for ch in b))
+        return own or sorted(qb)
+    return list(dict.fromkeys(_stem(w) for w in tx.content_tokens(question)))
+
+
+def _units(text: str, script: str | None) -> set[str]:
+    if script is not None:
+        return char_bigrams(text)
+    return {_stem(w) for w in tx.content_tokens(text)} | {_stem(w) for w in tx.capitalised_tokens(text)}
+
+
+#: Words of a short question that name no content ("What does E4012 mean?" asks about E4012 alone).
+_GENERIC = frozenset(
+    """
+    mean means meaning meant many much number numbers count stand stands define definition defined refer refers
+    called call used use uses work works happen happens
+    """.split()  # noqa: SIM905
+)
+_SHORT_FORM = _linear.compile(
+    r"^\s*(what\s+(does|do|is|are)\b.*\b(mean|stand\s+for)\b|how\s+(many|much)\b|define\b)",
+    re.IGNORECASE,
+    name="answerability.short_form",
+)
+_WORD_AS_WRITTEN = _linear.compile(r"\w+", name="answerability.word")
+
+
+def key_terms(question: str) -> list[str]:
+    """The question's content words less the generic ones of a short question's form (stemmed)."""
+    return [w for w in dict.fromkeys(_stem(w) for w in tx.content_tokens(question)) if w not in _GENERIC]
+
+
+def is_short(question: str) -> bool:
+    """A short question: "What does X mean?", "how many ...", "define X", or at most three content words."""
+    return bool(_SHORT_FORM.match(question)) or len(key_terms(question)) <= 2 or len(tx.words(question)) <= 3
+
+
+def features(
+    question: str,
+    texts: Sequence[str],
+    *,
+    dense: Sequence[float] | None = None,
+    probs: Sequence[float] | None = None,
+    expected_needed: float | None = None,
+    cross: Sequence[float] | None = None,
+) -> dict[str, float]:
+    """The answerability features of an evidence set (``texts``: the admitted passages, title included).
+
+    ``dense`` and ``probs`` (one per text) and ``expected_needed`` are the setwise pruner's absolute cosine,
+    probability and expected number of needed chunks; without them only the lexical features are meaningful.
+    """
+    script = unreadable_script(question)
+    q_units = _q_units(question, script)
+    q_ents = _entities(question) if script is None else set()
+    q_pairs = set(itertools.pairwise(q_units)) if script is None else set()
+    asked = tx.identifiers(question)
+    best_cov = union = best_ent = best_pair = 0.0
+    hit_any: set[str] = set()
+    ent_any: set[str] = set()
+    found_ident = False
+    for t in texts:
+        units = _units(t, script)
+        held = {u for u in q_units if u in units}
+        hit_any |= held
+        best_cov = max(best_cov, len(held) / max(1, len(q_units)))
+        if q_ents:
+            best_ent = max(best_ent, len(q_ents & units) / len(q_ents))
+            ent_any |= q_ents & units
+        if q_pairs:
+            toks = [_stem(w) for w in tx.content_tokens(t)]
+            best_pair = max(best_pair, len(set(itertools.pairwise(toks)) & q_pairs) / len(q_pairs))
+        if asked and not found_ident and asked & tx.identifiers(t):
+            found_ident = True
+    union = len(hit_any) / max(1, len(q_units))
+    short_held = 0.0
+    if script is None and texts and is_short(question):
+        # an identifier the question names ("What does E4012 mean?") is its key alone; else its key words
+        keys = {w.lower() for w in asked} if asked else set(key_terms(question))
+        if keys and any(keys <= (_units(t, None) | {w.lower() for w in tx.identifiers(t)}) for t in texts):
+            short_held = 1.0
+    d = sorted((float(x) for x in dense or ()), reverse=True)
+    p = [float(x) for x in probs or ()]
+    c = sorted((float(x) for x in cross or ()), reverse=True)
+    return {
+        "best_q_cov": best_cov,
+        "union_q_cov": union,
+        "best_entity_cov": best_ent if q_ents else best_cov,
+        # a name the question asks about (Kerberos, MongoDB) that no passage holds
+        "union_entity_cov": len(ent_any) / len(q_ents) if q_ents else union,
+        "ident_missing": 1.0 if asked and texts and not found_ident else 0.0,
+        "best_bigram_cov": best_pair if q_pairs else best_cov,
+        "log_n": math.log1p(len(texts)),
+        "best_dense": d[0] if d else 0.0,
+        "mean_dense_top2": sum(d[:2]) / len(d[:2]) if d else 0.0,
+        "best_prob": max(p) if p else 0.0,
+        "log_expected": math.log(max(expected_needed or 0.0, 1e-3)),
+        # a short question ("What does X mean?") whose every key term one passage holds: answered by rule
+        "short_held": short_held,
+        # the cross model's scores of the kept chunks: the best, the second (the best again for one chunk), margin
+        "cross_best": c[0] if c else 0.0,
+        "cross_second": c[1] if len(c) > 1 else (c[0] if c else 0.0),
+        "cross_margin": c[0] - c[1] if len(c) > 1 else 0.0,
+    }
+
+
+def missing_terms(question: str, texts: Sequence[str], limit: int = 6) -> tuple[str, ...]:
+    """The question's identifiers, names and key words that no passage holds, in the question's order."""
+    if unreadable_script(question) is not None:
+        return ()
+    held: set[str] = set()
+    idents: set[str] = set()
+    for t in texts:
+        held |= _units(t, None)
+        idents |= {i.lower() for i in tx.identifiers(t)}
+    out: list[str] = [i for i in sorted(tx.identifiers(question)) if i.lower() not in idents]
+    seen = {i.lower() for i in out}
+    content = set(tx.content_tokens(question))
+    for w in dict.fromkeys(tx.words(question)):
+        st = _stem(w)
+        if w in content and st not in _GENERIC and st not in held and w not in seen and st not in seen:
+            out.append(w)
+            seen |= {w, st}
+    shown = {m.lower(): m for m in reversed(_WORD_AS_WRITTEN.findall(question))}
+    return tuple(shown.get(w, w) for w in out[:limit])

@@ -1,0 +1,79 @@
+"""The answerability record: the verdict on one evidence set, computed once and read by every face."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, cast
+
+from admit.answerability.model import STATES
+
+if TYPE_CHECKING:
+    from admit.trace import AnswerabilityRecord
+
+__all__ = ["Answerability"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Answerability:
+    """The verdict on one evidence set.
+
+    Computed once per request (:func:`admit.answerability.assess_run`, on the
+    :class:`~admit.prune.verdicts.PruneRun`) and read everywhere else: the pack result, ``/v1/prune`` and the MCP
+    tools (:meth:`answer_fields`), the trace (:meth:`as_dict`), the ``no_answer`` note (:meth:`note`).
+    """
+
+    answerable: bool
+    """``False`` only when the verdict is ``not_answered`` (which triggers the policy's ``on_no_answer``)."""
+    probability: float
+    """P(the admitted evidence answers the question)."""
+    model: str
+    """The model that decided (the setwise pruner's name, ``lexical``, ``cross``; ``script``; ``empty`` when nothing
+    was admitted)."""
+    reason: str
+    """Why, in words (for the trace, the ``no_answer`` fallback and the human output)."""
+    state: str = ""
+    """``answered``, ``unsure`` or ``not_answered`` (:data:`~admit.answerability.model.STATES`); "unsure" changes
+    nothing admitted."""
+    missing: tuple[str, ...] = ()
+    """The question's names, identifiers and key words that no admitted passage holds (what the note says)."""
+
+    def __post_init__(self) -> None:
+        if not self.state:
+            object.__setattr__(self, "state", "answered" if self.answerable else "not_answered")
+        if self.state not in STATES:
+            raise ValueError(f"state must be one of {STATES}, got {self.state!r}")
+
+    def after_pack(self, admitted_any: bool) -> Answerability:
+        """The verdict once packed: evidence that answered but of which nothing fits the budget answers nothing."""
+        if admitted_any or not self.answerable:
+            return self
+        return Answerability(probability=0.0, answerable=False, model=self.model, reason="no evidence fits the budget")
+
+    def answer_fields(self) -> dict[str, Any]:
+        """The keys every face returns beside the evidence: ``answerable``, ``answerability`` (the probability)
+        and ``answer_state``."""
+        return {"answerable": self.answerable, "answerability": self.probability, "answer_state": self.state}
+
+    def as_dict(self) -> AnswerabilityRecord:
+        """The trace record's ``answerability``: every field, in order (``missing`` as a list)."""
+        rec = {f.name: getattr(self, f.name) for f in fields(self)}
+        return cast("AnswerabilityRecord", {**rec, "missing": list(self.missing)})
+
+    def note(self, action: str) -> str:
+        """The note put in the evidence block when the verdict is "not answered" (``action``: the policy's
+        ``on_no_answer``): what the passages lack, not an order not to answer (a generator told "do not guess"
+        beside the right evidence is worse off than told nothing)."""
+        lacks = (
+            f"no passage below mentions {', '.join(repr(m) for m in self.missing)}"
+            if self.missing
+            else "the passages below cover the question's words only in part"
+        )
+        if action == "ask_to_narrow":
+            return (
+                f"admit's check: {lacks}. If they do not answer the question, ask the user to rephrase or narrow it "
+                "(a product, a version, a feature name)."
+            )
+        return (
+            f"admit's check: {lacks}. Answer from what they do say; if they do not cover what is asked, say which "
+            "part the documentation does not cover."
+        )

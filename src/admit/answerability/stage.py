@@ -1,0 +1,187 @@
+"""The answerability stage: assess the admitted evidence once (:func:`assess_run`), then apply the policy's
+``on_no_answer`` to it (:func:`on_no_answer`, :func:`no_answer_fallback`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from admit._text import unreadable_script
+from admit.answerability.features import SETWISE, features, missing_terms
+from admit.answerability.model import AnswerabilityModel, load_models
+from admit.answerability.record import Answerability
+from admit.types import Chunk, Decision, Fallback, Scored
+
+if TYPE_CHECKING:
+    from admit.prune.base import PruneOutcome
+    from admit.prune.verdicts import PruneRun
+
+__all__ = [
+    "MIN_SETWISE_LIST",
+    "SCRIPT_MIN_SHARE",
+    "NoAnswer",
+    "assess",
+    "assess_kept",
+    "assess_run",
+    "no_answer_fallback",
+    "on_no_answer",
+]
+
+#: The setwise model reads the pruner's probabilities only for a graded list at least this long.
+MIN_SETWISE_LIST = 3
+
+#: For a question in a script MiniLM does not read, the evidence answers when its best passage holds at least this
+#: share of the question's character bigrams (of that script). A rule, not a fitted model: no training list is in
+#: such a script.
+SCRIPT_MIN_SHARE = 0.2
+
+
+def assess(
+    question: str,
+    texts: Sequence[str],
+    *,
+    models: Mapping[str, AnswerabilityModel] | None = None,
+    graded: int | None = None,
+    dense: Sequence[float] | None = None,
+    probs: Sequence[float] | None = None,
+    expected_needed: float | None = None,
+    cross: Sequence[float] | None = None,
+) -> Answerability:
+    """Decide whether ``texts`` (the admitted evidence) answer ``question``.
+
+    Uses the ``cross`` model when the cross-encoder's scores (``cross``) are given for every text and the file has
+    one; else the setwise pruner's model when its ``dense`` and ``probs`` are given for every text and it graded a
+    list of at least :data:`MIN_SETWISE_LIST` (``graded``: its length); else the ``lexical`` one: the trees'
+    probabilities of a list of one or two chunks are not on the scale of the lists they were fitted on.
+
+    Example:
+        >>> a = assess("What port does the server listen on?", ["The server listens on port 8080."])
+        >>> a.answerable
+        True
+        >>> assess("What port does the server listen on?", []).answerable
+        False
+    """
+    if not texts:
+        return Answerability(probability=0.0, answerable=False, model="empty", reason="no evidence was admitted")
+    script = unreadable_script(question)
+    if script is not None:
+        return _assess_script(question, texts, script)
+    models = models if models is not None else load_models()
+    use_setwise = (
+        dense is not None
+        and probs is not None
+        and len(dense) == len(texts) == len(probs)
+        and (graded is None or graded >= MIN_SETWISE_LIST)
+    )
+    use_cross = cross is not None and len(cross) == len(texts) and "cross" in models
+    model = models["cross" if use_cross else SETWISE if use_setwise else "lexical"]
+    feats = features(question, texts, dense=dense, probs=probs, expected_needed=expected_needed, cross=cross)
+    p = model.probability(feats)
+    state = model.state(feats)
+    if feats["short_held"]:
+        head = f"short question whose key terms a passage holds: answered (p={p:.2f}, {model.name})"
+    else:
+        band = "<" if state == "not_answered" else (">=" if state == "answered" else "between")
+        span = f"[{model.threshold:.2f}, {model.answered_from:.2f}]"
+        head = f"p={p:.2f} {band} {span} ({model.name}): {state.replace('_', ' ')}"
+    parts = [
+        head,
+        f"best passage holds {feats['best_q_cov']:.0%} of the question's content words, "
+        f"all passages {feats['union_q_cov']:.0%}",
+    ]
+    if use_setwise:
+        parts.append(f"best similarity {feats['best_dense']:.2f}")
+    missing = missing_terms(question, texts)
+    if missing:
+        parts.append(f"no passage names {', '.join(missing)}")
+    return Answerability(
+        probability=round(p, 4),
+        answerable=state != "not_answered",
+        model=model.name,
+        reason="; ".join(parts),
+        state=state,
+        missing=missing,
+    )
+
+
+def _assess_script(question: str, texts: Sequence[str], script: str) -> Answerability:
+    feats = features(question, texts)
+    share = feats["best_q_cov"]
+    ok = share >= SCRIPT_MIN_SHARE
+    reason = (
+        f"question in {script} script, which MiniLM does not read: the best passage holds {share:.0%} of its "
+        f"character bigrams ({'>=' if ok else '<'} {SCRIPT_MIN_SHARE:.0%}; a rule, not a calibrated probability)"
+    )
+    return Answerability(probability=round(share, 4), answerable=ok, model="script", reason=reason)
+
+
+def assess_kept(question: str, kept: Sequence[Chunk], outcome: PruneOutcome | None) -> Answerability:
+    """Whether the chunks a pruner kept answer the question, with its similarities and probabilities when it gave
+    them (the setwise pruner's)."""
+    texts = [f"{c.title}\n{c.text}" if c.title else c.text for c in kept]
+    signals = outcome.signals if outcome is not None else {}
+    if kept and signals and all(c.id in signals for c in kept):
+        cross = outcome.cross if outcome is not None else {}
+        return assess(
+            question,
+            texts,
+            dense=[signals[c.id][0] for c in kept],
+            probs=[signals[c.id][1] for c in kept],
+            expected_needed=outcome.expected_needed if outcome is not None else None,
+            graded=len(outcome.graded) if outcome is not None else None,
+            cross=[cross[c.id] for c in kept] if cross and all(c.id in cross for c in kept) else None,
+        )
+    return assess(question, texts)
+
+
+def assess_run(question: str, run: PruneRun, kept: Sequence[Chunk] | None = None) -> PruneRun:
+    """``run`` with its :attr:`~admit.prune.verdicts.PruneRun.answer`: whether ``kept`` (default: the chunks it
+    kept; the pipeline passes what the source cap leaves) answer the question. The one place the record is made:
+    :func:`~admit.prune.verdicts.prune_candidates` and :meth:`admit.pipeline.Pipeline.pack` call it, every face
+    reads the record."""
+    chunks = [v.chunk for v in run.verdicts if v.kept] if kept is None else kept
+    return replace(run, answer=assess_kept(question, chunks, run.outcome))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NoAnswer:
+    """What the policy's ``on_no_answer`` leaves of the survivors (:func:`on_no_answer`)."""
+
+    survivors: Sequence[Scored]
+    """What is packed (none for ``admit_nothing``)."""
+    notes: tuple[str, ...] = ()
+    """The note sent first in the evidence block (``note``, ``ask_to_narrow``)."""
+    withheld: tuple[Decision, ...] = ()
+    """The survivors ``admit_nothing`` drops, as decisions."""
+
+
+def on_no_answer(verdict: Answerability, survivors: Sequence[Scored], action: str) -> NoAnswer:
+    """Apply the policy's ``on_no_answer`` (``action``) to the survivors when ``verdict`` says "not answered":
+    ``admit_nothing`` withholds them all, ``note`` and ``ask_to_narrow`` add the verdict's :meth:`~Answerability.note`.
+    """
+    if verdict.answerable or not survivors:
+        return NoAnswer(survivors=survivors)
+    if action != "admit_nothing":
+        return NoAnswer(survivors=survivors, notes=(verdict.note(action),))
+    why = f"on_no_answer = admit_nothing ({verdict.reason})"
+    return NoAnswer(
+        survivors=[],
+        withheld=tuple(
+            Decision(chunk_id=s.chunk.id, state="dropped", stage="pack", reason="no_answer", score=s.score, detail=why)
+            for s in survivors
+        ),
+    )
+
+
+def no_answer_fallback(verdict: Answerability, survivor_ids: Sequence[str], action: str, noted: bool) -> list[Fallback]:
+    """The ``no_answer`` fallback of a "not answered" verdict (none otherwise), saying what ``action`` did."""
+    if verdict.answerable:
+        return []
+    ids = tuple(survivor_ids)
+    detail = f"the admitted evidence does not answer the question ({verdict.reason})"
+    if action == "admit_nothing" and ids:
+        detail += "; admitted nothing (on_no_answer = admit_nothing)"
+    elif noted:
+        detail += f"; noted in the evidence block (on_no_answer = {action})"
+    return [Fallback(kind="no_answer", detail=detail, chunk_ids=ids)]
