@@ -390,9 +390,18 @@ def signatures(texts: Sequence[str]) -> np.ndarray:
     return stacked
 
 
+def _key_units(text: str) -> frozenset[str]:
+    return frozenset(stem(w, ies=False) for w in (*content_tokens(text), *capitalised_tokens(text)))
+
+
+#: A text's content words and capitalised tokens, stemmed as the answerability models were fitted (``ies=False``):
+#: what the "is it answered" stage reads of each passage, once per text.
+key_units: Memo[frozenset[str]] = Memo(_key_units)
+
+
 def clear_caches() -> None:
     """Forget cached shingles, signatures and hashes (benchmarks measure cold runs with it)."""
-    for fn in (normalize, shingles, norm_hash, content_words, signature, shingle_count, stem):
+    for fn in (normalize, shingles, norm_hash, content_words, signature, shingle_count, stem, key_units):
         fn.cache_clear()
 
 

@@ -57,7 +57,7 @@ def _q_units(question: str, script: str | None) -> list[str]:
 def _units(text: str, script: str | None) -> set[str]:
     if script is not None:
         return char_bigrams(text)
-    return {_stem(w) for w in tx.content_tokens(text)} | {_stem(w) for w in tx.capitalised_tokens(text)}
+    return set(tx.key_units(text))
 
 
 #: Words of a short question that name no content ("What does E4012 mean?" asks about E4012 alone).
@@ -159,10 +159,14 @@ def missing_terms(question: str, texts: Sequence[str], limit: int = 6) -> tuple[
         return ()
     held: set[str] = set()
     idents: set[str] = set()
+    asked = sorted(tx.identifiers(question))
+    wanted = {i.lower() for i in asked}
     for t in texts:
-        held |= _units(t, None)
-        idents |= {i.lower() for i in tx.identifiers(t)}
-    out: list[str] = [i for i in sorted(tx.identifiers(question)) if i.lower() not in idents]
+        held |= tx.key_units(t)
+        # a passage can hold an identifier only as a substring: read its identifiers only when it has one
+        if wanted and any(i in tx.nfc(t).lower() for i in wanted):
+            idents |= {i.lower() for i in tx.identifiers(t)}
+    out: list[str] = [i for i in asked if i.lower() not in idents]
     seen = {i.lower() for i in out}
     content = set(tx.content_tokens(question))
     for w in dict.fromkeys(tx.words(question)):
