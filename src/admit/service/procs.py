@@ -53,7 +53,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from admit import _linear
+from admit import _deadline
 from admit.errors import AdmitError, BackendError, Overloaded
 
 __all__ = ["PoolStats", "ProcessPool", "worker_state"]
@@ -229,7 +229,7 @@ def _serve(conn: socket.socket, effects: list[tuple[Any, ...]]) -> None:
         value: Any
         try:
             fn, deadline_at = _Unpickler(io.BytesIO(raw)).load()
-            with _linear.deadline(deadline_at):
+            with _deadline.deadline(deadline_at):
                 value = fn()
         except BaseException as exc:  # every failure goes back to the server
             ok, value = False, exc
