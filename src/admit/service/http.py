@@ -45,7 +45,7 @@ from admit.errors import (
     LimitExceeded,
     Overloaded,
 )
-from admit.inspector import render_page
+from admit.inspector.page import render_page
 from admit.prune import Pruner
 from admit.schema import describe_validation_errors
 from admit.service import core

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from admit.backends.rerankers import resolve_reranker
 from admit.backends.tokenizers import resolve_tokenizer
-from admit.eval.replay import RequestLog
-from admit.inspector import InspectLog
+from admit.inspector.log import InspectLog
 from admit.pipeline import Pipeline
 from admit.policy import PolicySet, load_policy_set
 from admit.prune import Pruner, PrunerResources
+from admit.requestlog import RequestLog
 from admit.service.config import KeyRing, Limits, ServiceSettings
 from admit.service.jsonio import JsonCaps
 from admit.service.metrics import ServiceMetrics
