@@ -18,8 +18,9 @@ Who the tools answer for is never a tool argument:
 * **streamable-http** needs an API key on every request (``X-API-Key`` or ``Authorization: Bearer``), mapped
   to a principal by ``[service.keys]`` exactly as ``/v1`` does; no key, no answer (401).
 
-Both transports go through the service core (:mod:`admit.service.core`): the same limits (``max_top_k``,
-``max_candidates``, ``max_text_chars``) and the same ``request_timeout_s`` deadline as the HTTP API.
+Both transports call the service core's :class:`~admit.service.core.Service`, as the HTTP API does: the same
+limits (``max_top_k``, ``max_candidates``, ``max_text_chars``), the same ``request_timeout_s`` deadline and the
+same workers; a tool builds its query and shapes its result in the worker beside the work.
 """
 
 # no `from __future__ import annotations`: the SDK reads the tools' annotations (the Context parameter)
@@ -36,14 +37,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from admit.errors import AdmitError, ConfigError, MissingExtraError, unknown_name
 from admit.schema import PruneCandidate, ToolOutputModel, describe_validation_errors, field_path
-from admit.service import core
 from admit.service.config import ServiceSettings
-from admit.service.core import PruneQuery, SearchQuery
+from admit.service.core import PruneAnswer, PruneQuery, SearchQuery, Service, trace_summary
 from admit.service.errors import answer_for
-from admit.service.limits import run_bounded
 from admit.service.schemas import PruneResponse
 from admit.service.state import ServiceState, build_state
-from admit.types import Principal
+from admit.types import PackResult, Principal
 
 if TYPE_CHECKING:
     from admit.kb import KnowledgeBase
@@ -180,7 +179,7 @@ def paged_result(res: Any, question: str, *, page_token: str | None, max_bytes: 
     admitted = list(res.admitted)
     start = _offset(page_token, question)
     note = " ".join(f.detail for f in res.fallbacks)
-    full_trace = core.trace_summary(res.trace)
+    full_trace = trace_summary(res.trace)
     # every candidate's decision, on the first page only (later pages would repeat it)
     all_decisions = [d.as_dict() for d in res.decisions] if start == 0 else []
     rest = admitted[start:]
@@ -511,6 +510,7 @@ def build_mcp_server(
         st = state or build_state(settings.model_copy(update={"keys": {}}), kb=kb)
         configured = resolve_mcp_principal(settings, kb, principal)
     mcp_cfg = settings.mcp
+    service = Service(st)
     server = _StrictServer(name="admit", instructions=_INSTRUCTIONS, version=_version())
 
     def who(ctx: Any) -> Principal:
@@ -565,9 +565,9 @@ def build_mcp_server(
         share = max(256, limit // (8 * len(outputs))) if outputs else 0
         outputs = [replace(o, max_bytes=min(o.max_bytes, share)) for o in outputs]
 
-        def work() -> EvidenceResult:
+        def read() -> SearchQuery:
             _offset(page_token, question)  # a bad token is refused before the search runs
-            query = SearchQuery(
+            return SearchQuery(
                 question=question,
                 top_k=top_k or mcp_cfg.top_k,
                 prune=prune,
@@ -575,13 +575,11 @@ def build_mcp_server(
                 input_limit=mcp_cfg.input_limit,
                 tool_outputs=outputs,
             )
-            res = core.search_now(st, query, principal)
+
+        def reply(_query: SearchQuery, res: PackResult) -> EvidenceResult:
             return paged_result(res, question, page_token=page_token, max_bytes=limit)
 
-        async def run() -> EvidenceResult:
-            return await run_bounded(st, work, tenant=principal.tenant)
-
-        return await guarded("search", run)
+        return await guarded("search", lambda: service.search(principal, read, reply))
 
     @server.tool(
         name="prune_context",
@@ -592,19 +590,21 @@ def build_mcp_server(
     ) -> PruneResult:
         """Prune the caller's chunks; string chunks get ids ``c0``, ``c1``, ..."""
         caller = who(ctx) if over_http else None
-        items: list[PruneCandidate] = []
 
-        async def run() -> Any:
-            items.extend(
+        def items() -> list[PruneCandidate]:  # in the worker, inside guarded (a bad chunk is a tool error)
+            return [
                 c if isinstance(c, PruneCandidate) else PruneCandidate(id=f"c{i}", text=c) for i, c in enumerate(chunks)
-            )
-            query = PruneQuery(question=question, candidates=[c.to_chunk() for c in items], strategy=strategy)
-            return await core.prune(st, query, caller)
+            ]
 
-        answer = await guarded("prune", run)
-        kept = set(answer.run.kept_ids)
-        shared = PruneResponse.from_run(answer.run, answer.trace, question=question)
-        return PruneResult(**dict(shared), kept=[c for c in items if c.id in kept])
+        def read() -> PruneQuery:
+            return PruneQuery(question=question, candidates=[c.to_chunk() for c in items()], strategy=strategy)
+
+        def reply(_query: PruneQuery, answer: PruneAnswer) -> PruneResult:
+            kept = set(answer.run.kept_ids)
+            shared = PruneResponse.from_run(answer.run, answer.trace, question=question)
+            return PruneResult(**dict(shared), kept=[c for c in items() if c.id in kept])
+
+        return await guarded("prune", lambda: service.prune(caller, read, reply))
 
     holder: Any = server
     holder.admit_state = st  # the state the tools use (warm-up, the HTTP gate)
