@@ -351,7 +351,7 @@ def _packed_with_tools(n: int, rows: int) -> Any:
 
 def test_mcp_pages_count_everything_sent_and_are_built_linearly(monkeypatch: pytest.MonkeyPatch) -> None:
     # issue 26: paged_result rebuilt every prefix (O(n^2)); with tool outputs a page was 56 KB under 32 KB
-    import admit.service.mcp as mcp
+    import admit.service.mcp_pages as mcp
 
     res = _packed_with_tools(60, 40)
     assert res.tools and len(res.admitted) >= 8
