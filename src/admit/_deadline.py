@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 from admit.errors import BackendTimeout
 
@@ -44,27 +44,26 @@ def checkpoint() -> None:
         raise DeadlineExceeded("the request's time budget ran out while its text was being processed")
 
 
-@contextmanager
-def scheduled(hook: Callable[[], None] | None) -> Iterator[None]:
+def scheduled(hook: Callable[[], None] | None) -> AbstractContextManager[None]:
     """Call ``hook`` at every :func:`checkpoint` of this thread (the service's fair scheduler)."""
-    prev = _LOCAL.__dict__.get("hook")
-    _LOCAL.hook = hook
-    try:
-        yield
-    finally:
-        _LOCAL.hook = prev
+    return _installed("hook", hook)
 
 
-@contextmanager
-def deadline(at: float | None) -> Iterator[None]:
+def deadline(at: float | None) -> AbstractContextManager[None]:
     """Stop this thread's work at its next :func:`checkpoint` once ``time.monotonic()`` passes ``at``.
 
     The service runs each request's work under its deadline, so a request that has timed out does not go on
     using a worker (its caller has already been answered).
     """
-    prev = _LOCAL.__dict__.get("at")
-    _LOCAL.at = at
+    return _installed("at", at)
+
+
+@contextmanager
+def _installed(name: str, value: object) -> Iterator[None]:
+    """``value`` as this thread's ``name`` (``hook`` or ``at``) while the block runs, the previous one after."""
+    prev = _LOCAL.__dict__.get(name)
+    setattr(_LOCAL, name, value)
     try:
         yield
     finally:
-        _LOCAL.at = prev
+        setattr(_LOCAL, name, prev)

@@ -15,7 +15,7 @@ pytest.importorskip("fastapi")
 from admit.kb import KnowledgeBase
 from admit.pipeline import Pipeline
 from admit.service.config import settings_from_dict
-from admit.service.core import SearchQuery, Service
+from admit.service.core import Caller, SearchQuery, Service
 from admit.service.state import build_state
 from admit.types import Access, Chunk, Principal
 
@@ -61,7 +61,7 @@ def test_a_search_resolves_once_retrieves_once_and_the_shadow_reuses_the_candida
     monkeypatch.setattr(Pipeline, "resolve", counting)
     CountingKB.searches = 0
     query = SearchQuery(question="How do I fix E4012?", prune=True)
-    res = anyio.run(Service(state).search, Principal(tenant="acme"), lambda: query, lambda _q, r: r)
+    res = anyio.run(Service(state).search, Caller(Principal(tenant="acme")), lambda: query, lambda _q, r: r)
     assert CountingKB.searches == 1  # the shadow packed the same candidates: no second store query
     assert resolves == ["current", "shadow"]  # once for the request; the shadow resolves its own policies
     metrics = state.metrics.render().decode()

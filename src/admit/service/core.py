@@ -2,8 +2,8 @@
 one async boundary the HTTP routes (:mod:`admit.service.http`) and the MCP tools (:mod:`admit.service.mcp`)
 call.
 
-Each operation is a single ``async`` method taking the principal (resolved by the transport: an API key over
-HTTP, the configuration over MCP stdio; never read from a body), a ``read`` that builds the typed query
+Each operation is a single ``async`` method taking the :class:`Caller` (the principal resolved by the transport:
+an API key over HTTP, the configuration over MCP stdio; never read from a body), a ``read`` that builds the typed query
 (:class:`SearchQuery`, :class:`PruneQuery`, a :class:`~admit.pipeline.PackRequest`) and a ``reply`` that shapes
 the answer for the transport. All three run in a worker under the request's deadline
 (:func:`admit.service.limits.run_bounded`): in ``admit serve`` one of the worker processes of
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
-from admit.errors import BackendError
+from admit.errors import AuthorizationError, BackendError
 from admit.pipeline import PackRequest, PruneRun, request_hash
 from admit.service.limits import (
     check_pack_limits,
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from admit.policy import Resolution
 
 __all__ = [
+    "Caller",
     "PruneAnswer",
     "PruneQuery",
     "SearchQuery",
@@ -77,91 +78,88 @@ class SearchQuery:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PruneQuery:
-    """Bring-your-own chunks to prune (``POST /v1/prune`` and the MCP ``prune_context`` tool map onto it)."""
+    """Bring-your-own chunks to prune (``POST /v1/prune`` and the MCP ``prune_context`` tool map onto it): the
+    question, the chunks in the caller's order, the strategy (default: the service's ``prune_strategy``) and
+    flat prune overrides (``threshold``, ``keep_top_k``, strategy parameters)."""
 
     question: str
-    """The question."""
     candidates: Sequence[Chunk]
-    """The chunks, in the caller's order."""
     strategy: str | None = None
-    """The strategy (default: the service's ``prune_strategy``)."""
     overrides: Mapping[str, Any] = field(default_factory=dict)
-    """Flat prune overrides: ``threshold``, ``keep_top_k``, strategy parameters."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PruneAnswer:
-    """What a prune request returns: the run (one verdict per candidate, in input order) and its trace."""
+    """What a prune request returns: the pipeline's run (one verdict per candidate, in input order) and the
+    request's trace record."""
 
     run: PruneRun
-    """The pipeline's prune run."""
     trace: TraceRecord
-    """The request's trace record."""
+
+
+Read = Callable[[], Q]
+"""Builds an operation's typed query, in the worker (the HTTP face parses and validates its body here)."""
+Reply = Callable[[Q, A], R]
+"""Shapes an operation's answer for the transport, in the worker, from the query and the answer."""
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who asks: the principal the transport resolved (an API key's, the MCP configuration's; never a body's)
+    and the fair queue's per-key bound (the API key's label over HTTP)."""
+
+    principal: Principal | None
+    key: str | None = None
+
+    @property
+    def tenant(self) -> str | None:
+        """The principal's tenant (its share of the workers)."""
+        return self.principal.tenant if self.principal is not None else None
+
+    def required(self) -> Principal:
+        """The principal, which a search and a pack need (fail closed without one)."""
+        if self.principal is None:
+            raise AuthorizationError("no principal for this request")
+        return self.principal
 
 
 class Service:
     """The service's three operations over one :class:`~admit.service.state.ServiceState` (module docstring).
 
     ``read`` and ``reply`` run in the worker beside the work (they are pickled into a worker process with the
-    job, the state by reference); ``reply`` gets the query ``read`` built and the operation's answer. ``key``
-    is the fair queue's per-key bound (the API key's label over HTTP).
+    job, the state by reference).
     """
 
     def __init__(self, state: ServiceState) -> None:
         self.state = state
 
-    async def search(
-        self,
-        principal: Principal,
-        read: Callable[[], SearchQuery],
-        reply: Callable[[SearchQuery, PackResult], R],
-        *,
-        key: str | None = None,
-    ) -> R:
-        """Search the knowledge base as ``principal`` and admit the result (:func:`_search`)."""
-        state = self.state
-        return await _bounded(state, principal.tenant, key, read, lambda q: _search(state, q, principal), reply)
+    async def search(self, caller: Caller, read: Read[SearchQuery], reply: Reply[SearchQuery, PackResult, R]) -> R:
+        """Search the knowledge base as the caller's principal and admit the result (:func:`_search`)."""
+        state, principal = self.state, caller.required()
+        return await _bounded(state, caller, read, lambda q: _search(state, q, principal), reply)
 
-    async def prune(
-        self,
-        principal: Principal | None,
-        read: Callable[[], PruneQuery],
-        reply: Callable[[PruneQuery, PruneAnswer], R],
-        *,
-        key: str | None = None,
-    ) -> R:
-        """Prune bring-your-own chunks (:func:`_prune`), in ``principal``'s share of the workers."""
+    async def prune(self, caller: Caller, read: Read[PruneQuery], reply: Reply[PruneQuery, PruneAnswer, R]) -> R:
+        """Prune bring-your-own chunks (:func:`_prune`), in the caller's share of the workers (a caller over MCP
+        stdio may have no principal: the prune reads no knowledge base)."""
         state = self.state
-        tenant = principal.tenant if principal is not None else None
-        return await _bounded(state, tenant, key, read, lambda q: _prune(state, q), reply)
+        return await _bounded(state, caller, read, lambda q: _prune(state, q), reply)
 
-    async def pack(
-        self,
-        principal: Principal,
-        read: Callable[[], PackRequest],
-        reply: Callable[[PackRequest, PackResult], R],
-        *,
-        key: str | None = None,
-    ) -> R:
-        """Run the whole pipeline on the caller's candidates (:func:`_pack`); ``read`` builds the request
-        with ``principal`` as its principal and a caller's model name."""
+    async def pack(self, caller: Caller, read: Read[PackRequest], reply: Reply[PackRequest, PackResult, R]) -> R:
+        """Run the whole pipeline on the caller's candidates (:func:`_pack`); ``read`` builds the request with
+        the caller's principal as its principal and a caller's model name."""
         state = self.state
-        return await _bounded(state, principal.tenant, key, read, lambda r: _pack(state, r), reply)
+        caller.required()
+        return await _bounded(state, caller, read, lambda r: _pack(state, r), reply)
 
 
 async def _bounded(
-    state: ServiceState,
-    tenant: str | None,
-    key: str | None,
-    read: Callable[[], Q],
-    work: Callable[[Q], A],
-    reply: Callable[[Q, A], R],
+    state: ServiceState, caller: Caller, read: Read[Q], work: Callable[[Q], A], reply: Reply[Q, A, R]
 ) -> R:
     def job() -> R:
         query = read()
         return reply(query, work(query))
 
-    return await run_bounded(state, job, tenant=tenant, key=key)
+    return await run_bounded(state, job, tenant=caller.tenant, key=caller.key)
 
 
 # ---------------------------------------------------------------- the work (in the worker)

@@ -51,7 +51,7 @@ from admit.pipeline import PackRequest
 from admit.prune import Pruner
 from admit.schema import describe_validation_errors
 from admit.service.config import ServiceSettings
-from admit.service.core import PruneAnswer, PruneQuery, SearchQuery, Service, trace_summary
+from admit.service.core import Caller, PruneAnswer, PruneQuery, SearchQuery, Service, trace_summary
 from admit.service.errors import answer_for
 from admit.service.gate import Gate, error_response
 from admit.service.jsonio import dumps, parse_body
@@ -88,6 +88,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 B = TypeVar("B", bound=BaseModel)
+Route = TypeVar("Route", bound=Callable[..., Any])
 
 ROUTES = ("/v1/pack", "/v1/search", "/v1/prune", "/inspect", "/healthz", "/readyz", "/metrics", "/openapi.json")
 """The app's paths: each is its own metrics label; any other path is counted as ``/v1/*`` or ``other``."""
@@ -212,49 +213,44 @@ def create_app(
         except ValidationError as exc:
             raise RequestValidationError(exc.errors(include_url=False)) from None
 
-    async def in_pool(request: Request, call: Callable[[bytes, str | None], Awaitable[bytes]]) -> Response:
-        """Hand the raw body and the key's queue label to a :class:`Service` call (which parses, validates, runs
-        and serializes in the tenant's worker); the loop only moves the bytes."""
+    async def in_pool(
+        request: Request, principal: Principal, call: Callable[[Caller, bytes], Awaitable[bytes]]
+    ) -> Response:
+        """Hand the caller (the principal, the key's queue label) and the raw body to a :class:`Service` call,
+        which parses, validates, runs and serializes in the tenant's worker: the loop only moves the bytes."""
         label = getattr(request.state, "key_label", None)
-        out = await call(await request.body(), f"key:{label}" if isinstance(label, str) else None)
+        caller = Caller(principal, f"key:{label}" if isinstance(label, str) else None)
+        out = await call(caller, await request.body())
         return Response(out, media_type="application/json")
 
-    @app.post("/v1/pack", tags=["admit"], responses=_ERRORS, openapi_extra=_body_schema("PackBody"))
+    def post_v1(path: str, body: str, response: type[BaseModel] | None = None) -> Callable[[Route], Route]:
+        """A ``/v1`` route that reads its body itself (in the worker), documented with ``body`` and ``response``."""
+        extra = _body_schema(body)
+        return app.post(path, tags=["admit"], response_model=response, responses=_ERRORS, openapi_extra=extra)
+
+    @post_v1("/v1/pack", "PackBody")
     async def pack_endpoint(request: Request, principal: PrincipalDep) -> Response:
         """Run the whole pipeline on the caller's candidates (the `admit pack` request minus `principal`)."""
-        return await in_pool(
-            request,
-            lambda raw, key: service.pack(
-                principal, lambda: pack_request_from_body(read(raw, PackBody), principal), _pack_answer, key=key
-            ),
-        )
 
-    @app.post(
-        "/v1/search",
-        tags=["admit"],
-        response_model=SearchResponse,
-        responses=_ERRORS,
-        openapi_extra=_body_schema("SearchBody"),
-    )
+        def pack(caller: Caller, raw: bytes) -> Awaitable[bytes]:
+            return service.pack(caller, lambda: pack_request_from_body(read(raw, PackBody), principal), _pack_answer)
+
+        return await in_pool(request, principal, pack)
+
+    @post_v1("/v1/search", "SearchBody", SearchResponse)
     async def search_endpoint(request: Request, principal: PrincipalDep) -> Response:
         """Retrieve from the knowledge base as the key's principal, then admit. Pruning is opt-in (`prune`)."""
         return await in_pool(
             request,
-            lambda raw, key: service.search(principal, lambda: read(raw, SearchBody).query(), _search_answer, key=key),
+            principal,
+            lambda c, raw: service.search(c, lambda: read(raw, SearchBody).query(), _search_answer),
         )
 
-    @app.post(
-        "/v1/prune",
-        tags=["admit"],
-        response_model=PruneResponse,
-        responses=_ERRORS,
-        openapi_extra=_body_schema("PruneBody"),
-    )
+    @post_v1("/v1/prune", "PruneBody", PruneResponse)
     async def prune_endpoint(request: Request, principal: PrincipalDep) -> Response:
         """Prune bring-your-own chunks: one decision per candidate, in input order."""
         return await in_pool(
-            request,
-            lambda raw, key: service.prune(principal, lambda: read(raw, PruneBody).query(), _prune_answer, key=key),
+            request, principal, lambda c, raw: service.prune(c, lambda: read(raw, PruneBody).query(), _prune_answer)
         )
 
     @app.get("/inspect", tags=["admit"], response_class=HTMLResponse, responses=_ERRORS)

@@ -36,7 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from admit.errors import AdmitError, ConfigError, MissingExtraError, unknown_name
 from admit.schema import PruneCandidate, ToolOutputModel, describe_validation_errors, field_path
 from admit.service.config import ServiceSettings
-from admit.service.core import PruneAnswer, PruneQuery, SearchQuery, Service
+from admit.service.core import Caller, PruneAnswer, PruneQuery, SearchQuery, Service
 from admit.service.errors import answer_for
 from admit.service.mcp_pages import CitedPassage, EvidenceResult, page_offset, paged_result, sent_bytes
 from admit.service.schemas import PruneResponse
@@ -358,7 +358,7 @@ def build_mcp_server(
         def reply(_query: SearchQuery, res: PackResult) -> EvidenceResult:
             return paged_result(res, question, page_token=page_token, max_bytes=limit)
 
-        return await guarded("search", lambda: service.search(principal, read, reply))
+        return await guarded("search", lambda: service.search(Caller(principal), read, reply))
 
     @server.tool(
         name="prune_context",
@@ -383,7 +383,7 @@ def build_mcp_server(
             shared = PruneResponse.from_run(answer.run, answer.trace, question=question)
             return PruneResult(**dict(shared), kept=[c for c in items() if c.id in kept])
 
-        return await guarded("prune", lambda: service.prune(caller, read, reply))
+        return await guarded("prune", lambda: service.prune(Caller(caller), read, reply))
 
     holder: Any = server
     holder.admit_state = st  # the state the tools use (warm-up, the HTTP gate)

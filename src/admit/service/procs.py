@@ -99,34 +99,35 @@ class _Job:
 
 @dataclass(slots=True, eq=False)
 class _Tenant:
+    """A tenant in the fair queue: its virtual ``finish`` time, its waiting jobs, ``cost`` (the moving average of
+    its CPU seconds per job) and ``charged`` (the CPU seconds its jobs have used in all)."""
+
     name: str
     finish: float = 0.0
     waiting: collections.deque[_Job] = field(default_factory=collections.deque)
     in_flight: int = 0
     cost: float = 0.0
-    """Moving average of this tenant's CPU seconds per job."""
     jobs: int = 0
     charged: float = 0.0
-    """CPU seconds this tenant's jobs have used in all."""
     gen: int = 0
     queued_in: str | None = None
 
 
 @dataclass(slots=True)
 class PoolStats:
-    """The pool's own accounting (read by ``/metrics``, the benchmarks and the tests)."""
+    """The pool's own accounting (read by ``/metrics``, the benchmarks and the tests): jobs ``dispatched`` and
+    ``completed``; ``killed`` (their process killed at their deadline, or with their caller, and replaced:
+    ``respawned``); ``refused`` (a queue was full: 429); ``extra`` processes forked beyond the pool's size for a
+    light tenant while every process held a long job; ``paused``: the ``SIGSTOP``s sent to long jobs while
+    shorter ones needed the cores."""
 
     dispatched: int = 0
     completed: int = 0
     killed: int = 0
-    """Jobs whose process was killed at their deadline (or with their caller) and replaced."""
     refused: int = 0
-    """Jobs refused because a queue was full (429)."""
     respawned: int = 0
     extra: int = 0
-    """Processes forked beyond the pool's size for a light tenant while every process held a long job."""
     paused: int = 0
-    """``SIGSTOP``s sent to long jobs while shorter ones needed the cores."""
 
 
 class ProcessPool:

@@ -19,12 +19,13 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TypedDict, Unpack
 
 __all__ = [
     "ADMIT",
     "START_S",
     "ServerFailed",
+    "ServerOptions",
     "free_port",
     "serve_subprocess",
     "server_subprocess",
@@ -103,33 +104,42 @@ def stop(proc: subprocess.Popen[bytes], timeout_s: float = 60.0) -> None:
         proc.stderr.close()
 
 
+class ServerOptions(TypedDict, total=False):
+    """How a server process runs and when it counts as ready (:func:`server_subprocess`, :func:`serve_subprocess`)."""
+
+    env: Mapping[str, str] | None
+    """The server's environment (default: this process's)."""
+    cwd: Path | str | None
+    """Its working folder."""
+    ready_path: str
+    """The path that says ready (default ``/readyz``: its models are loaded; ``/healthz``: as soon as it answers)."""
+    start_timeout_s: float
+    """How long it may take to get ready (default :data:`START_S`: a busy machine must not fail a test)."""
+    log: Path | None
+    """Where its stdout and stderr go (default: a temporary file, removed after)."""
+    on_start: Callable[[subprocess.Popen[bytes]], None] | None
+    """Called with the process once it is ready (a benchmark samples its memory)."""
+
+
 @contextlib.contextmanager
-def server_subprocess(
-    argv: Sequence[str],
-    url: str,
-    *,
-    env: Mapping[str, str] | None = None,
-    cwd: Path | str | None = None,
-    ready_path: str = "/readyz",
-    start_timeout_s: float = START_S,
-    log: Path | None = None,
-    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
-) -> Iterator[str]:
+def server_subprocess(argv: Sequence[str], url: str, **options: Unpack[ServerOptions]) -> Iterator[str]:
     """Run the server command ``argv`` until the block ends; yield ``url`` once ``url + ready_path`` answers 200.
 
-    Its stdout and stderr go to ``log`` (default: a temporary file, removed after), never to a pipe that could
-    fill; a server that exits or never gets ready raises :class:`ServerFailed` with the log's tail.
-    ``on_start`` gets the process once it is ready (a benchmark samples its memory).
+    Its output goes to a file, never to a pipe that could fill; a server that exits or never gets ready raises
+    :class:`ServerFailed` with the log's tail (:class:`ServerOptions` for the rest).
     """
-    owned = log is None
+    log = options.get("log")
     path = Path(tempfile.mkstemp(prefix="admit-serve-", suffix=".log")[1]) if log is None else log
+    env = options.get("env")
     out: IO[bytes] = path.open("wb")
     try:
         proc = subprocess.Popen(
-            list(argv), env=dict(env) if env is not None else None, cwd=cwd, stdout=out, stderr=subprocess.STDOUT
+            list(argv), env=dict(env) if env is not None else None, cwd=options.get("cwd"), stdout=out, stderr=out
         )
         try:
-            wait_ready(url, proc, path=ready_path, timeout_s=start_timeout_s, log=path)
+            path_ready = options.get("ready_path", "/readyz")
+            wait_ready(url, proc, path=path_ready, timeout_s=options.get("start_timeout_s", START_S), log=path)
+            on_start = options.get("on_start")
             if on_start is not None:
                 on_start(proc)
             yield url
@@ -137,7 +147,7 @@ def server_subprocess(
             stop(proc)
     finally:
         out.close()
-        if owned:
+        if log is None:
             with contextlib.suppress(OSError):
                 os.unlink(path)
 
@@ -150,12 +160,7 @@ def serve_subprocess(
     host: str = "127.0.0.1",
     port: int | None = None,
     log_level: str | None = "warning",
-    env: Mapping[str, str] | None = None,
-    cwd: Path | str | None = None,
-    ready_path: str = "/readyz",
-    start_timeout_s: float = START_S,
-    log: Path | None = None,
-    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
+    **options: Unpack[ServerOptions],
 ) -> Iterator[str]:
     """Start ``admit serve ARGS`` on ``host`` and a free port (or ``port``); yield its base URL once
     ``ready_path`` answers 200 (``/readyz``: its models are loaded); stop it when the block ends.
@@ -167,12 +172,8 @@ def serve_subprocess(
         host: The address to bind.
         port: The port (default: a free one).
         log_level: ``--log-level`` (``None``: not passed).
-        env: The server's environment (default: this process's).
-        cwd: Its working folder.
-        ready_path: The path that says ready (``/healthz``: as soon as it answers, models loading or not).
-        start_timeout_s: How long it may take to get ready (generous: a busy machine must not fail a test).
-        log: Where its output goes (default: a temporary file, removed after).
-        on_start: Called with the process once it is ready.
+        options: The environment, working folder, ready path, start-up time, log and start hook
+            (:class:`ServerOptions`).
 
     Raises:
         ServerFailed: It exited, or was not ready within ``start_timeout_s``.
@@ -182,14 +183,5 @@ def serve_subprocess(
     if log_level is not None:
         argv += ["--log-level", log_level]
     shown = f"[{host}]" if ":" in host else host
-    with server_subprocess(
-        argv,
-        f"http://{shown}:{port}",
-        env=env,
-        cwd=cwd,
-        ready_path=ready_path,
-        start_timeout_s=start_timeout_s,
-        log=log,
-        on_start=on_start,
-    ) as url:
+    with server_subprocess(argv, f"http://{shown}:{port}", **options) as url:
         yield url
