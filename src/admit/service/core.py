@@ -145,11 +145,10 @@ class Service:
         return await _bounded(state, caller, read, lambda q: _prune(state, q), reply)
 
     async def pack(self, caller: Caller, read: Read[PackRequest], reply: Reply[PackRequest, PackResult, R]) -> R:
-        """Run the whole pipeline on the caller's candidates (:func:`_pack`); ``read`` builds the request with
-        the caller's principal as its principal and a caller's model name."""
-        state = self.state
-        caller.required()
-        return await _bounded(state, caller, read, lambda r: _pack(state, r), reply)
+        """Run the whole pipeline on the caller's candidates (:func:`_pack`) as the caller's principal (whatever
+        principal the request ``read`` builds carries); its model is a caller's model name."""
+        state, principal = self.state, caller.required()
+        return await _bounded(state, caller, read, lambda r: _pack(state, replace(r, principal=principal)), reply)
 
 
 async def _bounded(
