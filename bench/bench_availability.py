@@ -17,10 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -30,17 +27,13 @@ from typing import Any
 
 import httpx
 
+from admit.testing import serve_subprocess
+
 REPO = Path(__file__).resolve().parents[1]
 VICTIM_KEY = "victim-key"
 HOSTILE_KEY = "hostile-key"
 MAX_TEXT = 50_000
 MAX_QUESTION = 20_000  # SearchBody's bound
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _hostile_bodies() -> list[tuple[str, dict[str, Any]]]:
@@ -93,7 +86,6 @@ def main() -> None:
             '[service.keys.hostile]\nkey_env = "ADMIT_HOSTILE_KEY"\ntenant = "evil"\n',
             "utf-8",
         )
-        port = _free_port()
         env = {
             **os.environ,
             "ADMIT_VICTIM_KEY": VICTIM_KEY,
@@ -101,20 +93,7 @@ def main() -> None:
             "HF_HUB_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
         }
-        cmd = [sys.executable, "-c", "from admit.cli import main; main()", "serve", "--kb", kb, "--config", str(cfg)]
-        proc = subprocess.Popen([*cmd, "--port", str(port), "--log-level", "warning"], env=env)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 180
-            while True:
-                try:
-                    if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("server did not start")
-                time.sleep(0.2)
+        with serve_subprocess(["--kb", kb, "--config", str(cfg)], env=env) as url:
             _victims(url, 3)  # warm up
             quiet = _victims(url, args.victims)
 
@@ -146,9 +125,6 @@ def main() -> None:
             stop.set()
             for t in threads:
                 t.join(timeout=120)
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
     print(f"victims: {args.victims} requests per endpoint and phase; hostile clients: {args.hostile}")
     head = ("endpoint", "quiet p50", "quiet p99", "hostile p50", "hostile p99", "p50 x", "p99 x")
     print(f"{head[0]:<18} {head[1]:>10} {head[2]:>10} {head[3]:>12} {head[4]:>12} {head[5]:>6} {head[6]:>6}")

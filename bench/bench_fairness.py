@@ -27,28 +27,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from collections import Counter
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from admit.testing import serve_subprocess
+
 REPO = Path(__file__).resolve().parents[1]
 VICTIM_KEY = "victim-key"
 QUESTION = "How do I fix error E4012 during a push?"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def hostile_body(tenant: str = "evil0") -> bytes:
@@ -237,23 +231,9 @@ def _scenarios(args: argparse.Namespace) -> list[tuple[str, int]]:
     return [("pack", int(x)) for x in args.tenants.split(",") if x.strip()]
 
 
-def _serve(kb: str, cfg: Path, keys: dict[str, str]) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
+def _serve(kb: str, cfg: Path, keys: dict[str, str]) -> AbstractContextManager[str]:
     env = {**os.environ, **keys, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    cmd = [sys.executable, "-c", "from admit.cli import main; main()", "serve", "--kb", kb, "--config", str(cfg)]
-    proc = subprocess.Popen([*cmd, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"], env=env)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180
-    while True:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            raise SystemExit("server did not start")
-        time.sleep(0.2)
+    return serve_subprocess(["--kb", kb, "--config", str(cfg)], env=env)
 
 
 def _phase(
@@ -304,17 +284,13 @@ def main() -> None:
             k.ingest(REPO / "examples" / "docs", registry=REPO / "examples" / "sources.toml")
         for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
             cfg, keys = _config(tmp, most, args.timeout_s, mode)
-            proc, url = _serve(kb, cfg, keys)
-            try:
+            with _serve(kb, cfg, keys) as url:
                 _victim(url, 5, 30)  # warm up
                 lat, health, ended = _phase(url, args, None, 0)
                 rows.append((mode, "quiet", lat, health, ended))
                 for kind, n in scenarios:
                     lat, health, ended = _phase(url, args, kind, n)
                     rows.append((mode, f"{kind}:{n}", lat, health, ended))
-            finally:
-                proc.terminate()
-                proc.wait(timeout=30)
     print(
         f"victim /v1/search, {args.victims} sequential requests per phase (load 1-min: {load0:.1f} at start, "
         f"{os.getloadavg()[0]:.1f} at end; {os.cpu_count()} CPUs)"

@@ -22,7 +22,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -36,6 +35,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from admit.testing import serve_subprocess
 
 REPO = Path(__file__).resolve().parents[1]
 KEY = "bench-load-key-000000"
@@ -164,12 +165,6 @@ def search_body(rng: random.Random) -> dict[str, Any]:
     return {"question": rng.choice(QUERIES), "top_k": rng.choice([5, 8, 12])}
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def build_kb(kb_path: Path | str, docs: Path, *, embedder: str = "fake", tenant: str = "acme") -> int:
     """Ingest ``docs`` into a new KB at ``kb_path``; return the chunk count."""
     from admit.kb import KnowledgeBase
@@ -192,50 +187,13 @@ def write_config(folder: Path, *, tenant: str = "acme") -> Path:
 
 
 @contextmanager
-def start_server(kb_path: Path | str, config: Path, *, startup_s: float = 120.0) -> Iterator[tuple[str, int]]:
+def start_server(kb_path: Path | str, config: Path, *, startup_s: float = 600.0) -> Iterator[tuple[str, int]]:
     """Run ``admit serve`` in a subprocess on a free loopback port; yield ``(url, pid)``; stop it after."""
-    port = free_port()
-    log = tempfile.NamedTemporaryFile(prefix="admit-serve-", suffix=".log", delete=False)  # noqa: SIM115
-    cmd = [
-        sys.executable,
-        "-c",
-        "from admit.cli import main; main()",
-        "serve",
-        "--kb",
-        str(kb_path),
-        "--config",
-        str(config),
-        "--port",
-        str(port),
-        "--log-level",
-        "warning",
-    ]
     env = {**os.environ, "TOKENIZERS_PARALLELISM": "false", "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + startup_s
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"admit serve exited with {proc.returncode}: {Path(log.name).read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"admit serve did not become healthy: {Path(log.name).read_text()[-2000:]}")
-            time.sleep(0.1)
-        yield url, proc.pid
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(5)
-        log.close()
-        os.unlink(log.name)
+    started: list[subprocess.Popen[bytes]] = []
+    args = ["--kb", str(kb_path), "--config", str(config)]
+    with serve_subprocess(args, env=env, start_timeout_s=startup_s, on_start=started.append) as url:
+        yield url, started[0].pid
 
 
 def rss_mb(pid: int) -> float:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,14 +26,10 @@ from typing import Any
 
 import httpx
 
+from admit.testing import serve_subprocess
+
 REPO = Path(__file__).resolve().parents[1]
 KEY = "bench-key"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _rss_mib(pid: int) -> float:
@@ -149,37 +144,10 @@ def main() -> None:
             '[service.keys.bench]\nkey_env = "ADMIT_BENCH_KEY"\ntenant = "acme"\ngroups = ["support"]\n',
             "utf-8",
         )
-        port = _free_port()
         env = {**os.environ, "ADMIT_BENCH_KEY": KEY, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                "from admit.cli import main; main()",
-                "serve",
-                "--kb",
-                kb,
-                "--config",
-                str(cfg),
-                "--port",
-                str(port),
-                "--log-level",
-                "warning",
-            ],
-            env=env,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("server did not start")
-                time.sleep(0.2)
+        started: list[subprocess.Popen[bytes]] = []
+        with serve_subprocess(["--kb", kb, "--config", str(cfg)], env=env, on_start=started.append) as url:
+            proc = started[0]
             q = {"question": "How do I fix error E4012 during a push?", "top_k": 20}
             cells = [
                 ("GET /healthz (baseline)", "GET", "/healthz", None, args.requests),
@@ -214,12 +182,6 @@ def main() -> None:
                 f"server RSS: before {rss_before:.0f} MiB, peak {max(sampler.peak, rss_after):.0f} MiB, "
                 f"after {rss_after:.0f} MiB  (embedded pruner: {strategy}; cpus: {os.cpu_count()})"
             )
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
 
 
 if __name__ == "__main__":

@@ -30,11 +30,7 @@ from pathlib import Path
 
 import httpx
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from admit.testing.serve import free_port, serve_subprocess, server_subprocess
 
 
 def _raise_fd_limit() -> None:
@@ -133,32 +129,23 @@ def _pct(xs: list[float], p: float) -> float:
 
 
 def _run(mode: str, args: argparse.Namespace, tmp: Path) -> dict[str, object]:
-    port = _free_port()
+    port = free_port()
     cfg = tmp / "admit.toml"
     cfg.write_text("[service]\n[service.limits]\nheader_timeout_s = 10\nbody_timeout_s = 30\n", "utf-8")
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    started: list[subprocess.Popen[bytes]] = []
     if mode == "admit":
-        cmd = [sys.executable, "-c", "from admit.cli import main; main()", "serve", "--config", str(cfg)]
-        cmd += ["--port", str(port), "--log-level", "warning"]
+        server = serve_subprocess(
+            ["--config", str(cfg)], port=port, env=env, ready_path="/healthz", on_start=started.append
+        )
     else:
         code = (
             "import uvicorn; from admit.service.http import create_app; "
             f"uvicorn.run(create_app(), host='127.0.0.1', port={port}, log_level='warning', access_log=False)"
         )
-        cmd = [sys.executable, "-c", code]
-    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"{mode}: server did not start")
-            time.sleep(0.2)
+        argv, url = [sys.executable, "-c", code], f"http://127.0.0.1:{port}"
+        server = server_subprocess(argv, url, env=env, ready_path="/healthz", on_start=started.append)
+    with server as url:
         quiet, quiet_err = _probe(url, args.probes, 30)
         q: mp.Queue = mp.Queue()  # type: ignore[type-arg]
         ready: mp.Queue = mp.Queue()  # type: ignore[type-arg]
@@ -175,10 +162,7 @@ def _run(mode: str, args: argparse.Namespace, tmp: Path) -> dict[str, object]:
         results = [q.get(timeout=2 * args.seconds + 120) for _ in kids]
         for k in kids:
             k.join(30)
-        alive = proc.poll() is None
-    finally:
-        proc.terminate()
-        proc.wait(30)
+        alive = started[0].poll() is None
     return {
         "mode": mode,
         "quiet": quiet,

@@ -16,7 +16,9 @@ twice whatever the text, so they are linear by form; the check runs at import.
 
 Work is counted, not timed: :data:`meter` adds up the characters each engine call may read (from the search
 position to the match end, or to the end of the text when nothing matches). The tests assert that this count,
-plus the Python lines a function executes, grows linearly with adversarial input (``tests/security/``).
+plus the Python lines a function executes, grows linearly with adversarial input (``tests/security/``). Each
+engine call is also a :func:`admit._deadline.checkpoint` (re-exported here as :func:`checkpoint` for the text
+loops that call it): past a request's deadline the next match stops it.
 
 Example:
     >>> p = compile(r"\\bport\\s+(\\d+)", name="doc")
@@ -27,29 +29,23 @@ Example:
 from __future__ import annotations
 
 import re
-import threading
-import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import re2
 
-from admit.errors import BackendTimeout
+from admit._deadline import checkpoint
 
 __all__ = [
     "REGISTRY",
     "SIMPLE",
-    "DeadlineExceeded",
     "LinearPattern",
     "Match",
     "WorkMeter",
     "checkpoint",
     "compile",
-    "deadline",
     "meter",
-    "scheduled",
     "simple",
 ]
 
@@ -87,57 +83,11 @@ class WorkMeter:
     """Engine calls so far."""
 
     def add(self, chars: int) -> None:
-        """Count one engine call that may read ``chars`` characters (and stop past this thread's deadline)."""
+        """Count one engine call that may read ``chars`` characters (and stop past this thread's deadline: a
+        :func:`~admit._deadline.checkpoint`)."""
         self.chars += max(chars, 1)
         self.calls += 1
         checkpoint()
-
-
-class DeadlineExceeded(BackendTimeout):
-    """Raised inside work whose :func:`deadline` has passed: the next regex call stops it."""
-
-
-_DEADLINE = threading.local()
-
-
-def checkpoint() -> None:
-    """A point where long work may stop or wait: past this thread's :func:`deadline` it raises
-    :class:`DeadlineExceeded`; under a scheduler (:func:`scheduled`, the service's worker pool) a request that
-    has run long waits here while a shorter one needs the interpreter. Every regex call passes here; loops
-    that do other work call it themselves."""
-    local = _DEADLINE.__dict__
-    hook = local.get("hook")
-    if hook is not None:
-        hook()
-    end = local.get("at")
-    if end is not None and time.monotonic() > end:
-        raise DeadlineExceeded("the request's time budget ran out while its text was being processed")
-
-
-@contextmanager
-def scheduled(hook: Callable[[], None] | None) -> Iterator[None]:
-    """Call ``hook`` at every :func:`checkpoint` of this thread (the service's fair scheduler)."""
-    prev = _DEADLINE.__dict__.get("hook")
-    _DEADLINE.hook = hook
-    try:
-        yield
-    finally:
-        _DEADLINE.hook = prev
-
-
-@contextmanager
-def deadline(at: float | None) -> Iterator[None]:
-    """Stop this thread's text work once ``time.monotonic()`` passes ``at``: every engine call checks it.
-
-    The service runs each request's work under its deadline, so a request that has timed out does not go on
-    using a worker (its caller has already been answered).
-    """
-    prev = _DEADLINE.__dict__.get("at")
-    _DEADLINE.at = at
-    try:
-        yield
-    finally:
-        _DEADLINE.at = prev
 
 
 meter = WorkMeter()

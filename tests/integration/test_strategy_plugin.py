@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+
+from admit.testing import serve_subprocess
 
 pytestmark = pytest.mark.integration
 
@@ -124,12 +124,6 @@ def test_admit_eval_runs_the_plugin(plugin_env: dict[str, str], tmp_path: Path) 
     assert configs["first_word min_len=5"]["retained_recall"] == 1.0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served(plugin_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     tmp = tmp_path_factory.mktemp("serve")
@@ -139,38 +133,8 @@ def served(plugin_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory)
         '[service.keys.acme]\nkey_env = "ADMIT_PLUGIN_KEY"\ntenant = "acme"\n',
         "utf-8",
     )
-    port = _free_port()
-    env = {**plugin_env, "ADMIT_PLUGIN_KEY": "plugin-key"}
-    serve = ["serve", "--config", str(cfg), "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    proc = subprocess.Popen(
-        [sys.executable, "-c", "from admit.cli import main; main()", *serve],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                if httpx.get(f"{url}/readyz", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                err = proc.stderr.read().decode() if proc.stderr and proc.poll() is not None else ""
-                pytest.fail(f"admit serve did not come up: {err[-2000:]}")
-            time.sleep(0.2)
+    with serve_subprocess(["--config", str(cfg)], env={**plugin_env, "ADMIT_PLUGIN_KEY": "plugin-key"}) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
 
 
 def test_v1_prune_runs_the_plugin(served: str) -> None:

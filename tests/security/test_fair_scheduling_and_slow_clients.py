@@ -18,7 +18,7 @@ import anyio
 import httpx
 import pytest
 
-from admit import _linear
+from admit import _deadline
 from admit.kb import KnowledgeBase
 from admit.pack import anchored_excerpt
 from admit.service.config import settings_from_dict
@@ -183,8 +183,8 @@ def test_long_requests_wait_at_checkpoints_while_a_short_one_runs() -> None:
     passed = threading.Event()
 
     def long_side() -> None:
-        with _linear.scheduled(lambda: pool._checkpoint(long_job, None)):
-            _linear.checkpoint()
+        with _deadline.scheduled(lambda: pool._checkpoint(long_job, None)):
+            _deadline.checkpoint()
         passed.set()
 
     t = threading.Thread(target=long_side)
@@ -206,10 +206,10 @@ def test_long_requests_take_turns_oldest_first() -> None:
     stop, new_started = threading.Event(), threading.Event()
 
     def side(job: Job, name: str, steps: int) -> None:
-        with _linear.scheduled(lambda: pool._checkpoint(job, None)):
+        with _deadline.scheduled(lambda: pool._checkpoint(job, None)):
             n = 0
             while n < steps and not (name == "new" and stop.is_set()):
-                _linear.checkpoint()
+                _deadline.checkpoint()
                 trail.append(name)
                 new_started.set()
                 n += 1
@@ -259,7 +259,7 @@ def test_the_anchored_excerpt_stops_at_the_deadline() -> None:
             return len(text) // 4
 
     text = " ".join(f"Item {i} lists alpha." for i in range(500))
-    with _linear.deadline(time.monotonic() - 1), pytest.raises(_linear.DeadlineExceeded):
+    with _deadline.deadline(time.monotonic() - 1), pytest.raises(_deadline.DeadlineExceeded):
         anchored_excerpt("alpha items", text, 5_000, Tok())  # type: ignore[arg-type]
 
 
@@ -351,7 +351,7 @@ def _packed_with_tools(n: int, rows: int) -> Any:
 
 def test_mcp_pages_count_everything_sent_and_are_built_linearly(monkeypatch: pytest.MonkeyPatch) -> None:
     # issue 26: paged_result rebuilt every prefix (O(n^2)); with tool outputs a page was 56 KB under 32 KB
-    import admit.service.mcp as mcp
+    import admit.service.mcp_pages as mcp
 
     res = _packed_with_tools(60, 40)
     assert res.tools and len(res.admitted) >= 8

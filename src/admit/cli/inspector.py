@@ -26,7 +26,7 @@ def inspect_cmd(trace: str, request_id: str | None, output: str) -> None:
     from pathlib import Path
 
     from admit.errors import ConfigError
-    from admit.inspector import read_trace_file, render_page
+    from admit.inspector.page import read_trace_file, render_page
 
     records = read_trace_file(trace, request_id)
     page = render_page(records, title=f"admit: {Path(trace).name}")

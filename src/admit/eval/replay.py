@@ -31,8 +31,8 @@ from admit.errors import ConfigError, RequestError
 from admit.eval.metrics import CostRates
 from admit.pipeline import PackRequest, Pipeline
 from admit.policy import PolicySet, load_policy_set
+from admit.requestlog import RequestLog, request_to_json
 from admit.tools import Redactor
-from admit.trace import TraceRecord, TraceSink
 from admit.types import PackResult
 
 __all__ = [
@@ -47,63 +47,6 @@ __all__ = [
 ]
 
 REPLAY_FORMAT = "admit-replay/1"
-
-
-def request_to_json(req: PackRequest, *, redactor: Redactor | None = None) -> dict[str, Any]:
-    """The ``admit pack`` JSON of a request (:func:`admit.schema.parse_pack_request` reads it back).
-
-    Tool outputs are written with their rows redacted (``redactor``, default :meth:`Redactor.default`): a log
-    never holds what the prompt would not.
-
-    Raises:
-        ConfigError: when the request's model is a tokenizer instance rather than a name (it cannot be logged).
-    """
-    if not isinstance(req.model, str):
-        raise ConfigError("Replay logging needs `model` as a name or tokenizer path, not a tokenizer instance.")
-    cands = []
-    for c in req.candidates:
-        d: dict[str, Any] = {"id": c.id, "source_id": c.source_id, "text": c.text, "title": c.title}
-        if c.version is not None:
-            d["version"] = c.version
-        if c.updated_at is not None:
-            d["updated_at"] = c.updated_at.isoformat()
-        if c.access is not None:
-            d["access"] = {"tenant": c.access.tenant, "groups": list(c.access.groups), "label": c.access.label}
-        for k in ("authority", "score", "language"):
-            v = getattr(c, k)
-            if v is not None:
-                d[k] = v
-        if c.metadata:
-            d["metadata"] = dict(c.metadata)
-        cands.append(d)
-    out: dict[str, Any] = {
-        "question": req.question,
-        "principal": {"tenant": req.principal.tenant, "groups": list(req.principal.groups)} if req.principal else None,
-        "candidates": cands,
-        "model": req.model,
-        "input_limit": req.input_limit,
-        "instructions": req.instructions,
-        "conversation": [{"role": m.role, "content": m.content} for m in req.conversation],
-        "query_class": req.query_class,
-        "prune": req.prune,
-        "prune_params": dict(req.prune_params),
-        "request_id": req.request_id,
-    }
-    if req.tool_outputs:
-        red = redactor or Redactor.default()
-        out["tool_outputs"] = [
-            {
-                "id": t.id,
-                "tool": t.tool,
-                "rows": [red.redact(r)[0] for r in t.rows],
-                "schema": dict(t.schema),
-                "max_rows": t.max_rows,
-                "max_bytes": t.max_bytes,
-                "page_token": t.page_token,
-            }
-            for t in req.tool_outputs
-        ]
-    return out
 
 
 def record_for_replay(request: PackRequest, result: PackResult, *, redactor: Redactor | None = None) -> dict[str, Any]:
@@ -130,35 +73,6 @@ class ReplayLog:
         line = json.dumps(record_for_replay(request, result), ensure_ascii=False, default=str)
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line + "\n")
-
-
-class RequestLog:
-    """A trace sink (a :class:`~admit.pipeline.RequestSink`) that writes each pack record to ``out``, with the
-    request when ``log_requests`` is on.
-
-    With requests in the trace file, ``admit replay`` re-runs the log (the request holds the question, the
-    principal and the candidates with their text: opt in; tool outputs are written with their rows redacted by
-    ``redactor``). ``admit serve`` (``trace_requests = true``) and the ``--trace-file`` option of ``admit search``
-    and ``admit pack`` write their trace files through it: ``Pipeline(sink=RequestLog(...))``.
-    """
-
-    def __init__(self, out: TraceSink, *, log_requests: bool, redactor: Redactor | None = None) -> None:
-        """Write to ``out``; ``redactor`` (default :meth:`Redactor.default`) redacts logged tool outputs."""
-        self.out = out
-        self.log_requests = log_requests
-        self.redactor = redactor
-
-    def write(self, record: Mapping[str, Any]) -> None:
-        """Write a record that comes without its request (a shadow record)."""
-        self.out.write(record)
-
-    def write_request(self, record: TraceRecord, request: PackRequest) -> None:
-        """Write the record, with the request when logged (its request id is the trace's, for the rollout)."""
-        if self.log_requests:
-            logged = request_to_json(request, redactor=self.redactor)
-            logged["request_id"] = record.get("request_id") or request.request_id
-            record = {**record, "request": logged}
-        self.out.write(record)
 
 
 @dataclass(slots=True, kw_only=True)

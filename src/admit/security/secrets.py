@@ -26,7 +26,7 @@ from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
-from admit import _linear
+from admit import _deadline, _linear
 from admit._clean import clean_text
 
 __all__ = ["PATTERNS", "WINDOW", "SecretFinder", "checked_text", "fold_confusables", "is_secret_key"]
@@ -199,7 +199,7 @@ class SecretFinder:
         for line in text.split("\n"):
             for w_start in range(0, max(len(line), 1), WINDOW - _OVERLAP):
                 window = line[w_start : w_start + WINDOW]
-                _linear.checkpoint()
+                _deadline.checkpoint()
                 for value, kind in self._scan(window):
                     base = offset + w_start
                     i = window.find(value)

@@ -9,7 +9,7 @@ Example ``admit.toml``::
     trace_file = "traces/admit.jsonl"      # optional: one JSON line per request
     trace_requests = false                 # true: each line also holds the request, so `admit replay` reads it
     reranker = "retriever"
-    prune_strategy = "setwise"             # default strategy of /v1/prune and of prune=true searches
+    prune_strategy = "top_n"               # strategy of /v1/prune and prune=true searches (default: the catalogue's)
 
     [service.models]                       # names callers may use for tokenizer files on the server
     llama3 = "/models/llama3/tokenizer.json"

@@ -1,9 +1,17 @@
-"""The transport-free core of the service: search, prune and pack, shared by the HTTP routes and the MCP tools.
+"""The transport-free core of the service: one :class:`Service`, whose ``search``, ``prune`` and ``pack`` are the
+one async boundary the HTTP routes (:mod:`admit.service.http`) and the MCP tools (:mod:`admit.service.mcp`)
+call.
 
-Each operation comes twice: a blocking ``run_*`` function (the work itself, with metrics and shadow runs)
-and an ``async`` function that checks the limits, waits for the models if they are still loading, and runs
-the blocking work in a worker thread under the request deadline. The principal is always an argument,
-resolved by the transport (an API key over HTTP, the configuration over MCP stdio), never read from a body.
+Each operation is a single ``async`` method taking the :class:`Caller` (the principal resolved by the transport:
+an API key over HTTP, the configuration over MCP stdio; never read from a body), a ``read`` that builds the typed query
+(:class:`SearchQuery`, :class:`PruneQuery`, a :class:`~admit.pipeline.PackRequest`) and a ``reply`` that shapes
+the answer for the transport. All three run in a worker under the request's deadline
+(:func:`admit.service.limits.run_bounded`): in ``admit serve`` one of the worker processes of
+:mod:`admit.service.procs` (forked once the models are loaded, scheduled per tenant, killed and replaced at
+the deadline), in an app built in-process a worker thread of :mod:`admit.service.work`. ``read`` and ``reply``
+run in that worker too, so the HTTP face parses and validates a body and serializes its answer there: the
+event loop only moves bytes. In the worker an operation checks the service's limits, then does the work, with
+its metrics and the shadow policy's run.
 """
 
 from __future__ import annotations
@@ -12,10 +20,10 @@ import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from admit.backends.tokenizers import resolve_tokenizer
-from admit.errors import BackendError
+from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
+from admit.errors import AuthorizationError, BackendError
 from admit.pipeline import PackRequest, PruneRun, request_hash
 from admit.service.limits import (
     check_pack_limits,
@@ -30,163 +38,158 @@ from admit.trace import TraceRecord, build_prune_record, new_request_id
 from admit.types import Chunk, PackResult, Principal
 
 if TYPE_CHECKING:
-    from admit.kb import KnowledgeBase
     from admit.policy import Resolution
 
 __all__ = [
+    "Caller",
     "PruneAnswer",
     "PruneQuery",
     "SearchQuery",
+    "Service",
     "cap_tools",
-    "pack",
-    "pack_now",
-    "prune",
-    "prune_now",
-    "run_pack",
-    "run_prune",
-    "run_search",
-    "search",
-    "search_now",
+    "prune_request_id",
     "trace_summary",
 ]
 
 logger = logging.getLogger(__name__)
 
-
-# ---------------------------------------------------------------- the async entry points (limits + deadline)
-
-
-async def search(state: ServiceState, query: SearchQuery, principal: Principal) -> PackResult:
-    """Search the knowledge base as ``principal`` and admit the result, within the limits and the deadline."""
-    return await run_bounded(state, lambda: search_now(state, query, principal), tenant=principal.tenant)
-
-
-async def prune(state: ServiceState, query: PruneQuery, principal: Principal | None = None) -> PruneAnswer:
-    """Prune bring-your-own chunks, within the limits and the deadline (in ``principal``'s share of workers)."""
-    tenant = principal.tenant if principal is not None else None
-    return await run_bounded(state, lambda: prune_now(state, query), tenant=tenant)
-
-
-async def pack(state: ServiceState, req: PackRequest) -> PackResult:
-    """Run the whole pipeline on the caller's candidates, within the limits and the deadline.
-
-    ``req.principal`` must be the transport's principal; ``req.model`` a caller's model name.
-    """
-    tenant = req.principal.tenant if req.principal is not None else None
-    return await run_bounded(state, lambda: pack_now(state, req), tenant=tenant)
-
-
-def search_now(state: ServiceState, query: SearchQuery, principal: Principal) -> PackResult:
-    """:func:`search` in the calling thread (a worker): the limits, then the work."""
-    check_search_limits(query.question, query.top_k, state.limits)
-    kb = state.kb
-    if kb is None:
-        raise BackendError("no knowledge base is configured on this server (start it with --kb)")
-    return run_search(state, kb, query, principal)[0]
-
-
-def prune_now(state: ServiceState, query: PruneQuery) -> PruneAnswer:
-    """:func:`prune` in the calling thread (a worker): the limits, then the work."""
-    check_prune_limits(query.question, [c.text for c in query.candidates], state.limits)
-    return run_prune(state, query)
-
-
-def pack_now(state: ServiceState, req: PackRequest) -> PackResult:
-    """:func:`pack` in the calling thread (a worker): the limits, the model name, the tool caps, then the work."""
-    check_pack_limits(req, state.limits)
-    req = replace(
-        req,
-        model=resolve_model(req.model if isinstance(req.model, str) else "", state.settings),
-        tool_outputs=cap_tools(req.tool_outputs, state),
-    )
-    return _pack_with_shadow(state, "/v1/pack", req)[0]
-
-
-def cap_tools(outputs: Sequence[ToolOutput], state: ServiceState) -> list[ToolOutput]:
-    """The caller's tool outputs under the server's ``[service.tools]`` ceilings (the lower cap wins)."""
-    cfg = state.settings.tools
-    return [
-        replace(o, max_rows=min(o.max_rows, cfg.max_rows), max_bytes=min(o.max_bytes, cfg.max_bytes)) for o in outputs
-    ]
-
-
-# ---------------------------------------------------------------- the work
+Q = TypeVar("Q")
+A = TypeVar("A")
+R = TypeVar("R")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchQuery:
-    """A knowledge-base search as the service runs it (the HTTP body and the MCP tool's arguments map onto it)."""
+    """A knowledge-base search as the service runs it (the HTTP body and the MCP tool's arguments map onto it).
+
+    ``prune``: ``True`` prunes (the routed class's strategy, else the service's ``prune_strategy``), ``False``
+    never, ``None`` as the policy says (as on every other surface). ``tool_outputs`` are packed beside the
+    evidence, capped by ``[service.tools]`` (:mod:`admit.tools`).
+    """
 
     question: str
-    """The question."""
     top_k: int = 8
-    """Chunks retrieved."""
     prune: bool | None = None
-    """``True``: prune (the routed class's strategy, else the service's ``prune_strategy``); ``False``: never;
-    ``None``: the policy's strategy, as on every other surface."""
     query_class: str | None = None
-    """Force a query class."""
     model: str = "gpt-4o"
-    """Target model (tokenizer)."""
     input_limit: int = 16_000
-    """The target model's input limit."""
     tool_outputs: Sequence[ToolOutput] = ()
-    """Tool results packed beside the evidence (capped by ``[service.tools]``; see :mod:`admit.tools`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PruneQuery:
-    """Bring-your-own chunks to prune (``POST /v1/prune`` and the MCP ``prune_context`` tool map onto it)."""
+    """Bring-your-own chunks to prune (``POST /v1/prune`` and the MCP ``prune_context`` tool map onto it): the
+    question, the chunks in the caller's order, the strategy (default: the service's ``prune_strategy``) and
+    flat prune overrides (``threshold``, ``keep_top_k``, strategy parameters)."""
 
     question: str
-    """The question."""
     candidates: Sequence[Chunk]
-    """The chunks, in the caller's order."""
     strategy: str | None = None
-    """The strategy (default: the service's ``prune_strategy``)."""
     overrides: Mapping[str, Any] = field(default_factory=dict)
-    """Flat prune overrides: ``threshold``, ``keep_top_k``, strategy parameters."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PruneAnswer:
-    """What a prune request returns: the run (one verdict per candidate, in input order) and its trace."""
+    """What a prune request returns: the pipeline's run (one verdict per candidate, in input order) and the
+    request's trace record."""
 
     run: PruneRun
-    """The pipeline's prune run."""
     trace: TraceRecord
-    """The request's trace record."""
 
 
-def run_search(
-    state: ServiceState, kb: KnowledgeBase, query: SearchQuery, principal: Principal
-) -> tuple[PackResult, str | None]:
-    """Retrieve as ``principal`` and admit (``query.prune``: true, false, or the policy's): one search path.
+Read = Callable[[], Q]
+"""Builds an operation's typed query, in the worker (the HTTP face parses and validates its body here)."""
+Reply = Callable[[Q, A], R]
+"""Shapes an operation's answer for the transport, in the worker, from the query and the answer."""
 
-    The settings are resolved once (:meth:`KnowledgeBase.resolve` on the service's pipeline; ``prune=true`` on a
-    class whose strategy is ``none`` runs the service's ``prune_strategy``), the knowledge base retrieves for
-    that resolution (:meth:`KnowledgeBase.search_request`, what :meth:`KnowledgeBase.search` packs), and the
-    pipeline packs it; a shadow policy packs the same candidates. Returns the result and the shadow outcome
-    (``None`` without a shadow policy).
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who asks: the principal the transport resolved (an API key's, the MCP configuration's; never a body's)
+    and the fair queue's per-key bound (the API key's label over HTTP)."""
+
+    principal: Principal | None
+    key: str | None = None
+
+    @property
+    def tenant(self) -> str | None:
+        """The principal's tenant (its share of the workers)."""
+        return self.principal.tenant if self.principal is not None else None
+
+    def required(self) -> Principal:
+        """The principal, which a search and a pack need (fail closed without one)."""
+        if self.principal is None:
+            raise AuthorizationError("no principal for this request")
+        return self.principal
+
+
+class Service:
+    """The service's three operations over one :class:`~admit.service.state.ServiceState` (module docstring).
+
+    ``read`` and ``reply`` run in the worker beside the work (they are pickled into a worker process with the
+    job, the state by reference).
     """
-    question = query.question
-    pipe = state.pipeline
+
+    def __init__(self, state: ServiceState) -> None:
+        self.state = state
+
+    async def search(self, caller: Caller, read: Read[SearchQuery], reply: Reply[SearchQuery, PackResult, R]) -> R:
+        """Search the knowledge base as the caller's principal and admit the result (:func:`_search`)."""
+        state, principal = self.state, caller.required()
+        return await _bounded(state, caller, read, lambda q: _search(state, q, principal), reply)
+
+    async def prune(self, caller: Caller, read: Read[PruneQuery], reply: Reply[PruneQuery, PruneAnswer, R]) -> R:
+        """Prune bring-your-own chunks (:func:`_prune`), in the caller's share of the workers (a caller over MCP
+        stdio may have no principal: the prune reads no knowledge base)."""
+        state = self.state
+        return await _bounded(state, caller, read, lambda q: _prune(state, q), reply)
+
+    async def pack(self, caller: Caller, read: Read[PackRequest], reply: Reply[PackRequest, PackResult, R]) -> R:
+        """Run the whole pipeline on the caller's candidates (:func:`_pack`) as the caller's principal (whatever
+        principal the request ``read`` builds carries); its model is a caller's model name."""
+        state, principal = self.state, caller.required()
+        return await _bounded(state, caller, read, lambda r: _pack(state, replace(r, principal=principal)), reply)
+
+
+async def _bounded(
+    state: ServiceState, caller: Caller, read: Read[Q], work: Callable[[Q], A], reply: Reply[Q, A, R]
+) -> R:
+    def job() -> R:
+        query = read()
+        return reply(query, work(query))
+
+    return await run_bounded(state, job, tenant=caller.tenant, key=caller.key)
+
+
+# ---------------------------------------------------------------- the work (in the worker)
+
+
+def _search(state: ServiceState, query: SearchQuery, principal: Principal) -> PackResult:
+    """Check the limits, retrieve as ``principal`` and admit: the one search path (in the calling thread).
+
+    The settings are resolved once, on the service's pipeline (:meth:`Pipeline.resolve`; ``prune=true`` on a
+    class whose strategy is ``none`` runs the service's ``prune_strategy``); the knowledge base retrieves for
+    that resolution (:meth:`KnowledgeBase.search_request`, what :meth:`KnowledgeBase.search` packs) and the
+    pipeline packs it with the same resolution. A shadow policy packs the same candidates (no second retrieval).
+    """
+    check_search_limits(query.question, query.top_k, state.limits)
+    kb = state.kb
+    if kb is None:
+        raise BackendError("no knowledge base is configured on this server (start it with --kb)")
     request_id = new_request_id()  # one id for the rollout, the retrieval and the trace
-    resolved = kb.resolve(
-        pipe,
-        question,
-        prune=False if query.prune is False else None,
+    resolved = state.pipeline.resolve(
+        query.question,
         query_class=query.query_class,
+        strategy="none" if query.prune is False else None,
         request_id=request_id,
     )
     if query.prune and resolved.prune.strategy == "none" and not resolved.kill_switch:
         resolved = resolved.with_strategy(state.settings.prune_strategy)
-    forced = "none" if query.prune is False else resolved.prune.strategy if query.prune else None
     req = kb.search_request(
-        question,
+        query.question,
         principal,
         resolved=resolved,
-        prune=forced,
+        prune="none" if query.prune is False else resolved.prune.strategy if query.prune else None,
         query_class=query.query_class,
         model=resolve_model(query.model, state.settings),
         input_limit=query.input_limit,
@@ -197,19 +200,26 @@ def run_search(
     return _pack_with_shadow(state, "/v1/search", req, resolved=resolved)
 
 
-def run_pack(state: ServiceState, req: PackRequest) -> tuple[PackResult, str | None]:
-    """Pack ``req`` with the service's pipeline (and its shadow); return the result and the shadow outcome."""
+def _pack(state: ServiceState, req: PackRequest) -> PackResult:
+    """Check the limits, map the model name, cap the tool outputs, then pack (in the calling thread)."""
+    check_pack_limits(req, state.limits)
+    req = replace(
+        req,
+        model=resolve_model(req.model if isinstance(req.model, str) else "", state.settings),
+        tool_outputs=cap_tools(req.tool_outputs, state),
+    )
     return _pack_with_shadow(state, "/v1/pack", req)
 
 
-def run_prune(state: ServiceState, query: PruneQuery) -> PruneAnswer:
-    """Rerank (when scores are missing) and prune bring-your-own chunks.
+def _prune(state: ServiceState, query: PruneQuery) -> PruneAnswer:
+    """Check the limits, rerank (when scores are missing) and prune bring-your-own chunks (in the calling thread).
 
     The settings are resolved like a pack's (:meth:`Pipeline.resolve`: the staged rollout, the routed class,
     the strategy, the caller's overrides, the kill switch); the strategy defaults to the service's
     ``prune_strategy``. A pruner failure never becomes a 500: ``on_error = "raise"`` is served as ``keep_top_k``
     (or the service's ``prune_on_error``).
     """
+    check_prune_limits(query.question, [c.text for c in query.candidates], state.limits)
     t0 = time.perf_counter()
     pipe = state.pipeline
     question, candidates = query.question, query.candidates
@@ -246,26 +256,18 @@ def run_prune(state: ServiceState, query: PruneQuery) -> PruneAnswer:
     return PruneAnswer(run=run, trace=trace)
 
 
+def cap_tools(outputs: Sequence[ToolOutput], state: ServiceState) -> list[ToolOutput]:
+    """The caller's tool outputs under the server's ``[service.tools]`` ceilings (the lower cap wins)."""
+    cfg = state.settings.tools
+    return [
+        replace(o, max_rows=min(o.max_rows, cfg.max_rows), max_bytes=min(o.max_bytes, cfg.max_bytes)) for o in outputs
+    ]
+
+
 def prune_request_id(question: str, candidates: Sequence[Chunk]) -> str:
     """The hash of a prune request, of the question and the candidates: the trace's ``request_hash`` (the
     record's ``request_id`` is a fresh UUIDv7, which decides the rollout share)."""
     return request_hash(PackRequest(question=question, principal=None, candidates=candidates))
-
-
-def _record_prune_metrics(state: ServiceState, run: PruneRun) -> None:
-    m = state.metrics
-    outcome = run.outcome
-    if outcome is not None and outcome.fallback:
-        m.pruner_fallbacks.labels(strategy=outcome.strategy, action=outcome.fallback).inc()
-    dropped = [v.chunk for v in run.verdicts if not v.kept]
-    for _ in dropped:
-        m.candidates_dropped.labels(route="/v1/prune", reason="pruned").inc()
-    if dropped:
-        try:
-            tok = resolve_tokenizer("gpt-4o")
-            m.tokens_dropped.labels(route="/v1/prune").inc(sum(tok.count(c.text) for c in dropped))
-        except Exception:
-            logger.debug("could not count dropped tokens", exc_info=True)
 
 
 def trace_summary(trace: TraceRecord | Mapping[str, Any]) -> dict[str, Any]:
@@ -296,40 +298,51 @@ def trace_summary(trace: TraceRecord | Mapping[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- metrics and shadow runs
 
 
+def _count_dropped(state: ServiceState, route: str, model: str | Tokenizer, texts: Sequence[str]) -> None:
+    """Count the tokens of the dropped candidates' ``texts`` (metrics never fail a request)."""
+    if not texts:
+        return
+    try:
+        tok = resolve_tokenizer(model)
+        state.metrics.tokens_dropped.labels(route=route).inc(sum(tok.count(t) for t in texts))
+    except Exception:
+        logger.debug("could not count dropped tokens", exc_info=True)
+
+
+def _record_prune_metrics(state: ServiceState, run: PruneRun) -> None:
+    outcome = run.outcome
+    if outcome is not None and outcome.fallback:
+        state.metrics.pruner_fallbacks.labels(strategy=outcome.strategy, action=outcome.fallback).inc()
+    dropped = [v.chunk for v in run.verdicts if not v.kept]
+    for _ in dropped:
+        state.metrics.candidates_dropped.labels(route="/v1/prune", reason="pruned").inc()
+    _count_dropped(state, "/v1/prune", "gpt-4o", [c.text for c in dropped])
+
+
 def _record_pack_metrics(state: ServiceState, route: str, req: PackRequest, res: PackResult) -> None:
     m = state.metrics
     dropped = [d for d in res.decisions if d.state == "dropped"]
     for d in dropped:
         m.candidates_dropped.labels(route=route, reason=d.reason).inc()
-    if dropped:
-        try:
-            tok = resolve_tokenizer(req.model)
-            by_id = {c.id: c for c in req.candidates}
-            m.tokens_dropped.labels(route=route).inc(sum(tok.count(by_id[d.chunk_id].text) for d in dropped))
-        except Exception:  # metrics must never fail a request
-            logger.debug("could not count dropped tokens", exc_info=True)
+    by_id = {c.id: c for c in req.candidates}
+    _count_dropped(state, route, req.model, [by_id[d.chunk_id].text for d in dropped if d.chunk_id in by_id])
     m.tokens_admitted.labels(route=route).inc(int(res.trace.get("evidence_tokens", 0) or 0))
-    _record_fallback(state, res)
-
-
-def _record_fallback(state: ServiceState, res: PackResult) -> None:
     pruner = res.trace.get("pruner") or {}
     if pruner.get("fallback"):
-        state.metrics.pruner_fallbacks.labels(
-            strategy=str(pruner.get("strategy")), action=str(pruner["fallback"])
-        ).inc()
+        m.pruner_fallbacks.labels(strategy=str(pruner.get("strategy")), action=str(pruner["fallback"])).inc()
 
 
 def _pack_with_shadow(
     state: ServiceState, route: str, req: PackRequest, *, resolved: Resolution | None = None
-) -> tuple[PackResult, str | None]:
+) -> PackResult:
     """Pack ``req`` (with its resolution, when the caller made it); the shadow pipeline packs the same request
-    under its own policies (no second retrieval)."""
+    under its own policies (no second retrieval), logged and counted beside it."""
     res = state.pipeline.pack(req, resolved=resolved)
     _record_pack_metrics(state, route, req, res)
     shadow = state.shadow
-    outcome = _run_shadow(state, lambda: shadow.pack(req), res) if shadow is not None else None
-    return res, outcome
+    if shadow is not None:
+        _run_shadow(state, lambda: shadow.pack(req), res)
+    return res
 
 
 def _run_shadow(state: ServiceState, compute: Callable[[], PackResult], current: PackResult) -> str:

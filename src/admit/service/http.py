@@ -2,7 +2,8 @@
 
 The routes are thin: the :class:`~admit.service.gate.Gate` in front of them checks the API key (``X-API-Key:
 KEY`` or ``Authorization: Bearer KEY``; the key maps to a principal in the config, never the body) and the
-body size; :mod:`admit.service.core` does the work under the service's limits and deadline. At start-up the
+body size; each ``/v1`` route hands its raw body to one :class:`~admit.service.core.Service` call, which parses,
+validates, runs and serializes it in the tenant's worker under the service's limits and deadline. At start-up the
 app loads its models in the background: ``/healthz`` answers at once (liveness), ``/readyz`` answers 200 once
 every model is loaded (readiness); a ``/v1`` call that arrives earlier waits for them within its deadline.
 
@@ -25,8 +26,8 @@ import contextlib
 import difflib
 import functools
 import logging
-from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import anyio
 from fastapi import Depends, FastAPI, Request
@@ -45,18 +46,16 @@ from admit.errors import (
     LimitExceeded,
     Overloaded,
 )
-from admit.inspector import render_page
+from admit.inspector.page import render_page
+from admit.pipeline import PackRequest
 from admit.prune import Pruner
 from admit.schema import describe_validation_errors
-from admit.service import core
 from admit.service.config import ServiceSettings
-from admit.service.core import run_prune as prune_chunks
-from admit.service.core import run_search as search
-from admit.service.core import trace_summary
+from admit.service.core import Caller, PruneAnswer, PruneQuery, SearchQuery, Service, trace_summary
 from admit.service.errors import answer_for
 from admit.service.gate import Gate, error_response
 from admit.service.jsonio import dumps, parse_body
-from admit.service.limits import check_pack_limits, resolve_model, run_bounded
+from admit.service.limits import check_pack_limits, resolve_model
 from admit.service.loopback import LoopbackServer
 from admit.service.metrics import CONTENT_TYPE
 from admit.service.schemas import (
@@ -70,7 +69,7 @@ from admit.service.schemas import (
 )
 from admit.service.state import ServiceState, build_state
 from admit.trace import TraceSink
-from admit.types import Principal
+from admit.types import PackResult, Principal
 
 if TYPE_CHECKING:
     from admit.kb import KnowledgeBase
@@ -82,13 +81,14 @@ __all__ = [
     "build_state",
     "check_pack_limits",
     "create_app",
-    "prune_chunks",
     "resolve_model",
-    "search",
     "trace_summary",
 ]
 
 logger = logging.getLogger(__name__)
+
+B = TypeVar("B", bound=BaseModel)
+Route = TypeVar("Route", bound=Callable[..., Any])
 
 ROUTES = ("/v1/pack", "/v1/search", "/v1/prune", "/inspect", "/healthz", "/readyz", "/metrics", "/openapi.json")
 """The app's paths: each is its own metrics label; any other path is counted as ``/v1/*`` or ``other``."""
@@ -204,70 +204,54 @@ def create_app(
         return Response(state.metrics.render(), media_type=CONTENT_TYPE)
 
     caps = state.json_caps
+    service = Service(state)
 
-    async def in_pool(request: Request, principal: Principal, model: type[BaseModel], work: Any) -> Response:
-        """Parse, validate, run and serialize in the tenant's worker: the loop only moves the bytes."""
-        raw = await request.body()
+    def read(raw: bytes, model: type[B]) -> B:
+        """The body as ``model`` (in the worker: the loop never parses a body)."""
+        try:
+            return parse_body(raw, model, caps)
+        except ValidationError as exc:
+            raise RequestValidationError(exc.errors(include_url=False)) from None
 
-        def job() -> bytes:
-            try:
-                body = parse_body(raw, model, caps)
-            except ValidationError as exc:
-                raise RequestValidationError(exc.errors(include_url=False)) from None
-            return dumps(work(body)).encode()
-
+    async def in_pool(
+        request: Request, principal: Principal, call: Callable[[Caller, bytes], Awaitable[bytes]]
+    ) -> Response:
+        """Hand the caller (the principal, the key's queue label) and the raw body to a :class:`Service` call,
+        which parses, validates, runs and serializes in the tenant's worker: the loop only moves the bytes."""
         label = getattr(request.state, "key_label", None)
-        key = f"key:{label}" if isinstance(label, str) else None
-        out = await run_bounded(state, job, tenant=principal.tenant, key=key)
+        caller = Caller(principal, f"key:{label}" if isinstance(label, str) else None)
+        out = await call(caller, await request.body())
         return Response(out, media_type="application/json")
 
-    @app.post("/v1/pack", tags=["admit"], responses=_ERRORS, openapi_extra=_body_schema("PackBody"))
+    def post_v1(path: str, body: str, response: type[BaseModel] | None = None) -> Callable[[Route], Route]:
+        """A ``/v1`` route that reads its body itself (in the worker), documented with ``body`` and ``response``."""
+        extra = _body_schema(body)
+        return app.post(path, tags=["admit"], response_model=response, responses=_ERRORS, openapi_extra=extra)
+
+    @post_v1("/v1/pack", "PackBody")
     async def pack_endpoint(request: Request, principal: PrincipalDep) -> Response:
         """Run the whole pipeline on the caller's candidates (the `admit pack` request minus `principal`)."""
 
-        def work(body: BaseModel) -> dict[str, Any]:
-            return core.pack_now(state, pack_request_from_body(body, principal)).as_dict()
+        def pack(caller: Caller, raw: bytes) -> Awaitable[bytes]:
+            return service.pack(caller, lambda: pack_request_from_body(read(raw, PackBody), principal), _pack_answer)
 
-        return await in_pool(request, principal, PackBody, work)
+        return await in_pool(request, principal, pack)
 
-    @app.post(
-        "/v1/search",
-        tags=["admit"],
-        response_model=SearchResponse,
-        responses=_ERRORS,
-        openapi_extra=_body_schema("SearchBody"),
-    )
+    @post_v1("/v1/search", "SearchBody", SearchResponse)
     async def search_endpoint(request: Request, principal: PrincipalDep) -> Response:
         """Retrieve from the knowledge base as the key's principal, then admit. Pruning is opt-in (`prune`)."""
+        return await in_pool(
+            request,
+            principal,
+            lambda c, raw: service.search(c, lambda: read(raw, SearchBody).query(), _search_answer),
+        )
 
-        def work(body: SearchBody) -> dict[str, Any]:
-            res = core.search_now(state, body.query(), principal)
-            # the keys of every pack answer (PackResult.as_dict: decisions included), the trace as its summary
-            out = {
-                "question": body.question,
-                "query": body.question,
-                **res.as_dict(),
-                "trace": trace_summary(res.trace),
-            }
-            return SearchResponse.model_validate(out).model_dump(mode="json")
-
-        return await in_pool(request, principal, SearchBody, work)
-
-    @app.post(
-        "/v1/prune",
-        tags=["admit"],
-        response_model=PruneResponse,
-        responses=_ERRORS,
-        openapi_extra=_body_schema("PruneBody"),
-    )
+    @post_v1("/v1/prune", "PruneBody", PruneResponse)
     async def prune_endpoint(request: Request, principal: PrincipalDep) -> Response:
         """Prune bring-your-own chunks: one decision per candidate, in input order."""
-
-        def work(body: PruneBody) -> dict[str, Any]:
-            answer = core.prune_now(state, body.query())
-            return PruneResponse.from_run(answer.run, answer.trace, question=body.question).model_dump(mode="json")
-
-        return await in_pool(request, principal, PruneBody, work)
+        return await in_pool(
+            request, principal, lambda c, raw: service.prune(c, lambda: read(raw, PruneBody).query(), _prune_answer)
+        )
 
     @app.get("/inspect", tags=["admit"], response_class=HTMLResponse, responses=_ERRORS)
     async def inspect_page(principal: PrincipalDep, id: str | None = None) -> HTMLResponse:
@@ -284,6 +268,23 @@ def create_app(
 
     _document_bodies(app)
     return app
+
+
+def _search_answer(query: SearchQuery, res: PackResult) -> bytes:
+    """The ``/v1/search`` answer: the keys of every pack answer (decisions included), the trace as its summary."""
+    out = {"question": query.question, "query": query.question, **res.as_dict(), "trace": trace_summary(res.trace)}
+    return dumps(SearchResponse.model_validate(out).model_dump(mode="json")).encode()
+
+
+def _prune_answer(query: PruneQuery, answer: PruneAnswer) -> bytes:
+    """The ``/v1/prune`` answer: one decision per candidate, in input order."""
+    body = PruneResponse.from_run(answer.run, answer.trace, question=query.question)
+    return dumps(body.model_dump(mode="json")).encode()
+
+
+def _pack_answer(_req: PackRequest, res: PackResult) -> bytes:
+    """The ``/v1/pack`` answer: the pack result (the ``admit pack`` JSON)."""
+    return dumps(res.as_dict()).encode()
 
 
 def _body_schema(name: str) -> dict[str, Any]:

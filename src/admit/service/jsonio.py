@@ -59,26 +59,20 @@ def check_shape(value: Any, caps: JsonCaps) -> None:
         count += 1
         if count > caps.max_values:
             raise BodyShapeError(f"body: more than max_values={caps.max_values} JSON values", field="body")
+        if not isinstance(v, dict | list):
+            continue
+        if len(where) >= caps.max_depth:
+            raise BodyShapeError(f"{_path(where)}: nested deeper than max_depth={caps.max_depth}", field=_path(where))
+        children: list[tuple[Any, list[str | int]]]
         if isinstance(v, dict):
-            if len(where) >= caps.max_depth:
-                raise BodyShapeError(
-                    f"{_path(where)}: nested deeper than max_depth={caps.max_depth}", field=_path(where)
-                )
-            if len(v) > caps.max_object_keys:
-                raise BodyShapeError(
-                    f"{_path(where)}: {len(v)} keys is over max_object_keys={caps.max_object_keys}", field=_path(where)
-                )
-            stack.extend((item, [*where, str(k)[:60]]) for k, item in v.items())
-        elif isinstance(v, list):
-            if len(where) >= caps.max_depth:
-                raise BodyShapeError(
-                    f"{_path(where)}: nested deeper than max_depth={caps.max_depth}", field=_path(where)
-                )
-            if len(v) > caps.max_array_items:
-                raise BodyShapeError(
-                    f"{_path(where)}: {len(v)} items is over max_array_items={caps.max_array_items}", field=_path(where)
-                )
-            stack.extend((item, [*where, i]) for i, item in enumerate(v))
+            noun, name, cap = "keys", "max_object_keys", caps.max_object_keys
+            children = [(item, [*where, str(k)[:60]]) for k, item in v.items()] if len(v) <= cap else []
+        else:
+            noun, name, cap = "items", "max_array_items", caps.max_array_items
+            children = [(item, [*where, i]) for i, item in enumerate(v)] if len(v) <= cap else []
+        if len(v) > cap:
+            raise BodyShapeError(f"{_path(where)}: {len(v)} {noun} is over {name}={cap}", field=_path(where))
+        stack.extend(children)
 
 
 def _no_constant(name: str) -> Any:

@@ -114,7 +114,7 @@ async def run_bounded(
 
     A request that arrives while the models are still loading waits for them, and a request waits for a worker
     in the pool's fair queue (tenant by tenant), inside the same deadline. The deadline also stops the work
-    itself: the worker's text processing checks it (:func:`admit._linear.deadline`), so a timed-out request
+    itself: the worker's text processing checks it (:func:`admit._deadline.deadline`), so a timed-out request
     frees its worker instead of running on after its caller got 504. With worker processes
     (:attr:`ServiceState.procs`) ``fn`` runs in one of them (pickled, the state by reference) and a job still
     running at its deadline has its process killed and replaced; a full queue (the tenant's, ``key``'s, everyone's)

@@ -26,8 +26,16 @@ fork; the CPU it used is charged to its tenant. No job outlives its deadline by 
 ``max_queued_per_key``, everyone together ``max_queued``; past that the job is refused at once with
 :class:`~admit.errors.Overloaded` (429, ``Retry-After``).
 
-What a job changes in the service (metrics, the inspector's records, the trace file) is recorded in the worker
-and replayed by the server when the answer comes back, so ``/metrics`` and ``/inspect`` stay whole.
+**Workers.** What runs in a worker process (the fork, the pickled jobs and their frames, the capture of what a
+job changes in the service: metrics, the inspector's records, the trace file, replayed by the server when the
+answer comes back, so ``/metrics`` and ``/inspect`` stay whole) is :mod:`admit.service.worker`; this module is
+the server's side: the fair queue, the CPU ticks and the deadlines, on the event loop, never blocking on a
+worker.
+
+The pool serves ``admit serve`` (``[service.limits] worker_processes`` unset: one process per core); every
+request of the service reaches it through :func:`admit.service.limits.run_bounded`, called by
+:class:`admit.service.core.Service`. An app built in-process, and ``admit mcp``, use the thread pool of
+:mod:`admit.service.work` instead.
 """
 
 from __future__ import annotations
@@ -37,7 +45,6 @@ import collections
 import contextlib
 import functools
 import heapq
-import io
 import itertools
 import logging
 import multiprocessing
@@ -45,209 +52,20 @@ import os
 import pickle
 import signal
 import socket
-import stat
-import struct
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from admit import _linear
-from admit.errors import AdmitError, BackendError, Overloaded
+from admit.errors import BackendError, Overloaded
+from admit.service.worker import HEADER, cores, dumps_job, proc_cpu, replay_effects, worker_main, worker_state
 
 __all__ = ["PoolStats", "ProcessPool", "worker_state"]
+
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-_STATE_ID = "admit-service-state"
-_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-
-_WORKER_STATE: Any = None
-"""In a worker process: the service state it was forked with (what a job's pickled ``state`` resolves to)."""
-
-
-def worker_state() -> Any:
-    """The service state of this worker process (``None`` in the server itself)."""
-    return _WORKER_STATE
-
-
-def cores() -> int:
-    """CPU cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
-
-
-def _proc_cpu(pid: int) -> float:
-    """CPU seconds (user + system) process ``pid`` has used; 0.0 when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return 0.0
-    fields = raw[raw.rfind(b")") + 2 :].split()
-    try:
-        return (int(fields[11]) + int(fields[12])) / _CLK_TCK
-    except (IndexError, ValueError):
-        return 0.0
-
-
-# ---------------------------------------------------------------------------------------------- pickling
-
-
-def _dumps_job(obj: Any, state: Any) -> bytes:
-    import cloudpickle
-
-    class _Pickler(cloudpickle.Pickler):  # type: ignore[misc]
-        def persistent_id(self, o: Any) -> str | None:
-            return _STATE_ID if o is state else None
-
-    buf = io.BytesIO()
-    _Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL).dump(obj)
-    return buf.getvalue()
-
-
-class _Unpickler(pickle.Unpickler):
-    def persistent_load(self, pid: Any) -> Any:
-        if pid == _STATE_ID:
-            return _WORKER_STATE
-        raise pickle.UnpicklingError(f"unknown persistent id {pid!r}")
-
-
-# ---------------------------------------------------------------------------------------------- the worker
-
-
-class _MetricRecorder:
-    """Stands for :class:`~admit.service.metrics.ServiceMetrics` in a worker: every ``inc``/``observe`` is
-    recorded and replayed on the server's metrics."""
-
-    def __init__(self, effects: list[tuple[Any, ...]]) -> None:
-        self._effects = effects
-
-    def __getattr__(self, name: str) -> Any:
-        effects = self._effects
-
-        class _Child:
-            def __init__(self, labels: dict[str, str]) -> None:
-                self.labels_ = labels
-
-            def inc(self, amount: float = 1.0) -> None:
-                effects.append(("metric", name, self.labels_, "inc", float(amount)))
-
-            def observe(self, amount: float) -> None:
-                effects.append(("metric", name, self.labels_, "observe", float(amount)))
-
-        class _Metric:
-            def labels(self, **kw: str) -> _Child:
-                return _Child(kw)
-
-        return _Metric()
-
-
-def _install_capture(state: Any, effects: list[tuple[Any, ...]]) -> None:
-    """In a worker: the state's metrics and inspector record into ``effects`` instead of keeping anything."""
-    state.metrics = _MetricRecorder(effects)
-    log = getattr(state, "inspect", None)
-    if log is not None:
-
-        def keep(tenant: str | None, entry: dict[str, Any]) -> None:
-            effects.append(("keep", tenant, entry))
-
-        def out(method: str, *args: Any) -> None:
-            effects.append(("out", method, args))
-
-        log.capture(keep, out)
-
-
-def _close_inherited_sockets(keep: int) -> None:
-    """Close every socket this fork inherited (client connections, the listening socket, the other workers'
-    pipes) but its own pipe: a worker must never hold a client's connection open."""
-    try:
-        fds = [int(n) for n in os.listdir("/proc/self/fd")]
-    except OSError:  # pragma: no cover - not Linux
-        return
-    for fd in fds:
-        if fd == keep or fd <= 2:
-            continue
-        try:
-            if stat.S_ISSOCK(os.fstat(fd).st_mode):
-                os.close(fd)
-        except OSError:
-            continue
-
-
-def _worker_main(state: Any, conn: socket.socket) -> None:
-    """A worker process: run jobs from ``conn`` one at a time until it closes (or the server kills it)."""
-    global _WORKER_STATE
-    with contextlib.suppress(ValueError, OSError):
-        signal.set_wakeup_fd(-1)
-    conn.setblocking(True)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle; it ends its workers
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    _close_inherited_sockets(conn.fileno())
-    _WORKER_STATE = state
-    effects: list[tuple[Any, ...]] = []
-    _install_capture(state, effects)
-    # a fresh thread: thread-local resources of the forking thread (a store connection) are not reused
-    t = threading.Thread(target=_serve, args=(conn, effects), name="admit-proc-work", daemon=True)
-    t.start()
-    t.join()
-    os._exit(0)
-
-
-_HEADER = struct.Struct("!Q")
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = bytearray()
-    while len(buf) < n:
-        part = sock.recv(min(n - len(buf), 1 << 20))
-        if not part:
-            raise EOFError("the server closed the pipe")
-        buf += part
-    return bytes(buf)
-
-
-def _recv_frame(sock: socket.socket) -> bytes:
-    (n,) = _HEADER.unpack(_recv_exact(sock, _HEADER.size))
-    return _recv_exact(sock, n)
-
-
-def _serve(conn: socket.socket, effects: list[tuple[Any, ...]]) -> None:
-    while True:
-        try:
-            raw = _recv_frame(conn)
-        except (EOFError, OSError):
-            return
-        effects.clear()
-        cpu0 = time.process_time()
-        ok = True
-        value: Any
-        try:
-            fn, deadline_at = _Unpickler(io.BytesIO(raw)).load()
-            with _linear.deadline(deadline_at):
-                value = fn()
-        except BaseException as exc:  # every failure goes back to the server
-            ok, value = False, exc
-        cpu = time.process_time() - cpu0
-        try:
-            out = pickle.dumps((ok, value, list(effects), cpu), protocol=pickle.HIGHEST_PROTOCOL)
-            pickle.loads(out)  # an exception whose class cannot be rebuilt must not fail the server's read
-        except Exception as exc:
-            err: BaseException = value if not ok and isinstance(value, AdmitError) else exc
-            msg = f"{type(err).__name__}: {err}"
-            out = pickle.dumps((False, BackendError(msg[:500]), list(effects), cpu))
-        try:
-            conn.sendall(_HEADER.pack(len(out)) + out)
-        except (OSError, ValueError):
-            return
-
-
-# ---------------------------------------------------------------------------------------------- the server side
 
 
 @dataclass(slots=True, eq=False)
@@ -281,34 +99,35 @@ class _Job:
 
 @dataclass(slots=True, eq=False)
 class _Tenant:
+    """A tenant in the fair queue: its virtual ``finish`` time, its waiting jobs, ``cost`` (the moving average of
+    its CPU seconds per job) and ``charged`` (the CPU seconds its jobs have used in all)."""
+
     name: str
     finish: float = 0.0
     waiting: collections.deque[_Job] = field(default_factory=collections.deque)
     in_flight: int = 0
     cost: float = 0.0
-    """Moving average of this tenant's CPU seconds per job."""
     jobs: int = 0
     charged: float = 0.0
-    """CPU seconds this tenant's jobs have used in all."""
     gen: int = 0
     queued_in: str | None = None
 
 
 @dataclass(slots=True)
 class PoolStats:
-    """The pool's own accounting (read by ``/metrics``, the benchmarks and the tests)."""
+    """The pool's own accounting (read by ``/metrics``, the benchmarks and the tests): jobs ``dispatched`` and
+    ``completed``; ``killed`` (their process killed at their deadline, or with their caller, and replaced:
+    ``respawned``); ``refused`` (a queue was full: 429); ``extra`` processes forked beyond the pool's size for a
+    light tenant while every process held a long job; ``paused``: the ``SIGSTOP``s sent to long jobs while
+    shorter ones needed the cores."""
 
     dispatched: int = 0
     completed: int = 0
     killed: int = 0
-    """Jobs whose process was killed at their deadline (or with their caller) and replaced."""
     refused: int = 0
-    """Jobs refused because a queue was full (429)."""
     respawned: int = 0
     extra: int = 0
-    """Processes forked beyond the pool's size for a light tenant while every process held a long job."""
     paused: int = 0
-    """``SIGSTOP``s sent to long jobs while shorter ones needed the cores."""
 
 
 class ProcessPool:
@@ -381,7 +200,7 @@ class ProcessPool:
 
     def _spawn(self) -> None:
         parent, child = socket.socketpair()
-        proc = self._ctx.Process(target=_worker_main, args=(self.state, child), name="admit-worker", daemon=True)
+        proc = self._ctx.Process(target=worker_main, args=(self.state, child), name="admit-worker", daemon=True)
         proc.start()
         child.close()
         parent.setblocking(False)
@@ -431,7 +250,7 @@ class ProcessPool:
                     {
                         "tenant": j.tenant,
                         "pid": w.proc.pid,
-                        "cpu_s": _proc_cpu(w.proc.pid) - j.cpu0,
+                        "cpu_s": proc_cpu(w.proc.pid) - j.cpu0,
                         "to_deadline_s": None if j.deadline_at is None else j.deadline_at - now,
                         "paused": w.stopped,
                     }
@@ -531,14 +350,14 @@ class ProcessPool:
         w = self._free.pop()
         w.job = job
         job.worker = w
-        job.cpu0 = _proc_cpu(w.proc.pid)
+        job.cpu0 = proc_cpu(w.proc.pid)
         job.started = time.monotonic()
         self.stats.dispatched += 1
         assert self._loop is not None
         payload = self._payloads.pop(job)
         w.inbox.clear()
         self._loop.add_reader(w.conn.fileno(), self._on_answer, w)
-        send = asyncio.ensure_future(self._loop.sock_sendall(w.conn, _HEADER.pack(len(payload)) + payload))
+        send = asyncio.ensure_future(self._loop.sock_sendall(w.conn, HEADER.pack(len(payload)) + payload))
         send.add_done_callback(functools.partial(self._sent, job))
         w.sending = send
         self._schedule_cpu()
@@ -559,12 +378,12 @@ class ProcessPool:
             if not part:
                 raise EOFError("the worker closed its pipe")
             w.inbox += part
-            if len(w.inbox) < _HEADER.size:
+            if len(w.inbox) < HEADER.size:
                 return
-            (n,) = _HEADER.unpack_from(w.inbox)
-            if len(w.inbox) < _HEADER.size + n:
+            (n,) = HEADER.unpack_from(w.inbox)
+            if len(w.inbox) < HEADER.size + n:
                 return  # more to come: read as it arrives, never waiting here
-            raw = bytes(w.inbox[_HEADER.size : _HEADER.size + n])
+            raw = bytes(w.inbox[HEADER.size : HEADER.size + n])
             w.inbox.clear()
             loop.remove_reader(w.conn.fileno())
             ok, value, effects, cpu = pickle.loads(raw)
@@ -574,34 +393,20 @@ class ProcessPool:
             with contextlib.suppress(Exception):
                 loop.remove_reader(w.conn.fileno())  # the worker died (killed from outside, out of memory)
             if job is not None:
-                cpu = _proc_cpu(w.proc.pid) - job.cpu0
+                cpu = proc_cpu(w.proc.pid) - job.cpu0
                 self._finish(job, cpu=cpu, replace=True)
                 if not job.future.done():
                     job.future.set_exception(BackendError(f"the worker process ended ({type(exc).__name__})"))
             return
         if job is None:
             return
-        self._replay(effects)
+        replay_effects(self.state, effects)
         self._finish(job, cpu=float(cpu), replace=False)
         if not job.future.done():
             if ok:
                 job.future.set_result(value)
             else:
                 job.future.set_exception(value)
-
-    def _replay(self, effects: list[tuple[Any, ...]]) -> None:
-        st = self.state
-        for eff in effects:
-            try:
-                if eff[0] == "metric":
-                    _, name, labels, op, amount = eff
-                    getattr(getattr(st.metrics, name).labels(**labels), op)(amount)
-                elif eff[0] == "keep" and st.inspect is not None:
-                    st.inspect.keep_entry(eff[1], eff[2])
-                elif eff[0] == "out" and st.inspect is not None:
-                    st.inspect.write_out(eff[1], *eff[2])
-            except Exception:  # bookkeeping never fails a request
-                logger.debug("could not replay a worker's effect", exc_info=True)
 
     def _finish(self, job: _Job, *, cpu: float, replace: bool) -> None:
         """A job ended (answered, or its process killed): charge its tenant, free (or replace) its process."""
@@ -671,7 +476,7 @@ class ProcessPool:
             job = w.job
             if job is None:
                 continue
-            used = _proc_cpu(w.proc.pid) - job.cpu0
+            used = proc_cpu(w.proc.pid) - job.cpu0
             if job.deadline_at is not None and now >= job.deadline_at:
                 expired.append((w, used))
                 continue
@@ -756,7 +561,7 @@ class ProcessPool:
         if self._queued >= self.max_queued:
             self.stats.refused += 1
             raise Overloaded(f"the server's queue is full; retry after {retry} s", retry_after_s=retry)
-        payload = _dumps_job((fn, deadline_at), self.state)
+        payload = dumps_job((fn, deadline_at), self.state)
         job = _Job(tenant, k, deadline_at, loop.create_future(), next(self._seq), size=len(payload))
         self._payloads[job] = payload
         t.waiting.append(job)
@@ -776,7 +581,7 @@ class ProcessPool:
         self._payloads.pop(job, None)
         if job.worker is not None:
             w = job.worker
-            self._kill(w, _proc_cpu(w.proc.pid) - job.cpu0)
+            self._kill(w, proc_cpu(w.proc.pid) - job.cpu0)
             return
         t = self._tenants.get(job.tenant)
         if t is not None and job in t.waiting:

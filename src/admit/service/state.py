@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from admit.backends.rerankers import resolve_reranker
 from admit.backends.tokenizers import resolve_tokenizer
-from admit.eval.replay import RequestLog
-from admit.inspector import InspectLog
+from admit.inspector.log import InspectLog
 from admit.pipeline import Pipeline
 from admit.policy import PolicySet, load_policy_set
 from admit.prune import Pruner, PrunerResources
+from admit.requestlog import RequestLog
 from admit.service.config import KeyRing, Limits, ServiceSettings
 from admit.service.jsonio import JsonCaps
 from admit.service.metrics import ServiceMetrics
@@ -340,14 +340,9 @@ def build_state(
         RequestLog(sink, log_requests=settings.trace_requests, redactor=redactor) if sink is not None else None,
         keep=settings.inspect_requests,
     )
-    pipeline = Pipeline(
-        policies=policies,
-        reranker=reranker,
-        pruner=pruner,
-        resources=resources,
-        sink=inspect_log,
-        redactor=redactor,
-    )
+    # the current and the shadow pipeline share every part but their policies and the trace sink
+    build = functools.partial(Pipeline, reranker=reranker, pruner=pruner, resources=resources, redactor=redactor)
+    pipeline = build(policies=policies, sink=inspect_log)
     shadow_policies = None
     if settings.shadow_policy:
         shadow_policies = _policy_set(
@@ -355,16 +350,7 @@ def build_state(
         )
     if pruner is None:  # a given pruner runs whatever the strategy says
         check_strategies(settings, [policies] + ([shadow_policies] if shadow_policies is not None else []))
-    shadow = None
-    if shadow_policies is not None:
-        shadow = Pipeline(
-            policies=shadow_policies,
-            reranker=reranker,
-            pruner=pruner,
-            resources=resources,
-            sink=None,
-            redactor=redactor,
-        )
+    shadow = build(policies=shadow_policies, sink=None) if shadow_policies is not None else None
     if kb is not None:
         warn_unknown_tenants(settings, kb)
     return ServiceState(

@@ -15,7 +15,7 @@ from typing import TypeVar
 import anyio
 from anyio.lowlevel import RunVar
 
-from admit import _linear
+from admit import _deadline
 from admit.errors import Overloaded
 
 __all__ = ["SWITCH_INTERVAL_S", "Job", "WorkPool", "responsive_interpreter"]
@@ -75,7 +75,7 @@ class WorkPool:
     fewer than ``reserve`` requests are short (the long ones yield the interpreter, see below).
 
     **CPU** (which running request gets the interpreter): a request that has run longer than ``long_s`` waits
-    at its next checkpoint (every regex call and the long loops call :func:`admit._linear.checkpoint`) while
+    at its next checkpoint (every regex call and the long loops call :func:`admit._deadline.checkpoint`) while
     a request that has not (a short search beside a long pack) is running, so short requests keep close to their
     quiet latency however many long ones are in flight (least-attained-service scheduling). Long requests share
     what is left, inside their deadline, one at a time, the oldest first (the earliest deadline): however many
@@ -251,7 +251,7 @@ class WorkPool:
 
     def _in_thread(self, job: Job, fn: Callable[[], T], deadline_at: float | None) -> T:
         try:
-            with _linear.deadline(deadline_at), _linear.scheduled(lambda: self._checkpoint(job, deadline_at)):
+            with _deadline.deadline(deadline_at), _deadline.scheduled(lambda: self._checkpoint(job, deadline_at)):
                 return fn()
         finally:
             with self._cpu:

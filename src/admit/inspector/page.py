@@ -1,4 +1,4 @@
-"""The request inspector: one self-contained HTML page that shows logged requests as a person reads them.
+"""The request inspector's page: one self-contained HTML page that shows trace records as a person reads them.
 
 For each request: the question, its query class and the cue that chose it, the budget ledger (limit,
 instructions, conversation, tools, answer reserve, safety margin, evidence budget and what the evidence used),
@@ -7,9 +7,9 @@ envelopes the model sees, the fallbacks, the injection flags, the pruner and the
 candidates' table filters and sorts by fate (a few lines of inline script; the page loads nothing from the
 network, and every value from the trace is HTML-escaped).
 
-``admit inspect TRACE.jsonl [--id ID] -o page.html`` writes it from a trace file (``--trace-file`` of
-``admit search`` and ``admit pack``, or a server's ``trace_file``); ``admit serve`` serves the same page at
-``/inspect`` for the requests it handled, each tenant seeing only its own (:class:`InspectLog`).
+It renders :class:`~admit.trace.TraceRecord` s (with their logged ``request`` when there is one), from a trace
+file (:func:`read_trace_file`, ``admit inspect``) or from the service's :class:`~admit.inspector.log.InspectLog`
+(``/inspect``); it reads nothing else.
 
 Example:
     >>> page = render_page([{"request_id": "r1", "query_class": "default", "decisions": []}])
@@ -22,20 +22,17 @@ from __future__ import annotations
 import collections
 import html
 import json
-import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from admit.errors import ConfigError
-from admit.eval.replay import request_to_json
-from admit.pipeline import PackRequest, RequestSink
 from admit.render import EvidenceRenderer
-from admit.trace import TraceRecord, TraceSink
-from admit.types import Access, Chunk, Principal
+from admit.trace import TraceRecord
+from admit.types import Access, Chunk
 
-__all__ = ["InspectLog", "read_trace_file", "render_page"]
+__all__ = ["read_trace_file", "render_page"]
 
 _LEDGER = (
     ("input_limit", "input limit"),
@@ -87,135 +84,6 @@ def _ids(records: Sequence[Mapping[str, Any]]) -> str:
     return ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
 
 
-class InspectLog:
-    """A trace sink for the service: keeps each tenant's last ``keep`` requests in memory for ``/inspect`` (one
-    tenant's traffic never pushes out another's), and hands every record on to ``out`` (the trace file's sink).
-
-    The kept entries hold the request with the admitted candidates' text (the page shows their envelopes; the
-    others keep their ids and titles, so memory is bounded by the evidence budget), in memory only, behind the
-    same API keys as ``/v1``. :meth:`visible` returns what one principal may see: its tenant's records whose
-    requester had no group the viewer lacks and whose admitted chunks the viewer may read (two keys of one
-    tenant with different groups never see each other's restricted text or questions); :meth:`records` returns
-    a tenant's records unfiltered (operators, tests).
-
-    In a worker process (:mod:`admit.service.procs`) the log is put in capture mode: what it would keep and
-    write is handed to the server, which replays it (:meth:`keep_entry`, :meth:`write_out`).
-    """
-
-    def __init__(self, out: TraceSink | RequestSink | None, *, keep: int) -> None:
-        """Keep at most ``keep`` requests (``0``: none); write through to ``out``."""
-        self.out = out
-        self.keep = keep
-        self._kept: dict[str | None, collections.deque[dict[str, Any]]] = {}
-        self._lock = threading.Lock()
-        self._capture_keep: Callable[[str | None, dict[str, Any]], None] | None = None
-        self._capture_out: Callable[..., None] | None = None
-
-    def capture(self, keep: Callable[[str | None, dict[str, Any]], None], out: Callable[..., None]) -> None:
-        """Hand kept entries to ``keep(tenant, entry)`` and sink writes to ``out(method, *args)`` instead."""
-        self._capture_keep, self._capture_out = keep, out
-
-    def write(self, record: Mapping[str, Any]) -> None:
-        """A record without its request (a shadow record): handed on, not kept."""
-        if self.out is None:
-            return
-        if self._capture_out is not None:
-            self._capture_out("write", dict(record))
-            return
-        self.out.write(record)  # type: ignore[union-attr]
-
-    def write_request(self, record: TraceRecord, request: PackRequest) -> None:
-        """Keep the record with its request, then hand it on."""
-        if self.keep > 0:
-            try:
-                logged = request_to_json(request)
-            except ConfigError:  # a tokenizer instance as the model: the candidates are still shown
-                logged = {"question": request.question, "candidates": []}
-            # only the admitted candidates keep their text (the envelopes): what is kept is bounded by the evidence
-            # budget, not by the request's size
-            admitted = set(record.get("accepted_chunk_ids", []))
-            logged["candidates"] = [
-                c if c.get("id") in admitted else {k: v for k, v in c.items() if k != "text"}
-                for c in logged.get("candidates", [])
-            ]
-            logged.pop("conversation", None)
-            logged.pop("tool_outputs", None)
-            tenant = request.principal.tenant if request.principal is not None else None
-            groups = list(request.principal.groups) if request.principal is not None else []
-            entry = {**record, "request": logged, "_requester_groups": groups}
-            if self._capture_keep is not None:
-                self._capture_keep(tenant, entry)
-            else:
-                self.keep_entry(tenant, entry)
-        if self.out is None:
-            return
-        if self._capture_out is not None:
-            self._capture_out("write_request", record, request)
-            return
-        self.write_out("write_request", record, request)
-
-    def keep_entry(self, tenant: str | None, entry: dict[str, Any]) -> None:
-        """Keep one prepared entry for ``tenant`` (what :meth:`write_request` keeps)."""
-        if self.keep <= 0:
-            return
-        with self._lock:
-            kept = self._kept.setdefault(tenant, collections.deque(maxlen=self.keep))
-            kept.append(entry)
-
-    def write_out(self, method: str, *args: Any) -> None:
-        """Hand a record on to ``out`` (``write`` or ``write_request``)."""
-        out = self.out
-        if out is None:
-            return
-        if method == "write_request" and hasattr(out, "write_request"):
-            out.write_request(*args)
-        elif method == "write_request":
-            out.write(args[0])  # type: ignore[union-attr]
-        else:
-            out.write(*args)  # type: ignore[union-attr]
-
-    def records(self, tenant: str | None) -> list[dict[str, Any]]:
-        """The kept records of ``tenant``'s requests, newest first (unfiltered by group: see :meth:`visible`)."""
-        with self._lock:
-            return [_public(r) for r in reversed(self._kept.get(tenant, ()))]
-
-    def visible(self, viewer: Principal) -> list[dict[str, Any]]:
-        """The kept records ``viewer`` may see, newest first: its tenant's, made by a principal with no group
-        ``viewer`` lacks, whose every admitted chunk ``viewer`` may read."""
-        with self._lock:
-            entries = list(reversed(self._kept.get(viewer.tenant, ())))
-        mine = set(viewer.groups)
-        out = []
-        for r in entries:
-            if not set(r.get("_requester_groups", ())) <= mine:
-                continue
-            if not all(_readable(viewer, c) for c in _admitted(r)):
-                continue
-            out.append(_public(r))
-        return out
-
-
-def _public(entry: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in entry.items() if k != "_requester_groups"}
-
-
-def _admitted(entry: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    ids = set(entry.get("accepted_chunk_ids", []))
-    req = entry.get("request")
-    cands = req.get("candidates", []) if isinstance(req, Mapping) else []
-    return [c for c in cands if isinstance(c, Mapping) and c.get("id") in ids]
-
-
-def _readable(viewer: Principal, cand: Mapping[str, Any]) -> bool:
-    acc = cand.get("access")
-    if not isinstance(acc, Mapping):
-        return False  # fail closed: no label, not shown
-    groups = acc.get("groups") or ()
-    access = Access(tenant=str(acc.get("tenant") or ""), groups=tuple(str(g) for g in groups))
-    return viewer.can_read(access)
-
-
-# -- the page ---------------------------------------------------------------------------------------------------
 def _map(rec: Mapping[str, Any], key: str) -> Mapping[str, Any]:
     value = rec.get(key)
     return value if isinstance(value, Mapping) else {}
@@ -462,7 +330,9 @@ for (const box of document.querySelectorAll('.controls')) {
 """
 
 
-def render_page(records: Sequence[Mapping[str, Any]], *, title: str = "admit: request inspector") -> str:
+def render_page(
+    records: Sequence[TraceRecord] | Sequence[Mapping[str, Any]], *, title: str = "admit: request inspector"
+) -> str:
     """One self-contained HTML page for ``records`` (trace records, with their requests when logged)."""
     index = "".join(
         f'<li><a href="#req-{_e(r.get("request_id", f"request-{i}"))}">{_e(r.get("request_id", f"request-{i}"))}</a> '
