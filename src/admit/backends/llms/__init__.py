@@ -1,4 +1,5 @@
-"""LLM backends for the LLM pruners: any OpenAI-compatible endpoint, a local llama.cpp GGUF, a scripted fake.
+"""LLM backends for the LLM pruners: any OpenAI-compatible endpoint, a local llama.cpp GGUF, a scripted fake, and
+any a third-party package registers (:mod:`admit.backends.llms.catalogue`).
 
 ``resolve_llm`` accepts an instance or a spec string:
 
@@ -13,8 +14,10 @@ import os
 from typing import Any
 
 from admit.backends.llms.base import LLM, LLMReply, StructuredMode
+from admit.backends.llms.catalogue import find_llm, llm_names, llm_usage
 from admit.backends.llms.fake import FakeLLM
 from admit.backends.llms.pricing import DEFAULT_PRICES, Price, PriceTable
+from admit.backends.llms.spec import LLMSpec
 from admit.errors import ConfigError
 
 __all__ = [
@@ -22,10 +25,13 @@ __all__ = [
     "LLM",
     "FakeLLM",
     "LLMReply",
+    "LLMSpec",
     "Price",
     "PriceTable",
     "StructuredMode",
     "environment_llm_spec",
+    "find_llm",
+    "llm_names",
     "openai_spec",
     "resolve_llm",
 ]
@@ -46,30 +52,20 @@ def environment_llm_spec(*, base_url: str | None = None) -> str | None:
 
 
 def resolve_llm(spec: str | LLM, **kwargs: Any) -> LLM:
-    """Return an LLM for a spec string (see the module docstring) or the instance itself.
+    """Return an LLM for a spec string (``SCHEME:TARGET`` or ``SCHEME``, the scheme from the catalogue) or the
+    instance itself.
 
     ``kwargs`` go to the backend's constructor (``api_key_env=``, ``timeout=``, ``n_ctx=``, ...).
+
+    Raises:
+        ConfigError: An unknown scheme (the message says how the known ones are written), or not an LLM.
     """
     if not isinstance(spec, str):
         if not isinstance(spec, LLM):
             raise ConfigError(f"{spec!r} is not an LLM: it needs `name`, `model` and `complete(messages, ...)`.")
         return spec
-    s = spec.strip()
-    if s == "fake":
-        return FakeLLM(**kwargs)
-    if s.startswith("openai:"):
-        from admit.backends.llms.openai_compat import OpenAICompatLLM
-
-        rest = s[len("openai:") :]
-        model, sep, base_url = rest.partition("@")
-        if sep and not base_url.startswith(("http://", "https://")):
-            raise ConfigError(f"LLM spec {spec!r}: the part after '@' must be a base URL (http://host:port/v1).")
-        return OpenAICompatLLM(model, base_url=base_url or None, **kwargs)
-    if s.startswith("llama:"):
-        from admit.backends.llms.llama_local import LlamaLocalLLM
-
-        return LlamaLocalLLM(s[len("llama:") :], **kwargs)
-    raise ConfigError(
-        f"Unknown LLM spec {spec!r}; use openai:MODEL, openai:MODEL@http://host:port/v1, "
-        "llama:/path/model.gguf or fake."
-    )
+    scheme, _, target = spec.strip().partition(":")
+    found = find_llm(scheme)
+    if found is None:
+        raise ConfigError(f"Unknown LLM spec {spec!r}; use {llm_usage()}.")
+    return found.make(target, kwargs)

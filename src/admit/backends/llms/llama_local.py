@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any, Unpack
 
 from admit.backends.llms.base import CompleteOptions, LLMReply
+from admit.backends.llms.spec import LLMSpec
 from admit.errors import BackendError, BackendTimeout, ConfigError, MissingExtraError
 from admit.types import Message
 
-__all__ = ["LlamaLocalLLM"]
+__all__ = ["SPEC", "LlamaLocalLLM"]
 
 logger = logging.getLogger(__name__)
 
@@ -114,3 +115,17 @@ class LlamaLocalLLM:
             finish_reason=choice.get("finish_reason"),
             structured="json_object_schema" if json_schema is not None else "prompt",
         )
+
+
+def _build(target: str, **kwargs: Any) -> LlamaLocalLLM:
+    return LlamaLocalLLM(target, **kwargs)
+
+
+SPEC = LLMSpec(
+    name="llama",
+    build=_build,
+    usage="llama:/path/model.gguf",
+    summary="a local GGUF through llama.cpp (admit[llama])",
+    needs_target=True,
+)
+"""The ``llama`` backend's spec."""
