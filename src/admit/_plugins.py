@@ -132,7 +132,8 @@ class SpecCatalogue(Generic[S]):
         group: The entry-point group (``admit.rerankers``).
         builtins: The shipped specs, ``name -> "module:ATTRIBUTE"``, in the order help texts list them.
         spec_type: The type every entry must be.
-        reserved: Names no plug-in may take besides the built-ins'.
+        reserved: Names no plug-in may take besides the built-ins' and the aliases.
+        aliases: Other spellings of a name (``minilm`` for ``dense``): looked up as the name, never listed.
     """
 
     def __init__(
@@ -143,9 +144,10 @@ class SpecCatalogue(Generic[S]):
         spec_type: type[S],
         *,
         reserved: frozenset[str] = frozenset(),
+        aliases: Mapping[str, str] | None = None,
     ) -> None:
-        self.what, self.spec_type = what, spec_type
-        self.plugins = Catalogue(what, group, builtins, reserved=reserved)
+        self.what, self.spec_type, self.aliases = what, spec_type, dict(aliases or {})
+        self.plugins = Catalogue(what, group, builtins, reserved=reserved | frozenset(self.aliases))
         self._lock = threading.Lock()
         self._specs: dict[str, S | None] = {}
 
@@ -154,7 +156,9 @@ class SpecCatalogue(Generic[S]):
         return self.plugins.names()
 
     def find(self, name: str) -> S | None:
-        """The spec of ``name``, or ``None`` when none has that name (or it failed to load)."""
+        """The spec of ``name`` (or of the name it is an alias of), or ``None`` when none has that name (or it
+        failed to load)."""
+        name = self.aliases.get(name, name)
         if name not in self.plugins.refs():
             return None
         with self._lock:
@@ -174,12 +178,16 @@ class SpecCatalogue(Generic[S]):
         spec = self.find(name)
         if spec is None:
             known = ", ".join(self.names())
-            if name in self.plugins.refs():
-                raise ConfigError(
-                    f"{self.what.capitalize()} {name!r} is not available here (it failed to load); known: {known}."
-                )
+            if self.aliases.get(name, name) in self.plugins.refs():
+                what = self.what[:1].upper() + self.what[1:]
+                raise ConfigError(f"{what} {name!r} is not available here (it failed to load); known: {known}.")
             raise ConfigError(f"Unknown {self.what} {name!r}; known: {known}.")
         return spec
+
+    def help(self) -> str:
+        """Every name with its spec's ``summary``, for a help text (imports the modules)."""
+        lines = ((getattr(s, "name", ""), getattr(s, "summary", "")) for s in self.specs())
+        return "; ".join(f"{name} ({summary})" if summary else name for name, summary in lines)
 
     def specs(self) -> tuple[S, ...]:
         """The specs of every name that loads, in :meth:`names` order."""

@@ -200,7 +200,7 @@ def policy_set_from_dict(data: Mapping[str, Any], *, source: str = "") -> Policy
 
     Every key is checked where it stands (an unknown one is named with its table and the closest known key).
     A file without ``[classes.*]`` tables keeps the shipped classes and applies its ``[defaults]`` (and
-    ``[defaults.prune]``) over the shipped defaults: ``[defaults.prune] strategy = "setwise"`` alone is a
+    ``[defaults.prune]``) over the shipped defaults: ``[defaults.prune] strategy = "top_n"`` alone is a
     whole policy.
     """
     where = source or "<dict>"

@@ -49,6 +49,7 @@ __all__ = [
     "prune_option",
     "quiet_model_loading",
     "read_json",
+    "reranker_option",
     "stdout_console",
     "trace_file_option",
 ]
@@ -289,6 +290,46 @@ def prune_option(*, default_help: str, default: str | None = None, multiple: boo
         metavar="[STRATEGY]",
         callback=check,
         help=help_text + f" A bare --prune means {DEFAULT_STRATEGY}.",
+    )
+
+
+class _CatalogueOption(click.Option):
+    """An option whose help is written when it is shown: it lists a catalogue's entries with their summaries,
+    which imports their modules (never on a plain run)."""
+
+    def __init__(self, *args: Any, help_fn: Callable[[], str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help_fn = help_fn
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = self.help_fn()
+        return super().get_help_record(ctx)
+
+
+def reranker_option(*, default: str | None, default_help: str) -> Callable[[F], F]:
+    """``--reranker NAME``: a reranker of the catalogue (the built-ins and plug-ins), checked before anything
+    loads; the help lists each with its summary."""
+
+    def check(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+        from admit.backends.rerankers import RERANKERS
+
+        if value is not None and RERANKERS.find(value) is None:
+            raise click.BadParameter(f"unknown reranker {value!r}; known: {', '.join(RERANKERS.names())}.")
+        return value
+
+    def help_text() -> str:
+        from admit.backends.rerankers import RERANKERS
+
+        return f"{RERANKERS.help()}. {default_help}"
+
+    return click.option(
+        "--reranker",
+        default=default,
+        show_default=default is not None,
+        metavar="NAME",
+        callback=check,
+        cls=_CatalogueOption,
+        help_fn=help_text,
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from admit._clean import clean_terminal
+from admit.backends.rerankers.catalogue import SCORING_RERANKER
 from admit.cli._common import (
     DEFAULT_STRATEGY,
     check_strategy,
@@ -19,6 +20,7 @@ from admit.cli._common import (
     llm_options,
     llm_pruner_options,
     prune_option,
+    reranker_option,
     stdout_console,
 )
 from admit.errors import ConfigError
@@ -133,12 +135,7 @@ def _summary_table(run: Any, prices_note: str, console: Any) -> None:
 )
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="A fixed parameter for every config.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output folder.")
-@click.option(
-    "--reranker",
-    default="dense",
-    show_default=True,
-    help="dense (MiniLM; falls back to bm25 when unavailable), hybrid or bm25.",
-)
+@reranker_option(default=SCORING_RERANKER, default_help="One that cannot run here gives way to its fallback.")
 @click.option("--generator-model", default="gpt-4o", show_default=True, help="Tokenizer for token counts.")
 @click.option(
     "--prices",
@@ -268,7 +265,7 @@ def eval_cmd(
     "--policy", "policy_path", required=True, type=click.Path(exists=True, dir_okay=False), help="The new policy TOML."
 )
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output folder.")
-@click.option("--reranker", default=None, help="Reranker for the new run (default: the pipeline's).")
+@reranker_option(default=None, default_help="Default: the pipeline's.")
 @click.option("--prices", "prices_path", type=click.Path(exists=True, dir_okay=False), help="Price table.")
 @llm_options()
 @json_option("the output paths and the replay summary")

@@ -47,7 +47,7 @@ class RunSpec:
     """Everything a worker needs to build the reranker and the pruners (JSON-serialisable)."""
 
     reranker: str = "dense"
-    """Reranker name for :func:`admit.backends.rerankers.resolve_reranker`."""
+    """Reranker name in the catalogue (:mod:`admit.backends.rerankers.catalogue`)."""
     embedder: str = "minilm"
     """Embedder shared by a dense reranker and the setwise pruner."""
     pruner_options: Mapping[str, Any] = field(default_factory=dict)
@@ -156,11 +156,10 @@ class _Worker:
 
     def reranker(self) -> Any:
         if self._reranker is None:
-            from admit.backends.rerankers import resolve_reranker
+            from admit.backends.rerankers import RERANKERS
 
-            name = self.spec.reranker
-            dense = name in {"dense", "minilm", "hybrid"}
-            self._reranker = resolve_reranker(name, embedder=self.embedder()) if dense else resolve_reranker(name)
+            spec = RERANKERS.get(self.spec.reranker)
+            self._reranker = spec.make(self.embedder()) if spec.needs_embedder else spec.make()
         return self._reranker
 
     def pruner(self, strategy: str) -> Any:

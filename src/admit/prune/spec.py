@@ -113,6 +113,9 @@ class StrategySpec:
     regrade_from_grades: bool = False
     """Whether its grades ignore ``threshold``/``keep_top_k``: the evaluation harness grades a record once and
     applies each threshold to the cached grades."""
+    reads_embedder: bool = False
+    """Whether its builder reads :attr:`PrunerResources.embedder` (``setwise``): a face that holds one (the
+    adapters) hands it the process-wide embedder and seeds that with the framework's stored vectors."""
     top_k_keeps_unrelated: bool = True
     """Whether ``keep_top_k`` keeps a top chunk graded 1 (unrelated). ``setwise`` says no: its grade 1 on a top
     chunk comes only from an absolute check (no word of the question, no similarity), so a short list of one

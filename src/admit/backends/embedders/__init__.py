@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from admit.backends.embedders.base import CachedEmbedder, Embedder, l2_normalise, text_key
-from admit.backends.embedders.catalogue import DEFAULT_EMBEDDER, embedder_names, get_embedder, split_embedder_name
+from admit.backends.embedders.catalogue import DEFAULT_EMBEDDER, EMBEDDERS, split_embedder_name
 from admit.backends.embedders.spec import EmbedderSpec
 
 if TYPE_CHECKING:
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_EMBEDDER",
+    "EMBEDDERS",
     "CachedEmbedder",
     "Embedder",
     "EmbedderSpec",
@@ -23,8 +24,6 @@ __all__ = [
     "MiniLMEmbedder",
     "MiniLMTorchEmbedder",
     "e5_available",
-    "embedder_names",
-    "get_embedder",
     "l2_normalise",
     "resolve_embedder",
     "text_key",
@@ -58,7 +57,7 @@ def resolve_embedder(spec: str | Embedder = DEFAULT_EMBEDDER) -> Embedder:
     """
     if isinstance(spec, str):
         name, option = split_embedder_name(spec)
-        return get_embedder(name).make(option)
+        return EMBEDDERS.get(name).make(option)
     if hasattr(spec, "embed") and hasattr(spec, "dim"):
         return spec
     raise TypeError(f"expected an embedder name or instance, got {type(spec).__name__}")

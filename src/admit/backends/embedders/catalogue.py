@@ -2,8 +2,8 @@
 
 Built-in embedders are listed in :data:`BUILTIN_EMBEDDERS` as ``module:ATTRIBUTE`` references to their
 :class:`~admit.backends.embedders.spec.EmbedderSpec`; a third-party package adds one with an entry point in the
-``admit.embedders`` group (``my_embedder = "my_package.embed:SPEC"``). Listing the names imports nothing; a
-lookup imports the embedder's module once.
+``admit.embedders`` group (``my_embedder = "my_package.embed:SPEC"``). :data:`EMBEDDERS` finds them: listing the
+names imports nothing, a lookup imports the embedder's module once.
 """
 
 from __future__ import annotations
@@ -11,20 +11,7 @@ from __future__ import annotations
 from admit._plugins import SpecCatalogue
 from admit.backends.embedders.spec import EmbedderSpec
 
-__all__ = [
-    "BUILTIN_EMBEDDERS",
-    "DEFAULT_EMBEDDER",
-    "EMBEDDER_ALIASES",
-    "ENTRY_POINT_GROUP",
-    "embedder_names",
-    "find_embedder",
-    "get_embedder",
-    "reload_embedders",
-    "split_embedder_name",
-]
-
-ENTRY_POINT_GROUP = "admit.embedders"
-"""The entry-point group third-party embedders register in."""
+__all__ = ["BUILTIN_EMBEDDERS", "DEFAULT_EMBEDDER", "EMBEDDERS", "split_embedder_name"]
 
 BUILTIN_EMBEDDERS: dict[str, str] = {
     "minilm": "admit.backends.embedders.minilm:SPEC",
@@ -34,51 +21,29 @@ BUILTIN_EMBEDDERS: dict[str, str] = {
 }
 """The shipped embedders, in the order help texts list them."""
 
-EMBEDDER_ALIASES: dict[str, str] = {
-    "default": "minilm",
-    "all-minilm-l6-v2": "minilm",
-    "sentence-transformers/all-minilm-l6-v2": "minilm",
-    "minilm:torch": "minilm-torch",
-    "multilingual-e5-small": "e5",
-}
-"""Other spellings of an embedder name (compared in lower case)."""
-
 DEFAULT_EMBEDDER = "minilm"
 """The embedder when none is named."""
 
-_CATALOGUE: SpecCatalogue[EmbedderSpec] = SpecCatalogue(
-    "embedder", ENTRY_POINT_GROUP, BUILTIN_EMBEDDERS, EmbedderSpec, reserved=frozenset(EMBEDDER_ALIASES)
+EMBEDDERS: SpecCatalogue[EmbedderSpec] = SpecCatalogue(
+    "embedder",
+    "admit.embedders",
+    BUILTIN_EMBEDDERS,
+    EmbedderSpec,
+    aliases={
+        "default": "minilm",
+        "all-minilm-l6-v2": "minilm",
+        "sentence-transformers/all-minilm-l6-v2": "minilm",
+        "minilm:torch": "minilm-torch",
+        "multilingual-e5-small": "e5",
+    },
 )
+"""The embedders (entry-point group ``admit.embedders``); names compare in lower case."""
 
 
 def split_embedder_name(text: str) -> tuple[str, str | None]:
-    """``NAME`` or ``NAME:OPTION`` as ``(name, option)``, aliases resolved (``minilm:torch`` is ``minilm-torch``)."""
+    """``NAME`` or ``NAME:OPTION`` as ``(name, option)`` in lower case (``minilm:torch``, an alias, stays whole)."""
     low = text.strip().lower()
-    if low in EMBEDDER_ALIASES:
-        return EMBEDDER_ALIASES[low], None
+    if low in EMBEDDERS.aliases:
+        return low, None
     name, sep, option = low.partition(":")
-    return EMBEDDER_ALIASES.get(name, name), option if sep else None
-
-
-def embedder_names() -> tuple[str, ...]:
-    """Every embedder name: the built-ins first, then the plug-ins (imports nothing; aliases not included)."""
-    return _CATALOGUE.names()
-
-
-def find_embedder(name: str) -> EmbedderSpec | None:
-    """The spec of ``name`` (an alias resolved), or ``None`` when no embedder has that name."""
-    return _CATALOGUE.find(split_embedder_name(name)[0])
-
-
-def get_embedder(name: str) -> EmbedderSpec:
-    """The spec of ``name`` (an alias resolved).
-
-    Raises:
-        ConfigError: No embedder has that name (the message lists the known ones).
-    """
-    return _CATALOGUE.get(split_embedder_name(name)[0])
-
-
-def reload_embedders() -> None:
-    """Forget what was loaded; the next lookup reads the entry points again."""
-    _CATALOGUE.reset()
+    return name, option if sep else None

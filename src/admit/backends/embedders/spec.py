@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
+from admit.backends._spec import BackendSpec
 from admit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -24,26 +25,19 @@ __all__ = ["EmbedderSpec"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class EmbedderSpec:
-    """One embedder's facts, declared beside it (its module's ``SPEC``)."""
+class EmbedderSpec(BackendSpec):
+    """One embedder's facts, declared beside it (its module's ``SPEC``).
 
-    name: str
-    """The embedder name (``embedder="NAME"``, ``--embedder NAME``)."""
-    build: Callable[..., Embedder]
-    """Makes the embedder: ``build()``, or ``build(option)`` for ``NAME:OPTION`` when :attr:`takes_option`."""
-    summary: str = ""
-    """One line for help texts."""
+    Its ``build`` makes the embedder: ``build()``, or ``build(option)`` for ``NAME:OPTION`` when
+    :attr:`takes_option`.
+    """
+
+    kind: ClassVar[str] = "embedder"
+
     takes_option: bool = False
     """Whether ``NAME:OPTION`` is accepted (``fake:128``: the dimension); the option reaches ``build`` as text."""
     missing: Callable[[], str | None] | None = None
     """What this install lacks to run it (``None`` from the function: nothing), checked before it is built."""
-
-    def __post_init__(self) -> None:
-        """Check the name and the builder."""
-        if not isinstance(self.name, str) or not self.name or any(c.isspace() or c == ":" for c in self.name):
-            raise ConfigError(f"an embedder name must be a non-empty word without ':', got {self.name!r}.")
-        if not callable(self.build):
-            raise ConfigError(f"embedder {self.name!r}: build must be callable, got {type(self.build).__name__}.")
 
     def make(self, option: str | None = None) -> Embedder:
         """The embedder (``option``: the part after ``NAME:``).
@@ -56,4 +50,5 @@ class EmbedderSpec:
         why = self.missing() if self.missing is not None else None
         if why:
             raise ConfigError(f"embedder {self.name!r} is not available here: {why}.")
-        return self.build(option) if self.takes_option else self.build()
+        made: Embedder = self.build(option) if self.takes_option else self.build()
+        return made

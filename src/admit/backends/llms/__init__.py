@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from admit.backends.llms.base import LLM, LLMReply, StructuredMode
-from admit.backends.llms.catalogue import find_llm, llm_names, llm_usage
+from admit.backends.llms.catalogue import LLMS, llm_usage
 from admit.backends.llms.fake import FakeLLM
 from admit.backends.llms.pricing import DEFAULT_PRICES, Price, PriceTable
 from admit.backends.llms.spec import LLMSpec
@@ -23,6 +23,7 @@ from admit.errors import ConfigError
 __all__ = [
     "DEFAULT_PRICES",
     "LLM",
+    "LLMS",
     "FakeLLM",
     "LLMReply",
     "LLMSpec",
@@ -30,8 +31,6 @@ __all__ = [
     "PriceTable",
     "StructuredMode",
     "environment_llm_spec",
-    "find_llm",
-    "llm_names",
     "openai_spec",
     "resolve_llm",
 ]
@@ -65,7 +64,7 @@ def resolve_llm(spec: str | LLM, **kwargs: Any) -> LLM:
             raise ConfigError(f"{spec!r} is not an LLM: it needs `name`, `model` and `complete(messages, ...)`.")
         return spec
     scheme, _, target = spec.strip().partition(":")
-    found = find_llm(scheme)
+    found = LLMS.find(scheme)
     if found is None:
         raise ConfigError(f"Unknown LLM spec {spec!r}; use {llm_usage()}.")
     return found.make(target, kwargs)

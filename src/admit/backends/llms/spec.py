@@ -13,10 +13,11 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from admit.backends._spec import BackendSpec
 from admit.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -26,30 +27,24 @@ __all__ = ["LLMSpec"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class LLMSpec:
-    """One LLM backend's facts, declared beside it (its module's ``SPEC``)."""
+class LLMSpec(BackendSpec):
+    """One LLM backend's facts, declared beside it (its module's ``SPEC``); its name is the scheme (``openai``
+    in ``openai:MODEL``).
 
-    name: str
-    """The scheme (``openai`` in ``openai:MODEL``)."""
-    build: Callable[..., LLM]
-    """Makes the LLM: ``build(target, **kwargs)``; ``target`` is the text after ``SCHEME:`` (empty when none),
-    ``kwargs`` the backend's constructor options (``api_key_env=``, ``timeout=`` ...)."""
+    Its ``build`` makes the LLM: ``build(target, **kwargs)``; ``target`` is the text after ``SCHEME:`` (empty
+    when none), ``kwargs`` the backend's constructor options (``api_key_env=``, ``timeout=`` ...).
+    """
+
+    kind: ClassVar[str] = "LLM backend"
+
     usage: str = ""
     """How a spec string of this scheme is written (``openai:MODEL[@http://host:port/v1]``), for messages."""
-    summary: str = ""
-    """One line for help texts."""
     needs_target: bool = False
     """Whether ``SCHEME`` alone is refused (``openai`` needs a model)."""
-
-    def __post_init__(self) -> None:
-        """Check the name and the builder."""
-        if not isinstance(self.name, str) or not self.name.isidentifier():
-            raise ConfigError(f"an LLM scheme must be an identifier, got {self.name!r}.")
-        if not callable(self.build):
-            raise ConfigError(f"LLM {self.name!r}: build must be callable, got {type(self.build).__name__}.")
 
     def make(self, target: str, kwargs: Mapping[str, Any]) -> LLM:
         """The LLM for ``target`` (the spec string after ``SCHEME:``)."""
         if self.needs_target and not target:
             raise ConfigError(f"LLM spec {self.name!r} names no target; write {self.usage or self.name + ':...'}.")
-        return self.build(target, **kwargs)
+        made: LLM = self.build(target, **kwargs)
+        return made

@@ -7,28 +7,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from admit.backends.rerankers.base import Reranker
-from admit.backends.rerankers.catalogue import (
-    DEFAULT_RERANKER,
-    SCORING_RERANKER,
-    find_reranker,
-    get_reranker,
-    reranker_names,
-)
+from admit.backends.rerankers.catalogue import DEFAULT_RERANKER, RERANKERS, SCORING_RERANKER
 from admit.backends.rerankers.spec import RerankerSpec
 
 if TYPE_CHECKING:
     from admit.backends.embedders import Embedder
 
-__all__ = [
-    "DEFAULT_RERANKER",
-    "SCORING_RERANKER",
-    "Reranker",
-    "RerankerSpec",
-    "find_reranker",
-    "get_reranker",
-    "reranker_names",
-    "resolve_reranker",
-]
+__all__ = ["DEFAULT_RERANKER", "RERANKERS", "SCORING_RERANKER", "Reranker", "RerankerSpec", "resolve_reranker"]
 
 
 def resolve_reranker(spec: str | Reranker | None, *, embedder: Embedder | str = "minilm") -> Reranker:
@@ -42,4 +27,4 @@ def resolve_reranker(spec: str | Reranker | None, *, embedder: Embedder | str = 
     """
     if not isinstance(spec, str | None):
         return spec
-    return get_reranker(spec or DEFAULT_RERANKER).make(embedder)
+    return RERANKERS.get(spec or DEFAULT_RERANKER).make(embedder)

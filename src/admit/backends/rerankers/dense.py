@@ -9,6 +9,7 @@ dense scorer.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -92,12 +93,5 @@ DENSE = RerankerSpec(
     fallback="bm25",
 )
 """The ``dense`` reranker's spec."""
-HYBRID = RerankerSpec(
-    name="hybrid",
-    build=_hybrid,
-    summary="dense and BM25 fused by reciprocal rank",
-    needs_embedder=True,
-    missing=_missing,
-    fallback="bm25",
-)
+HYBRID = replace(DENSE, name="hybrid", build=_hybrid, summary="dense and BM25 fused by reciprocal rank")
 """The ``hybrid`` reranker's spec."""

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from admit._plugins import defining_module
-from admit.errors import ConfigError
+from admit.backends._spec import BackendSpec
 
 if TYPE_CHECKING:
     from admit.backends.embedders.base import Embedder
@@ -29,15 +29,14 @@ __all__ = ["RerankerSpec"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RerankerSpec:
-    """One reranker's facts, declared beside it (its module's ``SPEC``, or a named one such as ``BM25``)."""
+class RerankerSpec(BackendSpec):
+    """One reranker's facts, declared beside it (its module's ``SPEC``, or a named one such as ``BM25``).
 
-    name: str
-    """The reranker name (``--reranker NAME``, ``reranker="NAME"``)."""
-    build: Callable[..., Reranker]
-    """Makes the reranker: ``build()``, or ``build(embedder=...)`` when :attr:`needs_embedder`."""
-    summary: str = ""
-    """One line for help texts."""
+    Its ``build`` makes the reranker: ``build()``, or ``build(embedder=...)`` when :attr:`needs_embedder`.
+    """
+
+    kind: ClassVar[str] = "reranker"
+
     needs_embedder: bool = False
     """Whether it scores with an embedder (``dense``, ``hybrid``): it is handed the one the caller shares, and
     the embedder's name is part of its evaluation identity."""
@@ -55,16 +54,14 @@ class RerankerSpec:
 
     def __post_init__(self) -> None:
         """Check the name and the builder; default the source modules."""
-        if not isinstance(self.name, str) or not self.name or any(c.isspace() or c == ":" for c in self.name):
-            raise ConfigError(f"a reranker name must be a non-empty word without ':', got {self.name!r}.")
-        if not callable(self.build):
-            raise ConfigError(f"reranker {self.name!r}: build must be callable, got {type(self.build).__name__}.")
+        super(RerankerSpec, self).__post_init__()
         if not self.source_modules:
             object.__setattr__(self, "source_modules", (defining_module("reranker", self.name, self.build),))
 
     def make(self, embedder: Embedder | str = "minilm") -> Reranker:
         """The reranker (``embedder`` is handed over only when it :attr:`needs_embedder`)."""
-        return self.build(embedder=embedder) if self.needs_embedder else self.build()
+        made: Reranker = self.build(embedder=embedder) if self.needs_embedder else self.build()
+        return made
 
     def unavailable(self) -> str | None:
         """Why it cannot run here, or ``None`` when it can."""
