@@ -37,6 +37,7 @@ __all__ = [
     "check_question",
     "check_strategy",
     "check_tenant",
+    "configure_backends",
     "echo_json",
     "handle_errors",
     "json_option",
@@ -398,6 +399,22 @@ def trace_file_option() -> Callable[[F], F]:
         help="Append each request's trace record, with the request itself (candidate text included), to this "
         "JSONL file: `admit replay FILE --policy NEW.toml` re-runs it.",
     )
+
+
+def configure_backends(
+    *, minilm_dir: str | None, embed_threads: int | None, llm_model: str | None, llm_base_url: str | None
+) -> None:
+    """Hand the process-wide backend defaults the root options read (``ADMIT_MINILM_DIR``, ``ADMIT_EMBED_THREADS``
+    / ``ADMIT_TORCH_THREADS``, ``ADMIT_LLM_MODEL`` / ``ADMIT_LLM_BASE_URL``) to the library, which reads none of
+    them itself; nothing is imported when none is set."""
+    if minilm_dir is not None or embed_threads is not None:
+        from admit.backends.embedders.defaults import configure_minilm
+
+        configure_minilm(path=minilm_dir, threads=embed_threads)
+    if llm_model or llm_base_url:
+        from admit.backends.llms import configure_llm
+
+        configure_llm(model=llm_model, base_url=llm_base_url)
 
 
 def llm_options() -> Callable[[F], F]:

@@ -10,7 +10,7 @@ any a third-party package registers (:mod:`admit.backends.llms.catalogue`).
 
 from __future__ import annotations
 
-import os
+import threading
 from typing import Any
 
 from admit.backends.llms.base import LLM, LLMReply, StructuredMode
@@ -30,7 +30,8 @@ __all__ = [
     "Price",
     "PriceTable",
     "StructuredMode",
-    "environment_llm_spec",
+    "configure_llm",
+    "default_llm_spec",
     "openai_spec",
     "resolve_llm",
 ]
@@ -41,13 +42,24 @@ def openai_spec(model: str, base_url: str | None = None) -> str:
     return f"openai:{model}@{base_url}" if base_url else f"openai:{model}"
 
 
-def environment_llm_spec(*, base_url: str | None = None) -> str | None:
-    """The ``openai:`` spec named by ``ADMIT_LLM_MODEL`` (and ``ADMIT_LLM_BASE_URL``, unless ``base_url`` is
-    given), or ``None`` when no model is named. The one place the library reads these variables."""
-    model = os.environ.get("ADMIT_LLM_MODEL")
-    if not model:
-        return None
-    return openai_spec(model, base_url or os.environ.get("ADMIT_LLM_BASE_URL") or None)
+_ENDPOINT: dict[str, str | None] = {"model": None, "base_url": None}
+_ENDPOINT_LOCK = threading.Lock()
+
+
+def configure_llm(*, model: str | None = None, base_url: str | None = None) -> None:
+    """Set the endpoint an LLM strategy uses in this process when it is given neither an LLM nor a model
+    (``None``: none). The command line sets it from ``admit --llm-model`` / ``--llm-base-url``, which read
+    ``ADMIT_LLM_MODEL`` / ``ADMIT_LLM_BASE_URL``; the library reads no environment variable for it."""
+    with _ENDPOINT_LOCK:
+        _ENDPOINT.update(model=model or None, base_url=base_url or None)
+
+
+def default_llm_spec(*, base_url: str | None = None) -> str | None:
+    """The ``openai:`` spec of the endpoint :func:`configure_llm` set (``base_url``, when given, replaces its
+    base URL), or ``None`` when no model was set."""
+    with _ENDPOINT_LOCK:
+        model, configured_url = _ENDPOINT["model"], _ENDPOINT["base_url"]
+    return openai_spec(model, base_url or configured_url) if model else None
 
 
 def resolve_llm(spec: str | LLM, **kwargs: Any) -> LLM:
