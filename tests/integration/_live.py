@@ -70,11 +70,17 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes] | None = None, *, path: s
 
 @contextlib.contextmanager
 def serve(
-    args: Sequence[str], *, port: int, cwd: Path = REPO, extra_env: Mapping[str, str] | None = None
+    args: Sequence[str],
+    *,
+    port: int,
+    cwd: Path = REPO,
+    extra_env: Mapping[str, str] | None = None,
+    python: str = sys.executable,
 ) -> Iterator[str]:
-    """Run ``admit serve ARGS --port PORT`` until the block ends; yield its URL once ``/readyz`` says ready."""
+    """Run ``admit serve ARGS --port PORT`` until the block ends; yield its URL once ``/readyz`` says ready
+    (``python``: the interpreter, e.g. a virtual environment's)."""
     proc = subprocess.Popen(
-        [*ADMIT, "serve", *args, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+        [python, *ADMIT[1:], "serve", *args, "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
         env=env(**dict(extra_env or {})),
         cwd=cwd,
         stdout=subprocess.DEVNULL,

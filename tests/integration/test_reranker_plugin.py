@@ -12,42 +12,39 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from tests.integration._live import free_port, serve
+
 pytestmark = pytest.mark.integration
 
 PACKAGE = Path(__file__).resolve().parents[1] / "data" / "plugin_reranker"
 SRC = Path(__file__).resolve().parents[2] / "src"
 
-# the relevant candidate comes first: BM25 ranks it first, `reverse` last
-RECORDS = [
-    {
-        "id": "q1",
-        "question": "How long is the retention of audit records?",
-        "candidates": [
-            {"id": "a", "text": "Audit records have a retention of 90 days."},
-            {"id": "b", "text": "The cafeteria opens at eight."},
-            {"id": "c", "text": "Our logo was redesigned in spring."},
-        ],
+
+def _record(rid: str, question: str, texts: list[str]) -> dict[str, object]:
+    """A labelled record whose first candidate (``a``) is the needed one: BM25 ranks it first, ``reverse`` last."""
+    return {
+        "id": rid,
+        "question": question,
+        "candidates": [{"id": "abc"[i], "text": t} for i, t in enumerate(texts)],
         "required": ["a"],
-    },
-    {
-        "id": "q2",
-        "question": "Which certificate expired?",
-        "candidates": [
-            {"id": "x", "text": "The upstream certificate expired yesterday."},
-            {"id": "y", "text": "Lunch is served at noon."},
-        ],
-        "required": ["x"],
-    },
+    }
+
+
+RECORDS = [
+    _record("q1", "How long is the retention of audit records?", ["Audit records are kept 90 days.", "Lunch at noon."]),
+    _record(
+        "q2",
+        "Which certificate expired?",
+        ["The upstream certificate expired yesterday.", "The cafeteria opens at eight.", "A new logo."],
+    ),
 ]
 
 
@@ -105,10 +102,10 @@ def test_admit_prune_ranks_with_the_plugin(venv: dict[str, str], tmp_path: Path)
     ours = _admit(venv, *args, "--reranker", "reverse")
     assert ours.returncode == 0, ours.stderr
     rows = [json.loads(line) for line in ours.stdout.splitlines()]
-    assert [r["kept_ids"] for r in rows] == [["c"], ["y"]]  # the last candidate ranks first
-    assert [d["rank"] for d in rows[0]["decisions"]] == [2, 1, 0]
+    assert [r["kept_ids"] for r in rows] == [["b"], ["c"]]  # the last candidate ranks first
+    assert [d["rank"] for d in rows[1]["decisions"]] == [2, 1, 0]
     bm25 = _admit(venv, *args, "--reranker", "bm25")
-    assert [json.loads(line)["kept_ids"] for line in bm25.stdout.splitlines()] == [["a"], ["x"]]
+    assert [json.loads(line)["kept_ids"] for line in bm25.stdout.splitlines()] == [["a"], ["a"]]
     # the help lists it with its summary, and a misspelt name lists it among the known ones
     assert "reverse (the input order, reversed)" in " ".join(_admit(venv, "prune", "--help").stdout.split())
     bad = _admit(venv, *args, "--reranker", "revrse")
@@ -132,60 +129,23 @@ def test_admit_eval_scores_with_the_plugin_and_keys_its_cache_by_it(venv: dict[s
     assert (name, version, len(digest)) == ("reverse", "7", 16)  # its spec's version and its module's source
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def served(venv: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("serve")
-    cfg = tmp / "admit.toml"
+    cfg = tmp_path_factory.mktemp("serve") / "admit.toml"
     cfg.write_text(
         '[service]\nreranker = "reverse"\nprune_strategy = "top_n"\n\n'
         '[service.keys.acme]\nkey_env = "ADMIT_PLUGIN_KEY"\ntenant = "acme"\n',
         "utf-8",
     )
-    port = _free_port()
     env = {**venv, "ADMIT_PLUGIN_KEY": "plugin-key"}
-    serve = ["serve", "--config", str(cfg), "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"]
-    proc = subprocess.Popen(
-        [venv["ADMIT_PYTHON"], "-c", "from admit.cli import main; main()", *serve],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 300
-        while True:
-            try:
-                if httpx.get(f"{url}/readyz", timeout=5).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                err = proc.stderr.read().decode() if proc.stderr and proc.poll() is not None else ""
-                pytest.fail(f"admit serve did not come up: {err[-2000:]}")
-            time.sleep(0.2)
+    with serve(["--config", str(cfg)], port=free_port(), extra_env=env, python=venv["ADMIT_PYTHON"]) as url:
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
 
 
 def test_v1_prune_ranks_with_the_plugin(served: str) -> None:
-    rec = RECORDS[0]
-    body = {"question": rec["question"], "candidates": rec["candidates"], "params": {"n": 1}}
-    r = httpx.post(f"{served}/v1/prune", json=body, headers={"X-API-Key": "plugin-key"}, timeout=120)
-    assert r.status_code == 200, r.text
-    got = r.json()
-    assert got["kept_ids"] == ["c"]
-    assert {d["id"]: d["rank"] for d in got["decisions"]} == {"a": 2, "b": 1, "c": 0}
+    rec = RECORDS[1]
+    asked = {"question": rec["question"], "candidates": rec["candidates"], "params": {"n": 1}}
+    got = httpx.post(f"{served}/v1/prune", json=asked, headers={"X-API-Key": "plugin-key"}, timeout=120)
+    assert got.status_code == 200, got.text
+    ranks = {d["id"]: d["rank"] for d in got.json()["decisions"]}
+    assert (got.json()["kept_ids"], ranks) == (["c"], {"a": 2, "b": 1, "c": 0})  # the service's reranker: reverse

@@ -13,21 +13,18 @@ from admit.backends.embedders.spec import EmbedderSpec
 
 __all__ = ["BUILTIN_EMBEDDERS", "DEFAULT_EMBEDDER", "EMBEDDERS", "split_embedder_name"]
 
-BUILTIN_EMBEDDERS: dict[str, str] = {
-    "minilm": "admit.backends.embedders.minilm:SPEC",
-    "e5": "admit.backends.embedders.e5:SPEC",
-    "minilm-torch": "admit.backends.embedders.minilm_torch:SPEC",
-    "fake": "admit.backends.embedders.fake:SPEC",
-}
-"""The shipped embedders, in the order help texts list them."""
-
 DEFAULT_EMBEDDER = "minilm"
 """The embedder when none is named."""
 
 EMBEDDERS: SpecCatalogue[EmbedderSpec] = SpecCatalogue(
     "embedder",
     "admit.embedders",
-    BUILTIN_EMBEDDERS,
+    {  # the shipped embedders, in the order help texts list them
+        "minilm": "admit.backends.embedders.minilm:SPEC",
+        "e5": "admit.backends.embedders.e5:SPEC",
+        "minilm-torch": "admit.backends.embedders.minilm_torch:SPEC",
+        "fake": "admit.backends.embedders.fake:SPEC",
+    },
     EmbedderSpec,
     aliases={
         "default": "minilm",
@@ -38,6 +35,9 @@ EMBEDDERS: SpecCatalogue[EmbedderSpec] = SpecCatalogue(
     },
 )
 """The embedders (entry-point group ``admit.embedders``); names compare in lower case."""
+
+BUILTIN_EMBEDDERS: dict[str, str] = EMBEDDERS.plugins.builtins
+"""The shipped embedders: name -> ``module:SPEC``."""
 
 
 def split_embedder_name(text: str) -> tuple[str, str | None]:

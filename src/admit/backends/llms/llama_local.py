@@ -117,15 +117,7 @@ class LlamaLocalLLM:
         )
 
 
-def _build(target: str, **kwargs: Any) -> LlamaLocalLLM:
-    return LlamaLocalLLM(target, **kwargs)
-
-
 SPEC = LLMSpec(
-    name="llama",
-    build=_build,
-    usage="llama:/path/model.gguf",
-    summary="a local GGUF through llama.cpp (admit[llama])",
-    needs_target=True,
+    name="llama", build=LlamaLocalLLM, usage="llama:/path/model.gguf", summary="a GGUF via llama.cpp", needs_target=True
 )
-"""The ``llama`` backend's spec."""
+"""The ``llama`` backend's spec (``build(target, **kwargs)`` is the constructor: the target is the model path)."""
