@@ -23,57 +23,12 @@ from admit.cli._common import (
     reranker_option,
     stdout_console,
 )
+from admit.cli._progress import done_bar
 from admit.errors import ConfigError
 
 __all__ = ["eval_cmd", "replay_cmd"]
 
 logger = logging.getLogger(__name__)
-
-
-class _Progress:
-    """A rich progress bar with ETA (silent when disabled)."""
-
-    def __init__(self, enabled: bool, label: str) -> None:
-        self.enabled = enabled
-        self.label = label
-        self._p: Any = None
-        self._task: Any = None
-
-    def __enter__(self) -> _Progress:
-        if self.enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self._p = Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("elapsed"),
-                TimeElapsedColumn(),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
-                transient=False,
-            )
-            self._p.start()
-        return self
-
-    def __call__(self, done: int, total: int) -> None:
-        if self._p is None:
-            return
-        if self._task is None:
-            self._task = self._p.add_task(self.label, total=total, completed=done)
-        else:
-            self._p.update(self._task, completed=done, total=total)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._p is not None:
-            self._p.stop()
 
 
 def _prices_note(prices: Any, path: str | None) -> str:
@@ -229,7 +184,7 @@ def eval_cmd(
     )
     eng = make_engine(engine, workers=workers)
     click.echo(f"{len(records)} questions x {len(configs)} configurations, engine {engine}", err=True)
-    with _Progress(progress, "eval") as bar:
+    with done_bar("eval", enabled=progress) as bar:
         run = run_eval(records, configs, options, engine=eng, progress=bar)
     run.notes[:0] = notes
     paths = write_outputs(run, out_dir, axis=x_axis)  # type: ignore[arg-type]

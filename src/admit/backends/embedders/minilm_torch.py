@@ -15,6 +15,7 @@ import numpy as np
 
 from admit.backends.embedders.base import FloatMatrix, l2_normalise
 from admit.backends.embedders.defaults import minilm_defaults
+from admit.backends.embedders.minilm import MiniLMEmbedder
 from admit.backends.embedders.spec import EmbedderSpec
 
 _HINT = (
@@ -47,21 +48,13 @@ class MiniLMTorchEmbedder:
         device: The torch device.
     """
 
-    name = "all-MiniLM-L6-v2"
-    dim = 384
+    name, dim = MiniLMEmbedder.name, MiniLMEmbedder.dim  # the same model
 
     def __init__(
-        self,
-        threads: int | None = None,
-        batch_size: int = 32,
-        max_seq_length: int = 256,
-        device: str = "cpu",
+        self, threads: int | None = None, *, batch_size: int = 32, max_seq_length: int = 256, device: str = "cpu"
     ) -> None:
-        configured = minilm_defaults().threads
-        self.threads = threads or configured or max(1, min(4, os.cpu_count() or 1))
-        self.batch_size = batch_size
-        self.max_seq_length = max_seq_length
-        self.device = device
+        self.threads = threads or minilm_defaults().threads or max(1, min(4, os.cpu_count() or 1))
+        self.batch_size, self.max_seq_length, self.device = batch_size, max_seq_length, device
         self._model: Any = None
         self._lock = threading.Lock()
 
