@@ -79,11 +79,19 @@ class OneLineErrors(click.Group):
 )
 @click.option(
     "--embed-threads",
-    envvar=["ADMIT_EMBED_THREADS", "ADMIT_TORCH_THREADS"],
+    envvar="ADMIT_EMBED_THREADS",
     show_envvar=True,
     default=None,
     type=click.IntRange(min=1),
     help="Threads per embedding call. Default: the cores the last minute left idle (at most 4).",
+)
+@click.option(
+    "--torch-threads",
+    envvar="ADMIT_TORCH_THREADS",
+    default=None,
+    type=click.IntRange(min=1),
+    hidden=True,
+    help="The older name of --embed-threads (used when that is not given).",
 )
 @click.option(
     "--llm-model", envvar="ADMIT_LLM_MODEL", show_envvar=True, default=None, help="Default model of the LLM strategies."
@@ -95,16 +103,21 @@ class OneLineErrors(click.Group):
     default=None,
     help="Default endpoint of the LLM strategies.",
 )
-def main(minilm_dir: str | None, embed_threads: int | None, llm_model: str | None, llm_base_url: str | None) -> None:
+def main(
+    minilm_dir: str | None,
+    embed_threads: int | None,
+    torch_threads: int | None,
+    llm_model: str | None,
+    llm_base_url: str | None,
+) -> None:
     """admit: decide which retrieved evidence a RAG answer gets to see.
 
     One vocabulary on every command: --principal tenant:T[,group:G], --prune [STRATEGY] (none: off),
     --json for tools. Usage errors exit 2, runtime failures 1.
     """
     quiet_model_loading()
-    configure_backends(
-        minilm_dir=minilm_dir, embed_threads=embed_threads, llm_model=llm_model, llm_base_url=llm_base_url
-    )
+    threads = embed_threads if embed_threads is not None else torch_threads
+    configure_backends(minilm_dir=minilm_dir, embed_threads=threads, llm_model=llm_model, llm_base_url=llm_base_url)
 
 
 for _cmd in (
