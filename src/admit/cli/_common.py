@@ -331,6 +331,7 @@ def reranker_option(*, default: str | None, default_help: str) -> Callable[[F], 
         callback=check,
         cls=_CatalogueOption,
         help_fn=help_text,
+        help=f"A reranker of the catalogue (built-in or plug-in). {default_help}",  # until the help is shown
     )
 
 
