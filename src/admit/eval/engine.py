@@ -55,6 +55,9 @@ class RunSpec:
     the worker adds its shared embedder."""
     torch_threads: int | None = None
     """Torch threads per worker (default: cores / workers)."""
+    minilm_dir: str | None = None
+    """The MiniLM folder the parent process was configured with (``admit --minilm-dir``): a worker process
+    starts bare, so it travels here (``None``: the package's)."""
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
@@ -302,13 +305,10 @@ class LocalEngine:
             return
         import multiprocessing
 
-        from admit.backends.embedders.defaults import minilm_defaults
-
         threads = spec.torch_threads or max(1, (os.cpu_count() or 1) // self.workers)
-        folder = minilm_defaults().path
         spec_json = json.dumps(spec.to_json(), default=str)
         ctx = multiprocessing.get_context("spawn")
-        init = (threads, str(folder) if folder is not None else None)
+        init = (threads, spec.minilm_dir)
         with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker, initargs=init) as ex:
             pending: set[Future[list[str]]] = {
                 ex.submit(_run_json, [json.dumps(t.to_json()) for t in b], spec_json)
@@ -320,7 +320,12 @@ class LocalEngine:
                     yield [json.loads(r) for r in fut.result()]
 
 
-def _ray_batch(batch: Mapping[str, Any], spec_json: str) -> dict[str, list[str]]:
+def _ray_batch(batch: Mapping[str, Any], spec_json: str) -> dict[str, list[str]]:  # pragma: no cover - in Ray
+    from admit.backends.embedders.defaults import configure_minilm, minilm_defaults
+
+    spec = json.loads(spec_json)
+    if spec.get("minilm_dir") and minilm_defaults().path is None:  # a Ray worker starts bare
+        configure_minilm(path=spec["minilm_dir"], threads=spec.get("torch_threads"))
     return {"result": _run_json([str(x) for x in batch["task"]], spec_json)}
 
 

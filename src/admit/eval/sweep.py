@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from admit.backends.embedders.defaults import minilm_defaults
 from admit.backends.rerankers import RERANKERS, SCORING_RERANKER
 from admit.errors import ConfigError
 from admit.eval.cache import EvalCache, outcome_key, record_digest, score_key, token_key
@@ -356,7 +357,13 @@ def run_eval(
             if missing or cached_scores is None:
                 sc = tuple(cached_scores["scores"]) if cached_scores is not None else None
                 tasks.append(Task(input=inp, scores=sc, jobs=missing))
-        spec = RunSpec(reranker=reranker, embedder=options.embedder, pruner_options=dict(options.pruner_options))
+        folder = minilm_defaults().path
+        spec = RunSpec(
+            reranker=reranker,
+            embedder=options.embedder,
+            pruner_options=dict(options.pruner_options),
+            minilm_dir=str(folder) if folder is not None else None,
+        )
         done = len(records) - len(tasks)
         if progress:
             progress(done, len(records))
