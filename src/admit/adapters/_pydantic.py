@@ -43,7 +43,8 @@ class AdapterSettings(BaseModel):
     title_key: str = "title"
     """Metadata key of the document title, if any."""
     reranker: Any = None
-    """Reranker name (``bm25``, ``dense``, ``hybrid``) or instance; ``None``: the retriever's scores, else its order."""
+    """Reranker name (one of the catalogue's: ``bm25``, ``dense``, ``cross``, a plug-in's) or instance; ``None``: the
+    retriever's scores, else its order."""
     filter: Any = None
     """A prebuilt :class:`~admit.adapters._core.AdmitFilter` (e.g. with a custom pruner); its settings are the
     defaults of the fields above."""

@@ -314,8 +314,11 @@ def reranker_option(*, default: str | None, default_help: str) -> Callable[[F], 
     def check(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
         from admit.backends.rerankers import RERANKERS
 
-        if value is not None and RERANKERS.find(value) is None:
-            raise click.BadParameter(f"unknown reranker {value!r}; known: {', '.join(RERANKERS.names())}.")
+        if value is not None:
+            try:
+                RERANKERS.get(value)
+            except ConfigError as exc:  # the catalogue's one message, listing the known names
+                raise click.BadParameter(str(exc)) from None
         return value
 
     def help_text() -> str:
