@@ -19,6 +19,7 @@ from admit.backends.rerankers.catalogue import BUILTIN_RERANKERS
 from admit.errors import ConfigError
 from admit.eval.sweep import effective_reranker, reranker_identity
 from admit.types import Chunk
+from tests.unit._plugin_site import plugin_site
 
 PLUGIN = """
 from admit.backends.rerankers import RerankerSpec
@@ -41,16 +42,11 @@ CHUNKS = [Chunk(id="a", source_id="a", text="port 80"), Chunk(id="b", source_id=
 
 @pytest.fixture
 def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    (tmp_path / "reranker_plugin.py").write_text(PLUGIN, "utf-8")
-    info = tmp_path / "reranker_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: reranker-plugin\nVersion: 0.1\n", "utf-8")
-    (info / "entry_points.txt").write_text(
+    entry_points = (
         "[admit.rerankers]\nlongest = reranker_plugin:SPEC\nbm25 = reranker_plugin:SHADOW\n"
-        "minilm = reranker_plugin:SPEC\nmisnamed = reranker_plugin:MISNAMED\ngone = no_such_module_here:SPEC\n",
-        "utf-8",
+        "minilm = reranker_plugin:SPEC\nmisnamed = reranker_plugin:MISNAMED\ngone = no_such_module_here:SPEC\n"
     )
-    monkeypatch.syspath_prepend(str(tmp_path))
+    plugin_site(tmp_path, monkeypatch, "reranker_plugin", PLUGIN, entry_points)
     log = logging.getLogger("admit._plugins")
     lines: list[str] = []
 
