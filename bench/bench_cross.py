@@ -43,13 +43,14 @@ def main() -> int:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--mix", choices=("short", "docs", "mixed"), default="short")
     args = ap.parse_args()
-    os.environ["ADMIT_EMBED_THREADS"] = str(args.threads)
-
     from admit.backends.embedders.base import CachedEmbedder
+    from admit.backends.embedders.defaults import configure_minilm
     from admit.backends.embedders.minilm import MiniLMEmbedder
     from admit.backends.rerankers.cross import CrossEncoder, CrossReranker
     from admit.prune.setwise_model import SetwiseItem, SetwiseScorer, passages
     from admit.types import Chunk
+
+    configure_minilm(threads=args.threads)  # the threads of every MiniLM the run makes
 
     cases = _chunks(Path(args.data_dir), args.mix, args.runs + 1)
     emb = MiniLMEmbedder(threads=args.threads)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -43,9 +44,18 @@ def admit(
 
 @contextmanager
 def serve(
-    args: Sequence[str], *, port: int, cwd: Path = REPO, extra_env: Mapping[str, str] | None = None
+    args: Sequence[str],
+    *,
+    port: int,
+    cwd: Path = REPO,
+    extra_env: Mapping[str, str] | None = None,
+    python: str = sys.executable,
 ) -> Iterator[str]:
     """Run ``admit serve ARGS --port PORT`` until the block ends; yield its URL once ``/readyz`` says ready
-    (:func:`admit.testing.serve.serve_subprocess` in this module's child environment)."""
-    with testing_serve.serve_subprocess(args, port=port, cwd=cwd, env=env(**dict(extra_env or {}))) as url:
+    (:func:`admit.testing.serve.serve_subprocess` in this module's child environment; ``python``: the
+    interpreter, e.g. a virtual environment's)."""
+    command = [python, *ADMIT[1:]]
+    with testing_serve.serve_subprocess(
+        args, command=command, port=port, cwd=cwd, env=env(**dict(extra_env or {}))
+    ) as url:
         yield url

@@ -424,7 +424,7 @@ def test_registry_values_of_the_wrong_type_are_config_errors(tmp_path: Path, tom
 def test_a_huge_fake_embedder_dimension_is_refused() -> None:
     from admit.backends.embedders import resolve_embedder
 
-    with pytest.raises(ValueError, match="dimension"):
+    with pytest.raises(ConfigError, match="dimension"):
         resolve_embedder("fake:100000000")
     r = _cli(
         "ingest",

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from admit.adapters._core import AdmitFilter, Doc, as_score
+from admit.adapters._vectors import seed_vectors
 from admit.backends.embedders.base import CachedEmbedder
 from admit.backends.embedders.fake import FakeEmbedder
 from admit.errors import ConfigError
@@ -76,11 +77,11 @@ def test_stored_vectors_are_seeded_only_when_one_matches_the_model() -> None:
     f = AdmitFilter(pruner_options={"embedder": cached})
     docs = [Doc(id=d.id, text=d.text, embedding=v.tolist()) for d, v in zip(DOCS, own, strict=True)]
     f._get_pruner()
-    f._seed_vectors(docs, [_chunk(d) for d in docs])
+    seed_vectors(f._embedder, f.embeddings, docs, [_chunk(d) for d in docs])
     assert len(cached) == 4  # one checked (encoded), three seeded
     cached._cache.clear()
     wrong = [Doc(id=d.id, text=d.text, embedding=(-v).tolist()) for d, v in zip(DOCS, own, strict=True)]
-    f._seed_vectors(wrong, [_chunk(d) for d in wrong])
+    seed_vectors(f._embedder, f.embeddings, wrong, [_chunk(d) for d in wrong])
     assert len(cached) == 1  # only the check: the vectors are another model's
 
 

@@ -12,6 +12,7 @@ from admit.errors import ConfigError, RequestError
 from admit.kb.stores import open_store, reload_stores, store_schemes
 from admit.prune import PrunerResources, PruneSettings, find_strategy, get_strategy, resolve_pruner, strategy_names
 from admit.prune.catalogue import BUILTIN_STRATEGIES, reload_strategies
+from tests.unit._plugin_site import plugin_site
 
 PLUGIN = """
 from admit.prune.checks import int_at_least
@@ -60,17 +61,15 @@ def warnings_of_the_catalogue() -> Iterator[list[str]]:
 
 @pytest.fixture
 def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    (tmp_path / "catalogue_plugin.py").write_text(PLUGIN, "utf-8")
-    info = tmp_path / "catalogue_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: catalogue-plugin\nVersion: 0.1\n", "utf-8")
-    (info / "entry_points.txt").write_text(
+    plugin_site(
+        tmp_path,
+        monkeypatch,
+        "catalogue_plugin",
+        PLUGIN,
         "[admit.strategies]\nplug_top = catalogue_plugin:SPEC\ntop_n = catalogue_plugin:SHADOW\n"
         "broken = catalogue_plugin:BROKEN\nmissing = no_such_module_here:SPEC\n\n"
         "[admit.stores]\nmem = catalogue_plugin:open_mem\nsqlite = catalogue_plugin:open_mem\n",
-        "utf-8",
     )
-    monkeypatch.syspath_prepend(str(tmp_path))
     reload_strategies()
     reload_stores()
     yield

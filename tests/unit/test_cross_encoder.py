@@ -11,7 +11,7 @@ import pytest
 
 from admit.backends.embedders._bert import BertEncoder, read_safetensors
 from admit.backends.embedders.minilm import model_dir
-from admit.backends.rerankers import KNOWN_RERANKERS, resolve_reranker
+from admit.backends.rerankers import RERANKERS, resolve_reranker
 from admit.backends.rerankers.cross import (
     PASSAGE_TOKENS,
     QUESTION_TOKENS,
@@ -69,7 +69,7 @@ def test_the_shipped_model_is_small_float16_and_names_its_shape() -> None:
 def test_the_cross_reranker_reads_question_and_chunk_together() -> None:
     r = resolve_reranker("cross")
     assert isinstance(r, CrossReranker)
-    assert "cross" in KNOWN_RERANKERS
+    assert "cross" in RERANKERS.names()
     chunks = [
         Chunk(id="banana", source_id="s1", text="Bananas are yellow and grow in tropical climates."),
         Chunk(id="answer", source_id="s2", title="Errors", text="E4012 means the signing key expired: rotate it."),

@@ -489,11 +489,18 @@ def test_build_and_resolve(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         resolve_pruner("graded", llm="fake", on_missing="ignore")
 
 
-def test_build_from_model_and_env(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_build_from_model_and_the_configured_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("openai")
-    monkeypatch.setenv("ADMIT_LLM_MODEL", "m1")
-    monkeypatch.setenv("ADMIT_LLM_BASE_URL", "http://127.0.0.1:9/v1")
-    p = resolve_pruner("graded")
+    from admit.backends.llms import configure_llm
+
+    monkeypatch.setenv("ADMIT_LLM_MODEL", "from-env")  # the library reads no environment variable
+    with pytest.raises(ConfigError, match="needs an LLM"):
+        resolve_pruner("graded")
+    configure_llm(model="m1", base_url="http://127.0.0.1:9/v1")
+    try:
+        p = resolve_pruner("graded")
+    finally:
+        configure_llm()
     assert p.llm.model == "m1" and p.llm.base_url == "http://127.0.0.1:9/v1"  # type: ignore[attr-defined]
     p = resolve_pruner("graded", llm_model="m2", llm_base_url="http://127.0.0.1:8/v1", llm_api_key_env="X_KEY")
     assert p.llm.model == "m2" and p.llm.api_key_env == "X_KEY"  # type: ignore[attr-defined]

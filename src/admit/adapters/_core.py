@@ -11,24 +11,24 @@ plain dict (:meth:`AdmitFilter.to_dict`), custom pruners included when they save
 from __future__ import annotations
 
 import copy
-import importlib
 import logging
 import math
 import numbers
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from admit._text import norm_hash
+from admit.adapters._saving import instance_from_dict, instance_to_dict
+from admit.adapters._vectors import seed_vectors
+from admit.adapters._verdicts import Decision, Doc, FilterRun, Verdict
 from admit.answerability import assess_kept
-from admit.backends.rerankers import KNOWN_RERANKERS, Reranker, resolve_reranker
+from admit.backends.embedders import DEFAULT_EMBEDDER
+from admit.backends.rerankers import DEFAULT_RERANKER, RERANKERS, Reranker, resolve_reranker
 from admit.errors import ConfigError, unknown_name
 from admit.pack import anchored_excerpt
-from admit.passages import passages
 from admit.pipeline import prune_candidates
-from admit.prune import DEFAULT_STRATEGY, Pruner, resolve_pruner, strategy_names
+from admit.prune import DEFAULT_STRATEGY, Pruner, find_strategy, resolve_pruner, strategy_names
 from admit.prune.base import PruneOutcome
 from admit.prune.settings import PruneSettings
 from admit.types import Chunk
@@ -64,160 +64,10 @@ SETTINGS = (
     "reranker",
 )
 
-#: Cosine the framework's vector of one document must reach against admit's own vector of the same text before
-#: ``embeddings="auto"`` takes the store for one of admit's model (the other vectors of the same text are reused).
-_SAME_MODEL_COSINE = 0.98
-
 #: A title longer than this is cut (said in the document's reason): it is part of every passage graded and of
 #: the token count, so an unbounded one would make a call as slow as its longest title (the bound of
 #: :class:`admit.schema.PruneCandidate`'s ``title``).
 MAX_TITLE_CHARS = 2000
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Doc:
-    """A framework document, reduced to what admit needs."""
-
-    id: str | None
-    """The framework's id (``None``: a position-based id is made)."""
-    text: str
-    """The text graded."""
-    title: str = ""
-    """The title (counts in ranking and grading)."""
-    score: float | None = None
-    """The retriever's score, if any."""
-    embedding: Sequence[float] | None = None
-    """The vector the framework's store holds for the document, if it gives one."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Verdict:
-    """What admit decided for one document (added to the document's metadata as ``admit``)."""
-
-    index: int
-    """The document's input position."""
-    kept: bool
-    """Whether it stays."""
-    stage: str
-    """Where it was decided: ``prune``, ``size``, ``duplicate``, ``top_k`` or ``budget``."""
-    grade: int | None
-    """Its grade on the five-level rubric (``None`` when it never reached the pruner)."""
-    reason: str
-    """Why."""
-    score: float | None
-    """Its rank score (the retriever's score, or the reranker's)."""
-    rank: int | None
-    """Its position in the ranked list, 0-based (``None`` when it never reached the pruner)."""
-    excerpt: str | None = None
-    """The text passed on instead of the whole document: an anchored excerpt of the best document when it
-    alone is over ``max_tokens`` (the sentences that match the question, elisions marked)."""
-
-    def as_metadata(
-        self,
-        strategy: str,
-        *,
-        answerable: bool = True,
-        answerability: float | None = None,
-        answer_state: str = "answered",
-    ) -> dict[str, Any]:
-        """The ``admit`` metadata entry added to the document (:meth:`FilterRun.metadata` fills in the call's
-        ``answerable``, ``answerability`` and ``answer_state``)."""
-        return {
-            "kept": self.kept,
-            "stage": self.stage,
-            "strategy": strategy,
-            "grade": self.grade,
-            "reason": self.reason,
-            "score": self.score,
-            "rank": self.rank,
-            "excerpt": self.excerpt is not None,
-            "answerable": answerable,
-            "answerability": answerability,
-            "answer_state": answer_state,
-        }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class FilterRun:
-    """One call of :meth:`AdmitFilter.run`: a verdict per document, in input order."""
-
-    strategy: str
-    """The strategy that ran (``none`` when nothing was pruned)."""
-    verdicts: tuple[Verdict, ...]
-    """One verdict per document, in input order."""
-    answerable: bool = True
-    """Whether the kept documents answer the question (:mod:`admit.answerability`)."""
-    answerability: float | None = None
-    """The calibrated probability behind ``answerable``."""
-    answer_state: str = "answered"
-    """``answered``, ``unsure`` or ``not_answered`` (only the last sets ``answerable`` to ``False``)."""
-
-    def metadata(self, verdict: Verdict) -> dict[str, Any]:
-        """The ``admit`` metadata entry of one document: its verdict, the strategy, and whether the kept documents
-        answer the question (``answerable``, ``answerability``, ``answer_state``: the same on every document)."""
-        return verdict.as_metadata(
-            self.strategy,
-            answerable=self.answerable,
-            answerability=self.answerability,
-            answer_state=self.answer_state,
-        )
-
-    @property
-    def kept(self) -> list[Verdict]:
-        """The kept documents' verdicts, in input order."""
-        return [v for v in self.verdicts if v.kept]
-
-    @property
-    def dropped(self) -> list[Verdict]:
-        """The dropped documents' verdicts, in input order."""
-        return [v for v in self.verdicts if not v.kept]
-
-
-D = TypeVar("D")
-
-
-class Decision(tuple[list[D], list[D]], Generic[D]):
-    """``(kept, dropped)`` of an adapter's ``decide()``, each in input order, that also says whether the kept
-    documents answer the question (``answerable``, ``answerability``): it unpacks as the pair it always was.
-
-    Example:
-        >>> d = Decision(["a"], ["b"], answerable=False, answerability=0.1)
-        >>> kept, dropped = d
-        >>> (kept, dropped, d.answerable, d.answerability)
-        (['a'], ['b'], False, 0.1)
-    """
-
-    answerable: bool
-    """Whether the kept documents answer the question (:mod:`admit.answerability`)."""
-    answerability: float | None
-    """The calibrated probability behind ``answerable``."""
-
-    def __new__(
-        cls, kept: list[D], dropped: list[D], *, answerable: bool = True, answerability: float | None = None
-    ) -> Decision[D]:
-        """The pair, with the call's answerability."""
-        made = super().__new__(cls, (kept, dropped))
-        made.answerable = answerable
-        made.answerability = answerability
-        return made
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        """Pickled with its attributes."""
-        return (_decision, (self[0], self[1], self.answerable, self.answerability))
-
-    @property
-    def kept(self) -> list[D]:
-        """The kept documents, in input order."""
-        return self[0]
-
-    @property
-    def dropped(self) -> list[D]:
-        """The dropped documents, in input order, each with its reason."""
-        return self[1]
-
-
-def _decision(kept: list[D], dropped: list[D], answerable: bool, answerability: float | None) -> Decision[D]:
-    return Decision(kept, dropped, answerable=answerable, answerability=answerability)
 
 
 @dataclass(kw_only=True)
@@ -234,7 +84,7 @@ class AdmitFilter:
         [True, False]
 
     Args:
-        strategy: Pruning strategy (``setwise`` by default; ``top_n``, ``score_threshold``, LLM strategies ...).
+        strategy: Pruning strategy (:data:`~admit.prune.DEFAULT_STRATEGY` by default; ``top_n``, LLM strategies ...).
         threshold: Keep grades at or above this (1..5).
         keep_top_k: The top-k ranked documents always stay (unless over the size cap or the budget).
         on_error: What a pruner failure does (``keep_top_k``, ``keep_all``, ``drop``, ``raise``).
@@ -248,7 +98,8 @@ class AdmitFilter:
             no title prefix, one passage) and said in each document's reason: ``auto`` reuses them when the first
             checks out against admit's own (same model), ``reuse`` trusts the model, ``ignore`` re-encodes.
         tokenizer: The tokenizer counting ``max_tokens`` (a model name or encoding).
-        reranker: Reranker name or instance (``retriever``/``None``: the documents' scores, else their order).
+        reranker: Reranker name (a catalogue name, plug-ins included) or instance (``retriever``/``None``: the
+            documents' scores, else their order).
         pruner: A pruner instance (overrides ``strategy``).
         pruner_options: Keyword arguments for the pruner built by name (``embedder=``, ``llm=`` ...).
     """
@@ -367,20 +218,22 @@ class AdmitFilter:
         built: Pruner | None = self._built_pruner
         if built is None:
             opts = dict(self.pruner_options)
-            if self.strategy == "setwise" and "scorer" not in opts:
+            spec = find_strategy(self.strategy)
+            reads = spec is not None and spec.reads_embedder
+            if reads and "scorer" not in opts:  # (a scorer given brings its own embedder)
                 from admit.backends.embedders.shared import shared_embedder
 
                 emb = opts.get("embedder")
-                emb = "minilm" if emb is None else emb  # (an empty cache is falsy)
+                emb = DEFAULT_EMBEDDER if emb is None else emb  # (an empty cache is falsy)
                 opts["embedder"] = shared_embedder(emb) if isinstance(emb, str) else emb
             built = resolve_pruner(self.strategy, **opts)
             object.__setattr__(self, "_built_pruner", built)
-            object.__setattr__(self, "_embedder", opts.get("embedder") if self.strategy == "setwise" else None)
+            object.__setattr__(self, "_embedder", opts.get("embedder") if reads else None)
         return built
 
     def _get_reranker(self) -> Reranker | None:
         """The reranker, or ``None`` for the retriever's own signal (scores, else order)."""
-        if self.reranker is None or self.reranker == "retriever":
+        if self.reranker is None or self.reranker == DEFAULT_RERANKER:
             return None
         if self._built_reranker is None:
             object.__setattr__(self, "_built_reranker", resolve_reranker(self.reranker))
@@ -441,7 +294,9 @@ class AdmitFilter:
                 given = [s for i in live if (s := docs[i].score) is not None]
                 scores = given if len(given) == len(live) else [float(len(live) - r) for r in range(len(live))]
             pruner = self._get_pruner()
-            for i, vector in zip(live, self._seed_vectors([docs[i] for i in live], chunks), strict=True):
+            for i, vector in zip(
+                live, seed_vectors(self._embedder, self.embeddings, [docs[i] for i in live], chunks), strict=True
+            ):
                 if vector:
                     notes.setdefault(i, []).append(vector)
             run = prune_candidates(
@@ -514,55 +369,6 @@ class AdmitFilter:
                     continue
                 used += n
 
-    def _seed_vectors(self, docs: Sequence[Doc], chunks: Sequence[Chunk]) -> list[str | None]:
-        """Put the framework's stored vectors in the pruner's embedder cache, so those documents are not encoded;
-        what happened to each document's vector, for its reason (``None``: it gave none).
-
-        A vector is reused only for the text admit would encode itself (one passage, no title prefix: a store
-        embeds the text, admit the title with it) and only from admit's model: ``auto`` encodes the first such
-        document and compares (the other vectors of the same text are then reused), ``reuse`` takes the caller's
-        word for the model. A vector of another text or model never enters the cache, so no later call's decision
-        depends on what an earlier one was given.
-        """
-        said: list[str | None] = [None] * len(docs)
-        emb = self._embedder
-        if self.embeddings == "ignore" or emb is None or not hasattr(emb, "seed"):
-            for j, d in enumerate(docs):
-                if d.embedding is not None:
-                    said[j] = f"store vector not used (embeddings={self.embeddings!r})" if emb is not None else None
-            return said
-        pairs: list[tuple[int, str, np.ndarray]] = []
-        for j, (d, c) in enumerate(zip(docs, chunks, strict=True)):
-            if d.embedding is None:
-                continue
-            vec = np.asarray(d.embedding, dtype=np.float32).ravel()
-            ps = passages(c.title, c.text)
-            if vec.shape[0] != emb.dim or not np.isfinite(vec).all() or not vec.any():
-                said[j] = f"store vector not reused: {vec.shape[0]} dimensions, not {emb.name}'s {emb.dim}"
-            elif len(ps) != 1 or ps[0] != c.text:
-                why = "the title is encoded with the text" if c.title else "the text is encoded in passages"
-                said[j] = f"store vector not reused: another text ({why})"
-            else:
-                pairs.append((j, ps[0], vec))
-        if not pairs:
-            return said
-        if self.embeddings == "auto":
-            # the first document of the same text is encoded to check the vectors come from admit's model
-            j0, text, vec = pairs[0]
-            own = emb.embed([text])[0]
-            cos = float(own @ vec) / max(float(np.linalg.norm(vec)), 1e-12)
-            if cos < _SAME_MODEL_COSINE:
-                logger.info("stored vectors not reused: cosine %.3f against %s's own (another model?)", cos, emb.name)
-                for j, _, _ in pairs:
-                    said[j] = f"store vector not reused: another model (cosine {cos:.2f} against {emb.name}'s own)"
-                return said
-            said[j0] = f"store vector checked against {emb.name}'s own (cosine {cos:.3f}), which this document uses"
-            pairs = pairs[1:]
-        emb.seed([(text, vec) for _, text, vec in pairs], keys_are_hashes=False)
-        for j, _, _ in pairs:
-            said[j] = "store vector reused (same text and model)"
-        return said
-
     # -- saving ------------------------------------------------------------------------------------------------
     def is_custom(self) -> bool:
         """Whether a pruner, reranker or pruner options beyond the settings would be lost by saving the settings."""
@@ -572,10 +378,10 @@ class AdmitFilter:
         """Every field as plain data; instances as ``{"type", "init_parameters"}`` (they must have ``to_dict``)."""
         data: dict[str, Any] = self.settings_dict()
         data["tokenizer"] = self.tokenizer
-        data["reranker"] = _instance_to_dict(self.reranker, "reranker")
-        data["pruner"] = _instance_to_dict(self.pruner, "pruner")
+        data["reranker"] = instance_to_dict(self.reranker, "reranker")
+        data["pruner"] = instance_to_dict(self.pruner, "pruner")
         opts = self.pruner_options.items()
-        data["pruner_options"] = {k: _instance_to_dict(v, f"pruner_options.{k}") for k, v in opts}
+        data["pruner_options"] = {k: instance_to_dict(v, f"pruner_options.{k}") for k, v in opts}
         return data
 
     @classmethod
@@ -591,9 +397,9 @@ class AdmitFilter:
             )
         values = dict(data)
         for key in ("reranker", "pruner"):
-            values[key] = _instance_from_dict(values.get(key))
+            values[key] = instance_from_dict(values.get(key))
         opts = dict(values.get("pruner_options") or {})
-        values["pruner_options"] = {k: _instance_from_dict(v) for k, v in opts.items()}
+        values["pruner_options"] = {k: instance_from_dict(v) for k, v in opts.items()}
         return cls(**values)
 
 
@@ -640,8 +446,8 @@ def _check_values(values: Mapping[str, Any]) -> None:
     if values.get("embeddings") not in ("auto", "reuse", "ignore"):
         raise ConfigError(f"`embeddings` must be 'auto', 'reuse' or 'ignore', got {values.get('embeddings')!r}.")
     rr = values.get("reranker")
-    if isinstance(rr, str) and rr not in KNOWN_RERANKERS:
-        raise ConfigError(f"Unknown reranker {rr!r}; known: {', '.join(KNOWN_RERANKERS)}.")
+    if isinstance(rr, str):
+        RERANKERS.get(rr)  # the catalogue's ConfigError, listing the known ones
     if not isinstance(values.get("tokenizer", "gpt-4o"), str):
         raise ConfigError(f"`tokenizer` must be a model or encoding name, got {values.get('tokenizer')!r}.")
     if not isinstance(values.get("pruner_options", {}), Mapping):
@@ -682,64 +488,6 @@ def _drop(i: int, stage: str, reason: str, d: Doc) -> Verdict:
     return Verdict(index=i, kept=False, stage=stage, grade=None, reason=reason, score=d.score, rank=None)
 
 
-def _instance_to_dict(obj: Any, what: str) -> Any:
-    if obj is None or isinstance(obj, str | int | float | bool):
-        return obj
-    to_dict = getattr(obj, "to_dict", None)
-    if not callable(to_dict) or not callable(getattr(type(obj), "from_dict", None)):
-        raise ConfigError(
-            f"The {what} {type(obj).__qualname__} cannot be saved: give it to_dict() and a from_dict() classmethod, "
-            "or name a built-in strategy instead."
-        )
-    return {"type": f"{type(obj).__module__}.{type(obj).__qualname__}", "init_parameters": to_dict()}
-
-
-def _instance_from_dict(data: Any) -> Any:
-    if not isinstance(data, Mapping):
-        return data
-    path = data.get("type")
-    if not isinstance(path, str) or "." not in path:
-        raise ConfigError(f"A saved admit component needs a `type` (module.Class), got {path!r}.")
-    module, _, name = path.rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module), name)
-    except (ImportError, AttributeError) as exc:
-        raise ConfigError(f"Cannot load the saved admit component {path!r}: {exc}") from exc
-    from_dict = getattr(cls, "from_dict", None)
-    if not callable(from_dict):
-        raise ConfigError(f"The saved admit component {path!r} has no from_dict() classmethod.")
-    return from_dict(dict(data.get("init_parameters") or {}))
-
-
-# -- the pydantic adapters (LangChain, LlamaIndex): settings are model fields -----------------------------------
-def fill_from_filter(data: Any) -> Any:
-    """``model_validator(mode="before")``: a saved ``filter`` dict becomes an :class:`AdmitFilter`, whose settings
-    fill those the caller did not give."""
-    if not isinstance(data, Mapping):
-        return data
-    f = data.get("filter")
-    if isinstance(f, Mapping):
-        f = AdmitFilter.from_dict(f)
-    if f is None:
-        return data
-    if not isinstance(f, AdmitFilter):
-        raise ConfigError(f"`filter` must be an AdmitFilter or its dict, got {type(f).__name__}.")
-    given = {k: v for k, v in data.items() if not (k == "reranker" and v is None)}  # None: the filter's
-    return {**f.settings_dict(), **given, "filter": f}
-
-
-def current_filter(obj: Any) -> AdmitFilter:
-    """The filter for ``obj``'s current settings (checked): built once, rebuilt when a setting changed (also by
-    ``model_copy(update=...)``, which skips validation), sharing the loaded pruner when the strategy did not."""
-    src = obj.filter
-    cached = obj._admit
-    base = cached[1] if cached is not None and cached[0] is src else src
-    values = settings_from(obj)
-    f = base.configured(values) if isinstance(base, AdmitFilter) else AdmitFilter(**values)
-    obj._admit = (src, f)
-    return f
-
-
 def check_names(names: Iterable[str], known: Iterable[str]) -> None:
     """Refuse a misspelled setting (``treshold=``, ``max_token=``, ``topk=``) with the one message for it.
 
@@ -750,12 +498,3 @@ def check_names(names: Iterable[str], known: Iterable[str]) -> None:
     for name in names:
         if name not in allowed:
             raise ConfigError(unknown_name("setting", name, allowed))
-
-
-def check_assignment(obj: Any, name: str, value: Any) -> None:
-    """Refuse a bad setting before a pydantic adapter stores it (``ConfigError`` naming it), and a name that is no
-    setting of it at all (a misspelling would otherwise be stored and never read)."""
-    if not name.startswith("_"):
-        check_names([name], type(obj).model_fields)
-    if name in SETTINGS:
-        AdmitFilter(**{**settings_from(obj), name: value})

@@ -7,14 +7,16 @@ declared once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from admit.adapters._core import AdmitFilter, check_assignment, check_names, current_filter, fill_from_filter
+from admit.adapters._core import SETTINGS, AdmitFilter, check_names, settings_from
+from admit.errors import ConfigError
 from admit.prune.catalogue import DEFAULT_STRATEGY
 
-__all__ = ["AdapterSettings"]
+__all__ = ["AdapterSettings", "check_assignment", "current_filter", "fill_from_filter"]
 
 
 class AdapterSettings(BaseModel):
@@ -41,7 +43,8 @@ class AdapterSettings(BaseModel):
     title_key: str = "title"
     """Metadata key of the document title, if any."""
     reranker: Any = None
-    """Reranker name (``bm25``, ``dense``, ``hybrid``) or instance; ``None``: the retriever's scores, else its order."""
+    """Reranker name (one of the catalogue's: ``bm25``, ``dense``, ``cross``, a plug-in's) or instance; ``None``: the
+    retriever's scores, else its order."""
     filter: Any = None
     """A prebuilt :class:`~admit.adapters._core.AdmitFilter` (e.g. with a custom pruner); its settings are the
     defaults of the fields above."""
@@ -73,3 +76,40 @@ class AdapterSettings(BaseModel):
     def warm_up(self) -> None:
         """Load admit's model now rather than on the first call."""
         current_filter(self).warm_up()
+
+
+def fill_from_filter(data: Any) -> Any:
+    """``model_validator(mode="before")``: a saved ``filter`` dict becomes an :class:`AdmitFilter`, whose settings
+    fill those the caller did not give."""
+    if not isinstance(data, Mapping):
+        return data
+    f = data.get("filter")
+    if isinstance(f, Mapping):
+        f = AdmitFilter.from_dict(f)
+    if f is None:
+        return data
+    if not isinstance(f, AdmitFilter):
+        raise ConfigError(f"`filter` must be an AdmitFilter or its dict, got {type(f).__name__}.")
+    given = {k: v for k, v in data.items() if not (k == "reranker" and v is None)}  # None: the filter's
+    return {**f.settings_dict(), **given, "filter": f}
+
+
+def current_filter(obj: Any) -> AdmitFilter:
+    """The filter for ``obj``'s current settings (checked): built once, rebuilt when a setting changed (also by
+    ``model_copy(update=...)``, which skips validation), sharing the loaded pruner when the strategy did not."""
+    src = obj.filter
+    cached = obj._admit
+    base = cached[1] if cached is not None and cached[0] is src else src
+    values = settings_from(obj)
+    f = base.configured(values) if isinstance(base, AdmitFilter) else AdmitFilter(**values)
+    obj._admit = (src, f)
+    return f
+
+
+def check_assignment(obj: Any, name: str, value: Any) -> None:
+    """Refuse a bad setting before a pydantic adapter stores it (``ConfigError`` naming it), and a name that is no
+    setting of it at all (a misspelling would otherwise be stored and never read)."""
+    if not name.startswith("_"):
+        check_names([name], type(obj).model_fields)
+    if name in SETTINGS:
+        AdmitFilter(**{**settings_from(obj), name: value})

@@ -20,14 +20,9 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from admit.adapters._core import (
-    Decision,
-    Doc,
-    FilterRun,
-    as_score,
-    current_filter,
-)
-from admit.adapters._pydantic import AdapterSettings
+from admit.adapters._core import as_score
+from admit.adapters._pydantic import AdapterSettings, current_filter
+from admit.adapters._verdicts import Decision, Doc, FilterRun
 from admit.errors import MissingExtraError
 
 try:

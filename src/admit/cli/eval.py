@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from admit._clean import clean_terminal
+from admit.backends.rerankers.catalogue import SCORING_RERANKER
 from admit.cli._common import (
     DEFAULT_STRATEGY,
     check_strategy,
@@ -19,59 +20,15 @@ from admit.cli._common import (
     llm_options,
     llm_pruner_options,
     prune_option,
+    reranker_option,
     stdout_console,
 )
+from admit.cli._progress import done_bar
 from admit.errors import ConfigError
 
 __all__ = ["eval_cmd", "replay_cmd"]
 
 logger = logging.getLogger(__name__)
-
-
-class _Progress:
-    """A rich progress bar with ETA (silent when disabled)."""
-
-    def __init__(self, enabled: bool, label: str) -> None:
-        self.enabled = enabled
-        self.label = label
-        self._p: Any = None
-        self._task: Any = None
-
-    def __enter__(self) -> _Progress:
-        if self.enabled:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self._p = Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("elapsed"),
-                TimeElapsedColumn(),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
-                transient=False,
-            )
-            self._p.start()
-        return self
-
-    def __call__(self, done: int, total: int) -> None:
-        if self._p is None:
-            return
-        if self._task is None:
-            self._task = self._p.add_task(self.label, total=total, completed=done)
-        else:
-            self._p.update(self._task, completed=done, total=total)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._p is not None:
-            self._p.stop()
 
 
 def _prices_note(prices: Any, path: str | None) -> str:
@@ -133,12 +90,7 @@ def _summary_table(run: Any, prices_note: str, console: Any) -> None:
 )
 @click.option("--param", "params", multiple=True, metavar="KEY=VALUE", help="A fixed parameter for every config.")
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output folder.")
-@click.option(
-    "--reranker",
-    default="dense",
-    show_default=True,
-    help="dense (MiniLM; falls back to bm25 when unavailable), hybrid or bm25.",
-)
+@reranker_option(default=SCORING_RERANKER, default_help="One that cannot run here gives way to its fallback.")
 @click.option("--generator-model", default="gpt-4o", show_default=True, help="Tokenizer for token counts.")
 @click.option(
     "--prices",
@@ -232,7 +184,7 @@ def eval_cmd(
     )
     eng = make_engine(engine, workers=workers)
     click.echo(f"{len(records)} questions x {len(configs)} configurations, engine {engine}", err=True)
-    with _Progress(progress, "eval") as bar:
+    with done_bar("eval", enabled=progress) as bar:
         run = run_eval(records, configs, options, engine=eng, progress=bar)
     run.notes[:0] = notes
     paths = write_outputs(run, out_dir, axis=x_axis)  # type: ignore[arg-type]
@@ -268,7 +220,7 @@ def eval_cmd(
     "--policy", "policy_path", required=True, type=click.Path(exists=True, dir_okay=False), help="The new policy TOML."
 )
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output folder.")
-@click.option("--reranker", default=None, help="Reranker for the new run (default: the pipeline's).")
+@reranker_option(default=None, default_help="Default: the pipeline's.")
 @click.option("--prices", "prices_path", type=click.Path(exists=True, dir_okay=False), help="Price table.")
 @llm_options()
 @json_option("the output paths and the replay summary")

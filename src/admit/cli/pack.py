@@ -17,6 +17,7 @@ from admit.cli._common import (
     policy_option,
     prune_option,
     read_json,
+    reranker_option,
     stdout_console,
     trace_file_option,
 )
@@ -31,11 +32,7 @@ __all__ = ["pack_cmd", "policy_cmd", "schema_cmd"]
 @click.argument("request", type=click.Path(allow_dash=True))
 @policy_option()
 @prune_option(default_help="Default: the request's `prune`, else the policy's (the shipped policy prunes nothing).")
-@click.option(
-    "--reranker",
-    default=None,
-    help="Reorder the candidates with: retriever (their own scores; default), bm25, dense (MiniLM), hybrid or cross.",
-)
+@reranker_option(default=None, default_help="Default: retriever (the candidates' own scores).")
 @llm_options()
 @trace_file_option()
 @click.option("--human", is_flag=True, help="A readable view: admitted passages and every candidate's fate.")

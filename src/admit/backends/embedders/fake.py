@@ -9,6 +9,8 @@ import numpy as np
 
 from admit import _linear
 from admit.backends.embedders.base import FloatMatrix
+from admit.backends.embedders.spec import EmbedderSpec
+from admit.errors import ConfigError
 
 _TOKEN = _linear.simple(r"\w+")
 
@@ -56,3 +58,18 @@ class FakeEmbedder:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         return np.stack([self._vector(t) for t in texts]).astype(np.float32)
+
+
+MAX_FAKE_DIM = 4096
+"""The largest dimension ``fake:<dim>`` accepts (a bigger one only burns memory)."""
+
+
+def _build(option: str | None) -> FakeEmbedder:
+    raw = option if option is not None else "64"
+    if not raw.isdigit() or not 1 <= int(raw) <= MAX_FAKE_DIM:
+        raise ConfigError(f"embedder 'fake:{raw}': the fake embedder's dimension must be 1..{MAX_FAKE_DIM}")
+    return FakeEmbedder(dim=int(raw))
+
+
+SPEC = EmbedderSpec(name="fake", build=_build, summary="hashed bag of words for tests; fake:DIM", takes_option=True)
+"""The ``fake`` embedder's spec."""

