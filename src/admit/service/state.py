@@ -334,6 +334,8 @@ def build_state(
     resources = (
         PrunerResources.from_options(pruner_options) if pruner_options else PrunerResources(embedder=kb_embedder)
     )
+    switches = settings.pruner_switches()  # the [service] setwise_* switches ($ADMIT_SETWISE_*), unless given
+    resources = replace(resources, **{k: v for k, v in switches.items() if getattr(resources, k) is None})
     reranker = resolve_reranker(settings.reranker)
     redactor = tool_redactor(settings)
     inspect_log = InspectLog(
@@ -347,6 +349,7 @@ def build_state(
         resources=resources,
         sink=inspect_log,
         redactor=redactor,
+        trace_content=settings.trace_content,
     )
     shadow_policies = None
     if settings.shadow_policy:
@@ -364,6 +367,7 @@ def build_state(
             resources=resources,
             sink=None,
             redactor=redactor,
+            trace_content=settings.trace_content,
         )
     if kb is not None:
         warn_unknown_tenants(settings, kb)
