@@ -30,6 +30,7 @@ __all__ = [
     "ChunkRecord",
     "Hit",
     "HybridSearch",
+    "ReadFilter",
     "SearchFilters",
     "SourceInfo",
     "Store",
@@ -37,6 +38,7 @@ __all__ = [
     "fts_terms",
     "principal_tokens",
     "rrf_fuse",
+    "visible",
 ]
 
 OPEN_GROUP = "*"
@@ -135,6 +137,72 @@ class SearchFilters:
             return None
         dt = self.updated_after if self.updated_after.tzinfo else self.updated_after.replace(tzinfo=UTC)
         return dt.timestamp()
+
+    def matches_nothing(self) -> bool:
+        """Whether a filter given as an empty set (no group, no language, no source) rules out every chunk: the
+        store is not asked then (:class:`HybridSearch`)."""
+        return any(f is not None and not f for f in (self.groups, self.languages, self.source_ids))
+
+
+@dataclass(frozen=True, slots=True)
+class ReadFilter:
+    """Who asks and the search filters as one predicate over stored records: the scope a store without a query
+    language applies itself (``memory://``, a plug-in store over a plain key-value service, a post-filter).
+
+    It is the same rule as the SQL stores' ``WHERE`` and Qdrant's payload filter: the record's tenant is the
+    principal's, one of its ACL tokens is the principal's (:func:`acl_tokens`, :func:`principal_tokens`; a record
+    without an access label never matches), and it passes each filter given (its groups, language, modification
+    time, source).
+
+    Example:
+        >>> from admit.types import Access, Principal
+        >>> r = ChunkRecord(id="a#1", source_id="a", text="x", embedding=np.zeros(2, np.float32), text_hash="",
+        ...                 access=Access(tenant="acme", groups=("support",)))
+        >>> ReadFilter.of(Principal(tenant="acme", groups=("support",))).matches(r)
+        True
+        >>> visible(r, Principal(tenant="acme"))
+        False
+    """
+
+    tenant: str
+    """The principal's tenant."""
+    tokens: frozenset[str]
+    """The ACL tokens the principal matches."""
+    filters: SearchFilters
+    """The search filters."""
+    after: float | None
+    """``filters.updated_after`` as a timestamp."""
+
+    @classmethod
+    def of(cls, principal: Principal, filters: SearchFilters | None = None) -> ReadFilter:
+        """The filter of ``principal`` reading under ``filters`` (default: none)."""
+        f = filters or SearchFilters()
+        return cls(principal.tenant, frozenset(principal_tokens(principal)), f, f.updated_after_ts())
+
+    def matches(self, r: ChunkRecord) -> bool:
+        """Whether the principal may read ``r`` and it passes the filters."""
+        f = self.filters
+        if not self.tenant or r.access is None or r.tenant != self.tenant:
+            return False
+        if self.tokens.isdisjoint(acl_tokens(r.access)):
+            return False
+        if f.groups is not None and set(f.groups).isdisjoint(r.access.groups):
+            return False
+        if f.languages is not None and r.language not in f.languages:
+            return False
+        if self.after is not None and (r.updated_at is None or _timestamp(r.updated_at) < self.after):
+            return False
+        return f.source_ids is None or r.source_id in f.source_ids
+
+
+def visible(record: ChunkRecord, principal: Principal, filters: SearchFilters | None = None) -> bool:
+    """Whether ``principal`` may read ``record`` and it passes ``filters``: :meth:`ReadFilter.matches` once (build
+    one :class:`ReadFilter` to test many records)."""
+    return ReadFilter.of(principal, filters).matches(record)
+
+
+def _timestamp(dt: datetime) -> float:
+    return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -302,10 +370,12 @@ def fts_terms(text: str, *, limit: int = 32) -> list[str]:
 
 
 class HybridSearch:
-    """The search skeleton the stores share: no tenant or ``k <= 0``, nothing; authorization and filters become
-    the store's scope (``None``: nothing can match); then both ranked lists, fused by reciprocal rank.
+    """The search skeleton the stores share: no tenant, ``k <= 0`` or a filter that matches nothing
+    (:meth:`SearchFilters.matches_nothing`), nothing; authorization and filters become the store's scope
+    (``None``: nothing can match); then both ranked lists, fused by reciprocal rank.
 
-    A store gives :meth:`_scope` (its filter: SQL, a Qdrant filter ...) and :meth:`_ranked` (the two queries).
+    A store gives :meth:`_scope` (its filter: SQL, a Qdrant filter, or :class:`ReadFilter` for a store that
+    filters records itself) and :meth:`_ranked` (the two queries).
     """
 
     dim: int
@@ -320,9 +390,10 @@ class HybridSearch:
         filters: SearchFilters | None = None,
     ) -> list[Hit]:
         """Hybrid search (lexical + vector, fused by reciprocal rank) over the chunks ``principal`` may read."""
-        if k <= 0 or not principal.tenant:
+        filters = filters or SearchFilters()
+        if k <= 0 or not principal.tenant or filters.matches_nothing():
             return []
-        scope = self._scope(principal, filters or SearchFilters())
+        scope = self._scope(principal, filters)
         if scope is None:
             return []
         qv, n = query_vector(query_vec, self.dim, k)
