@@ -76,7 +76,7 @@ def test_pack_reads_the_switches_from_the_environment(monkeypatch: pytest.Monkey
     res = CliRunner().invoke(main, ["pack", str(EXAMPLE), "--no-setwise-cross", "--no-trace-content"], env=SWITCHES)
     assert res.exit_code == 0, res.output
     assert made[1].resources.cross is False and "prompt" not in json.loads(res.output)["trace"]
-    res = CliRunner().invoke(main, ["pack", str(EXAMPLE)], env={k: "" for k in SWITCHES})
+    res = CliRunner().invoke(main, ["pack", str(EXAMPLE)], env=dict.fromkeys(SWITCHES, ""))
     assert res.exit_code == 0, res.output
     assert made[2].resources.cross is None and made[2].resources.multilingual is None
     assert made[2].trace_content is False

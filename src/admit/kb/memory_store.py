@@ -20,10 +20,10 @@ import numpy as np
 from admit import _linear
 from admit.errors import StoreError
 from admit.kb import store as _s
-from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, ReadFilter, SearchFilters, SourceInfo
+from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, ReadFilter, SearchFilters, SourceInfo, StoreSpec
 from admit.types import Principal
 
-__all__ = ["MemoryStore", "from_url", "stored_embedder"]
+__all__ = ["SPEC", "MemoryStore", "from_url", "stored_embedder"]
 
 _WORD = _linear.simple(r"\w+")
 _K1, _B = 1.2, 0.75
@@ -219,3 +219,12 @@ def stored_embedder(url: str) -> str | None:
     with _NAMED_LOCK:
         data = _NAMED.get(name) if name else None
     return data.meta.get("embedder_spec") if data is not None else None
+
+
+SPEC = StoreSpec(
+    schemes=("memory",),
+    open=from_url,
+    stored_embedder=stored_embedder,
+    summary="in this process's memory, nothing on disk (tests, notebooks)",
+)
+"""This store in the store catalogue (:mod:`admit.kb.stores`)."""

@@ -22,10 +22,10 @@ from admit.errors import ConfigError, MissingExtraError, StoreError
 from admit.kb import store as _s
 from admit.kb._rows import COLUMNS, record_columns, record_from_row, source_info
 from admit.kb.connections import ThreadConnections
-from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo
+from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo, StoreSpec
 from admit.types import Principal
 
-__all__ = ["PgvectorStore", "from_url"]
+__all__ = ["SPEC", "PgvectorStore", "from_url"]
 
 logger = logging.getLogger(__name__)
 
@@ -364,3 +364,12 @@ def stored_embedder(url: str) -> str | None:
     except Exception as exc:
         raise StoreError(f"Cannot read the knowledge base's settings from PostgreSQL: {exc}") from exc
     return None if row is None else str(row[0])
+
+
+SPEC = StoreSpec(
+    schemes=("postgresql", "postgres"),
+    open=from_url,
+    stored_embedder=stored_embedder,
+    summary="PostgreSQL with pgvector (and an HNSW index when the table has one)",
+)
+"""This store in the store catalogue (:mod:`admit.kb.stores`)."""

@@ -23,10 +23,10 @@ from admit import _linear
 from admit.errors import ConfigError, MissingExtraError, StoreError
 from admit.kb import store as _s
 from admit.kb._rows import record_from_payload, record_payload
-from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo
+from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo, StoreSpec
 from admit.types import Principal
 
-__all__ = ["QdrantStore", "from_url", "sparse_terms"]
+__all__ = ["SPEC", "QdrantStore", "from_url", "sparse_terms"]
 
 logger = logging.getLogger(__name__)
 
@@ -371,3 +371,12 @@ def stored_embedder(url: str) -> str | None:
         with contextlib.suppress(Exception):
             client.close()
     return str(pts[0].payload["value"]) if pts and pts[0].payload else None
+
+
+SPEC = StoreSpec(
+    schemes=("qdrant", "qdrant+local", "qdrant+https"),
+    open=from_url,
+    stored_embedder=stored_embedder,
+    summary="a Qdrant server, or the client's embedded local mode",
+)
+"""This store in the store catalogue (:mod:`admit.kb.stores`)."""

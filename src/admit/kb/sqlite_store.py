@@ -25,10 +25,10 @@ from admit.errors import ConfigError, MissingExtraError, StoreError
 from admit.kb import store as _s
 from admit.kb._rows import COLUMNS, record_columns, record_from_row, source_info
 from admit.kb.connections import ThreadConnections
-from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo
+from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo, StoreSpec
 from admit.types import Principal
 
-__all__ = ["SqliteStore", "from_url"]
+__all__ = ["SPEC", "SqliteStore", "from_url"]
 
 logger = logging.getLogger(__name__)
 
@@ -400,3 +400,12 @@ def stored_embedder(url: str) -> str | None:
     except Exception:  # not a knowledge base yet, or not readable: opening it will say so
         return None
     return str(row[0]) if row else None
+
+
+SPEC = StoreSpec(
+    schemes=("sqlite",),
+    open=from_url,
+    stored_embedder=stored_embedder,
+    summary="the embedded default: SQLite with FTS5 and sqlite-vec, one file",
+)
+"""This store in the store catalogue (:mod:`admit.kb.stores`)."""

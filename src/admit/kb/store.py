@@ -9,7 +9,7 @@ label (no tenant) never matches.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
@@ -20,6 +20,7 @@ import numpy.typing as npt
 from admit import _linear
 from admit._text import STOPWORDS, versions
 from admit.backends.rerankers.fusion import RRF_K, rrf_fuse
+from admit.errors import ConfigError
 from admit.features import FEATURES_KEY
 from admit.passages import PASSAGE_VECTORS_KEY
 from admit.types import Access, Chunk, Principal
@@ -34,6 +35,7 @@ __all__ = [
     "SearchFilters",
     "SourceInfo",
     "Store",
+    "StoreSpec",
     "acl_tokens",
     "fts_terms",
     "principal_tokens",
@@ -307,6 +309,38 @@ class Store(Protocol):
     def close(self) -> None:
         """Release connections."""
         ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreSpec:
+    """One store's facts, declared beside it (its module's ``SPEC``) and read by the store catalogue
+    (:mod:`admit.kb.stores`), as a strategy's :class:`~admit.prune.spec.StrategySpec` is by the strategy catalogue.
+
+    Example:
+        >>> from admit.kb.memory_store import MemoryStore
+        >>> spec = StoreSpec(schemes=("mine",), open=lambda url, *, dim: MemoryStore(dim=dim))
+        >>> spec.open("mine://x", dim=4).dim
+        4
+    """
+
+    schemes: tuple[str, ...]
+    """The URL schemes it opens (``qdrant``, ``qdrant+local`` ...), lower case."""
+    open: Callable[..., Store]
+    """``open(url, *, dim) -> Store``: opens (or creates) the store at ``url``."""
+    stored_embedder: Callable[[str], str | None] | None = None
+    """``stored_embedder(url)``: the embedder spec the knowledge base at ``url`` was built with, read without
+    creating anything (``None``: the store cannot tell; the caller names the embedder or takes the default)."""
+    summary: str = ""
+    """One line for help texts."""
+
+    def __post_init__(self) -> None:
+        """Check the schemes and the callables."""
+        if not self.schemes or any(not isinstance(x, str) or not x or x != x.lower() for x in self.schemes):
+            raise ConfigError(f"a store's schemes must be non-empty lower-case names, got {self.schemes!r}.")
+        if not callable(self.open):
+            raise ConfigError(f"store {self.schemes[0]!r}: open must be callable, got {type(self.open).__name__}.")
+        if self.stored_embedder is not None and not callable(self.stored_embedder):
+            raise ConfigError(f"store {self.schemes[0]!r}: stored_embedder must be callable or None.")
 
 
 def group_token(group: str) -> str:
