@@ -21,7 +21,7 @@ from typing import Any, Literal
 from admit.errors import ConfigError, MissingExtraError, StoreError
 from admit.kb import store as _s
 from admit.kb._rows import COLUMNS, record_columns, record_from_row, source_info
-from admit.kb.connections import ThreadConnections
+from admit.kb.connections import PerThreadConnections, ThreadConnections
 from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo, StoreSpec
 from admit.types import Principal
 
@@ -33,7 +33,7 @@ _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,50}$")
 _COLS = f"{COLUMNS}, embedding"
 
 
-class PgvectorStore(HybridSearch):
+class PgvectorStore(PerThreadConnections, HybridSearch):
     """A :class:`~admit.kb.store.Store` on PostgreSQL with the ``vector`` extension.
 
     Args:
@@ -154,9 +154,6 @@ class PgvectorStore(HybridSearch):
             self._register(conn)
         return conn
 
-    def _conn(self) -> Any:
-        return self._conns.get()
-
     @contextlib.contextmanager
     def _tx(self) -> Iterator[Any]:
         conn = self._conn()
@@ -167,10 +164,6 @@ class PgvectorStore(HybridSearch):
             raise
         except Exception as exc:
             raise StoreError(f"PostgreSQL statement failed: {exc}") from exc
-
-    def close(self) -> None:
-        """Close every connection."""
-        self._conns.close()
 
     # -- meta ----------------------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:

@@ -24,7 +24,7 @@ import numpy as np
 from admit.errors import ConfigError, MissingExtraError, StoreError
 from admit.kb import store as _s
 from admit.kb._rows import COLUMNS, record_columns, record_from_row, source_info
-from admit.kb.connections import ThreadConnections
+from admit.kb.connections import PerThreadConnections, ThreadConnections
 from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo, StoreSpec
 from admit.types import Principal
 
@@ -86,7 +86,7 @@ def _connect_module() -> Any:
     return sqlean, sqlite_vec
 
 
-class SqliteStore(HybridSearch):
+class SqliteStore(PerThreadConnections, HybridSearch):
     """The embedded default store: one SQLite file (or ``:memory:``), safe for concurrent readers.
 
     Each thread gets its own connection (WAL journal, so readers do not block the writer); writes take a lock and
@@ -143,9 +143,6 @@ class SqliteStore(HybridSearch):
         conn.execute("PRAGMA cache_size=-65536")
         return conn
 
-    def _conn(self) -> Any:
-        return self._conns.get()
-
     @contextlib.contextmanager
     def _tx(self) -> Iterator[Any]:
         conn = self._conn()
@@ -157,10 +154,6 @@ class SqliteStore(HybridSearch):
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-
-    def close(self) -> None:
-        """Close every connection this store opened."""
-        self._conns.close()
 
     # -- meta ----------------------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:

@@ -51,6 +51,10 @@ FloatVector = npt.NDArray[np.float32]
 _TERM = _linear.simple(r"[\w]+")
 
 
+_CHUNK_FIELDS = ("text", "title", "version", "updated_at", "access", "authority", "language")
+"""The :class:`~admit.types.Chunk` fields a :class:`ChunkRecord` carries as they are."""
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChunkRecord:
     """A chunk as stored in a knowledge base: the :class:`~admit.types.Chunk` fields plus what retrieval needs."""
@@ -105,18 +109,27 @@ class ChunkRecord:
         }
         if extra:
             meta.update(extra)
-        return Chunk(
-            id=self.id,
-            source_id=self.document or self.source_id,
-            text=self.text,
-            title=self.title,
-            version=self.version,
-            updated_at=self.updated_at,
-            access=self.access,
-            authority=self.authority,
-            score=score,
-            language=self.language,
-            metadata=meta,
+        shared = {f: getattr(self, f) for f in _CHUNK_FIELDS}
+        return Chunk(id=self.id, source_id=self.document or self.source_id, score=score, metadata=meta, **shared)
+
+    @classmethod
+    def from_chunk(
+        cls, c: Chunk, *, embedding: FloatVector, text_hash: str, ordinal: int, metadata: Mapping[str, Any]
+    ) -> ChunkRecord:
+        """The record of a chunk handed to ingest whole: its title the heading path, its source the document, its
+        ``metadata["origin"]`` where it was read from."""
+        shared = {f: getattr(c, f) for f in _CHUNK_FIELDS}
+        return cls(
+            id=c.id,
+            source_id=c.source_id,
+            embedding=embedding,
+            text_hash=text_hash,
+            heading_path=(c.title,) if c.title else (),
+            document=c.source_id,
+            origin=str(c.metadata.get("origin", "")),
+            ordinal=ordinal,
+            metadata=metadata,
+            **shared,
         )
 
 
