@@ -3,9 +3,7 @@ store catalogue's :class:`StoreSpec`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,7 +11,7 @@ import pytest
 from admit.errors import ConfigError
 from admit.kb.memory_store import MemoryStore
 from admit.kb.store import ChunkRecord, ReadFilter, SearchFilters, StoreSpec, visible
-from admit.kb.stores import BUILTIN_SCHEMES, open_store, reload_stores, store_spec, stored_embedder
+from admit.kb.stores import BUILTIN_SCHEMES, store_spec
 from admit.types import Access, Principal
 
 
@@ -91,36 +89,3 @@ def test_a_spec_checks_its_facts() -> None:
         StoreSpec(schemes=(), open=lambda url, *, dim: MemoryStore(dim=dim))
     with pytest.raises(ConfigError, match="open must be callable"):
         StoreSpec(schemes=("mine",), open="nope")  # type: ignore[arg-type]
-
-
-PLUGIN = """
-from admit.kb.memory_store import MemoryStore
-from admit.kb.store import StoreSpec
-
-SPEC = StoreSpec(
-    schemes=("lance",), open=lambda url, *, dim: MemoryStore(dim=dim), stored_embedder=lambda url: "fake:8"
-)
-"""
-
-
-@pytest.fixture
-def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    (tmp_path / "store_spec_plugin.py").write_text(PLUGIN, "utf-8")
-    info = tmp_path / "store_spec_plugin-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: store-spec-plugin\nVersion: 0.1\n", "utf-8")
-    (info / "entry_points.txt").write_text(
-        "[admit.stores]\nlance = store_spec_plugin:SPEC\nwrong = store_spec_plugin:SPEC\n", "utf-8"
-    )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    reload_stores()
-    yield
-    reload_stores()
-
-
-def test_a_plugin_declares_its_spec(plugin: None) -> None:
-    store = open_store("lance://x", dim=8)
-    assert isinstance(store, MemoryStore) and store.dim == 8
-    assert stored_embedder("lance://x") == "fake:8"
-    with pytest.raises(ConfigError, match="'wrong' for a spec of lance"):
-        open_store("wrong://x", dim=8)
