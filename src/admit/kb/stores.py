@@ -63,15 +63,6 @@ def reload_stores() -> None:
     _STORES.reset()
 
 
-def _scheme(path_or_url: str | Path) -> tuple[str, str]:
-    s = str(path_or_url)
-    scheme, sep, _ = s.partition("://")
-    name = scheme.lower() if sep else "sqlite"
-    if name not in _STORES.refs():
-        raise ConfigError(f"No store opens {scheme}:// URLs; known schemes: {', '.join(_STORES.names())}.")
-    return s, name
-
-
 def store_spec(scheme: str) -> StoreSpec:
     """The spec of the store that opens ``scheme://`` URLs.
 
