@@ -49,6 +49,14 @@ class LRU(Generic[K, V]):
             self._data.move_to_end(key)
             return self._data[key]
 
+    def get_many(self, keys: Iterable[K]) -> dict[K, V]:
+        """The held ones of ``keys`` and their values (each now the most recent), under one lock."""
+        with self._lock:
+            out = {k: self._data[k] for k in keys if k in self._data}
+            for k in out:
+                self._data.move_to_end(k)
+            return out
+
     def put(self, key: K, value: V) -> None:
         """Store ``value`` under ``key`` as the most recent entry; the least recent go beyond ``maxsize``."""
         with self._lock:

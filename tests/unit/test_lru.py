@@ -61,3 +61,5 @@ def test_put_many_evicts_as_put_does() -> None:
     c: LRU[int, int] = LRU(3)
     c.put_many((i, i * i) for i in range(5))
     assert c.keys() == [2, 3, 4] and c.get(4) == 16
+    assert c.get_many([2, 9, 3]) == {2: 4, 3: 9}  # the misses left out; the hits now the most recent
+    assert c.keys() == [4, 2, 3]
