@@ -101,9 +101,13 @@ def test_service_settings_read_the_switches_where_the_file_does_not(monkeypatch:
         monkeypatch.setenv(k, v)
     st = settings_from_dict({})
     assert (st.trace_content, st.setwise_cross, st.setwise_multilingual) == (True, True, False)
-    assert st.pruner_switches() == {"cross": True, "multilingual": False}
-    state = build_state(st)
-    assert state.pipeline.trace_content is True and state.pipeline.resources.cross is True
+    from admit.backends.rerankers.cross import CrossEncoder
+
+    switches = st.pruner_switches()
+    assert isinstance(switches["cross"], CrossEncoder) and switches["multilingual"] is False
+    state = build_state(st.model_copy(update={"shadow_policy": str(REPO / "src/admit/policies/default.toml")}))
+    assert state.pipeline.trace_content is True and isinstance(state.pipeline.resources.cross, CrossEncoder)
+    assert state.shadow is not None and state.shadow.resources.cross is state.pipeline.resources.cross  # one model
     assert state.pipeline.resources.multilingual is False
     kept = settings_from_dict({"service": {"setwise_cross": False, "trace_content": False}})
     assert kept.setwise_cross is False and kept.trace_content is False  # the file wins

@@ -266,12 +266,14 @@ class ServiceSettings(_Strict):
         return out
 
     def pruner_switches(self) -> dict[str, Any]:
-        """The :class:`~admit.prune.spec.PrunerResources` fields these settings choose (``cross``, ``multilingual``)."""
+        """The :class:`~admit.prune.spec.PrunerResources` fields these settings choose (``cross``: one cross model
+        for every pipeline of the service, its weights read once; ``multilingual``)."""
         from admit.backends.embedders import e5_available
+        from admit.backends.rerankers.cross import CrossEncoder
 
         out: dict[str, Any] = {}
         if self.setwise_cross is not None:
-            out["cross"] = self.setwise_cross
+            out["cross"] = CrossEncoder() if self.setwise_cross else False
         if self.setwise_multilingual is not None:
             out["multilingual"] = self.setwise_multilingual and e5_available()
         return out
