@@ -10,14 +10,13 @@ simply finds nothing.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from admit import _scope
+from admit._lru import LRU
 from admit._text import norm_hash, seed_signature, shingle_count, signature
 from admit.backends.tokenizers.base import count_lines, seed_counts
 from admit.render import clean_text
@@ -44,28 +43,25 @@ stored under another version, such as flags computed by an older scanner, are ig
 ENCODINGS = ("o200k_base", "cl100k_base")
 """Encodings whose counts are stored (the ones whose line counts add up; see ``count_by_lines``)."""
 
-_FLAGS: OrderedDict[tuple[str, str, str], tuple[str, ...]] = OrderedDict()
-_FLAGS_LOCK = threading.Lock()
 _FLAGS_MAX = 8192
+_FLAGS: LRU[tuple[str, str, str], tuple[str, ...]] = LRU(_FLAGS_MAX)
 
 
 def chunk_flags(title: str, text: str) -> tuple[str, ...]:
     """The injection flag kinds of a chunk (title and text), remembered: the same chunks recur."""
     key = (_scope.current(), title, text)  # per tenant: a hit's speed must not tell one tenant another's texts
-    with _FLAGS_LOCK:
-        hit = _FLAGS.get(key)
-        if hit is not None:
-            _FLAGS.move_to_end(key)
-            return hit
+    hit = _FLAGS.get(key)
+    if hit is not None:
+        return hit
     kinds = tuple(chunk_kinds(title, text))
-    _remember_flags(key, kinds)
+    _FLAGS.put(key, kinds)
     return kinds
 
 
 LEARNED_KIND = "learned_injection"
 """The flag kind of the learned detector (:mod:`admit.security.learned`), beside the rules' kinds."""
 
-_LEARNED: OrderedDict[tuple[str, str, str], bool] = OrderedDict()
+_LEARNED: LRU[tuple[str, str, str], bool] = LRU(_FLAGS_MAX)
 
 
 def learned_flags(chunks: Iterable[Any], embedder: Any) -> list[str]:
@@ -75,13 +71,12 @@ def learned_flags(chunks: Iterable[Any], embedder: Any) -> list[str]:
     scope = _scope.current()
     todo: list[Any] = []
     out: list[str] = []
-    with _FLAGS_LOCK:
-        for c in items:
-            hit = _LEARNED.get((scope, c.title, c.text))
-            if hit is None:
-                todo.append(c)
-            elif hit:
-                out.append(c.id)
+    for c in items:
+        hit = _LEARNED.get((scope, c.title, c.text))
+        if hit is None:
+            todo.append(c)
+        elif hit:
+            out.append(c.id)
     if todo:
         try:
             from admit.passages import passages
@@ -99,23 +94,9 @@ def learned_flags(chunks: Iterable[Any], embedder: Any) -> list[str]:
                 k += len(ps)
         except Exception:  # the detector is advisory: a missing model or a failed embed flags nothing
             return out
-        with _FLAGS_LOCK:
-            for c, flagged in zip(todo, marks, strict=True):
-                _LEARNED[(scope, c.title, c.text)] = flagged
-                _LEARNED.move_to_end((scope, c.title, c.text))
-                if flagged:
-                    out.append(c.id)
-            while len(_LEARNED) > _FLAGS_MAX:
-                _LEARNED.popitem(last=False)
+        _LEARNED.put_many(((scope, c.title, c.text), flagged) for c, flagged in zip(todo, marks, strict=True))
+        out += [c.id for c, flagged in zip(todo, marks, strict=True) if flagged]
     return out
-
-
-def _remember_flags(key: tuple[str, str, str], kinds: Iterable[str]) -> None:
-    with _FLAGS_LOCK:
-        _FLAGS[key] = tuple(kinds)
-        _FLAGS.move_to_end(key)
-        while len(_FLAGS) > _FLAGS_MAX:
-            _FLAGS.popitem(last=False)
 
 
 def envelope_lines(text: str) -> list[str]:
@@ -171,7 +152,7 @@ def seed_features(title: str, text: str, features: Any) -> bool:
     seed_signature(text, sig)
     shingle_count.seed(text, n_shingles)
     norm_hash.seed(text, digest)
-    _remember_flags((_scope.current(), title, text), flags)
+    _FLAGS.put((_scope.current(), title, text), tuple(flags))
     for enc, ns in counts.items():
         seed_counts(enc, zip(lines, ns, strict=True))
     return True
@@ -184,6 +165,5 @@ def clear_caches() -> None:
 
     clear_text()
     clear_count_cache()
-    with _FLAGS_LOCK:
-        _FLAGS.clear()
-        _LEARNED.clear()
+    _FLAGS.clear()
+    _LEARNED.clear()

@@ -51,7 +51,6 @@ from admit.trace import (
     TraceSink,
     build_record,
     new_request_id,
-    trace_content_enabled,
 )
 from admit.types import Budget, Chunk, Decision, Message, PackResult, Principal, Scored, check_question_length
 
@@ -180,8 +179,8 @@ class Pipeline:
             authority: A source registry: ``source_id`` -> authority 0..1, used when a chunk has none.
             baseline_policies: The policies that requests outside ``policies.rollout`` keep getting (a staged
                 rollout by a stable hash of the request id); ``None`` means everyone gets ``policies``.
-            trace_content: Record the question and the prompt in trace records; ``None`` reads
-                ``ADMIT_TRACE_CONTENT`` once, here.
+            trace_content: Record the question and the prompt in trace records (off by default; the faces
+                read ``ADMIT_TRACE_CONTENT``).
             redactor: What tool outputs are redacted with (default: :meth:`Redactor.default`, secrets and
                 e-mail addresses).
         """
@@ -200,7 +199,7 @@ class Pipeline:
         self.sink = sink
         self.tracer = tracer or NullTracer()
         self.authority = dict(authority or {})
-        self.trace_content = trace_content_enabled() if trace_content is None else trace_content
+        self.trace_content = bool(trace_content)
         self.redactor = redactor or Redactor.default()
 
     def pruner_for(self, strategy: str) -> Pruner:

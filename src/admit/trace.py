@@ -2,7 +2,8 @@
 
 The record (see :func:`build_record`) holds the query class and its cue, the budget, candidate, reranked
 and accepted ids, evidence tokens, dropped counts by reason, a decision for every candidate, fallbacks,
-per-stage latency and pruner cost. Chunk text is recorded only when ``ADMIT_TRACE_CONTENT=true``.
+per-stage latency and pruner cost. The question and the prompt are recorded only by a pipeline built with
+``trace_content=True`` (the faces: ``ADMIT_TRACE_CONTENT=true``, ``--trace-content``, ``[service] trace_content``).
 Every key a record may carry is named in :class:`TraceRecord` (the extension keys of the knowledge base
 and the service included); ``schemas/trace.schema.json`` is generated from it (:func:`trace_json_schema`).
 """
@@ -45,7 +46,6 @@ __all__ = [
     "build_record",
     "latency_record",
     "new_request_id",
-    "trace_content_enabled",
     "trace_json_schema",
 ]
 
@@ -182,7 +182,7 @@ class TraceRecord(TypedDict, total=False):
     answerability: AnswerabilityRecord
     # with tool outputs (PackRequest.tool_outputs)
     tools: list[ToolRecord]
-    # with ADMIT_TRACE_CONTENT=true only
+    # with Pipeline(trace_content=True) only
     question: str
     prompt: str
     # the knowledge base's search
@@ -226,14 +226,6 @@ def trace_json_schema() -> dict[str, Any]:
     close(schema)
     schema["title"] = "admit trace record"
     return schema
-
-
-def trace_content_enabled() -> bool:
-    """Whether ``ADMIT_TRACE_CONTENT=true`` lets traces carry chunk text and prompts.
-
-    Read once, at the edge: :class:`~admit.pipeline.Pipeline` calls it when built without ``trace_content``.
-    """
-    return os.environ.get("ADMIT_TRACE_CONTENT", "").strip().lower() in {"1", "true", "yes", "on"}
 
 
 @runtime_checkable
@@ -396,7 +388,7 @@ def build_record(
     ``latency_ms`` holds every stage's milliseconds (those run before the pack, such as the knowledge base's
     ``embed_query`` and ``retrieve``, included) and ``total_ms`` the whole call's. The optional parts are
     written only when given: ``tools`` (the request's tool outputs), ``retrieval`` (the knowledge base's
-    search), ``content`` (``(question, prompt)``, with ``ADMIT_TRACE_CONTENT=true`` only).
+    search), ``content`` (``(question, prompt)``, with ``Pipeline(trace_content=True)`` only).
     """
     dropped = Counter(d.reason for d in decisions if d.state == "dropped")
     accepted = (

@@ -13,6 +13,11 @@ from typing_extensions import TypedDict
 from admit._clean import citation_id
 from admit.errors import RequestError
 
+DEFAULT_STRATEGY = "setwise"
+"""The strategy a bare "prune" means on every face (``--prune``, ``prune=True``, the service's
+``prune_strategy``, the adapters' ``strategy``): spelled here once, in the base layer, so the knowledge base
+names it without importing :mod:`admit.prune` (which re-exports it from :mod:`admit.prune.catalogue`)."""
+
 MAX_QUESTION_CHARS = 20_000
 """The longest question admit takes, in characters, on every surface (library, CLI, HTTP, MCP, adapters)."""
 
@@ -32,6 +37,7 @@ def question_too_long(n: int) -> str:
 
 
 __all__ = [
+    "DEFAULT_STRATEGY",
     "MAX_QUESTION_CHARS",
     "Access",
     "AdmittedPassage",

@@ -28,6 +28,17 @@ def open_mem(url, *, dim):
     from admit.kb.sqlite_store import SqliteStore
 
     return SqliteStore(":memory:", dim=dim)
+
+
+def _lance(url, *, dim):
+    from admit.kb.memory_store import MemoryStore
+
+    return MemoryStore(dim=dim)
+
+
+from admit.kb.store import StoreSpec
+
+STORE = StoreSpec(schemes=("lance",), open=_lance, stored_embedder=lambda url: "fake:8")
 """
 
 
@@ -68,7 +79,8 @@ def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         PLUGIN,
         "[admit.strategies]\nplug_top = catalogue_plugin:SPEC\ntop_n = catalogue_plugin:SHADOW\n"
         "broken = catalogue_plugin:BROKEN\nmissing = no_such_module_here:SPEC\n\n"
-        "[admit.stores]\nmem = catalogue_plugin:open_mem\nsqlite = catalogue_plugin:open_mem\n",
+        "[admit.stores]\nmem = catalogue_plugin:open_mem\nsqlite = catalogue_plugin:open_mem\n"
+        "lance = catalogue_plugin:STORE\nwrong = catalogue_plugin:STORE\n",
     )
     reload_strategies()
     reload_stores()
@@ -134,3 +146,15 @@ def test_store_schemes_open_through_the_catalogue(plugins: None, tmp_path: Path)
         s2.close()
     with pytest.raises(ConfigError, match="No store opens nope:// URLs"):
         open_store("nope://x", dim=8)
+
+
+def test_a_store_plugin_declares_its_spec(plugins: None) -> None:
+    from admit.kb.memory_store import MemoryStore
+    from admit.kb.stores import stored_embedder
+
+    store = open_store("lance://x", dim=8)
+    assert isinstance(store, MemoryStore) and store.dim == 8
+    assert stored_embedder("lance://x") == "fake:8"
+    assert stored_embedder("mem://x") is None  # a bare factory whose module has no stored_embedder
+    with pytest.raises(ConfigError, match="'wrong' for a spec of lance"):
+        open_store("wrong://x", dim=8)

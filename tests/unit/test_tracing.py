@@ -51,7 +51,7 @@ def test_otel_tracer_records_spans():
 
 def test_trace_content_is_recorded_only_when_enabled(monkeypatch):
     req = PackRequest(question="What port does it use?", principal=ALICE, candidates=[chunk("a#1", "Port 8080.")])
+    monkeypatch.setenv("ADMIT_TRACE_CONTENT", "true")  # read by the faces, never by the library
     assert "prompt" not in Pipeline().pack(req).trace
-    monkeypatch.setenv("ADMIT_TRACE_CONTENT", "true")
-    rec = Pipeline().pack(req).trace
+    rec = Pipeline(trace_content=True).pack(req).trace
     assert rec["question"] == "What port does it use?" and "Port 8080." in rec["prompt"]

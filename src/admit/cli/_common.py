@@ -452,9 +452,15 @@ def llm_pruner_options(llm_base_url: str | None, llm_model: str | None, llm_api_
 
 
 def logging_pipeline(
-    *, policy_path: str | None, trace_file: str | None, pruner_options: dict[str, Any], reranker: str | None = None
+    *,
+    policy_path: str | None,
+    trace_file: str | None,
+    pruner_options: dict[str, Any],
+    reranker: str | None = None,
+    trace_content: bool = False,
 ) -> Any:
-    """A pipeline whose trace records (request included) go to ``trace_file``, readable by ``admit replay``."""
+    """A pipeline whose trace records (request included) go to ``trace_file``, readable by ``admit replay``;
+    ``trace_content`` records the question and the prompt in them too."""
     from admit.eval.replay import RequestLog
     from admit.pipeline import Pipeline
     from admit.trace import JsonlSink
@@ -464,4 +470,5 @@ def logging_pipeline(
         policies=policy_path,
         reranker=reranker,
         pruner_options=pruner_options,
+        trace_content=trace_content,
     )

@@ -24,6 +24,7 @@ from admit.cli._common import (
     stdout_console,
 )
 from admit.cli._progress import done_bar
+from admit.cli._resources import setwise_options, setwise_pruner_options
 from admit.errors import ConfigError
 
 __all__ = ["eval_cmd", "replay_cmd"]
@@ -102,7 +103,8 @@ def _summary_table(run: Any, prices_note: str, console: Any) -> None:
     "--cache",
     "cache_dir",
     type=click.Path(file_okay=False),
-    help="Cache folder (default ~/.cache/admit/eval, or $ADMIT_EVAL_CACHE).",
+    envvar="ADMIT_EVAL_CACHE",
+    help="Cache folder (default: $XDG_CACHE_HOME/admit/eval, else ~/.cache/admit/eval).",
 )
 @click.option("--no-cache", is_flag=True, help="Compute everything; keep nothing.")
 @click.option("--workers", default=1, show_default=True, type=int, help="Local worker processes.")
@@ -114,6 +116,7 @@ def _summary_table(run: Any, prices_note: str, console: Any) -> None:
     help='local processes, or Ray Data (pip install "admit[ray]").',
 )
 @llm_options()
+@setwise_options()
 @click.option("--limit", type=int, default=None, help="Use only the first N questions of each file.")
 @click.option(
     "--policy",
@@ -149,6 +152,8 @@ def eval_cmd(
     llm_base_url: str | None,
     llm_model: str | None,
     llm_api_key_env: str,
+    setwise_cross: bool | None,
+    setwise_multilingual: bool | None,
     limit: int | None,
     policy_path: str | None,
     x_axis: str,
@@ -167,7 +172,10 @@ def eval_cmd(
     from admit.eval.sweep import EvalOptions, configs_for, parse_assignments, parse_sweep, run_eval
 
     records = load_datasets(expand_paths([*data, *more_data]), limit=limit)
-    opts = llm_pruner_options(llm_base_url, llm_model, llm_api_key_env)
+    opts = {
+        **llm_pruner_options(llm_base_url, llm_model, llm_api_key_env),
+        **setwise_pruner_options(setwise_cross, setwise_multilingual),
+    }
     configs, notes = configs_for(
         strategies, parse_sweep(sweeps), parse_assignments(params), llm_available=bool(llm_base_url)
     )
@@ -223,6 +231,7 @@ def eval_cmd(
 @reranker_option(default=None, default_help="Default: the pipeline's.")
 @click.option("--prices", "prices_path", type=click.Path(exists=True, dir_okay=False), help="Price table.")
 @llm_options()
+@setwise_options()
 @json_option("the output paths and the replay summary")
 @handle_errors
 def replay_cmd(
@@ -234,6 +243,8 @@ def replay_cmd(
     llm_base_url: str | None,
     llm_model: str | None,
     llm_api_key_env: str,
+    setwise_cross: bool | None,
+    setwise_multilingual: bool | None,
     as_json: bool,
 ) -> None:
     """Shadow-replay logged requests under a new policy and report the diff.
@@ -243,7 +254,10 @@ def replay_cmd(
     from admit.eval.metrics import CostRates
     from admit.eval.replay import replay_file, write_replay
 
-    opts = llm_pruner_options(llm_base_url, llm_model, llm_api_key_env)
+    opts = {
+        **llm_pruner_options(llm_base_url, llm_model, llm_api_key_env),
+        **setwise_pruner_options(setwise_cross, setwise_multilingual),
+    }
     t0 = time.perf_counter()
     prices = CostRates.load(prices_path)
     report = replay_file(traces, policy_path, reranker=reranker, pruner_options=opts, prices=prices)

@@ -21,6 +21,7 @@ from admit.cli._common import (
     stdout_console,
     trace_file_option,
 )
+from admit.cli._resources import setwise_options, setwise_pruner_options, trace_content_option
 
 if TYPE_CHECKING:
     from admit.policy import PolicySet
@@ -34,7 +35,9 @@ __all__ = ["pack_cmd", "policy_cmd", "schema_cmd"]
 @prune_option(default_help="Default: the request's `prune`, else the policy's (the shipped policy prunes nothing).")
 @reranker_option(default=None, default_help="Default: retriever (the candidates' own scores).")
 @llm_options()
+@setwise_options()
 @trace_file_option()
+@trace_content_option()
 @click.option("--human", is_flag=True, help="A readable view: admitted passages and every candidate's fate.")
 @json_option("the result (the default)")
 @handle_errors
@@ -46,7 +49,10 @@ def pack_cmd(
     llm_base_url: str | None,
     llm_model: str | None,
     llm_api_key_env: str,
+    setwise_cross: bool | None,
+    setwise_multilingual: bool | None,
     trace_file: str | None,
+    trace_content: bool,
     human: bool,
     as_json: bool,
 ) -> None:
@@ -67,8 +73,12 @@ def pack_cmd(
     pipe = logging_pipeline(
         policy_path=policy_path,
         trace_file=trace_file,
-        pruner_options=llm_pruner_options(llm_base_url, llm_model, llm_api_key_env),
+        pruner_options={
+            **llm_pruner_options(llm_base_url, llm_model, llm_api_key_env),
+            **setwise_pruner_options(setwise_cross, setwise_multilingual),
+        },
         reranker=reranker,
+        trace_content=trace_content,
     )
     res = pipe.pack(req)
     if human:

@@ -26,6 +26,7 @@ from admit.cli._common import (
     trace_file_option,
 )
 from admit.cli._progress import progress_option, show_progress, status
+from admit.cli._resources import setwise_options, setwise_pruner_options, trace_content_option
 from admit.errors import ConfigError
 
 __all__ = ["search_cmd"]
@@ -73,7 +74,9 @@ def _explain_nothing(kb: Any, kb_path: str, principal: Any, *, filtered: bool) -
 @click.option("--updated-after", default=None, help="Only chunks modified on or after this ISO date.")
 @click.option("--embedder", default=None, help="Override the embedder the KB was built with.")
 @llm_options()
+@setwise_options()
 @trace_file_option()
+@trace_content_option()
 @click.option("--show-prompt", is_flag=True, help="Also print the rendered evidence block.")
 @progress_option("what it is doing (opening, loading the model, searching)")
 @json_option()
@@ -95,7 +98,10 @@ def search_cmd(
     llm_base_url: str | None,
     llm_model: str | None,
     llm_api_key_env: str,
+    setwise_cross: bool | None,
+    setwise_multilingual: bool | None,
     trace_file: str | None,
+    trace_content: bool,
     show_prompt: bool,
     progress: bool | None,
     as_json: bool,
@@ -121,12 +127,16 @@ def search_cmd(
         assert isinstance(kb, KnowledgeBase)
         try:
             pipeline = None
-            llm = llm_pruner_options(llm_base_url, llm_model, llm_api_key_env)
-            if trace_file or llm:
+            more = {
+                **llm_pruner_options(llm_base_url, llm_model, llm_api_key_env),
+                **setwise_pruner_options(setwise_cross, setwise_multilingual),
+            }
+            if trace_file or trace_content or more:
                 pipeline = logging_pipeline(
                     policy_path=policy_path,
                     trace_file=trace_file,
-                    pruner_options={"embedder": kb.cached_embedder, **llm},
+                    pruner_options={"embedder": kb.cached_embedder, **more},
+                    trace_content=trace_content,
                 )
             # load the models before the request, so the trace's latencies are the request's own
             st.update(f"loading the embedding model ({kb.embedder.name})")

@@ -32,10 +32,8 @@ _TABLES = ("outcomes", "scores", "tokens")
 
 
 def default_cache_dir() -> Path:
-    """``$ADMIT_EVAL_CACHE``, else ``$XDG_CACHE_HOME/admit/eval``, else ``~/.cache/admit/eval``."""
-    env = os.environ.get("ADMIT_EVAL_CACHE")
-    if env:
-        return Path(env)
+    """``$XDG_CACHE_HOME/admit/eval``, else ``~/.cache/admit/eval`` (``admit eval --cache``, or
+    ``$ADMIT_EVAL_CACHE``, names another: the face reads that variable)."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "admit" / "eval"
 

@@ -3,16 +3,32 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
-from admit.kb.store import ChunkRecord
+from admit.kb.store import ChunkRecord, SourceInfo
 from admit.types import Access
 
-__all__ = ["dt_from_ts", "record_from_payload", "record_payload", "ts_from_dt"]
+__all__ = [
+    "COLUMNS",
+    "dt_from_ts",
+    "record_columns",
+    "record_from_payload",
+    "record_from_row",
+    "record_payload",
+    "source_info",
+    "ts_from_dt",
+]
+
+COLUMNS = (
+    "id, source_id, tenant, document, text, text_hash, title, heading_path, version, updated_at, groups, label, "
+    "has_access, authority, language, origin, ordinal, metadata"
+)
+"""The record columns of the SQL stores' chunk table, in their order (the embedding is stored apart)."""
+_NAMES = tuple(c.strip() for c in COLUMNS.split(","))
 
 
 def ts_from_dt(dt: datetime | None) -> float | None:
@@ -74,4 +90,41 @@ def record_from_payload(p: Mapping[str, Any], embedding: Any) -> ChunkRecord:
         origin=p.get("origin") or "",
         ordinal=int(p.get("ordinal") or 0),
         metadata=json.loads(meta) if isinstance(meta, str) else dict(meta),
+    )
+
+
+def record_columns(r: ChunkRecord, *, json_groups: bool) -> list[Any]:
+    """The values of :data:`COLUMNS` for ``r``: the tenant ``""`` without an access label, the document its
+    source when unnamed, the heading path as JSON text, the groups too when ``json_groups`` (else a list)."""
+    p = record_payload(r)
+    p.update(
+        tenant=p["tenant"] or "",
+        document=r.document or r.source_id,
+        heading_path=json.dumps(p["heading_path"], ensure_ascii=False),
+    )
+    if json_groups:
+        p["groups"] = json.dumps(p["groups"], ensure_ascii=False)
+    return [p[c] for c in _NAMES]
+
+
+def record_from_row(row: Sequence[Any], embedding: Any) -> ChunkRecord:
+    """Rebuild a record from the values of :data:`COLUMNS` (lists as JSON text or decoded) and its vector."""
+    p = dict(zip(_NAMES, row, strict=True))
+    for key in ("heading_path", "groups"):
+        if isinstance(p[key], str):
+            p[key] = json.loads(p[key])
+    p["tenant"] = p["tenant"] or None  # "" in the table: no access label
+    return record_from_payload(p, embedding)
+
+
+def source_info(row: Sequence[Any]) -> SourceInfo:
+    """A :class:`SourceInfo` from an aggregate row: source id, tenant, origin, content hash, ingest key, count."""
+    sid, tenant, origin, content_hash, ingest_key, chunks = row
+    return SourceInfo(
+        source_id=sid,
+        tenant=tenant or "",
+        origin=origin or "",
+        content_hash=content_hash or "",
+        ingest_key=ingest_key or "",
+        chunks=int(chunks),
     )

@@ -17,7 +17,7 @@ from typing import Any
 
 from admit.errors import StoreError
 
-__all__ = ["ThreadConnections"]
+__all__ = ["PerThreadConnections", "ThreadConnections"]
 
 
 class ThreadConnections:
@@ -70,3 +70,17 @@ class ThreadConnections:
             self._all.clear()
         self.closed = True
         self._local = threading.local()
+
+
+class PerThreadConnections:
+    """What a store holding a connection per thread shares: its :class:`ThreadConnections` (``_conns``, set in its
+    constructor), this thread's connection (:meth:`_conn`) and :meth:`close`."""
+
+    _conns: ThreadConnections
+
+    def _conn(self) -> Any:
+        return self._conns.get()
+
+    def close(self) -> None:
+        """Close every connection this store opened."""
+        self._conns.close()

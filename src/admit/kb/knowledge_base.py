@@ -4,13 +4,12 @@ the principal syntax of the command line (:func:`parse_principal`)."""
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from admit._lru import LRU
 from admit.backends.embedders import CachedEmbedder, Embedder, resolve_embedder
 from admit.errors import AuthorizationError, ConfigError
 from admit.features import FEATURES_KEY, seed_features
@@ -25,7 +24,7 @@ from admit.kb.ingest import (
 from admit.kb.store import ChunkRecord, Hit, SearchFilters, SourceInfo, Store
 from admit.kb.stores import open_store, stored_embedder
 from admit.trace import RetrievalRecord, new_request_id
-from admit.types import Chunk, PackResult, Principal
+from admit.types import DEFAULT_STRATEGY, Chunk, PackResult, Principal
 
 if TYPE_CHECKING:
     from admit.pipeline import PackRequest, Pipeline
@@ -112,8 +111,7 @@ class KnowledgeBase:
         self._spec = spec if isinstance(spec, str) else None
         self.max_tokens = max_tokens
         self._query_cache = CachedEmbedder(self.embedder, max_items=20_000)
-        self._pipelines: OrderedDict[Any, tuple[Any, Any]] = OrderedDict()
-        self._pipe_lock = threading.Lock()
+        self._pipelines: LRU[Any, tuple[Any, Any]] = LRU(_MAX_PIPELINES)
 
     @property
     def embedder_spec(self) -> str | None:
@@ -220,20 +218,14 @@ class KnowledgeBase:
     # -- the whole job -------------------------------------------------------------------------------------
     def _pipeline(self, policy: Any) -> Any:
         from admit.pipeline import Pipeline
-        from admit.prune import PrunerResources
 
         # a policy file by its path, a PolicySet by identity (kept alive beside its pipeline, so the id stays
         # its own); the few most recently used are kept
         key: Any = ("path", str(policy)) if policy is None or isinstance(policy, str | Path) else ("set", id(policy))
-        with self._pipe_lock:
-            hit = self._pipelines.get(key)
-            if hit is None:
-                hit = (policy, Pipeline(policies=policy, resources=PrunerResources(embedder=self._query_cache)))
-                self._pipelines[key] = hit
-                while len(self._pipelines) > _MAX_PIPELINES:
-                    self._pipelines.popitem(last=False)
-            self._pipelines.move_to_end(key)
-            return hit[1]
+        made = self._pipelines.get_or_put(
+            key, lambda: (policy, Pipeline(policies=policy, pruner_options={"embedder": self._query_cache}))
+        )
+        return made[1]
 
     def search(
         self,
@@ -321,8 +313,6 @@ class KnowledgeBase:
     def forced_strategy(prune: bool | str | None) -> str | None:
         """The strategy a search's ``prune`` forces: ``True`` the default one, ``False`` ``none``, a name that
         one, ``None`` none forced (the policy's)."""
-        from admit.prune import DEFAULT_STRATEGY
-
         return DEFAULT_STRATEGY if prune is True else "none" if prune is False else prune
 
     def search_request(

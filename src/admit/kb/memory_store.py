@@ -20,10 +20,10 @@ import numpy as np
 from admit import _linear
 from admit.errors import StoreError
 from admit.kb import store as _s
-from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo
+from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, ReadFilter, SearchFilters, SourceInfo, StoreSpec
 from admit.types import Principal
 
-__all__ = ["MemoryStore", "from_url", "stored_embedder"]
+__all__ = ["SPEC", "MemoryStore", "from_url", "stored_embedder"]
 
 _WORD = _linear.simple(r"\w+")
 _K1, _B = 1.2, 0.75
@@ -166,27 +166,10 @@ class MemoryStore(HybridSearch):
         """Nothing to release (a named store lives as long as the process)."""
 
     # -- search ----------------------------------------------------------------------------------------------
-    def _scope(self, principal: Principal, filters: SearchFilters) -> list[_Row] | None:
-        """The rows the principal may read that pass the filters (``None``: nothing can match)."""
-        if any(f is not None and not f for f in (filters.groups, filters.languages, filters.source_ids)):
-            return None
-        toks = set(_s.principal_tokens(principal))
-        after = filters.updated_after_ts()
-        out = []
-        for row in self._snapshot():
-            r = row.record
-            if r.access is None or r.tenant != principal.tenant or not toks.intersection(_s.acl_tokens(r.access)):
-                continue
-            if filters.groups is not None and not set(filters.groups).intersection(r.access.groups):
-                continue
-            if filters.languages is not None and r.language not in filters.languages:
-                continue
-            if after is not None and (r.updated_at is None or r.updated_at.timestamp() < after):
-                continue
-            if filters.source_ids is not None and r.source_id not in filters.source_ids:
-                continue
-            out.append(row)
-        return out
+    def _scope(self, principal: Principal, filters: SearchFilters) -> list[_Row]:
+        """The rows the principal may read that pass the filters (:class:`~admit.kb.store.ReadFilter`)."""
+        readable = ReadFilter.of(principal, filters)
+        return [row for row in self._snapshot() if readable.matches(row.record)]
 
     def _ranked(
         self, scope: list[_Row], principal: Principal, terms: list[str], qv: FloatVector, n: int, k: int
@@ -236,3 +219,12 @@ def stored_embedder(url: str) -> str | None:
     with _NAMED_LOCK:
         data = _NAMED.get(name) if name else None
     return data.meta.get("embedder_spec") if data is not None else None
+
+
+SPEC = StoreSpec(
+    schemes=("memory",),
+    open=from_url,
+    stored_embedder=stored_embedder,
+    summary="in this process's memory, nothing on disk (tests, notebooks)",
+)
+"""This store in the store catalogue (:mod:`admit.kb.stores`)."""

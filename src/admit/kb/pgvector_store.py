@@ -13,33 +13,27 @@ re-ordered exactly by distance.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import re
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal
 
-import numpy as np
-
 from admit.errors import ConfigError, MissingExtraError, StoreError
 from admit.kb import store as _s
-from admit.kb._rows import dt_from_ts
-from admit.kb.connections import ThreadConnections
-from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo
-from admit.types import Access, Principal
+from admit.kb._rows import COLUMNS, record_columns, record_from_row, source_info
+from admit.kb.connections import PerThreadConnections, ThreadConnections
+from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo, StoreSpec
+from admit.types import Principal
 
-__all__ = ["PgvectorStore", "from_url"]
+__all__ = ["SPEC", "PgvectorStore", "from_url"]
 
 logger = logging.getLogger(__name__)
 
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,50}$")
-_COLS = (
-    "id, source_id, tenant, document, text, text_hash, title, heading_path, version, updated_at, groups, label, "
-    "has_access, authority, language, origin, ordinal, metadata, embedding"
-)
+_COLS = f"{COLUMNS}, embedding"
 
 
-class PgvectorStore(HybridSearch):
+class PgvectorStore(PerThreadConnections, HybridSearch):
     """A :class:`~admit.kb.store.Store` on PostgreSQL with the ``vector`` extension.
 
     Args:
@@ -160,9 +154,6 @@ class PgvectorStore(HybridSearch):
             self._register(conn)
         return conn
 
-    def _conn(self) -> Any:
-        return self._conns.get()
-
     @contextlib.contextmanager
     def _tx(self) -> Iterator[Any]:
         conn = self._conn()
@@ -173,10 +164,6 @@ class PgvectorStore(HybridSearch):
             raise
         except Exception as exc:
             raise StoreError(f"PostgreSQL statement failed: {exc}") from exc
-
-    def close(self) -> None:
-        """Close every connection."""
-        self._conns.close()
 
     # -- meta ----------------------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -198,29 +185,9 @@ class PgvectorStore(HybridSearch):
     # -- writes --------------------------------------------------------------------------------------------
     def _row(self, r: ChunkRecord) -> tuple[Any, ...]:
         vec = _s.record_vector(r, self.dim)
-        ts = r.updated_at.timestamp() if r.updated_at else None
-        return (
-            r.id,
-            r.source_id,
-            r.tenant,
-            r.document or r.source_id,
-            r.text,
-            r.text_hash,
-            r.title,
-            json.dumps(list(r.heading_path), ensure_ascii=False),
-            r.version,
-            ts,
-            list(r.access.groups) if r.access else [],
-            _s.acl_tokens(r.access),
-            r.access.label if r.access else "",
-            r.access is not None,
-            r.authority,
-            r.language,
-            r.origin,
-            r.ordinal,
-            json.dumps(dict(r.metadata), ensure_ascii=False, sort_keys=True, default=str),
-            vec,
-        )
+        values = record_columns(r, json_groups=False)
+        at = _COLS.split(", ").index("groups") + 1
+        return (*values[:at], _s.acl_tokens(r.access), *values[at:], vec)
 
     def _insert(self, cur: Any, records: Sequence[ChunkRecord]) -> None:
         cols = _COLS.replace("groups,", "groups, acl,")
@@ -262,29 +229,8 @@ class PgvectorStore(HybridSearch):
     # -- reads ---------------------------------------------------------------------------------------------
     @staticmethod
     def _record(row: Sequence[Any]) -> ChunkRecord:
-        (cid, source_id, tenant, document, text, text_hash, title, heading_path, version, updated_at, groups, label,
-         has_access, authority, language, origin, ordinal, metadata, embedding) = row  # fmt: skip
-        access = Access(tenant=tenant, groups=tuple(groups or ()), label=label) if has_access and tenant else None
-        return ChunkRecord(
-            id=cid,
-            source_id=source_id,
-            text=text,
-            embedding=np.asarray(
-                embedding.to_numpy() if hasattr(embedding, "to_numpy") else embedding, dtype=np.float32
-            ),
-            text_hash=text_hash,
-            title=title,
-            heading_path=tuple(heading_path if isinstance(heading_path, list) else json.loads(heading_path)),
-            document=document,
-            version=version,
-            updated_at=dt_from_ts(updated_at),
-            access=access,
-            authority=authority,
-            language=language,
-            origin=origin,
-            ordinal=ordinal,
-            metadata=metadata if isinstance(metadata, dict) else json.loads(metadata),
-        )
+        *columns, embedding = row
+        return record_from_row(columns, embedding.to_numpy() if hasattr(embedding, "to_numpy") else embedding)
 
     def get_source_chunks(self, source_id: str, tenant: str) -> list[ChunkRecord]:
         """A source's chunks in document order."""
@@ -306,17 +252,7 @@ class PgvectorStore(HybridSearch):
         with self._tx() as cur:
             cur.execute(sql, (tenant,) if tenant is not None else ())
             rows = cur.fetchall()
-        return [
-            SourceInfo(
-                source_id=r[0],
-                tenant=r[1] or "",
-                origin=r[2] or "",
-                content_hash=r[3] or "",
-                ingest_key=r[4] or "",
-                chunks=int(r[5]),
-            )
-            for r in rows
-        ]
+        return [source_info(r) for r in rows]
 
     def count(self, tenant: str | None = None) -> int:
         """Number of chunks."""
@@ -333,13 +269,9 @@ class PgvectorStore(HybridSearch):
         clauses = ["tenant = %s", "acl && %s::text[]"]
         params: list[Any] = [principal.tenant, _s.principal_tokens(principal)]
         if filters.groups is not None:
-            if not filters.groups:
-                return None
             clauses.append("acl && %s::text[]")
             params.append(list(filters.groups))
         if filters.languages is not None:
-            if not filters.languages:
-                return None
             clauses.append("language = ANY(%s::text[])")
             params.append(list(filters.languages))
         ts = filters.updated_after_ts()
@@ -347,8 +279,6 @@ class PgvectorStore(HybridSearch):
             clauses.append("updated_at >= %s")
             params.append(ts)
         if filters.source_ids is not None:
-            if not filters.source_ids:
-                return None
             clauses.append("source_id = ANY(%s::text[])")
             params.append(list(filters.source_ids))
         return " AND ".join(clauses), params
@@ -427,3 +357,12 @@ def stored_embedder(url: str) -> str | None:
     except Exception as exc:
         raise StoreError(f"Cannot read the knowledge base's settings from PostgreSQL: {exc}") from exc
     return None if row is None else str(row[0])
+
+
+SPEC = StoreSpec(
+    schemes=("postgresql", "postgres"),
+    open=from_url,
+    stored_embedder=stored_embedder,
+    summary="PostgreSQL with pgvector (and an HNSW index when the table has one)",
+)
+"""This store in the store catalogue (:mod:`admit.kb.stores`)."""

@@ -23,10 +23,10 @@ from admit import _linear
 from admit.errors import ConfigError, MissingExtraError, StoreError
 from admit.kb import store as _s
 from admit.kb._rows import record_from_payload, record_payload
-from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo
+from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo, StoreSpec
 from admit.types import Principal
 
-__all__ = ["QdrantStore", "from_url", "sparse_terms"]
+__all__ = ["SPEC", "QdrantStore", "from_url", "sparse_terms"]
 
 logger = logging.getLogger(__name__)
 
@@ -266,61 +266,46 @@ class QdrantStore(HybridSearch):
             m.FieldCondition(key="acl", match=m.MatchAny(any=_s.principal_tokens(principal))),
         ]
         if filters.groups is not None:
-            if not filters.groups:
-                return None
             must.append(m.FieldCondition(key="acl", match=m.MatchAny(any=list(filters.groups))))
         if filters.languages is not None:
-            if not filters.languages:
-                return None
             must.append(m.FieldCondition(key="language", match=m.MatchAny(any=list(filters.languages))))
         ts = filters.updated_after_ts()
         if ts is not None:
             must.append(m.FieldCondition(key="updated_at", range=m.Range(gte=ts)))
         if filters.source_ids is not None:
-            if not filters.source_ids:
-                return None
             must.append(m.FieldCondition(key="source_id", match=m.MatchAny(any=list(filters.source_ids))))
         return m.Filter(must=must)
 
     def _ranked(self, scope: Any, principal: Principal, terms: list[str], qv: FloatVector, n: int, k: int) -> list[Hit]:
         """Both Qdrant queries, with the payload filter (tenant, ACL, filters) of ``scope``."""
-        flt = scope
         recs: dict[str, ChunkRecord] = {}
+
+        def query(vector: Any, using: str) -> list[tuple[str, float]]:
+            points = self.client.query_points(
+                self.collection,
+                query=vector,
+                using=using,
+                query_filter=scope,
+                limit=n,
+                with_payload=True,
+                with_vectors=["dense"],
+            ).points
+            ranked = []
+            for p in points:
+                r = self._rec(p)
+                recs[r.id] = r
+                ranked.append((r.id, float(p.score)))
+            return ranked
+
         try:
             with self._lock:
-                lex_pts = []
+                lexical = []
                 if terms:
                     idx = sorted({_term_index(t) for t in terms})
-                    lex_pts = self.client.query_points(
-                        self.collection,
-                        query=self._m.SparseVector(indices=idx, values=[1.0] * len(idx)),
-                        using="lexical",
-                        query_filter=flt,
-                        limit=n,
-                        with_payload=True,
-                        with_vectors=["dense"],
-                    ).points
-                vec_pts = self.client.query_points(
-                    self.collection,
-                    query=qv.tolist(),
-                    using="dense",
-                    query_filter=flt,
-                    limit=n,
-                    with_payload=True,
-                    with_vectors=["dense"],
-                ).points
+                    lexical = query(self._m.SparseVector(indices=idx, values=[1.0] * len(idx)), "lexical")
+                vector = query(qv.tolist(), "dense")
         except Exception as exc:
             raise StoreError(f"Qdrant search failed: {exc}") from exc
-        lexical = []
-        for p in lex_pts:
-            r = self._rec(p)
-            recs[r.id] = r
-            lexical.append((r.id, float(p.score)))
-        vector = []
-        for p in vec_pts:
-            r = self._rec(p)
-            recs[r.id] = r
-            vector.append((r.id, float(p.score)))
         fused = _s.rrf_fuse(lexical, vector, k=k)
         return [
             Hit(
@@ -386,3 +371,12 @@ def stored_embedder(url: str) -> str | None:
         with contextlib.suppress(Exception):
             client.close()
     return str(pts[0].payload["value"]) if pts and pts[0].payload else None
+
+
+SPEC = StoreSpec(
+    schemes=("qdrant", "qdrant+local", "qdrant+https"),
+    open=from_url,
+    stored_embedder=stored_embedder,
+    summary="a Qdrant server, or the client's embedded local mode",
+)
+"""This store in the store catalogue (:mod:`admit.kb.stores`)."""

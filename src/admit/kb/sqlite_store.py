@@ -12,7 +12,6 @@ build with FTS5 and extension loading) and the ``sqlite-vec`` wheel.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import threading
 import uuid
@@ -24,12 +23,12 @@ import numpy as np
 
 from admit.errors import ConfigError, MissingExtraError, StoreError
 from admit.kb import store as _s
-from admit.kb._rows import dt_from_ts, ts_from_dt
-from admit.kb.connections import ThreadConnections
-from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo
-from admit.types import Access, Principal
+from admit.kb._rows import COLUMNS, record_columns, record_from_row, source_info
+from admit.kb.connections import PerThreadConnections, ThreadConnections
+from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo, StoreSpec
+from admit.types import Principal
 
-__all__ = ["SqliteStore", "from_url"]
+__all__ = ["SPEC", "SqliteStore", "from_url"]
 
 logger = logging.getLogger(__name__)
 
@@ -67,10 +66,12 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
 );
 """
 
-_COLS = (
-    "id, source_id, tenant, document, text, text_hash, title, heading_path, version, updated_at, groups, label, "
-    "has_access, authority, language, origin, ordinal, metadata"
-)
+_COLS = COLUMNS
+
+
+def _marks(values: Sequence[Any]) -> str:
+    """``?,?,?``: one placeholder per value."""
+    return ",".join("?" * len(values))
 
 
 def _connect_module() -> Any:
@@ -85,7 +86,7 @@ def _connect_module() -> Any:
     return sqlean, sqlite_vec
 
 
-class SqliteStore(HybridSearch):
+class SqliteStore(PerThreadConnections, HybridSearch):
     """The embedded default store: one SQLite file (or ``:memory:``), safe for concurrent readers.
 
     Each thread gets its own connection (WAL journal, so readers do not block the writer); writes take a lock and
@@ -142,9 +143,6 @@ class SqliteStore(HybridSearch):
         conn.execute("PRAGMA cache_size=-65536")
         return conn
 
-    def _conn(self) -> Any:
-        return self._conns.get()
-
     @contextlib.contextmanager
     def _tx(self) -> Iterator[Any]:
         conn = self._conn()
@@ -156,10 +154,6 @@ class SqliteStore(HybridSearch):
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-
-    def close(self) -> None:
-        """Close every connection this store opened."""
-        self._conns.close()
 
     # -- meta ----------------------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -180,7 +174,7 @@ class SqliteStore(HybridSearch):
     def _delete_rids(self, conn: Any, rids: Sequence[int]) -> None:
         for i in range(0, len(rids), 500):
             part = list(rids[i : i + 500])
-            marks = ",".join("?" * len(part))
+            marks = _marks(part)
             conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", part)
             conn.execute(f"DELETE FROM chunk_acl WHERE rid IN ({marks})", part)
             conn.execute(f"DELETE FROM chunks_vec WHERE rowid IN ({marks})", part)
@@ -201,27 +195,8 @@ class SqliteStore(HybridSearch):
             blob = self._check(r)
             tenant = r.tenant
             cur = conn.execute(
-                f"INSERT INTO chunks ({_COLS}) VALUES ({','.join('?' * 18)})",
-                (
-                    r.id,
-                    r.source_id,
-                    tenant,
-                    r.document or r.source_id,
-                    r.text,
-                    r.text_hash,
-                    r.title,
-                    json.dumps(list(r.heading_path), ensure_ascii=False),
-                    r.version,
-                    ts_from_dt(r.updated_at),
-                    json.dumps(list(r.access.groups) if r.access else []),
-                    r.access.label if r.access else "",
-                    1 if r.access is not None else 0,
-                    r.authority,
-                    r.language,
-                    r.origin,
-                    r.ordinal,
-                    json.dumps(dict(r.metadata), ensure_ascii=False, sort_keys=True, default=str),
-                ),
+                f"INSERT INTO chunks ({_COLS}) VALUES ({_marks(_COLS.split(','))})",
+                record_columns(r, json_groups=True),
             )
             rid = cur.lastrowid
             conn.execute("INSERT INTO chunks_vec (rowid, embedding, tenant) VALUES (?, ?, ?)", (rid, blob, tenant))
@@ -270,34 +245,15 @@ class SqliteStore(HybridSearch):
         return len(rids)
 
     # -- reads ---------------------------------------------------------------------------------------------
-    def _row_to_record(self, row: Sequence[Any], blob: bytes) -> ChunkRecord:
-        (cid, source_id, tenant, document, text, text_hash, title, heading_path, version, updated_at, groups, label,
-         has_access, authority, language, origin, ordinal, metadata) = row  # fmt: skip
-        access = Access(tenant=tenant, groups=tuple(json.loads(groups)), label=label) if has_access and tenant else None
-        return ChunkRecord(
-            id=cid,
-            source_id=source_id,
-            text=text,
-            embedding=np.frombuffer(blob, dtype=np.float32).copy(),
-            text_hash=text_hash,
-            title=title,
-            heading_path=tuple(json.loads(heading_path)),
-            document=document,
-            version=version,
-            updated_at=dt_from_ts(updated_at),
-            access=access,
-            authority=authority,
-            language=language,
-            origin=origin,
-            ordinal=ordinal,
-            metadata=json.loads(metadata),
-        )
+    @staticmethod
+    def _row_to_record(row: Sequence[Any], blob: bytes) -> ChunkRecord:
+        return record_from_row(row, np.frombuffer(blob, dtype=np.float32).copy())
 
     def _fetch(self, conn: Any, rids: Sequence[int]) -> dict[int, ChunkRecord]:
         out: dict[int, ChunkRecord] = {}
         for i in range(0, len(rids), 500):
             part = list(rids[i : i + 500])
-            marks = ",".join("?" * len(part))
+            marks = _marks(part)
             for row in conn.execute(
                 f"SELECT c.rid, {', '.join('c.' + c.strip() for c in _COLS.split(','))}, v.embedding "
                 f"FROM chunks c JOIN chunks_vec v ON v.rowid = c.rid WHERE c.rid IN ({marks})",
@@ -328,17 +284,7 @@ class SqliteStore(HybridSearch):
             + "GROUP BY source_id, tenant ORDER BY source_id"
         )
         rows = self._conn().execute(sql, (tenant,) if tenant is not None else ()).fetchall()
-        return [
-            SourceInfo(
-                source_id=r[0],
-                tenant=r[1] or "",
-                origin=r[2] or "",
-                content_hash=r[3] or "",
-                ingest_key=r[4] or "",
-                chunks=r[5],
-            )
-            for r in rows
-        ]
+        return [source_info(r) for r in rows]
 
     def count(self, tenant: str | None = None) -> int:
         """Number of chunks."""
@@ -349,39 +295,31 @@ class SqliteStore(HybridSearch):
         return int(row[0])
 
     @staticmethod
-    def _scope(principal: Principal, filters: SearchFilters) -> tuple[str, list[Any]] | None:
-        """A subquery of the rids the principal may read that pass the filters (``None``: nothing can match).
+    def _scope(principal: Principal, filters: SearchFilters) -> tuple[str, list[Any]]:
+        """A subquery of the rids the principal may read that pass the filters (an empty filter never comes here:
+        :meth:`~admit.kb.store.SearchFilters.matches_nothing`).
 
         It is the first thing both ranked lists are restricted by, so ranking only ever sees readable rows.
         """
         toks = _s.principal_tokens(principal)
-        acl = f"SELECT rid FROM chunk_acl WHERE tenant = ? AND grp IN ({','.join('?' * len(toks))})"
+        acl = f"SELECT rid FROM chunk_acl WHERE tenant = ? AND grp IN ({_marks(toks)})"
         acl_params: list[Any] = [principal.tenant, *toks]
         clauses: list[str] = []
         params: list[Any] = []
         if filters.groups is not None:
-            gs = list(filters.groups)
-            if not gs:
-                return None
-            marks = ",".join("?" * len(gs))
-            clauses.append(f"c.rid IN (SELECT rid FROM chunk_acl WHERE tenant = ? AND grp IN ({marks}))")
-            params += [principal.tenant, *gs]
+            groups = _marks(filters.groups)
+            clauses.append(f"c.rid IN (SELECT rid FROM chunk_acl WHERE tenant = ? AND grp IN ({groups}))")
+            params += [principal.tenant, *filters.groups]
         if filters.languages is not None:
-            langs = list(filters.languages)
-            if not langs:
-                return None
-            clauses.append(f"c.language IN ({','.join('?' * len(langs))})")
-            params += langs
+            clauses.append(f"c.language IN ({_marks(filters.languages)})")
+            params += filters.languages
         ts = filters.updated_after_ts()
         if ts is not None:
             clauses.append("c.updated_at >= ?")
             params.append(ts)
         if filters.source_ids is not None:
-            ss = list(filters.source_ids)
-            if not ss:
-                return None
-            clauses.append(f"c.source_id IN ({','.join('?' * len(ss))})")
-            params += ss
+            clauses.append(f"c.source_id IN ({_marks(filters.source_ids)})")
+            params += filters.source_ids
         if not clauses:
             return acl, acl_params
         sql = f"SELECT c.rid FROM chunks c WHERE c.tenant = ? AND c.rid IN ({acl}) AND " + " AND ".join(clauses)
@@ -455,3 +393,12 @@ def stored_embedder(url: str) -> str | None:
     except Exception:  # not a knowledge base yet, or not readable: opening it will say so
         return None
     return str(row[0]) if row else None
+
+
+SPEC = StoreSpec(
+    schemes=("sqlite",),
+    open=from_url,
+    stored_embedder=stored_embedder,
+    summary="the embedded default: SQLite with FTS5 and sqlite-vec, one file",
+)
+"""This store in the store catalogue (:mod:`admit.kb.stores`)."""

@@ -9,7 +9,7 @@ label (no tenant) never matches.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
@@ -20,6 +20,7 @@ import numpy.typing as npt
 from admit import _linear
 from admit._text import STOPWORDS, versions
 from admit.backends.rerankers.fusion import RRF_K, rrf_fuse
+from admit.errors import ConfigError
 from admit.features import FEATURES_KEY
 from admit.passages import PASSAGE_VECTORS_KEY
 from admit.types import Access, Chunk, Principal
@@ -30,13 +31,16 @@ __all__ = [
     "ChunkRecord",
     "Hit",
     "HybridSearch",
+    "ReadFilter",
     "SearchFilters",
     "SourceInfo",
     "Store",
+    "StoreSpec",
     "acl_tokens",
     "fts_terms",
     "principal_tokens",
     "rrf_fuse",
+    "visible",
 ]
 
 OPEN_GROUP = "*"
@@ -45,6 +49,10 @@ OPEN_GROUP = "*"
 FloatVector = npt.NDArray[np.float32]
 
 _TERM = _linear.simple(r"[\w]+")
+
+
+_CHUNK_FIELDS = ("text", "title", "version", "updated_at", "access", "authority", "language")
+"""The :class:`~admit.types.Chunk` fields a :class:`ChunkRecord` carries as they are."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,18 +109,27 @@ class ChunkRecord:
         }
         if extra:
             meta.update(extra)
-        return Chunk(
-            id=self.id,
-            source_id=self.document or self.source_id,
-            text=self.text,
-            title=self.title,
-            version=self.version,
-            updated_at=self.updated_at,
-            access=self.access,
-            authority=self.authority,
-            score=score,
-            language=self.language,
-            metadata=meta,
+        shared = {f: getattr(self, f) for f in _CHUNK_FIELDS}
+        return Chunk(id=self.id, source_id=self.document or self.source_id, score=score, metadata=meta, **shared)
+
+    @classmethod
+    def from_chunk(
+        cls, c: Chunk, *, embedding: FloatVector, text_hash: str, ordinal: int, metadata: Mapping[str, Any]
+    ) -> ChunkRecord:
+        """The record of a chunk handed to ingest whole: its title the heading path, its source the document, its
+        ``metadata["origin"]`` where it was read from."""
+        shared = {f: getattr(c, f) for f in _CHUNK_FIELDS}
+        return cls(
+            id=c.id,
+            source_id=c.source_id,
+            embedding=embedding,
+            text_hash=text_hash,
+            heading_path=(c.title,) if c.title else (),
+            document=c.source_id,
+            origin=str(c.metadata.get("origin", "")),
+            ordinal=ordinal,
+            metadata=metadata,
+            **shared,
         )
 
 
@@ -135,6 +152,72 @@ class SearchFilters:
             return None
         dt = self.updated_after if self.updated_after.tzinfo else self.updated_after.replace(tzinfo=UTC)
         return dt.timestamp()
+
+    def matches_nothing(self) -> bool:
+        """Whether a filter given as an empty set (no group, no language, no source) rules out every chunk: the
+        store is not asked then (:class:`HybridSearch`)."""
+        return any(f is not None and not f for f in (self.groups, self.languages, self.source_ids))
+
+
+@dataclass(frozen=True, slots=True)
+class ReadFilter:
+    """Who asks and the search filters as one predicate over stored records: the scope a store without a query
+    language applies itself (``memory://``, a plug-in store over a plain key-value service, a post-filter).
+
+    It is the same rule as the SQL stores' ``WHERE`` and Qdrant's payload filter: the record's tenant is the
+    principal's, one of its ACL tokens is the principal's (:func:`acl_tokens`, :func:`principal_tokens`; a record
+    without an access label never matches), and it passes each filter given (its groups, language, modification
+    time, source).
+
+    Example:
+        >>> from admit.types import Access, Principal
+        >>> r = ChunkRecord(id="a#1", source_id="a", text="x", embedding=np.zeros(2, np.float32), text_hash="",
+        ...                 access=Access(tenant="acme", groups=("support",)))
+        >>> ReadFilter.of(Principal(tenant="acme", groups=("support",))).matches(r)
+        True
+        >>> visible(r, Principal(tenant="acme"))
+        False
+    """
+
+    tenant: str
+    """The principal's tenant."""
+    tokens: frozenset[str]
+    """The ACL tokens the principal matches."""
+    filters: SearchFilters
+    """The search filters."""
+    after: float | None
+    """``filters.updated_after`` as a timestamp."""
+
+    @classmethod
+    def of(cls, principal: Principal, filters: SearchFilters | None = None) -> ReadFilter:
+        """The filter of ``principal`` reading under ``filters`` (default: none)."""
+        f = filters or SearchFilters()
+        return cls(principal.tenant, frozenset(principal_tokens(principal)), f, f.updated_after_ts())
+
+    def matches(self, r: ChunkRecord) -> bool:
+        """Whether the principal may read ``r`` and it passes the filters."""
+        f = self.filters
+        if not self.tenant or r.access is None or r.tenant != self.tenant:
+            return False
+        if self.tokens.isdisjoint(acl_tokens(r.access)):
+            return False
+        if f.groups is not None and set(f.groups).isdisjoint(r.access.groups):
+            return False
+        if f.languages is not None and r.language not in f.languages:
+            return False
+        if self.after is not None and (r.updated_at is None or _timestamp(r.updated_at) < self.after):
+            return False
+        return f.source_ids is None or r.source_id in f.source_ids
+
+
+def visible(record: ChunkRecord, principal: Principal, filters: SearchFilters | None = None) -> bool:
+    """Whether ``principal`` may read ``record`` and it passes ``filters``: :meth:`ReadFilter.matches` once (build
+    one :class:`ReadFilter` to test many records)."""
+    return ReadFilter.of(principal, filters).matches(record)
+
+
+def _timestamp(dt: datetime) -> float:
+    return (dt if dt.tzinfo else dt.replace(tzinfo=UTC)).timestamp()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -241,6 +324,38 @@ class Store(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoreSpec:
+    """One store's facts, declared beside it (its module's ``SPEC``) and read by the store catalogue
+    (:mod:`admit.kb.stores`), as a strategy's :class:`~admit.prune.spec.StrategySpec` is by the strategy catalogue.
+
+    Example:
+        >>> from admit.kb.memory_store import MemoryStore
+        >>> spec = StoreSpec(schemes=("mine",), open=lambda url, *, dim: MemoryStore(dim=dim))
+        >>> spec.open("mine://x", dim=4).dim
+        4
+    """
+
+    schemes: tuple[str, ...]
+    """The URL schemes it opens (``qdrant``, ``qdrant+local`` ...), lower case."""
+    open: Callable[..., Store]
+    """``open(url, *, dim) -> Store``: opens (or creates) the store at ``url``."""
+    stored_embedder: Callable[[str], str | None] | None = None
+    """``stored_embedder(url)``: the embedder spec the knowledge base at ``url`` was built with, read without
+    creating anything (``None``: the store cannot tell; the caller names the embedder or takes the default)."""
+    summary: str = ""
+    """One line for help texts."""
+
+    def __post_init__(self) -> None:
+        """Check the schemes and the callables."""
+        if not self.schemes or any(not isinstance(x, str) or not x or x != x.lower() for x in self.schemes):
+            raise ConfigError(f"a store's schemes must be non-empty lower-case names, got {self.schemes!r}.")
+        if not callable(self.open):
+            raise ConfigError(f"store {self.schemes[0]!r}: open must be callable, got {type(self.open).__name__}.")
+        if self.stored_embedder is not None and not callable(self.stored_embedder):
+            raise ConfigError(f"store {self.schemes[0]!r}: stored_embedder must be callable or None.")
+
+
 def group_token(group: str) -> str:
     """The ACL token of a group: the name itself, except that a name starting with ``*`` or ``\\`` is escaped
     with a leading ``\\``, so a group literally named ``*`` is a group, never :data:`OPEN_GROUP`."""
@@ -302,10 +417,12 @@ def fts_terms(text: str, *, limit: int = 32) -> list[str]:
 
 
 class HybridSearch:
-    """The search skeleton the stores share: no tenant or ``k <= 0``, nothing; authorization and filters become
-    the store's scope (``None``: nothing can match); then both ranked lists, fused by reciprocal rank.
+    """The search skeleton the stores share: no tenant, ``k <= 0`` or a filter that matches nothing
+    (:meth:`SearchFilters.matches_nothing`), nothing; authorization and filters become the store's scope
+    (``None``: nothing can match); then both ranked lists, fused by reciprocal rank.
 
-    A store gives :meth:`_scope` (its filter: SQL, a Qdrant filter ...) and :meth:`_ranked` (the two queries).
+    A store gives :meth:`_scope` (its filter: SQL, a Qdrant filter, or :class:`ReadFilter` for a store that
+    filters records itself) and :meth:`_ranked` (the two queries).
     """
 
     dim: int
@@ -320,9 +437,10 @@ class HybridSearch:
         filters: SearchFilters | None = None,
     ) -> list[Hit]:
         """Hybrid search (lexical + vector, fused by reciprocal rank) over the chunks ``principal`` may read."""
-        if k <= 0 or not principal.tenant:
+        filters = filters or SearchFilters()
+        if k <= 0 or not principal.tenant or filters.matches_nothing():
             return []
-        scope = self._scope(principal, filters or SearchFilters())
+        scope = self._scope(principal, filters)
         if scope is None:
             return []
         qv, n = query_vector(query_vec, self.dim, k)

@@ -1,10 +1,13 @@
 """The store catalogue: a URL scheme names the store that opens it, built-ins and plug-ins through one door.
 
-Each store module declares a ``from_url(url, *, dim)`` factory; :data:`BUILTIN_SCHEMES` maps the shipped schemes
-to them, and a package adds a scheme with an entry point in the ``admit.stores`` group::
+Each store module declares a :class:`~admit.kb.store.StoreSpec` ``SPEC`` (its schemes, its ``open(url, *, dim)``
+factory, how it tells which embedder built a knowledge base); :data:`BUILTIN_SCHEMES` maps the shipped schemes to
+them, and a package adds a scheme with an entry point in the ``admit.stores`` group::
 
     [project.entry-points."admit.stores"]
-    lancedb = "my_package.lance_store:from_url"
+    lancedb = "my_package.lance_store:SPEC"
+
+(An entry point naming a bare ``from_url`` factory still works; ``stored_embedder`` is then looked up beside it.)
 
 A location without a scheme (a file path, ``:memory:``) opens the embedded SQLite store.
 """
@@ -14,19 +17,20 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
 
 from admit._plugins import Catalogue
 from admit.errors import ConfigError
-from admit.kb.store import Store
+from admit.kb.store import Store, StoreSpec
 
 __all__ = [
     "BUILTIN_SCHEMES",
     "ENTRY_POINT_GROUP",
     "StoreFactory",
+    "StoreSpec",
     "open_store",
     "reload_stores",
     "store_schemes",
+    "store_spec",
     "stored_embedder",
 ]
 
@@ -36,16 +40,14 @@ StoreFactory = Callable[..., Store]
 ENTRY_POINT_GROUP = "admit.stores"
 """The entry-point group third-party stores register their URL scheme in."""
 
-BUILTIN_SCHEMES: dict[str, str] = {
-    "sqlite": "admit.kb.sqlite_store:from_url",
-    "memory": "admit.kb.memory_store:from_url",
-    "qdrant": "admit.kb.qdrant_store:from_url",
-    "qdrant+local": "admit.kb.qdrant_store:from_url",
-    "qdrant+https": "admit.kb.qdrant_store:from_url",
-    "postgresql": "admit.kb.pgvector_store:from_url",
-    "postgres": "admit.kb.pgvector_store:from_url",
+_BUILTIN_MODULES = {
+    "admit.kb.sqlite_store": ("sqlite",),
+    "admit.kb.memory_store": ("memory",),
+    "admit.kb.qdrant_store": ("qdrant", "qdrant+local", "qdrant+https"),
+    "admit.kb.pgvector_store": ("postgresql", "postgres"),
 }
-"""The shipped schemes and their factories (``module:function``)."""
+BUILTIN_SCHEMES: dict[str, str] = {x: f"{m}:SPEC" for m, xs in _BUILTIN_MODULES.items() for x in xs}
+"""The shipped schemes and their specs (``module:SPEC``; each spec names the same schemes)."""
 
 
 _STORES = Catalogue("store", ENTRY_POINT_GROUP, BUILTIN_SCHEMES)
@@ -61,31 +63,44 @@ def reload_stores() -> None:
     _STORES.reset()
 
 
-def _scheme(path_or_url: str | Path) -> tuple[str, str]:
-    s = str(path_or_url)
-    scheme, sep, _ = s.partition("://")
-    name = scheme.lower() if sep else "sqlite"
+def store_spec(scheme: str) -> StoreSpec:
+    """The spec of the store that opens ``scheme://`` URLs.
+
+    Raises:
+        ConfigError: No store opens that scheme, or its catalogue entry is not a spec of it.
+    """
+    name = scheme.lower()
     if name not in _STORES.refs():
         raise ConfigError(f"No store opens {scheme}:// URLs; known schemes: {', '.join(_STORES.names())}.")
-    return s, name
+    obj = _STORES.load(name)
+    if isinstance(obj, StoreSpec):
+        if name not in obj.schemes:
+            raise ConfigError(f"the store catalogue names {name!r} for a spec of {', '.join(obj.schemes)}.")
+        return obj
+    if not callable(obj):
+        raise ConfigError(f"store {name!r}: its entry is neither a StoreSpec nor a from_url factory.")
+    module = sys.modules.get(getattr(obj, "__module__", ""))
+    peek = getattr(module, "stored_embedder", None)
+    return StoreSpec(schemes=(name,), open=obj, stored_embedder=peek if callable(peek) else None)
+
+
+def _scheme(path_or_url: str | Path) -> tuple[str, StoreSpec]:
+    s = str(path_or_url)
+    scheme, sep, _ = s.partition("://")
+    return s, store_spec(scheme if sep else "sqlite")
 
 
 def stored_embedder(path_or_url: str | Path) -> str | None:
     """The embedder spec the knowledge base at ``path_or_url`` was built with, read without creating anything.
 
-    Each store module answers for its own data: a ``stored_embedder(url)`` function beside its ``from_url``
-    factory (a plug-in store without one answers ``None``: the caller names the embedder or takes the default).
+    Each store answers for its own data (:attr:`StoreSpec.stored_embedder`; a store without one answers ``None``:
+    the caller names the embedder or takes the default).
 
     Raises:
         ConfigError: The URL's scheme names no store.
     """
-    s, name = _scheme(path_or_url)
-    factory = _STORES.load(name)
-    module = sys.modules.get(getattr(factory, "__module__", ""))
-    peek = getattr(module, "stored_embedder", None)
-    if not callable(peek):
-        return None
-    got = peek(s)
+    s, spec = _scheme(path_or_url)
+    got = spec.stored_embedder(s) if spec.stored_embedder is not None else None
     return str(got) if got else None
 
 
@@ -103,6 +118,5 @@ def open_store(path_or_url: str | Path, *, dim: int) -> Store:
     Raises:
         ConfigError: The URL's scheme names no store.
     """
-    s, name = _scheme(path_or_url)
-    factory = cast(StoreFactory, _STORES.load(name))
-    return factory(s, dim=dim)
+    s, spec = _scheme(path_or_url)
+    return spec.open(s, dim=dim)

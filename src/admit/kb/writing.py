@@ -88,24 +88,7 @@ def records_from_chunks(chunks: Sequence[Chunk], embedder: Embedder, *, batch_si
         if i in per_passage:
             meta[PASSAGE_VECTORS_KEY] = encode_vectors(embedder.name, np.stack(per_passage[i]))
         records.append(
-            ChunkRecord(
-                id=c.id,
-                source_id=c.source_id,
-                text=c.text,
-                embedding=chunk_vec[i],
-                text_hash=text_key(c.text),
-                title=c.title,
-                heading_path=(c.title,) if c.title else (),
-                document=c.source_id,
-                version=c.version,
-                updated_at=c.updated_at,
-                access=c.access,
-                authority=c.authority,
-                language=c.language,
-                origin=str(c.metadata.get("origin", "")),
-                ordinal=i,
-                metadata=meta,
-            )
+            ChunkRecord.from_chunk(c, embedding=chunk_vec[i], text_hash=text_key(c.text), ordinal=i, metadata=meta)
         )
     return records
 

@@ -12,12 +12,12 @@ import json
 import sqlite3
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from admit import _scope
+from admit._lru import LRU
 from admit.errors import ConfigError, StoreError
 from admit.prune.base import PruneOutcome, apply_threshold
 from admit.prune.settings import PruneSettings
@@ -65,7 +65,7 @@ class PruneCache:
         self.path = Path(path) if path is not None else None
         self.hits = 0
         self.misses = 0
-        self._mem: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._mem: LRU[str, dict[str, Any]] = LRU(maxsize)
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
         if self.path is not None:
@@ -81,11 +81,10 @@ class PruneCache:
     def get(self, key: str) -> dict[str, Any] | None:
         """Return the cached value or ``None``."""
         with self._lock:
-            if key in self._mem:
-                self._mem.move_to_end(key)
+            value = self._mem.get(key)
+            if value is not None:
                 self.hits += 1
-                return self._mem[key]
-            value: dict[str, Any] | None = None
+                return value
             if self._db is not None:
                 try:
                     row = self._db.execute("SELECT value FROM prune_cache WHERE key = ?", (key,)).fetchone()
@@ -93,7 +92,7 @@ class PruneCache:
                     raise StoreError(f"prune cache read failed: {exc}") from exc
                 if row is not None:
                     value = json.loads(row[0])
-                    self._remember(key, value)
+                    self._mem.put(key, value)
             if value is None:
                 self.misses += 1
             else:
@@ -104,7 +103,7 @@ class PruneCache:
         """Store ``value`` (JSON-serialisable)."""
         doc = dict(value)
         with self._lock:
-            self._remember(key, doc)
+            self._mem.put(key, doc)
             if self._db is not None:
                 try:
                     self._db.execute(
@@ -113,14 +112,6 @@ class PruneCache:
                     )
                 except sqlite3.Error as exc:
                     raise StoreError(f"prune cache write failed: {exc}") from exc
-
-    def _remember(self, key: str, value: dict[str, Any]) -> None:
-        if self.maxsize == 0:
-            return
-        self._mem[key] = value
-        self._mem.move_to_end(key)
-        while len(self._mem) > self.maxsize:
-            self._mem.popitem(last=False)
 
     def __len__(self) -> int:
         """Entries held in memory."""

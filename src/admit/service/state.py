@@ -334,6 +334,8 @@ def build_state(
     resources = (
         PrunerResources.from_options(pruner_options) if pruner_options else PrunerResources(embedder=kb_embedder)
     )
+    switches = settings.pruner_switches()  # the [service] setwise_* switches ($ADMIT_SETWISE_*), unless given
+    resources = replace(resources, **{k: v for k, v in switches.items() if getattr(resources, k) is None})
     reranker = resolve_reranker(settings.reranker)
     redactor = tool_redactor(settings)
     inspect_log = InspectLog(
@@ -341,7 +343,14 @@ def build_state(
         keep=settings.inspect_requests,
     )
     # the current and the shadow pipeline share every part but their policies and the trace sink
-    build = functools.partial(Pipeline, reranker=reranker, pruner=pruner, resources=resources, redactor=redactor)
+    build = functools.partial(
+        Pipeline,
+        reranker=reranker,
+        pruner=pruner,
+        resources=resources,
+        redactor=redactor,
+        trace_content=settings.trace_content,
+    )
     pipeline = build(policies=policies, sink=inspect_log)
     shadow_policies = None
     if settings.shadow_policy:

