@@ -40,7 +40,8 @@ def main() -> None:
     print(f"secret shapes redacted: {len(cases) - len(missed)}/{len(cases)}; missed: {missed or 'none'}")
     print(f"benign rows with a redaction: {len(wrong)}/{len(BENIGN)}")
     print(f"{len(cases) + len(BENIGN)} rows in {ms:.0f} ms")
-    # issue 32: shapes made by a generator (tests/security/test_worker_processes_and_deadlines.py), and the look-alikes that must stay
+    # issue 32: shapes made by a generator (tests/security/test_worker_processes_and_deadlines.py),
+    # and the look-alikes that must stay
     from collections import Counter
 
     from tests.security.test_worker_processes_and_deadlines import benign_shapes, secret_shapes

@@ -98,6 +98,12 @@ class SetwisePruner:
         return replace(out, signals=signals, expected_needed=scores.expected_needed, cross=cross)
 
 
+def cross_model() -> CrossEncoder:
+    """The split cross-encoder ``setwise`` fuses in, its weights read once: a face builds one and hands it to every
+    pipeline as :attr:`~admit.prune.spec.PrunerResources.cross` (the service's main and shadow pipelines share it)."""
+    return CrossEncoder()
+
+
 def _models(res: PrunerResources) -> dict[str, Any]:
     """The cross model and the multilingual embedder: the resources', unless the strategy's own options name one."""
     return {"cross": res.cross, "multilingual": res.multilingual, **res.options_for("setwise")}

@@ -269,11 +269,11 @@ class ServiceSettings(_Strict):
         """The :class:`~admit.prune.spec.PrunerResources` fields these settings choose (``cross``: one cross model
         for every pipeline of the service, its weights read once; ``multilingual``)."""
         from admit.backends.embedders import e5_available
-        from admit.backends.rerankers.cross import CrossEncoder
+        from admit.prune.setwise import cross_model
 
         out: dict[str, Any] = {}
         if self.setwise_cross is not None:
-            out["cross"] = CrossEncoder() if self.setwise_cross else False
+            out["cross"] = cross_model() if self.setwise_cross else False
         if self.setwise_multilingual is not None:
             out["multilingual"] = self.setwise_multilingual and e5_available()
         return out
