@@ -394,6 +394,16 @@ def policy_option(*, required: bool = False, what: str = "Policy TOML") -> Calla
     )
 
 
+def engine_option(what: str) -> Callable[[F], F]:
+    """``--engine local|ray`` (dest ``engine``, default ``local``): where the work runs (``what``: the help)."""
+    return click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True, help=what)
+
+
+def jsonl_path_option(flag: str, dest: str, what: str, *, required: bool = True) -> Callable[[F], F]:
+    """A JSONL file option (``-`` for stdin or stdout)."""
+    return click.option(flag, dest, required=required, type=click.Path(allow_dash=True, dir_okay=False), help=what)
+
+
 def trace_file_option() -> Callable[[F], F]:
     """``--trace-file FILE`` (dest ``trace_file``)."""
     return click.option(

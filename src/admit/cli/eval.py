@@ -15,10 +15,12 @@ from admit.cli._common import (
     DEFAULT_STRATEGY,
     check_strategy,
     echo_json,
+    engine_option,
     handle_errors,
     json_option,
     llm_options,
     llm_pruner_options,
+    policy_option,
     prune_option,
     reranker_option,
     stdout_console,
@@ -108,22 +110,11 @@ def _summary_table(run: Any, prices_note: str, console: Any) -> None:
 )
 @click.option("--no-cache", is_flag=True, help="Compute everything; keep nothing.")
 @click.option("--workers", default=1, show_default=True, type=int, help="Local worker processes.")
-@click.option(
-    "--engine",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help='local processes, or Ray Data (pip install "admit[ray]").',
-)
+@engine_option('local processes, or Ray Data (pip install "admit[ray]").')
 @llm_options()
 @setwise_options()
 @click.option("--limit", type=int, default=None, help="Use only the first N questions of each file.")
-@click.option(
-    "--policy",
-    "policy_path",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Policy file used to classify questions into query classes.",
-)
+@policy_option(what="Policy file used to classify questions into query classes")
 @click.option(
     "--x-axis",
     type=click.Choice(["chunk", "token"]),

@@ -9,7 +9,15 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from admit._clean import clean_terminal
-from admit.cli._common import access_option, echo_json, handle_errors, json_option, open_kb, stdout_console
+from admit.cli._common import (
+    access_option,
+    echo_json,
+    engine_option,
+    handle_errors,
+    json_option,
+    open_kb,
+    stdout_console,
+)
 from admit.cli._progress import show_progress
 
 if TYPE_CHECKING:
@@ -45,13 +53,9 @@ __all__ = ["ingest_cmd"]
     default=None,
     help="Show a progress bar on stderr (default: when stderr is a terminal).",
 )
-@click.option(
-    "--engine",
-    type=click.Choice(["local", "ray"]),
-    default="local",
-    show_default=True,
-    help="local: this process; ray: parse, chunk, embed and write on Ray Data workers (a server store: "
-    'postgresql:// or qdrant://; pip install "admit[ray]").',
+@engine_option(
+    "local: this process; ray: parse, chunk, embed and write on Ray Data workers (a server store: "
+    'postgresql:// or qdrant://; pip install "admit[ray]").'
 )
 @click.option("--workers", type=int, default=2, show_default=True, help="Ray workers (--engine ray).")
 @json_option("the ingest report")

@@ -31,6 +31,7 @@ from admit.cli._common import (
     echo_json,
     handle_errors,
     json_option,
+    jsonl_path_option,
     llm_options,
     prune_option,
     reranker_option,
@@ -154,20 +155,8 @@ def _scoring_reranker(name: str | None) -> Any:
 
 
 @click.command("prune")
-@click.option(
-    "--input",
-    "input_path",
-    required=True,
-    type=click.Path(allow_dash=True, dir_okay=False),
-    help="JSONL records with id, question, candidates (- for stdin).",
-)
-@click.option(
-    "--output",
-    "output_path",
-    required=True,
-    type=click.Path(allow_dash=True, dir_okay=False),
-    help="JSONL output, one line per input line (- for stdout).",
-)
+@jsonl_path_option("--input", "input_path", "JSONL records with id, question, candidates (- for stdin).")
+@jsonl_path_option("--output", "output_path", "JSONL output, one line per input line (- for stdout).")
 @prune_option(default_help="Default: setwise (this command always prunes).")
 @click.option("--strategy", default=None, hidden=True, help="Deprecated: use --prune STRATEGY.")
 @click.option(
