@@ -8,8 +8,8 @@ absolute dense similarity and probabilities.
 
 Two small models ship in ``modelfiles/answerability.json`` (written by ``scripts/fit_answerability.py``): one
 for evidence the setwise pruner graded (``setwise``), one for evidence no pruner scored (``lexical``: strategy
-``none`` or another pruner). They are fitted on the lists of ``../shared/train`` with their gold chunks removed
-to make unanswerable cases, and validated on ``../shared/data`` the same way; the file holds the coefficients,
+``none`` or another pruner). They are fitted on public labelled training lists with their gold chunks removed
+to make unanswerable cases, and validated on held-out lists the same way; the file holds the coefficients,
 the feature scalings and the measured figures, never a label.
 
 Text in a script MiniLM does not read (CJK, Thai, ...; see :func:`unreadable_script`) is matched by character
