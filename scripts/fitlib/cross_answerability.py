@@ -44,17 +44,7 @@ class CrossAnswerabilityArgs(FitArgs):
 
     def lists(self) -> ListSpec:
         """The cross fit's lists (its research-use families excluded, as it excludes them)."""
-        return ListSpec(
-            train=self.train,
-            valid=self.valid,
-            per_file=self.per_file,
-            negatives=self.negatives,
-            test_sample=self.test_sample,
-            exclude=",".join(EXCLUDE),
-            seed=self.seed,
-            self_supervised=self.self_supervised,
-            ss_per_file=self.ss_per_file,
-        )
+        return ListSpec.of(self, exclude=",".join(EXCLUDE))
 
 
 def cases(lst: List_, scores: np.ndarray) -> list[Case]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -107,6 +108,11 @@ class ListSpec:
     seed: int
     self_supervised: bool
     ss_per_file: int
+
+    @classmethod
+    def of(cls, args: object, **given: Any) -> ListSpec:
+        """The spec of a script's arguments (fields of the same names), ``given`` ones set."""
+        return cls(**{f.name: given[f.name] if f.name in given else getattr(args, f.name) for f in fields(cls)})
 
 
 def load_lists(spec: ListSpec) -> tuple[list[List_], dict[str, list[List_]]]:

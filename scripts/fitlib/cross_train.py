@@ -70,17 +70,7 @@ class CrossArgs(FitArgs):
 
     def lists(self) -> ListSpec:
         """Which lists this fit reads."""
-        return ListSpec(
-            train=self.train,
-            valid=self.valid,
-            per_file=self.per_file,
-            negatives=self.negatives,
-            test_sample=self.test_sample,
-            exclude=self.exclude,
-            seed=self.seed,
-            self_supervised=self.self_supervised,
-            ss_per_file=self.ss_per_file,
-        )
+        return ListSpec.of(self)
 
 
 def baselines(lists: Sequence[List_], qc: StateCache, pc: StateCache) -> dict[str, list[np.ndarray]]:
