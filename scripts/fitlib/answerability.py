@@ -207,7 +207,7 @@ def compute_cases(
 ) -> dict[str, Cases]:
     """Every case's features and label, per model kind and file."""
     vc.fill(setwise_texts(r for rows in (*train.values(), *valid.values()) for r in rows))
-    scorer = sm.SetwiseScorer(embedder=vc)  # type: ignore[arg-type]
+    scorer = sm.SetwiseScorer(embedder=vc)
     data: dict[str, Cases] = {"setwise": {}, "lexical": {}}
     for name, rows in (*train.items(), *valid.items()):
         got = [c for r in rows for c in cases(r, scorer, rng)]

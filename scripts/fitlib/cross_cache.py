@@ -83,14 +83,14 @@ class StateCache:
                 part = self.texts[s : s + batch]
                 ids = []
                 for e in tok.encode_batch(part):
-                    x = list(e.ids)
-                    ids.append([*x[: limit - 1], x[-1]] if len(x) > limit else x)
-                n = max(len(x) for x in ids)
+                    toks = list(e.ids)
+                    ids.append([*toks[: limit - 1], toks[-1]] if len(toks) > limit else toks)
+                n = max(len(row) for row in ids)
                 idt = torch.zeros((len(ids), n), dtype=torch.long, device=device)
                 mask = torch.zeros((len(ids), n), dtype=torch.long, device=device)
-                for r, x in enumerate(ids):
-                    idt[r, : len(x)] = torch.tensor(x, device=device)
-                    mask[r, : len(x)] = 1
+                for r, row in enumerate(ids):
+                    idt[r, : len(row)] = torch.tensor(row, device=device)
+                    mask[r, : len(row)] = 1
                 pos = torch.arange(n, device=device)
                 emb = t["embeddings.word_embeddings.weight"][idt] + t["embeddings.position_embeddings.weight"][pos]
                 emb = emb + t["embeddings.token_type_embeddings.weight"][0]
@@ -108,7 +108,7 @@ class StateCache:
                 pooled = (x * m).sum(1) / m.sum(1).clamp(min=1.0)
                 pooled = torch.nn.functional.normalize(pooled, dim=-1)
                 self.emb[s : s + len(ids)] = pooled.cpu().numpy().astype(np.float16)
-                self.lens[s : s + len(ids)] = [min(len(x), self.tokens) for x in ids]
+                self.lens[s : s + len(ids)] = [min(len(row), self.tokens) for row in ids]
                 if (s // batch) % log_every == 0 or s + batch >= len(self.texts):
                     for arr in (*self.states.values(), self.emb, self.lens):
                         arr.flush()

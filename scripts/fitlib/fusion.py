@@ -190,11 +190,11 @@ def grade_curve(model: Any, held: _Held, name: str, w: np.ndarray | None) -> lis
             p = 1 / (1 + np.exp(-(xb @ w)))
         ex = held.extra[(name, i)]
         cov = coverage_before(p, model.complete_probs(p, np.array(ex["qfeat"])))
-        g = grades(p, cov, model.cuts, model.keep_bounds)
+        graded = grades(p, cov, model.cuts, model.keep_bounds)
         hit = np.array(ex["hit"])
         if hit.any():
-            g = identifier_grades(g, hit, np.array(ex["other"]))
-        g = np.array(g)
+            graded = identifier_grades(graded, hit, np.array(ex["other"]))
+        g = np.array(graded)
         n_all += len(p)
         for t in range(1, 6):
             kept_at[t].append(bool(np.all(g[y > 0] >= t)))

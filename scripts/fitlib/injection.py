@@ -28,9 +28,6 @@ REPO = Path(__file__).resolve().parents[2]
 Row = tuple[str, int]  # text, label (1: injection)
 
 
-Row = tuple[str, int]  # text, label (1: injection)
-
-
 def _module_strings(src: str) -> tuple[dict[str, str], list[str]]:
     """Module-level string constants and every ``GOAL`` of a module (f-strings filled from the constants)."""
     tree = ast.parse(src)
@@ -41,9 +38,9 @@ def _module_strings(src: str) -> tuple[dict[str, str], list[str]]:
                 if isinstance(t, ast.Name):
                     consts[t.id] = node.value.value
     goals: list[str] = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "GOAL" for t in node.targets):
-            goals.append(_fill(node.value, consts))
+    for found in ast.walk(tree):
+        if isinstance(found, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "GOAL" for t in found.targets):
+            goals.append(_fill(found.value, consts))
     return consts, [g for g in goals if g]
 
 
@@ -154,7 +151,7 @@ def pypi_descriptions() -> dict[str, list[Row]]:
 
     by_pkg: dict[str, list[str]] = {}
     for d in importlib.metadata.distributions():
-        name = str(d.metadata.get("Name") or "")
+        name = str(d.metadata.get("Name") or "")  # type: ignore[attr-defined]
         if not name or any(w in name.lower() for w in ("inject", "guard", "garak", "jailbreak", "prompt", "aib")):
             continue
         desc = d.metadata.get_payload() or d.metadata.get("Description") or ""  # type: ignore[attr-defined]
