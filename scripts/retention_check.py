@@ -3,7 +3,7 @@
 
 Usage (the same seeded sample of 120 questions per validation file, vectors from ``fit_answerability.py``'s cache)::
 
-    SCRIPTS=/path/to/checkout/scripts PYTHONPATH=/path/to/checkout/src python3 scripts/retention_check.py
+    PYTHONPATH=/path/to/checkout/src python3 scripts/retention_check.py
 
 "Retained": every required chunk graded >= 3 (threshold 3, keep_top_k 0); "kept_share": graded >= 3 / all.
 """
@@ -13,31 +13,25 @@ from __future__ import annotations
 import json
 import os
 import random
-import sys
 from pathlib import Path
-
-sys.path.insert(0, os.environ.get("SCRIPTS", str(Path(__file__).resolve().parent)))
-
-from fit_setwise import VectorCache
 
 import admit
 from admit.prune import setwise_model as sm
+from fitlib.data import VALID, read_file
+from fitlib.setwise_data import setwise_items
+from fitlib.vectors import VectorCache
 
 
 def main() -> None:
-    data = Path(os.environ.get("DATA", "../shared/data"))
+    data = Path(os.environ.get("DATA", VALID))
     vc = VectorCache(Path(os.environ.get("CACHE", "/tmp/answer_cache")) / "vecs.npz")
     scorer = sm.SetwiseScorer(embedder=vc)  # type: ignore[arg-type]
     out: dict[str, object] = {"admit": admit.__file__}
     for name in ("hotpotqa_distractor", "musique", "rhdh_docs"):
-        rows = [json.loads(line) for line in (data / f"{name}.jsonl").read_text("utf-8").splitlines() if line]
-        rows = random.Random(7).sample(rows, 120)
+        rows = random.Random(7).sample(read_file(data / f"{name}.jsonl"), 120)
         ret = kept = n = 0
         for r in rows:
-            items = [
-                sm.SetwiseItem(id=c["id"], title=c.get("title") or "", text=c.get("text") or "")
-                for c in r["candidates"]
-            ]
+            items = setwise_items(r["candidates"])
             grades = scorer.score(r["question"], items).grades
             k = {it.id for it, g in zip(items, grades, strict=True) if g >= 3}
             ret += set(r["required"]) <= k

@@ -18,30 +18,24 @@ embedding cache with vectors computed earlier (``scripts/fit_setwise.py`` writes
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from admit.backends.embedders.base import CachedEmbedder
-from admit.eval import report
 from admit.prune import PruneSettings
 from admit.prune.setwise import SetwisePruner
 from admit.types import Chunk, Scored
-
-
-def recall_at(curve: Sequence[tuple[float, float]], comp: float = 0.68) -> float:
-    """Retained recall at a compression, interpolated on (compression, recall) points (admit's own R@68)."""
-    return report.recall_at([(c, r, "") for c, r in curve], comp) or 0.0
+from fitlib.curves import r_at
+from fitlib.data import VALID, read_file
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("data_dir", nargs="?", default="../shared/data")
+    ap.add_argument("data_dir", nargs="?", default=VALID)
     ap.add_argument("--vectors", default=None, help=".npz of (keys, vecs) MiniLM vectors keyed by SHA-1 of the text")
     ap.add_argument("--json", dest="json_out", default=None)
     args = ap.parse_args(argv)
@@ -55,9 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = PruneSettings(strategy="setwise", threshold=1, keep_top_k=0)
     out: dict[str, Any] = {}
     for path in sorted(Path(args.data_dir).glob("*.jsonl*")):
-        opener = gzip.open if path.suffix == ".gz" else open
-        with opener(path, "rt", encoding="utf-8") as fh:
-            rows = [json.loads(line) for line in fh if line.strip()]
+        rows = read_file(path)
         t0 = time.perf_counter()
         kept_at: dict[int, list[bool]] = {t: [] for t in range(1, 6)}
         n_keep = dict.fromkeys(range(1, 6), 0)
@@ -87,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         name = path.name.split(".jsonl")[0]
         out[name] = {
             "questions": len(rows),
-            "R@68": round(recall_at(list(pts.values())), 4),
+            "R@68": round(r_at(list(pts.values())), 4),
             **{f"thr{t}": {"compression": round(c, 4), "recall": round(r, 4)} for t, (c, r) in pts.items()},
             "seconds": round(time.perf_counter() - t0, 1),
         }

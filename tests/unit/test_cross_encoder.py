@@ -102,10 +102,10 @@ def test_numpy_joint_pass_equals_the_torch_training_code(tmp_path: Path) -> None
     torch = pytest.importorskip("torch")
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
-        import fit_cross as fc
+        from fitlib.cross_torch import Joint
     finally:
         sys.path.remove(str(ROOT / "scripts"))
-    joint = fc.Joint(4, "cpu", seed=3)
+    joint = Joint(4, "cpu", seed=3)
     with torch.no_grad():
         joint.params["segment"].normal_(0, 0.05)
     out = tmp_path / "cross.npz"

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from admit.errors import ConfigError
+from admit.eval import report
 from admit.eval.metrics import (
     CostRates,
     QuestionResult,
@@ -14,9 +15,11 @@ from admit.eval.metrics import (
     diagnose,
     percentile,
     question_diagnosis,
+    recall_at,
     summarize,
 )
-from admit.eval.report import pareto_front, recall_at
+from admit.eval.report import pareto_front
+from admit.prune.savings import net_saving_usd
 
 
 def _q(rid: str, cands: dict[str, int], kept: list[str], required: list[str], **kw: object) -> QuestionResult:
@@ -121,3 +124,22 @@ def test_pareto_front_and_recall_at() -> None:
     assert recall_at(front, 0.6) == pytest.approx(0.65)
     assert recall_at(front, 0.8) is None
     assert recall_at(front, 0.1) == pytest.approx(0.95)
+
+
+def test_recall_at_reads_unnamed_curves_as_the_report_reads_fronts() -> None:
+    curve = [(0.0, 1.0), (0.5, 0.8), (0.7, 0.5)]
+    assert recall_at(curve, 0.6) == pytest.approx(0.65)
+    assert recall_at(curve, 0.6) == recall_at([(c, r, "") for c, r in curve], 0.6)
+    assert recall_at(curve, 0.75) is None
+    assert report.recall_at is recall_at  # one implementation, re-exported by the report
+
+
+def test_the_net_cost_change_is_the_one_saving_with_its_sign_turned() -> None:
+    prices = CostRates(generator_input_per_mtok=2.0)
+    costly = _q("q1", {"a": 100, "b": 100}, ["a"], ["a"], cost_usd=0.01)  # saves 100 tokens, costs 0.01
+    m = summarize([costly], prices)
+    saving = net_saving_usd(m["generator_cost_saved_per_query_usd"], m["pruner_cost_per_query_usd"])
+    assert saving == pytest.approx(100 * 2.0 / 1e6 - 0.01) and saving < 0  # a loss
+    assert m["net_cost_change_per_query_usd"] == -saving > 0
+    nothing = summarize([_q("q2", {"a": 10}, ["a"], ["a"])], prices)  # keeps all, costs nothing
+    assert str(nothing["net_cost_change_per_query_usd"]) == "0.0"  # never -0.0 (shown as "+0.000000")

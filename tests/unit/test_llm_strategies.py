@@ -21,7 +21,7 @@ from admit.prune.anchors import AnchorsPruner
 from admit.prune.budget_select import BudgetSelectPruner
 from admit.prune.cache import PruneCache
 from admit.prune.graded import GradedPruner
-from admit.prune.savings import net_saving
+from admit.prune.savings import net_saving, net_saving_usd
 from admit.prune.select import SelectPruner
 from admit.types import Chunk, Message, Scored, Usage
 
@@ -454,6 +454,7 @@ def test_net_saving() -> None:
     assert s.compression == pytest.approx(0.75, abs=0.02)
     assert s.generator_cost_saved_usd == pytest.approx(s.tokens_saved * 2.5 / 1e6)
     assert s.net_saving_usd == pytest.approx(s.generator_cost_saved_usd - 0.00001)
+    assert s.net_saving_usd == net_saving_usd(s.generator_cost_saved_usd, s.pruner_cost_usd) > 0  # positive: saved
     assert s.as_dict()["tokens_saved"] == s.tokens_saved
     loss = net_saving(cs, ["d0", "d1", "d2", "d3"], usage, generator_model="gpt-4o")
     assert loss.tokens_saved == 0 and loss.net_saving_usd < 0

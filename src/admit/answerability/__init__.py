@@ -14,8 +14,8 @@ the evaluation harness and the trace.
 The small models ship in ``modelfiles/answerability.json`` (written by ``scripts/fit_answerability.py``; see
 :mod:`.model`): one for evidence the setwise pruner graded, one for evidence no pruner scored (``lexical``:
 strategy ``none`` or another pruner), one with the cross-encoder's scores (``cross``). They are fitted on the
-lists of ``../shared/train`` with their gold chunks removed to make unanswerable cases, and validated on
-``../shared/data`` the same way; the file holds the coefficients, the feature scalings and the measured figures,
+project's labelled training lists with their gold chunks removed to make unanswerable cases, and validated on
+its evaluation lists the same way; the file holds the coefficients, the feature scalings and the measured figures,
 never a label.
 
 Text in a script MiniLM does not read (CJK, Thai, ...; :func:`~admit._text.unreadable_script`) is matched by

@@ -14,11 +14,15 @@ Definitions (over a group of questions):
 * **latency** p50 / p95 of the pruner's wall time per question;
 * **cost** the pruner's own cost (its reported ``cost_usd``, else its tokens priced with the
   :class:`CostRates`), the generator input tokens saved, and the **net change per query**
-  ``pruner cost - tokens saved x generator input price`` (negative is a saving).
+  ``pruner cost - tokens saved x generator input price`` (negative is a saving): the opposite of
+  :func:`admit.prune.savings.net_saving_usd`, the one accounting, from which it is derived;
+* **R@x** retained recall at compression ``x``, interpolated along (compression, recall) points
+  (:func:`recall_at`; R@68 is the published target's).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import tomllib
@@ -28,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from admit.errors import ConfigError
+from admit.prune.savings import net_saving_usd
 
 __all__ = [
     "DIAGNOSES",
@@ -37,6 +42,7 @@ __all__ = [
     "diagnose",
     "percentile",
     "question_diagnosis",
+    "recall_at",
     "summarize",
 ]
 
@@ -225,6 +231,29 @@ def percentile(values: Sequence[float], q: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
 
 
+def recall_at(points: Sequence[tuple[float, float] | tuple[float, float, str]], x: float) -> float | None:
+    """Retained recall at compression ``x``, interpolated between the neighbouring points; ``None`` when no point
+    compresses that much.
+
+    Points are ``(compression, retained recall)``, optionally with a name (a Pareto front's configurations);
+    where the points start above ``x``, the best recall among them.
+
+    Example:
+        >>> recall_at([(0.5, 1.0), (0.75, 0.5)], 0.625)
+        0.75
+    """
+    pts = sorted(points, key=lambda p: (p[0], p[1]))
+    if not pts or pts[-1][0] < x:
+        return None
+    if pts[0][0] >= x:
+        return max(p[1] for p in pts if p[0] >= x)
+    for p0, p1 in itertools.pairwise(pts):
+        (x0, y0), (x1, y1) = p0[:2], p1[:2]
+        if x0 <= x <= x1:
+            return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return None
+
+
 def pruner_cost(r: QuestionResult, prices: CostRates) -> float:
     """The pruner's cost for one question: its own figure, else its tokens and time priced."""
     if r.cost_usd > 0:
@@ -271,6 +300,7 @@ def summarize(results: Sequence[QuestionResult], prices: CostRates | None = None
     costs = [pruner_cost(r, prices) for r in results]
     cost_pq = sum(costs) / n if n else 0.0
     saved_pq = sum(saved) / n if n else 0.0
+    saved_usd_pq = saved_pq * prices.generator_input_per_mtok / 1e6
     return {
         "questions": n,
         "candidates": n_cand,
@@ -299,8 +329,9 @@ def summarize(results: Sequence[QuestionResult], prices: CostRates | None = None
         "pruner_cost_per_query_usd": cost_pq,
         "generator_tokens_saved": sum(saved),
         "generator_tokens_saved_per_query": saved_pq,
-        "generator_cost_saved_per_query_usd": saved_pq * prices.generator_input_per_mtok / 1e6,
-        "net_cost_change_per_query_usd": cost_pq - saved_pq * prices.generator_input_per_mtok / 1e6,
+        "generator_cost_saved_per_query_usd": saved_usd_pq,
+        # a change of cost: the saving with its sign turned (0.0 - x, so no saving is +0.0, never -0.0)
+        "net_cost_change_per_query_usd": 0.0 - net_saving_usd(saved_usd_pq, cost_pq),
     }
 
 

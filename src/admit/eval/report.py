@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import html
 import io
-import itertools
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from admit.errors import MissingExtraError
-from admit.eval.metrics import question_diagnosis
+from admit.eval.metrics import question_diagnosis, recall_at
 from admit.eval.sweep import Config, EvalRun, dump_metrics, is_baseline
 from admit.prune import find_strategy
 
@@ -74,20 +73,6 @@ def pareto_front(points: Sequence[tuple[float, float, str]]) -> list[tuple[float
         if not dominated and not any(f[0] == p[0] and f[1] == p[1] for f in front):
             front.append(p)
     return sorted(front)
-
-
-def recall_at(front: Sequence[tuple[float, float, str]], x: float) -> float | None:
-    """Retained recall at compression ``x``, interpolated between the neighbouring front points; ``None`` when
-    no configuration compresses that much."""
-    pts = sorted(front)
-    if not pts or pts[-1][0] < x:
-        return None
-    if pts[0][0] >= x:
-        return max(p[1] for p in pts if p[0] >= x)
-    for (x0, y0, _), (x1, y1, _) in itertools.pairwise(pts):
-        if x0 <= x <= x1:
-            return y0 if x1 == x0 else y0 + (y1 - y0) * (x - x0) / (x1 - x0)
-    return None
 
 
 def strategy_points(

@@ -2,6 +2,11 @@
 
 The accounting of the Kapa write-up: net saving per query = (generator input tokens removed x the
 generator's prompt price) - the pruner's cost. A pruner that costs more than it saves is a loss.
+
+:func:`net_saving_usd` is the one accounting of that money, with one sign: **positive is money saved**. Every
+figure of a saving derives from it: :attr:`Saving.net_saving_usd` here, and the evaluation's
+``net_cost_change_per_query_usd`` (:func:`admit.eval.metrics.summarize`), which reports the same amount as a
+change of cost (its opposite: negative is a saving).
 """
 
 from __future__ import annotations
@@ -14,7 +19,20 @@ from admit.backends.llms.pricing import PriceTable
 from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.types import Chunk, Scored, Usage
 
-__all__ = ["Saving", "net_saving"]
+__all__ = ["Saving", "net_saving", "net_saving_usd"]
+
+
+def net_saving_usd(generator_cost_saved_usd: float, pruner_cost_usd: float) -> float:
+    """Money saved: the generator input cost the pruning removed minus what the pruner cost.
+
+    Positive is a saving, negative a loss (the pruner costs more than it saves). Both arguments are USD for
+    the same unit (one query, or a mean per query).
+
+    Example:
+        >>> net_saving_usd(0.5, 0.125)
+        0.375
+    """
+    return generator_cost_saved_usd - pruner_cost_usd
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,7 +65,7 @@ class Saving:
     @property
     def net_saving_usd(self) -> float:
         """Generator cost saved minus pruner cost (negative: the pruner costs more than it saves)."""
-        return self.generator_cost_saved_usd - self.pruner_cost_usd
+        return net_saving_usd(self.generator_cost_saved_usd, self.pruner_cost_usd)
 
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""

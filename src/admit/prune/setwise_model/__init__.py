@@ -4,7 +4,7 @@ Pure scoring logic: given a question and the retrieved chunks, estimate for ever
 that the answer needs it *as a member of the set* (a bridge paragraph that matters only together with
 another one included), decide how many chunks the question needs, and map the result to admit's
 five-level rubric. Numpy only at inference; the fitted trees live in ``modelfiles/setwise.json``
-(refit with ``scripts/fit_setwise.py``: fitted on ``../shared/train``, validated on ``../shared/data``).
+(refit with ``scripts/fit_setwise.py``: fitted on public labelled lists, validated on held-out ones).
 
 The package follows the model's own stages, one module each:
 

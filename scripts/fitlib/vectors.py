@@ -1,0 +1,76 @@
+"""The one vector cache: MiniLM vectors by text hash, persisted as one ``.npz`` under a fit's ``--cache-dir``."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from admit.backends.embedders.base import text_key
+from admit.prune import setwise_model as sm
+from fitlib.data import Record
+
+__all__ = ["VectorCache", "setwise_texts"]
+
+
+class VectorCache:
+    """MiniLM vectors by text hash, persisted as one ``.npz``; misses are embedded in large batches.
+
+    It is an embedder (``embed``), so the setwise scorer reads it in place of MiniLM.
+    """
+
+    name = "all-MiniLM-L6-v2"
+    dim = 384
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.vecs: dict[str, np.ndarray] = {}
+        if path.exists():
+            z = np.load(path)
+            self.vecs = dict(zip(z["keys"].tolist(), z["vecs"], strict=True))
+        self._model: Any = None
+
+    def fill(self, texts: Iterable[str]) -> None:
+        """Embed the texts not cached yet (shortest first), saving after every 2,048."""
+        todo = sorted(
+            {text_key(t): t for t in texts if text_key(t) not in self.vecs}.items(), key=lambda kv: len(kv[1])
+        )
+        if not todo:
+            return
+        if self._model is None:
+            from admit.backends.embedders.minilm import MiniLMEmbedder
+
+            self._model = MiniLMEmbedder(batch_size=64)
+        t0 = time.time()
+        for s in range(0, len(todo), 2048):
+            part = todo[s : s + 2048]
+            for (k, _), v in zip(part, self._model.embed([t for _, t in part]), strict=True):
+                self.vecs[k] = v
+            print(f"  embedded {s + len(part)}/{len(todo)} ({time.time() - t0:.0f}s)", file=sys.stderr)
+            self.save()
+
+    def save(self) -> None:
+        """Write the cache (atomically)."""
+        tmp = self.path.with_suffix(".tmp.npz")
+        np.savez(tmp, keys=np.array(list(self.vecs)), vecs=np.stack(list(self.vecs.values())).astype(np.float32))
+        os.replace(tmp, self.path)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """The texts' vectors (embedding the misses first)."""
+        self.fill(texts)
+        return np.stack([self.vecs[text_key(t)] for t in texts])
+
+
+def setwise_texts(rows: Iterable[Record]) -> list[str]:
+    """The texts the setwise scorer embeds for some records: each question and every candidate's passages."""
+    out = []
+    for r in rows:
+        out.append(sm.question_text(r["question"]))
+        for c in r["candidates"]:
+            out.extend(p or "-" for p in sm.passages(c.get("title") or "", c.get("text") or ""))
+    return out

@@ -1,0 +1,109 @@
+"""``scripts/fitlib``, the fit scripts' library: typed arguments, the list reader, the R@68 curves."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from admit.eval.metrics import recall_at
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts"))
+try:
+    from fitlib.args import FitArgs, arg
+    from fitlib.cross_train import CrossArgs
+    from fitlib.curves import keep_figures, r_at, topn_curve
+    from fitlib.data import family, labels, read_folder
+    from fitlib.setwise_data import augment
+finally:
+    sys.path.remove(str(ROOT / "scripts"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Args(FitArgs):
+    model: str = arg(required=True)
+    per_file: int = arg(300, help="lists per file")
+    lr: float = arg(5e-5)
+    restart: bool = arg(False)
+    layers: list[int] | None = arg(None)
+    ship: str = arg("train+valid", choices=("train+valid", "train"))
+
+
+def test_fit_args_are_their_command_line() -> None:
+    a = _Args.parse(["--model", "m.npz", "--per-file", "7", "--restart", "--layers", "4", "--layers", "5"])
+    assert a == _Args(model="m.npz", per_file=7, lr=5e-5, restart=True, layers=[4, 5], ship="train+valid")
+    assert list(a.as_dict()) == ["model", "per_file", "lr", "restart", "layers", "ship"]  # flag order
+    defaults = _Args.parse(["--model", "x"])
+    assert (defaults.per_file, defaults.restart, defaults.layers) == (300, False, None)
+    assert "lists per file" in _Args.parser().format_help()
+    with pytest.raises(SystemExit):
+        _Args.parse([])  # --model is required
+    with pytest.raises(SystemExit):
+        _Args.parse(["--model", "x", "--ship", "valid"])  # not a choice
+
+
+def test_the_cross_fit_keeps_its_flags_and_log_order() -> None:
+    a = CrossArgs.parse(["--per-file", "0", "--self-supervised", "--cache-layers", "5"])
+    assert a.per_file == 0 and a.self_supervised and a.cache_layers == [5] and a.layers is None
+    assert a.exclude == "docs_policyqa,docs2_evidence_inference" and a.device == "auto"
+    names = list(a.as_dict())
+    assert names[:4] == ["train", "valid", "cache_dir", "layers"] and names[-1] == "results"
+    assert a.lists().per_file == 0 and a.lists().seed == a.seed
+
+
+def test_one_reader_for_plain_and_gzipped_list_files(tmp_path: Path) -> None:
+    rec = {"id": "q1", "question": "?", "candidates": [{"id": "a"}, {"id": "b"}, {"id": "c"}], "required": ["b"]}
+    (tmp_path / "musique.jsonl").write_text(json.dumps(rec) + "\n\n", encoding="utf-8")
+    with gzip.open(tmp_path / "train_musique.jsonl.gz", "wt", encoding="utf-8") as fh:
+        fh.write(json.dumps({**rec, "id": "q2"}) + "\n")
+    (tmp_path / "notes.txt").write_text("not a list file")
+    got = read_folder(tmp_path)
+    assert list(got) == ["musique", "train_musique"]
+    assert [r["id"] for rows in got.values() for r in rows] == ["q1", "q2"]
+    assert labels(rec).tolist() == [0.0, 1.0, 0.0]
+    assert (family("train_musique"), family("devsplit_hotpotqa_fullwiki"), family("docs_policyqa")) == (
+        "musique",
+        "hotpotqa_fullwiki",
+        "policyqa",
+    )
+
+
+def test_topn_curve_and_r68_by_hand() -> None:
+    ys = [np.array([1.0, 0.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0, 0.0])]
+    scores = [np.array([0.9, 0.1, 0.2, 0.3]), np.array([0.5, 0.4, 0.3, 0.2])]  # gold ranked 1st and 3rd
+    curve = topn_curve(ys, scores)
+    assert curve == [(0.0, 1.0), (0.75, 0.5), (0.5, 0.5), (0.25, 1.0), (0.0, 1.0)]
+    assert keep_figures(ys, [np.array([True, False, False, False]), np.ones(4, bool)]) == (1.0, 0.375)
+    # R@68 between (0.5, 0.5) and (0.75, 0.5): 0.5; the evaluation's recall_at on the same points
+    assert r_at(curve) == recall_at(curve, 0.68) == pytest.approx(0.5)
+    assert r_at(curve, 0.8) == 0.0  # nothing compresses that much
+
+
+def test_augmented_lists_come_from_the_training_records_only() -> None:
+    cands = [{"id": f"c{i}", "title": f"T{i}", "text": "x"} for i in range(14)]
+    mus = {
+        "id": "m1",
+        "question": "Who founded the company that made X?",
+        "candidates": cands,
+        "required": ["c0", "c1"],
+        "meta": {
+            "decomposition": [
+                {"question": "Who made X?", "answer": "Acme", "support": "c0"},
+                {"question": "Who founded #1?", "answer": "Bob", "support": "c1"},
+            ]
+        },
+    }
+    out = augment({"train_musique": [mus]}, seed=1)
+    subs = out["aug_single_musique"]
+    assert [s["question"] for s in subs] == ["Who made X?", "Who founded Acme?"]
+    assert [s["required"] for s in subs] == [["c0"], ["c1"]]
+    rs = out["aug_resample_musique"]
+    assert len(rs) == 2 and all(len(r["candidates"]) == 10 for r in rs)
+    assert all({"c0", "c1"} <= {c["id"] for c in r["candidates"]} for r in rs)  # the gold kept
+    assert augment({"train_musique": [mus]}, seed=1) == out  # seeded
