@@ -102,6 +102,11 @@ class LRU(Generic[K, V]):
         with self._lock:
             return list(self._data)
 
+    def items(self) -> list[tuple[K, V]]:
+        """The entries, least recent first (a copy; their recency is not changed)."""
+        with self._lock:
+            return list(self._data.items())
+
     def __contains__(self, key: object) -> bool:
         """Whether ``key`` is held (its recency is not changed)."""
         with self._lock:

@@ -13,10 +13,9 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import threading
 import unicodedata
 import zlib
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Generic, Literal, TypeVar
@@ -24,6 +23,7 @@ from typing import Generic, Literal, TypeVar
 import numpy as np
 
 from admit import _linear
+from admit._lru import LRU
 
 __all__ = [
     "STOPWORDS",
@@ -103,32 +103,27 @@ class Memo(Generic[T]):
     def __init__(self, fn: Callable[[str], T], maxsize: int = 8192) -> None:
         """Memoise ``fn``, keeping the ``maxsize`` most recently used texts."""
         self._fn = fn
-        self._max = maxsize
-        self._data: OrderedDict[str, T] = OrderedDict()
-        self._lock = threading.Lock()
+        self._data: LRU[str, T] = LRU(maxsize)
 
     def __call__(self, text: str) -> T:
         """``fn(text)``, computed once per text."""
-        with self._lock:
-            if text in self._data:
-                self._data.move_to_end(text)
-                return self._data[text]
+        hit = self._data.get(text, _MISSING)
+        if hit is not _MISSING:
+            return hit  # type: ignore[return-value]
         value = self._fn(text)
-        self.seed(text, value)
+        self._data.put(text, value)
         return value
 
     def seed(self, text: str, value: T) -> None:
         """Remember ``value`` as ``fn(text)``."""
-        with self._lock:
-            self._data[text] = value
-            self._data.move_to_end(text)
-            while len(self._data) > self._max:
-                self._data.popitem(last=False)
+        self._data.put(text, value)
 
     def cache_clear(self) -> None:
         """Forget everything."""
-        with self._lock:
-            self._data.clear()
+        self._data.clear()
+
+
+_MISSING = object()
 
 
 def _norm_hash(text: str) -> str:

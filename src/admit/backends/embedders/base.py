@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol, runtime_checkable
 
@@ -17,6 +16,7 @@ import numpy as np
 import numpy.typing as npt
 
 from admit import _scope
+from admit._lru import LRU
 
 FloatMatrix = npt.NDArray[np.float32]
 
@@ -99,7 +99,7 @@ class CachedEmbedder:
         self.name = inner.name
         self.dim = inner.dim
         self.max_items = max_items
-        self._cache: OrderedDict[str, FloatMatrix] = OrderedDict()
+        self._cache: LRU[str, FloatMatrix] = LRU(max_items)
         self._lock = threading.RLock()  # shared by the service's worker threads
         self._pending: dict[str, threading.Event] = {}  # keys being computed, outside the lock
         self.hits = 0
@@ -133,10 +133,7 @@ class CachedEmbedder:
         self._put(self._key(key if is_hash else text_key(key)), v)
 
     def _put(self, key: str, vec: FloatMatrix) -> None:
-        self._cache[key] = vec
-        self._cache.move_to_end(key)
-        while len(self._cache) > self.max_items:
-            self._cache.popitem(last=False)
+        self._cache.put(key, vec)
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         """Embeds texts, computing only those not cached (each distinct text once).
@@ -160,7 +157,6 @@ class CachedEmbedder:
             for i, k in enumerate(keys):
                 vec = self._cache.get(k)
                 if vec is not None:
-                    self._cache.move_to_end(k)
                     out[i] = vec
                     self.hits += 1
                 elif k in self._pending and k not in mine:
@@ -206,4 +202,4 @@ class CachedEmbedder:
             The cached vectors.
         """
         with self._lock:
-            return dict(self._cache)
+            return dict(self._cache.items())

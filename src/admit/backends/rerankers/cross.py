@@ -24,7 +24,6 @@ import hashlib
 import json
 import math
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from admit import _scope, modelfiles
+from admit._lru import LRU
 from admit._text import bm25_matrix, content_tokens
 from admit.backends.embedders._bert import BertEncoder, _Layer, read_safetensors
 from admit.backends.rerankers.spec import RerankerSpec
@@ -134,8 +134,7 @@ class CrossEncoder:
         self.path = Path(path) if path is not None else default_model_path()
         self.minilm_path = minilm_path
         self.cache_items = cache_items
-        self._states: OrderedDict[str, F16] = OrderedDict()
-        self._cache_lock = threading.Lock()
+        self._states: LRU[str, F16] = LRU(cache_items)
         self._lock = threading.Lock()
         self._ready = False
         self.pairs = 0
@@ -212,18 +211,10 @@ class CrossEncoder:
         if question or not self.cache_items:
             return self._bottom(texts, question=question)
         keys = [self._key(t) for t in texts]
-        with self._cache_lock:
-            hits = {k: self._states[k] for k in keys if k in self._states}
-            for k in hits:
-                self._states.move_to_end(k)
+        hits = self._states.get_many(keys)
         todo = {k: t for t, k in zip(texts, keys, strict=True) if k not in hits}
         fresh = dict(zip(todo, self._bottom(list(todo.values()), question=False), strict=True))
-        with self._cache_lock:
-            for k, v in fresh.items():
-                self._states[k] = v.astype(np.float16)
-                self._states.move_to_end(k)
-            while len(self._states) > self.cache_items:
-                self._states.popitem(last=False)
+        self._states.put_many((k, v.astype(np.float16)) for k, v in fresh.items())
         return [fresh[k] if k in fresh else hits[k].astype(np.float32) for k in keys]
 
     def _bottom(self, texts: Sequence[str], *, question: bool) -> list[F32]:

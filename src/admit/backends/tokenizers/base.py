@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 import weakref
-from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from admit import _linear
+from admit._lru import LRU
 from admit.types import Message
 
 __all__ = [
@@ -60,9 +59,7 @@ def count_chat(tokenizer: Tokenizer, messages: Sequence[Message], *, priming: bo
     return total + (tokenizer.reply_priming if priming else 0)
 
 
-_COUNT_CACHE: OrderedDict[tuple[Hashable, str], int] = OrderedDict()
-_COUNT_LOCK = threading.Lock()
-_COUNT_MAX = 16_384
+_COUNT_CACHE: LRU[tuple[Hashable, str], int] = LRU(16_384)
 
 
 def count_key(tokenizer: Tokenizer) -> Hashable:
@@ -83,23 +80,17 @@ def cached_count(tokenizer: Tokenizer, text: str) -> int:
     Used to rank and estimate; the final fit is always decided by counting the rendered block.
     """
     key = (count_key(tokenizer), text)
-    with _COUNT_LOCK:
-        hit = _COUNT_CACHE.get(key)
-        if hit is not None:
-            _COUNT_CACHE.move_to_end(key)
-            return hit
+    hit = _COUNT_CACHE.get(key)
+    if hit is not None:
+        return hit
     n = tokenizer.count(text)
-    with _COUNT_LOCK:
-        _COUNT_CACHE[key] = n
-        if len(_COUNT_CACHE) > _COUNT_MAX:
-            _COUNT_CACHE.popitem(last=False)
+    _COUNT_CACHE.put(key, n)
     return n
 
 
 def clear_count_cache() -> None:
     """Forget remembered counts."""
-    with _COUNT_LOCK:
-        _COUNT_CACHE.clear()
+    _COUNT_CACHE.clear()
 
 
 # a newline whose next character is not whitespace or "/" (the look-ahead is a checked character: RE2 has none)
@@ -140,9 +131,4 @@ def count_lines(text: str) -> list[str]:
 def seed_counts(encoding: str, counts: Iterable[tuple[str, int]]) -> None:
     """Remember known counts (e.g. stored with a chunk at ingest) as if the BPE ``encoding`` had counted them."""
     who = ("bpe", encoding)
-    with _COUNT_LOCK:
-        for text, n in counts:
-            _COUNT_CACHE[(who, text)] = int(n)
-            _COUNT_CACHE.move_to_end((who, text))
-        while len(_COUNT_CACHE) > _COUNT_MAX:
-            _COUNT_CACHE.popitem(last=False)
+    _COUNT_CACHE.put_many(((who, text), int(n)) for text, n in counts)
