@@ -2,8 +2,8 @@
 ``admit.rerankers`` entry point only.
 
 The package is ``tests/data/plugin_reranker`` (``reverse``: the input order, reversed, so its ordering cannot be
-mistaken for BM25's). It is built and installed offline (``pip install --no-index --no-build-isolation``) into a
-venv that sees this interpreter's packages; admit itself comes from this checkout (``PYTHONPATH``). Real
+mistaken for BM25's). It is built and installed offline (``pip install --no-index --no-build-isolation --target``) into a
+folder that only the test's own processes put on ``PYTHONPATH``; admit itself comes from this checkout. Real
 processes: ``admit prune``, ``admit eval`` and ``admit serve`` on a loopback port (``POST /v1/prune``).
 """
 
@@ -50,25 +50,24 @@ RECORDS = [
 
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The environment of a venv holding the ``admit-reverse`` package; its ``python`` under ``ADMIT_PYTHON``."""
+    """The environment that sees the ``admit-reverse`` package; the interpreter to run under ``ADMIT_PYTHON``.
+
+    pip installs the package into a folder of its own (``--target``) with this interpreter's own build tools
+    (``--no-build-isolation``: the ``setuptools`` of the ``test`` extra, in whatever environment runs the tests,
+    a new user's venv included); only a process given that folder on ``PYTHONPATH`` sees the plug-in.
+    """
     tmp = tmp_path_factory.mktemp("plugin_reranker")
-    where = tmp / "venv"
-    made = subprocess.run(
-        [sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(where)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    python = where / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    if made.returncode != 0 or not python.is_file():
-        pytest.skip(f"a virtual environment cannot be made here: {made.stderr.strip()[-300:]}")
+    target = tmp / "site"
     src = tmp / "package"  # built from a copy: the build leaves build/ and *.egg-info beside the sources
     shutil.copytree(PACKAGE, src)
-    pip = [str(python), "-m", "pip", "install", "--no-index", "--no-build-isolation", "--no-deps", "-q", str(src)]
-    installed = subprocess.run(pip, capture_output=True, text=True, check=False, timeout=300)
+    pip = [sys.executable, "-m", "pip", "install", "--no-index", "--no-build-isolation", "--no-deps", "-q"]
+    installed = subprocess.run(
+        [*pip, "--target", str(target), str(src)], capture_output=True, text=True, check=False, timeout=300
+    )
     assert installed.returncode == 0, installed.stdout + installed.stderr
-    path = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
-    return {**os.environ, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1", "ADMIT_PYTHON": str(python)}
+    assert (target / "admit_reverse").is_dir()
+    path = os.pathsep.join(p for p in (str(target), str(SRC), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, "HF_HUB_OFFLINE": "1", "ADMIT_PYTHON": sys.executable}
 
 
 def _admit(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
