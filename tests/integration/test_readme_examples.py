@@ -74,6 +74,7 @@ def pages() -> list[Path]:
 SKIPPED = {
     "pip install": "installs packages: the test runs inside the environment these commands build",
     "pytest": "runs the whole test suite, this test included",
+    "scripts/check": "the linters and mypy, which .ci/run runs on its own before the tests",
     "mcpServers": "an MCP client's configuration file, not a command; its stdio server is run by the block above",
     "scripts/fit_setwise.py": "refits the pruner on ../shared (embeds 56,799 texts and fits 13 models: an hour of CPU)",
     "faces        admit.cli": "a picture (the layers of docs/architecture.md), not a command",
