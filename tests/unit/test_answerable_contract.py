@@ -310,3 +310,31 @@ def test_eval_metrics_count_unsure_apart() -> None:
     assert m["said_not_answered_when_lost"] == 0.5
     none = summarize([result(0, None)])
     assert none["said_answerable"] is None and none["said_unsure"] is None
+
+
+def test_a_cached_eval_outcome_without_the_verdict_is_computed_again(tmp_path: Path) -> None:
+    import sqlite3
+
+    from admit.eval.dataset import load_dataset
+    from admit.eval.sweep import EvalOptions, expand_grid, run_eval
+
+    row = {
+        "id": "p:0",
+        "question": QUESTION,
+        "candidates": [{"id": c.id, "source_id": c.source_id, "text": c.text} for c in CORPUS],
+        "required": ["config"],
+        "source": "toy",
+    }
+    path = tmp_path / "toy.jsonl"
+    path.write_text(json.dumps(row) + "\n", "utf-8")
+    opts = EvalOptions(reranker="bm25", generator_model="cl100k_base", cache=tmp_path / "cache")
+    grid = expand_grid("top_n", {"n": [1]})
+    first = run_eval(load_dataset(path), grid, opts).results["top_n n=1"][0]
+    assert first.answer_state in SAID and first.answerable is SAID[first.answer_state]
+    # an outcome cached before the verdict was stored: answerable true for "unsure" too, no answer_state
+    with sqlite3.connect(tmp_path / "cache" / "cache.sqlite") as db:
+        (key, value), *_ = db.execute("SELECT key, value FROM outcomes").fetchall()
+        old = {k: v for k, v in json.loads(value).items() if k != "answer_state"}
+        db.execute("UPDATE outcomes SET value = ? WHERE key = ?", (json.dumps({**old, "answerable": True}), key))
+    again = run_eval(load_dataset(path), grid, opts).results["top_n n=1"][0]
+    assert again.answer_state == first.answer_state and again.answerable is first.answerable
