@@ -91,7 +91,8 @@ class RouteRecord(TypedDict):
 class AnswerabilityRecord(TypedDict):
     """Whether the admitted evidence answers the question (:mod:`admit.answerability`)."""
 
-    answerable: bool
+    answerable: bool | None
+    """``True`` for ``answered``, ``None`` for ``unsure``, ``False`` for ``not_answered``."""
     probability: float
     model: str
     reason: str

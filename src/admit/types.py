@@ -440,14 +440,16 @@ class PackResult:
     tools: str = ""
     """The rendered tool-results block (untrusted tool data, its own envelope kind): send it as its own message,
     apart from the instructions and the evidence block; ``""`` without tool outputs."""
-    answerable: bool = True
-    """Whether the admitted evidence answers the question (:mod:`admit.answerability`); ``False`` comes with
-    a ``no_answer`` fallback saying why."""
+    answerable: bool | None = True
+    """Whether the admitted evidence answers the question (:mod:`admit.answerability`): ``True`` when
+    :attr:`answer_state` is ``answered``, ``None`` when it is ``unsure``, ``False`` when it is ``not_answered``
+    (with a ``no_answer`` fallback saying why). Test :attr:`answer_state` for "not answered": ``not None`` is
+    true."""
     answerability: float | None = None
     """The calibrated probability behind ``answerable`` (``None`` when it was not assessed)."""
     answer_state: str = "answered"
-    """``answered``, ``unsure`` or ``not_answered``; only ``not_answered`` sets ``answerable`` to ``False`` and
-    triggers the policy's ``on_no_answer`` ("unsure" changes nothing admitted)."""
+    """``answered``, ``unsure`` or ``not_answered``; only ``not_answered`` triggers the policy's ``on_no_answer``
+    ("unsure" changes nothing admitted)."""
 
     @property
     def admitted_ids(self) -> list[str]:

@@ -22,10 +22,14 @@ TEXTS = [
 ]
 
 
-def _same_answerability(meta: list[dict[str, Any]], answerable: bool, answerability: float | None) -> None:
+SAID = {"answered": True, "unsure": None, "not_answered": False}
+
+
+def _same_answerability(meta: list[dict[str, Any]], answerable: bool | None, answerability: float | None) -> None:
     assert meta
     for m in meta:
         assert m["answerable"] is answerable and m["answerability"] == answerability, m
+        assert answerable is SAID[m["answer_state"]], m  # None for "unsure", never True
 
 
 def test_langchain_documents_and_the_decision_carry_answerability() -> None:
@@ -37,7 +41,7 @@ def test_langchain_documents_and_the_decision_carry_answerability() -> None:
     docs = [Document(page_content=text, metadata={"title": title}) for title, text in TEXTS]
     d = AdmitCompressor().decide(docs, QUESTION)
     kept, dropped = d
-    assert isinstance(d.answerable, bool) and d.answerability is not None
+    assert d.answerable is SAID[d.answer_state] and d.answerability is not None
     _same_answerability([x.metadata["admit"] for x in kept + dropped], d.answerable, d.answerability)
 
 
@@ -49,7 +53,7 @@ def test_llamaindex_nodes_and_the_decision_carry_answerability() -> None:
 
     nodes = [NodeWithScore(node=TextNode(text=text, metadata={"title": title})) for title, text in TEXTS]
     d = AdmitNodePostprocessor().decide(nodes, QUESTION)
-    assert isinstance(d.answerable, bool)
+    assert d.answerable is SAID[d.answer_state]
     _same_answerability([n.node.metadata["admit"] for n in d.kept + d.dropped], d.answerable, d.answerability)
 
 
@@ -62,10 +66,10 @@ def test_haystack_has_answerability_output_sockets() -> None:
     p = Pipeline()
     p.add_component("admit", AdmitPruner())
     sockets = p.outputs(include_components_with_connected_outputs=True)["admit"]
-    assert {"documents", "dropped", "answerable", "answerability"} <= set(sockets)
+    assert {"documents", "dropped", "answerable", "answerability", "answer_state"} <= set(sockets)
     docs = [Document(content=text, meta={"title": title}) for title, text in TEXTS]
     out = p.run({"admit": {"query": QUESTION, "documents": docs}})["admit"]
-    assert isinstance(out["answerable"], bool)
+    assert out["answerable"] is SAID[out["answer_state"]]
     _same_answerability(
         [x.meta["admit"] for x in out["documents"] + out["dropped"]], out["answerable"], out["answerability"]
     )

@@ -88,6 +88,9 @@ def test_unanswerable_question_is_said_not_answered(searched: dict[str, dict[str
 def test_a_feature_the_product_lacks_is_never_said_answered(searched: dict[str, dict[str, Any]]) -> None:
     r = searched[LACKING]
     assert r["answer_state"] in ("unsure", "not_answered"), r["trace"]["answerability"]
+    # never true: null when unsure, false when not answered (issue 39 item 2)
+    assert r["answerable"] is {"unsure": None, "not_answered": False}[r["answer_state"]]
+    assert r["trace"]["answerability"]["answerable"] is r["answerable"]
     assert "Kerberos" in r["trace"]["answerability"]["missing"]
 
 

@@ -22,9 +22,10 @@ def filters() -> None:
     AdmitFilter(top_k=5, max_tokens=2000, max_doc_chars=None, embeddings="reuse", reranker="bm25")
     f = AdmitFilter(threshold=4, on_error="keep_all", drop_duplicates=False, tokenizer="gpt-4o")
     run: FilterRun = f.run("port", [Doc(id="a", text="port 80", score=2.0), Doc(id=None, text="bananas")])
-    answerable: bool = run.answerable
+    answerable: bool | None = run.answerable  # None: unsure
     p: float | None = run.answerability
-    print(answerable, p, [v.reason for v in run.verdicts], f.with_(top_k=3), f.to_dict())
+    state: str = run.answer_state
+    print(answerable, p, state, [v.reason for v in run.verdicts], f.with_(top_k=3), f.to_dict())
     AdmitFilter(treshold=3)  # type: ignore[call-arg]
     AdmitFilter(embeddings="sometimes")  # type: ignore[arg-type]
 
@@ -33,8 +34,10 @@ def langchain() -> None:
     c = AdmitCompressor(top_k=5)
     d: Decision[Document] = c.decide([Document(page_content="The port is 7420.")], "port?")
     kept, dropped = d
-    flag: bool = d.answerable
-    print(kept, dropped, flag, d.answerability, c.compress_documents(kept, "port?"))
+    flag: bool | None = d.answerable
+    sure: bool = d.answerable  # type: ignore[assignment]  # None when unsure: a bool alone is a mistake
+    state: str = d.answer_state
+    print(kept, dropped, flag, sure, state, d.answerability, c.compress_documents(kept, "port?"))
 
 
 def llamaindex() -> None:

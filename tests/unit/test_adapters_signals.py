@@ -31,10 +31,12 @@ def _verdicts(run: FilterRun) -> list[tuple[bool, int | None, str]]:
 def test_every_document_and_the_result_say_whether_the_question_is_answered() -> None:
     f = AdmitFilter(pruner_options={"embedder": CachedEmbedder(FakeEmbedder())})
     run = f.run(QUESTION, TITLED)
-    assert isinstance(run.answerable, bool)
+    # True only for "answered", None for "unsure" (the fake embedder's case today), False for "not_answered"
+    assert run.answerable is {"answered": True, "unsure": None, "not_answered": False}[run.answer_state]
     for v in run.verdicts:
         meta = run.metadata(v)
         assert meta["answerable"] is run.answerable and meta["answerability"] == run.answerability
+        assert meta["answer_state"] == run.answer_state
         assert {"kept", "stage", "strategy", "grade", "reason", "score", "rank", "excerpt"} <= set(meta)
 
 
@@ -42,8 +44,11 @@ def test_a_decision_unpacks_as_the_pair_and_keeps_its_attributes_through_pickle(
     d = Decision(["a"], ["b"], answerable=False, answerability=0.2)
     kept, dropped = d
     assert (kept, dropped, d.kept, d.dropped) == (["a"], ["b"], ["a"], ["b"])
+    assert d.answer_state == "not_answered"
     again = pickle.loads(pickle.dumps(d))
     assert tuple(again) == (["a"], ["b"]) and again.answerable is False and again.answerability == 0.2
+    unsure = pickle.loads(pickle.dumps(Decision(["a"], [], answerable=None, answerability=0.3)))
+    assert (unsure.answerable, unsure.answer_state) == (None, "unsure")
 
 
 def test_a_huge_title_is_cut_and_the_reason_says_so() -> None:

@@ -327,7 +327,7 @@ class AdmitFilter:
             for v in kept
         ]  # fmt: skip
         verdict = assess_kept(question, passed, None if any(v.excerpt for v in kept) else outcome)
-        if not verdict.answerable:
+        if verdict.not_answered:
             logger.info("not answered: %s", verdict.reason)
         return FilterRun(
             strategy=strategy,

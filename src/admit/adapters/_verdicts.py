@@ -53,7 +53,7 @@ class Verdict:
         self,
         strategy: str,
         *,
-        answerable: bool = True,
+        answerable: bool | None = True,
         answerability: float | None = None,
         answer_state: str = "answered",
     ) -> dict[str, Any]:
@@ -82,12 +82,13 @@ class FilterRun:
     """The strategy that ran (``none`` when nothing was pruned)."""
     verdicts: tuple[Verdict, ...]
     """One verdict per document, in input order."""
-    answerable: bool = True
-    """Whether the kept documents answer the question (:mod:`admit.answerability`)."""
+    answerable: bool | None = True
+    """Whether the kept documents answer the question (:mod:`admit.answerability`): ``True`` (``answered``),
+    ``None`` (``unsure``) or ``False`` (``not_answered``)."""
     answerability: float | None = None
     """The calibrated probability behind ``answerable``."""
     answer_state: str = "answered"
-    """``answered``, ``unsure`` or ``not_answered`` (only the last sets ``answerable`` to ``False``)."""
+    """``answered``, ``unsure`` or ``not_answered``."""
 
     def metadata(self, verdict: Verdict) -> dict[str, Any]:
         """The ``admit`` metadata entry of one document: its verdict, the strategy, and whether the kept documents
@@ -112,35 +113,48 @@ class FilterRun:
 
 D = TypeVar("D")
 
+_STATE_OF: dict[bool | None, str] = {True: "answered", None: "unsure", False: "not_answered"}
+
 
 class Decision(tuple[list[D], list[D]], Generic[D]):
     """``(kept, dropped)`` of an adapter's ``decide()``, each in input order, that also says whether the kept
-    documents answer the question (``answerable``, ``answerability``): it unpacks as the pair it always was.
+    documents answer the question (``answerable``, ``answerability``, ``answer_state``): it unpacks as the pair it
+    always was.
 
     Example:
-        >>> d = Decision(["a"], ["b"], answerable=False, answerability=0.1)
+        >>> d = Decision(["a"], ["b"], answerable=None, answerability=0.3, answer_state="unsure")
         >>> kept, dropped = d
-        >>> (kept, dropped, d.answerable, d.answerability)
-        (['a'], ['b'], False, 0.1)
+        >>> (kept, dropped, d.answerable, d.answerability, d.answer_state)
+        (['a'], ['b'], None, 0.3, 'unsure')
     """
 
-    answerable: bool
-    """Whether the kept documents answer the question (:mod:`admit.answerability`)."""
+    answerable: bool | None
+    """Whether the kept documents answer the question (:mod:`admit.answerability`): ``True`` (``answered``),
+    ``None`` (``unsure``: the check cannot tell) or ``False`` (``not_answered``)."""
     answerability: float | None
     """The calibrated probability behind ``answerable``."""
+    answer_state: str
+    """``answered``, ``unsure`` or ``not_answered``."""
 
     def __new__(
-        cls, kept: list[D], dropped: list[D], *, answerable: bool = True, answerability: float | None = None
+        cls,
+        kept: list[D],
+        dropped: list[D],
+        *,
+        answerable: bool | None = True,
+        answerability: float | None = None,
+        answer_state: str | None = None,
     ) -> Decision[D]:
-        """The pair, with the call's answerability."""
+        """The pair, with the call's answerability (``answer_state`` left out: read from ``answerable``)."""
         made = super().__new__(cls, (kept, dropped))
         made.answerable = answerable
         made.answerability = answerability
+        made.answer_state = answer_state or _STATE_OF[answerable]
         return made
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled with its attributes."""
-        return (_decision, (self[0], self[1], self.answerable, self.answerability))
+        return (_decision, (self[0], self[1], self.answerable, self.answerability, self.answer_state))
 
     @property
     def kept(self) -> list[D]:
@@ -153,5 +167,7 @@ class Decision(tuple[list[D], list[D]], Generic[D]):
         return self[1]
 
 
-def _decision(kept: list[D], dropped: list[D], answerable: bool, answerability: float | None) -> Decision[D]:
-    return Decision(kept, dropped, answerable=answerable, answerability=answerability)
+def _decision(
+    kept: list[D], dropped: list[D], answerable: bool | None, answerability: float | None, answer_state: str = ""
+) -> Decision[D]:
+    return Decision(kept, dropped, answerable=answerable, answerability=answerability, answer_state=answer_state)

@@ -9,11 +9,12 @@ Example:
     >>> p.run({"retriever": {"query": q}, "admit": {"query": q}})
 
 Kept documents are the caller's own ``Document`` objects (same id, content, score and ``meta``) with one extra
-``meta`` key, ``admit`` (kept, stage, grade, reason, score, rank, answerable, answerability); the ``dropped``
-output has the others, each with its reason; the ``answerable`` and ``answerability`` outputs say whether the kept
-documents answer the query. A saved pipeline records every setting and a custom
-:class:`~admit.adapters._core.AdmitFilter` (its pruner must have ``to_dict``/``from_dict``). Haystack 3 loads only
-components from modules it is told to trust: ``Pipeline.loads(yaml_text, allowed_modules=["admit.adapters.haystack"])``
+``meta`` key, ``admit`` (kept, stage, grade, reason, score, rank, answerable, answerability, answer_state); the
+``dropped`` output has the others, each with its reason; the ``answerable`` (``True``; ``None``: unsure;
+``False``), ``answerability`` and ``answer_state`` outputs say whether the kept documents answer the query. A saved
+pipeline records every setting and a custom :class:`~admit.adapters._core.AdmitFilter` (its pruner must have
+``to_dict``/``from_dict``). Haystack 3 loads only components from modules it is told to trust:
+``Pipeline.loads(yaml_text, allowed_modules=["admit.adapters.haystack"])``
 (add the module of a custom pruner too).
 """
 
@@ -193,11 +194,16 @@ class AdmitPruner:
         return self._filter.run(query, docs, top_k=top_k)
 
     @component.output_types(  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
-        documents=list[Document], dropped=list[Document], answerable=bool, answerability=float | None
+        documents=list[Document],
+        dropped=list[Document],
+        answerable=bool | None,
+        answerability=float | None,
+        answer_state=str,
     )
     def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
-        """Return ``{"documents": kept, "dropped": the others, "answerable", "answerability"}``: the documents each
-        in input order, with ``meta["admit"]``; whether the kept ones answer the query and its probability."""
+        """Return ``{"documents": kept, "dropped": the others, "answerable", "answerability", "answer_state"}``: the
+        documents each in input order, with ``meta["admit"]``; whether the kept ones answer the query (``True``,
+        ``None`` for ``unsure``, ``False``), its probability and the verdict."""
         res = self._decide(query, documents, top_k)
         kept: list[Document] = []
         dropped: list[Document] = []
@@ -207,10 +213,20 @@ class AdmitPruner:
             if v.excerpt is not None:
                 doc = replace(doc, content=v.excerpt)
             (kept if v.kept else dropped).append(doc)
-        return {"documents": kept, "dropped": dropped, "answerable": res.answerable, "answerability": res.answerability}
+        return {
+            "documents": kept,
+            "dropped": dropped,
+            "answerable": res.answerable,
+            "answerability": res.answerability,
+            "answer_state": res.answer_state,
+        }
 
     @component.output_types(  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
-        documents=list[Document], dropped=list[Document], answerable=bool, answerability=float | None
+        documents=list[Document],
+        dropped=list[Document],
+        answerable=bool | None,
+        answerability=float | None,
+        answer_state=str,
     )
     async def run_async(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
         """As :meth:`run`, in a worker thread: a cold first call (model load) never blocks the event loop."""

@@ -5,9 +5,10 @@ Example:
     >>> retriever = ContextualCompressionRetriever(base_compressor=AdmitCompressor(), base_retriever=base)
 
 Kept documents are the caller's own ``Document`` objects copied with one extra metadata key, ``admit``
-(kept, stage, grade, reason, score, rank, and the call's answerable and answerability); every other metadata key
-and the page content are unchanged. :meth:`AdmitCompressor.decide` returns the dropped documents too, each with
-its reason, and says ``answerable`` / ``answerability`` as attributes of its result.
+(kept, stage, grade, reason, score, rank, and the call's answerable, answerability and answer_state); every other
+metadata key and the page content are unchanged. :meth:`AdmitCompressor.decide` returns the dropped documents too,
+each with its reason, and says ``answerable`` (``True``; ``None``: unsure; ``False``), ``answerability`` and
+``answer_state`` as attributes of its result.
 
 A retriever from ``vectorstore.as_retriever()`` gives no scores: admit then keeps the retriever's order as
 the rank signal (``keep_top_k`` protects the retriever's top, not BM25's). Scores found under
@@ -48,7 +49,8 @@ class AdmitCompressor(AdapterSettings, BaseDocumentCompressor):  # type: ignore[
 
     def decide(self, documents: Sequence[Document], query: str) -> Decision[Document]:
         """``(kept, dropped)``, each in input order and with ``metadata["admit"]`` (the reason why); the result's
-        ``answerable`` and ``answerability`` say whether the kept documents answer the query."""
+        ``answerable`` (``None`` when unsure), ``answerability`` and ``answer_state`` say whether the kept documents
+        answer the query."""
         res = self._run(documents, query)
         kept: list[Document] = []
         dropped: list[Document] = []
@@ -59,7 +61,9 @@ class AdmitCompressor(AdapterSettings, BaseDocumentCompressor):  # type: ignore[
                 update["page_content"] = v.excerpt
             doc = src.model_copy(update=update)
             (kept if v.kept else dropped).append(doc)
-        return Decision(kept, dropped, answerable=res.answerable, answerability=res.answerability)
+        return Decision(
+            kept, dropped, answerable=res.answerable, answerability=res.answerability, answer_state=res.answer_state
+        )
 
     def _run(self, documents: Sequence[Document], query: str) -> FilterRun:
         docs = [

@@ -4,9 +4,10 @@ Example:
     >>> engine = index.as_query_engine(node_postprocessors=[AdmitNodePostprocessor()])  # doctest: +SKIP
 
 Kept nodes are the caller's own nodes (same ids, text and metadata) with one extra metadata key,
-``admit`` (kept, stage, grade, reason, score, rank, and the call's answerable and answerability); the
-``NodeWithScore`` score is kept as the retriever gave it. :meth:`AdmitNodePostprocessor.decide` returns the
-dropped nodes too, each with its reason, and says ``answerable`` / ``answerability`` as attributes of its result.
+``admit`` (kept, stage, grade, reason, score, rank, and the call's answerable, answerability and answer_state);
+the ``NodeWithScore`` score is kept as the retriever gave it. :meth:`AdmitNodePostprocessor.decide` returns the
+dropped nodes too, each with its reason, and says ``answerable`` (``True``; ``None``: unsure; ``False``),
+``answerability`` and ``answer_state`` as attributes of its result.
 A node's stored ``embedding`` is reused instead of encoding the node again when it is a vector of the text admit
 encodes (no title) from admit's model (``embeddings="auto"`` checks one first); each node's reason says which.
 ``to_dict``/``from_dict`` keep every setting and a custom filter (its pruner must save itself).
@@ -74,7 +75,8 @@ class AdmitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):  # type: i
 
     def decide(self, nodes: list[NodeWithScore], query_str: str, top_k: int | None = None) -> Decision[NodeWithScore]:
         """``(kept, dropped)``, each in input order and with ``metadata["admit"]`` (the reason why); the result's
-        ``answerable`` and ``answerability`` say whether the kept nodes answer the query."""
+        ``answerable`` (``None`` when unsure), ``answerability`` and ``answer_state`` say whether the kept nodes
+        answer the query."""
         res = self._run(nodes, query_str, top_k)
         kept: list[NodeWithScore] = []
         dropped: list[NodeWithScore] = []
@@ -87,7 +89,9 @@ class AdmitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):  # type: i
             node.excluded_embed_metadata_keys = [*src.node.excluded_embed_metadata_keys, "admit"]
             node.excluded_llm_metadata_keys = [*src.node.excluded_llm_metadata_keys, "admit"]
             (kept if v.kept else dropped).append(NodeWithScore(node=node, score=src.score))
-        return Decision(kept, dropped, answerable=res.answerable, answerability=res.answerability)
+        return Decision(
+            kept, dropped, answerable=res.answerable, answerability=res.answerability, answer_state=res.answer_state
+        )
 
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None

@@ -9,7 +9,8 @@ the setwise pruner ran, its absolute dense similarity and probabilities.
 
 It is computed once per request, on the :class:`~admit.prune.verdicts.PruneRun` (:func:`assess_run`), as an
 :class:`Answerability` record that every face reads: the pack result, ``/v1/prune``, the MCP tools, the adapters,
-the evaluation harness and the trace.
+the evaluation harness, the trace and the inspector. Its verdict is ``answered``, ``unsure`` or ``not_answered``;
+``answerable`` says the same on every face: ``True``, ``None`` (unsure) or ``False`` (:data:`ANSWERABLE`).
 
 The small models ship in ``modelfiles/answerability.json`` (written by ``scripts/fit_answerability.py``; see
 :mod:`.model`): one for evidence the setwise pruner graded, one for evidence no pruner scored (``lexical``:
@@ -33,7 +34,7 @@ from admit.answerability.model import (
     AnswerabilityModel,
     load_models,
 )
-from admit.answerability.record import Answerability
+from admit.answerability.record import ANSWERABLE, Answerability, answerable_for
 from admit.answerability.stage import (
     MIN_SETWISE_LIST,
     SCRIPT_MIN_SHARE,
@@ -46,6 +47,7 @@ from admit.answerability.stage import (
 )
 
 __all__ = [
+    "ANSWERABLE",
     "DEFAULT_PATH",
     "FEATURES",
     "MIN_SETWISE_LIST",
@@ -57,6 +59,7 @@ __all__ = [
     "Answerability",
     "AnswerabilityModel",
     "NoAnswer",
+    "answerable_for",
     "assess",
     "assess_kept",
     "assess_run",

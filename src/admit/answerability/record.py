@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
 
 from admit.answerability.model import STATES
@@ -10,7 +12,26 @@ from admit.answerability.model import STATES
 if TYPE_CHECKING:
     from admit.trace import AnswerabilityRecord
 
-__all__ = ["Answerability"]
+__all__ = ["ANSWERABLE", "Answerability", "answerable_for"]
+
+#: ``answerable`` for each verdict: ``True`` only for ``answered``, ``False`` for ``not_answered``, ``None`` for
+#: ``unsure`` (the check cannot tell: neither yes nor no).
+ANSWERABLE: Mapping[str, bool | None] = MappingProxyType({"answered": True, "unsure": None, "not_answered": False})
+
+
+def answerable_for(state: str) -> bool | None:
+    """``answerable`` for the verdict ``state`` (:data:`ANSWERABLE`).
+
+    Example:
+        >>> [answerable_for(s) for s in ("answered", "unsure", "not_answered")]
+        [True, None, False]
+
+    Raises:
+        ValueError: ``state`` is not one of :data:`~admit.answerability.model.STATES`.
+    """
+    if state not in STATES:
+        raise ValueError(f"state must be one of {STATES}, got {state!r}")
+    return ANSWERABLE[state]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -22,8 +43,10 @@ class Answerability:
     tools (:meth:`answer_fields`), the trace (:meth:`as_dict`), the ``no_answer`` note (:meth:`note`).
     """
 
-    answerable: bool
-    """``False`` only when the verdict is ``not_answered`` (which triggers the policy's ``on_no_answer``)."""
+    answerable: bool | None
+    """``True`` only when the verdict is ``answered``, ``False`` when it is ``not_answered`` (which triggers the
+    policy's ``on_no_answer``), ``None`` when it is ``unsure`` (:func:`answerable_for`). Test :attr:`state`, not
+    the truth of this field, where the meaning is "not answered": ``not None`` is true."""
     probability: float
     """P(the admitted evidence answers the question)."""
     model: str
@@ -33,25 +56,35 @@ class Answerability:
     """Why, in words (for the trace, the ``no_answer`` fallback and the human output)."""
     state: str = ""
     """``answered``, ``unsure`` or ``not_answered`` (:data:`~admit.answerability.model.STATES`); "unsure" changes
-    nothing admitted."""
+    nothing admitted. Left out, it is read from :attr:`answerable` (``None``: ``unsure``)."""
     missing: tuple[str, ...] = ()
     """The question's names, identifiers and key words that no admitted passage holds (what the note says)."""
 
     def __post_init__(self) -> None:
         if not self.state:
-            object.__setattr__(self, "state", "answered" if self.answerable else "not_answered")
-        if self.state not in STATES:
-            raise ValueError(f"state must be one of {STATES}, got {self.state!r}")
+            state = next((s for s, a in ANSWERABLE.items() if a is self.answerable), "")
+            if not state:
+                raise ValueError(f"answerable must be True, False or None, got {self.answerable!r}")
+            object.__setattr__(self, "state", state)
+        said = answerable_for(self.state)
+        if self.answerable is not said:
+            raise ValueError(f"answerable must be {said} for the state {self.state!r}, got {self.answerable!r}")
+
+    @property
+    def not_answered(self) -> bool:
+        """Whether the verdict is ``not_answered``: the one that triggers the policy's ``on_no_answer``."""
+        return self.state == "not_answered"
 
     def after_pack(self, admitted_any: bool) -> Answerability:
-        """The verdict once packed: evidence that answered but of which nothing fits the budget answers nothing."""
-        if admitted_any or not self.answerable:
+        """The verdict once packed: evidence that answered (or may have: ``unsure``) but of which nothing fits the
+        budget answers nothing."""
+        if admitted_any or self.not_answered:
             return self
         return Answerability(probability=0.0, answerable=False, model=self.model, reason="no evidence fits the budget")
 
     def answer_fields(self) -> dict[str, Any]:
-        """The keys every face returns beside the evidence: ``answerable``, ``answerability`` (the probability)
-        and ``answer_state``."""
+        """The keys every face returns beside the evidence: ``answerable`` (``True``, ``False`` or ``None`` for
+        ``unsure``), ``answerability`` (the probability) and ``answer_state``."""
         return {"answerable": self.answerable, "answerability": self.probability, "answer_state": self.state}
 
     def as_dict(self) -> AnswerabilityRecord:

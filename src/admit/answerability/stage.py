@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from admit._text import unreadable_script
 from admit.answerability.features import SETWISE, features, missing_terms
 from admit.answerability.model import AnswerabilityModel, load_models
-from admit.answerability.record import Answerability
+from admit.answerability.record import Answerability, answerable_for
 from admit.types import Chunk, Decision, Fallback, Scored
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def assess(
         parts.append(f"no passage names {', '.join(missing)}")
     return Answerability(
         probability=round(p, 4),
-        answerable=state != "not_answered",
+        answerable=answerable_for(state),
         model=model.name,
         reason="; ".join(parts),
         state=state,
@@ -160,7 +160,7 @@ def on_no_answer(verdict: Answerability, survivors: Sequence[Scored], action: st
     """Apply the policy's ``on_no_answer`` (``action``) to the survivors when ``verdict`` says "not answered":
     ``admit_nothing`` withholds them all, ``note`` and ``ask_to_narrow`` add the verdict's :meth:`~Answerability.note`.
     """
-    if verdict.answerable or not survivors:
+    if not verdict.not_answered or not survivors:
         return NoAnswer(survivors=survivors)
     if action != "admit_nothing":
         return NoAnswer(survivors=survivors, notes=(verdict.note(action),))
@@ -175,8 +175,9 @@ def on_no_answer(verdict: Answerability, survivors: Sequence[Scored], action: st
 
 
 def no_answer_fallback(verdict: Answerability, survivor_ids: Sequence[str], action: str, noted: bool) -> list[Fallback]:
-    """The ``no_answer`` fallback of a "not answered" verdict (none otherwise), saying what ``action`` did."""
-    if verdict.answerable:
+    """The ``no_answer`` fallback of a "not answered" verdict (none for ``answered`` or ``unsure``), saying what
+    ``action`` did."""
+    if not verdict.not_answered:
         return []
     ids = tuple(survivor_ids)
     detail = f"the admitted evidence does not answer the question ({verdict.reason})"

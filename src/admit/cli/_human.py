@@ -41,7 +41,7 @@ def print_result(res: PackResult, console: Any, *, show_text: int = 200) -> None
         f"used {t.get('evidence_tokens')}; pruning: {escape(strategy)}"
     )
     console.print(f"[bold]admitted {len(res.admitted)} of {t.get('candidate_count')} candidates[/]")
-    if not res.answerable:
+    if res.answer_state == "not_answered":
         prob = "" if res.answerability is None else f" (answerability {res.answerability:.2f})"
         console.print(f"[bold yellow]not answered: the admitted evidence does not answer the question{prob}[/]")
     elif res.answer_state == "unsure":

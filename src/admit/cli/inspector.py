@@ -19,9 +19,10 @@ __all__ = ["inspect_cmd"]
 def inspect_cmd(trace: str, request_id: str | None, output: str) -> None:
     """Write the request inspector page of TRACE.jsonl (`--trace-file` of search/pack, or a server's trace file).
 
-    The page shows each request's question, class and cue, budget ledger, every candidate in rank order with its
-    fate, stage, grade, score and reason, the admitted envelopes, fallbacks, flags and per-stage latency; it
-    filters and sorts by fate, and loads nothing from the network.
+    The page shows each request's question, class and cue, answerability verdict (answered, unsure or not
+    answered, with its probability and reason), budget ledger, every candidate in rank order with its fate, stage,
+    grade, score and reason, the admitted envelopes, fallbacks, flags and per-stage latency; it filters and sorts
+    by fate, and loads nothing from the network.
     """
     from pathlib import Path
 

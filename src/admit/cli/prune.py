@@ -298,6 +298,12 @@ class _Summary:
     kept: int = 0
     fallbacks: int = 0
     errors: int = 0
+    answered: int = 0
+    """Records whose kept chunks answer the question (``answerable`` true)."""
+    unsure: int = 0
+    """Records on which the check cannot tell (``answerable`` null)."""
+    not_answered: int = 0
+    """Records whose kept chunks do not answer it (``answerable`` false)."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
@@ -308,6 +314,10 @@ class _Summary:
         self.kept += len(row["kept"])
         self.fallbacks += row["fallback"] is not None
         self.errors += row["error"] is not None
+        state = row.get("answer_state")
+        self.answered += state == "answered"
+        self.unsure += state == "unsure"
+        self.not_answered += state == "not_answered"
         usage = row.get("usage") or {}
         self.prompt_tokens += int(usage.get("prompt_tokens", 0) or 0)
         self.completion_tokens += int(usage.get("completion_tokens", 0) or 0)
@@ -322,6 +332,7 @@ class _Summary:
         comp = self.as_dict()["chunk_compression"]
         return (
             f"pruned {self.records} records with {self.strategy}: kept {self.kept} of {self.candidates} candidates "
-            f"(chunk compression {comp:.1%}); {self.fallbacks} fallbacks, {self.errors} errors; "
+            f"(chunk compression {comp:.1%}); answered {self.answered}, unsure {self.unsure}, not answered "
+            f"{self.not_answered}; {self.fallbacks} fallbacks, {self.errors} errors; "
             f"{self.prompt_tokens + self.completion_tokens} LLM tokens; {self.seconds:.1f} s -> {self.output}"
         )

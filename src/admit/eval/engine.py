@@ -200,7 +200,11 @@ class _Worker:
             dt = time.perf_counter() - t0
             out["outcomes"][key] = _outcome_json(run.outcome, strategy, dt, self.encode_seconds - enc0)
             if run.answer is not None:  # the answerability stage's record (the pipeline's check), for the report
-                out["outcomes"][key].update(answerable=run.answer.answerable, answerability=run.answer.probability)
+                out["outcomes"][key].update(
+                    answerable=run.answer.answerable,
+                    answerability=run.answer.probability,
+                    answer_state=run.answer.state,
+                )
         return out
 
 

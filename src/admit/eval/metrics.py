@@ -153,8 +153,15 @@ class QuestionResult:
     """Cited ids that support the answer (when a generator is configured)."""
     grades: Mapping[str, int] = field(default_factory=dict)
     """The pruner's grade per candidate."""
-    answerable: bool | None = None
-    """Whether the pipeline's answerability check says the kept chunks answer (``None``: not assessed)."""
+    answer_state: str | None = None
+    """The pipeline's answerability verdict on the kept chunks: ``answered``, ``unsure`` or ``not_answered``
+    (``None``: not assessed)."""
+
+    @property
+    def answerable(self) -> bool | None:
+        """``True`` for ``answered``, ``False`` for ``not_answered``, ``None`` for ``unsure`` or not assessed
+        (:attr:`answer_state` tells them apart)."""
+        return {"answered": True, "not_answered": False}.get(self.answer_state or "")
 
     @property
     def total_tokens(self) -> int:
@@ -317,10 +324,17 @@ def summarize(results: Sequence[QuestionResult], prices: CostRates | None = None
         "latency_ms_p50": percentile(lat_ms, 50),
         "latency_ms_p95": percentile(lat_ms, 95),
         # the labelled lists hold their gold chunks: "not answered" on one is a false alarm when it was retained,
-        # and right when the pruner lost a gold chunk
-        "said_answerable": _share(results, lambda r: r.answerable is True),
-        "said_not_answered_when_retained": _share([r for r in results if r.retained], lambda r: r.answerable is False),
-        "said_not_answered_when_lost": _share([r for r in results if not r.retained], lambda r: r.answerable is False),
+        # and right when the pruner lost a gold chunk; "unsure" (answerable None) is its own share, in neither
+        "said_answerable": _share(results, lambda r: r.answer_state == "answered"),
+        "said_unsure": _share(results, lambda r: r.answer_state == "unsure"),
+        "said_not_answered": _share(results, lambda r: r.answer_state == "not_answered"),
+        "said_not_answered_when_retained": _share(
+            [r for r in results if r.retained], lambda r: r.answer_state == "not_answered"
+        ),
+        "said_unsure_when_retained": _share([r for r in results if r.retained], lambda r: r.answer_state == "unsure"),
+        "said_not_answered_when_lost": _share(
+            [r for r in results if not r.retained], lambda r: r.answer_state == "not_answered"
+        ),
         "pruner_prompt_tokens": sum(r.prompt_tokens for r in results),
         "pruner_completion_tokens": sum(r.completion_tokens for r in results),
         "pruner_calls": sum(r.calls for r in results),
@@ -337,7 +351,7 @@ def summarize(results: Sequence[QuestionResult], prices: CostRates | None = None
 
 def _share(results: Sequence[QuestionResult], pred: Callable[[QuestionResult], bool]) -> float | None:
     """The share of the assessed results for which ``pred`` holds (``None`` when none was assessed)."""
-    assessed = [r for r in results if r.answerable is not None]
+    assessed = [r for r in results if r.answer_state is not None]
     return sum(1 for r in assessed if pred(r)) / len(assessed) if assessed else None
 
 

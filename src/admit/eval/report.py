@@ -286,11 +286,12 @@ def _breakdown_tables(run: EvalRun, name: str) -> str:
                 f"<tr><td class=l>{_e(g)}</td><td>{v['questions']}</td><td>{_pct(v['chunk_compression'])}</td>"
                 f"<td>{_pct(v['token_compression'])}</td><td>{_pct(v['retained_recall'])}</td>"
                 f"<td>{_pct(v['chunk_recall'])}</td><td>{_opt(v.get('said_answerable'))}</td>"
+                f"<td>{_opt(v.get('said_unsure'))}</td>"
                 f"<td>{_opt(v.get('said_not_answered_when_retained'))}</td><td class=l>{_e(diag)}</td></tr>"
             )
         parts.append(
             f"<h4>by {title}</h4><table><tr><th class=l>{title}</th><th>questions</th><th>chunk comp.</th>"
-            f"<th>token comp.</th><th>retained recall</th><th>chunk recall</th><th>said answered</th>"
+            f"<th>token comp.</th><th>retained recall</th><th>chunk recall</th><th>said answered</th><th>unsure</th>"
             f"<th>not answered, retained</th><th class=l>diagnosis</th></tr>" + "".join(rows) + "</table>"
         )
     return "".join(parts)

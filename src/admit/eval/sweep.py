@@ -348,7 +348,9 @@ def run_eval(
                 gkeys.setdefault(c.name, []).append(k)
             jobs_by_record.append(jobs)
         all_keys = [k for jobs in jobs_by_record for k in jobs]
-        outcomes = cache.get_many("outcomes", all_keys)
+        # an outcome assessed before the verdict was stored (answerable true for "unsure" too) is computed again
+        stored = cache.get_many("outcomes", all_keys)
+        outcomes = {k: o for k, o in stored.items() if "answerable" not in o or "answer_state" in o}
         n_cached = len(set(all_keys) & set(outcomes))
         tasks: list[Task] = []
         for inp, skey, jobs in zip(inputs, skeys, jobs_by_record, strict=True):
@@ -437,7 +439,7 @@ def run_eval(
                     cost_usd=float(o.get("cost_usd", 0.0)),
                     error=o.get("error"),
                     grades={k: int(v) for k, v in o.get("grades", {}).items()},
-                    answerable=o.get("answerable"),
+                    answer_state=o.get("answer_state"),
                 )
             )
         results[c.name] = rows

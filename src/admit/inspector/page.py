@@ -1,11 +1,12 @@
 """The request inspector's page: one self-contained HTML page that shows trace records as a person reads them.
 
-For each request: the question, its query class and the cue that chose it, the budget ledger (limit,
-instructions, conversation, tools, answer reserve, safety margin, evidence budget and what the evidence used),
-every candidate in rank order with its fate, stage, grade, score and reason, the admitted passages in the
-envelopes the model sees, the fallbacks, the injection flags, the pruner and the per-stage latency. The
-candidates' table filters and sorts by fate (a few lines of inline script; the page loads nothing from the
-network, and every value from the trace is HTML-escaped).
+For each request: the question, its query class and the cue that chose it, the answerability verdict (answered,
+unsure or not answered, its probability, the model that decided, why, and the question's terms no admitted passage
+holds), the budget ledger (limit, instructions, conversation, tools, answer reserve, safety margin, evidence budget
+and what the evidence used), every candidate in rank order with its fate, stage, grade, score and reason, the
+admitted passages in the envelopes the model sees, the fallbacks, the injection flags, the pruner and the per-stage
+latency. The candidates' table filters and sorts by fate (a few lines of inline script; the page loads nothing from
+the network, and every value from the trace is HTML-escaped).
 
 It renders :class:`~admit.trace.TraceRecord` s (with their logged ``request`` when there is one), from a trace
 file (:func:`read_trace_file`, ``admit inspect``) or from the service's :class:`~admit.inspector.log.InspectLog`
@@ -183,6 +184,43 @@ def _table(rows: Sequence[tuple[str, Any]]) -> str:
     return f'<table class="kv">{body}</table>'
 
 
+#: The verdict's words on the page (the record's ``state``; a record without one is read from ``answerable``).
+_VERDICTS = {"answered": "answered", "unsure": "unsure", "not_answered": "not answered"}
+
+
+def _verdict_state(rec: Mapping[str, Any]) -> str | None:
+    """The record's answerability state (``answered``, ``unsure``, ``not_answered``), ``None`` when unassessed."""
+    ans = _map(rec, "answerability")
+    if not ans:
+        return None
+    state = ans.get("state")
+    if isinstance(state, str) and state in _VERDICTS:
+        return state
+    said = ans.get("answerable")  # a record written before the state was logged
+    return {True: "answered", False: "not_answered"}.get(said) if isinstance(said, bool) else "unsure"
+
+
+def _verdict(rec: Mapping[str, Any]) -> str:
+    """The answerability block: the verdict in words, the probability, the model, the reason, the missing terms."""
+    state = _verdict_state(rec)
+    if state is None:
+        return '<div class="verdict none"><h3>Answerability</h3><p>not assessed in this trace</p></div>'
+    ans = _map(rec, "answerability")
+    missing = ans.get("missing")
+    rows: list[tuple[str, Any]] = [
+        ("answerable", {"answered": "true", "unsure": "null (unsure)", "not_answered": "false"}[state]),
+        ("probability", ans.get("probability")),
+        ("model", ans.get("model")),
+        ("reason", ans.get("reason")),
+    ]
+    if isinstance(missing, list) and missing:
+        rows.append(("missing", ", ".join(map(str, missing))))
+    return (
+        f'<div class="verdict {_e(state)}" data-state="{_e(state)}"><h3>Answerability: '
+        f'<span class="state {_e(state)}">{_e(_VERDICTS[state])}</span></h3>{_table(rows)}</div>'
+    )
+
+
 def _section(rec: Mapping[str, Any], index: int) -> str:
     rid = str(rec.get("request_id", f"request-{index}"))
     request = _map(rec, "request")
@@ -269,6 +307,7 @@ def _section(rec: Mapping[str, Any], index: int) -> str:
  (cue <code class="cue">{_e(route.get("cue", ""))}</code>{", overridden" if route.get("overridden") else ""})
  · policy {_e(rec.get("policy_version"))} · {len(cands)} candidates: {_e(summary)}</p>
 <div class="grid">
+{_verdict(rec)}
 <div><h3>Budget ledger</h3>{_table(ledger)}</div>
 <div><h3>Per-stage latency</h3><table class="kv latency">{lat}</table></div>
 <div><h3>Pruner</h3>{pr}<h3>Fallbacks</h3><ul class="fallbacks">{fb}</ul>
@@ -297,6 +336,7 @@ table{border-collapse:collapse}td,th{padding:2px 8px;text-align:left;vertical-al
 .bar{display:inline-block;height:.7em;background:#4a78c2;min-width:1px}.latency td:last-child{width:160px}
 pre{background:#f5f5f5;padding:.8em;white-space:pre-wrap;max-height:40em;overflow:auto}
 .controls{margin:.3em 0}.shown{color:#555;margin-left:1em}
+.state.answered{color:#0a6b2d}.state.unsure{color:#8a5a00}.state.not_answered{color:#9b1c1c}
 """
 
 _SCRIPT = """
@@ -330,6 +370,11 @@ for (const box of document.querySelectorAll('.controls')) {
 """
 
 
+def _index_verdict(rec: Mapping[str, Any]) -> str:
+    state = _verdict_state(rec)
+    return "" if state is None else f'; <span class="state {_e(state)}">{_e(_VERDICTS[state])}</span>'
+
+
 def render_page(
     records: Sequence[TraceRecord] | Sequence[Mapping[str, Any]], *, title: str = "admit: request inspector"
 ) -> str:
@@ -339,7 +384,7 @@ def render_page(
         f"{_e(_stamp(r))} {_e(r.get('query_class'))}: "
         f"{_e(r.get('question') or (r.get('request') or {}).get('question') or '')} "
         f"({len(r.get('accepted_chunk_ids', []))} of {r.get('candidate_count', len(r.get('decisions', [])))} "
-        f"admitted)</li>"
+        f"admitted{_index_verdict(r)})</li>"
         for i, r in enumerate(records)
     )
     sections = "".join(_section(r, i) for i, r in enumerate(records))

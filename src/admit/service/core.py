@@ -287,7 +287,9 @@ def trace_summary(trace: TraceRecord | Mapping[str, Any]) -> dict[str, Any]:
         "accepted_chunk_ids": list(rec.get("accepted_chunk_ids", [])),
         "dropped": dict(rec.get("dropped", {})),
         "fallbacks": [f["kind"] for f in rec.get("fallbacks", [])],
+        # None for "unsure" as for "not assessed": answer_state tells them apart (None: not assessed)
         "answerable": rec["answerability"]["answerable"] if "answerability" in rec else None,
+        "answer_state": rec["answerability"].get("state") if "answerability" in rec else None,
         "pruner": dict(pruner) if pruner else None,
         "tools": [dict(t) for t in rec.get("tools", [])],  # what happened to each tool output (counts only)
         "flags": {k: list(v) for k, v in rec.get("flags", {}).items()},  # injection flags: ids and kinds, no text

@@ -38,14 +38,15 @@ class EvidenceResult(BaseModel):
 
     evidence: str = Field(description="The evidence block: untrusted-evidence envelopes, cite their ids.")
     citations: list[str] = Field(description="Ids of the admitted passages on this page, in prompt order.")
-    answerable: bool = Field(
+    answerable: bool | None = Field(
         default=True,
-        description="Whether the evidence answers the question; false: say the knowledge base does not answer it.",
+        description="Whether the evidence answers the question: true; null (unsure: answer from it with care); "
+        "false: say the knowledge base does not answer it.",
     )
     answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
     answer_state: str = Field(
         default="answered",
-        description="`answered`, `unsure` or `not_answered`; only `not_answered` sets `answerable` to false.",
+        description="`answered`, `unsure` or `not_answered` (`answerable` true, null, false).",
     )
     passages: list[CitedPassage]
     tools: str = Field(default="", description="The tool-results block (untrusted tool data), if tools were given.")

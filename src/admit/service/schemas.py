@@ -127,14 +127,16 @@ class SearchResponse(BaseModel):
     query: str = Field(description="Deprecated: the same as `question`.")
     admitted: list[PassageOut]
     citations: list[str]
-    answerable: bool = Field(
+    answerable: bool | None = Field(
         default=True,
-        description="Whether the admitted evidence answers the question (false: see the no_answer fallback).",
+        description="Whether the admitted evidence answers the question: true (`answered`), null (`unsure`: the "
+        "check cannot tell) or false (`not_answered`: see the no_answer fallback).",
     )
     answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
     answer_state: str = Field(
         default="answered",
-        description="`answered`, `unsure` or `not_answered`; only `not_answered` sets `answerable` to false.",
+        description="`answered`, `unsure` or `not_answered` (`answerable` true, null, false); only `not_answered` "
+        "triggers the policy's on_no_answer.",
     )
     prompt: str
     budget: dict[str, Any] = Field(description="The evidence budget: input limit, reserves, what is left for evidence.")
@@ -192,11 +194,15 @@ class PruneResponse(BaseModel):
     usage: dict[str, Any]
     notes: list[str] = Field(default_factory=list, description="The pruner's notes.")
     trace: dict[str, Any]
-    answerable: bool = Field(default=True, description="Whether the kept chunks answer the question.")
+    answerable: bool | None = Field(
+        default=True,
+        description="Whether the kept chunks answer the question: true (`answered`), null (`unsure`) or false "
+        "(`not_answered`).",
+    )
     answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
     answer_state: str = Field(
         default="answered",
-        description="`answered`, `unsure` or `not_answered`; only `not_answered` sets `answerable` to false.",
+        description="`answered`, `unsure` or `not_answered` (`answerable` true, null, false).",
     )
 
     @classmethod
