@@ -6,15 +6,20 @@ existed. The baseline is a frozen copy of the cues shipped until issue 39 (:data
 then: the first class (by priority) whose regular expression matches anywhere in the raw question wins.
 
     PYTHONPATH=$PWD/src python bench/bench_routing.py [--policy FILE] [--set FILE] [--errors] [--json]
+    PYTHONPATH=$PWD/src python bench/bench_routing.py --typed ../shared/data/hotpotqa_distractor.jsonl
 
 Prints accuracy overall, on the hard cases and per class (recall of the expected class), then each router's
 confusion matrix (rows: expected, columns: routed). ``--errors`` lists the questions each router gets wrong.
+``--typed FILE`` (JSONL, gzip or not, with ``question`` and ``question_type``, as ``../shared/data``) instead counts
+the questions each router sends to ``comparison``, by the records' own ``question_type`` (HotpotQA and
+2WikiMultiHopQA label their comparison questions): a check on phrasing the labelled sets do not cover.
 Deterministic: no model, no clock.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import sys
 from collections import Counter
@@ -162,6 +167,24 @@ def _confusion_table(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def typed_check(path: Path, routers: dict[str, Any]) -> None:
+    """Per ``question_type``: how many questions, and how many each router sends to ``comparison``."""
+    opener: Any = gzip.open if path.suffix == ".gz" else open
+    counts: dict[str, Counter[str]] = {}
+    with opener(path, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            rec = json.loads(line)
+            c = counts.setdefault(str(rec.get("question_type", "")), Counter())
+            c["n"] += 1
+            for name, router in routers.items():
+                c[name] += router.classify(rec["question"]).query_class == "comparison"
+    print(f"routed to comparison, by question_type, in {path.name}\n")
+    print("| question_type | n | " + " | ".join(routers) + " |")
+    print("|---" * (len(routers) + 2) + "|")
+    for qt, c in sorted(counts.items()):
+        print(f"| {qt} | {c['n']} | " + " | ".join(str(c[name]) for name in routers) + " |")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run both routers on the set and print the tables."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -169,9 +192,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--policy", default=None, help="policy file for the new router (default: the shipped one)")
     ap.add_argument("--errors", action="store_true", help="list the misrouted questions")
     ap.add_argument("--json", action="store_true", help="print the results as JSON")
+    ap.add_argument("--typed", type=Path, default=None, help="count comparison routes by question_type in FILE")
     args = ap.parse_args(argv)
-    rows = load_set(args.set)
     old, new = old_router(), load_policy_set(args.policy)
+    if args.typed is not None:
+        typed_check(args.typed, {"old (cue anywhere)": old, "new (question shape)": new})
+        return 0
+    rows = load_set(args.set)
     results = {
         "old (cue anywhere)": score(rows, lambda q: old.classify(q).query_class),
         "new (question shape)": score(rows, lambda q: new.classify(q).query_class),

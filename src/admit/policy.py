@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from admit.errors import ConfigError, RequestError, unknown_name
 from admit.prune.settings import PruneSettings
-from admit.route import Route, RouteCues, Router, RoutingSettings
+from admit.route import QuestionShape, Route, RouteCues, Router, RoutingSettings
 from admit.trace import RouteRecord
 
 __all__ = [
@@ -54,7 +54,8 @@ class Policy:
     (quoted text masked, subordinate clauses cut: :mod:`admit.route`)."""
     head_cues: tuple[str, ...] = ()
     """Case-insensitive regular expressions that select the class when they match at the start of the main
-    clause (or of one of its sentences), after lead-ins such as ``please`` or ``can you tell me``."""
+    clause (or of one of its sentences), after lead-ins such as ``please``, ``tell me`` or the ``can you`` of a
+    polite request."""
     exclude: tuple[str, ...] = ()
     """Case-insensitive regular expressions searched in the main clause; a match takes the class out of the
     running (``^how (do|can) I`` keeps "How do I list all files?" out of ``list_all``)."""
@@ -144,6 +145,10 @@ class PolicySet:
     def classify(self, question: str, *, override: str | None = None) -> Route:
         """Pick the class for ``question``; ``override`` (a class name) wins and is logged as such."""
         return self._router.classify(question, override=override)
+
+    def shape(self, question: str) -> QuestionShape:
+        """The question as the router reads it: quoted text masked, the main clause, its heads."""
+        return self._router.shape(question)
 
     def policy(self, name: str) -> Policy:
         """Return the policy of class ``name``."""

@@ -5,7 +5,8 @@ The router reads the question's shape before its words (:func:`question_shape`):
 1. **Quoted text is masked.** Code blocks, inline code, and text in double, single or curly quotes become the
    placeholder ``"…"`` (:data:`QUOTE`): a quoted error message (``"error: either --foo or --bar must be
    given"``) or a quoted option name (```--compare-dest```) says nothing about what is asked, but a cue can still
-   see that something was quoted (``says "…"``). A question that is one quote from end to end is read as it is.
+   see that something was quoted (``says "…"``). A question that is one quote from end to end is read without
+   its quote marks.
 2. **Subordinate clauses are cut.** A clause or phrase opened by a subordinator (``after every backup``,
    ``when the payment fails``, ``for each user``, ``so that every query is logged``) runs to the next comma,
    semicolon or sentence end and is removed; what is left is the *main clause*. At a sentence's start a
@@ -249,12 +250,13 @@ class _Shaper:
             raise ConfigError(f"[routing]: {exc}") from exc
 
     def mask(self, question: str) -> str:
-        """Replace quoted spans by :data:`QUOTE`; a question that is one quote from end to end stays as it is."""
+        """Replace quoted spans by :data:`QUOTE`; a question that is one quote from end to end loses its quote
+        marks only."""
         first = len(question) - len(question.lstrip())
 
         def repl(m: _linear.Match) -> str:
             whole = m.start() == first and not question[m.end() :].strip(" \t\n?.!")
-            return str(m.group(0)) if whole else QUOTE
+            return str(m.group(0)).strip("`\"'“”‘’") if whole else QUOTE
 
         return _QUOTED.sub(repl, question)
 
