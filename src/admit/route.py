@@ -165,9 +165,11 @@ REQUEST_VERBS: tuple[str, ...] = (
 question."""
 
 # Spans masked as QUOTE: fenced code, inline code, "double", “curly”, ‘curly’ and 'single' quotes (a single
-# quote opens and closes only next to a non-word character, so "don't" and "users' files" are not quotes).
+# quote opens and closes only next to a non-word character, so "don't" and "users' files" are not quotes). Spans
+# are bounded (a quote of at most 500 characters, a code block of at most 1,000): an opening mark that never
+# closes then costs a bounded look-ahead, not a scan to the end of the text for every later match.
 _QUOTED = _linear.compile(
-    r"```.*?```|`[^`\n]+`|\"[^\"\n]+\"|“[^”\n]+”|‘[^’\n]+’|\B'[^'\n]+?'\B",
+    r"```.{0,1000}?```|`[^`\n]{1,500}`|\"[^\"\n]{1,500}\"|“[^”\n]{1,500}”|‘[^’\n]{1,500}’|\B'[^'\n]{1,500}?'\B",
     re.DOTALL,
     name="route.quoted",
 )
@@ -177,6 +179,9 @@ _SPACES = _linear.compile(r"\s+", name="route.spaces")
 _VERSIONISH = _linear.compile(r"\s*(?:when\b|(?:[\w.-]+\s+){0,2}v?\d)", re.IGNORECASE, name="route.versionish")
 _KEEP_BEFORE_VERSION = frozenset({"before", "after", "since", "until"})
 _TERMINATORS = ".?!;:"
+MAX_HEADS = 8
+"""``head_cues`` are tried at the start of the first this many sentences of the main clause (a question is rarely
+longer; a pasted log of thousands of lines does not multiply the work by its line count)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -208,7 +213,8 @@ class QuestionShape:
     """The main clause: the masked question without its subordinate clauses and lead-ins, one space between
     words."""
     heads: tuple[str, ...]
-    """The main clause's sentences, each with its lead-ins stripped (``head_cues`` match at their start)."""
+    """The main clause's first sentences (at most :data:`MAX_HEADS`), each with its lead-ins stripped
+    (``head_cues`` match at their start)."""
 
 
 def _alternation(items: Sequence[str], what: str) -> str:
@@ -253,9 +259,10 @@ class _Shaper:
         """Replace quoted spans by :data:`QUOTE`; a question that is one quote from end to end loses its quote
         marks only."""
         first = len(question) - len(question.lstrip())
+        last = len(question.rstrip(" \t\n?.!"))  # only spaces and end punctuation after this
 
         def repl(m: _linear.Match) -> str:
-            whole = m.start() == first and not question[m.end() :].strip(" \t\n?.!")
+            whole = m.start() == first and m.end() >= last
             return str(m.group(0)).strip("`\"'“”‘’") if whole else QUOTE
 
         return _QUOTED.sub(repl, question)
@@ -322,10 +329,11 @@ class _Shaper:
         parts: list[str] = []
         for body, end in sentences:
             body = _SPACES.sub(" ", body).strip(" ,")
-            if self.settings.main_clause:
+            if self.settings.main_clause and len(heads) < MAX_HEADS:
                 body = self._strip_lead(body)
             if body:
-                heads.append(body)
+                if len(heads) < MAX_HEADS:
+                    heads.append(body)
                 parts.append(body + end)
         return QuestionShape(masked=masked, main=" ".join(parts), heads=tuple(heads))
 

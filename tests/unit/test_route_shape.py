@@ -93,6 +93,15 @@ def test_quoted_text_and_code_are_masked_but_apostrophes_are_not_quotes():
     assert question_shape("an “every” and a ‘both’").masked == f"an {QUOTE} and a {QUOTE}"
 
 
+def test_an_unclosed_quote_masks_nothing(ps):
+    assert question_shape('Why does "the upload fail every time?').masked == 'Why does "the upload fail every time?'
+    assert ps.classify('Why does "the upload fail every time?').query_class == "troubleshooting"
+
+
+def test_only_the_first_sentences_are_heads():
+    assert len(question_shape("a. " * 500 + "Which regions are supported?").heads) == 8
+
+
 def test_a_question_in_quotes_from_end_to_end_is_read_without_them(ps):
     assert question_shape('"How do I list all users?"').masked == "How do I list all users?"
     assert ps.classify('"Which regions are supported?"').query_class == "list_all"
