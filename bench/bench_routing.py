@@ -13,7 +13,7 @@ confusion matrix (rows: expected, columns: routed). ``--errors`` lists the quest
 ``--typed FILE`` (JSONL, gzip or not, with ``question`` and ``question_type``, as ``../shared/data``) instead counts
 the questions each router sends to ``comparison``, by the records' own ``question_type`` (HotpotQA and
 2WikiMultiHopQA label their comparison questions): a check on phrasing the labelled sets do not cover.
-Deterministic: no model, no clock.
+The accuracies are deterministic (no model); the one timing row is this machine's, best of three passes.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import argparse
 import gzip
 import json
 import sys
+import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -157,6 +158,17 @@ def score(rows: list[dict[str, Any]], classify: Callable[[str], str]) -> dict[st
     }
 
 
+def _time_per_question(router: Any, rows: list[dict[str, Any]]) -> float:
+    """Microseconds per ``classify`` call over the set, best of three passes (this machine, this run)."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.perf_counter()
+        for r in rows:
+            router.classify(r["question"])
+        best = min(best, time.perf_counter() - start)
+    return best / max(len(rows), 1) * 1e6
+
+
 def _confusion_table(result: dict[str, Any]) -> list[str]:
     short = {"history": "hist", "list_all": "list", "comparison": "comp", "troubleshooting": "trbl",
              "point_lookup": "point", "default": "dflt"}  # fmt: skip
@@ -203,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
         "old (cue anywhere)": score(rows, lambda q: old.classify(q).query_class),
         "new (question shape)": score(rows, lambda q: new.classify(q).query_class),
     }
+    for name, router in (("old (cue anywhere)", old), ("new (question shape)", new)):
+        results[name]["us_per_question"] = _time_per_question(router, rows)
     if args.json:
         json.dump(results, sys.stdout, indent=2)
         print()
@@ -215,6 +229,9 @@ def main(argv: list[str] | None = None) -> int:
     print("|---" * (len(names) + 1) + "|")
     print("| all | " + " | ".join(f"{r['accuracy']:.3f}" for r in results.values()) + " |")
     print(f"| hard ({hard_n}) | " + " | ".join(f"{r['hard_accuracy']:.3f}" for r in results.values()) + " |")
+    print(
+        "| µs per question (best of 3) | " + " | ".join(f"{r['us_per_question']:.0f}" for r in results.values()) + " |"
+    )
     for c in CLASSES:
         n = results[names[0]]["per_class"][c]["n"]
         cells = [f"{r['per_class'][c]['correct'] / max(n, 1):.3f}" for r in results.values()]
