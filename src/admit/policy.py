@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from admit.errors import ConfigError, RequestError, unknown_name
 from admit.prune.settings import PruneSettings
-from admit.route import Route, Router
+from admit.route import QuestionShape, Route, RouteCues, Router, RoutingSettings
 from admit.trace import RouteRecord
 
 __all__ = [
@@ -50,7 +50,15 @@ class Policy:
     priority: int = 0
     """Routing priority; higher is tried first."""
     cues: tuple[str, ...] = ()
-    """Case-insensitive regular expressions that select the class."""
+    """Case-insensitive regular expressions that select the class, searched in the question's main clause
+    (quoted text masked, subordinate clauses cut: :mod:`admit.route`)."""
+    head_cues: tuple[str, ...] = ()
+    """Case-insensitive regular expressions that select the class when they match at the start of the main
+    clause (or of one of its sentences), after lead-ins such as ``please``, ``tell me`` or the ``can you`` of a
+    polite request."""
+    exclude: tuple[str, ...] = ()
+    """Case-insensitive regular expressions searched in the main clause; a match takes the class out of the
+    running (``^how (do|can) I`` keeps "How do I list all files?" out of ``list_all``)."""
     answer_reserve: int = 600
     """Tokens reserved for the answer (the answer contract)."""
     safety_margin: int = 64
@@ -115,18 +123,32 @@ class PolicySet:
     """Share of requests (deterministic hash of the request id) that get this policy."""
     source: str = ""
     """Where the policy was loaded from."""
+    routing: RoutingSettings = field(default_factory=RoutingSettings)
+    """How questions are prepared before the cues run (``[routing]``): quoted text masked, subordinate clauses
+    cut, lead-ins stripped."""
     _router: Router = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
         """Compile the cues in priority order and check the default class exists."""
         if self.default_class not in self.classes:
             raise ConfigError(f"default_class {self.default_class!r} is not one of {sorted(self.classes)}.")
-        router = Router([(p.name, p.priority, p.cues) for p in self.classes.values()], default_class=self.default_class)
+        router = Router(
+            [
+                RouteCues(name=p.name, priority=p.priority, cues=p.cues, head_cues=p.head_cues, exclude=p.exclude)
+                for p in self.classes.values()
+            ],
+            default_class=self.default_class,
+            settings=self.routing,
+        )
         object.__setattr__(self, "_router", router)
 
     def classify(self, question: str, *, override: str | None = None) -> Route:
         """Pick the class for ``question``; ``override`` (a class name) wins and is logged as such."""
         return self._router.classify(question, override=override)
+
+    def shape(self, question: str) -> QuestionShape:
+        """The question as the router reads it: quoted text masked, the main clause, its heads."""
+        return self._router.shape(question)
 
     def policy(self, name: str) -> Policy:
         """Return the policy of class ``name``."""
@@ -178,8 +200,10 @@ def _build_policy(name: str, raw: Mapping[str, Any], defaults: Mapping[str, Any]
     merged: dict[str, Any] = {**defaults, **raw}
     prune_raw = {**defaults.get("prune", {}), **raw.get("prune", {})}
     kwargs = {k: v for k, v in merged.items() if k in _POLICY_FIELDS}
-    for key in ("cues", "fallbacks"):
+    for key in ("cues", "head_cues", "exclude", "fallbacks"):
         if key in kwargs:
+            if isinstance(kwargs[key], str) or not isinstance(kwargs[key], list | tuple):
+                raise ConfigError(f"{name}.{key} must be a list, got {kwargs[key]!r}.")
             kwargs[key] = tuple(kwargs[key])
     bad = [f for f in kwargs.get("fallbacks", ()) if f not in _FALLBACKS]
     if bad:
@@ -192,7 +216,24 @@ def _build_policy(name: str, raw: Mapping[str, Any], defaults: Mapping[str, Any]
     return Policy(name=name, prune=_build_prune(prune_raw, f"[classes.{name}.prune]"), **kwargs)
 
 
-_TOP_KEYS = frozenset({"version", "default_class", "kill_switch", "rollout", "defaults", "classes"})
+_TOP_KEYS = frozenset({"version", "default_class", "kill_switch", "rollout", "routing", "defaults", "classes"})
+_ROUTING_FIELDS = frozenset(RoutingSettings.__dataclass_fields__)
+
+
+def _build_routing(raw: Any) -> RoutingSettings:
+    """``[routing]``: booleans and lists of patterns, each checked; absent keys keep the defaults."""
+    _check_keys(raw, _ROUTING_FIELDS, "[routing]")
+    kwargs: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key in {"mask_quoted", "main_clause"}:
+            if not isinstance(value, bool):
+                raise ConfigError(f"[routing] {key} must be true or false, got {value!r}.")
+            kwargs[key] = value
+        else:
+            if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+                raise ConfigError(f"[routing] {key} must be a list of non-empty strings, got {value!r}.")
+            kwargs[key] = tuple(value)
+    return RoutingSettings(**kwargs)
 
 
 def policy_set_from_dict(data: Mapping[str, Any], *, source: str = "") -> PolicySet:
@@ -226,6 +267,7 @@ def policy_set_from_dict(data: Mapping[str, Any], *, source: str = "") -> Policy
         raise ConfigError(f"rollout must be between 0 and 1, got {rollout}.")
     return PolicySet(
         classes=classes,
+        routing=_build_routing(data.get("routing", {})),
         default_class=str(data.get("default_class", "default")),
         version=str(data.get("version", "")),
         kill_switch=bool(data.get("kill_switch", False)),

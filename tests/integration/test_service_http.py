@@ -314,7 +314,7 @@ def _shadow_policy(tmp: Path) -> Path:
     from importlib import resources
 
     text = resources.files("admit.policies").joinpath("default.toml").read_text("utf-8")
-    text = text.replace('version = "2026-11-30.1"', 'version = "shadow-test-1"')
+    text = text.replace('version = "2026-12-06.1"', 'version = "shadow-test-1"')
     text = text.replace('[defaults.prune]\nstrategy = "none"', '[defaults.prune]\nstrategy = "top_n"\nn = 1')
     text = text.replace("keep_top_k = 1\n", "keep_top_k = 0\n", 1)
     p = tmp / "shadow.toml"
@@ -329,7 +329,7 @@ def test_shadow_mode_logs_the_new_policy_and_returns_the_current(tmp_path: Path)
         assert r.status_code == 200, r.text
         current = r.json()
         metrics = httpx.get(f"{srv.url}/metrics").text
-    assert current["trace"]["policy_version"] == "2026-11-30.1"
+    assert current["trace"]["policy_version"] == "2026-12-06.1"
     assert current["trace"]["pruner"] is None  # the current policy does not prune
     records = [json.loads(x) for x in (tmp_path / "trace.jsonl").read_text("utf-8").splitlines()]
     shadow = [rec for rec in records if rec.get("shadow")]
@@ -342,7 +342,7 @@ def test_shadow_mode_logs_the_new_policy_and_returns_the_current(tmp_path: Path)
     assert s["trace"]["pruner"]["strategy"] == "top_n"
     assert 'admit_shadow_runs_total{outcome="differs"} 1.0' in metrics
     # the normal record of the request is there too, with the current policy
-    assert any(not rec.get("shadow") and rec["policy_version"] == "2026-11-30.1" for rec in records)
+    assert any(not rec.get("shadow") and rec["policy_version"] == "2026-12-06.1" for rec in records)
 
 
 def test_kill_switch_stops_all_pruning(tmp_path: Path) -> None:

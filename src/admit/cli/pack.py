@@ -123,13 +123,14 @@ def policy_cmd(question: str | None, policy_path: str | None, show_default: bool
     _check_strategies(ps)
     route = ps.classify(question)
     pol = ps.policy(route.query_class)
+    shape = ps.shape(question)
     if as_json:
-        echo_json({"route": route.as_dict(), "policy": asdict(pol)})
+        echo_json({"route": route.as_dict(), "shape": asdict(shape), "policy": asdict(pol)})
         return
     r = route.as_dict()
     click.echo(
         f"# query class {r.get('query_class')} (cue: {r.get('cue')!r}); policy version {ps.version} "
-        f"({ps.source})\n{policy_as_toml(pol)}",
+        f"({ps.source})\n# read as: {shape.main!r}\n{policy_as_toml(pol)}",
         nl=False,
     )
 
