@@ -46,7 +46,7 @@ SKIP_KINDS: dict[str, str] = {
     "excluded": "file(s) matching --exclude",
     "sphinx_sources": "Sphinx source copies (_sources/)",
     "sphinx_modules": "Sphinx highlighted-source pages (_modules/)",
-    "asciidoc_sources": "AsciiDoc sources beside their HTML pages (.txt)",
+    "asciidoc_sources": "AsciiDoc sources beside the HTML pages they build (.txt)",
     "site_assets": "site assets (_static/, _images/, search indexes, sitemaps, scripts, styles, fonts)",
     "search_index_pages": "search/index pages (search, genindex, module index, 404, directory listings)",
     "redirects": "redirect stubs (meta refresh)",
@@ -84,6 +84,7 @@ class SiteFilter:
 
     exclude: Sequence[str] = ()
     _listing: dict[Path, frozenset[str]] = field(default_factory=dict)
+    _sources: dict[Path, bool] = field(default_factory=dict)
 
     def _names(self, folder: Path) -> frozenset[str]:
         names = self._listing.get(folder)
@@ -131,11 +132,22 @@ class SiteFilter:
             return "search_index_pages"
         if name in ("search.html", "search.htm") and _SITE_MARKERS.intersection(self._names(f.parent)):
             return "search_index_pages"
-        if f.suffix.lower() in _SOURCE_SUFFIXES:
-            stem = f.name[: -len(f.suffix)]
-            if f"{stem}.html" in self._names(f.parent):
-                return "asciidoc_sources"  # git-add.txt beside git-add.html: the page's AsciiDoc source
+        if f.suffix.lower() in _SOURCE_SUFFIXES and self._source_folder(f.parent):
+            # git-add.txt beside git-add.html: the page's AsciiDoc source; config.txt in that folder: a fragment
+            # the pages include (git-config.html holds its text)
+            return "asciidoc_sources"
         return None
+
+    def _source_folder(self, folder: Path) -> bool:
+        """Whether ``folder``'s ``.txt`` files are the sources of its HTML pages: at least two have an ``.html``
+        twin, and at least half of them do (the others are fragments those pages include)."""
+        known = self._sources.get(folder)
+        if known is None:
+            names = self._names(folder)
+            txt = [n for n in names if n.endswith(".txt")]
+            twins = sum(1 for n in txt if f"{n[:-4]}.html" in names)
+            known = self._sources[folder] = twins >= 2 and 2 * twins >= len(txt)
+        return known
 
 
 # ---------------------------------------------------------------------------------------------------- pages
@@ -255,13 +267,21 @@ def scan_page(root: Any) -> PageScan:
     """One pass over the page's elements: generator, main content, chrome to drop, the site's name and version.
 
     Each element is looked at once, with constant work (its tag, classes, id, role), so the pass is linear in
-    the page, however it nests.
+    the page, however it nests. What lies inside an element already marked to drop is neither marked again nor
+    taken as the main content.
     """
+    from lxml import etree
+
     out = PageScan()
     mains: dict[int, Any] = {}
     articles = 0
     markers: set[str] = set()
-    for el in root.iter():
+    open_drops: list[Any] = []  # the marked element being walked through, if any (never more than one)
+    for event, el in etree.iterwalk(root, events=("start", "end")):
+        if event == "end":
+            if open_drops and open_drops[-1] is el:
+                open_drops.pop()
+            continue
         tag = el.tag
         if not isinstance(tag, str):
             continue
@@ -270,25 +290,8 @@ def scan_page(root: Any) -> PageScan:
         el_id = el.get("id") or ""
         role = (el.get("role") or "").lower()
         if tag == "meta":
-            name = (el.get("name") or el.get("property") or "").lower()
-            content = (el.get("content") or "").strip()
-            if (el.get("http-equiv") or "").lower() == "refresh":
-                out.page_kind = out.page_kind or "redirect"
-            elif name == "generator" and out.generator is None:
-                out.generator = _generator_of(content)
-                if "docutils" in content.lower():
-                    markers.add("docutils")
-            elif name in ("docsearch:version", "docusaurus_version", "version") and content not in ("", "current"):
-                out.version_meta = out.version_meta or content
+            _read_meta(el, out, markers)
             continue
-        if tag == "a":
-            if _is_permalink(el, classes):
-                out.drop.append(el)
-                if (el.get("title") or "").startswith("Permalink to this"):  # Sphinx's wording (MkDocs': Permanent)
-                    markers.add("sphinx")
-                continue
-            if el.get("accesskey") == "h" and not out.home_title:
-                out.home_title = " ".join((el.get("title") or "").split())
         for c in classes:
             if c in ("sphinxsidebar", "toctree-wrapper", "sphinxsidebarwrapper", "bd-article", "rst-content"):
                 markers.add("sphinx")
@@ -304,10 +307,21 @@ def scan_page(root: Any) -> PageScan:
                 out.page_kind = "index"
         if el_id in ("furo-main-content", "documentation_options"):
             markers.add("sphinx")
-        if el_id == "search-results":
+        elif el_id == "search-results":
             out.page_kind = "search"
         elif el_id == "__docusaurus":
             markers.add("docusaurus")
+        if tag == "a":
+            if el.get("accesskey") == "h" and not out.home_title:
+                out.home_title = " ".join((el.get("title") or "").split())
+            if (el.get("title") or "").startswith("Permalink to this"):  # Sphinx's wording (MkDocs': Permanent)
+                markers.add("sphinx")
+        if open_drops:
+            continue
+        if (tag == "a" and _is_permalink(el, classes)) or _is_chrome(el, tag, classes, el_id, role):
+            out.drop.append(el)
+            open_drops.append(el)
+            continue
         # main content candidates, by rank (lower wins; the first in document order within a rank)
         rank = None
         if _MAIN_CLASSES.intersection(classes) or el.get("itemprop") == "articleBody":
@@ -321,16 +335,6 @@ def scan_page(root: Any) -> PageScan:
             rank = 3
         if rank is not None and rank not in mains:
             mains[rank] = el
-        # chrome
-        if (
-            tag in _DROP_TAGS
-            or role in _DROP_ROLES
-            or el_id in _DROP_IDS
-            or (classes and _DROP_CLASSES.intersection(classes))
-            or ("contents" in classes and ("topic" in classes or "local" in classes))
-            or (tag == "header" and el.getparent() is not None and el.getparent().tag == "body")
-        ):
-            out.drop.append(el)
     if out.generator is None and markers:
         order = ("mkdocs-material", "docusaurus", "mkdocs", "sphinx", "docbook")
         out.generator = next((g for g in order if g in markers), None)
@@ -342,18 +346,45 @@ def scan_page(root: Any) -> PageScan:
     return out
 
 
+def _read_meta(el: Any, out: PageScan, markers: set[str]) -> None:
+    """A ``<meta>``: a redirect, the generator, a declared version."""
+    name = (el.get("name") or el.get("property") or "").lower()
+    content = (el.get("content") or "").strip()
+    if (el.get("http-equiv") or "").lower() == "refresh":
+        out.page_kind = out.page_kind or "redirect"
+    elif name == "generator" and out.generator is None:
+        out.generator = _generator_of(content)
+        if "docutils" in content.lower():
+            markers.add("docutils")
+    elif name in ("docsearch:version", "docusaurus_version", "version") and content not in ("", "current"):
+        out.version_meta = out.version_meta or content
+
+
+def _is_chrome(el: Any, tag: str, classes: Sequence[str], el_id: str, role: str) -> bool:
+    """Navigation, a sidebar, a header or footer, a search box, a table of contents, a breadcrumb trail."""
+    if tag in _DROP_TAGS or role in _DROP_ROLES or el_id in _DROP_IDS:
+        return True
+    if classes and not _DROP_CLASSES.isdisjoint(classes):
+        return True
+    if "contents" in classes and ("topic" in classes or "local" in classes):  # Sphinx's local contents
+        return True
+    if tag == "header":  # the page's banner (a header inside the content holds its title: kept)
+        parent = el.getparent()
+        return parent is not None and parent.tag == "body"
+    return False
+
+
 def drop_chrome(scan: PageScan) -> None:
-    """Remove what :func:`scan_page` marked (keeping each removed element's tail text), except the main content
-    and what holds it."""
-    keep: set[int] = set()
-    el = scan.main
-    while el is not None:  # the main element and its ancestors: one walk up, once
-        keep.add(id(el))
-        el = el.getparent()
+    """Empty what :func:`scan_page` marked, keeping each element's tail (the text after it).
+
+    Each marked element becomes an empty ``span`` in place: no text moves, so the work is the size of what is
+    dropped, however many marked elements stand side by side.
+    """
     for el in scan.drop:
-        if id(el) in keep or el.getparent() is None:
-            continue
-        el.drop_tree()
+        tail = el.tail
+        el.clear()
+        el.tag = "span"
+        el.tail = tail
 
 
 def strip_signs(text: str) -> str:
