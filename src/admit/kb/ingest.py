@@ -14,6 +14,10 @@ module walks the files and runs the ingest, step by step. Their names are re-exp
 * Re-ingest: a file whose content and settings are unchanged is skipped; a changed one is re-chunked, unchanged
   chunks reuse their stored embeddings, and the source is replaced in one transaction (readers see the old or the
   new version); a file that is gone from an ingested folder has its chunks deleted (the folder's last one too).
+* A built documentation site is ingested as its documentation (:mod:`admit.kb.docsite`): each page's main
+  content, titles without the site's suffix, the site's version as the source's; source copies, highlighted
+  source, assets, search and index pages, redirect stubs and ``exclude`` globs are left out, counted per kind in
+  :attr:`IngestReport.left_out`.
 * A file over ``max_file_bytes`` is an error of its own (one line); the rest of the run is ingested.
 * Registry (``sources.toml``): ``[defaults]`` and ``[[sources]]`` entries matched by path glob or source id that
   set tenant, groups, label, authority, document, version, language, updated.
