@@ -161,6 +161,13 @@ def test_the_main_content_of_each_theme_without_its_chrome(theme: str) -> None:
         ("<no title> — Black 23.1.0 documentation", "", "sphinx", ("", "Black", "23.1.0")),
         ("A - B — Django 3.2.25 documentation", "A - B", "sphinx", ("A - B", "Django", "3.2.25")),
         ("Proj documentation", "Intro", "sphinx", ("Intro", "Proj", "")),
+        (
+            "3.11.2 Documentation",
+            "Python 3.11.2 documentation",
+            "sphinx",
+            ("Python 3.11.2 documentation", "", "3.11.2"),
+        ),
+        ("os.path — Python 3.11.2 documentation", "os.path", "sphinx", ("os.path", "Python", "3.11.2")),
         ("Configuration - MkDocs", "Configuration", "mkdocs", ("Configuration", "MkDocs", "")),
         ("Intro | Docusaurus", "Introduction", "docusaurus", ("Intro", "Docusaurus", "")),
         ("Chapter 5. Data Definition", "Chapter 5. Data Definition", "docbook", ("Chapter 5. Data Definition", "", "")),
@@ -194,7 +201,10 @@ def test_a_site_page_kind_is_recognised_by_its_markup() -> None:
     assert parse_html(listing, fallback_title="x").page_kind == "listing"
     redirect = '<html><head><meta http-equiv="refresh" content="0; url=new/"></head><body>Moved</body></html>'
     assert parse_html(redirect, fallback_title="x").page_kind == "redirect"
-    assert parse_html("<html><body><h1>Search</h1><p>How to search.</p></body></html>", fallback_title="x").page_kind is None
+    assert (
+        parse_html("<html><body><h1>Search</h1><p>How to search.</p></body></html>", fallback_title="x").page_kind
+        is None
+    )
 
 
 @pytest.mark.parametrize(
@@ -278,3 +288,14 @@ def test_the_page_scan_is_linear_in_the_page(unit: str) -> None:
     small = work(lambda t: parse_html(t, fallback_title="x"), page(100))
     large = work(lambda t: parse_html(t, fallback_title="x"), page(1000))  # under the parser's depth limit (2,048)
     assert large <= RATIO * small, (small, large)
+
+
+def test_a_pydoc_page_loses_its_local_path_and_title_prefix() -> None:
+    html = """<html><head><title>Python: module json.decoder</title></head><body>
+    <table class="heading"><tr class="heading-text decor"><td class="title"><strong class="title">
+    <a href="json.html">json</a>.decoder</strong></td><td class="extra"><a href=".">index</a><br>
+    <a href="file:/usr/lib/python3.11/json/decoder.py">/usr/lib/python3.11/json/decoder.py</a></td></tr></table>
+    <p><span class="code">Implementation of JSONDecoder</span></p></body></html>"""
+    title, texts, _, site = _texts(html)
+    assert title == "json.decoder" and site == {"generator": "pydoc", "site": "Python"}
+    assert "Implementation of JSONDecoder" in texts and not [t for t in texts if "/usr/lib" in t or "index" in t]

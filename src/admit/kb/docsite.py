@@ -219,8 +219,14 @@ _DOCS_TITLE = _linear.compile(
 """``Page — Site 1.2 documentation`` (Sphinx's ``title — docstitle``) or the docstitle alone."""
 _SITE_VERSION = _linear.compile(r"(?i)^(.*?\S)\s+v?(\d+(?:\.[0-9A-Za-z+-]+)*)$", name="docsite.site_version")
 """``Black 23.1.0`` -> ``Black``, ``23.1.0``."""
+_BARE_VERSION = _linear.compile(r"(?i)^v?(\d+(?:\.[0-9A-Za-z+-]+)*)$", name="docsite.bare_version")
+"""A docstitle that is a version alone (Python's ``3.11.2 Documentation``)."""
 _SEPARATOR = _linear.compile(r"^\s*(?:—|–|-|\||·|::|:)\s*(\S.*)$", name="docsite.separator")
 _TRAILING_SIGNS = _linear.compile(r"(?:\s*[¶§\x{200b}\x{fe0f}🔗]|\s+#)+\s*$", name="docsite.trailing_signs")
+_PYDOC_TITLE = _linear.compile(
+    r"^Python:\s+(?:(?:built-in\s+)?(?:module|package|class|function|object)\s+)?(\S.*)$", name="docsite.pydoc_title"
+)
+"""pydoc's ``Python: module json.decoder``."""
 _NO_TITLE = frozenset({"<no title>", "untitled", "no title"})
 
 
@@ -277,6 +283,7 @@ def scan_page(root: Any) -> PageScan:
     articles = 0
     markers: set[str] = set()
     open_drops: list[Any] = []  # the marked element being walked through, if any (never more than one)
+    pydoc_extra: list[Any] = []
     for event, el in etree.iterwalk(root, events=("start", "end")):
         if event == "end":
             if open_drops and open_drops[-1] is el:
@@ -305,6 +312,10 @@ def scan_page(root: Any) -> PageScan:
                 markers.add("docbook")
             elif c in ("genindextable", "genindex-jumpbox", "modindextable"):
                 out.page_kind = "index"
+            elif c == "heading-text" and tag == "tr":
+                markers.add("pydoc")
+        if tag == "td" and "extra" in classes:  # pydoc's heading cell: the index link and the file's local path
+            pydoc_extra.append(el)
         if el_id in ("furo-main-content", "documentation_options"):
             markers.add("sphinx")
         elif el_id == "search-results":
@@ -336,10 +347,12 @@ def scan_page(root: Any) -> PageScan:
         if rank is not None and rank not in mains:
             mains[rank] = el
     if out.generator is None and markers:
-        order = ("mkdocs-material", "docusaurus", "mkdocs", "sphinx", "docbook")
+        order = ("mkdocs-material", "docusaurus", "mkdocs", "sphinx", "docbook", "pydoc")
         out.generator = next((g for g in order if g in markers), None)
     if out.generator is None and "docutils" in markers:
         out.generator = "docutils"
+    if out.generator == "pydoc":
+        out.drop.extend(pydoc_extra)
     if 3 in mains and articles > 1:  # a page of many articles (a blog's list): none of them is the page
         del mains[3]
     out.main = mains[min(mains)] if mains else None
@@ -418,13 +431,14 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
     site = version = ""
     if title.lower() in _NO_TITLE:
         title = ""
+    if generator == "pydoc":
+        pm = _PYDOC_TITLE.search(title)
+        return SiteTitle(title=pm.group(1) if pm is not None else title or heading, site="Python")
     m = _DOCS_TITLE.search(title) if title else None
     alone = m is not None and not m.group(1)  # the docstitle alone: only a Sphinx site's, or one with a version
     if m is not None and (not alone or generator in ("sphinx", "docutils") or _SITE_VERSION.search(m.group(2))):
-        page, site = m.group(1) or "", m.group(2)
-        sv = _SITE_VERSION.search(site)
-        if sv is not None:
-            site, version = sv.group(1), sv.group(2)
+        page = m.group(1) or ""
+        site, version = _site_and_version(m.group(2))
         title = page if page.lower() not in _NO_TITLE else ""
         if not title:
             title = heading
@@ -439,12 +453,18 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
     if home_title and not version:
         hm = _DOCS_TITLE.search(home_title)
         if hm is not None:
-            sv = _SITE_VERSION.search(hm.group(2))
-            if sv is not None:
-                site, version = site or sv.group(1), sv.group(2)
-            else:
-                site = site or hm.group(2)
+            home_site, version = _site_and_version(hm.group(2))
+            site = site or home_site
     return SiteTitle(title=title or heading, site=site, version=version)
+
+
+def _site_and_version(docstitle: str) -> tuple[str, str]:
+    """``Black 23.1.0`` -> ``("Black", "23.1.0")``; ``3.11.2`` -> ``("", "3.11.2")``; ``Proj`` -> ``("Proj", "")``."""
+    bare = _BARE_VERSION.search(docstitle)
+    if bare is not None:
+        return "", bare.group(1)
+    sv = _SITE_VERSION.search(docstitle)
+    return (sv.group(1), sv.group(2)) if sv is not None else (docstitle, "")
 
 
 def site_info(scan: PageScan, title: SiteTitle) -> dict[str, str]:
