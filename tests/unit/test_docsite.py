@@ -299,3 +299,13 @@ def test_a_pydoc_page_loses_its_local_path_and_title_prefix() -> None:
     title, texts, _, site = _texts(html)
     assert title == "json.decoder" and site == {"generator": "pydoc", "site": "Python"}
     assert "Implementation of JSONDecoder" in texts and not [t for t in texts if "/usr/lib" in t or "index" in t]
+
+
+def test_a_section_titled_like_chrome_is_content() -> None:
+    html = """<html><head><title>Themes — Proj 1.0 documentation</title></head><body><div class="body" role="main">
+    <section id="themes"><h1>Themes</h1><p>Intro.</p><section id="sidebar"><h2 id="toc">Sidebar</h2>
+    <p>The sidebar lists the pages.</p></section></section></div>
+    <div class="sphinxsidebar" role="navigation"><p>SIDEBAR LINK</p></div></body></html>"""
+    title, texts, headings, _ = _texts(html)
+    assert title == "Themes" and texts == ["Intro.", "The sidebar lists the pages."]
+    assert headings == [(), ("Sidebar",)]

@@ -190,6 +190,7 @@ _DROP_IDS = frozenset(
     {"hd", "ft", "footer", "footer-text", "sidebar", "searchbox", "toc", "toctitle", "global-nav", "navbar",
      "rtd-search-form", "search-form", "breadcrumbs", "skip-link", "docs-sidebar", "related", "navigation"}
 )  # fmt: skip
+_SECTIONS = frozenset({"section", "h1", "h2", "h3", "h4", "h5", "h6", "dt"})
 _DROP_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "complementary"})
 _DROP_TAGS = frozenset({"form", "button", "input", "select", "dialog"})
 _PERMALINK_SIGNS = frozenset({"¶", "#", "🔗", "§", "\u200b", "🔗︎", "link"})
@@ -375,16 +376,15 @@ def _read_meta(el: Any, out: PageScan, markers: set[str]) -> None:
 
 def _is_chrome(el: Any, tag: str, classes: Sequence[str], el_id: str, role: str) -> bool:
     """Navigation, a sidebar, a header or footer, a search box, a table of contents, a breadcrumb trail."""
-    if tag in _DROP_TAGS or role in _DROP_ROLES or el_id in _DROP_IDS:
+    if tag in _DROP_TAGS or role in _DROP_ROLES:
         return True
+    if el_id in _DROP_IDS and tag not in _SECTIONS and "section" not in classes:
+        return True  # (a section or heading titled "Sidebar" or "Navigation" has that id: it is content)
     if classes and not _DROP_CLASSES.isdisjoint(classes):
         return True
-    if "contents" in classes and ("topic" in classes or "local" in classes):  # Sphinx's local contents
-        return True
-    if tag == "header":  # the page's banner (a header inside the content holds its title: kept)
-        parent = el.getparent()
-        return parent is not None and parent.tag == "body"
-    return False
+    # a <header> is kept unless it says it is the page's banner (role="banner"): a header inside the content
+    # holds the page's title, and a page with a <main> leaves the banner outside what is read anyway
+    return "contents" in classes and ("topic" in classes or "local" in classes)  # Sphinx's local contents
 
 
 def drop_chrome(scan: PageScan) -> None:
