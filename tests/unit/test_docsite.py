@@ -309,3 +309,17 @@ def test_a_section_titled_like_chrome_is_content() -> None:
     title, texts, headings, _ = _texts(html)
     assert title == "Themes" and texts == ["Intro.", "The sidebar lists the pages."]
     assert headings == [(), ("Sidebar",)]
+
+
+def test_inline_elements_join_their_neighbours() -> None:
+    # Sphinx's signatures and Black's rendering of "psf/black@stable": one span per token, no spaces between
+    sig = (
+        '<span class="sig-prename descclassname"><span class="pre">black.</span></span><span class="sig-name '
+        'descname"><span class="pre">format_str</span></span><span class="sig-paren">(</span><em class="sig-param">'
+        '<span class="n"><span class="pre">src</span></span></em><span class="sig-paren">)</span>'
+    )
+    html = f"""<html><body><div role="main"><dl class="py function"><dt class="sig sig-object py">{sig}</dt></dl>
+    <ul><li><p>uses: <a href="mailto:x">psf/black<span>&#64;</span>stable</a></p></li></ul>
+    <p>one<br>two</p><table><tr><td>cell<div>below</div></td></tr></table></div></body></html>"""
+    _, texts, _, _ = _texts(html)
+    assert texts == ["black.format_str(src)", "- uses: psf/black@stable", "one two", "cell below"]

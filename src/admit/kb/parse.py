@@ -41,7 +41,7 @@ FORMATS: dict[str, str] = {
 
 PARSER_REVISIONS: dict[str, str] = {"html": "docsite-1"}
 """Parsers whose output changed for the same file (HTML: a built site's main content, titles without the site's
-suffix): part of a source's ingest key, so a re-ingest re-reads files it would otherwise call unchanged."""
+suffix, inline elements joined): part of a source's ingest key, so a re-ingest re-reads files it would otherwise call unchanged."""
 
 _HEADING = _linear.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", name="ingest.heading")
 _FENCE = _linear.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", name="ingest.fence")
@@ -185,6 +185,36 @@ def _words(parts: Iterable[str]) -> str:
     return " ".join(" ".join(parts).split())
 
 
+_INLINE = frozenset(
+    {"a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn", "em", "i", "kbd", "mark", "q", "s", "samp",
+     "small", "span", "strong", "sub", "sup", "time", "tt", "u", "var", "wbr", "del", "ins", "font", "big", "nobr"}
+)  # fmt: skip
+"""Elements that add no space around their text (``psf/black<span>@</span>stable`` reads ``psf/black@stable``)."""
+
+
+def _text_of(el: Any) -> str:
+    """An element's text as a browser lays it out, on one line: inline elements join their neighbours
+    (``<code>f</code>(<em>x</em>)`` is ``f(x)``), any other element is a word break; whitespace runs become one
+    space. One walk over the element's subtree, each text and tail read once."""
+    from lxml import etree
+
+    parts: list[str] = []
+    for event, sub in etree.iterwalk(el, events=("start", "end")):
+        tag = sub.tag
+        gap = not (isinstance(tag, str) and tag.lower() in _INLINE)
+        if event == "start":
+            if gap:
+                parts.append(" ")
+            if sub.text and isinstance(tag, str):
+                parts.append(sub.text)
+        else:
+            if gap:
+                parts.append(" ")
+            if sub.tail and sub is not el:
+                parts.append(sub.tail)
+    return " ".join("".join(parts).split())
+
+
 def _html_blocks(body: Any) -> list[tuple[int, str] | str]:
     """The headings (``(level, text)``) and paragraphs of an HTML body, in document order, in one walk.
 
@@ -198,15 +228,15 @@ def _html_blocks(body: Any) -> list[tuple[int, str] | str]:
         el = stack.pop()
         name = el.tag.lower()
         if name in _HTML_HEADINGS:
-            out.append((int(name[1]), docsite.strip_signs(_words(el.itertext()))))
+            out.append((int(name[1]), docsite.strip_signs(_text_of(el))))
         elif name == "tr":
-            cells = [_words(c.itertext()) for c in el if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
+            cells = [_text_of(c) for c in el if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
             if any(cells):
                 out.append(" | ".join(cells))
         elif name == "pre":
             out.append("".join(el.itertext()).strip("\n"))
         elif name in _HTML_BLOCKS:
-            t = _words(el.itertext())
+            t = _text_of(el)
             if name == "dt":
                 t = docsite.strip_signs(t)
             if t:
