@@ -41,7 +41,8 @@ FORMATS: dict[str, str] = {
 
 PARSER_REVISIONS: dict[str, str] = {"html": "docsite-1"}
 """Parsers whose output changed for the same file (HTML: a built site's main content, titles without the site's
-suffix, inline elements joined): part of a source's ingest key, so a re-ingest re-reads files it would otherwise call unchanged."""
+suffix, inline elements joined): part of a source's ingest key, so a re-ingest re-reads files it would otherwise
+call unchanged."""
 
 _HEADING = _linear.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", name="ingest.heading")
 _FENCE = _linear.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", name="ingest.fence")
