@@ -44,8 +44,9 @@ CHROME = (
 """Phrases of site chrome (sidebars, navigation rows, footers) whose chunks are counted."""
 
 
-def report(folder: Path, *, max_tokens: int = 350) -> dict[str, Any]:
-    """Counts for one folder (see the module docstring)."""
+def report(folder: Path, *, max_tokens: int = 350, questions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Counts for one folder (see the module docstring); with ``questions`` (``bench/docsites/questions.jsonl``
+    records of this site), how many answerable ones have an answer string in some stored chunk's text."""
     from admit.backends.tokenizers import resolve_tokenizer
     from admit.kb.chunking import chunk_document
     from admit.kb.ingest import _walk
@@ -59,6 +60,7 @@ def report(folder: Path, *, max_tokens: int = 350) -> dict[str, Any]:
     per_kind: Counter[str] = Counter()
     files_per_kind: Counter[str] = Counter()
     versions: Counter[str] = Counter()
+    texts: list[str] = []
     for f, root in _walk([folder]):
         rel = f.relative_to(root).as_posix() if root is not None else f.name
         kind = site.kind(f, rel, in_folder=True)
@@ -79,6 +81,7 @@ def report(folder: Path, *, max_tokens: int = 350) -> dict[str, Any]:
             files_per_kind["redirects" if page_kind == "redirect" else "search_index_pages"] += 1
             continue
         pieces = chunk_document(doc, tokenizer=tok, max_tokens=max_tokens)
+        texts.extend(p.text for p in pieces)  # what the store would hold (before: every file's chunks)
         if kind is not None:
             per_kind[kind] += len(pieces)
             continue
@@ -93,7 +96,14 @@ def report(folder: Path, *, max_tokens: int = 350) -> dict[str, Any]:
             pilcrow_texts += "¶" in p.text
             doc_suffix += doc.title.endswith("documentation")
             chrome += any(c in p.text for c in CHROME)
+    out: dict[str, Any] = {}
+    if questions is not None:
+        answerable = [q for q in questions if q.get("answerable")]
+        found = [q["id"] for q in answerable if any(a in t for t in texts for a in q["answers"])]
+        out["answer_strings_found"] = f"{len(found)} of {len(answerable)}"
+        out["answer_strings_missing"] = sorted({q["id"] for q in answerable} - set(found))
     return {
+        **out,
         "folder": str(folder),
         "parser": "this tree (docsite rules)" if new else "without docsite rules (every supported file ingested)",
         "pages": pages,
@@ -113,9 +123,16 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("folders", nargs="+", type=Path)
     ap.add_argument("--max-tokens", type=int, default=350, help="as admit ingest's default (350)")
+    ap.add_argument("--questions", type=Path, help="bench/docsites/questions.jsonl: count answer strings found")
+    ap.add_argument("--site", action="append", default=[], help="the questions' site of each folder, in order")
     args = ap.parse_args(argv)
-    for folder in args.folders:
-        print(json.dumps(report(folder, max_tokens=args.max_tokens), ensure_ascii=False))
+    qs = [json.loads(line) for line in args.questions.read_text("utf-8").splitlines()] if args.questions else None
+    for i, folder in enumerate(args.folders):
+        mine = None
+        if qs is not None:
+            site = args.site[i] if i < len(args.site) else folder.name
+            mine = [q for q in qs if q.get("site") == site]
+        print(json.dumps(report(folder, max_tokens=args.max_tokens, questions=mine), ensure_ascii=False))
     return 0
 
 
