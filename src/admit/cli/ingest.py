@@ -49,6 +49,14 @@ __all__ = ["ingest_cmd"]
     help="Largest file read, in MiB (default 64); a larger one is reported as an error and the rest is ingested.",
 )
 @click.option(
+    "--exclude",
+    "exclude",
+    multiple=True,
+    metavar="GLOB",
+    help="Leave out files whose path under the folder (or a folder above them) matches GLOB; repeatable. "
+    "A built site's source copies, assets, search and index pages are left out without it.",
+)
+@click.option(
     "--progress/--no-progress",
     default=None,
     help="Show a progress bar on stderr (default: when stderr is a terminal).",
@@ -72,12 +80,18 @@ def ingest_cmd(
     embedder: str | None,
     max_tokens: int,
     max_file_mb: float | None,
+    exclude: tuple[str, ...],
     progress: bool | None,
     engine: str,
     workers: int,
     as_json: bool,
 ) -> None:
     """Ingest Markdown, HTML and text files (and folders) into a knowledge base.
+
+    A built documentation site (Sphinx, MkDocs, Docusaurus, Hugo, DocBook, AsciiDoc, Javadoc) is ingested as its
+    documentation: each page's main content without navigation, sidebars or permalink signs, titles without the
+    site's suffix (its version kept as the source's version); source copies, assets, search and index pages are
+    left out, one report line per kind.
 
     Re-ingesting replaces changed chunks, keeps the ids (and embeddings) of unchanged ones and removes the chunks
     of files gone from an ingested folder.
@@ -100,6 +114,7 @@ def ingest_cmd(
         label=label,
         registry=registry,
         max_tokens=max_tokens,
+        exclude=exclude,
     )
     if max_file_mb:
         options = IngestOptions.of(options, max_file_bytes=max(int(max_file_mb * 2**20), 1))
@@ -142,7 +157,8 @@ def _summary(rep: IngestReport, kb_path: str, total: int) -> str:
         f"  files:   {rep.sources_added} added, {rep.sources_updated} updated, {rep.sources_unchanged} unchanged, "
         f"{len(rep.errors)} failed, {len(rep.skipped)} skipped (format), {len(rep.refused_links)} refused (link); "
         f"{rep.sources_removed} removed (gone since the last ingest)\n"
-        f"  chunks:  {rep.chunks_added} added, {rep.chunks_changed} changed, {rep.chunks_unchanged} unchanged, "
+        + "".join(f"  {line}\n" for line in rep.left_out_lines())
+        + f"  chunks:  {rep.chunks_added} added, {rep.chunks_changed} changed, {rep.chunks_unchanged} unchanged, "
         f"{rep.chunks_removed} removed; {rep.chunks_written} written, {rep.chunks_embedded} embedded\n"
         f"  the knowledge base now holds {total} chunks"
     )

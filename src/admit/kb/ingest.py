@@ -14,6 +14,10 @@ module walks the files and runs the ingest, step by step. Their names are re-exp
 * Re-ingest: a file whose content and settings are unchanged is skipped; a changed one is re-chunked, unchanged
   chunks reuse their stored embeddings, and the source is replaced in one transaction (readers see the old or the
   new version); a file that is gone from an ingested folder has its chunks deleted (the folder's last one too).
+* A built documentation site is ingested as its documentation (:mod:`admit.kb.docsite`): each page's main
+  content, titles without the site's suffix, the site's version as the source's; source copies, highlighted
+  source, assets, search and index pages, redirect stubs and ``exclude`` globs are left out, counted per kind in
+  :attr:`IngestReport.left_out`.
 * A file over ``max_file_bytes`` is an error of its own (one line); the rest of the run is ingested.
 * Registry (``sources.toml``): ``[defaults]`` and ``[[sources]]`` entries matched by path glob or source id that
   set tenant, groups, label, authority, document, version, language, updated.
@@ -33,9 +37,19 @@ from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.errors import ConfigError
 from admit.kb._progress import IngestProgress
 from admit.kb.chunking import DEFAULT_MAX_TOKENS, TextChunk, chunk_document, slugify
+from admit.kb.docsite import SiteFilter
 from admit.kb.files import RefusedFileError, read_no_follow
 from admit.kb.ingest_types import DEFAULT_MAX_FILE_BYTES, IngestOptions, IngestReport, SourceJob, SourceWriter
-from admit.kb.parse import FORMATS, ParsedDocument, Section, parse_document, parse_html, parse_markdown, parse_text
+from admit.kb.parse import (
+    FORMATS,
+    PARSER_REVISIONS,
+    ParsedDocument,
+    Section,
+    parse_document,
+    parse_html,
+    parse_markdown,
+    parse_text,
+)
 from admit.kb.registry import Registry, SourceSettings, load_registry
 from admit.kb.registry import settings_for as _settings
 from admit.kb.store import SourceInfo, Store
@@ -100,11 +114,19 @@ def ingest_paths(
     run = _Run(store, embedder, options or IngestOptions(), writer)
     t0 = time.perf_counter()
     files = _walk(paths, run.refused)
-    bar = IngestProgress(sum(_size(f) for f, _ in files), enabled=progress is True)
+    site = SiteFilter(run.options.exclude)
+    taken: list[tuple[Path, Path | None, str]] = []
+    for f, root in files:
+        rel = f.relative_to(root).as_posix() if root is not None else f.name
+        kind = site.kind(f, rel, in_folder=root is not None)
+        if kind is None:
+            taken.append((f, root, rel))
+        else:  # not documentation: a site's source copy, asset, search page, or an --exclude match
+            run.left_out.append((str(f), kind))
+    bar = IngestProgress(sum(_size(f) for f, _, _ in taken), enabled=progress is True)
     run.queue = EmbedQueue(store, embedder, run.options.batch_size, run.counts, run.errors, bar)
     try:
-        for f, root in files:
-            rel = f.relative_to(root).as_posix() if root is not None else f.name
+        for f, root, rel in taken:
             bar.file(rel, _size(f))
             if callable(progress):
                 progress(rel)
@@ -117,6 +139,7 @@ def ingest_paths(
     return IngestReport(
         **run.counts,
         skipped=tuple(run.skipped),
+        left_out=tuple(run.left_out),
         refused_links=tuple(p for p, _ in run.refused),
         refusals=tuple(run.refused),
         errors=tuple(run.errors),
@@ -138,6 +161,7 @@ class _Run:
     existing: dict[tuple[str, str], SourceInfo] = field(init=False)
     counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(_COUNTS, 0))
     skipped: list[str] = field(default_factory=list)
+    left_out: list[tuple[str, str]] = field(default_factory=list)
     refused: list[tuple[str, str]] = field(default_factory=list)
     errors: list[tuple[str, str]] = field(default_factory=list)
     seen: set[tuple[str, str]] = field(default_factory=set)
@@ -172,6 +196,10 @@ class _Run:
             if doc_and_raw is None:
                 return
             raw, doc = doc_and_raw
+            if doc.page_kind is not None and root is not None:  # a search, index or listing page of a site
+                self.counts["files"] -= 1
+                self.left_out.append((str(f), "redirects" if doc.page_kind == "redirect" else "search_index_pages"))
+                return
             st = self._source_settings(f, root, rel, doc)
             self._plan_source(f, fmt, raw, doc, st)
         except ConfigError:
@@ -223,8 +251,9 @@ class _Run:
         o = self.options
         content_hash = hashlib.sha256(raw).hexdigest()[:16]
         tok_name = getattr(self.tokenizer, "name", "")
+        parser = f":{PARSER_REVISIONS[fmt]}" if fmt in PARSER_REVISIONS else ""  # a parser that reads more now
         ingest_key = hashlib.sha256(
-            f"{content_hash}:{st.key()}:{o.max_tokens}:{tok_name}:{self.embedder.name}".encode()
+            f"{content_hash}:{st.key()}:{o.max_tokens}:{tok_name}:{self.embedder.name}{parser}".encode()
         ).hexdigest()[:16]
         old = self.existing.get((st.source_id, st.tenant))
         if old is not None and old.ingest_key == ingest_key and old.origin == str(f):

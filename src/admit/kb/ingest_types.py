@@ -48,6 +48,9 @@ class IngestOptions:
     """Texts embedded per call, gathered across files."""
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     """The largest file read; a larger one is reported as an error and skipped."""
+    exclude: tuple[str, ...] = ()
+    """Globs of files to leave out, matched against the path relative to the ingested folder (or a folder above
+    it: ``releases`` leaves out ``releases/1.0.html``); reported as ``excluded`` in :attr:`IngestReport.left_out`."""
 
     def __post_init__(self) -> None:
         """Check the values (a caller's mistake is a :class:`~admit.errors.ConfigError` naming the field)."""
@@ -61,6 +64,9 @@ class IngestOptions:
             raise ConfigError(f"`max_file_bytes` must be at least 1, got {self.max_file_bytes}.")
         if self.groups is not None:
             object.__setattr__(self, "groups", tuple(g for g in self.groups if g))
+        if isinstance(self.exclude, str):
+            object.__setattr__(self, "exclude", (self.exclude,))
+        object.__setattr__(self, "exclude", tuple(g.strip().strip("/") for g in self.exclude if g.strip().strip("/")))
 
     @classmethod
     def of(cls, base: IngestOptions | None = None, **fields: Any) -> IngestOptions:
@@ -121,6 +127,10 @@ class IngestReport:
     ``chunks_added + chunks_changed + chunks_unchanged`` is the number of chunks the files read now have."""
     skipped: tuple[str, ...] = ()
     """Files skipped (unsupported format)."""
+    left_out: tuple[tuple[str, str], ...] = ()
+    """``(path, kind)`` of files left out as not documentation: a built site's source copies, highlighted
+    source, assets, search and index pages, and the ``--exclude`` matches (kinds:
+    :data:`admit.kb.docsite.SKIP_KINDS`). Counted per kind in :attr:`left_out_counts`."""
     refused_links: tuple[str, ...] = ()
     """Files not read because of a link: symbolic links under an ingested folder whose target lies outside it
     or does not exist, files swapped for a link after the walk, and files with more than one hard link (see
@@ -137,8 +147,22 @@ class IngestReport:
 
     @property
     def files_seen(self) -> int:
-        """Every file the walk met: taken up (:attr:`files`), skipped for its format, or refused for a link."""
-        return self.files + len(self.skipped) + len(self.refused_links)
+        """Every file the walk met: taken up (:attr:`files`), skipped for its format, left out as not
+        documentation, or refused for a link."""
+        return self.files + len(self.skipped) + len(self.left_out) + len(self.refused_links)
+
+    @property
+    def left_out_counts(self) -> dict[str, int]:
+        """Files left out per kind (``{"sphinx_sources": 37, "search_index_pages": 2}``)."""
+        from admit.kb.docsite import count_kinds
+
+        return count_kinds(self.left_out)
+
+    def left_out_lines(self) -> list[str]:
+        """One report line per kind left out: ``skipped 37 Sphinx source copies (_sources/)``."""
+        from admit.kb.docsite import skip_line
+
+        return [skip_line(k, n) for k, n in self.left_out_counts.items()]
 
     @property
     def chunks_per_second(self) -> float:
@@ -149,6 +173,9 @@ class IngestReport:
         """A JSON-ready dict."""
         d = {k: getattr(self, k) for k in self.__dataclass_fields__}
         d["skipped"] = list(self.skipped)
+        d["left_out"] = [{"path": p, "kind": k} for p, k in self.left_out]
+        d["left_out_counts"] = self.left_out_counts
+        d["left_out_lines"] = self.left_out_lines()
         d["refused_links"] = list(self.refused_links)
         d["refusals"] = [{"path": p, "cause": c} for p, c in self.refusals]
         d["errors"] = [{"path": p, "error": e} for p, e in self.errors]

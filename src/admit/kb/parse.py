@@ -14,9 +14,11 @@ from typing import Any
 
 from admit import _linear
 from admit.errors import ConfigError, MissingExtraError
+from admit.kb import docsite
 
 __all__ = [
     "FORMATS",
+    "PARSER_REVISIONS",
     "ParsedDocument",
     "Section",
     "parse_document",
@@ -36,6 +38,11 @@ FORMATS: dict[str, str] = {
     ".rst": "text",
 }
 """File suffix -> parser."""
+
+PARSER_REVISIONS: dict[str, str] = {"html": "docsite-1"}
+"""Parsers whose output changed for the same file (HTML: a built site's main content, titles without the site's
+suffix, inline elements joined): part of a source's ingest key, so a re-ingest re-reads files it would otherwise
+call unchanged."""
 
 _HEADING = _linear.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", name="ingest.heading")
 _FENCE = _linear.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", name="ingest.fence")
@@ -66,6 +73,12 @@ class ParsedDocument:
     """Markdown front matter (``key: value`` lines)."""
     language: str | None = None
     """Language declared by the document (HTML ``lang``, front matter)."""
+    site: Mapping[str, str] = field(default_factory=dict)
+    """A page of a built documentation site: ``generator`` (``sphinx``, ``mkdocs``, ``docbook`` ...), ``site``
+    (its name) and ``version`` where the page says them (:mod:`admit.kb.docsite`); empty for other documents."""
+    page_kind: str | None = None
+    """``search``, ``index``, ``listing`` (a page that lists a site rather than documents it) or ``redirect`` (a
+    stub that sends the reader elsewhere): not ingested from a folder."""
 
 
 def _front_matter(lines: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -173,6 +186,36 @@ def _words(parts: Iterable[str]) -> str:
     return " ".join(" ".join(parts).split())
 
 
+_INLINE = frozenset(
+    {"a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn", "em", "i", "kbd", "mark", "q", "s", "samp",
+     "small", "span", "strong", "sub", "sup", "time", "tt", "u", "var", "wbr", "del", "ins", "font", "big", "nobr"}
+)  # fmt: skip
+"""Elements that add no space around their text (``psf/black<span>@</span>stable`` reads ``psf/black@stable``)."""
+
+
+def _text_of(el: Any) -> str:
+    """An element's text as a browser lays it out, on one line: inline elements join their neighbours
+    (``<code>f</code>(<em>x</em>)`` is ``f(x)``), any other element is a word break; whitespace runs become one
+    space. One walk over the element's subtree, each text and tail read once."""
+    from lxml import etree
+
+    parts: list[str] = []
+    for event, sub in etree.iterwalk(el, events=("start", "end")):
+        tag = sub.tag
+        gap = not (isinstance(tag, str) and tag.lower() in _INLINE)
+        if event == "start":
+            if gap:
+                parts.append(" ")
+            if sub.text and isinstance(tag, str):
+                parts.append(sub.text)
+        else:
+            if gap:
+                parts.append(" ")
+            if sub.tail and sub is not el:
+                parts.append(sub.tail)
+    return " ".join("".join(parts).split())
+
+
 def _html_blocks(body: Any) -> list[tuple[int, str] | str]:
     """The headings (``(level, text)``) and paragraphs of an HTML body, in document order, in one walk.
 
@@ -186,15 +229,17 @@ def _html_blocks(body: Any) -> list[tuple[int, str] | str]:
         el = stack.pop()
         name = el.tag.lower()
         if name in _HTML_HEADINGS:
-            out.append((int(name[1]), _words(el.itertext())))
+            out.append((int(name[1]), docsite.strip_signs(_text_of(el))))
         elif name == "tr":
-            cells = [_words(c.itertext()) for c in el if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
+            cells = [_text_of(c) for c in el if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
             if any(cells):
                 out.append(" | ".join(cells))
         elif name == "pre":
             out.append("".join(el.itertext()).strip("\n"))
         elif name in _HTML_BLOCKS:
-            t = _words(el.itertext())
+            t = _text_of(el)
+            if name == "dt":
+                t = docsite.strip_signs(t)
             if t:
                 out.append(("- " + t) if name == "li" else t)
         else:
@@ -224,27 +269,47 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
         # libxml2 stops building the tree at its depth limit and drops what lies deeper: refuse the file
         # (one error line, the rest of the run ingested) rather than store it with text silently missing
         raise ValueError("HTML nested deeper than the parser's limit (2,048 elements); flatten it to ingest it")
+    # a built documentation site's page: its main content, without navigation, sidebars, anchors (one pass;
+    # before the scripts go, as Sphinx's documentation_options script says it is Sphinx)
+    scan = docsite.scan_page(root)
     etree.strip_elements(root, *_DROPPED, with_tail=False)
+    docsite.drop_chrome(scan)
     lang = root.get("lang")
     lang = lang.split("-")[0].lower() if lang else None
     title_el = root.find(".//title")
-    title = _words(title_el.itertext()) if title_el is not None else ""
+    raw_title = _words(title_el.itertext()) if title_el is not None else ""
     body = root.find("body")
-    blocks = _html_blocks(body if body is not None else root)
-    h1 = [b for b in blocks if isinstance(b, tuple) and b[0] == 1]
-    first_heading = next((b for b in blocks if isinstance(b, tuple)), None)
-    drop_h1 = len(h1) == 1 and first_heading is not None and first_heading[0] == 1
-    if drop_h1 and not title:
-        title = h1[0][1]
+    container = scan.main if scan.main is not None else (body if body is not None else root)
+    blocks = _html_blocks(container)
+    heads = [b for b in blocks if isinstance(b, tuple)]
+    h1 = [b for b in heads if b[0] == 1]
+    first_heading = heads[0] if heads else None
+    named = docsite.clean_title(
+        raw_title,
+        heading=h1[0][1] if h1 else (first_heading[1] if first_heading else ""),
+        generator=scan.generator,
+        home_title=scan.home_title,
+    )
+    title = named.title
+    # the first heading is the page's title (left out of the heading paths): the single h1 that comes first, or
+    # a heading that says the title with no heading at its level or above after it (DocBook's h2 sections)
+    drop_level = 0
+    if first_heading is not None:
+        if len(h1) == 1 and first_heading[0] == 1:
+            drop_level = 1
+        elif first_heading[1].casefold() == title.casefold() and all(b[0] > first_heading[0] for b in heads[1:]):
+            drop_level = first_heading[0]
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
     current: list[str] = []
+    dropped = False
     for b in blocks:
         if isinstance(b, tuple):
             if current:
                 sections.append(Section(headings=tuple(t for _, t in stack), paragraphs=tuple(current)))
                 current = []
-            if drop_h1 and b[0] == 1:
+            if drop_level and not dropped and b is first_heading:
+                dropped = True
                 stack = []
                 continue
             while stack and stack[-1][0] >= b[0]:
@@ -254,7 +319,16 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
             current.append(b)
     if current:
         sections.append(Section(headings=tuple(t for _, t in stack), paragraphs=tuple(current)))
-    return ParsedDocument(title=title or fallback_title, sections=tuple(sections), language=lang)
+    site = docsite.site_info(scan, named)
+    kind = scan.page_kind or ("listing" if raw_title.startswith("Index of /") else None)
+    return ParsedDocument(
+        title=title or fallback_title,
+        sections=tuple(sections),
+        front_matter={"version": site["version"]} if "version" in site else {},
+        language=lang,
+        site=site,
+        page_kind=kind,
+    )
 
 
 def parse_text(text: str, *, fallback_title: str) -> ParsedDocument:

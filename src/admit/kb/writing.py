@@ -273,7 +273,9 @@ def prepare_source(
     removed = sum(1 for i in old if i not in new_ids)
     for d in drafts:
         d["passages"] = passages(d["title"], d["text"])
-    meta = {"content_hash": content_hash, "ingest_key": ingest_key, "format": fmt, "removed": removed}
+    meta: dict[str, Any] = {"content_hash": content_hash, "ingest_key": ingest_key, "format": fmt, "removed": removed}
+    if doc.site:  # a built documentation site's page: its generator, site name and version
+        meta["site"] = dict(doc.site)
     for d in drafts:
         # what the pipeline computes on a chunk's first sight (token counts, injection flags, MinHash
         # signature), computed once here and stored with the chunk (handed back on retrieval); a chunk longer

@@ -1,0 +1,325 @@
+"""Issue 39 item 1: a built site's page is read for its main content, by the markup of the generator that built
+it; its title loses the site's suffix; a site's files that are not documentation are recognised by path.
+
+The real built sites (Sphinx alabaster and Django's theme, MkDocs, AsciiDoc, DocBook) are in
+``tests/integration/test_kb_docsites.py``; these are the shapes of the other themes and generators, each page
+cut down to the elements that matter: the main content element and the chrome around and inside it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("lxml")
+
+from admit.kb.docsite import SiteFilter, clean_title, skip_line
+from admit.kb.parse import parse_html
+
+BODY = "<p>The body text of the page.</p><h2>Options{anchor}</h2><p>Set <code>line-length</code> to 100.</p>"
+
+
+def _texts(html: str) -> tuple[str, list[str], list[tuple[str, ...]], dict[str, str]]:
+    doc = parse_html(html, fallback_title="fallback")
+    return (
+        doc.title,
+        [p for s in doc.sections for p in s.paragraphs],
+        [s.headings for s in doc.sections],
+        dict(doc.site),
+    )
+
+
+PAGES: dict[str, tuple[str, str, dict[str, str]]] = {
+    "furo": (
+        """<html><head><title>Configuration - Black 23.1.0 documentation</title></head><body>
+        <div class="sidebar-drawer"><div class="sidebar-container"><a class="sidebar-brand">Black</a>
+        <form class="sidebar-search-container"><input name="q"></form><ul><li>SIDEBAR LINK</li></ul></div></div>
+        <div class="main"><div class="content"><div class="article-container">
+        <div class="edit-this-page"><a href="https://github.com/x/edit">Edit this page</a></div>
+        <article role="main" id="furo-main-content"><h1>Configuration<a class="headerlink" href="#c">#</a></h1>
+        {body}</article>
+        <footer><div class="related-pages"><a class="next-page">NEXT PAGE</a></div></footer></div>
+        <aside class="toc-drawer"><div class="toc-tree"><ul><li>TOC ENTRY</li></ul></div></aside></div></div>
+        </body></html>""",
+        "Configuration",
+        {"generator": "sphinx", "site": "Black", "version": "23.1.0"},
+    ),
+    "sphinx_rtd_theme": (
+        """<html><head><title>Configuration &mdash; Proj 2.0 documentation</title></head><body>
+        <nav data-toggle="wy-nav-shift" class="wy-nav-side"><div class="wy-side-nav-search"><p>SEARCH DOCS</p>
+        </div><div role="navigation"><ul><li>SIDEBAR LINK</li></ul></div></nav>
+        <section class="wy-nav-content-wrap"><div class="wy-nav-content"><div class="rst-content">
+        <div role="navigation" aria-label="breadcrumbs"><ul class="wy-breadcrumbs"><li>BREADCRUMB</li>
+        <li class="wy-breadcrumbs-aside"><a class="fa fa-github">Edit on GitHub</a></li></ul></div>
+        <div role="main" class="document" itemscope="itemscope"><div itemprop="articleBody">
+        <section id="c"><h1>Configuration<a class="headerlink" href="#c" title="Permalink to this heading">¶</a>
+        </h1>{body}</section></div></div>
+        <footer><div class="rst-footer-buttons">NEXT BUTTON</div><p>COPYRIGHT</p></footer></div></div></section>
+        </body></html>""",
+        "Configuration",
+        {"generator": "sphinx", "site": "Proj", "version": "2.0"},
+    ),
+    "pydata": (
+        """<html><head><title>Configuration &#8212; Proj 0.9 documentation</title>
+        <meta name="docsearch:version" content="0.9"></head><body>
+        <nav class="bd-header navbar"><a>NAVBAR</a></nav><div class="bd-container"><div class="bd-sidebar-primary">
+        <p>SIDEBAR LINK</p></div><main class="bd-main"><div class="bd-content"><div class="bd-article-container">
+        <div class="bd-header-article"><nav aria-label="Breadcrumb"><ul><li>BREADCRUMB</li></ul></nav></div>
+        <article class="bd-article" role="main"><section><h1>Configuration<a class="headerlink" href="#c">#</a>
+        </h1>{body}</section></article><footer class="prev-next-footer">NEXT PAGE</footer></div>
+        <div class="bd-sidebar-secondary"><p>ON THIS PAGE</p></div></div></main></div></body></html>""",
+        "Configuration",
+        {"generator": "sphinx", "site": "Proj", "version": "0.9"},
+    ),
+    "mkdocs-material": (
+        """<html><head><meta name="generator" content="mkdocs-1.5.3, mkdocs-material-9.4.6">
+        <title>Configuration - My Project</title></head><body>
+        <header class="md-header"><nav class="md-header__inner"><div class="md-search">SEARCH</div></nav></header>
+        <div class="md-container"><main class="md-main"><div class="md-main__inner">
+        <div class="md-sidebar md-sidebar--primary"><nav class="md-nav"><p>SIDEBAR LINK</p></nav></div>
+        <div class="md-sidebar md-sidebar--secondary"><nav class="md-nav md-nav--secondary">TOC ENTRY</nav></div>
+        <div class="md-content"><article class="md-content__inner md-typeset">
+        <a href="https://github.com/x/edit" title="Edit this page" class="md-content__button">Edit this page</a>
+        <h1 id="c">Configuration<a class="headerlink" href="#c" title="Permanent link">¶</a></h1>{body}
+        <aside class="md-source-file">Last update: 2023-01-01</aside></article></div></div></main>
+        <footer class="md-footer"><nav class="md-footer__inner">NEXT PAGE</nav></footer></div></body></html>""",
+        "Configuration",
+        {"generator": "mkdocs-material", "site": "My Project"},
+    ),
+    "docusaurus": (
+        """<html><head><meta name="generator" content="Docusaurus v2.4.1">
+        <meta name="docusaurus_version" content="2.4"><title>Configuration | My Site</title></head><body>
+        <div id="__docusaurus"><nav class="navbar"><a>NAVBAR</a></nav><div class="main-wrapper">
+        <aside class="theme-doc-sidebar-container"><nav aria-label="Docs sidebar"><p>SIDEBAR LINK</p></nav></aside>
+        <main class="docMainContainer"><div class="row"><div class="col">
+        <nav class="theme-doc-breadcrumbs" aria-label="Breadcrumbs"><ul><li>BREADCRUMB</li></ul></nav>
+        <div class="theme-doc-toc-mobile">TOC ENTRY</div>
+        <article><div class="theme-doc-markdown markdown"><header><h1>Configuration</h1></header>
+        {body_hash}</div><footer class="theme-doc-footer"><a class="theme-edit-this-page">Edit this page</a>
+        </footer></article><nav class="pagination-nav">NEXT PAGE</nav></div>
+        <div class="col col--3"><div class="theme-doc-toc-desktop table-of-contents">TOC ENTRY</div></div></div>
+        </main></div><footer class="footer">COPYRIGHT</footer></div></body></html>""",
+        "Configuration",
+        {"generator": "docusaurus", "site": "My Site", "version": "2.4"},
+    ),
+    "hugo": (
+        """<html><head><meta name="generator" content="Hugo 0.120.4"><title>Configuration | My Site</title>
+        </head><body><header><nav><a>NAVBAR</a></nav></header><div class="container">
+        <aside class="sidebar-nav"><nav><p>SIDEBAR LINK</p></nav></aside>
+        <main><nav class="breadcrumb">BREADCRUMB</nav><h1>Configuration</h1>{body_anchor}</main></div>
+        <footer>COPYRIGHT</footer></body></html>""",
+        "Configuration",
+        {"generator": "hugo", "site": "My Site"},
+    ),
+    "javadoc": (
+        """<html><head><meta name="generator" content="javadoc/ClassWriterImpl">
+        <title>Configuration (My API 1.0 API)</title></head><body>
+        <header role="banner"><nav role="navigation"><div class="top-nav">OVERVIEW PACKAGE CLASS</div>
+        <div class="sub-nav">SEARCH</div></nav></header><div class="flex-content"><main role="main">
+        <div class="header"><h1 title="Class Configuration">Configuration</h1></div>{body}</main>
+        <footer role="contentinfo"><p class="legal-copy">COPYRIGHT</p></footer></div></body></html>""",
+        "Configuration (My API 1.0 API)",
+        {"generator": "javadoc"},
+    ),
+    "plain": (
+        """<html><head><title>Configuration</title></head><body><header><nav>NAVBAR</nav>
+        <p>SITE BANNER</p></header><main><h1>Configuration</h1>{body}</main>
+        <div id="sidebar"><p>SIDEBAR LINK</p></div><footer>COPYRIGHT</footer></body></html>""",
+        "Configuration",
+        {},
+    ),
+}
+
+CHROME = ("SIDEBAR", "TOC ENTRY", "NEXT", "BREADCRUMB", "Edit", "SEARCH", "COPYRIGHT", "NAVBAR", "BANNER", "OVERVIEW")
+
+
+@pytest.mark.parametrize("theme", sorted(PAGES))
+def test_the_main_content_of_each_theme_without_its_chrome(theme: str) -> None:
+    html, want_title, want_site = PAGES[theme]
+    body = BODY.format(anchor='<a class="headerlink" href="#o">¶</a>')
+    html = html.format(
+        body=body,
+        body_hash=BODY.format(anchor='<a href="#o" class="hash-link" title="Direct link to Options">\u200b</a>'),
+        body_anchor=BODY.format(anchor='<a class="anchor" href="#o">#</a>'),
+    )
+    title, texts, headings, site = _texts(html)
+    assert title == want_title
+    assert site == want_site
+    assert texts == ["The body text of the page.", "Set line-length to 100."], texts
+    assert headings == [(), ("Options",)]
+    joined = " ".join(texts) + title + " ".join(h for hs in headings for h in hs)
+    assert not [c for c in CHROME if c in joined]
+    assert "¶" not in joined and "#" not in joined and "\u200b" not in joined
+
+
+@pytest.mark.parametrize(
+    ("raw", "heading", "generator", "want"),
+    [
+        ("Configuration — Black 23.1.0 documentation", "Configuration", "sphinx", ("Configuration", "Black", "23.1.0")),
+        ("Black 23.1.0 documentation", "Welcome", "sphinx", ("Welcome", "Black", "23.1.0")),
+        ("<no title> — Black 23.1.0 documentation", "", "sphinx", ("", "Black", "23.1.0")),
+        ("A - B — Django 3.2.25 documentation", "A - B", "sphinx", ("A - B", "Django", "3.2.25")),
+        ("Proj documentation", "Intro", "sphinx", ("Intro", "Proj", "")),
+        (
+            "3.11.2 Documentation",
+            "Python 3.11.2 documentation",
+            "sphinx",
+            ("Python 3.11.2 documentation", "", "3.11.2"),
+        ),
+        ("os.path — Python 3.11.2 documentation", "os.path", "sphinx", ("os.path", "Python", "3.11.2")),
+        ("Configuration - MkDocs", "Configuration", "mkdocs", ("Configuration", "MkDocs", "")),
+        ("Intro | Docusaurus", "Introduction", "docusaurus", ("Intro", "Docusaurus", "")),
+        ("Chapter 5. Data Definition", "Chapter 5. Data Definition", "docbook", ("Chapter 5. Data Definition", "", "")),
+        ("Python Language Reference", "", None, ("Python Language Reference", "", "")),
+        ("Error handling - a guide", "", None, ("Error handling - a guide", "", "")),
+        ("Using C# - Guide", "Using C#", None, ("Using C#", "Guide", "")),
+    ],
+)
+def test_titles_lose_the_sites_suffix(raw: str, heading: str, generator: str | None, want: tuple[str, ...]) -> None:
+    t = clean_title(raw, heading=heading, generator=generator)
+    assert (t.title, t.site, t.version) == want
+
+
+def test_docbook_home_link_names_the_site_and_version() -> None:
+    t = clean_title("5.1. Table Basics", heading="5.1. Table Basics", generator="docbook",
+                    home_title="PostgreSQL 15.20 Documentation")  # fmt: skip
+    assert (t.title, t.site, t.version) == ("5.1. Table Basics", "PostgreSQL", "15.20")
+
+
+def test_a_heading_ending_in_a_hash_keeps_it() -> None:
+    title, _, headings, _ = _texts("<html><body><h1>F#</h1><p>x</p><h2>Using C#</h2><p>y</p></body></html>")
+    assert title == "F#" and headings == [(), ("Using C#",)]
+
+
+def test_a_site_page_kind_is_recognised_by_its_markup() -> None:
+    genindex = '<html><body><div role="main"><h1>Index</h1><table class="indextable genindextable"></table>'
+    assert parse_html(genindex + "</div></body></html>", fallback_title="x").page_kind == "index"
+    search = '<html><body><div role="main"><h1>Search</h1><div id="search-results"></div></div></body></html>'
+    assert parse_html(search, fallback_title="x").page_kind == "search"
+    listing = "<html><head><title>Index of /docs</title></head><body><h1>Index of /docs</h1></body></html>"
+    assert parse_html(listing, fallback_title="x").page_kind == "listing"
+    redirect = '<html><head><meta http-equiv="refresh" content="0; url=new/"></head><body>Moved</body></html>'
+    assert parse_html(redirect, fallback_title="x").page_kind == "redirect"
+    assert (
+        parse_html("<html><body><h1>Search</h1><p>How to search.</p></body></html>", fallback_title="x").page_kind
+        is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("rel", "kind"),
+    [
+        ("_sources/faq.md.txt", "sphinx_sources"),
+        ("guide/_sources/usage.rst.txt", "sphinx_sources"),
+        ("_modules/black.html", "sphinx_modules"),
+        ("_static/pygments.css", "site_assets"),
+        ("_images/diagram.png", "site_assets"),
+        ("searchindex.js", "site_assets"),
+        ("objects.inv", "site_assets"),
+        ("sitemap.xml", "site_assets"),
+        ("search/search_index.json", "site_assets"),
+        ("fonts/roboto.woff2", "site_assets"),
+        ("genindex.html", "search_index_pages"),
+        ("genindex-A.html", "search_index_pages"),
+        ("py-modindex.html", "search_index_pages"),
+        ("404.html", "search_index_pages"),
+        ("guide/usage.html", None),
+        ("notes.md", None),
+        ("notes.txt", None),
+    ],
+)
+def test_site_files_are_recognised_by_path(tmp_path: Path, rel: str, kind: str | None) -> None:
+    f = tmp_path / rel
+    f.parent.mkdir(parents=True, exist_ok=True)
+    f.write_text("x", "utf-8")
+    assert SiteFilter().kind(f, rel, in_folder=True) == kind
+    assert SiteFilter().kind(f, rel, in_folder=False) is None  # a file named on the command line is wanted
+
+
+def test_search_html_is_the_sites_search_page_only_at_its_root(tmp_path: Path) -> None:
+    (tmp_path / "topics").mkdir()
+    (tmp_path / "searchindex.js").write_text("x", "utf-8")
+    for rel in ("search.html", "topics/search.html"):
+        (tmp_path / rel).write_text("x", "utf-8")
+    site = SiteFilter()
+    assert site.kind(tmp_path / "search.html", "search.html", in_folder=True) == "search_index_pages"
+    assert site.kind(tmp_path / "topics/search.html", "topics/search.html", in_folder=True) is None
+
+
+def test_text_files_are_sources_only_in_a_folder_of_twins(tmp_path: Path) -> None:
+    for n in ("git-add.txt", "git-add.html", "git-mv.txt", "git-mv.html", "config.txt"):
+        (tmp_path / "doc" / n).parent.mkdir(exist_ok=True)
+        (tmp_path / "doc" / n).write_text("x", "utf-8")
+    (tmp_path / "notes").mkdir()
+    for n in ("a.txt", "a.html", "b.txt", "c.txt", "d.txt"):
+        (tmp_path / "notes" / n).write_text("x", "utf-8")
+    site = SiteFilter()
+    for n in ("git-add.txt", "config.txt"):
+        assert site.kind(tmp_path / "doc" / n, f"doc/{n}", in_folder=True) == "asciidoc_sources"
+    assert site.kind(tmp_path / "notes/b.txt", "notes/b.txt", in_folder=True) is None  # one twin in four
+
+
+def test_exclude_globs_match_the_path_or_a_folder_above_it(tmp_path: Path) -> None:
+    site = SiteFilter(("releases", "*.rst", "api/*/internal.html"))
+    assert site.kind(tmp_path / "x", "releases/1.0.html", in_folder=True) == "excluded"
+    assert site.kind(tmp_path / "x", "guide/intro.rst", in_folder=True) == "excluded"
+    assert site.kind(tmp_path / "x", "api/v1/internal.html", in_folder=True) == "excluded"
+    assert site.kind(tmp_path / "x", "guide/releases.html", in_folder=True) is None
+    assert site.kind(tmp_path / "x", "intro.rst", in_folder=False) == "excluded"  # a named file: its name
+    assert skip_line("excluded", 2) == "skipped 2 file(s) matching --exclude"
+
+
+@pytest.mark.parametrize(
+    "unit",
+    [
+        '<div class="sphinxsidebar">',  # nested chrome: marked once, at the outside
+        '<p>x<a class="headerlink" href="#a">¶</a>tail',  # side by side: no tail text moved along
+        '<div role="main"><article>',  # nested candidates for the main content
+        '<h2>t<a class="anchor" href="#t">#</a></h2><div class="toc">',
+    ],
+)
+def test_the_page_scan_is_linear_in_the_page(unit: str) -> None:
+    from tests.security.test_linear_time import RATIO, work
+
+    def page(n: int) -> str:
+        return "<html><head><title>T — P 1.0 documentation</title></head><body>" + unit * n + "</body></html>"
+
+    small = work(lambda t: parse_html(t, fallback_title="x"), page(100))
+    large = work(lambda t: parse_html(t, fallback_title="x"), page(1000))  # under the parser's depth limit (2,048)
+    assert large <= RATIO * small, (small, large)
+
+
+def test_a_pydoc_page_loses_its_local_path_and_title_prefix() -> None:
+    html = """<html><head><title>Python: module json.decoder</title></head><body>
+    <table class="heading"><tr class="heading-text decor"><td class="title"><strong class="title">
+    <a href="json.html">json</a>.decoder</strong></td><td class="extra"><a href=".">index</a><br>
+    <a href="file:/usr/lib/python3.11/json/decoder.py">/usr/lib/python3.11/json/decoder.py</a></td></tr></table>
+    <p><span class="code">Implementation of JSONDecoder</span></p></body></html>"""
+    title, texts, _, site = _texts(html)
+    assert title == "json.decoder" and site == {"generator": "pydoc", "site": "Python"}
+    assert "Implementation of JSONDecoder" in texts and not [t for t in texts if "/usr/lib" in t or "index" in t]
+
+
+def test_a_section_titled_like_chrome_is_content() -> None:
+    html = """<html><head><title>Themes — Proj 1.0 documentation</title></head><body><div class="body" role="main">
+    <section id="themes"><h1>Themes</h1><p>Intro.</p><section id="sidebar"><h2 id="toc">Sidebar</h2>
+    <p>The sidebar lists the pages.</p></section></section></div>
+    <div class="sphinxsidebar" role="navigation"><p>SIDEBAR LINK</p></div></body></html>"""
+    title, texts, headings, _ = _texts(html)
+    assert title == "Themes" and texts == ["Intro.", "The sidebar lists the pages."]
+    assert headings == [(), ("Sidebar",)]
+
+
+def test_inline_elements_join_their_neighbours() -> None:
+    # Sphinx's signatures and Black's rendering of "psf/black@stable": one span per token, no spaces between
+    sig = (
+        '<span class="sig-prename descclassname"><span class="pre">black.</span></span><span class="sig-name '
+        'descname"><span class="pre">format_str</span></span><span class="sig-paren">(</span><em class="sig-param">'
+        '<span class="n"><span class="pre">src</span></span></em><span class="sig-paren">)</span>'
+    )
+    html = f"""<html><body><div role="main"><dl class="py function"><dt class="sig sig-object py">{sig}</dt></dl>
+    <ul><li><p>uses: <a href="mailto:x">psf/black<span>&#64;</span>stable</a></p></li></ul>
+    <p>one<br>two</p><table><tr><td>cell<div>below</div></td></tr></table></div></body></html>"""
+    _, texts, _, _ = _texts(html)
+    assert texts == ["black.format_str(src)", "- uses: psf/black@stable", "one two", "cell below"]
