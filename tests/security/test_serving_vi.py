@@ -1,0 +1,120 @@
+"""Serving VI (issue 40, items 4 and 9): the inspector reads through the store's current access labels and
+sends its security headers, a lone surrogate is a 422, the process pool survives dead workers and shows on
+``/metrics``, every connection counts against ``max_connections``, and a non-regular file never deletes a
+document on re-ingest.
+
+Each test failed on the code before the fix. No test reads the clock or asserts a speed: waits are bounded
+polls for a state (an answer, a closed socket, a dead process), never sleeps standing for a result.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import re
+import time
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("cloudpickle")
+
+from fastapi.testclient import TestClient
+
+from admit.kb import KnowledgeBase
+from admit.service.config import settings_from_dict
+from admit.service.http import create_app
+from admit.testing.kb import memory_kb
+from admit.types import Access, Chunk
+
+SECRET = "purge-snapshots-zeta"
+RUNBOOK = Chunk(
+    id="quota#fix",
+    source_id="quota",
+    title="Quota runbook",
+    text=f"To clear error E4012 run {SECRET} on the tenant volume, then retry the upload.",
+    access=Access(tenant="acme", groups=("support",)),
+)
+KEYS = {
+    "sup1": {"key_env": "K_SUP1", "tenant": "acme", "groups": ["support"]},
+    "sup2": {"key_env": "K_SUP2", "tenant": "acme", "groups": ["support"]},
+    "sre": {"key_env": "K_SRE", "tenant": "acme", "groups": ["sre", "support"]},
+}
+ENV = {"K_SUP1": "sup1-key", "K_SUP2": "sup2-key", "K_SRE": "sre-key"}
+
+
+def _ready(c: TestClient) -> None:
+    for _ in range(600):  # bounded: 60 s at most
+        if c.get("/readyz").status_code == 200:
+            return
+        time.sleep(0.1)
+    raise AssertionError("the app never became ready")
+
+
+def _app(kb: KnowledgeBase | None = None, **limits: Any) -> Any:
+    settings = settings_from_dict(
+        {"service": {"reranker": "bm25", "limits": {"worker_processes": 0, **limits}, "keys": KEYS}}
+    )
+    return create_app(settings, kb=kb, environ=ENV)
+
+
+# ---------------------------------------------------------------------------------------------- item 4
+
+
+def test_the_inspector_hides_a_passage_relabelled_away_from_the_viewer() -> None:
+    kb = memory_kb([RUNBOOK])
+    with TestClient(_app(kb)) as c:
+        _ready(c)
+        ask = {"question": "How do I clear error E4012?"}
+        r = c.post("/v1/search", json=ask, headers={"X-API-Key": "sup1-key"})
+        assert r.status_code == 200, r.text
+        assert "quota#fix" in r.json()["citations"]
+        for key in ("sup1-key", "sup2-key"):
+            assert SECRET in c.get("/inspect", headers={"X-API-Key": key}).text
+
+        # the document is re-labelled to group sre and re-ingested (its source replaced whole)
+        kb.add_chunks([dataclasses.replace(RUNBOOK, access=Access(tenant="acme", groups=("sre",)))])
+        again = c.post("/v1/search", json=ask, headers={"X-API-Key": "sup1-key"})
+        assert again.status_code == 200 and "quota#fix" not in again.json()["citations"]
+        for key in ("sup1-key", "sup2-key"):  # the one that searched, and one that never did
+            page = c.get("/inspect", headers={"X-API-Key": key}).text
+            assert SECRET not in page, key
+            assert "Quota runbook" not in page, key  # nor its title
+            assert "no longer readable by you" in page, key
+            assert ask["question"] in page  # the request itself is still the key's to see
+        # a key that may read it now still sees the text the support key's request admitted
+        assert SECRET in c.get("/inspect", headers={"X-API-Key": "sre-key"}).text
+
+        # deleted from the store: shown to nobody
+        kb.store.delete_source("quota", "acme")
+        assert SECRET not in c.get("/inspect", headers={"X-API-Key": "sre-key"}).text
+
+
+def test_the_inspector_and_every_answer_send_csp_and_nosniff() -> None:
+    with TestClient(_app(memory_kb([RUNBOOK]))) as c:
+        _ready(c)
+        c.post("/v1/search", json={"question": "How do I clear error E4012?"}, headers={"X-API-Key": "sup1-key"})
+        page = c.get("/inspect", headers={"X-API-Key": "sup1-key"})
+        assert page.status_code == 200
+        assert page.headers["x-content-type-options"] == "nosniff"
+        csp = page.headers["content-security-policy"]
+        directives = dict(d.strip().split(" ", 1) for d in csp.split(";") if d.strip())
+        assert directives["default-src"] == "'none'" and directives["frame-ancestors"] == "'none'"
+        assert "unsafe-inline" not in directives["script-src"]
+        # the one inline script the page has is the one the policy allows, by its hash
+        scripts = re.findall(r"<script>(.*?)</script>", page.text, flags=re.S)
+        assert len(scripts) == 1
+        digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
+        assert directives["script-src"] == f"'sha256-{digest}'"
+        assert page.headers["cache-control"] == "no-store"
+        for r in (
+            c.get("/healthz"),
+            c.get("/metrics"),
+            c.get("/inspect"),  # the gate's 401
+            c.post("/v1/search", json={"question": ""}, headers={"X-API-Key": "sup1-key"}),  # a 422
+            c.get("/no-such-route"),
+        ):
+            assert r.headers["x-content-type-options"] == "nosniff", r.url
+            assert "default-src 'none'" in r.headers["content-security-policy"], r.url
