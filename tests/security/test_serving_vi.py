@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import hashlib
+import logging
 import re
 import time
 from typing import Any
@@ -118,3 +119,33 @@ def test_the_inspector_and_every_answer_send_csp_and_nosniff() -> None:
         ):
             assert r.headers["x-content-type-options"] == "nosniff", r.url
             assert "default-src 'none'" in r.headers["content-security-policy"], r.url
+
+
+# ---------------------------------------------------------------------------------------------- item 9a
+
+
+def test_a_lone_surrogate_is_a_422_naming_its_field_and_logs_no_traceback(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    key = {"X-API-Key": "sup1-key", "Content-Type": "application/json"}
+    with TestClient(_app(memory_kb([RUNBOOK])), raise_server_exceptions=False) as c:
+        _ready(c)
+        for path, raw, field in (
+            ("/v1/search", rb'{"question": "What does E4012 mean?", "prune": "\ud800"}', "prune"),
+            ("/v1/search", rb'{"question": "What does \udfff E4012 mean?"}', "question"),
+            ("/v1/prune", rb'{"question": "q?", "candidates": [{"id": "a", "text": "x\udc00"}]}', "candidates[0].text"),
+            (
+                "/v1/pack",
+                rb'{"question": "q?", "model": "gpt-4o", '
+                rb'"candidates": [{"id": "a", "text": "x", "metadata": {"\ud800": 1}}]}',
+                "candidates[0].metadata",
+            ),
+        ):
+            r = c.post(path, content=raw, headers=key)
+            assert r.status_code == 422, (path, r.text)
+            body = r.json()
+            assert body["field"] == field and "surrogate" in body["detail"], body
+        # a surrogate pair is one character (U+1F600): a question like any other
+        ok = c.post("/v1/search", content=rb'{"question": "E4012 \ud83d\ude00?"}', headers=key)
+        assert ok.status_code == 200, ok.text
+    assert not [r for r in caplog.records if r.exc_info], "no traceback in the log"
+    assert "Traceback" not in caplog.text
