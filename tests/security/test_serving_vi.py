@@ -9,12 +9,18 @@ polls for a state (an answer, a closed socket, a dead process), never sleeps sta
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
+import functools
 import hashlib
 import logging
+import os
 import re
+import signal
 import time
+import types
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,9 +30,11 @@ pytest.importorskip("cloudpickle")
 
 from fastapi.testclient import TestClient
 
+from admit.errors import BackendError
 from admit.kb import KnowledgeBase
 from admit.service.config import settings_from_dict
 from admit.service.http import create_app
+from admit.service.procs import ProcessPool
 from admit.testing.kb import memory_kb
 from admit.types import Access, Chunk
 
@@ -149,3 +157,121 @@ def test_a_lone_surrogate_is_a_422_naming_its_field_and_logs_no_traceback(caplog
         assert ok.status_code == 200, ok.text
     assert not [r for r in caplog.records if r.exc_info], "no traceback in the log"
     assert "Traceback" not in caplog.text
+
+
+# ---------------------------------------------------------------------------------------------- items 9b, 9c
+
+
+def _wait_dead(pid: int) -> None:
+    """Wait (bounded) until process ``pid`` has ended: a zombie, or gone."""
+    for _ in range(3000):  # 30 s at most
+        try:
+            raw = Path(f"/proc/{pid}/stat").read_bytes()
+        except OSError:
+            return
+        if raw[raw.rfind(b")") + 2 :].split()[0] in (b"Z", b"X"):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} did not end")
+
+
+def _kill_idle_workers(pool: ProcessPool) -> list[int]:
+    pids = pool.pids()
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+    for pid in pids:
+        _wait_dead(pid)
+    return pids
+
+
+def _die_once(flag: str) -> str:
+    """A job whose first run takes its worker down with it (a crash, the OOM killer); the second one answers."""
+    if not os.path.exists(flag):
+        Path(flag).write_text("ran once", "utf-8")
+        os._exit(9)
+    return "answered by a fresh worker"
+
+
+def _always_die() -> str:
+    os._exit(9)
+
+
+def _pool() -> ProcessPool:
+    return ProcessPool(types.SimpleNamespace(metrics=None, inspect=None), 1, reserve=1, per_tenant=1)
+
+
+def test_dead_idle_workers_are_replaced_before_they_get_a_job() -> None:
+    async def main() -> tuple[list[int], list[int], list[int], Any]:
+        pool = _pool()
+        try:
+            assert await pool.run("t", functools.partial(abs, -1)) == 1
+            dead = _kill_idle_workers(pool)  # every idle worker killed from outside
+            answers = [await pool.run("t", functools.partial(abs, -2)) for _ in range(3)]
+            return answers, dead, pool.pids(), pool.snapshot()
+        finally:
+            pool.close()
+
+    answers, dead, pids, snap = asyncio.run(main())
+    assert answers == [2, 2, 2]
+    assert len(pids) == 2 and not set(pids) & set(dead)
+    assert snap.stats.dead == 2 and snap.stats.lost == 0 and snap.workers == 2
+
+
+def test_a_job_whose_worker_dies_is_retried_once_on_a_fresh_worker(tmp_path: Path) -> None:
+    async def main() -> tuple[Any, ...]:
+        pool = _pool()
+        try:
+            once = await pool.run("t", functools.partial(_die_once, str(tmp_path / "flag")))
+            with pytest.raises(BackendError, match="worker process ended"):
+                await pool.run("t", _always_die)  # retried once, then failed: never a loop
+            after = await pool.run("t", functools.partial(abs, -5))
+            # a worker that dies between the liveness check and the hand-off: the broken pipe is a retry too
+            victim = pool._free[-1]
+            os.kill(victim.proc.pid, signal.SIGKILL)
+            _wait_dead(victim.proc.pid)
+            victim.proc.is_alive = lambda: True  # as if it died a moment after the check
+            raced = await pool.run("t", functools.partial(abs, -7))
+            return once, after, raced, pool.snapshot(), len(pool.pids())
+        finally:
+            pool.close()
+
+    once, after, raced, snap, n = asyncio.run(main())
+    assert once == "answered by a fresh worker" and after == 5 and raced == 7
+    assert snap.stats.retried == 3 and snap.stats.lost == 1  # _die_once, _always_die (once), the raced hand-off
+    assert snap.stats.dead == 4 and n == 2 and snap.workers == 2
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+    }
+
+
+def test_metrics_export_the_process_pool() -> None:
+    pytest.importorskip("prometheus_client")
+    with TestClient(_app(memory_kb([RUNBOOK]), worker_processes=1)) as c:
+        _ready(c)
+        state = c.app.state.admit  # type: ignore[attr-defined]
+        key = {"X-API-Key": "sup1-key"}
+        assert c.post("/v1/search", json={"question": "How do I clear error E4012?"}, headers=key).status_code == 200
+        assert c.post("/v1/search", json={"question": " "}, headers=key).status_code == 422  # raised in the worker
+        m = _samples(c.get("/metrics").text)
+        assert m[("admit_pool_workers", ())] == state.procs.size == 2
+        assert m[("admit_pool_workers_busy", ())] == 0
+        assert m[("admit_pool_queued_jobs", (("class", "light"),))] == 0
+        assert m[("admit_pool_queued_jobs", (("class", "heavy"),))] == 0
+        assert m[("admit_pool_jobs_total", (("outcome", "ok"),))] == 1
+        assert m[("admit_pool_jobs_total", (("outcome", "error"),))] == 1
+        assert m[("admit_pool_jobs_total", (("outcome", "timed_out"),))] == 0
+        assert m[("admit_pool_workers_replaced_total", (("cause", "died"),))] == 0
+
+        _kill_idle_workers(state.procs)
+        assert c.post("/v1/search", json={"question": "How do I clear error E4012?"}, headers=key).status_code == 200
+        m = _samples(c.get("/metrics").text)
+        assert m[("admit_pool_workers_replaced_total", (("cause", "died"),))] == 2
+        assert m[("admit_pool_jobs_total", (("outcome", "ok"),))] == 2
+        assert m[("admit_pool_workers", ())] == 2
