@@ -17,7 +17,9 @@ import hashlib
 import logging
 import os
 import re
+import select
 import signal
+import socket
 import time
 import types
 from pathlib import Path
@@ -275,3 +277,52 @@ def test_metrics_export_the_process_pool() -> None:
         assert m[("admit_pool_workers_replaced_total", (("cause", "died"),))] == 2
         assert m[("admit_pool_jobs_total", (("outcome", "ok"),))] == 2
         assert m[("admit_pool_workers", ())] == 2
+
+
+# ---------------------------------------------------------------------------------------------- item 9d
+
+
+def _closed_by_server(socks: list[socket.socket], want: int) -> int:
+    """How many of ``socks`` the server closed, read until ``want`` are, or nothing new comes for 30 s."""
+    poller = select.poll()
+    by_fd = {s.fileno(): s for s in socks}
+    for fd in by_fd:
+        poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    closed, quiet = 0, 0
+    while closed < want and quiet < 60:  # each round waits at most 0.5 s for news
+        events = poller.poll(500)
+        quiet = 0 if events else quiet + 1
+        for fd, _ev in events:
+            try:
+                data = by_fd[fd].recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                closed += 1
+                poller.unregister(fd)
+    return closed
+
+
+def test_slow_bodies_without_a_key_count_against_max_connections() -> None:
+    import httpx
+
+    from admit.service.loopback import LoopbackServer
+    from admit.service.server import ServerLimits
+
+    cap, n = 40, 120
+    limits = ServerLimits(header_timeout_s=300, body_timeout_s=300, max_connections=cap, keep_alive_s=300)
+    head = b"POST /v1/search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n"
+    socks: list[socket.socket] = []
+    with LoopbackServer(_app(), limits=limits) as srv:
+        try:
+            for _ in range(n):  # no key: each is answered 401 at once while its body is still to come
+                s = socket.create_connection(("127.0.0.1", srv.port), timeout=30)
+                s.sendall(head + b'{"question": "')
+                socks.append(s)
+            # the server holds at most ``cap`` of them: the others were closed to make room
+            assert _closed_by_server(socks, n - cap) == n - cap
+            with httpx.Client(base_url=srv.url, timeout=60) as c:  # a real request still gets in
+                assert c.get("/v1/search", headers={"X-API-Key": "sup1-key"}).status_code == 405
+        finally:
+            for s in socks:
+                s.close()
