@@ -326,3 +326,52 @@ def test_slow_bodies_without_a_key_count_against_max_connections() -> None:
         finally:
             for s in socks:
                 s.close()
+
+
+# ---------------------------------------------------------------------------------------------- item 9e
+
+
+@pytest.mark.parametrize("odd", ["fifo", "directory"])
+def test_a_fifo_or_directory_in_a_documents_place_keeps_its_last_good_version(tmp_path: Path, odd: str) -> None:
+    from admit.types import Principal
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    guide = docs / "guide.md"
+    guide.write_text("# Guide\n\nThe quota error E4012 is fixed by cleaning old snapshots.\n", "utf-8")
+    (docs / "other.md").write_text("# Other\n\nNothing here.\n", "utf-8")
+    kb = KnowledgeBase("memory://", embedder="fake:16")
+    kb.ingest([docs], tenant="t")
+    reader = Principal(tenant="t")
+    before = {c.id for c in kb.retrieve("E4012 quota snapshots", reader, k=10) if c.id.startswith("guide")}
+    assert before
+
+    guide.unlink()
+    if odd == "fifo":
+        os.mkfifo(guide)  # opening it would block the run; it is never opened
+    else:
+        guide.mkdir()
+    rep = kb.ingest([docs], tenant="t")
+    assert rep.sources_removed == 0 and rep.chunks_removed == 0, rep
+    assert str(guide) in rep.kept_last_good, rep
+    causes = dict(rep.refusals)
+    kind = "a FIFO" if odd == "fifo" else "a directory"
+    assert kind in causes[str(guide)], causes
+    assert {"path": str(guide), "cause": causes[str(guide)]} in rep.as_dict()["refusals"]
+    after = {c.id for c in kb.retrieve("E4012 quota snapshots", reader, k=10)}
+    assert before <= after
+
+    # gone for real: removed
+    guide.unlink() if odd == "fifo" else guide.rmdir()
+    rep = kb.ingest([docs], tenant="t")
+    assert rep.sources_removed == 1 and not rep.kept_last_good and not rep.refusals
+
+
+def test_a_fifo_met_in_a_folder_is_refused_with_its_reason(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Guide\n\nText.\n", "utf-8")
+    os.mkfifo(docs / "pipe.md")
+    rep = KnowledgeBase("memory://", embedder="fake:16").ingest([docs], tenant="t")
+    assert rep.sources_added == 1
+    assert dict(rep.refusals) == {str(docs / "pipe.md"): "a FIFO, not a document"}
