@@ -8,8 +8,9 @@ tenant, the last requests with their trace records, so ``GET /inspect`` can rend
 from __future__ import annotations
 
 import collections
+import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from admit.errors import ConfigError
@@ -18,7 +19,16 @@ from admit.requestlog import request_to_json
 from admit.trace import TraceRecord, TraceSink
 from admit.types import Access, Principal
 
-__all__ = ["InspectLog"]
+__all__ = ["REVOKED", "CurrentAccess", "InspectLog"]
+
+logger = logging.getLogger(__name__)
+
+
+CurrentAccess = Callable[[Principal, Sequence[tuple[str, str]]], Collection[str]]
+"""``current(viewer, [(chunk id, stored source id), ...])``: the chunk ids ``viewer`` may read in the store now."""
+
+REVOKED = "no longer readable by you"
+"""What the inspector shows in place of a passage the viewer may no longer read."""
 
 
 class InspectLog:
@@ -113,20 +123,70 @@ class InspectLog:
         with self._lock:
             return [_public(r) for r in reversed(self._kept.get(tenant, ()))]
 
-    def visible(self, viewer: Principal) -> list[dict[str, Any]]:
+    def visible(self, viewer: Principal, *, current: CurrentAccess | None = None) -> list[dict[str, Any]]:
         """The kept records ``viewer`` may see, newest first: its tenant's, made by a principal with no group
-        ``viewer`` lacks, whose every admitted chunk ``viewer`` may read."""
+        ``viewer`` lacks, whose every admitted chunk ``viewer`` may read.
+
+        The labels kept with a record are those of when it was made; a passage retrieved from the knowledge base
+        (``metadata["kb_source_id"]``) is shown only if ``current`` (the store's access labels as they are now:
+        :meth:`admit.kb.KnowledgeBase.readable_now`) says ``viewer`` may still read it. Otherwise its text, its
+        title and the logged prompt are left out and the candidate is marked ``revoked``: the page shows "no
+        longer readable by you" in its place. Without ``current`` (no knowledge base) no retrieved passage is
+        shown; one that fails is logged and shows none (fail closed).
+        """
         with self._lock:
             entries = list(reversed(self._kept.get(viewer.tenant, ())))
         mine = set(viewer.groups)
-        out = []
+        shown = []
         for r in entries:
             if not set(r.get("_requester_groups", ())) <= mine:
                 continue
             if not all(_readable(viewer, c) for c in _admitted(r)):
                 continue
-            out.append(_public(r))
-        return out
+            shown.append(r)
+        refs = {ref for r in shown for ref in _store_refs(r)}
+        readable: Collection[str] = ()
+        if refs and current is not None:
+            try:
+                readable = current(viewer, sorted(refs))
+            except Exception:  # a store that cannot answer shows no retrieved text
+                logger.warning("inspector: the store's access labels could not be read", exc_info=True)
+                readable = ()
+        return [_without_revoked(_public(r), set(readable)) for r in shown]
+
+
+def _store_ref(cand: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(chunk id, stored source id)`` of a candidate retrieved from the knowledge base, else ``None``."""
+    meta = cand.get("metadata")
+    sid = meta.get("kb_source_id") if isinstance(meta, Mapping) else None
+    cid = cand.get("id")
+    return (str(cid), str(sid)) if isinstance(sid, str) and isinstance(cid, str) else None
+
+
+def _store_refs(entry: Mapping[str, Any]) -> list[tuple[str, str]]:
+    req = entry.get("request")
+    cands = req.get("candidates", []) if isinstance(req, Mapping) else []
+    return [ref for c in cands if isinstance(c, Mapping) and (ref := _store_ref(c)) is not None]
+
+
+def _without_revoked(entry: dict[str, Any], readable: set[str]) -> dict[str, Any]:
+    """``entry`` with each retrieved candidate ``readable`` lacks reduced to its id, marked ``revoked``."""
+    req = entry.get("request")
+    if not isinstance(req, Mapping):
+        return entry
+    cands = []
+    revoked = False
+    for c in req.get("candidates", []):
+        ref = _store_ref(c) if isinstance(c, Mapping) else None
+        if ref is not None and ref[0] not in readable:
+            revoked = True
+            c = {"id": c.get("id"), "title": f"({REVOKED})", "revoked": True}
+        cands.append(c)
+    if not revoked:
+        return entry
+    out = {**entry, "request": {**req, "candidates": cands}}
+    out.pop("prompt", None)  # it holds the passages' text: rendered again from the candidates, revoked ones left out
+    return out
 
 
 def _public(entry: Mapping[str, Any]) -> dict[str, Any]:

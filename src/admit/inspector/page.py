@@ -20,7 +20,9 @@ Example:
 
 from __future__ import annotations
 
+import base64
 import collections
+import hashlib
 import html
 import json
 from collections.abc import Mapping, Sequence
@@ -29,11 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from admit.errors import ConfigError
+from admit.inspector.log import REVOKED
 from admit.render import EvidenceRenderer
 from admit.trace import TraceRecord
 from admit.types import Access, Chunk
 
-__all__ = ["read_trace_file", "render_page"]
+__all__ = ["CSP", "read_trace_file", "render_page"]
 
 _LEDGER = (
     ("input_limit", "input limit"),
@@ -141,6 +144,9 @@ def _envelopes(rec: Mapping[str, Any]) -> str:
     parts = []
     for cid in accepted:
         c = by_id[cid]
+        if c.get("revoked"):  # re-labelled or deleted in the store since (admit.inspector.log): no text
+            parts.append(f"[passage {cid}: {REVOKED}]")
+            continue
         acc = c.get("access") if isinstance(c.get("access"), Mapping) else None
         chunk = Chunk(
             id=str(cid),
@@ -375,6 +381,18 @@ def _index_verdict(rec: Mapping[str, Any]) -> str:
     return "" if state is None else f'; <span class="state {_e(state)}">{_e(_VERDICTS[state])}</span>'
 
 
+_SCRIPT_HASH = base64.b64encode(hashlib.sha256(_SCRIPT.encode("utf-8")).digest()).decode("ascii")
+
+CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; "
+    f"script-src 'sha256-{_SCRIPT_HASH}'; "
+    "base-uri 'none'; form-action 'none'"
+)
+"""The page's Content-Security-Policy: nothing loaded from anywhere, no script but the page's own (by its hash,
+so an injected ``<script>`` or event handler never runs), inline styles (the latency bars). The page carries it
+in a ``<meta>`` tag (a saved file too); ``/inspect`` also sends it as a header, with ``frame-ancestors 'none'``."""
+
+
 def render_page(
     records: Sequence[TraceRecord] | Sequence[Mapping[str, Any]], *, title: str = "admit: request inspector"
 ) -> str:
@@ -391,8 +409,7 @@ def render_page(
     empty = "" if records else "<p>No request has been logged yet.</p>"
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-        "script-src 'unsafe-inline'\">"
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>"
         f"<h1>{_e(title)}</h1>{empty}<ol class='index'>{index}</ol>{sections}"
         f"<script>{_SCRIPT}</script></body></html>\n"

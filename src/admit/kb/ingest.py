@@ -14,6 +14,8 @@ module walks the files and runs the ingest, step by step. Their names are re-exp
 * Re-ingest: a file whose content and settings are unchanged is skipped; a changed one is re-chunked, unchanged
   chunks reuse their stored embeddings, and the source is replaced in one transaction (readers see the old or the
   new version); a file that is gone from an ingested folder has its chunks deleted (the folder's last one too).
+  A FIFO, socket or device in a folder is refused (never opened); one, or a directory, standing where a stored
+  document was keeps that document's last good version (a refusal in the report), it is not deleted.
 * A built documentation site is ingested as its documentation (:mod:`admit.kb.docsite`): each page's main
   content, titles without the site's suffix, the site's version as the source's; source copies, highlighted
   source, assets, search and index pages, redirect stubs and ``exclude`` globs are left out, counted per kind in
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
@@ -299,6 +302,13 @@ class _Run:
                 continue
             origin = Path(info.origin)
             if any(origin.is_relative_to(r) for r in folders) or origin in named:
+                odd = _not_a_file(origin)
+                if odd:  # a directory or a FIFO where the document was: refused, never taken for a removal
+                    cause = f"{odd} stands where a document was; its last good version is kept"
+                    logger.warning("ingest: %s: %s", info.origin, cause)
+                    self.refused.append((info.origin, cause))
+                    self.kept.append(info.origin)
+                    continue
                 self.counts["chunks_removed"] += self.store.delete_source(sid, ten)
                 self.counts["sources_removed"] += 1
 
@@ -342,11 +352,30 @@ def _walk(paths: Sequence[str | Path], refused: list[tuple[str, str]] | None = N
                         continue
                 if f.is_file():
                     out.append((f, root))
+                elif not f.is_dir():  # a FIFO, a socket, a device: never opened, refused with its kind
+                    cause = f"{_not_a_file(f) or 'not a regular file'}, not a document"
+                    logger.info("ingest: not reading %s: %s", f, cause)
+                    if refused is not None:
+                        refused.append((str(f), cause))
         elif p.is_file():
             out.append((p.resolve(), None))
         else:
             raise ConfigError(f"Ingest path {str(raw)!r} does not exist.")
     return out
+
+
+def _not_a_file(p: Path) -> str:
+    """What stands at ``p`` when it is neither a regular file nor a link nor gone ("a directory", "a FIFO", ...),
+    else ``""``."""
+    try:
+        mode = p.lstat().st_mode
+    except OSError:
+        return ""
+    if stat.S_ISREG(mode) or stat.S_ISLNK(mode):
+        return ""
+    kinds = [(stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket")]
+    kinds += [(stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")]
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 def _read(f: Path, root: Path | None) -> bytes:

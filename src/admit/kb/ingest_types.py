@@ -134,9 +134,10 @@ class IngestReport:
     refused_links: tuple[str, ...] = ()
     """Files not read because of a link: symbolic links under an ingested folder whose target lies outside it
     or does not exist, files swapped for a link after the walk, and files with more than one hard link (see
-    :mod:`admit.kb.files`). Each one's cause is in :attr:`refusals`."""
+    :mod:`admit.kb.files`); and paths that are no regular file (a FIFO, a socket, a device; a directory where a
+    stored document was). Each one's cause is in :attr:`refusals`."""
     refusals: tuple[tuple[str, str], ...] = ()
-    """``(path, cause)`` of each refused link, in the order of :attr:`refused_links`."""
+    """``(path, cause)`` of each refused link or non-regular file, in the order of :attr:`refused_links`."""
     errors: tuple[tuple[str, str], ...] = ()
     """``(path, message)`` of files that could not be read."""
     kept_last_good: tuple[str, ...] = ()

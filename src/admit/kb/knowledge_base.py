@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +21,7 @@ from admit.kb.ingest import (
     ingest_paths,
     records_from_chunks,
 )
-from admit.kb.store import ChunkRecord, Hit, SearchFilters, SourceInfo, Store
+from admit.kb.store import ChunkRecord, Hit, ReadFilter, SearchFilters, SourceInfo, Store
 from admit.kb.stores import open_store, stored_embedder
 from admit.trace import RetrievalRecord, new_request_id
 from admit.types import DEFAULT_STRATEGY, Chunk, PackResult, Principal
@@ -412,6 +412,24 @@ class KnowledgeBase:
         )
 
     # -- inspection ----------------------------------------------------------------------------------------
+    def readable_now(self, principal: Principal, refs: Iterable[tuple[str, str]]) -> set[str]:
+        """Which of ``refs`` (chunk id, stored source id: a retrieved chunk's ``metadata["kb_source_id"]``)
+        ``principal`` may read in the store as it is now: the store's current access labels decide, so a chunk
+        re-labelled, re-ingested under other groups or deleted since it was retrieved is not among them.
+
+        The request inspector asks this before it shows a kept passage (:mod:`admit.inspector.log`).
+        """
+        wanted: dict[str, set[str]] = {}
+        for cid, sid in refs:
+            wanted.setdefault(sid, set()).add(cid)
+        rule = ReadFilter.of(principal)
+        out: set[str] = set()
+        for sid, ids in wanted.items():
+            for rec in self.store.get_source_chunks(sid, principal.tenant):
+                if rec.id in ids and rule.matches(rec):
+                    out.add(rec.id)
+        return out
+
     def count(self, tenant: str | None = None) -> int:
         """Number of stored chunks."""
         return self.store.count(tenant)

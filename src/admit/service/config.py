@@ -106,7 +106,8 @@ class Limits(_Strict):
     body_timeout_s: float = Field(default=30.0, gt=0)
     """Longest time a client may take to send a request's body once its headers are in."""
     max_connections: int = Field(default=2048, gt=0)
-    """Most open connections of ``admit serve``; at the cap the oldest one still sending headers makes room."""
+    """Most open connections of ``admit serve``, with an API key or without; at the cap the oldest one still sending
+    its request (or answered early while its body drips) makes room, else the oldest idle keep-alive one."""
     keep_alive_s: float = Field(default=5.0, gt=0)
     """An idle keep-alive connection is closed after this many seconds."""
     worker_threads: int = Field(default=0, ge=0)

@@ -20,7 +20,7 @@ from admit.service.config import KeyRing
 from admit.service.metrics import ServiceMetrics
 from admit.service.schemas import ErrorBody
 
-__all__ = ["KNOWN_METHODS", "Gate", "error_response", "method_label", "status_label"]
+__all__ = ["API_CSP", "KNOWN_METHODS", "Gate", "SecurityHeaders", "error_response", "method_label", "status_label"]
 
 KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
 """The HTTP methods a metric label may carry; anything else is counted as ``other``."""
@@ -207,3 +207,38 @@ class Gate:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+"""The Content-Security-Policy of every answer that sets none itself: JSON and text load nothing and run nothing."""
+
+
+class SecurityHeaders:
+    """Headers every HTTP answer carries, whoever gives it (a route, the gate's 401 and 413, an error handler):
+    ``X-Content-Type-Options: nosniff`` (a browser never reads a JSON body as HTML or script) and a
+    ``Content-Security-Policy`` (:data:`API_CSP` unless the answer has its own, as ``/inspect`` does).
+
+    Pure ASGI, outermost in the app, so nothing answers without them.
+    """
+
+    def __init__(self, app: ASGIApp, *, csp: str = API_CSP) -> None:
+        self.app = app
+        self.csp = csp.encode("latin-1")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                names = {bytes(k).lower() for k, _ in headers}
+                if b"x-content-type-options" not in names:
+                    headers.append((b"x-content-type-options", b"nosniff"))
+                if b"content-security-policy" not in names:
+                    headers.append((b"content-security-policy", self.csp))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

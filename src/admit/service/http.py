@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import difflib
-import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -46,6 +45,7 @@ from admit.errors import (
     LimitExceeded,
     Overloaded,
 )
+from admit.inspector.page import CSP as INSPECTOR_CSP
 from admit.inspector.page import render_page
 from admit.pipeline import PackRequest
 from admit.prune import Pruner
@@ -53,7 +53,7 @@ from admit.schema import describe_validation_errors
 from admit.service.config import ServiceSettings
 from admit.service.core import Caller, PruneAnswer, PruneQuery, SearchQuery, Service, trace_summary
 from admit.service.errors import answer_for
-from admit.service.gate import Gate, error_response
+from admit.service.gate import Gate, SecurityHeaders, error_response
 from admit.service.jsonio import dumps, parse_body
 from admit.service.limits import check_pack_limits, resolve_model
 from admit.service.loopback import LoopbackServer
@@ -176,6 +176,7 @@ def create_app(
         metrics=state.metrics,
         known_routes=ROUTES,
     )
+    app.add_middleware(SecurityHeaders)  # added last: outermost, so every answer (the gate's too) carries them
     _add_error_handlers(app)
 
     @app.get("/healthz", tags=["ops"])
@@ -256,15 +257,25 @@ def create_app(
     @app.get("/inspect", tags=["admit"], response_class=HTMLResponse, responses=_ERRORS)
     async def inspect_page(principal: PrincipalDep, id: str | None = None) -> HTMLResponse:
         """The request inspector page of the key's latest requests it may see (``id``: only that request): its
-        tenant's, made by no key with a group it lacks, admitting nothing it may not read. Rendered off the
-        event loop."""
-        records = state.inspect.visible(principal) if state.inspect is not None else []
-        if id is not None:
-            records = [r for r in records if r.get("request_id") == id]
-        page = await anyio.to_thread.run_sync(
-            functools.partial(render_page, records, title=f"admit: requests of {principal.tenant}")
-        )
-        return HTMLResponse(page)
+        tenant's, made by no key with a group it lacks, admitting nothing it may not read. A passage retrieved
+        from the knowledge base is shown only while the store still lets the key read it (its labels now, not
+        when it was retrieved). Rendered off the event loop."""
+
+        def page() -> str:
+            log = state.inspect
+            kb = state.kb
+            records = log.visible(principal, current=kb.readable_now if kb is not None else None) if log else []
+            if id is not None:
+                records = [r for r in records if r.get("request_id") == id]
+            return render_page(records, title=f"admit: requests of {principal.tenant}")
+
+        html = await anyio.to_thread.run_sync(page)
+        headers = {
+            "Content-Security-Policy": f"{INSPECTOR_CSP}; frame-ancestors 'none'",
+            "Cache-Control": "no-store",  # a tenant's questions and passages: never kept by a cache
+            "Referrer-Policy": "no-referrer",
+        }
+        return HTMLResponse(html, headers=headers)
 
     _document_bodies(app)
     return app

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -20,7 +21,7 @@ from pydantic import BaseModel
 from admit._clean import escape_line_breaks
 from admit.errors import RequestError
 
-__all__ = ["JsonCaps", "check_shape", "dumps", "dumps_line", "parse_body"]
+__all__ = ["JsonCaps", "check_shape", "check_unicode", "dumps", "dumps_line", "parse_body"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -75,6 +76,39 @@ def check_shape(value: Any, caps: JsonCaps) -> None:
         stack.extend(children)
 
 
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def check_unicode(value: Any) -> None:
+    """Raise :class:`RequestError` naming the field when a string (or a key) of ``value`` holds a lone surrogate
+    (``"\\ud800"`` unpaired): it is no Unicode text, cannot be written as UTF-8, and would fail deep inside
+    validation or serialization instead of as a 422."""
+    stack: list[tuple[Any, list[str | int]]] = [(value, [])]
+    while stack:
+        v, where = stack.pop()
+        if isinstance(v, str):
+            if _SURROGATE.search(v):
+                field = _path(where)
+                raise RequestError(
+                    f"{field}: holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape); send valid Unicode",
+                    field=field,
+                )
+        elif isinstance(v, dict):
+            for k, item in v.items():
+                key = str(k)
+                if _SURROGATE.search(key):
+                    field = _path(where)
+                    raise RequestError(
+                        f"{field}: a key holds a lone UTF-16 surrogate (an unpaired \\ud800-\\udfff escape); "
+                        "send valid Unicode",
+                        field=field,
+                    )
+                stack.append((item, [*where, key[:60]]))
+        elif isinstance(v, list):
+            stack.extend((item, [*where, i]) for i, item in enumerate(v))
+
+
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
@@ -83,7 +117,8 @@ def parse_body(raw: bytes, model: type[M], caps: JsonCaps, *, context: Mapping[s
     """Decode ``raw`` as JSON, check its shape, validate it as ``model``.
 
     Raises:
-        RequestError: not JSON (invalid UTF-8, NaN, nested past the interpreter's limit) or over a cap.
+        RequestError: not JSON (invalid UTF-8, NaN, nested past the interpreter's limit), a string with a lone
+            surrogate (:func:`check_unicode`), or over a cap.
         pydantic.ValidationError: the model's own checks (the HTTP face turns it into its usual 422).
     """
     try:
@@ -103,6 +138,8 @@ def parse_body(raw: bytes, model: type[M], caps: JsonCaps, *, context: Mapping[s
         msg = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
         raise RequestError(f"body: not valid JSON ({msg})", field=None) from None
     check_shape(value, caps)
+    if _ESCAPED_SURROGATE.search(text):  # only a \uD800-\uDFFF escape can put one in: no other body pays
+        check_unicode(value)
     return model.model_validate(value, context=dict(context) if context else None)
 
 

@@ -391,15 +391,16 @@ def build_mcp_server(
 
 
 def mcp_http_app(server: Any, *, host: str = "127.0.0.1") -> Any:
-    """The streamable-HTTP ASGI app of ``server`` behind the service's gate (API key, body limit).
+    """The streamable-HTTP ASGI app of ``server`` behind the service's gate (API key, body limit), every answer
+    with the service's security headers (``nosniff``, a CSP: :class:`~admit.service.gate.SecurityHeaders`).
 
     ``server`` comes from :func:`build_mcp_server` with ``transport="streamable-http"``.
     """
-    from admit.service.gate import Gate
+    from admit.service.gate import Gate, SecurityHeaders
 
     st: ServiceState = server.admit_state
     app = server.streamable_http_app(host=host, max_request_body_size=st.limits.max_body_bytes)
-    return Gate(app, keyring=lambda: st.keyring, max_body_bytes=st.limits.max_body_bytes)
+    return SecurityHeaders(Gate(app, keyring=lambda: st.keyring, max_body_bytes=st.limits.max_body_bytes))
 
 
 def run_mcp(

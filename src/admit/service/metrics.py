@@ -78,6 +78,15 @@ class ServiceMetrics:
             registry=r,
         )
 
+    def watch_pool(self, pool: Any) -> None:
+        """Export ``pool``'s state (a :class:`~admit.service.procs.ProcessPool`, read at each scrape through its
+        ``snapshot()``): ``admit_pool_workers`` (alive), ``admit_pool_workers_busy``, ``admit_pool_workers_paused``,
+        ``admit_pool_queued_jobs{class}``, ``admit_pool_jobs_total{outcome}``, ``admit_pool_jobs_refused_total``,
+        ``admit_pool_jobs_retried_total`` and ``admit_pool_workers_replaced_total{cause}``."""
+        if isinstance(self.registry, _NoRegistry):
+            return
+        self.registry.register(_PoolCollector(pool))
+
     def render(self) -> bytes:
         """The Prometheus text exposition of this registry."""
         if isinstance(self.registry, _NoRegistry):
@@ -85,6 +94,73 @@ class ServiceMetrics:
         from prometheus_client import generate_latest
 
         return bytes(generate_latest(self.registry))
+
+
+class _PoolCollector:
+    """A prometheus-client collector of a process pool's snapshot: gauges for what is now, counters for what
+    the pool has done (its own counts, so a value is never counted twice)."""
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+
+    def describe(self) -> list[Any]:
+        return list(self._families(None))
+
+    def collect(self) -> list[Any]:
+        return list(self._families(self.pool.snapshot()))
+
+    @staticmethod
+    def _families(snap: Any) -> Any:
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        def gauge(name: str, doc: str, value: float | None) -> Any:
+            g = GaugeMetricFamily(name, doc)
+            if value is not None:
+                g.add_metric([], value)
+            return g
+
+        yield gauge("admit_pool_workers", "Worker processes alive.", snap and snap.workers)
+        yield gauge("admit_pool_workers_busy", "Worker processes holding a job.", snap and snap.busy)
+        yield gauge(
+            "admit_pool_workers_paused", "Worker processes stopped while shorter jobs ran.", snap and snap.paused
+        )
+        queued = GaugeMetricFamily(
+            "admit_pool_queued_jobs",
+            "Jobs waiting for a worker process, by class (light: a tenant whose jobs cost under long_cpu_s).",
+            labels=["class"],
+        )
+        jobs = CounterMetricFamily(
+            "admit_pool_jobs",
+            "Jobs a worker process ended, by outcome: ok, error (the job raised), timed_out (killed at its "
+            "deadline), abandoned (killed with its caller), lost (its worker died).",
+            labels=["outcome"],
+        )
+        replaced = CounterMetricFamily(
+            "admit_pool_workers_replaced",
+            "Worker processes replaced by a fresh fork, by cause: killed (a job's deadline or caller), died.",
+            labels=["cause"],
+        )
+        refused = CounterMetricFamily("admit_pool_jobs_refused", "Jobs refused at once: a queue was full (429).")
+        retried = CounterMetricFamily(
+            "admit_pool_jobs_retried", "Jobs handed to a fresh worker after theirs was found dead."
+        )
+        if snap is not None:
+            st = snap.stats
+            for cls in ("light", "heavy"):
+                queued.add_metric([cls], snap.queued.get(cls, 0))
+            for outcome, n in (
+                ("ok", st.ok),
+                ("error", st.errors),
+                ("timed_out", st.timed_out),
+                ("abandoned", st.abandoned),
+                ("lost", st.lost),
+            ):
+                jobs.add_metric([outcome], n)
+            replaced.add_metric(["killed"], st.killed)
+            replaced.add_metric(["died"], st.dead)
+            refused.add_metric([], st.refused)
+            retried.add_metric([], st.retried)
+        yield from (queued, jobs, replaced, refused, retried)
 
 
 class _NoRegistry:

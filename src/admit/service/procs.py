@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import functools
 import heapq
 import itertools
@@ -60,7 +61,7 @@ from typing import Any, TypeVar
 from admit.errors import BackendError, Overloaded
 from admit.service.worker import HEADER, cores, dumps_job, proc_cpu, replay_effects, worker_main, worker_state
 
-__all__ = ["PoolStats", "ProcessPool", "worker_state"]
+__all__ = ["PoolSnapshot", "PoolStats", "ProcessPool", "worker_state"]
 
 
 logger = logging.getLogger(__name__)
@@ -93,6 +94,10 @@ class _Job:
     started: float = 0.0
     size: int = 0
     """Bytes of the pickled job (its body): the first estimate of its cost."""
+    payload: bytes = b""
+    """The pickled job while a worker holds it (handed to a fresh worker if that one is found dead)."""
+    retried: bool = False
+    """It was handed to a fresh worker once already (a second lost worker fails it)."""
     long: bool = False
     """It has used more than ``long_cpu_s`` of CPU (it may be paused while short jobs run)."""
 
@@ -119,7 +124,12 @@ class PoolStats:
     ``completed``; ``killed`` (their process killed at their deadline, or with their caller, and replaced:
     ``respawned``); ``refused`` (a queue was full: 429); ``extra`` processes forked beyond the pool's size for a
     light tenant while every process held a long job; ``paused``: the ``SIGSTOP``s sent to long jobs while
-    shorter ones needed the cores."""
+    shorter ones needed the cores.
+
+    How jobs ended: ``ok`` (a result), ``errors`` (the job raised: a 4xx or 5xx), ``timed_out`` (killed at their
+    deadline), ``abandoned`` (killed with their caller), ``lost`` (their worker died twice, or once past their
+    deadline). ``dead``: worker processes found dead (idle in the free list, or at the hand-off of a job) and
+    replaced (counted in ``respawned`` too); ``retried``: jobs handed to a fresh worker after theirs died."""
 
     dispatched: int = 0
     completed: int = 0
@@ -128,6 +138,26 @@ class PoolStats:
     respawned: int = 0
     extra: int = 0
     paused: int = 0
+    ok: int = 0
+    errors: int = 0
+    timed_out: int = 0
+    abandoned: int = 0
+    lost: int = 0
+    dead: int = 0
+    retried: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PoolSnapshot:
+    """The pool now, for ``/metrics`` (:meth:`ProcessPool.snapshot`): worker processes ``workers`` (alive),
+    ``busy`` (holding a job), ``paused`` (of those, stopped for shorter jobs); jobs waiting, by class
+    (``light``: a tenant whose jobs cost under ``long_cpu_s`` each, ``heavy``: the others); and the counters."""
+
+    workers: int
+    busy: int
+    paused: int
+    queued: dict[str, int]
+    stats: PoolStats
 
 
 class ProcessPool:
@@ -266,6 +296,20 @@ class ProcessPool:
         """Jobs waiting for a process."""
         return self._queued
 
+    def snapshot(self) -> PoolSnapshot:
+        """The pool now (``/metrics``): workers alive, busy and paused, jobs waiting by class, the counters."""
+        queued = {"light": 0, "heavy": 0}
+        for t in self._tenants.values():
+            if t.waiting:
+                queued["light" if self._light(t) else "heavy"] += len(t.waiting)
+        return PoolSnapshot(
+            workers=sum(1 for w in self._workers if w.proc.is_alive()),
+            busy=sum(1 for w in self._workers if w.job is not None),
+            paused=sum(1 for w in self._workers if w.stopped),
+            queued=queued,
+            stats=dataclasses.replace(self.stats),
+        )
+
     # ---------------------------------------------------------------- the fair queue
 
     def _tenant(self, name: str) -> _Tenant:
@@ -311,8 +355,20 @@ class ProcessPool:
     def _short_running(self) -> int:
         return sum(1 for w in self._workers if w.job is not None and not w.job.long)
 
+    def _replace_dead_free(self) -> None:
+        """Replace each free worker whose process has died (killed from outside, out of memory) before a job is
+        handed to it: a dead worker never fails a request."""
+        for w in [w for w in self._free if not w.proc.is_alive()]:
+            logger.warning("worker process %s died while idle (exit code %s); replaced", w.proc.pid, w.proc.exitcode)
+            self._retire(w)
+            self.stats.dead += 1
+            if not self._closed:
+                self._spawn()
+                self.stats.respawned += 1
+
     def _dispatch(self) -> None:
         while True:
+            self._replace_dead_free()
             if not self._free:
                 # every process is held: a light tenant may still start while fewer than ``reserve`` jobs are
                 # short (the others are long and paused as needed), in an extra process up to ``hard_cap``
@@ -355,19 +411,53 @@ class ProcessPool:
         self.stats.dispatched += 1
         assert self._loop is not None
         payload = self._payloads.pop(job)
+        job.payload = payload
         w.inbox.clear()
         self._loop.add_reader(w.conn.fileno(), self._on_answer, w)
         send = asyncio.ensure_future(self._loop.sock_sendall(w.conn, HEADER.pack(len(payload)) + payload))
-        send.add_done_callback(functools.partial(self._sent, job))
+        send.add_done_callback(functools.partial(self._sent, job, w))
         w.sending = send
         self._schedule_cpu()
 
-    def _sent(self, job: _Job, fut: asyncio.Future[None]) -> None:
+    def _sent(self, job: _Job, w: _Worker, fut: asyncio.Future[None]) -> None:
         exc = None if fut.cancelled() else fut.exception()
-        if exc is not None and job.worker is not None:
-            self._finish(job, cpu=0.0, replace=True)
+        if exc is not None and job.worker is w:  # a broken pipe: the worker died before it took the job
+            self._lost(job, f"could not hand the job to a worker: {type(exc).__name__}")
+
+    def _lost(self, job: _Job, why: str) -> None:
+        """The job's worker died (a broken pipe at the hand-off, or its end of the pipe closed before it answered):
+        replace the worker and hand the job to a fresh one, once, while its deadline allows; else fail it."""
+        w = job.worker
+        if w is None:
+            return
+        logger.warning("worker process %s ended (exit code %s) with a job: %s", w.proc.pid, w.proc.exitcode, why)
+        expired = job.deadline_at is not None and time.monotonic() >= job.deadline_at
+        if job.retried or expired or self._closed or job.future.done():
+            cpu = proc_cpu(w.proc.pid) - job.cpu0
+            self.stats.lost += 1
+            self._finish(job, cpu=cpu, replace=True, died=True)
             if not job.future.done():
-                job.future.set_exception(BackendError(f"could not hand the job to a worker: {type(exc).__name__}"))
+                job.future.set_exception(BackendError(f"the worker process ended ({why})"))
+            return
+        job.worker = None
+        w.job = None
+        self._retire(w)
+        self.stats.dead += 1
+        self._spawn()
+        self.stats.respawned += 1
+        t = self._tenant(job.tenant)
+        t.in_flight -= 1
+        t.finish -= job.estimate  # not charged: it runs again from the start
+        job.retried = True
+        self.stats.retried += 1
+        self._payloads[job] = job.payload
+        job.payload = b""
+        t.waiting.appendleft(job)  # first in its tenant's queue: it already waited its turn
+        self._queued += 1
+        self._by_key[job.key] += 1
+        self._push(t)
+        self._dispatch()
+        self._schedule_cpu()
 
     def _on_answer(self, w: _Worker) -> None:
         job = w.job
@@ -393,14 +483,15 @@ class ProcessPool:
             with contextlib.suppress(Exception):
                 loop.remove_reader(w.conn.fileno())  # the worker died (killed from outside, out of memory)
             if job is not None:
-                cpu = proc_cpu(w.proc.pid) - job.cpu0
-                self._finish(job, cpu=cpu, replace=True)
-                if not job.future.done():
-                    job.future.set_exception(BackendError(f"the worker process ended ({type(exc).__name__})"))
+                self._lost(job, type(exc).__name__)
             return
         if job is None:
             return
         replay_effects(self.state, effects)
+        if ok:
+            self.stats.ok += 1
+        else:
+            self.stats.errors += 1
         self._finish(job, cpu=float(cpu), replace=False)
         if not job.future.done():
             if ok:
@@ -408,12 +499,14 @@ class ProcessPool:
             else:
                 job.future.set_exception(value)
 
-    def _finish(self, job: _Job, *, cpu: float, replace: bool) -> None:
-        """A job ended (answered, or its process killed): charge its tenant, free (or replace) its process."""
+    def _finish(self, job: _Job, *, cpu: float, replace: bool, died: bool = False) -> None:
+        """A job ended (answered, or its process killed or ``died``): charge its tenant, free (or replace) its
+        process."""
         w = job.worker
         if w is None:
             return
         job.worker = None
+        job.payload = b""
         w.job = None
         if self._loop is not None:
             with contextlib.suppress(Exception):
@@ -428,7 +521,10 @@ class ProcessPool:
         t.jobs += 1
         self.stats.completed += 1
         if replace:
-            self.stats.killed += 1
+            if died:
+                self.stats.dead += 1
+            else:
+                self.stats.killed += 1
             self._retire(w)
             if not self._closed:
                 self._spawn()
@@ -498,6 +594,7 @@ class ProcessPool:
             self._pause(w, False)
         for w, used in expired:
             if w.job is not None:
+                self.stats.timed_out += 1
                 self._kill(w, used)
         self._arm_tick(bool(running))
 
@@ -581,6 +678,7 @@ class ProcessPool:
         self._payloads.pop(job, None)
         if job.worker is not None:
             w = job.worker
+            self.stats.abandoned += 1
             self._kill(w, proc_cpu(w.proc.pid) - job.cpu0)
             return
         t = self._tenants.get(job.tenant)

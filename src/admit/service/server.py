@@ -8,9 +8,10 @@ headers never end, nor one whose body drips: 19,985 such connections used every 
   request) to the end of the request headers; past it the connection is closed;
 * **body read deadline** (``body_timeout_s``): from the end of the headers to the end of the body, whatever
   the pace of the bytes; past it the connection is closed (the route sees a disconnect);
-* **connection cap** (``max_connections``): at the cap, a new connection first evicts the oldest connection
-  still sending its request (headers or body: the slow ones), else it is closed at once; a request whose
-  body is in (being answered) is never cut.
+* **connection cap** (``max_connections``): every connection counts, with a key or without: at the cap, a new
+  connection first evicts the oldest connection still sending its request (headers or body: the slow ones, and
+  one answered early, a 401 or 413, whose body still drips in), else the oldest idle keep-alive connection,
+  else it is closed at once; a request whose body is in (being answered) is never cut.
 
 ``admit serve``, ``admit mcp --transport streamable-http`` and :class:`~admit.service.loopback.LoopbackServer`
 all run through :func:`uvicorn_config`. Behind a proxy, set the proxy's own timeouts as well (``deploy/``).
@@ -57,7 +58,9 @@ def guarded_protocol(limits: ServerLimits) -> type[asyncio.Protocol]:
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
+    live: OrderedDict[Any, None] = OrderedDict()  # every connection this server holds, keyed or not, oldest first
     slow: OrderedDict[Any, None] = OrderedDict()  # connections still sending a request (headers or body), oldest first
+    idle: OrderedDict[Any, None] = OrderedDict()  # keep-alive connections between requests, oldest first
 
     class GuardedH11Protocol(H11Protocol):
         _timer: asyncio.TimerHandle | None = None
@@ -65,22 +68,24 @@ def guarded_protocol(limits: ServerLimits) -> type[asyncio.Protocol]:
         _refused = False
 
         def connection_made(self, transport: Any) -> None:
-            if len(self.connections) >= limits.max_connections:
-                if slow:
-                    oldest, _ = slow.popitem(last=False)
-                    oldest._expire()
-                else:
+            # the cap counts every connection the server holds (``live``), not uvicorn's set, which a closed but
+            # not yet lost connection still sits in: an evicted connection's slot is free at once
+            if len(live) >= limits.max_connections:
+                victim = next(iter(slow), None) or next(iter(idle), None)
+                if victim is None:  # every connection is being answered: none is cut, the new one is refused
                     self._refused = True
                     transport.close()
                     return
+                victim._evict()
             super().connection_made(transport)
+            live[self] = None
             self._headers_phase()
 
         def connection_lost(self, exc: Exception | None) -> None:
             if self._refused:
                 return
             self._cancel()
-            slow.pop(self, None)
+            self._forget()
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
@@ -97,15 +102,30 @@ def guarded_protocol(limits: ServerLimits) -> type[asyncio.Protocol]:
                     self._arm(limits.body_timeout_s)
             elif self._phase != "done":
                 slow.pop(self, None)
+                idle.pop(self, None)
                 self._phase = "done"
                 self._cancel()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
-            self._phase = "idle"  # uvicorn's keep-alive timer covers the idle wait
+            if self not in live:
+                return
+            state = self.conn.their_state
+            if state is h11.SEND_BODY:
+                # answered before its body was in (a 401 for a missing key, a 413): the body still drips in, so
+                # the connection stays among the slow, under its body deadline, and is evicted first at the cap
+                if self._phase != "body":
+                    self._phase = "body"
+                    self._arm(limits.body_timeout_s)
+                slow[self] = None
+            elif state is h11.IDLE:
+                self._phase = "idle"  # uvicorn's keep-alive timer covers the idle wait; at the cap it may go
+                slow.pop(self, None)
+                idle[self] = None
 
         def _headers_phase(self) -> None:
             self._phase = "headers"
+            idle.pop(self, None)
             slow[self] = None
             self._arm(limits.header_timeout_s)
 
@@ -118,10 +138,23 @@ def guarded_protocol(limits: ServerLimits) -> type[asyncio.Protocol]:
                 self._timer.cancel()
                 self._timer = None
 
+        def _forget(self) -> None:
+            live.pop(self, None)
+            slow.pop(self, None)
+            idle.pop(self, None)
+
         def _expire(self) -> None:
             self._cancel()
             slow.pop(self, None)
             if self._phase in ("headers", "body") and not self.transport.is_closing():
+                self._forget()
+                self.transport.close()
+
+        def _evict(self) -> None:
+            """Close this connection to make room at the cap (it is sending a request, or idle between two)."""
+            self._cancel()
+            self._forget()
+            if not self.transport.is_closing():
                 self.transport.close()
 
     return GuardedH11Protocol

@@ -147,6 +147,7 @@ class ServiceState:
                 max_queued_per_key=lim.max_queued_per_key,
                 max_queued=lim.max_queued,
             )
+            self.metrics.watch_pool(self.procs)
         return self.procs
 
     @property
