@@ -37,8 +37,9 @@ class CrossAnswerabilityArgs(FitArgs):
     self_supervised: bool = arg(False)
     ss_per_file: int = arg(1500)
     seed: int = arg(0)
-    max_false_alarm: float = arg(0.02)
-    max_false_answer: float = arg(0.35)
+    max_false_alarm: float = arg(0.03)
+    max_family_false_alarm: float = arg(0.08)
+    max_unsure: float = arg(0.15)
     write: str = arg("", help="add the model to this answerability.json")
     scores: str = arg("", help="cache of the cross scores (JSON)")
 
@@ -106,7 +107,11 @@ def run(args: CrossAnswerabilityArgs) -> int:
         fam = name.split(" ")[0]
         data[fam] = [c for lst in lists for c in cases(lst, np.asarray(scores[f"{name}:{lst.qid}"]))]
         print(f"  {fam}: {len(data[fam])} cases", file=sys.stderr)
-    limits = {"max_false_alarm": args.max_false_alarm, "max_false_answer": args.max_false_answer}
+    limits = {
+        "max_false_alarm": args.max_false_alarm,
+        "max_family_false_alarm": args.max_family_false_alarm,
+        "max_unsure": args.max_unsure,
+    }
     fit_on = [f for f in data if f not in RESEARCH_FILES]
     model = fit_model("cross", data, fit_on, **limits)
     report: dict[str, Any] = {"thresholds": [model.threshold, model.answered_at], "leave_one_family_out": {}}

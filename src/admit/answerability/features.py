@@ -24,11 +24,14 @@ SETWISE = SetwisePruner.name
 
 #: What the evidence holds of the question: every model reads these.
 _LEXICAL = ("best_q_cov", "union_q_cov", "best_entity_cov", "union_entity_cov", "ident_missing", "best_bigram_cov")
+#: What the whole retrieved list (the pool the admitted evidence was chosen from) holds of the question: a name or key
+#: word that no candidate holds is one the knowledge base most likely lacks ("back up to S3" where nothing names S3).
+_POOL = ("pool_q_cov", "pool_entity_cov")
 
 #: Feature names per model.
 FEATURES: dict[str, tuple[str, ...]] = {
-    "lexical": _LEXICAL,
-    SETWISE: (*_LEXICAL, "best_dense", "mean_dense_top2", "best_prob"),
+    "lexical": (*_LEXICAL, *_POOL),
+    SETWISE: (*_LEXICAL, *_POOL, "best_dense", "mean_dense_top2", "best_prob"),
     # with the cross model's scores of the kept chunks (setwise with ``cross`` on)
     "cross": (*_LEXICAL, "cross_best", "cross_second", "cross_margin"),
 }
@@ -93,11 +96,13 @@ def features(
     probs: Sequence[float] | None = None,
     expected_needed: float | None = None,
     cross: Sequence[float] | None = None,
+    pool: Sequence[str] | None = None,
 ) -> dict[str, float]:
     """The answerability features of an evidence set (``texts``: the admitted passages, title included).
 
     ``dense`` and ``probs`` (one per text) and ``expected_needed`` are the setwise pruner's absolute cosine,
     probability and expected number of needed chunks; without them only the lexical features are meaningful.
+    ``pool``: every candidate the evidence was chosen from (default: ``texts``), for the ``pool_*`` features.
     """
     script = unreadable_script(question)
     q_units = _q_units(question, script)
@@ -122,6 +127,7 @@ def features(
         if asked and not found_ident and asked & tx.identifiers(t):
             found_ident = True
     union = len(hit_any) / max(1, len(q_units))
+    pool_cov, pool_ent = _pool_cover(q_units, q_ents, script, hit_any, ent_any, texts, pool)
     short_held = 0.0
     if script is None and texts and is_short(question):
         # an identifier the question names ("What does E4012 mean?") is its key alone; else its key words
@@ -139,6 +145,8 @@ def features(
         "union_entity_cov": len(ent_any) / len(q_ents) if q_ents else union,
         "ident_missing": 1.0 if asked and texts and not found_ident else 0.0,
         "best_bigram_cov": best_pair if q_pairs else best_cov,
+        "pool_q_cov": pool_cov,
+        "pool_entity_cov": pool_ent,
         "log_n": math.log1p(len(texts)),
         "best_dense": d[0] if d else 0.0,
         "mean_dense_top2": sum(d[:2]) / len(d[:2]) if d else 0.0,
@@ -151,6 +159,34 @@ def features(
         "cross_second": c[1] if len(c) > 1 else (c[0] if c else 0.0),
         "cross_margin": c[0] - c[1] if len(c) > 1 else 0.0,
     }
+
+
+def _pool_cover(
+    q_units: Sequence[str],
+    q_ents: set[str],
+    script: str | None,
+    hit_any: set[str],
+    ent_any: set[str],
+    texts: Sequence[str],
+    pool: Sequence[str] | None,
+) -> tuple[float, float]:
+    """The share of the question's units and of its names that some candidate of the pool (or an admitted text)
+    holds; a pool text is read only while a unit is still unseen."""
+    units_left = [u for u in q_units if u not in hit_any]
+    ents_left = q_ents - ent_any
+    if pool is not None and (units_left or ents_left):
+        admitted = set(texts)
+        for t in pool:
+            if t in admitted:
+                continue
+            got = _units(t, script)
+            units_left = [u for u in units_left if u not in got]
+            ents_left -= got
+            if not units_left and not ents_left:
+                break
+    cov = 1.0 - len(units_left) / max(1, len(q_units))
+    ent = 1.0 - len(ents_left) / len(q_ents) if q_ents else cov
+    return cov, ent
 
 
 def missing_terms(question: str, texts: Sequence[str], limit: int = 6) -> tuple[str, ...]:

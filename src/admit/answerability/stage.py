@@ -47,8 +47,12 @@ def assess(
     probs: Sequence[float] | None = None,
     expected_needed: float | None = None,
     cross: Sequence[float] | None = None,
+    pool: Sequence[str] | None = None,
 ) -> Answerability:
     """Decide whether ``texts`` (the admitted evidence) answer ``question``.
+
+    ``pool``: every candidate text the evidence was chosen from (the retrieved list), when known: a name or key word
+    of the question that no candidate holds is one the knowledge base most likely lacks.
 
     Uses the ``cross`` model when the cross-encoder's scores (``cross``) are given for every text and the file has
     one; else the setwise pruner's model when its ``dense`` and ``probs`` are given for every text and it graded a
@@ -76,7 +80,7 @@ def assess(
     )
     use_cross = cross is not None and len(cross) == len(texts) and "cross" in models
     model = models["cross" if use_cross else SETWISE if use_setwise else "lexical"]
-    feats = features(question, texts, dense=dense, probs=probs, expected_needed=expected_needed, cross=cross)
+    feats = features(question, texts, dense=dense, probs=probs, expected_needed=expected_needed, cross=cross, pool=pool)
     p = model.probability(feats)
     state = model.state(feats)
     if feats["short_held"]:
@@ -116,10 +120,17 @@ def _assess_script(question: str, texts: Sequence[str], script: str) -> Answerab
     return Answerability(probability=round(share, 4), answerable=ok, model="script", reason=reason)
 
 
-def assess_kept(question: str, kept: Sequence[Chunk], outcome: PruneOutcome | None) -> Answerability:
+def _text_of(c: Chunk) -> str:
+    return f"{c.title}\n{c.text}" if c.title else c.text
+
+
+def assess_kept(
+    question: str, kept: Sequence[Chunk], outcome: PruneOutcome | None, pool: Sequence[Chunk] | None = None
+) -> Answerability:
     """Whether the chunks a pruner kept answer the question, with its similarities and probabilities when it gave
-    them (the setwise pruner's)."""
-    texts = [f"{c.title}\n{c.text}" if c.title else c.text for c in kept]
+    them (the setwise pruner's); ``pool``: the chunks they were chosen from."""
+    texts = [_text_of(c) for c in kept]
+    pool_texts = [_text_of(c) for c in pool] if pool is not None else None
     signals = outcome.signals if outcome is not None else {}
     if kept and signals and all(c.id in signals for c in kept):
         cross = outcome.cross if outcome is not None else {}
@@ -131,8 +142,9 @@ def assess_kept(question: str, kept: Sequence[Chunk], outcome: PruneOutcome | No
             expected_needed=outcome.expected_needed if outcome is not None else None,
             graded=len(outcome.graded) if outcome is not None else None,
             cross=[cross[c.id] for c in kept] if cross and all(c.id in cross for c in kept) else None,
+            pool=pool_texts,
         )
-    return assess(question, texts)
+    return assess(question, texts, pool=pool_texts)
 
 
 def assess_run(question: str, run: PruneRun, kept: Sequence[Chunk] | None = None) -> PruneRun:
@@ -141,7 +153,8 @@ def assess_run(question: str, run: PruneRun, kept: Sequence[Chunk] | None = None
     :func:`~admit.prune.verdicts.prune_candidates` and :meth:`admit.pipeline.Pipeline.pack` call it, every face
     reads the record."""
     chunks = [v.chunk for v in run.verdicts if v.kept] if kept is None else kept
-    return replace(run, answer=assess_kept(question, chunks, run.outcome))
+    pool = [v.chunk for v in run.verdicts]
+    return replace(run, answer=assess_kept(question, chunks, run.outcome, pool=pool))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
