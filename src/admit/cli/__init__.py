@@ -91,8 +91,8 @@ class OneLineErrors(click.Group):
     show_envvar=True,
     default=None,
     type=click.Choice(["auto", "numpy", "onnx", "onnx-fp32", "onnx-int8"], case_sensitive=False),
-    help="What runs MiniLM: onnx (onnxruntime, int8 weights; onnx-fp32 keeps float32), numpy, or auto: onnx when "
-    "onnxruntime is installed (the embed extra), else numpy.",
+    help="What runs MiniLM: onnx (onnxruntime, float32; onnx-int8: int8 weights, faster, a little less exact), "
+    "numpy, or auto: onnx when onnxruntime is installed (the embed extra), else numpy.",
 )
 @click.option(
     "--torch-threads",

@@ -38,7 +38,7 @@ class IngestProgress:
             terminal, else lines.
         final: With lines, write the final state at :meth:`stop` even when no line fell due (a run shorter than
             ``interval`` otherwise writes nothing).
-        interval: Seconds between two lines.
+        interval: Seconds between two lines (default :data:`LINE_INTERVAL`).
         stream: Where lines go (default: ``sys.stderr`` at the time of writing).
         clock: Seconds, monotonic (tests pass their own).
     """
@@ -50,7 +50,7 @@ class IngestProgress:
         enabled: bool,
         lines: bool | None = None,
         final: bool = False,
-        interval: float = LINE_INTERVAL,
+        interval: float | None = None,
         stream: IO[str] | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -64,7 +64,7 @@ class IngestProgress:
         self._task: Any = None
         self._lines = False
         self._final = final
-        self._interval = interval
+        self._interval = LINE_INTERVAL if interval is None else interval
         self._stream = stream
         self._clock = clock
         self._start = self._last = clock()

@@ -24,7 +24,8 @@ __all__ = ["ENCODERS", "MiniLMDefaults", "check_encoder", "configure_minilm", "m
 
 ENCODERS = ("auto", "numpy", "onnx", "onnx-fp32", "onnx-int8")
 """The MiniLM encoders by name: ``auto`` (``onnx`` when ``onnxruntime`` is installed, else ``numpy``), ``numpy``
-(the numpy forward pass), ``onnx`` (``onnxruntime``, int8 weights), ``onnx-int8``, ``onnx-fp32``."""
+(the numpy forward pass), ``onnx`` = ``onnx-fp32`` (``onnxruntime``, float32 weights), ``onnx-int8`` (int8
+weights: faster, a little further from the float32 vectors)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,14 +11,13 @@ Texts are sorted by token count and batched by length, so a batch pads to its ow
 
 Two encoders run the forward pass (``encoder=``, default :func:`~admit.backends.embedders.defaults.configure_minilm`'s,
 else ``auto``): ``numpy`` above, and ``onnx``, the same graph built from the same weights for ``onnxruntime``
-(:mod:`admit.backends.embedders._onnx_bert`; int8 weights by default, ``onnx-fp32`` keeps them float32).
+(:mod:`admit.backends.embedders._onnx_bert`; float32, or int8 weights with ``onnx-int8``).
 ``auto`` takes ``onnx`` when ``onnxruntime`` is installed and the graph builds, else ``numpy``, and records why
 in :attr:`MiniLMEmbedder.fallback`.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
@@ -131,7 +130,7 @@ class MiniLMEmbedder:
             with 256; longer texts are truncated, as sentence-transformers does).
         device: Only ``"cpu"`` (kept for the signature of the torch embedder).
         path: The folder with the model files (default: see :func:`model_dir`).
-        encoder: ``auto``, ``numpy``, ``onnx`` (= ``onnx-int8``) or ``onnx-fp32`` (default: the configured one,
+        encoder: ``auto``, ``numpy``, ``onnx`` (= ``onnx-fp32``) or ``onnx-int8`` (default: the configured one,
             else ``auto``: ``onnx`` when ``onnxruntime`` is installed, else ``numpy``). The encoder chosen is
             :attr:`backend` once loaded.
 
@@ -222,11 +221,13 @@ class MiniLMEmbedder:
         if self.encoder == "numpy":
             self.backend = "numpy"
             return None
-        variant: Literal["fp32", "int8"] = "fp32" if self.encoder == "onnx-fp32" else "int8"
+        variant: Literal["fp32", "int8"] = "int8" if self.encoder == "onnx-int8" else "fp32"
         named = self.encoder != "auto"
-        if importlib.util.find_spec("onnxruntime") is None:
+        try:
+            import onnxruntime  # noqa: F401  (the session needs it: imported here once)
+        except ImportError as exc:
             if named:
-                raise ConfigError(f"--encoder {self.encoder} needs onnxruntime: {_ORT_HINT}.")
+                raise ConfigError(f"--encoder {self.encoder} needs onnxruntime: {_ORT_HINT}.") from exc
             return self._numpy_instead("onnxruntime is not installed")
         from admit.backends.embedders._onnx_bert import load_model_bytes, make_session
 
@@ -324,6 +325,6 @@ def _mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> 
 SPEC = EmbedderSpec(
     name="minilm",
     build=MiniLMEmbedder,
-    summary="all-MiniLM-L6-v2 on onnxruntime (int8) when installed, else numpy; the default",
+    summary="all-MiniLM-L6-v2 on onnxruntime when installed, else numpy; the default",
 )
 """The ``minilm`` embedder's spec."""
