@@ -14,7 +14,9 @@ version, written atomically; where the folder cannot be written the model is bui
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import logging
 import os
 import tempfile
@@ -30,7 +32,7 @@ __all__ = [
     "Variant",
     "build_model",
     "cache_dir",
-    "load_model_bytes",
+    "load_model",
     "make_session",
     "weights_digest",
 ]
@@ -235,14 +237,49 @@ def _quantise(model: Any, out: Path) -> None:
         root.removeFilter(hush)
 
 
-def load_model_bytes(
+def _atomic_write(target: Path, data: bytes) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, partial = tempfile.mkstemp(prefix=".partial-", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(partial, target)
+    except OSError:
+        Path(partial).unlink(missing_ok=True)
+        raise
+
+
+def _known_digest(weights: Path, where: Path) -> str:
+    """The weights' SHA-256, remembered in ``where/digests.json`` by path, size and modification time (hashing 90 MB
+    at every load costs 0.1-0.5 s; a changed file has another size or time and is hashed again)."""
+    st = weights.stat()
+    index = where / "digests.json"
+    stamp = [st.st_size, st.st_mtime_ns]
+    name = str(weights.resolve())
+    try:
+        known = json.loads(index.read_text("utf-8"))
+        if not isinstance(known, dict):
+            known = {}
+    except (OSError, ValueError):
+        known = {}
+    entry = known.get(name)
+    if isinstance(entry, list) and len(entry) == 3 and entry[:2] == stamp and isinstance(entry[2], str):
+        return entry[2]
+    digest = weights_digest(weights)
+    known[name] = [*stamp, digest]
+    with contextlib.suppress(OSError):  # a read-only cache: hashed again next load
+        _atomic_write(index, json.dumps(known).encode())
+    return digest
+
+
+def load_model(
     folder: Path,
     tensors: Mapping[str, npt.NDArray[Any]],
     config: Mapping[str, Any],
     variant: Variant,
     cache: Path | None = None,
-) -> bytes:
-    """The serialised model for ``variant``: from the cache when built before, else built (and cached).
+) -> str | bytes:
+    """The model for ``variant``: the cached file when built before, else built (and cached).
 
     Args:
         folder: The MiniLM folder (its ``model.safetensors`` is hashed for the cache key).
@@ -252,33 +289,30 @@ def load_model_bytes(
         cache: The cache folder (default :func:`cache_dir`).
 
     Returns:
-        The model's bytes, for ``onnxruntime.InferenceSession``.
+        For ``onnxruntime.InferenceSession``: the cached file's path, or the model's bytes where the cache folder
+        cannot be written.
     """
     where = cache if cache is not None else cache_dir()
-    key = f"minilm-{weights_digest(folder / 'model.safetensors')[:32]}-v{BUILDER_VERSION}-{variant}.onnx"
-    target = where / key
+    digest = _known_digest(folder / "model.safetensors", where)
+    target = where / f"minilm-{digest[:32]}-v{BUILDER_VERSION}-{variant}.onnx"
     if target.is_file():
-        return target.read_bytes()
+        return str(target)
     model = build_model(tensors, config)
     with tempfile.TemporaryDirectory(prefix="admit-onnx-") as tmp:
-        built = Path(tmp) / key
+        built = Path(tmp) / target.name
         if variant == "int8":
             _quantise(model, built)
         else:
             built.write_bytes(model.SerializeToString())
         data = built.read_bytes()
     try:
-        where.mkdir(parents=True, exist_ok=True)
-        fd, partial = tempfile.mkstemp(prefix=".partial-", dir=where)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(partial, target)
+        _atomic_write(target, data)
     except OSError:  # a read-only home: the model is rebuilt next load, nothing else changes
-        pass
-    return data
+        return data
+    return str(target)
 
 
-def make_session(model: bytes, threads: int) -> Any:
+def make_session(model: str | bytes, threads: int) -> Any:
     """An ``onnxruntime.InferenceSession`` on the CPU with ``threads`` intra-op threads.
 
     One operator at a time (``inter_op_num_threads=1``); idle pool threads sleep instead of spinning, so a

@@ -229,10 +229,10 @@ class MiniLMEmbedder:
             if named:
                 raise ConfigError(f"--encoder {self.encoder} needs onnxruntime: {_ORT_HINT}.") from exc
             return self._numpy_instead("onnxruntime is not installed")
-        from admit.backends.embedders._onnx_bert import load_model_bytes, make_session
+        from admit.backends.embedders._onnx_bert import load_model, make_session
 
         try:
-            session = make_session(load_model_bytes(folder, tensors, config, variant), self.threads)
+            session = make_session(load_model(folder, tensors, config, variant), self.threads)
         except ImportError as exc:  # onnx, needed to build the graph the first time
             if named:
                 raise ConfigError(
