@@ -181,3 +181,13 @@ def test_the_encoder_reaches_the_embedder_through_the_command_line(monkeypatch: 
     finally:
         main.commands.pop("_probe_encoder")
         configure_minilm()
+
+
+def test_eval_worker_processes_get_the_parents_encoder() -> None:
+    from admit.eval.engine import _init_worker
+
+    try:
+        _init_worker(2, None, "numpy")  # what a spawned `admit eval --workers N` process runs first
+        assert minilm_defaults().encoder == "numpy" and minilm_defaults().threads == 2
+    finally:
+        configure_minilm()
