@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import struct
 import subprocess
 import sys
@@ -40,8 +41,9 @@ TEXTS = [
 
 @pytest.fixture(scope="module")
 def numpy_minilm() -> MiniLMEmbedder:
-    emb = MiniLMEmbedder()
+    emb = MiniLMEmbedder(encoder="numpy")
     emb.warm_up()
+    assert emb.backend == "numpy"
     return emb
 
 
@@ -54,7 +56,7 @@ def test_matches_sentence_transformers_within_1e_5_cosine(numpy_minilm: MiniLMEm
     cos = (ours * theirs).sum(axis=1)
     assert float(np.min(cos)) >= 1.0 - 1e-5, cos
     # the same also through a batch size of 3 on both sides (different padding inside each batch)
-    small = MiniLMEmbedder(batch_size=3).embed(TEXTS)
+    small = MiniLMEmbedder(batch_size=3, encoder="numpy").embed(TEXTS)
     assert float(np.min((small * theirs).sum(axis=1))) >= 1.0 - 1e-5
 
 
@@ -70,7 +72,7 @@ def test_texts_longer_than_the_model_limit_are_truncated(numpy_minilm: MiniLMEmb
     assert float(long_vec @ longer_vec) >= 1.0 - 1e-6  # only the first 256 word pieces count
     ids = numpy_minilm._tokenizer.encode(LONG).ids
     assert len(ids) == numpy_minilm.max_seq_length
-    shorter = MiniLMEmbedder(max_seq_length=64).embed([LONG])[0]
+    shorter = MiniLMEmbedder(max_seq_length=64, encoder="numpy").embed([LONG])[0]
     assert float(shorter @ long_vec) < 0.9999  # a lower limit cuts more
 
 
@@ -88,7 +90,7 @@ def test_batches_by_length_within_the_size_and_token_limits() -> None:
 
 
 def test_embed_counts_its_forward_batches() -> None:
-    emb = MiniLMEmbedder(batch_size=2)
+    emb = MiniLMEmbedder(batch_size=2, encoder="numpy")
     assert emb.embed([]).shape == (0, 384)
     assert not emb.loaded
     emb.embed(["one", "two", "three"])
@@ -104,7 +106,9 @@ def test_inference_imports_neither_torch_nor_sentence_transformers(tmp_path: Pat
         "assert v.shape == (1, 384)\n"
         "print(sorted(m for m in ('torch', 'sentence_transformers', 'transformers') if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300)
+    # the default encoder (onnxruntime when installed, its graph built into this test's own cache folder)
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=300, env=env)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
 
 
@@ -137,7 +141,7 @@ def test_the_environment_reaches_the_embedder_through_the_command_line_only(
     try:
         monkeypatch.setenv("ADMIT_EMBED_THREADS", "3")
         assert CliRunner().invoke(main, ["_probe_defaults"], standalone_mode=False).exit_code == 0
-        assert seen[-1] == MiniLMDefaults(path=tmp_path, threads=3)
+        assert seen[-1] == MiniLMDefaults(path=tmp_path, threads=3, encoder=None)
         monkeypatch.setenv("ADMIT_EMBED_THREADS", "zero")
         bad = subprocess.run(
             [sys.executable, "-c", "from admit.cli import main; main()", "schema"],

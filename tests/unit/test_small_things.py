@@ -29,7 +29,12 @@ def test_the_inspector_screenshot_goes_to_a_temporary_folder_unless_asked(
     assert f"export {SCREENSHOT_ENV}=docs/figures/inspector.png" in ci
 
 
-def test_the_ingest_bar_is_not_drawn_when_stderr_is_not_a_terminal(tmp_path: Path) -> None:
+def test_the_ingest_bar_is_not_drawn_when_stderr_is_not_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # off a terminal, progress is a line every LINE_INTERVAL seconds: a run shorter than that writes none (the
+    # interval is made long here, so a busy machine cannot make this run outlast it)
+    monkeypatch.setattr("admit.kb._progress.LINE_INTERVAL", 1e9)
     docs = tmp_path / "docs"
     docs.mkdir()
     for i in range(3):

@@ -86,6 +86,15 @@ class OneLineErrors(click.Group):
     help="Threads per embedding call. Default: the cores the last minute left idle (at most 4).",
 )
 @click.option(
+    "--encoder",
+    envvar="ADMIT_ENCODER",
+    show_envvar=True,
+    default=None,
+    type=click.Choice(["auto", "numpy", "onnx", "onnx-fp32", "onnx-int8"], case_sensitive=False),
+    help="What runs MiniLM: onnx (onnxruntime, float32; onnx-int8: int8 weights, faster, a little less exact), "
+    "numpy, or auto: onnx when onnxruntime is installed (the embed extra), else numpy.",
+)
+@click.option(
     "--torch-threads",
     envvar="ADMIT_TORCH_THREADS",
     default=None,
@@ -106,6 +115,7 @@ class OneLineErrors(click.Group):
 def main(
     minilm_dir: str | None,
     embed_threads: int | None,
+    encoder: str | None,
     torch_threads: int | None,
     llm_model: str | None,
     llm_base_url: str | None,
@@ -117,7 +127,9 @@ def main(
     """
     quiet_model_loading()
     threads = embed_threads if embed_threads is not None else torch_threads
-    configure_backends(minilm_dir=minilm_dir, embed_threads=threads, llm_model=llm_model, llm_base_url=llm_base_url)
+    configure_backends(
+        minilm_dir=minilm_dir, embed_threads=threads, encoder=encoder, llm_model=llm_model, llm_base_url=llm_base_url
+    )
 
 
 for _cmd in (

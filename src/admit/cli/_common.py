@@ -416,15 +416,20 @@ def trace_file_option() -> Callable[[F], F]:
 
 
 def configure_backends(
-    *, minilm_dir: str | None, embed_threads: int | None, llm_model: str | None, llm_base_url: str | None
+    *,
+    minilm_dir: str | None,
+    embed_threads: int | None,
+    llm_model: str | None,
+    llm_base_url: str | None,
+    encoder: str | None = None,
 ) -> None:
     """Hand the process-wide backend defaults the root options read (``ADMIT_MINILM_DIR``, ``ADMIT_EMBED_THREADS``
-    / ``ADMIT_TORCH_THREADS``, ``ADMIT_LLM_MODEL`` / ``ADMIT_LLM_BASE_URL``) to the library, which reads none of
-    them itself; nothing is imported when none is set."""
-    if minilm_dir is not None or embed_threads is not None:
+    / ``ADMIT_TORCH_THREADS``, ``ADMIT_ENCODER``, ``ADMIT_LLM_MODEL`` / ``ADMIT_LLM_BASE_URL``) to the library,
+    which reads none of them itself; nothing is imported when none is set."""
+    if minilm_dir is not None or embed_threads is not None or encoder is not None:
         from admit.backends.embedders.defaults import configure_minilm
 
-        configure_minilm(path=minilm_dir, threads=embed_threads)
+        configure_minilm(path=minilm_dir, threads=embed_threads, encoder=encoder)
     if llm_model or llm_base_url:
         from admit.backends.llms import configure_llm
 

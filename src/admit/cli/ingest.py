@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
@@ -18,7 +18,6 @@ from admit.cli._common import (
     open_kb,
     stdout_console,
 )
-from admit.cli._progress import show_progress
 
 if TYPE_CHECKING:
     from admit.kb.ingest_types import IngestReport
@@ -59,7 +58,8 @@ __all__ = ["ingest_cmd"]
 @click.option(
     "--progress/--no-progress",
     default=None,
-    help="Show a progress bar on stderr (default: when stderr is a terminal).",
+    help="Show progress on stderr: a bar on a terminal, else a line every few seconds (default: on; a run "
+    "shorter than that writes no line unless --progress is given).",
 )
 @engine_option(
     "local: this process; ray: parse, chunk, embed and write on Ray Data workers (a server store: "
@@ -105,7 +105,8 @@ def ingest_cmd(
         tenant, group_list = access.tenant, list(access.groups)
     elif groups is not None:
         group_list = [g.strip() for g in groups.split(",") if g.strip()]
-    progress = show_progress(progress)
+    # on by default: a bar on a terminal, lines in a log (only when a line falls due, so a short run writes none)
+    shown: bool | Literal["auto"] = "auto" if progress is None else progress
     new_file = _new_kb_file(kb_path)
     options = IngestOptions(
         tenant=tenant,
@@ -126,9 +127,9 @@ def ingest_cmd(
         if engine == "ray":
             from admit.kb.ray_ingest import ingest_with_ray
 
-            rep = ingest_with_ray(kb, list(paths), options, workers=workers, progress=progress)
+            rep = ingest_with_ray(kb, list(paths), options, workers=workers, progress=shown)
         else:
-            rep = kb.ingest(list(paths), options, progress=progress)
+            rep = kb.ingest(list(paths), options, progress=shown)
         total = kb.count()
     finally:
         kb.close()

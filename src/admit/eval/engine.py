@@ -253,11 +253,13 @@ def _run_json(payloads: Sequence[str], spec_json: str) -> list[str]:
     return [json.dumps(r) for r in run_tasks([Task.from_json(json.loads(p)) for p in payloads], spec)]
 
 
-def _init_worker(threads: int | None, minilm_dir: str | None) -> None:  # pragma: no cover - runs in child processes
+def _init_worker(  # pragma: no cover - runs in child processes
+    threads: int | None, minilm_dir: str | None, encoder: str | None = None
+) -> None:
     from admit.backends.embedders.defaults import configure_minilm
 
     # a spawned process starts bare: the parent's MiniLM defaults travel as arguments
-    configure_minilm(path=minilm_dir, threads=threads or None)
+    configure_minilm(path=minilm_dir, threads=threads or None, encoder=encoder)
     if threads:
         os.environ.setdefault("OMP_NUM_THREADS", str(threads))
 
@@ -304,7 +306,9 @@ class LocalEngine:
         threads = spec.torch_threads or max(1, (os.cpu_count() or 1) // self.workers)
         spec_json = json.dumps(spec.to_json(), default=str)
         ctx = multiprocessing.get_context("spawn")
-        init = (threads, spec.minilm_dir)
+        from admit.backends.embedders.defaults import minilm_defaults
+
+        init = (threads, spec.minilm_dir, minilm_defaults().encoder)
         with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker, initargs=init) as ex:
             pending: set[Future[list[str]]] = {
                 ex.submit(_run_json, [json.dumps(t.to_json()) for t in b], spec_json)

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Literal
 
 from admit.backends.embedders.base import Embedder
 from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
@@ -95,7 +96,7 @@ def ingest_paths(
     paths: Sequence[str | Path],
     options: IngestOptions | None = None,
     *,
-    progress: bool | Callable[[str], None] = False,
+    progress: bool | Literal["auto"] | Callable[[str], None] = False,
     writer: SourceWriter | None = None,
 ) -> IngestReport:
     """Ingest files and folders into ``store``; see the module docstring for the rules.
@@ -110,7 +111,9 @@ def ingest_paths(
         embedder: Embeds passages (title and headings prepended).
         paths: Files and folders (folders are walked; hidden files skipped).
         options: Access defaults, registry, chunker, batch size, file cap (default: :class:`IngestOptions()`).
-        progress: ``True`` for a rich progress bar on stderr, or a callback given each file's path.
+        progress: ``True`` for progress on stderr (a rich bar on a terminal, else a line every few seconds and
+            a final one), ``"auto"`` for the same without the final line when no line fell due (the CLI's
+            default: a short run into a log writes nothing), or a callback given each file's path.
         writer: Writes the sources that need it once the walk has planned them all (default: each is chunked,
             embedded and written here as it is found).
     """
@@ -126,7 +129,8 @@ def ingest_paths(
             taken.append((f, root, rel))
         else:  # not documentation: a site's source copy, asset, search page, or an --exclude match
             run.left_out.append((str(f), kind))
-    bar = IngestProgress(sum(_size(f) for f, _, _ in taken), enabled=progress is True)
+    shown = progress is True or progress == "auto"
+    bar = IngestProgress(sum(_size(f) for f, _, _ in taken), enabled=shown, final=progress is True)
     run.queue = EmbedQueue(store, embedder, run.options.batch_size, run.counts, run.errors, bar)
     try:
         for f, root, rel in taken:

@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from admit._lru import LRU
 from admit.backends.embedders import CachedEmbedder, Embedder, resolve_embedder
@@ -140,7 +140,7 @@ class KnowledgeBase:
         paths: Sequence[str | Path] | str | Path,
         options: IngestOptions | None = None,
         *,
-        progress: bool = False,
+        progress: bool | Literal["auto"] = False,
         writer: SourceWriter | None = None,
         **fields: Any,
     ) -> IngestReport:
@@ -149,7 +149,9 @@ class KnowledgeBase:
         ``options`` (an :class:`~admit.kb.ingest_types.IngestOptions`; default: this knowledge base's
         ``max_tokens`` and the defaults) with ``fields`` set over it (``tenant="acme"``, ``groups=["support"]``,
         ``registry=``, ``batch_size=``, ``max_file_bytes=`` ...; a misspelled one raises
-        :class:`~admit.errors.ConfigError`); ``progress`` draws a bar of chunks embedded, with an ETA, on stderr;
+        :class:`~admit.errors.ConfigError`); ``progress`` shows chunks embedded, with an ETA, on stderr (a bar on a
+        terminal, else a line every few seconds and the final one; ``"auto"``: the final line only after a line
+        fell due);
         ``writer`` writes the planned sources elsewhere (the Ray engine).
         """
         if "groups" in fields and fields["groups"] is not None:

