@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from admit._text import unreadable_script
 from admit.answerability.features import SETWISE, features, missing_terms
-from admit.answerability.model import AnswerabilityModel, load_models
+from admit.answerability.model import ABSENT_NAME_BELOW, AnswerabilityModel, load_models
 from admit.answerability.record import Answerability, answerable_for
 from admit.types import Chunk, Decision, Fallback, Scored
 
@@ -89,6 +89,12 @@ def assess(
         band = "<" if state == "not_answered" else (">=" if state == "answered" else "between")
         span = f"[{model.threshold:.2f}, {model.answered_from:.2f}]"
         head = f"p={p:.2f} {band} {span} ({model.name}): {state.replace('_', ' ')}"
+        absent_name = feats.get("pool_entity_cov", 1.0) < 1.0 and p < ABSENT_NAME_BELOW
+        if state == "not_answered" and p >= model.threshold and absent_name:  # AnswerabilityModel.state's rule
+            head = (
+                f"p={p:.2f} < {ABSENT_NAME_BELOW} and a name the question asks about is in no retrieved candidate "
+                f"({model.name}): not answered"
+            )
     parts = [
         head,
         f"best passage holds {feats['best_q_cov']:.0%} of the question's content words, "
