@@ -9,10 +9,14 @@ a user's own product needs, each recorded in the chunk's reason:
 - **Versions as people write them** (:func:`asked_versions`, :func:`version_hits`): "4.1", "v4", "4.x",
   "<product> 4.2" name the releases ``4.1.0``, ``4.x.y``; a chunk whose title or a heading names an asked release
   is graded at least 4, one whose title or headings name only other releases at most 2 (when some chunk names
-  an asked one). A comparison of two releases keeps both sides.
+  an asked one). A comparison of two releases keeps both sides. A release is read whole with its suffix
+  (``1.2.4rc1`` is not ``1.2.4``); a subsection under a changelog entry's heading (:func:`release_heading`) is that
+  release's, and the registry's version does not spare another release's entry; a "New in version 2.3" note
+  (:func:`version_notes`) names its release.
 - **List-all and tables** (:func:`asks_for_all`, :func:`structured`): for a question asking for all, every, a
   list, or which ... are there, a chunk that is a table or a list (three or more rows or items) naming the asked
   kind is graded as the answer (5).
+- **Enumerations and comparisons**: the conditions are in :mod:`.lists`.
 - **A part named by its heading** (:func:`named_headings`): "according to the balance sheet", "in the cash flow
   statement": the one chunk whose opening heading line the question names is graded at least 3 (kept at the
   default threshold).
