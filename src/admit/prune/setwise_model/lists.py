@@ -16,7 +16,7 @@ import re
 from admit import _linear
 from admit import _text as tx
 from admit._text import nfc
-from admit.prune.setwise_model.rules import asks_for_all, list_kind, stem
+from admit.prune.setwise_model.rules import stem
 
 __all__ = ["asked_kind", "compared_terms", "enumerates_kind", "enumeration", "holds_both"]
 
@@ -35,6 +35,16 @@ _NOT_KIND = frozenset(
         "us", "yes", "as", "his", "hers", "ours", "yours", "theirs", "less", "unless", "across", "whereas", "thus",
     )
 )  # fmt: skip
+# what follows a kind's head noun: "which algorithms does ...", "what options are ...", "the options for ..."
+_AFTER_KIND = frozenset(
+    (
+        "does", "do", "did", "can", "could", "should", "would", "will", "may", "must", "are", "is", "were", "was",
+        "have", "has", "for", "of", "in", "on", "to", "from", "with", "exist", "there", "supported", "available",
+        "allowed", "accepted", "valid",
+    )
+)  # fmt: skip
+# what a comma list holds between its items without being one: "use, for example, mermaid"
+_FILLERS = frozenset(("for example", "e.g", "i.e", "etc", "for instance", "such as", "including"))
 _ITEM = _linear.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(.+)$", name="setwise.list_item")
 _COMPARE = _linear.compile(
     r"([\w.+#-]+)\s+(?:vs\.?|versus|compared\s+(?:to|with))\s+([\w.+#-]+)"
@@ -48,7 +58,9 @@ _COMPARE = _linear.compile(
 def asked_kind(question: str) -> tuple[str, set[str]]:
     """The kind of thing a "which/what <kind>" question asks for, and its words, singular (:func:`stem`): "Which
     compression algorithms does it support?" -> ``("algorithms", {"compression", "algorithm"})``; ``("", set())``
-    when the question names no plural kind ("What does it support?", "Which version is current?")."""
+    when the question names no plural kind ("What does it support?", "Which version is current?") or the plural
+    is not the phrase's head ("which county shares a border", "what Teen Titans spinoff series": the head is
+    followed by an auxiliary, a preposition or the question's end)."""
     toks = tx.words(question)
     for i, w in enumerate(toks):
         if w not in ("which", "what"):
@@ -57,9 +69,16 @@ def asked_kind(question: str) -> tuple[str, set[str]]:
         while rest and rest[0] in _KIND_SKIP:
             rest = rest[1:]
         for k, h in enumerate(rest[:3]):
-            if h in tx.STOPWORDS and h not in ("options", "settings", "commands"):
+            if h in tx.STOPWORDS:
                 break
-            if len(h) > 3 and h.endswith("s") and not h.endswith(("ss", "us", "is")) and h not in _NOT_KIND:
+            after = rest[k + 1] if k + 1 < len(rest) else ""
+            if (
+                len(h) > 3
+                and h.endswith("s")
+                and not h.endswith(("ss", "us", "is"))
+                and h not in _NOT_KIND
+                and (not after or after in _AFTER_KIND)
+            ):
                 return h, {stem(x) for x in rest[: k + 1] if x not in tx.STOPWORDS}
     return "", set()
 
@@ -107,7 +126,7 @@ def enumeration(text: str) -> tuple[list[str], str]:
             for sentence in ln.split(". "):
                 body = sentence.rsplit(":", 1)[-1]
                 pieces = [p.strip(" `'\"*().") for p in body.replace(" and ", ", ").replace(" or ", ", ").split(",")]
-                pieces = [p for p in pieces if p]
+                pieces = [p for p in pieces if p and p.lower() not in _FILLERS]
                 if len(pieces) >= 3 and len(pieces[0].split()) > 2:  # "Borg supports lz4, zstd, ...": "lz4"
                     pieces[0] = pieces[0].split()[-1]
                 if len(pieces) >= 3 and all(len(p.split()) <= 2 and len(p) <= 30 for p in pieces):
@@ -123,23 +142,22 @@ def enumeration(text: str) -> tuple[list[str], str]:
 
 
 def enumerates_kind(question: str, title: str, text: str) -> str | None:
-    """The asked kind when a chunk enumerates things of the kind a "which/what <kind>" or list-all question asks
-    for: the chunk enumerates (:func:`enumeration`), and its title, the lines leading into the enumeration or the
-    items name the kind ("compression", "algorithms"), or its items hold a term the question names beside the
-    kind (a sibling: "Besides lz4, which algorithms ...?"). Else ``None``."""
+    """The asked kind when a chunk enumerates things of the kind a "which/what <kind>" question asks for: the chunk
+    enumerates (:func:`enumeration`), its title or the lines leading into the enumeration name the kind (its head
+    noun or a modifier: "compression"), and the chunk names the head noun ("algorithm") somewhere. Else ``None``.
+
+    Measured on ``../shared/data`` (``scripts/rule_precision.py``): a list-all question ("how many", "all") is left to
+    the list-all rule, and items holding a word of the question prove nothing (a town's "County, State, United
+    States" under a question about counties)."""
     head, kind = asked_kind(question)
-    if not kind and asks_for_all(question):
-        kind = list_kind(question)
-        head = " ".join(sorted(kind))
     if not kind:
         return None
     items, lead = enumeration(text)
     if not items:
         return None
-    near = {stem(w) for w in tx.content_tokens(f"{title}\n{lead}\n" + "\n".join(items))}
-    named = {stem(w) for w in tx.content_tokens(question)} - kind
-    held = {stem(w) for it in items for w in tx.content_tokens(it)}
-    if kind & near or (named & held):
+    near = {stem(w) for w in tx.content_tokens(f"{title}\n{lead}")}
+    body = {stem(w) for w in tx.content_tokens(f"{title}\n{text}")}
+    if kind & near and stem(head) in body:
         return head
     return None
 
