@@ -110,6 +110,9 @@ def test_release_heading(line: str, release: bool) -> None:
 def test_version_notes_read_sphinx_notes_and_directives() -> None:
     text = "Options.\n\n.. versionadded:: 2.3\n\nNew in version 1.2.4: stdin. Changed in version 1.2.4a1."
     assert rules.version_notes(text) == {("2", "3"), ("1", "2", "4"), ("1", "2", "4a1")}
+    assert rules.version_notes("Deprecated since version 3.1.") == {("3", "1")}
+    # a release note about what another release did is not a note about the asked one
+    assert rules.version_notes("The plugin was deprecated in 1.7 and removed in 1.9.") == set()
 
 
 def test_what_changed_in_a_release_keeps_its_sections_and_caps_every_other_release() -> None:

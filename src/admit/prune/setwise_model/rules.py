@@ -76,9 +76,10 @@ _RELEASE_WORDS = frozenset(
         "june", "july", "august", "september", "october", "november", "december",
     )
 )  # fmt: skip
-# Sphinx's "New in version 2.3." / "Changed in version 2.3:" notes and their reST directives
+# Sphinx's "New in version 2.3." / "Changed in version 2.3:" / "Deprecated since version 2.3" notes and their reST
+# directives; not a release note's "deprecated in 1.7" (measured on rhdh_docs: it names what another release did)
 _NOTE = _linear.compile(
-    r"\b(?:new|added|changed|deprecated|removed)\s+in\s+(?:version\s+|release\s+)?([vV]?\d+(?:\.\d+)+[\w.-]*)"
+    r"\b(?:(?:new|added|changed|removed)\s+in|deprecated\s+since)\s+version\s+([vV]?\d+(?:\.\d+)+[\w.-]*)"
     r"|\.\.\s+version(?:added|changed)::\s*([vV]?\d+(?:\.\d+)+[\w.-]*)",
     re.IGNORECASE,
     name="setwise.version_note",
