@@ -260,3 +260,15 @@ def test_a_chunk_naming_both_compared_terms_is_kept() -> None:
     ]
     out, why = _grade("lz4 vs zstd?", items, [2, 4])
     assert out == [KEEP_GRADE, 4] and "names both 'lz4' and 'zstd'" in why[0]
+
+
+def test_every_setwise_module_keys_the_eval_cache() -> None:
+    # a rule's change must recompute cached grades (rules.py was missing: `admit eval` served stale grades)
+    from pathlib import Path
+
+    from admit.prune import setwise_model
+    from admit.prune.setwise import SPEC
+
+    here = Path(setwise_model.__file__).parent
+    modules = {f"admit.prune.setwise_model.{p.stem}" for p in here.glob("*.py") if p.stem != "__init__"}
+    assert modules <= set(SPEC.source_modules), sorted(modules - set(SPEC.source_modules))
