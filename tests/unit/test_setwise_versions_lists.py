@@ -223,6 +223,14 @@ def test_a_list_all_question_and_a_place_infobox_are_left_to_the_other_rules() -
     )
 
 
+def test_a_list_of_the_kind_about_another_subject_is_not_lifted() -> None:
+    q = "What are the treatments for chronic eosinophilic leukemia?"
+    other = "Standard treatments for leukemia include chemotherapy, biological therapy, radiation therapy."
+    own = "Treatments for chronic eosinophilic leukemia include imatinib, hydroxyurea and interferon alfa."
+    assert lists.enumerates_kind(q, "Leukemia", other) is None
+    assert lists.enumerates_kind(q, "Chronic eosinophilic leukemia", own) == "treatments"
+
+
 def test_a_list_of_another_kind_is_not_lifted() -> None:
     q = "Which compression algorithms does it support?"
     steps = "To install:\n1. Download the binary.\n2. Make it executable.\n3. Put it on your PATH."

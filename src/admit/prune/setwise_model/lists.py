@@ -43,6 +43,13 @@ _AFTER_KIND = frozenset(
         "allowed", "accepted", "valid",
     )
 )  # fmt: skip
+# question words that name no subject: "which algorithms does it support", "what options are available"
+_GENERIC = frozenset(
+    (
+        "support", "use", "used", "using", "have", "need", "needed", "required", "require", "available", "can",
+        "get", "set", "make", "give", "provide", "offer", "list", "exist", "there", "specific", "different",
+    )
+)  # fmt: skip
 # what a comma list holds between its items without being one: "use, for example, mermaid"
 _FILLERS = frozenset(("for example", "e.g", "i.e", "etc", "for instance", "such as", "including"))
 _ITEM = _linear.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(.+)$", name="setwise.list_item")
@@ -144,7 +151,8 @@ def enumeration(text: str) -> tuple[list[str], str]:
 def enumerates_kind(question: str, title: str, text: str) -> str | None:
     """The asked kind when a chunk enumerates things of the kind a "which/what <kind>" question asks for: the chunk
     enumerates (:func:`enumeration`), its title or the lines leading into the enumeration name the kind (its head
-    noun or a modifier: "compression"), and the chunk names the head noun ("algorithm") somewhere. Else ``None``.
+    noun or a modifier: "compression"), the chunk names the head noun ("algorithm") somewhere, and it holds at least
+    half of the question's other content words (its subject; generic verbs such as "support" aside). Else ``None``.
 
     Measured on ``../shared/data`` (``scripts/rule_precision.py``): a list-all question ("how many", "all") is left to
     the list-all rule, and items holding a word of the question prove nothing (a town's "County, State, United
@@ -157,9 +165,14 @@ def enumerates_kind(question: str, title: str, text: str) -> str | None:
         return None
     near = {stem(w) for w in tx.content_tokens(f"{title}\n{lead}")}
     body = {stem(w) for w in tx.content_tokens(f"{title}\n{text}")}
-    if kind & near and stem(head) in body:
-        return head
-    return None
+    if not (kind & near and stem(head) in body):
+        return None
+    # the list must be about the question's subject: the treatments of *this* disease, the parameters of *this*
+    # call (measured on MedQuAD and API Zoo: a list of the right kind about another subject is the common miss)
+    subject = {stem(w) for w in tx.content_tokens(question)} - kind - _GENERIC
+    if subject and 2 * len(subject & body) < len(subject):
+        return None
+    return head
 
 
 def compared_terms(question: str) -> tuple[str, str] | None:
