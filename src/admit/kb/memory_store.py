@@ -200,6 +200,10 @@ class MemoryStore(HybridSearch):
             for cid, score, lr, vr, ls, sim in fused
         ]
 
+    def _version_records(self, scope: list[_Row], principal: Principal, asked: list[str], n: int) -> list[ChunkRecord]:
+        """The readable rows whose words hold one of the releases (checked exactly by the caller)."""
+        return [r.record for r in scope if any(v in r.lowered for v in asked)]
+
     @staticmethod
     def _tf(row: _Row, term: str) -> int:
         if "." in term:  # a version: searched as a phrase

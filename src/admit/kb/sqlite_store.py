@@ -368,6 +368,28 @@ class SqliteStore(PerThreadConnections, HybridSearch):
             if int(cid) in recs
         ]
 
+    def _version_records(self, scope: Any, principal: Principal, asked: list[str], n: int) -> list[_s.ChunkRecord]:
+        """FTS5 phrase search for each release (``"1.2.4"`` and ``"v1.2.4"``; the tokenizer splits them at the
+        dots), headings weighted over text, over the rows the principal may read."""
+        sub, params = scope
+        match = " OR ".join(f'"{v}" OR "v{v}"' for v in asked if all(ch.isdigit() or ch == "." for ch in v))
+        if not match:
+            return []
+        conn = self._conn()
+        try:
+            rids = [
+                int(r[0])
+                for r in conn.execute(
+                    "SELECT rowid, bm25(chunks_fts, 4.0, 1.0) AS s FROM chunks_fts "
+                    f"WHERE chunks_fts MATCH ? AND +rowid IN ({sub}) ORDER BY s LIMIT ?",
+                    [match, *params, n],
+                )
+            ]
+            got = self._fetch(conn, rids)
+        except Exception as exc:
+            raise StoreError(f"Version search in {self.path!r} failed: {exc}") from exc
+        return [got[r] for r in rids if r in got]
+
 
 def from_url(url: str, *, dim: int) -> SqliteStore:
     """A file path, ``:memory:``, or ``sqlite:///path/kb.sqlite``."""

@@ -236,10 +236,13 @@ class Hit:
     """The backend's lexical score (higher is better)."""
     similarity: float | None = None
     """Cosine similarity to the question."""
+    version: str | None = None
+    """The release the question names that this chunk was added for (:func:`with_version_hits`): its heading or
+    text holds that exact version; ``None`` for a chunk of the ranked lists."""
 
     def as_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict (no text)."""
-        return {
+        d: dict[str, Any] = {
             "id": self.record.id,
             "fused": round(self.fused, 6),
             "bm25_rank": self.bm25_rank,
@@ -247,6 +250,9 @@ class Hit:
             "bm25": None if self.bm25 is None or not math.isfinite(self.bm25) else round(self.bm25, 6),
             "similarity": None if self.similarity is None else round(self.similarity, 6),
         }
+        if self.version is not None:
+            d["version"] = self.version
+        return d
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -416,6 +422,86 @@ def fts_terms(text: str, *, limit: int = 32) -> list[str]:
     return terms[:limit]
 
 
+#: At most this many chunks naming a release the question names are added to a search's candidates
+#: (:func:`with_version_hits`), in place of the fused list's last ones.
+VERSION_HITS = 4
+_VERSION_AT = _linear.compile(r"[vV]?(\d+(?:\.\d+)+)", name="kb.version_at")
+_WORDISH = _linear.simple(r"\w")
+
+
+def exact_versions(text: str) -> set[str]:
+    """The dotted releases a text names exactly, without a leading ``v``: ``"v1.2.4 (2023)"`` -> ``{"1.2.4"}``.
+
+    A release is whole: not part of a longer number (``1.2.40``, ``11.2.4``, ``1.2.4.1``) and without a
+    pre-release or build suffix (``1.2.4a1``, ``1.2.4rc1``, ``1.2.4-beta``, ``1.2.4.post1`` name other releases).
+    """
+    out: set[str] = set()
+    for m in _VERSION_AT.finditer(text or ""):
+        start, end = m.start(), m.end()
+        before = text[start - 1] if start else ""
+        after = text[end : end + 2]
+        if before and (before == "." or _WORDISH.match(before)):
+            continue
+        if after and (_WORDISH.match(after[0]) or (after[0] in ".-+" and _WORDISH.match(after[1:2] or " "))):
+            continue
+        out.add(m.group(1))
+    return out
+
+
+def asked_version_strings(question: str) -> list[str]:
+    """The dotted releases a question names (``"What changed in 1.2.4?"`` -> ``["1.2.4"]``), in order."""
+    return [v for v in versions(question) if v in exact_versions(question)]
+
+
+def version_heading(record: ChunkRecord, version: str) -> bool | None:
+    """Whether a chunk names ``version`` exactly in its headings (title, heading path or its first line:
+    ``True``), only in its text (``False``), or not at all (``None``)."""
+    lines = [ln.strip() for ln in record.text.splitlines() if ln.strip()]
+    first = lines[:1] if lines and len(lines[0]) < 80 and not lines[0].endswith(".") else []  # a heading line
+    head = "\n".join([record.title, *record.heading_path, *first])
+    if version in exact_versions(head):
+        return True
+    return False if version in exact_versions(record.text) else None
+
+
+def with_version_hits(hits: Sequence[Hit], found: Sequence[tuple[ChunkRecord, str]], k: int) -> list[Hit]:
+    """The fused hits with the chunks found for the question's releases among them.
+
+    ``found``: chunks holding an asked release exactly, best first (a heading naming it before a text naming it).
+    Those the fused list lacks (at most :data:`VERSION_HITS`) take the places of its last ones, so the list stays
+    at most ``k`` long and the release's own section is among the candidates even when every page of the site
+    names some release (BM25 and the vectors rank "What changed in 1.2.4?" near any changelog entry)."""
+    have = {h.record.id for h in hits}
+    extra: list[tuple[ChunkRecord, str]] = []
+    for rec, v in found:
+        if rec.id not in have and len(extra) < min(VERSION_HITS, k):
+            have.add(rec.id)
+            extra.append((rec, v))
+    if not extra:
+        return list(hits)
+    kept = list(hits[: max(0, k - len(extra))])
+    floor = min((h.fused for h in kept), default=1.0)
+    return kept + [Hit(record=r, fused=floor * 0.999 ** (i + 1), version=v) for i, (r, v) in enumerate(extra)]
+
+
+def rank_version_records(records: Sequence[ChunkRecord], asked: Sequence[str]) -> list[tuple[ChunkRecord, str]]:
+    """Of ``records`` (in the store's order), those naming an asked release exactly in a heading (the release's
+    own sections); those naming it in their text only where none does."""
+    heads: list[tuple[ChunkRecord, str]] = []
+    texts: list[tuple[ChunkRecord, str]] = []
+    seen: set[str] = set()
+    for v in asked:
+        for r in records:
+            if r.id in seen:
+                continue
+            where = version_heading(r, v)
+            if where is None:
+                continue
+            seen.add(r.id)
+            (heads if where else texts).append((r, v))
+    return heads or texts  # a text naming the release only where no heading does
+
+
 class HybridSearch:
     """The search skeleton the stores share: no tenant, ``k <= 0`` or a filter that matches nothing
     (:meth:`SearchFilters.matches_nothing`), nothing; authorization and filters become the store's scope
@@ -444,10 +530,20 @@ class HybridSearch:
         if scope is None:
             return []
         qv, n = query_vector(query_vec, self.dim, k)
-        return self._ranked(scope, principal, fts_terms(query_text), qv, n, k)
+        hits = self._ranked(scope, principal, fts_terms(query_text), qv, n, k)
+        asked = asked_version_strings(query_text)
+        if not asked:
+            return hits
+        found = rank_version_records(self._version_records(scope, principal, asked, n), asked)
+        return with_version_hits(hits, found, k)
 
     def _scope(self, principal: Principal, filters: SearchFilters) -> Any | None:
         raise NotImplementedError
+
+    def _version_records(self, scope: Any, principal: Principal, asked: list[str], n: int) -> list[ChunkRecord]:
+        """Readable chunks that may name one of the ``asked`` releases (at most ``n``; the caller checks each
+        exactly). A store without it (the default) adds nothing."""
+        return []
 
     def _ranked(self, scope: Any, principal: Principal, terms: list[str], qv: FloatVector, n: int, k: int) -> list[Hit]:
         raise NotImplementedError

@@ -155,6 +155,9 @@ SPEC = StrategySpec(
                 "scorer",
                 "fusion",
                 "crosslang",
+                "rules",
+                "lists",
+                "grading",
             )
         ),
         "admit.backends.rerankers.cross",

@@ -9,10 +9,14 @@ a user's own product needs, each recorded in the chunk's reason:
 - **Versions as people write them** (:func:`asked_versions`, :func:`version_hits`): "4.1", "v4", "4.x",
   "<product> 4.2" name the releases ``4.1.0``, ``4.x.y``; a chunk whose title or a heading names an asked release
   is graded at least 4, one whose title or headings name only other releases at most 2 (when some chunk names
-  an asked one). A comparison of two releases keeps both sides.
+  an asked one). A comparison of two releases keeps both sides. A release is read whole with its suffix
+  (``1.2.4rc1`` is not ``1.2.4``); a subsection under a changelog entry's heading (:func:`release_heading`) is that
+  release's, and the registry's version does not spare another release's entry; a "New in version 2.3" note
+  (:func:`version_notes`) names its release.
 - **List-all and tables** (:func:`asks_for_all`, :func:`structured`): for a question asking for all, every, a
   list, or which ... are there, a chunk that is a table or a list (three or more rows or items) naming the asked
   kind is graded as the answer (5).
+- **Enumerations and comparisons**: the conditions are in :mod:`.lists`.
 - **A part named by its heading** (:func:`named_headings`): "according to the balance sheet", "in the cash flow
   statement": the one chunk whose opening heading line the question names is graded at least 3 (kept at the
   default threshold).
@@ -41,11 +45,13 @@ __all__ = [
     "bigram_grades",
     "list_kind",
     "named_headings",
+    "release_heading",
     "script_of",
     "stem",
     "structured",
     "unrelated",
     "version_hits",
+    "version_notes",
     "versions_in",
 ]
 
@@ -54,7 +60,30 @@ UNRELATED_DENSE = 0.12
 #: ... unless the model gives it at least this probability of being needed (a bridge paragraph).
 UNRELATED_MAX_PROB = 0.2
 
-_VERSION_TOKEN = _linear.compile(r"^[vV]?\d+(?:\.(?:\d+|[xX*]))+$|^[vV]\d+$", name="setwise.version_token")
+# a release: "4.1.0", "v4", "4.x"; a pre-release or post-release suffix ("1.2.4a1", "1.2.4-rc.1", "1.2.4.post1")
+# is part of the last number, so "1.2.4a1" is its own release, never "1.2.4"
+_VERSION_TOKEN = _linear.compile(
+    r"^[vV]?(\d+(?:\.(?:\d+|[xX*]))+)(?:[-.]?(a|b|c|rc|alpha|beta|pre|preview|dev|post)\.?(\d*))?$|^[vV](\d+)$",
+    re.IGNORECASE,
+    name="setwise.version_token",
+)
+_SUFFIX = {"alpha": "a", "beta": "b", "c": "rc", "preview": "pre"}
+# a line that is only a release: "1.2.4", "Version 1.2.4 (2023-05-01)", "v0.28.1 - May 3, 2021", "Release 4.2.0"
+_RELEASE_WORDS = frozenset(
+    (
+        "version", "release", "released", "changes", "changelog", "unreleased", "v", "jan", "feb", "mar", "apr",
+        "may", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "january", "february", "march", "april",
+        "june", "july", "august", "september", "october", "november", "december",
+    )
+)  # fmt: skip
+# Sphinx's "New in version 2.3." / "Changed in version 2.3:" / "Deprecated since version 2.3" notes and their reST
+# directives; not a release note's "deprecated in 1.7" (measured on rhdh_docs: it names what another release did)
+_NOTE = _linear.compile(
+    r"\b(?:(?:new|added|changed|removed)\s+in|deprecated\s+since)\s+version\s+([vV]?\d+(?:\.\d+)+[\w.-]*)"
+    r"|\.\.\s+version(?:added|changed)::\s*([vV]?\d+(?:\.\d+)+[\w.-]*)",
+    re.IGNORECASE,
+    name="setwise.version_note",
+)
 _RUN = _linear.compile(r"[\w.*-]+", name="setwise.version_run")
 _ALL_CUE = _linear.compile(
     r"\b(list|enumerate|name)\s+(all|every|each|the)\b|\ball\s+(the\s+|of\s+the\s+)?(available\s+|supported\s+)?\w+"
@@ -72,15 +101,23 @@ _CUE_WORDS = frozenset(
 
 
 def _version_of(token: str) -> tuple[str, ...] | None:
+    """``"4.1.0"`` -> ``("4", "1", "0")``, ``"v4"`` -> ``("4",)``, ``"4.x"`` -> ``("4",)``, ``"1.2.4rc1"`` ->
+    ``("1", "2", "4rc1")`` (a pre-release is its own release: never ``1.2.4``, a ``1.2`` one)."""
     t = token.strip(".-").lower()
-    if not _VERSION_TOKEN.match(t):
+    m = _VERSION_TOKEN.match(t)
+    if m is None:
         return None
-    parts = t.lstrip("v").split(".")
+    if m.group(4):
+        return (str(int(m.group(4))),)
     out: list[str] = []
-    for p in parts:
+    for p in m.group(1).split("."):
         if p in ("x", "*"):
             break  # "4.x": every 4 release
         out.append(str(int(p)))
+    if m.group(2):
+        if len(out) != len(m.group(1).split(".")):
+            return None  # "4.x-rc1" names no release
+        out[-1] += _SUFFIX.get(m.group(2), m.group(2)) + (m.group(3) or "")
     return tuple(out) or None
 
 
@@ -109,16 +146,55 @@ def asked_versions(question: str) -> set[tuple[str, ...]]:
     return {v for v in versions_in(question) if len(v) >= 2 or "v" in question.lower() or ".x" in question.lower()}
 
 
-def _heads(title: str, text: str) -> tuple[str, str]:
-    """(where a section names the release it is about: the title's last part, the headings and a short first
-    line; the rest of the title: the document a section belongs to)."""
+def release_heading(line: str) -> bool:
+    """Whether a heading is only a release (a changelog entry's): ``"1.2.4"``, ``"Version 1.2.4 (2023-05-01)"``,
+    ``"## v0.28.1 - May 3, 2021"``, ``"Release 4.2.0"``; not ``"Upgrading from 4.1"``."""
+    runs = [m.group(0).strip(".-") for m in _RUN.finditer(nfc(line).lstrip("#"))]
+    named = False
+    for r in runs:
+        if not r:
+            continue
+        if _version_of(r) is not None and ("." in r or r.lower().startswith("v")):
+            named = True
+        elif not (r.lower() in _RELEASE_WORDS or r.replace("-", "").replace("/", "").isdigit()):
+            return False
+    return named
+
+
+def _heads(title: str, text: str) -> tuple[str, str, bool]:
+    """(where a section names the release it is about: the title's last part, the innermost release heading of
+    the title's path below the document's title, the headings and a short first line; the rest of the title: the
+    document a section belongs to; whether the section sits under a release heading: a changelog entry).
+
+    ``Changelog › Version 1.2.4 › Bug fixes``: the fixes are 1.2.4's."""
     lines = [ln.strip() for ln in nfc(text).splitlines() if ln.strip()]
     heads = [
-        ln for ln in lines if ln.startswith("#") or (len(ln) < 80 and ln.lower().startswith(("version", "release")))
+        ln
+        for ln in lines
+        if ln.startswith("#")
+        or (len(ln) < 80 and (ln.lower().startswith(("version", "release")) or release_heading(ln)))
     ]
     parts = [p.strip() for p in nfc(title).replace(" › ", "\n").split("\n") if p.strip()]
     first = lines[:1] if lines and len(lines[0]) < 80 else []
-    return "\n".join([*parts[-1:], *first, *heads]), "\n".join(parts[:-1])
+    own = parts[-1:]
+    doc = parts[:-1]
+    inner = [k for k in range(1, len(parts) - 1) if release_heading(parts[k])]
+    if inner:
+        own.append(parts[inner[-1]])
+        doc = [p for k, p in enumerate(parts[:-1]) if k != inner[-1]]
+    release = bool(inner) or any(release_heading(h) for h in [*own[:1], *first, *heads])
+    return "\n".join([*own, *first, *heads]), "\n".join(doc), release
+
+
+def version_notes(text: str) -> set[tuple[str, ...]]:
+    """The releases a text's "New in version 2.3" / "Changed in version 2.3" notes (and ``.. versionadded::``)
+    name."""
+    out: set[tuple[str, ...]] = set()
+    for m in _NOTE.finditer(nfc(text)):
+        v = _version_of(m.group(1) or m.group(2) or "")
+        if v is not None:
+            out.add(v)
+    return out
 
 
 def _matches(have: tuple[str, ...], asked: tuple[str, ...]) -> bool:
@@ -133,9 +209,12 @@ def version_hits(
 ) -> tuple[list[bool], list[bool], set[tuple[str, ...]]]:
     """(the section names an asked release, the section names only other releases, the asked releases).
 
-    A section names a release in its own heading (the title's last part, a ``#`` heading, a short first line);
-    a release named only by the document's title (``Installing Ferrule 4.1 › Requirements``) neither lifts nor
-    caps the section: the document is about that release, the section may be about anything in it.
+    A section names a release in its own heading (the title's last part, the innermost release heading of its
+    path, a ``#`` heading, a short first line) or in a "New in version 2.3" note; a release named only by the
+    document's title (``Installing Ferrule 4.1 › Requirements``) neither lifts nor caps the section: the document is
+    about that release, the section may be about anything in it. The registry's version (what the whole site is
+    of) spares a section whose heading names another release, unless that heading is only a release (a changelog
+    entry: ``0.28.1`` in the 1.2.4 documentation is 0.28.1's, not 1.2.4's).
     """
     asked = asked_versions(question)
     n = len(texts)
@@ -143,14 +222,17 @@ def version_hits(
         return [False] * n, [False] * n, asked
     hit, other = [False] * n, [False] * n
     for j, (title, text) in enumerate(zip(titles, texts, strict=True)):
-        own, doc = _heads(title, text)
-        if j < len(versions) and versions[j]:
-            doc += "\nv" + versions[j].lstrip("vV")  # the registry's version: what the document is about
+        own, doc, release = _heads(title, text)
         named = versions_in(own)
-        if any(_matches(h, a) for h in named for a in asked):
+        if any(_matches(h, a) for h in named | version_notes(text) for a in asked):
             hit[j] = True
-        elif named and not any(_matches(h, a) for h in versions_in(doc) for a in asked):
-            other[j] = True
+            continue
+        if not named:
+            continue
+        by_title = any(_matches(h, a) for h in versions_in(doc) for a in asked)
+        reg = versions[j].strip() if j < len(versions) and versions[j] else ""
+        by_registry = bool(reg) and any(_matches(h, a) for h in versions_in("v" + reg.lstrip("vV")) for a in asked)
+        other[j] = not by_title and not (by_registry and not release)
     return hit, other, asked
 
 

@@ -13,16 +13,17 @@ import numpy.typing as npt
 from admit.backends.embedders.base import CachedEmbedder, Embedder
 from admit.backends.rerankers.cross import CrossEncoder, chunk_passage, default_model_path
 from admit.errors import ConfigError
-from admit.prune.setwise_model import crosslang, rules
+from admit.prune.setwise_model import crosslang
 from admit.prune.setwise_model import text as tx
 from admit.prune.setwise_model.coverage import DEEP_LIST, coverage_before, grade_of_prob
 from admit.prune.setwise_model.coverage import grades as grade_list
 from admit.prune.setwise_model.features import Prepared, SetwiseItem, prepare
 from admit.prune.setwise_model.fusion import fuse
+from admit.prune.setwise_model.grading import apply_rules
 from admit.prune.setwise_model.links import LINK_NAMES
 from admit.prune.setwise_model.model import DEFAULT_MODEL_PATH, load_model
 
-__all__ = ["SetwiseScorer", "SetwiseScores", "agreement_notes"]
+__all__ = ["SetwiseScorer", "SetwiseScores", "agreement_notes", "apply_rules"]
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -171,141 +172,6 @@ def cross_by_default() -> bool:
     is there). A face may switch it on (``admit --setwise-cross``, ``$ADMIT_SETWISE_CROSS=1``, ``[service]
     setwise_cross``); it reaches the scorer as :attr:`~admit.prune.spec.PrunerResources.cross`."""
     return CROSS_DEFAULT and default_model_path().is_file()
-
-
-def apply_rules(
-    question: str,
-    items: Sequence[SetwiseItem],
-    dense: FloatArray,
-    grades: Sequence[int],
-    reasons: Sequence[str],
-    probs: FloatArray | None = None,
-    setby: list[str] | None = None,
-    e5: FloatArray | None = None,
-) -> tuple[list[int], list[str], list[bool], str | None]:
-    """The rules of :mod:`.rules` on top of the model's grades: (grades, reasons, unrelated floor, script).
-
-    Order: scripts MiniLM cannot read (the question's: bigram grades replace the model's; a chunk's: passed
-    through at 3), then releases, then list-all tables, then the unrelated floor (last: nothing lifts a chunk
-    that shares nothing with the question). The floor spares a chunk the model itself believes in (``probs`` at
-    least :data:`.rules.UNRELATED_MAX_PROB`): a bridge paragraph of a multi-hop chain may share no word with the
-    question and still be needed.
-
-    ``e5``, when given: each chunk's multilingual-e5 cosine to the question (``nan`` where not read), for chunks in
-    another language than the question (:mod:`.crosslang`).
-
-    ``setby``, when given (one entry per item), is updated in place with the name of the last rule that changed a
-    chunk's grade (``"the release rule"``, ...), so the scorer can say which rule set a grade against ``p``.
-    """
-    out, why = [int(g) for g in grades], list(reasons)
-    n = len(items)
-    marks = setby if setby is not None and len(setby) == n else [""] * n
-
-    def mark(j: int, before: int, rule: str) -> None:
-        if out[j] != before:
-            marks[j] = rule
-
-    floor = [False] * n
-    texts = [f"{it.title}\n{it.text}" for it in items]
-    script = rules.script_of(question)
-    if script is not None:
-        bg, shares = rules.bigram_grades(question, texts)
-        for j in range(n):
-            before = out[j]
-            out[j] = bg[j]
-            mark(j, before, f"the {script}-script bigram rule")
-            why[j] = (
-                f"question in {script} script, which MiniLM does not read: graded by character bigrams "
-                f"(shares {shares[j]:.0%} of the question's)"
-            )
-            floor[j] = shares[j] <= 0
-        return out, why, floor, script
-    langs = [crosslang.language_of(t) for t in texts] if crosslang.language_of(question) is None else [None] * n
-    foreign = [lang is not None for lang in langs]
-    if any(foreign):
-        # another language than the question's English: MiniLM's grade of it means little (nothing in a script it
-        # does not read). What it shares with the question across languages (a product name, a code, a number), or
-        # English chunks that never name what is asked, say it may hold the answer (3, kept), else it is tangential
-        # (2); multilingual e5, when installed, may lift it to 4 (its cosine at least the best English chunk's)
-        english = [t for t, f in zip(texts, foreign, strict=True) if not f]
-        missing = crosslang.asked_entity_missing(question, english) if english else None
-        best_en = (
-            max((float(e5[j]) for j in range(n) if not foreign[j] and not np.isnan(e5[j])), default=None)
-            if e5 is not None
-            else None
-        )
-        for j, t in enumerate(texts):
-            lang = langs[j]
-            if lang is None:
-                continue
-            shared = crosslang.anchors(question, t)
-            g = 3 if shared or missing else 2
-            e5_note = ""
-            if e5 is not None and best_en is not None and not np.isnan(e5[j]):
-                e5_j = float(e5[j])
-                if e5_j >= best_en:
-                    g = max(g, 4)
-                elif e5_j >= best_en - crosslang.E5_MARGIN:
-                    g = max(g, 3)
-                e5_note = f"; multilingual e5 cosine {e5_j:.3f} against the best English chunk's {best_en:.3f}"
-            unreadable = rules.script_of(t)
-            before = out[j]
-            out[j] = g if unreadable is not None else max(out[j], g)
-            held = ", ".join(shared[:3]) or "none"
-            lost = f"; no English chunk names {missing!r}" if missing and not shared else ""
-            mark(j, before, f"the cross-language rule ({lang})")
-            if unreadable is not None:
-                why[j] = (
-                    f"text in {unreadable} script, which MiniLM does not read: graded by the question's words it "
-                    f"holds ({held}){lost}{e5_note}"
-                )
-            elif out[j] != before:
-                if why[j].startswith("unrelated: "):  # the model's grade 1, which this rule lifted
-                    why[j] = why[j][len("unrelated: ") :]
-                why[j] += f"; in {lang}, which MiniLM reads poorly: graded by what it shares ({held}){lost}{e5_note}"
-    hit, other, asked = rules.version_hits(
-        question, [it.title for it in items], [it.text for it in items], [it.version for it in items]
-    )
-    if any(hit):
-        names = ", ".join(".".join(v) for v in sorted(asked))
-        for j in range(n):
-            before = out[j]
-            if hit[j]:
-                out[j] = max(out[j], 4)
-                why[j] += f"; about release {names} named in the question"
-            elif other[j]:
-                out[j] = min(out[j], 2)
-                why[j] += f"; about another release than {names}"
-            mark(j, before, "the release rule")
-    if rules.asks_for_all(question):
-        kind = rules.list_kind(question)
-        for j, (it, t) in enumerate(zip(items, texts, strict=True)):
-            words = {rules.stem(w) for w in tx.content_tokens(t)}
-            if kind and kind & words and rules.structured(it.text):
-                before = out[j]
-                out[j] = 5
-                mark(j, before, "the list-all rule")
-                why[j] += "; a table or list of the asked kind for a list-all question"
-    for j, head in enumerate(rules.named_headings(question, [it.text for it in items])):
-        if head is not None and out[j] < 3:
-            mark(j, -1, "the named-heading rule")
-            out[j] = 3
-            why[j] += f"; the question names its heading {head!r}"
-    lacks, acronyms = rules.acronym_misses(question, texts)
-    for j in range(n):
-        if lacks[j] and out[j] == 5:
-            mark(j, -1, "the acronym rule")
-            out[j] = 4
-            why[j] += f"; never names {acronyms}, which the question asks about"
-    for j, it in enumerate(items):
-        believed = probs is not None and float(probs[j]) >= rules.UNRELATED_MAX_PROB
-        readable = rules.script_of(texts[j]) is None and not foreign[j]
-        if not believed and readable and rules.unrelated(question, it.title, it.text, float(dense[j])):
-            floor[j] = True
-            mark(j, -1 if out[j] != 1 else 1, "the unrelated floor")
-            out[j] = 1
-            why[j] = f"unrelated: no word of the question, similarity {float(dense[j]):.2f} < {rules.UNRELATED_DENSE}"
-    return out, why, floor, script
 
 
 class SetwiseScorer:
