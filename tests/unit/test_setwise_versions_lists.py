@@ -280,3 +280,11 @@ def test_every_setwise_module_keys_the_eval_cache() -> None:
     here = Path(setwise_model.__file__).parent
     modules = {f"admit.prune.setwise_model.{p.stem}" for p in here.glob("*.py") if p.stem != "__init__"}
     assert modules <= set(SPEC.source_modules), sorted(modules - set(SPEC.source_modules))
+
+
+def test_every_inside_a_clause_does_not_ask_for_a_list() -> None:
+    from admit.prune.setwise_model.rules import asks_for_all
+
+    assert not asks_for_all("How do I verify the archive after every backup?")
+    assert asks_for_all("List every option of the create command.")
+    assert asks_for_all("Which compression algorithms are there?")

@@ -87,7 +87,7 @@ _NOTE = _linear.compile(
 _RUN = _linear.compile(r"[\w.*-]+", name="setwise.version_run")
 _ALL_CUE = _linear.compile(
     r"\b(list|enumerate|name)\s+(all|every|each|the)\b|\ball\s+(the\s+|of\s+the\s+)?(available\s+|supported\s+)?\w+"
-    r"|\bevery\b|\bwhich\s+\w+(\s+\w+)?\s+(are|exist|is)\s+there\b|\bwhat\s+\w+(\s+\w+)?\s+are\s+there\b"
+    r"|\bwhich\s+\w+(\s+\w+)?\s+(are|exist|is)\s+there\b|\bwhat\s+\w+(\s+\w+)?\s+are\s+there\b"
     r"|\bhow\s+many\b|\bwhat\s+are\s+(all\s+)?the\b",
     re.IGNORECASE,
     name="setwise.list_all",
@@ -237,7 +237,8 @@ def version_hits(
 
 
 def asks_for_all(question: str) -> bool:
-    """Whether the question asks for every item of a kind ("list all", "every", "which ... are there")."""
+    """Whether the question asks for every item of a kind ("list all", "name every", "which ... are there"); "every"
+    inside a clause ("verify the archive after every backup") does not ask for a list."""
     return _ALL_CUE.search(question) is not None
 
 
