@@ -127,7 +127,7 @@ def features(
         if asked and not found_ident and asked & tx.identifiers(t):
             found_ident = True
     union = len(hit_any) / max(1, len(q_units))
-    pool_cov, pool_ent = _pool_cover(q_units, q_ents, script, hit_any, ent_any, texts, pool)
+    pool_cov, pool_ent, names_absent = _pool_cover(q_units, q_ents, script, hit_any, ent_any, texts, pool)
     short_held = 0.0
     if script is None and texts and is_short(question):
         # an identifier the question names ("What does E4012 mean?") is its key alone; else its key words
@@ -147,6 +147,9 @@ def features(
         "best_bigram_cov": best_pair if q_pairs else best_cov,
         "pool_q_cov": pool_cov,
         "pool_entity_cov": pool_ent,
+        # how many names of the question (capitalised words past the first, numbers) no candidate holds: read by the
+        # absent-name rule (AnswerabilityModel.state), by no model
+        "pool_names_absent": float(names_absent),
         "log_n": math.log1p(len(texts)),
         "best_dense": d[0] if d else 0.0,
         "mean_dense_top2": sum(d[:2]) / len(d[:2]) if d else 0.0,
@@ -169,9 +172,10 @@ def _pool_cover(
     ent_any: set[str],
     texts: Sequence[str],
     pool: Sequence[str] | None,
-) -> tuple[float, float]:
+) -> tuple[float, float, int]:
     """The share of the question's units and of its names that some candidate of the pool (or an admitted text)
-    holds; a pool text is read only while a unit is still unseen."""
+    holds (the share of its units when it names nothing), and how many of its names none holds; a pool text is read
+    only while a unit is still unseen."""
     units_left = [u for u in q_units if u not in hit_any]
     ents_left = q_ents - ent_any
     if pool is not None and (units_left or ents_left):
@@ -186,7 +190,7 @@ def _pool_cover(
                 break
     cov = 1.0 - len(units_left) / max(1, len(q_units))
     ent = 1.0 - len(ents_left) / len(q_ents) if q_ents else cov
-    return cov, ent
+    return cov, ent, len(ents_left)
 
 
 def missing_terms(question: str, texts: Sequence[str], limit: int = 6) -> tuple[str, ...]:
