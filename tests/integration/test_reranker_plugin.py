@@ -2,8 +2,9 @@
 ``admit.rerankers`` entry point only.
 
 The package is ``tests/data/plugin_reranker`` (``reverse``: the input order, reversed, so its ordering cannot be
-mistaken for BM25's). It is built and installed offline (``pip install --no-index --no-build-isolation --target``) into a
-folder that only the test's own processes put on ``PYTHONPATH``; admit itself comes from this checkout. Real
+mistaken for BM25's). It is built and installed offline (``pip install --no-index --no-build-isolation
+--target``) into a folder that only the test's own processes put on ``PYTHONPATH``; admit itself comes from this
+checkout. Real
 processes: ``admit prune``, ``admit eval`` and ``admit serve`` on a loopback port (``POST /v1/prune``).
 """
 
