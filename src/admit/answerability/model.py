@@ -86,9 +86,14 @@ class AnswerabilityModel:
         p = self.probability(feats)
         if p < self.threshold:
             return "not_answered"
-        if "pool_entity_cov" in self.features and feats.get("pool_names_absent", 0.0) > 0 and p < ABSENT_NAME_BELOW:
+        if self.names_absent(feats, p):
             return "not_answered"
         return "answered" if p >= self.answered_from else "unsure"
+
+    def names_absent(self, feats: Mapping[str, float], p: float) -> bool:
+        """The absent-name rule of :meth:`state`: a name of the question is in no retrieved candidate and ``p`` is
+        below :data:`ABSENT_NAME_BELOW` (only for a model that reads the pool)."""
+        return "pool_entity_cov" in self.features and feats.get("pool_names_absent", 0.0) > 0 and p < ABSENT_NAME_BELOW
 
     def probability(self, feats: Mapping[str, float]) -> float:
         """P(the evidence answers the question)."""

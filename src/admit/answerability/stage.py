@@ -89,8 +89,7 @@ def assess(
         band = "<" if state == "not_answered" else (">=" if state == "answered" else "between")
         span = f"[{model.threshold:.2f}, {model.answered_from:.2f}]"
         head = f"p={p:.2f} {band} {span} ({model.name}): {state.replace('_', ' ')}"
-        absent_name = feats.get("pool_names_absent", 0.0) > 0 and p < ABSENT_NAME_BELOW
-        if state == "not_answered" and p >= model.threshold and absent_name:  # AnswerabilityModel.state's rule
+        if state == "not_answered" and p >= model.threshold and model.names_absent(feats, p):
             head = (
                 f"p={p:.2f} < {ABSENT_NAME_BELOW} and a name the question asks about is in no retrieved candidate "
                 f"({model.name}): not answered"
