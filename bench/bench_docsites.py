@@ -96,6 +96,60 @@ GIT_PAGES = [
 ]
 """The git-doc pages of the ``git`` site (the whole package is 206 pages of 9 MB: the subset keeps a run short)."""
 
+STRUCTLOG_PAGES = [
+    "404",
+    "api",
+    "bound-loggers",
+    "configuration",
+    "console-output",
+    "contextvars",
+    "frameworks",
+    "genindex",
+    "getting-started",
+    "index",
+    "license",
+    "logging-best-practices",
+    "performance",
+    "processors",
+    "py-modindex",
+    "recipes",
+    "search",
+    "standard-library",
+    "testing",
+    "thread-local",
+    "twisted",
+    "typing",
+    "why",
+]
+"""The ``structlog`` site's pages: every top-level page; not ``_modules`` (the package's source as HTML, 796 kB)."""
+
+GETTEXT_PAGES = [
+    *(f"gettext_{i}" for i in (1, 2, 3, 4, 5, 6, 7, 10, 12, 13, 14)),
+    "gettext_toc",
+    "FAQ",
+    "tutorial",
+    *(
+        f"{tool}.1"
+        for tool in (
+            "xgettext",
+            "msginit",
+            "msgmerge",
+            "msgfmt",
+            "msgunfmt",
+            "msgcat",
+            "msgattrib",
+            "msggrep",
+            "msgconv",
+            "msguniq",
+            "envsubst",
+            "gettext",
+            "ngettext",
+        )
+    ),
+]
+"""The ``gettext`` site's pages: 11 of the manual's 30 chapter pages (not the long catalogue of other languages,
+the licences and the indexes), its FAQ, its tutorial and 13 of its programs' manual pages."""
+
 
 @dataclass(frozen=True)
 class Site:
@@ -113,6 +167,15 @@ SITES = {
         Site("black", "Sphinx", "python-black-doc", "usr/share/doc/python-black-doc/html"),
         Site("mkdocs", "MkDocs", "mkdocs-doc", "usr/share/doc/mkdocs/html"),
         Site("git", "AsciiDoc", "git-doc", "usr/share/doc/git-doc", tuple(GIT_PAGES)),
+        Site(
+            "structlog",
+            "Sphinx (Furo)",
+            "python-structlog-doc",
+            "usr/share/doc/python-structlog-doc/html",
+            tuple(STRUCTLOG_PAGES),
+        ),
+        Site("gbp", "DocBook", "git-buildpackage", "usr/share/doc/git-buildpackage/manual-html"),
+        Site("gettext", "Texinfo", "gettext-doc", "usr/share/doc/gettext", tuple(GETTEXT_PAGES)),
     )
 }
 
