@@ -10,23 +10,35 @@ site       generator            package, folder
 black      Sphinx (Alabaster)   ``python-black-doc``: ``usr/share/doc/python-black-doc/html`` (32 pages)
 mkdocs     MkDocs               ``mkdocs-doc``: ``usr/share/doc/mkdocs/html`` (23 pages)
 git        AsciiDoc             ``git-doc``: 44 of its pages (:data:`GIT_PAGES`) with their ``.txt`` sources
+structlog  Sphinx (Furo)        ``python-structlog-doc``: its 24 top-level pages (:data:`STRUCTLOG_PAGES`)
+gbp        DocBook (GTK-Doc)    ``git-buildpackage``: ``usr/share/doc/git-buildpackage/manual-html`` (48 pages)
+gettext    Texinfo (texi2html)  ``gettext-doc``: 27 pages of its manual (:data:`GETTEXT_PAGES`)
 =========  ===================  ==========================================================================
 
 The questions are ``bench/docsites/questions.jsonl``: ``answers`` are strings from the pages, any one of which
 admitted means the question's answer was admitted (``"all": true``: every one, across the admitted chunks);
-``answers: []`` marks a question the docs do not answer (a feature the tool lacks, an integration it does not
-have, a question transplanted from another site, a near miss such as a version whose notes the site lacks).
+``answers: []`` marks a question the docs do not answer; its ``kind`` says why: ``unanswerable-feature`` (a
+feature the tool lacks), ``unanswerable-integration`` (an integration it does not have), ``transplant`` (another
+product's question), ``near-miss`` (words the docs use in another sense; ``near-miss-version``: a release whose
+notes the site lacks). Answer strings are matched case-insensitively with runs of white space (a no-break space
+included) read as one space.
 
 Per site it prints: ingest (pages, chunks, CPU seconds, chunks that are the site rather than the docs), then for
 admit's ``setwise`` search (the README's ``admit search --prune``):
 
 - ``answer kept``: answerable questions whose answer string is admitted; beside it, the retriever's own order cut
-  at the same number of chunks per question (``retriever@same``) and the 30 candidates (``candidates``);
+  at the same number of chunks per question (``retriever@same``), the issue's target for it (``target``: at least
+  90% and at least ``retriever@same`` plus 5 points, capped at 100%), the 30 candidates (``candidates``) and the
+  whole knowledge base (``in kb``: the set's ceiling);
 - ``useful``: admitted chunks that hold part of an answer (answerable questions);
 - ``NA on unanswerable`` and ``NA on answerable``: the verdict's ``not_answered`` share on each;
-- ``unsure``: the verdict's ``unsure`` share over all questions.
+- ``unsure``: the verdict's ``unsure`` share over all questions;
+- per site and in total; then each figure against the issue's target (:data:`TARGETS`), and the verdicts on the
+  unanswerable questions by kind.
 
-Run: ``python bench/bench_docsites.py`` (``--sites black mkdocs``; ``--json PATH`` for the rows; ``--reingest``).
+Run: ``python bench/bench_docsites.py`` (``--sites black mkdocs``; ``--json PATH`` for every question's row,
+``--summary-json PATH`` for the per-site and total rows; ``--reingest``; ``--adapt`` runs ``admit adapt`` on a copy
+of each knowledge base first and asks the copy).
 """
 
 from __future__ import annotations
@@ -257,13 +269,28 @@ def hygiene(kb_path: Path) -> dict[str, int]:
     return out
 
 
+def _norm(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
 def holds(texts: Sequence[str], answers: Sequence[str], need_all: bool) -> bool:
-    low = [t.lower() for t in texts]
-    found = [any(a.lower() in t for t in low) for a in answers]
+    low = [_norm(t) for t in texts]
+    found = [any(_norm(a) in t for t in low) for a in answers]
     return all(found) if need_all else any(found)
 
 
-def ask(kb: Any, principal: Any, q: dict[str, Any]) -> dict[str, Any]:
+def kb_texts(kb_path: Path) -> list[str]:
+    """Every chunk's title and text, as the scorer reads an admitted chunk."""
+    import sqlean
+
+    con = sqlean.connect(str(kb_path))
+    try:
+        return [f"{t or ''}\n{x or ''}" for t, x in con.execute("SELECT title, text FROM chunks")]
+    finally:
+        con.close()
+
+
+def ask(kb: Any, principal: Any, q: dict[str, Any], everything: Sequence[str] = ()) -> dict[str, Any]:
     """One question: admit's setwise search, and the retriever's order over the same candidates."""
     res = kb.search(q["question"], principal, prune="setwise")
     kept = [f"{p.chunk.title}\n{p.text}" for p in res.admitted]
@@ -275,6 +302,7 @@ def ask(kb: Any, principal: Any, q: dict[str, Any]) -> dict[str, Any]:
     row = {
         "id": q["id"],
         "answerable": q["answerable"],
+        "kind": q.get("kind"),
         "state": res.answer_state,
         "p": res.answerability,
         "kept": len(kept),
@@ -286,29 +314,100 @@ def ask(kb: Any, principal: Any, q: dict[str, Any]) -> dict[str, Any]:
         row["useful"] = sum(1 for t in kept if holds([t], answers, False))
         row["retriever_same"] = holds(cands[: max(len(kept), 1)], answers, need_all)
         row["in_candidates"] = holds(cands, answers, need_all)
+        if everything:
+            row["in_kb"] = holds(everything, answers, need_all)
     return row
 
 
-def share(rows: Sequence[dict[str, Any]], test: Any) -> str:
-    return f"{sum(1 for r in rows if test(r))}/{len(rows)}" if rows else "-"
+TARGETS = {
+    "answer kept": ">= 90% and >= retriever@same + 5 points",
+    "NA on unanswerable": ">= 80%",
+    "NA on answerable": "<= 5%",
+    "unsure": "<= 20%",
+    "useful": ">= 50%",
+}
+"""Issue 46's targets for every site (its "Done when", first bullet)."""
+
+
+def figures(name: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One site's (or all sites') counts, as numbers: the ``--summary-json`` row."""
+    ans = [r for r in rows if r["answerable"]]
+    una = [r for r in rows if not r["answerable"]]
+    n_ans = len(ans)
+    ret = sum(1 for r in ans if r["retriever_same"])
+    out: dict[str, Any] = {
+        "site": name,
+        "answerable": n_ans,
+        "unanswerable": len(una),
+        "answer_kept": sum(1 for r in ans if r["answer_kept"]),
+        "retriever_same": ret,
+        "answer_target": min(n_ans, max(0.9 * n_ans, ret + 0.05 * n_ans)),
+        "candidates": sum(1 for r in ans if r["in_candidates"]),
+        "in_kb": sum(1 for r in ans if r.get("in_kb")),
+        "useful": sum(r["useful"] for r in ans),
+        "kept": sum(r["kept"] for r in ans),
+        "na_unanswerable": sum(1 for r in una if r["state"] == "not_answered"),
+        "na_answerable": sum(1 for r in ans if r["state"] == "not_answered"),
+        "unsure": sum(1 for r in rows if r["state"] == "unsure"),
+        "questions": len(rows),
+    }
+    out["met"] = {
+        "answer kept": out["answer_kept"] >= out["answer_target"] - 1e-9,
+        "NA on unanswerable": out["na_unanswerable"] >= 0.8 * len(una),
+        "NA on answerable": out["na_answerable"] <= 0.05 * n_ans,
+        "unsure": out["unsure"] <= 0.2 * len(rows),
+        "useful": out["useful"] >= 0.5 * out["kept"],
+    }
+    return out
+
+
+def _of(n: float, d: float) -> str:
+    return f"{n:g}/{d:g} ({100 * n / d:.0f}%)" if d else "-"
 
 
 def summarise(name: str, rows: Sequence[dict[str, Any]]) -> dict[str, str]:
-    ans = [r for r in rows if r["answerable"]]
-    una = [r for r in rows if not r["answerable"]]
-    kept = sum(r["kept"] for r in ans)
+    """One printed row (counts and shares) for a site or for all sites."""
+    f = figures(name, rows)
+    a = f["answerable"]
     return {
         "site": name,
-        "questions": f"{len(ans)} + {len(una)}",
-        "answer kept": share(ans, lambda r: r["answer_kept"]),
-        "retriever@same": share(ans, lambda r: r["retriever_same"]),
-        "candidates": share(ans, lambda r: r["in_candidates"]),
-        "useful": f"{sum(r['useful'] for r in ans)}/{kept}",
-        "kept/q": f"{kept / max(len(ans), 1):.1f}",
-        "NA on unanswerable": share(una, lambda r: r["state"] == "not_answered"),
-        "NA on answerable": share(ans, lambda r: r["state"] == "not_answered"),
-        "unsure": share(rows, lambda r: r["state"] == "unsure"),
+        "questions": f"{a} + {f['unanswerable']}",
+        "answer kept": _of(f["answer_kept"], a),
+        "retriever@same": _of(f["retriever_same"], a),
+        "target": f"{100 * f['answer_target'] / a:.0f}%" if a else "-",
+        "candidates": _of(f["candidates"], a),
+        "in kb": _of(f["in_kb"], a),
+        "useful": _of(f["useful"], f["kept"]),
+        "kept/q": f"{f['kept'] / max(a, 1):.1f}",
+        "NA on unanswerable": _of(f["na_unanswerable"], f["unanswerable"]),
+        "NA on answerable": _of(f["na_answerable"], a),
+        "unsure": _of(f["unsure"], f["questions"]),
     }
+
+
+def met_row(name: str, rows: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Which of the issue's targets a site (or all sites) meets."""
+    met = figures(name, rows)["met"]
+    return {"site": name, **{k: "yes" if v else "no" for k, v in met.items()}}
+
+
+def by_kind(rows: Sequence[dict[str, Any]]) -> list[dict[str, str]]:
+    """The verdicts on the unanswerable questions, by why the docs do not answer them."""
+    una = [r for r in rows if not r["answerable"]]
+    out = []
+    for kind in sorted({str(r.get("kind")) for r in una}):
+        some = [r for r in una if str(r.get("kind")) == kind]
+        out.append(
+            {
+                "kind": kind,
+                "questions": str(len(some)),
+                **{
+                    state: str(sum(1 for r in some if r["state"] == state))
+                    for state in ("not_answered", "unsure", "answered")
+                },
+            }
+        )
+    return out
 
 
 def table(lines: Sequence[dict[str, str]]) -> str:
@@ -316,6 +415,25 @@ def table(lines: Sequence[dict[str, str]]) -> str:
     out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     out += ["| " + " | ".join(str(line[c]) for c in cols) + " |" for line in lines]
     return "\n".join(out)
+
+
+def adapt(kb_path: Path) -> Path:
+    """``admit adapt`` on a copy of ``kb_path`` (the unadapted one stays as it was); the copy's path."""
+    import sqlite3
+
+    copy = kb_path.with_name(kb_path.stem + ".adapted.kb")
+    copy.unlink(missing_ok=True)
+    src, dst = sqlite3.connect(str(kb_path)), sqlite3.connect(str(copy))
+    try:
+        src.backup(dst)
+    finally:
+        src.close()
+        dst.close()
+    cmd = [sys.executable, "-m", "admit.cli", "adapt", "--kb", str(copy)]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"admit adapt on {copy} failed:\n{done.stderr[-2000:]}")
+    return copy
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -326,6 +444,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--questions", type=Path, default=QUESTIONS)
     ap.add_argument("--reingest", action="store_true", help="ingest again even when the knowledge base exists")
     ap.add_argument("--json", type=Path, default=None, help="write every question's row here")
+    ap.add_argument("--summary-json", type=Path, default=None, help="write the per-site and total rows here")
+    ap.add_argument("--adapt", action="store_true", help="run `admit adapt` on a copy of each knowledge base first")
     ap.add_argument("--verbose", action="store_true", help="print every question's row")
     ap.add_argument("--ingest-only", action="store_true", help="ingest the sites, ask nothing")
     args = ap.parse_args(argv)
@@ -335,7 +455,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     questions = [json.loads(line) for line in args.questions.read_text("utf-8").splitlines() if line.strip()]
     principal = parse_principal(f"tenant:{TENANT}")
-    ingests, summaries, all_rows = [], [], []
+    ingests, summaries, mets, numbers, all_rows = [], [], [], [], []
     for name in args.sites:
         site = SITES[name]
         folder = site_dir(site, args.cache)
@@ -355,9 +475,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         if args.ingest_only:
             continue
+        everything = kb_texts(kb_path)
+        if args.adapt:
+            kb_path = adapt(kb_path)
         kb = KnowledgeBase(kb_path)
         try:
-            rows = [ask(kb, principal, q) for q in questions if q["site"] == name]
+            rows = [ask(kb, principal, q, everything) for q in questions if q["site"] == name]
         finally:
             kb.close()
         for r in rows:
@@ -366,14 +489,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(json.dumps(r), file=sys.stderr)
         all_rows += rows
         summaries.append(summarise(name, rows))
+        mets.append(met_row(name, rows))
+        numbers.append({"generator": site.generator, **figures(name, rows)})
     if len(summaries) > 1:
         summaries.append(summarise("all", all_rows))
+        mets.append(met_row("all", all_rows))
+        numbers.append({"generator": "all", **figures("all", all_rows)})
     print("ingest (chunks that are the site, not the docs, by kind):")
     print(table(ingests))
     print()
     if summaries:
-        print("questions (setwise search, default policy):")
+        print("questions (setwise search, default policy" + (", adapted" if args.adapt else "") + "):")
         print(table(summaries))
+        print()
+        print("the issue's targets met (" + "; ".join(f"{k} {v}" for k, v in TARGETS.items()) + "):")
+        print(table(mets))
+        if any(not r["answerable"] for r in all_rows):
+            print()
+            print("verdicts on the unanswerable questions, by kind:")
+            print(table(by_kind(all_rows)))
+    if args.summary_json:
+        args.summary_json.write_text(json.dumps(numbers, indent=1) + "\n", "utf-8")
     if args.json:
         args.json.write_text("".join(json.dumps(r) + "\n" for r in all_rows), "utf-8")
     return 0
