@@ -436,6 +436,29 @@ def adapt(kb_path: Path) -> Path:
     return copy
 
 
+def score_rows(paths: Sequence[Path], summary_json: Path | None) -> int:
+    """The tables of earlier runs' ``--json`` rows (e.g. of sites asked in separate runs), in site order."""
+    rows = [json.loads(line) for p in paths for line in p.read_text("utf-8").splitlines() if line.strip()]
+    names = [n for n in SITES if any(r["site"] == n for r in rows)]
+    summaries, mets, numbers = [], [], []
+    for name in [*names, "all"]:
+        some = rows if name == "all" else [r for r in rows if r["site"] == name]
+        summaries.append(summarise(name, some))
+        mets.append(met_row(name, some))
+        numbers.append({"generator": SITES[name].generator if name in SITES else "all", **figures(name, some)})
+    print("questions (from " + ", ".join(str(p) for p in paths) + "):")
+    print(table(summaries))
+    print()
+    print("the issue's targets met (" + "; ".join(f"{k} {v}" for k, v in TARGETS.items()) + "):")
+    print(table(mets))
+    print()
+    print("verdicts on the unanswerable questions, by kind:")
+    print(table(by_kind(rows)))
+    if summary_json:
+        summary_json.write_text(json.dumps(numbers, indent=1) + "\n", "utf-8")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sites", nargs="*", default=list(SITES), choices=list(SITES))
@@ -448,7 +471,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--adapt", action="store_true", help="run `admit adapt` on a copy of each knowledge base first")
     ap.add_argument("--verbose", action="store_true", help="print every question's row")
     ap.add_argument("--ingest-only", action="store_true", help="ingest the sites, ask nothing")
+    ap.add_argument(
+        "--rows", type=Path, nargs="+", default=None, help="score the rows of earlier --json files; ask nothing"
+    )
     args = ap.parse_args(argv)
+    if args.rows:
+        return score_rows(args.rows, args.summary_json)
 
     from admit.kb import KnowledgeBase
     from admit.kb.knowledge_base import parse_principal

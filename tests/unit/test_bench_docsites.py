@@ -112,3 +112,18 @@ def test_the_target_for_a_weak_retriever_is_ninety_percent(bench: ModuleType) ->
     f = bench.figures("s", rows)
     assert f["answer_target"] == pytest.approx(18)
     assert f["met"]["answer kept"]
+
+
+def test_rows_of_separate_runs_are_scored_together(
+    bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    one.write_text(json.dumps({**_row(True, "answered"), "site": "gbp"}) + "\n", "utf-8")
+    two.write_text(json.dumps({**_row(False, "not_answered", kind="transplant"), "site": "git"}) + "\n", "utf-8")
+    summary = tmp_path / "summary.json"
+    assert bench.main(["--rows", str(one), str(two), "--summary-json", str(summary)]) == 0
+    out = capsys.readouterr().out
+    assert "| git | 0 + 1 |" in out and "| gbp | 1 + 0 |" in out and "| all | 1 + 1 |" in out
+    rows = json.loads(summary.read_text("utf-8"))
+    assert [r["site"] for r in rows] == ["git", "gbp", "all"]
+    assert rows[-1]["na_unanswerable"] == 1 and rows[-1]["answer_kept"] == 1
