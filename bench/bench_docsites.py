@@ -10,7 +10,7 @@ site       generator            package, folder
 black      Sphinx (Alabaster)   ``python-black-doc``: ``usr/share/doc/python-black-doc/html`` (32 pages)
 mkdocs     MkDocs               ``mkdocs-doc``: ``usr/share/doc/mkdocs/html`` (23 pages)
 git        AsciiDoc             ``git-doc``: 44 of its pages (:data:`GIT_PAGES`) with their ``.txt`` sources
-structlog  Sphinx (Furo)        ``python-structlog-doc``: its 24 top-level pages (:data:`STRUCTLOG_PAGES`)
+structlog  Sphinx (Furo)        ``python-structlog-doc``: its 23 top-level pages (:data:`STRUCTLOG_PAGES`)
 gbp        DocBook (GTK-Doc)    ``git-buildpackage``: ``usr/share/doc/git-buildpackage/manual-html`` (48 pages)
 gettext    Texinfo (texi2html)  ``gettext-doc``: 27 pages of its manual (:data:`GETTEXT_PAGES`)
 =========  ===================  ==========================================================================
