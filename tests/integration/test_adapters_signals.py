@@ -119,3 +119,28 @@ def test_haystack_store_vectors_of_the_text_alone_change_no_decision() -> None:
     assert decided(auto) == decided(ignore)
     for d in auto["documents"] + auto["dropped"]:
         assert "store vector not reused: another text" in d.meta["admit"]["reason"], d.meta["admit"]["reason"]
+
+
+REAL_CHUNKS = [
+    "The registry listens on port 7420.\nChange it with listen_port in config.yaml.",
+    "Garbage collection runs nightly.\n\nIt no longer blocks pushes  (since 2.1.0).",
+    "Tokens expire after 24 hours.\r\nRenew them with  `admit token renew`.",
+    "Bananas are yellow.\n",
+]
+
+
+def test_real_store_vectors_of_text_with_line_breaks_are_reused() -> None:
+    """A store embeds the raw text, line breaks and double spaces included; MiniLM's tokenizer splits on any
+    whitespace, so those vectors are admit's own and are reused (0 of 100 real chunks were before)."""
+    from admit.adapters._core import AdmitFilter, Doc
+    from admit.backends.embedders import resolve_embedder
+
+    store_model = resolve_embedder("minilm")
+    vectors = store_model.embed(REAL_CHUNKS)  # what a vector store holds for each document
+    docs = [
+        Doc(id=f"d{i}", text=t, embedding=v.tolist()) for i, (t, v) in enumerate(zip(REAL_CHUNKS, vectors, strict=True))
+    ]
+    run = AdmitFilter().run("Which port does the registry listen on?", docs)
+    notes = [v.reason for v in run.verdicts]
+    assert "store vector checked against" in notes[0], notes[0]
+    assert all("store vector reused (same text and model)" in n for n in notes[1:]), notes

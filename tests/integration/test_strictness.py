@@ -148,3 +148,64 @@ def test_an_unknown_tenant_reads_the_same_in_the_library_the_cli_and_the_mcp_ser
     assert search.exit_code == 2 and search.stderr == f"error: {message}\n", search.stderr
     mcp = CliRunner().invoke(main, ["mcp", "--kb", str(path), "--principal", "tenant:acmee"])
     assert mcp.exit_code == 2 and mcp.stderr == f"error: {message}\n", mcp.stderr
+
+
+def _adapters() -> tuple[Any, Any, Any]:
+    pytest.importorskip("langchain_core")
+    pytest.importorskip("llama_index.core")
+    pytest.importorskip("haystack")
+    from admit.adapters.haystack import AdmitPruner
+    from admit.adapters.langchain import AdmitCompressor
+    from admit.adapters.llamaindex import AdmitNodePostprocessor
+
+    return AdmitCompressor, AdmitNodePostprocessor, AdmitPruner
+
+
+def test_a_wrong_type_for_a_setting_is_admits_config_error_in_every_adapter() -> None:
+    for cls in _adapters():
+        with pytest.raises(ConfigError, match=r"`threshold` must be an integer"):
+            cls(threshold="high")
+
+
+def test_a_query_that_is_no_string_is_one_config_error_line_in_every_adapter() -> None:
+    from haystack import Document as HDoc
+    from langchain_core.documents import Document as LDoc
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    lc, li, hs = _adapters()
+    with pytest.raises(ConfigError, match=r"query must be a string .*got NoneType"):
+        lc(strategy="top_n").compress_documents([LDoc(page_content="port 80")], None)
+    with pytest.raises(ConfigError, match=r"query must be a string .*got NoneType"):
+        hs(strategy="top_n").run(None, [HDoc(content="port 80")])
+    with pytest.raises(ConfigError, match=r"query must be a string .*got int"):
+        li(strategy="top_n").decide([NodeWithScore(node=TextNode(text="port 80"))], 3)
+    with pytest.raises(ConfigError, match=r"needs the query"):
+        li(strategy="top_n").postprocess_nodes([NodeWithScore(node=TextNode(text="port 80"))])
+
+
+def test_model_copy_refuses_an_unknown_or_bad_field_instead_of_ignoring_it() -> None:
+    lc, li, _ = _adapters()
+    for cls in (lc, li):
+        made = cls(strategy="top_n", top_k=5)
+        with pytest.raises(ConfigError, match=r"unknown setting 'topk'; did you mean 'top_k'\?"):
+            made.model_copy(update={"topk": 3})
+        with pytest.raises(ConfigError, match=r"`top_k` must be a positive integer"):
+            made.model_copy(update={"top_k": 0})
+        good = made.model_copy(update={"top_k": 3})
+        assert good.top_k == 3 and good.admit_filter.top_k == 3 and made.top_k == 5
+
+
+def test_haystack_run_returns_a_typed_dict_with_every_socket() -> None:
+    from typing import get_type_hints
+
+    from haystack import Document as HDoc
+
+    from admit.adapters import haystack as hs_mod
+
+    hints = get_type_hints(hs_mod.PrunerOutput, globalns=vars(hs_mod))
+    assert set(hints) == {"documents", "dropped", "answerable", "answerability", "answer_state"}
+    out = hs_mod.AdmitPruner(strategy="top_n", params={"n": 1}).run(
+        "port", [HDoc(content="port 80"), HDoc(content="x")]
+    )
+    assert set(out) == set(hints)
+    assert [d.content for d in out["documents"]] == ["port 80"]

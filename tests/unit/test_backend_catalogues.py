@@ -68,7 +68,9 @@ def plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[st
 
 
 def test_the_builtins_load_in_order_and_minilm_is_dense() -> None:
-    assert RERANKERS.names() == tuple(BUILTIN_RERANKERS) == ("retriever", "bm25", "dense", "hybrid", "cross")
+    # the built-ins come first, in order; an outside plug-in installed in this environment may follow them
+    assert tuple(BUILTIN_RERANKERS) == ("retriever", "bm25", "dense", "hybrid", "cross")
+    assert RERANKERS.names()[: len(BUILTIN_RERANKERS)] == tuple(BUILTIN_RERANKERS)
     assert all(RERANKERS.get(n).name == n and RERANKERS.get(n).summary for n in BUILTIN_RERANKERS)
     assert RERANKERS.get("minilm") is RERANKERS.get("dense")
     assert [n for n in BUILTIN_RERANKERS if RERANKERS.get(n).needs_embedder] == ["dense", "hybrid"]
@@ -77,7 +79,7 @@ def test_the_builtins_load_in_order_and_minilm_is_dense() -> None:
 
 
 def test_an_unknown_name_is_one_config_error_listing_the_known_ones() -> None:
-    known = "known: retriever, bm25, dense, hybrid, cross."
+    known = f"known: {', '.join(RERANKERS.names())}."  # the built-ins and any plug-in installed here
     with pytest.raises(ConfigError, match=re.escape(f"Unknown reranker 'bm52'; {known}")):
         resolve_reranker("bm52")
     with pytest.raises(ConfigError, match=re.escape(f"Unknown reranker 'bm52'; {known}")):
@@ -94,7 +96,7 @@ def test_an_unknown_name_is_one_config_error_listing_the_known_ones() -> None:
 
 def test_a_plugin_reranker_is_found_and_ranks(plugins: list[str]) -> None:
     assert RERANKERS.names()[:5] == tuple(BUILTIN_RERANKERS)
-    assert sorted(RERANKERS.names()[5:]) == ["gone", "longest", "misnamed"]
+    assert {"gone", "longest", "misnamed"} <= set(RERANKERS.names()[5:])  # besides any plug-in installed here
     assert resolve_reranker("longest").score("port", CHUNKS) == [7.0, 21.0]
     assert "longest (longer is better)" in RERANKERS.help()
     assert AdmitFilter(strategy="top_n", reranker="longest").reranker == "longest"

@@ -255,7 +255,16 @@ class AdmitFilter:
 
     # -- one call ----------------------------------------------------------------------------------------------
     def run(self, question: str, docs: Sequence[Doc], *, top_k: int | None = None) -> FilterRun:
-        """Decide for each document (``top_k`` overrides the field for this call)."""
+        """Decide for each document (``top_k`` overrides the field for this call).
+
+        Raises:
+            ConfigError: ``question`` is not a string (``query=None`` names the argument to fix), or ``docs`` is
+                not a sequence.
+        """
+        if not isinstance(question, str):
+            raise ConfigError(f"The query must be a string (the user's question), got {type(question).__name__}.")
+        if isinstance(docs, str | bytes) or not isinstance(docs, Sequence):
+            raise ConfigError(f"The documents must be a list, got {type(docs).__name__}.")
         settings = self.settings()
         if top_k is not None:
             _check_values({**{f.name: getattr(self, f.name) for f in fields(self)}, "top_k": top_k})

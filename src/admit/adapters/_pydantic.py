@@ -16,7 +16,7 @@ from admit.adapters._core import SETTINGS, AdmitFilter, check_names, settings_fr
 from admit.errors import ConfigError
 from admit.prune.catalogue import DEFAULT_STRATEGY
 
-__all__ = ["AdapterSettings", "check_assignment", "current_filter", "fill_from_filter"]
+__all__ = ["AdapterSettings", "check_assignment", "check_settings", "current_filter", "fill_from_filter"]
 
 
 class AdapterSettings(BaseModel):
@@ -56,6 +56,7 @@ class AdapterSettings(BaseModel):
     def _from_filter(cls, data: Any) -> Any:
         if isinstance(data, dict):
             check_names(data, cls.model_fields)  # `treshold=` is refused, not ignored
+            check_settings(data)  # `threshold="high"` is admit's ConfigError, not pydantic's ValidationError
         return fill_from_filter(data)
 
     @model_validator(mode="after")
@@ -67,6 +68,16 @@ class AdapterSettings(BaseModel):
         """Refuse a bad setting (``ConfigError``) before it is stored."""
         check_assignment(self, name, value)
         super().__setattr__(name, value)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` applied: an unknown name (``topk=``) or a bad value is refused
+        (:class:`~admit.errors.ConfigError`) here, not stored unread (pydantic's own ``model_copy`` skips checks)."""
+        if update:
+            check_names(update, type(self).model_fields)
+            check_settings({**settings_from(self), **update})
+        made = super().model_copy(update=update, deep=deep)
+        current_filter(made)
+        return made
 
     @property
     def admit_filter(self) -> AdmitFilter:
@@ -104,6 +115,14 @@ def current_filter(obj: Any) -> AdmitFilter:
     f = base.configured(values) if isinstance(base, AdmitFilter) else AdmitFilter(**values)
     obj._admit = (src, f)
     return f
+
+
+def check_settings(data: Mapping[str, Any]) -> None:
+    """Check the admit settings among ``data`` (a constructor's or an update's keywords) with the filter's own
+    checks, so a wrong type is one :class:`~admit.errors.ConfigError` line naming the setting."""
+    given = settings_from(None, data)
+    if given and not isinstance(data.get("filter"), AdmitFilter | Mapping):
+        AdmitFilter(**given)
 
 
 def check_assignment(obj: Any, name: str, value: Any) -> None:

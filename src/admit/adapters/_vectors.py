@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from admit._text import nfc
 from admit.adapters._verdicts import Doc
 from admit.passages import passages
 from admit.types import Chunk
@@ -27,7 +28,8 @@ def seed_vectors(emb: Any, embeddings: str, docs: Sequence[Doc], chunks: Sequenc
     what happened to each document's vector, for its reason (``None``: it gave none).
 
     A vector is reused only for the text admit would encode itself (one passage, no title prefix: a store
-    embeds the text, admit the title with it) and only from admit's model: ``auto`` encodes the first such
+    embeds the text, admit the title with it; line breaks and runs of spaces do not count, the encoder's
+    tokenizer splits on any whitespace) and only from admit's model: ``auto`` encodes the first such
     document and compares (the other vectors of the same text are then reused), ``reuse`` takes the caller's
     word for the model. A vector of another text or model never enters the cache, so no later call's decision
     depends on what an earlier one was given.
@@ -46,7 +48,8 @@ def seed_vectors(emb: Any, embeddings: str, docs: Sequence[Doc], chunks: Sequenc
         ps = passages(c.title, c.text)
         if vec.shape[0] != emb.dim or not np.isfinite(vec).all() or not vec.any():
             said[j] = f"store vector not reused: {vec.shape[0]} dimensions, not {emb.name}'s {emb.dim}"
-        elif len(ps) != 1 or ps[0] != c.text:
+        elif len(ps) != 1 or ps[0] != " ".join(nfc(c.text).split()):
+            # the encoder splits on any whitespace, so line breaks and double spaces give the same vector
             why = "the title is encoded with the text" if c.title else "the text is encoded in passages"
             said[j] = f"store vector not reused: another text ({why})"
         else:

@@ -24,7 +24,7 @@ import asyncio
 import enum
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import Any, Generic, Literal, TypedDict, TypeVar, overload
 
 from admit.adapters._core import SETTINGS, AdmitFilter, Doc, EmbeddingUse, FilterRun, as_score, check_names
 from admit.backends.rerankers import Reranker
@@ -35,7 +35,22 @@ try:
 except ImportError as exc:  # pragma: no cover
     raise MissingExtraError("haystack-ai", "haystack") from exc
 
-__all__ = ["AdmitPruner"]
+__all__ = ["AdmitPruner", "PrunerOutput"]
+
+
+class PrunerOutput(TypedDict):
+    """What :meth:`AdmitPruner.run` returns (its output sockets), typed: ``out["answer_state"]`` is checked."""
+
+    documents: list[Document]
+    """The kept documents, in input order, each with ``meta["admit"]``."""
+    dropped: list[Document]
+    """The other documents, in input order, each with ``meta["admit"]`` (the reason why)."""
+    answerable: bool | None
+    """Whether the kept documents answer the query: ``True``, ``None`` (unsure) or ``False``."""
+    answerability: float | None
+    """The verdict's probability (``None`` when not assessed)."""
+    answer_state: str
+    """The verdict: ``answered``, ``unsure`` or ``not_answered``."""
 
 
 class _Keep(enum.Enum):
@@ -200,7 +215,7 @@ class AdmitPruner:
         answerability=float | None,
         answer_state=str,
     )
-    def run(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
+    def run(self, query: str, documents: list[Document], top_k: int | None = None) -> PrunerOutput:
         """Return ``{"documents": kept, "dropped": the others, "answerable", "answerability", "answer_state"}``: the
         documents each in input order, with ``meta["admit"]``; whether the kept ones answer the query (``True``,
         ``None`` for ``unsure``, ``False``), its probability and the verdict."""
@@ -213,13 +228,13 @@ class AdmitPruner:
             if v.excerpt is not None:
                 doc = replace(doc, content=v.excerpt)
             (kept if v.kept else dropped).append(doc)
-        return {
-            "documents": kept,
-            "dropped": dropped,
-            "answerable": res.answerable,
-            "answerability": res.answerability,
-            "answer_state": res.answer_state,
-        }
+        return PrunerOutput(
+            documents=kept,
+            dropped=dropped,
+            answerable=res.answerable,
+            answerability=res.answerability,
+            answer_state=res.answer_state,
+        )
 
     @component.output_types(  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
         documents=list[Document],
@@ -228,6 +243,6 @@ class AdmitPruner:
         answerability=float | None,
         answer_state=str,
     )
-    async def run_async(self, query: str, documents: list[Document], top_k: int | None = None) -> dict[str, Any]:
+    async def run_async(self, query: str, documents: list[Document], top_k: int | None = None) -> PrunerOutput:
         """As :meth:`run`, in a worker thread: a cold first call (model load) never blocks the event loop."""
         return await asyncio.to_thread(self.run, query, documents, top_k)

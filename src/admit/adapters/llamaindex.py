@@ -21,7 +21,7 @@ from typing import Any
 from admit.adapters._core import AdmitFilter, as_score
 from admit.adapters._pydantic import AdapterSettings, current_filter
 from admit.adapters._verdicts import Decision, Doc, FilterRun
-from admit.errors import MissingExtraError
+from admit.errors import ConfigError, MissingExtraError
 
 try:
     from llama_index.core.bridge.pydantic import field_serializer
@@ -97,7 +97,7 @@ class AdmitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):  # type: i
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
         if query_bundle is None:
-            raise ValueError("AdmitNodePostprocessor needs the query (query_bundle or query_str).")
+            raise ConfigError("AdmitNodePostprocessor needs the query: pass query_bundle or query_str.")
         return self.decide(nodes, query_bundle.query_str)[0]
 
     async def _apostprocess_nodes(

@@ -113,7 +113,8 @@ def agreement_notes(
     the best chunk of a list is graded 5 whatever its ``p``, a release or an identifier the question names lifts a
     chunk, the unrelated floor sinks one. Where the grade differs from :func:`.coverage.grade_of_prob` of ``p``, the
     note says so and names what set it (``setby``): "grade 5 against p=0.03 (p alone: grade 2): set by the list's
-    coverage (rank 1 of 30: the best of its list)".
+    coverage (rank 1 of 30: the best of its list)". Below rank 1 the note gives the chunks above it together,
+    ``1 - prod(1 - p)`` over them, so a neighbour's own ``p=0.30`` can sit beside "together ... p=0.92".
     """
     n = len(grades)
     order = np.argsort(-probs, kind="stable")
@@ -131,7 +132,8 @@ def agreement_notes(
             what += (
                 f" (rank {r} of {n}: the best of its list)"
                 if r == 1
-                else f" (rank {r} of {n}; the chunks above it hold the answer with p={float(coverage[j]):.2f})"
+                else f" (rank {r} of {n}; the {r - 1} ranked above it together hold the answer with"
+                f" p={float(coverage[j]):.2f}, one minus the product of their own p's misses)"
             )
         out[j] += f"; grade {g} against p={p:.2f} (p alone: grade {alone}): set by {what}"
     return out
