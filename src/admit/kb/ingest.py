@@ -176,6 +176,7 @@ class _Run:
     jobs: list[SourceJob] = field(default_factory=list)
     queue: EmbedQueue | None = None
     kept: list[str] = field(default_factory=list)
+    by_origin: dict[str, list[tuple[str, str]]] | None = None
 
     def __post_init__(self) -> None:
         reg = self.options.registry
@@ -206,6 +207,8 @@ class _Run:
             if doc.page_kind is not None and root is not None:  # a search, index or listing page of a site
                 self.counts["files"] -= 1
                 self.left_out.append((str(f), "redirects" if doc.page_kind == "redirect" else "search_index_pages"))
+                if doc.page_kind == "redirect":
+                    self.keep_stored(f)
                 return
             st = self._source_settings(f, root, rel, doc)
             self._plan_source(f, fmt, raw, doc, st)
@@ -215,6 +218,21 @@ class _Run:
             raise
         except (OSError, ValueError) as exc:
             self.fail(f, str(exc))
+
+    def keep_stored(self, f: Path) -> None:
+        """Keep what the store holds from ``f`` (a page that now redirects elsewhere): its last good version is
+        not deleted for a redirect stub, which holds no text of its own (a refresh with a target and a short
+        delay: :func:`admit.kb.docsite.is_redirect`)."""
+        if self.by_origin is None:
+            self.by_origin = {}
+            for key, info in self.existing.items():
+                self.by_origin.setdefault(info.origin, []).append(key)
+        for key in self.by_origin.get(str(f), ()):
+            if key not in self.seen:
+                self.seen.add(key)
+                if str(f) not in self.kept:
+                    self.kept.append(str(f))
+                    logger.info("ingest: %s is now a redirect stub; its last good version is kept", f)
 
     def _read_document(self, f: Path, root: Path | None, fmt: str) -> tuple[bytes, ParsedDocument] | None:
         """The file's bytes and parsed document (``None``: refused, or an error recorded)."""
