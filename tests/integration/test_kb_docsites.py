@@ -254,3 +254,25 @@ def test_a_page_turned_into_a_redirect_stub_keeps_its_last_good_version(tmp_path
         assert [Path(p).name for p in rep.kept_last_good] == ["guide.html"]
         texts = [r.text for s in kb.sources() for r in kb.store.get_source_chunks(s.source_id, s.tenant)]
     assert texts == ["Prune weekly."]
+
+
+def test_a_page_that_states_no_version_takes_its_home_pages(tmp_path: Path) -> None:
+    # git-buildpackage's manual (DocBook): "Version: 0.9.30" on the title page only
+    docs = tmp_path / "manual"
+    (docs / "ch").mkdir(parents=True)
+    gen = '<meta name="generator" content="DocBook XSL Stylesheets V1.79.2">'
+    home = f"""<html><head>{gen}<title>Building Debian Packages</title></head><body><div class="book">
+    <div class="titlepage"><p class="title">Building Debian Packages</p><h2 class="subtitle">Version: 0.9.30</h2>
+    <div class="author"><h3 class="author">Guido Günther</h3></div></div><div class="toc"><dl class="toc"><dt>
+    <a href="ch/intro.html">Introduction</a></dt></dl></div></div></body></html>"""
+    (docs / "index.html").write_text(home, "utf-8")
+    page = f"""<html><head>{gen}<title>Introduction</title></head><body><div class="chapter"><div class="titlepage">
+    <h2 class="title">Introduction</h2></div><p>Importing sources.</p></div></body></html>"""
+    (docs / "ch" / "intro.html").write_text(page, "utf-8")
+    with KnowledgeBase(tmp_path / "kb.sqlite", embedder=FakeEmbedder(dim=16)) as kb:
+        kb.ingest([docs], tenant="t")
+        records = {r.title: r for s in kb.sources() for r in kb.store.get_source_chunks(s.source_id, s.tenant)}
+    assert set(records) == {"Building Debian Packages", "Introduction"}
+    assert records["Introduction"].version == "0.9.30"
+    assert records["Building Debian Packages"].text == "Building Debian Packages\n\nVersion: 0.9.30\n\nBy Guido Günther"
+    assert records["Building Debian Packages"].version == "0.9.30"

@@ -34,6 +34,7 @@ __all__ = [
     "INLINE_TAGS",
     "REDIRECT_MAX_DELAY",
     "SKIP_KINDS",
+    "HomeVersions",
     "PageScan",
     "SiteFilter",
     "SiteTitle",
@@ -153,6 +154,49 @@ class SiteFilter:
             twins = sum(1 for n in txt if f"{n[:-4]}.html" in names)
             known = self._sources[folder] = twins >= 2 and 2 * twins >= len(txt)
         return known
+
+
+@dataclass(slots=True)
+class HomeVersions:
+    """The version a site's home page states, for the pages of the site that state none: ``index.html`` in
+    the page's folder or the nearest folder above it that has one, up to the ingested folder. Each folder's
+    home page is read once (without following links, at most ``max_bytes``); one that cannot be read or
+    parsed gives no version.
+    """
+
+    max_bytes: int = 8 << 20
+    _known: dict[Path, str] = field(default_factory=dict)
+
+    def version_for(self, f: Path, root: Path) -> str:
+        """The version ``f``'s home page states (``""``: none)."""
+        folder = f.parent
+        walked: list[Path] = []
+        version = ""
+        while folder.is_relative_to(root):
+            if folder in self._known:
+                version = self._known[folder]
+                break
+            walked.append(folder)
+            version = self._read(folder / "index.html", root)
+            if version or folder == root:
+                break
+            folder = folder.parent
+        for w in walked:
+            self._known[w] = version
+        return version
+
+    def _read(self, home: Path, root: Path) -> str:
+        from admit.kb.files import RefusedFileError, read_no_follow
+        from admit.kb.parse import parse_html
+
+        try:
+            target = home.resolve()
+            if not target.is_relative_to(root) or not target.is_file() or target.stat().st_size > self.max_bytes:
+                return ""
+            doc = parse_html(read_no_follow(target, root).decode("utf-8-sig"), fallback_title="")
+        except (OSError, RefusedFileError, ValueError):  # UnicodeDecodeError is a ValueError
+            return ""
+        return doc.site.get("version", "")
 
 
 # ---------------------------------------------------------------------------------------------------- pages
@@ -435,7 +479,9 @@ def scan_page(root: Any) -> PageScan:
         ):  # fmt: skip
             footer = el
             footers.append(el)
-        if len(stated) < 4 and (el_id == "revnumber" or not _VERSION_CLASSES.isdisjoint(classes)):
+        if len(stated) < 4 and (
+            el_id == "revnumber" or not _VERSION_CLASSES.isdisjoint(classes) or "subtitle" in classes
+        ):
             stated.append(el)
         _read_markers(el, tag, classes, el_id, markers, out)
         if tag == "td" and "extra" in classes:  # pydoc's heading cell: the index link and the file's local path
@@ -476,7 +522,7 @@ def scan_page(root: Any) -> PageScan:
         out.main = found if found is not body else None
     out.container = out.main if out.main is not None else body
     out.drop, kept = _drops(out.container, marks, counts, words=known)
-    visible = counts.words(body)
+    visible = counts.words(body) - _link_chrome(body, marks, counts)
     if kept < GUARD_SHARE * visible and visible - kept >= GUARD_MIN_CHARS:
         out.guard = f"main content was {kept / visible:.0%} of the page's visible text; its whole visible text is kept"
         out.main = None
@@ -594,6 +640,23 @@ def _drops(container: Any, marks: dict[Any, str], counts: _Counts, *, words: boo
     return drops, kept
 
 
+def _link_chrome(body: Any, marks: dict[Any, str], counts: _Counts) -> int:
+    """The visible characters outside links of the outermost chrome-word elements that are mostly links (a
+    table of contents, a sidebar of pages): what the guard does not count as the page's text."""
+    from lxml import etree
+
+    total = 0
+    inside: Any = None
+    for event, el in etree.iterwalk(body, events=("start", "end")):
+        if event == "end":
+            if inside is el:
+                inside = None
+        elif inside is None and marks.get(el) == _WORD and counts.link_dense(el):
+            total += counts.words(el)
+            inside = el
+    return total
+
+
 def _read_meta(el: Any, out: PageScan, markers: set[str]) -> None:
     """A ``<meta>``: a redirect, the generator, a declared version."""
     name = (el.get("name") or el.get("property") or "").lower()
@@ -628,7 +691,9 @@ def _read_stated(out: PageScan, footers: Sequence[Any], stated: Sequence[Any]) -
     a footer gives with it (``-- Network UPS Tools 2.8.0``); a tool's own (``Sphinx 5.3``) is not the site's."""
     for el in stated:
         text = " ".join("".join(el.itertext()).split())[:200]
-        m = _STATED_VERSION.search(text) or _BARE_VERSION.search(text)
+        m = _STATED_VERSION.search(text)
+        if m is None and "subtitle" not in (el.get("class") or "").split():  # a subtitle says "Version" first
+            m = _BARE_VERSION.search(text)
         if m is not None:
             out.version_stated = m.group(1).rstrip(".-+")
             return

@@ -42,8 +42,8 @@ FORMATS: dict[str, str] = {
 PARSER_REVISIONS: dict[str, str] = {"html": "docsite-2"}
 """Parsers whose output changed for the same file (HTML: a built site's main content, titles without the site's
 suffix, inline elements joined; docsite-2: main content by structure and text with the guard, text outside
-blocks, hidden regions, admonitions as text, the version from a footer or title page): part of a source's ingest key, so a re-ingest re-reads files it would otherwise
-call unchanged."""
+blocks, hidden regions, admonitions as text, the version from a footer or title page): part of a source's
+ingest key, so a re-ingest re-reads files it would otherwise call unchanged."""
 
 _HEADING = _linear.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", name="ingest.heading")
 _FENCE = _linear.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", name="ingest.fence")
@@ -200,8 +200,10 @@ _ADMONITION_KINDS = frozenset(
      "info", "abstract", "summary", "success", "question", "failure", "bug", "example", "quote"}
 )  # fmt: skip
 """Class words an admonition carries beside its container's (``admonition note``, DocBook's ``note``)."""
-_CREDITS = frozenset({"author", "editor", "corpauthor", "othercredit", "collab"})
-"""A title page's people (DocBook's ``<h3 class="author">``): what they wrote is the page's, not a section."""
+_CREDITS = {"author": "By ", "editor": "Edited by ", "corpauthor": "By ", "othercredit": "", "collab": "",
+            "subtitle": ""}  # fmt: skip
+"""A title page's headings that are not sections (DocBook's ``<h3 class="author">``, ``<h2 class="subtitle">``
+``Version: 0.9.30``): paragraphs, with the prefix that says what they are."""
 
 
 def _text_of(el: Any) -> str:
@@ -347,9 +349,10 @@ def _html_blocks(body: Any, credits: list[int] | None = None) -> list[tuple[int,
         flush()
         if name in _HTML_HEADINGS:
             text = docsite.strip_signs(_text_of(el))
-            if _CREDITS.intersection(_classes(el)):
+            credit = next((_CREDITS[c] for c in _classes(el) if c in _CREDITS), None)
+            if credit is not None:
                 if text:
-                    emit(f"By {text}")
+                    emit(f"{credit}{text}")
                     if credits is not None:
                         credits.append(len(out) - 1)
             else:
