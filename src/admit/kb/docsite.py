@@ -226,7 +226,10 @@ _DROP_CLASSES = frozenset(
         # DocBook XSL, AsciiDoc: navigation rows, tables of contents
         "navheader", "navfooter", "toc",
         # Javadoc
-        "topNav", "subNav", "bottomNav", "navList", "top-nav", "sub-nav", "bottom-nav", "flex-header",
+        "topNav", "subNav", "bottomNav", "navList", "top-nav", "sub-nav", "bottom-nav", "flex-header", "skipNav",
+        "subNavList", "legalCopy",
+        # Doxygen
+        "navpath", "tabs", "tabs2", "tabs3",
         # Django's theme: previous / up / next rows
         "nav",
         # screen-reader-only text ("Skip to content", "Toggle navigation")
@@ -237,7 +240,9 @@ _DROP_CLASSES = frozenset(
 )  # fmt: skip
 _DROP_IDS = frozenset(
     {"hd", "ft", "footer", "footer-text", "sidebar", "searchbox", "toc", "toctitle", "global-nav", "navbar",
-     "rtd-search-form", "search-form", "breadcrumbs", "skip-link", "docs-sidebar", "related", "navigation"}
+     "rtd-search-form", "search-form", "breadcrumbs", "skip-link", "docs-sidebar", "related", "navigation",
+     "titlearea", "main-nav", "nav-path", "navrow1", "navrow2", "MSearchSelectWindow", "MSearchResultsWindow",
+     "side-nav", "nav-tree"}
 )  # fmt: skip
 _SECTIONS = frozenset({"section", "h1", "h2", "h3", "h4", "h5", "h6", "dt"})
 _DROP_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "complementary"})
@@ -275,6 +280,7 @@ _GENERATORS = (
     ("docbook", "docbook"),
     ("asciidoc", "asciidoc"),
     ("javadoc", "javadoc"),
+    ("doxygen", "doxygen"),
     ("jekyll", "jekyll"),
     ("pydoc", "pydoc"),
 )
@@ -319,7 +325,8 @@ _TOOL_NAMES = frozenset(
 )  # fmt: skip
 """Names a footer's ``-- Name 1.2`` may give that are the site's tools, not the site."""
 _VERSION_CLASSES = frozenset({"releaseinfo", "revnumber", "edition", "productnumber", "version"})
-"""Title-page elements that state a version (DocBook's ``releaseinfo``, AsciiDoc's ``revnumber``)."""
+"""Title-page elements that state a version (DocBook's ``releaseinfo``, AsciiDoc's ``revnumber``; by id:
+AsciiDoc's ``revnumber``, Doxygen's ``projectnumber``)."""
 
 
 @dataclass(slots=True)
@@ -480,7 +487,7 @@ def scan_page(root: Any) -> PageScan:
             footer = el
             footers.append(el)
         if len(stated) < 4 and (
-            el_id == "revnumber" or not _VERSION_CLASSES.isdisjoint(classes) or "subtitle" in classes
+            el_id in ("revnumber", "projectnumber") or not _VERSION_CLASSES.isdisjoint(classes) or "subtitle" in classes
         ):
             stated.append(el)
         _read_markers(el, tag, classes, el_id, markers, out)
@@ -504,7 +511,7 @@ def scan_page(root: Any) -> PageScan:
         if rank is not None and rank not in mains:
             mains[rank] = el
     if out.generator is None and markers:
-        order = ("mkdocs-material", "docusaurus", "mkdocs", "sphinx", "docbook", "pydoc")
+        order = ("mkdocs-material", "docusaurus", "mkdocs", "sphinx", "docbook", "javadoc", "pydoc")
         out.generator = next((g for g in order if g in markers), None)
     if out.generator is None and "docutils" in markers:
         out.generator = "docutils"
@@ -565,6 +572,8 @@ def _read_markers(el: Any, tag: str, classes: Sequence[str], el_id: str, markers
             markers.add("docusaurus")
         elif c in ("navheader", "navfooter"):
             markers.add("docbook")
+        elif c in ("topNav", "subNav", "bottomNav", "skipNav"):
+            markers.add("javadoc")
         elif c in ("genindextable", "genindex-jumpbox", "modindextable"):
             out.page_kind = "index"
         elif c == "heading-text" and tag == "tr":
