@@ -187,6 +187,22 @@ def test_docbook_home_link_names_the_site_and_version() -> None:
     assert (t.title, t.site, t.version) == ("5.1. Table Basics", "PostgreSQL", "15.20")
 
 
+def test_a_home_links_title_names_the_release_before_the_rest() -> None:
+    # old DocBook (DSSSL) pages: <LINK REL="HOME" TITLE="Privoxy 3.0.34 User Manual">, class names in capitals
+    html = """<HTML><HEAD><TITLE>Filter Files</TITLE><META NAME="GENERATOR" CONTENT="Modular DocBook HTML Stylesheet
+    Version 1.79"><LINK REL="HOME" TITLE="Privoxy 3.0.34 User Manual" HREF="index.html"></HEAD><BODY CLASS="SECT1">
+    <DIV CLASS="NAVHEADER"><TABLE><TR><TH>Privoxy 3.0.34 User Manual</TH></TR><TR><TD><A HREF="a.html" ACCESSKEY="P">
+    Prev</A></TD></TR></TABLE></DIV><DIV CLASS="SECT1"><H1 CLASS="SECT1">9. Filter Files</H1><P>On-the-fly text
+    substitutions need to be defined in a filter file, and can then be invoked as an action.</P></DIV></BODY></HTML>"""
+    title, texts, _, site = _texts(html)
+    assert title == "Filter Files" and site == {"generator": "docbook", "site": "Privoxy", "version": "3.0.34"}
+    assert texts == [
+        "On-the-fly text substitutions need to be defined in a filter file, and can then be invoked as an action."
+    ]
+    t = clean_title("Building", heading="", generator="docbook", home_title="Building Debian Packages with gbp")
+    assert (t.site, t.version) == ("", "")
+
+
 def test_a_heading_ending_in_a_hash_keeps_it() -> None:
     title, _, headings, _ = _texts("<html><body><h1>F#</h1><p>x</p><h2>Using C#</h2><p>y</p></body></html>")
     assert title == "F#" and headings == [(), ("Using C#",)]

@@ -238,12 +238,15 @@ _DROP_CLASSES = frozenset(
         "modal",
     }
 )  # fmt: skip
+_DROP_CLASSES = frozenset(c.lower() for c in _DROP_CLASSES)
+"""(Matched against an element's classes in lower case: Javadoc's ``topNav``, DSSSL's ``NAVHEADER``.)"""
 _DROP_IDS = frozenset(
     {"hd", "ft", "footer", "footer-text", "sidebar", "searchbox", "toc", "toctitle", "global-nav", "navbar",
      "rtd-search-form", "search-form", "breadcrumbs", "skip-link", "docs-sidebar", "related", "navigation",
      "titlearea", "main-nav", "nav-path", "navrow1", "navrow2", "MSearchSelectWindow", "MSearchResultsWindow",
      "side-nav", "nav-tree"}
 )  # fmt: skip
+_DROP_IDS = frozenset(i.lower() for i in _DROP_IDS)
 _SECTIONS = frozenset({"section", "h1", "h2", "h3", "h4", "h5", "h6", "dt"})
 _DROP_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "complementary"})
 _DROP_TAGS = frozenset({"button", "input", "select", "dialog", "nav", "footer"})
@@ -295,6 +298,10 @@ _DOCSTITLE = _linear.compile(r"(?i)^(\S.*?)\s+documentation$", name="docsite.doc
 """Sphinx's docstitle alone (``Borg - Deduplicating Archiver 1.2.4 documentation``)."""
 _SITE_VERSION = _linear.compile(r"(?i)^(.*?\S)\s+v?(\d+(?:\.[0-9A-Za-z+-]+)*)$", name="docsite.site_version")
 """``Black 23.1.0`` -> ``Black``, ``23.1.0``."""
+_HOME_VERSION = _linear.compile(
+    r"^(.*?\S)\s+v?(\d+(?:\.\d+)+[0-9A-Za-z.+-]*)(?:\s+\S.*)?$", name="docsite.home_version"
+)
+"""A home page's title that names the site and its release before the rest: ``Privoxy 3.0.34 User Manual``."""
 _BARE_VERSION = _linear.compile(r"(?i)^v?(\d+(?:\.[0-9A-Za-z+-]+)*)$", name="docsite.bare_version")
 """A docstitle that is a version alone (Python's ``3.11.2 Documentation``)."""
 _SEPARATOR = _linear.compile(r"^\s*(?:—|–|-|\||·|::|:)\s*(\S.*)$", name="docsite.separator")
@@ -348,7 +355,8 @@ class PageScan:
     """``search``, ``index`` or ``listing`` for a page that lists the site rather than documents it, ``redirect``
     for a stub that sends the reader elsewhere (a refresh with a target and a short delay)."""
     home_title: str = ""
-    """DocBook's "Home" link title (``PostgreSQL 15.20 Documentation``): the site's name and version."""
+    """DocBook's "Home" link title or the head's ``<link rel="home" title=...>`` (``PostgreSQL 15.20
+    Documentation``, ``Privoxy 3.0.34 User Manual``): the site's name and version."""
     version_meta: str = ""
     """A version a meta tag declares (``docsearch:version``, ``docusaurus_version``, ``version``)."""
     version_stated: str = ""
@@ -465,8 +473,8 @@ def scan_page(root: Any) -> PageScan:
                 parent[2] += links
                 parent[3] += heads
             continue
-        classes = (el.get("class") or "").split() if tag else []
-        el_id = el.get("id") or "" if tag else ""
+        classes = (el.get("class") or "").lower().split() if tag else []  # DSSSL's DocBook: CLASS="NAVHEADER"
+        el_id = (el.get("id") or "").lower() if tag else ""
         role = (el.get("role") or "").lower() if tag else ""
         kind = _mark(el, tag, classes, el_id, role)
         if kind is not None:
@@ -493,7 +501,10 @@ def scan_page(root: Any) -> PageScan:
         _read_markers(el, tag, classes, el_id, markers, out)
         if tag == "td" and "extra" in classes:  # pydoc's heading cell: the index link and the file's local path
             pydoc_extra.append(el)
-        if tag == "a" and el.get("accesskey") == "h" and not out.home_title:
+        if not out.home_title and (
+            (tag == "a" and (el.get("accesskey") or "").lower() == "h")
+            or (tag == "link" and (el.get("rel") or "").lower() == "home")
+        ):  # DocBook's "Home" link and the page head's <link rel="home" title="...">
             out.home_title = " ".join((el.get("title") or "").split())
         if quiet is not None:
             continue
@@ -572,7 +583,7 @@ def _read_markers(el: Any, tag: str, classes: Sequence[str], el_id: str, markers
             markers.add("docusaurus")
         elif c in ("navheader", "navfooter"):
             markers.add("docbook")
-        elif c in ("topNav", "subNav", "bottomNav", "skipNav"):
+        elif c in ("topnav", "subnav", "bottomnav", "skipnav"):
             markers.add("javadoc")
         elif c in ("genindextable", "genindex-jumpbox", "modindextable"):
             out.page_kind = "index"
@@ -758,7 +769,8 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
       ``Page · Site``): the heading, the suffix as the site.
     * ``<no title>`` (a Sphinx page with no heading): the heading, or nothing (the caller falls back to the
       file name).
-    * DocBook's "Home" link (``PostgreSQL 15.20 Documentation``) names the site and version; the title stays.
+    * DocBook's "Home" link (``PostgreSQL 15.20 Documentation``, ``Privoxy 3.0.34 User Manual``) names the site
+      and version; the title stays.
     """
     title = " ".join(raw.split())
     heading = " ".join(heading.split())
@@ -794,6 +806,10 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
         if hm is not None:
             home_site, version = _site_and_version(hm.group(2))
             site = site or home_site
+        else:
+            nm = _HOME_VERSION.search(home_title)  # "Privoxy 3.0.34 User Manual"
+            if nm is not None:
+                site, version = site or nm.group(1), nm.group(2).rstrip(".-+")
     return SiteTitle(title=title or heading, site=site, version=version)
 
 

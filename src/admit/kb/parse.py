@@ -230,7 +230,7 @@ def _text_of(el: Any) -> str:
 
 
 def _classes(el: Any) -> list[str]:
-    return (el.get("class") or "").split()
+    return (el.get("class") or "").lower().split()
 
 
 def _admonition(el: Any, name: str) -> tuple[str, Any, Any] | None:
