@@ -5,16 +5,20 @@ copies of the sources (Sphinx ``_sources/``), highlighted code (``_modules/``), 
 and each page wraps its text in navigation, sidebars, headers, footers, breadcrumbs, tables of contents and
 permalink signs (``¶``). Ingesting that as it is stores the sidebar in a hundred chunks and ``¶`` in every title.
 
-Two parts, both linear in their input:
+Three parts, each linear in its input:
 
 * :class:`SiteFilter` decides, from a file's path under the ingested folder (and the names beside it), whether
   the file is not documentation at all, and of which kind (:data:`SKIP_KINDS`); ``--exclude GLOB`` adds the
   user's own.
-* :func:`scan_page` reads a parsed HTML page once: which generator made it (the ``generator`` meta tag or the
-  classes and ids its themes use), its main content element, the elements to drop (navigation, sidebars, search
-  boxes, "edit on GitHub", breadcrumbs, tables of contents, permalink anchors), the site's name and version,
-  and whether the page is a search, index or directory-listing page. :func:`clean_title` takes the site-name
-  and version suffix off the page's title (``Configuration — Black 23.1.0 documentation`` -> ``Configuration``).
+* :func:`scan_page` reads a parsed HTML page: which generator made it (the ``generator`` meta tag or the
+  classes and ids its themes use), its main content, chosen by structure and text so that no theme's class word
+  can erase a page, the elements to drop inside it (hidden regions, navigation, permalink anchors, and a theme's
+  sidebars, breadcrumbs, tables of contents where they are provably chrome), the guard (a page whose kept text
+  is under half its visible text is read whole, :attr:`PageScan.guard`), the site's name and version wherever
+  the page states them (title, meta tags, home link, title page, footer), and whether the page is a search,
+  index, directory-listing page or a redirect stub. :func:`clean_title` takes the site-name and version suffix
+  off the page's title (``Configuration — Black 23.1.0 documentation`` -> ``Configuration``).
+* :class:`HomeVersions` gives a page that states no version the one its site's home page states.
 """
 
 from __future__ import annotations
