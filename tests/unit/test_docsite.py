@@ -187,6 +187,22 @@ def test_docbook_home_link_names_the_site_and_version() -> None:
     assert (t.title, t.site, t.version) == ("5.1. Table Basics", "PostgreSQL", "15.20")
 
 
+def test_a_home_links_title_names_the_release_before_the_rest() -> None:
+    # old DocBook (DSSSL) pages: <LINK REL="HOME" TITLE="Privoxy 3.0.34 User Manual">, class names in capitals
+    html = """<HTML><HEAD><TITLE>Filter Files</TITLE><META NAME="GENERATOR" CONTENT="Modular DocBook HTML Stylesheet
+    Version 1.79"><LINK REL="HOME" TITLE="Privoxy 3.0.34 User Manual" HREF="index.html"></HEAD><BODY CLASS="SECT1">
+    <DIV CLASS="NAVHEADER"><TABLE><TR><TH>Privoxy 3.0.34 User Manual</TH></TR><TR><TD><A HREF="a.html" ACCESSKEY="P">
+    Prev</A></TD></TR></TABLE></DIV><DIV CLASS="SECT1"><H1 CLASS="SECT1">9. Filter Files</H1><P>On-the-fly text
+    substitutions need to be defined in a filter file, and can then be invoked as an action.</P></DIV></BODY></HTML>"""
+    title, texts, _, site = _texts(html)
+    assert title == "Filter Files" and site == {"generator": "docbook", "site": "Privoxy", "version": "3.0.34"}
+    assert texts == [
+        "On-the-fly text substitutions need to be defined in a filter file, and can then be invoked as an action."
+    ]
+    t = clean_title("Building", heading="", generator="docbook", home_title="Building Debian Packages with gbp")
+    assert (t.site, t.version) == ("", "")
+
+
 def test_a_heading_ending_in_a_hash_keeps_it() -> None:
     title, _, headings, _ = _texts("<html><body><h1>F#</h1><p>x</p><h2>Using C#</h2><p>y</p></body></html>")
     assert title == "F#" and headings == [(), ("Using C#",)]
@@ -277,6 +293,10 @@ def test_exclude_globs_match_the_path_or_a_folder_above_it(tmp_path: Path) -> No
         '<p>x<a class="headerlink" href="#a">¶</a>tail',  # side by side: no tail text moved along
         '<div role="main"><article>',  # nested candidates for the main content
         '<h2>t<a class="anchor" href="#t">#</a></h2><div class="toc">',
+        '<div class="document clearer body"><p>x</p>',  # the descent to the element holding the text
+        '<div class="admonition note"><p class="admonition-title">Note</p>loose',  # nested admonitions
+        '<div style="display:none">x<span aria-hidden="true">',  # nested hidden regions
+        "<section>loose<span>text<b>in</b>",  # text outside blocks
     ],
 )
 def test_the_page_scan_is_linear_in_the_page(unit: str) -> None:
@@ -323,3 +343,205 @@ def test_inline_elements_join_their_neighbours() -> None:
     <p>one<br>two</p><table><tr><td>cell<div>below</div></td></tr></table></div></body></html>"""
     _, texts, _, _ = _texts(html)
     assert texts == ["black.format_str(src)", "- uses: psf/black@stable", "one two", "cell below"]
+
+
+# ---------------------------------------------------------------------------------------------- issue 45
+
+PARA = "<p>" + "Every backup is checked against the repository before it is pruned. " * 3 + "</p>"
+
+
+def test_a_theme_class_word_on_the_content_container_does_not_erase_the_page() -> None:
+    # BorgBackup's theme: the content sits in <div class="document clearer body"> with no role="main", and
+    # "clearer" is a chrome word elsewhere (Sphinx's empty float-clearing div): it erased every page
+    html = f"""<html><head><title>Quick Start — Borg - Deduplicating Archiver 1.2.4 documentation</title></head><body>
+    <div class="related" role="navigation"><a href="a">previous</a></div><div class="container-wrapper">
+    <div id="left-column"><div class="sphinxsidebar"><h3>Table Of Contents</h3><ul><li><a href="a">Installation</a>
+    </li><li><a href="b">Quick Start</a></li><li><a href="c">Usage</a></li><li><a href="d">Deployment</a></li>
+    </ul></div></div><div id="right-column"><div role="navigation" aria-label="breadcrumbs"><a href="i">Docs</a>
+    </div><div class="document clearer body"><section id="q"><h1>Quick Start</h1>{PARA}<section id="s">
+    <h2>A step by step example</h2>{PARA}<div class="highlight"><pre>borg init --encryption=repokey /repo</pre>
+    </div><dl><dt>--stats</dt><dd>print statistics</dd></dl><table><tr><th>Option</th><th>Meaning</th></tr>
+    <tr><td>-v</td><td>verbose</td></tr></table></section></section></div><div class="footer-relations">
+    <a href="p">previous</a></div><div class="clearer"></div></div></div><div class="footer">© Copyright 2023</div>
+    </body></html>"""
+    doc = parse_html(html, fallback_title="x")
+    texts = [p for s in doc.sections for p in s.paragraphs]
+    assert doc.title == "Quick Start" and not doc.content_guard
+    assert dict(doc.site) == {"generator": "sphinx", "site": "Borg - Deduplicating Archiver", "version": "1.2.4"}
+    assert [s.headings for s in doc.sections] == [(), ("A step by step example",)]
+    # headings, code blocks, definition lists and tables survive
+    assert "borg init --encryption=repokey /repo" in texts
+    assert {"--stats", "print statistics", "Option | Meaning", "-v | verbose"} <= set(texts)
+    joined = " ".join(texts)
+    assert "Table Of Contents" not in joined and "Installation" not in joined and "Copyright" not in joined
+
+
+def test_the_guard_keeps_the_whole_page_when_the_main_content_is_a_sliver_of_it() -> None:
+    # a theme's role="main" on a skip-link target: the page's text lies outside it
+    html = f"""<html><head><title>Guide — Proj 1.0 documentation</title></head><body>
+    <div class="sphinxsidebar" role="navigation"><a href="a">Guide</a></div>
+    <div role="main" class="skip-target"><p>Skip to content</p></div>
+    <div class="content"><h1>Guide</h1>{PARA}<h2>Pruning</h2>{PARA}</div></body></html>"""
+    doc = parse_html(html, fallback_title="x")
+    texts = [p for s in doc.sections for p in s.paragraphs]
+    assert doc.content_guard.startswith("main content was 4% of the page's visible text"), doc.content_guard
+    assert sum("Every backup is checked" in t for t in texts) == 2
+    assert ("Pruning",) in [s.headings for s in doc.sections]
+    # a page read by its main content is not marked
+    assert parse_html(html.replace('role="main" ', ""), fallback_title="x").content_guard == ""
+
+
+@pytest.mark.parametrize(
+    ("kind", "html"),
+    [
+        (
+            "docbook",
+            """<div class="section"><div class="titlepage"><h2 class="title">6. Configuration notes</h2></div>
+            <p>Intro.</p><div class="note" style="margin-left: 0"><h3 class="title">Note</h3><p>Careful here.</p>
+            </div><p>After the note.</p><div class="section"><h3 class="title">6.1. Drivers</h3><p>Sub.</p></div>
+            </div>""",
+        ),
+        (
+            "asciidoc",
+            """<div class="sect1"><h2>6. Configuration notes</h2><div class="paragraph"><p>Intro.</p></div>
+            <div class="admonitionblock"><table><tr><td class="icon"><div class="title">Note</div></td>
+            <td class="content">Careful here.</td></tr></table></div><div class="paragraph"><p>After the note.</p>
+            </div><h3>6.1. Drivers</h3><p>Sub.</p></div>""",
+        ),
+        (
+            "sphinx",
+            """<section><h2>6. Configuration notes</h2><p>Intro.</p><div class="admonition note">
+            <p class="admonition-title">Note</p><p>Careful here.</p></div><p>After the note.</p>
+            <section><h3>6.1. Drivers</h3><p>Sub.</p></section></section>""",
+        ),
+        (
+            "mkdocs",  # !!! note
+            """<h2 id="c">6. Configuration notes</h2><p>Intro.</p><div class="admonition note">
+            <p class="admonition-title">Note</p><p>Careful here.</p></div><p>After the note.</p>
+            <h3 id="d">6.1. Drivers</h3><p>Sub.</p>""",
+        ),
+        (
+            "material-collapsible",  # ??? note
+            """<h2 id="c">6. Configuration notes</h2><p>Intro.</p><details class="note"><summary>Note</summary>
+            <p>Careful here.</p></details><p>After the note.</p><h3 id="d">6.1. Drivers</h3><p>Sub.</p>""",
+        ),
+    ],
+    ids=["docbook", "asciidoc", "sphinx", "mkdocs", "material-collapsible"],
+)
+def test_an_admonition_is_content_under_its_sections_title(kind: str, html: str) -> None:
+    page = f"<html><head><title>Manual</title></head><body><h1>Manual</h1>{html}</body></html>"
+    _, texts, headings, _ = _texts(page)
+    assert texts == ["Intro.", "Note: Careful here.", "After the note.", "Sub."], (kind, texts)
+    assert headings == [("6. Configuration notes",), ("6. Configuration notes", "6.1. Drivers")], (kind, headings)
+
+
+def test_a_titled_admonition_keeps_its_title_as_its_label() -> None:
+    html = """<html><body><div class="section"><h2 class="title">C. Recording</h2><div class="note">
+    <h3 class="title">RFC xxxx Recording Document</h3><p>This document is defined by RFC xxxx.</p></div></div>
+    </body></html>"""
+    _, texts, headings, _ = _texts(html)
+    assert texts == ["RFC xxxx Recording Document: This document is defined by RFC xxxx."]
+    assert headings == [()]
+
+
+def test_plain_html_is_read_whole() -> None:
+    # an outside tester's hand-written page: text directly in body, div, section and span, and classes a docs
+    # theme would call chrome, with no generator to say they are
+    html = """<html><head><title>Notes</title></head><body>Loose in body.
+    <div>Directly in a div. <span>In a span</span> beside <b>bold</b>.<p>A paragraph.</p>After the paragraph.</div>
+    <section>Directly in a section.<h2>Later</h2>Under the heading.</section>
+    <div class="footer">A footer-classed note.</div><div class="nav">A nav-classed note.</div>
+    <div class="toc">A toc-classed note.</div><div id="sidebar">A sidebar note.</div></body></html>"""
+    _, texts, headings, site = _texts(html)
+    assert site == {}
+    assert texts == [
+        "Loose in body.", "Directly in a div. In a span beside bold.", "A paragraph.", "After the paragraph.",
+        "Directly in a section.", "Under the heading.", "A footer-classed note.", "A nav-classed note.",
+        "A toc-classed note.", "A sidebar note.",
+    ]  # fmt: skip
+    assert headings == [(), ("Later",)]
+
+
+def test_hidden_regions_are_dropped() -> None:
+    html = """<html><body><p>Shown.</p><div style="display: none">HIDDEN STYLE</div><p hidden>HIDDEN ATTRIBUTE</p>
+    <div aria-hidden="true"><p>HIDDEN FROM READERS</p></div><span style="VISIBILITY:hidden">HIDDEN TOO</span>
+    <div role="tabpanel" hidden="true"><p>A tab's panel, shown by a click.</p></div><p>Also shown.</p></body></html>"""
+    _, texts, _, _ = _texts(html)
+    assert texts == ["Shown.", "A tab's panel, shown by a click.", "Also shown."]
+
+
+@pytest.mark.parametrize(
+    ("content", "redirect"),
+    [
+        ("0; url=new/", True),
+        ("0;URL='https://example.org/new.html'", True),
+        ("3; url=moved.html", True),
+        ("300", False),  # a plain auto-refresh: the page itself, reloaded
+        ("0", False),
+        ("600; url=index.html", False),  # a slow one leaves the page to be read
+        ("5; url=", False),
+    ],
+)
+def test_a_redirect_is_a_refresh_with_a_target_and_a_short_delay(content: str, redirect: bool) -> None:
+    head = f'<head><meta http-equiv="refresh" content="{content}"></head>'
+    html = f"<html>{head}<body><p>Status: all fine.</p></body></html>"
+    doc = parse_html(html, fallback_title="x")
+    assert (doc.page_kind == "redirect") is redirect
+    if not redirect:
+        assert [p for s in doc.sections for p in s.paragraphs] == ["Status: all fine."]
+
+
+@pytest.mark.parametrize(
+    ("html", "site"),
+    [
+        (  # NUT's footer: "Last updated ... -- Network UPS Tools 2.8.0"
+            """<body><div class="section"><h2 class="title">3. Overview</h2><p>Text.</p></div>
+            <div class="navfooter nut_footer"><hr/>Last updated 2023-01-25 09:27:30 -- Network UPS Tools 2.8.0</div>
+            <div class="navfooter"><a accesskey="p" href="a.html">Prev</a></div></body>""",
+            {"generator": "docbook", "site": "Network UPS Tools", "version": "2.8.0"},
+        ),
+        (  # a footer that names the version in words; the tool's own version is not the site's
+            """<body><main><h1>Guide</h1><p>Text.</p></main><footer>Proj docs, version 4.1.2. Built with
+            Sphinx 7.2.6</footer></body>""",
+            {"version": "4.1.2"},
+        ),
+        (
+            """<body><main><h1>Guide</h1><p>Text.</p></main><footer>Created using -- Sphinx 7.2.6</footer></body>""",
+            {},
+        ),
+        (  # a DocBook title page's releaseinfo
+            """<body><div class="book"><div class="titlepage"><h1 class="title">Manual</h1>
+            <p class="releaseinfo">Version 1.3.0</p></div><p>Text.</p></div></body>""",
+            {"version": "1.3.0"},
+        ),
+        ("""<head><meta name="version" content="2.0.1"></head><body><p>Text.</p></body>""", {"version": "2.0.1"}),
+        (  # Doxygen's title area
+            """<head><meta name="generator" content="Doxygen 1.9.4"></head><body><div id="top"><div id="titlearea">
+            <div id="projectname">json-c<span id="projectnumber">&#160;0.16</span></div></div></div>
+            <div class="contents"><p>Text.</p></div><address class="footer">Generated by doxygen 1.9.4</address>
+            </body>""",
+            {"generator": "doxygen", "version": "0.16"},
+        ),
+    ],
+    ids=["docbook-footer", "footer-words", "tool-version", "title-page", "meta", "doxygen"],
+)
+def test_the_sites_version_is_read_wherever_the_page_states_it(html: str, site: dict[str, str]) -> None:
+    doc = parse_html(f"<html>{html}</html>", fallback_title="x")
+    assert dict(doc.site) == site
+    kept = [p for s in doc.sections for p in s.paragraphs]
+    assert [p for p in kept if p not in ("Text.", "Version 1.3.0")] == []  # no footer, no title area
+
+
+def test_a_title_page_gives_its_title_authors_and_version() -> None:
+    html = """<html><head><meta name="generator" content="DocBook XSL Stylesheets Vsnapshot">
+    <title>Network UPS Tools User Manual</title></head><body><div class="navheader"><a accesskey="n" href="n.html">
+    Next</a></div><div class="article"><div class="titlepage"><div><div><h2 class="title">Network UPS Tools User
+    Manual</h2></div><div><div class="author"><h3 class="author"><span class="firstname">Russell Kroll, Arnaud
+    Quette and Arjen de Korte</span></h3></div></div></div><hr/></div><div class="toc"><p><strong>Table of
+    Contents</strong></p><dl class="toc"><dt><span class="section"><a href="a.html">1. Introduction</a></span>
+    </dt></dl></div></div><div class="navfooter nut_footer"><hr/>Last updated 2023-01-25 09:27:30 -- Network UPS
+    Tools 2.8.0</div></body></html>"""
+    title, texts, headings, site = _texts(html)
+    assert title == "Network UPS Tools User Manual" and site["version"] == "2.8.0"
+    assert texts == ["By Russell Kroll, Arnaud Quette and Arjen de Korte", "Version 2.8.0"]
+    assert headings == [()]

@@ -5,16 +5,20 @@ copies of the sources (Sphinx ``_sources/``), highlighted code (``_modules/``), 
 and each page wraps its text in navigation, sidebars, headers, footers, breadcrumbs, tables of contents and
 permalink signs (``¶``). Ingesting that as it is stores the sidebar in a hundred chunks and ``¶`` in every title.
 
-Two parts, both linear in their input:
+Three parts, each linear in its input:
 
 * :class:`SiteFilter` decides, from a file's path under the ingested folder (and the names beside it), whether
   the file is not documentation at all, and of which kind (:data:`SKIP_KINDS`); ``--exclude GLOB`` adds the
   user's own.
-* :func:`scan_page` reads a parsed HTML page once: which generator made it (the ``generator`` meta tag or the
-  classes and ids its themes use), its main content element, the elements to drop (navigation, sidebars, search
-  boxes, "edit on GitHub", breadcrumbs, tables of contents, permalink anchors), the site's name and version,
-  and whether the page is a search, index or directory-listing page. :func:`clean_title` takes the site-name
-  and version suffix off the page's title (``Configuration — Black 23.1.0 documentation`` -> ``Configuration``).
+* :func:`scan_page` reads a parsed HTML page: which generator made it (the ``generator`` meta tag or the
+  classes and ids its themes use), its main content, chosen by structure and text so that no theme's class word
+  can erase a page, the elements to drop inside it (hidden regions, navigation, permalink anchors, and a theme's
+  sidebars, breadcrumbs, tables of contents where they are provably chrome), the guard (a page whose kept text
+  is under half its visible text is read whole, :attr:`PageScan.guard`), the site's name and version wherever
+  the page states them (title, meta tags, home link, title page, footer), and whether the page is a search,
+  index, directory-listing page or a redirect stub. :func:`clean_title` takes the site-name and version suffix
+  off the page's title (``Configuration — Black 23.1.0 documentation`` -> ``Configuration``).
+* :class:`HomeVersions` gives a page that states no version the one its site's home page states.
 """
 
 from __future__ import annotations
@@ -29,13 +33,19 @@ from typing import Any
 from admit import _linear
 
 __all__ = [
+    "GUARD_MIN_CHARS",
+    "GUARD_SHARE",
+    "INLINE_TAGS",
+    "REDIRECT_MAX_DELAY",
     "SKIP_KINDS",
+    "HomeVersions",
     "PageScan",
     "SiteFilter",
     "SiteTitle",
     "clean_title",
     "count_kinds",
     "drop_chrome",
+    "is_redirect",
     "scan_page",
     "site_info",
     "skip_line",
@@ -49,7 +59,7 @@ SKIP_KINDS: dict[str, str] = {
     "asciidoc_sources": "AsciiDoc sources beside the HTML pages they build (.txt)",
     "site_assets": "site assets (_static/, _images/, search indexes, sitemaps, scripts, styles, fonts)",
     "search_index_pages": "search/index pages (search, genindex, module index, 404, directory listings)",
-    "redirects": "redirect stubs (meta refresh)",
+    "redirects": "redirect stubs (a meta refresh to another page)",
 }
 """Kinds of files an ingest run leaves out as not documentation -> what the report calls them."""
 
@@ -150,6 +160,49 @@ class SiteFilter:
         return known
 
 
+@dataclass(slots=True)
+class HomeVersions:
+    """The version a site's home page states, for the pages of the site that state none: ``index.html`` in
+    the page's folder or the nearest folder above it that has one, up to the ingested folder. Each folder's
+    home page is read once (without following links, at most ``max_bytes``); one that cannot be read or
+    parsed gives no version.
+    """
+
+    max_bytes: int = 8 << 20
+    _known: dict[Path, str] = field(default_factory=dict)
+
+    def version_for(self, f: Path, root: Path) -> str:
+        """The version ``f``'s home page states (``""``: none)."""
+        folder = f.parent
+        walked: list[Path] = []
+        version = ""
+        while folder.is_relative_to(root):
+            if folder in self._known:
+                version = self._known[folder]
+                break
+            walked.append(folder)
+            version = self._read(folder / "index.html", root)
+            if version or folder == root:
+                break
+            folder = folder.parent
+        for w in walked:
+            self._known[w] = version
+        return version
+
+    def _read(self, home: Path, root: Path) -> str:
+        from admit.kb.files import RefusedFileError, read_no_follow
+        from admit.kb.parse import parse_html
+
+        try:
+            target = home.resolve()
+            if not target.is_relative_to(root) or not target.is_file() or target.stat().st_size > self.max_bytes:
+                return ""
+            doc = parse_html(read_no_follow(target, root).decode("utf-8-sig"), fallback_title="")
+        except (OSError, RefusedFileError, ValueError):  # UnicodeDecodeError is a ValueError
+            return ""
+        return doc.site.get("version", "")
+
+
 # ---------------------------------------------------------------------------------------------------- pages
 
 _DROP_CLASSES = frozenset(
@@ -177,7 +230,10 @@ _DROP_CLASSES = frozenset(
         # DocBook XSL, AsciiDoc: navigation rows, tables of contents
         "navheader", "navfooter", "toc",
         # Javadoc
-        "topNav", "subNav", "bottomNav", "navList", "top-nav", "sub-nav", "bottom-nav", "flex-header",
+        "topNav", "subNav", "bottomNav", "navList", "top-nav", "sub-nav", "bottom-nav", "flex-header", "skipNav",
+        "subNavList", "legalCopy",
+        # Doxygen
+        "navpath", "tabs", "tabs2", "tabs3",
         # Django's theme: previous / up / next rows
         "nav",
         # screen-reader-only text ("Skip to content", "Toggle navigation")
@@ -186,18 +242,41 @@ _DROP_CLASSES = frozenset(
         "modal",
     }
 )  # fmt: skip
+_DROP_CLASSES = frozenset(c.lower() for c in _DROP_CLASSES)
+"""(Matched against an element's classes in lower case: Javadoc's ``topNav``, DSSSL's ``NAVHEADER``.)"""
 _DROP_IDS = frozenset(
     {"hd", "ft", "footer", "footer-text", "sidebar", "searchbox", "toc", "toctitle", "global-nav", "navbar",
-     "rtd-search-form", "search-form", "breadcrumbs", "skip-link", "docs-sidebar", "related", "navigation"}
+     "rtd-search-form", "search-form", "breadcrumbs", "skip-link", "docs-sidebar", "related", "navigation",
+     "titlearea", "main-nav", "nav-path", "navrow1", "navrow2", "MSearchSelectWindow", "MSearchResultsWindow",
+     "side-nav", "nav-tree"}
 )  # fmt: skip
+_DROP_IDS = frozenset(i.lower() for i in _DROP_IDS)
 _SECTIONS = frozenset({"section", "h1", "h2", "h3", "h4", "h5", "h6", "dt"})
 _DROP_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "complementary"})
-_DROP_TAGS = frozenset({"form", "button", "input", "select", "dialog"})
+_DROP_TAGS = frozenset({"button", "input", "select", "dialog", "nav", "footer"})
+"""Tags that are chrome on any page (``nav`` and ``footer``: the page's navigation and footer by HTML's own word)."""
+_QUIET_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "head", "title"})
+"""Tags whose text a reader never sees as the page's text."""
 _PERMALINK_SIGNS = frozenset({"¶", "#", "🔗", "§", "\u200b", "🔗︎", "link"})
 _PERMALINK_TITLES = ("permalink", "permanent link", "direct link", "link to this")
+INLINE_TAGS = frozenset(
+    {"a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn", "em", "i", "kbd", "mark", "q", "s", "samp",
+     "small", "span", "strong", "sub", "sup", "time", "tt", "u", "var", "wbr", "del", "ins", "font", "big", "nobr"}
+)  # fmt: skip
+"""Elements that add no space around their text (``psf/black<span>@</span>stable`` reads ``psf/black@stable``)."""
+_HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 
 _MAIN_CLASSES = frozenset({"md-content__inner", "theme-doc-markdown", "bd-article", "document-content"})
 """Main content, by class, before any ``role="main"``: Material's article, Docusaurus', pydata's."""
+
+GUARD_SHARE = 0.5
+"""The guard: main content under this share of the page's visible text (outside navigation, footers, hidden
+regions) is not trusted; the page's whole visible text is kept instead."""
+GUARD_MIN_CHARS = 200
+"""... when at least this many visible characters (not counting spaces) would be lost: a short page beside a
+footer is not a lost page."""
+_DESCEND_SHARE = 0.9
+"""With no main element, the content is the element that holds at least this share of its parent's text."""
 
 _GENERATORS = (
     ("mkdocs-material", "mkdocs-material"),
@@ -208,6 +287,7 @@ _GENERATORS = (
     ("docbook", "docbook"),
     ("asciidoc", "asciidoc"),
     ("javadoc", "javadoc"),
+    ("doxygen", "doxygen"),
     ("jekyll", "jekyll"),
     ("pydoc", "pydoc"),
 )
@@ -218,8 +298,14 @@ _DOCS_TITLE = _linear.compile(
     name="docsite.title_suffix",
 )
 """``Page — Site 1.2 documentation`` (Sphinx's ``title — docstitle``) or the docstitle alone."""
+_DOCSTITLE = _linear.compile(r"(?i)^(\S.*?)\s+documentation$", name="docsite.docstitle")
+"""Sphinx's docstitle alone (``Borg - Deduplicating Archiver 1.2.4 documentation``)."""
 _SITE_VERSION = _linear.compile(r"(?i)^(.*?\S)\s+v?(\d+(?:\.[0-9A-Za-z+-]+)*)$", name="docsite.site_version")
 """``Black 23.1.0`` -> ``Black``, ``23.1.0``."""
+_HOME_VERSION = _linear.compile(
+    r"^(.*?\S)\s+v?(\d+(?:\.\d+)+[0-9A-Za-z.+-]*)(?:\s+\S.*)?$", name="docsite.home_version"
+)
+"""A home page's title that names the site and its release before the rest: ``Privoxy 3.0.34 User Manual``."""
 _BARE_VERSION = _linear.compile(r"(?i)^v?(\d+(?:\.[0-9A-Za-z+-]+)*)$", name="docsite.bare_version")
 """A docstitle that is a version alone (Python's ``3.11.2 Documentation``)."""
 _SEPARATOR = _linear.compile(r"^\s*(?:—|–|-|\||·|::|:)\s*(\S.*)$", name="docsite.separator")
@@ -229,26 +315,62 @@ _PYDOC_TITLE = _linear.compile(
 )
 """pydoc's ``Python: module json.decoder``."""
 _NO_TITLE = frozenset({"<no title>", "untitled", "no title"})
+_REFRESH = _linear.compile(
+    r"(?i)^\s*(\d+(?:\.\d*)?)?\s*[;,]?\s*(?:url\s*=\s*)?['\"]?\s*([^'\"\s][^'\"]*)?", name="docsite.refresh"
+)
+"""``<meta http-equiv="refresh" content="0; url=new/">``: the delay and the target (none: a plain reload)."""
+REDIRECT_MAX_DELAY = 10.0
+"""A refresh with a target within this many seconds is a redirect stub; a slower one, or one with no target
+(``content="300"``: reload every five minutes), is a normal page."""
+_FOOTER_PRODUCT = _linear.compile(
+    r"(?:--|—|–)\s*([A-Z][\w.+ ]{0,60}?)\s+v?(\d+(?:\.\d+)+[0-9A-Za-z.+-]*)\s*$", name="docsite.footer_product"
+)
+"""A footer's ``Last updated 2023-01-25 09:27:30 -- Network UPS Tools 2.8.0``: the site and its version."""
+_STATED_VERSION = _linear.compile(
+    r"(?i)\b(?:version|release|revision)\s*:?\s*v?(\d+(?:\.\d+)+[0-9A-Za-z.+-]*)", name="docsite.stated_version"
+)
+"""``Version 2.8.0``, ``Release: 1.4`` in a footer or on a title page."""
+_TOOL_NAMES = frozenset(
+    {"sphinx", "mkdocs", "docutils", "asciidoc", "asciidoctor", "docbook", "docbook xsl stylesheets", "hugo",
+     "jekyll", "doxygen", "javadoc", "docusaurus", "alabaster", "furo", "material", "read the docs", "pydata"}
+)  # fmt: skip
+"""Names a footer's ``-- Name 1.2`` may give that are the site's tools, not the site."""
+_VERSION_CLASSES = frozenset({"releaseinfo", "revnumber", "edition", "productnumber", "version"})
+"""Title-page elements that state a version (DocBook's ``releaseinfo``, AsciiDoc's ``revnumber``; by id:
+AsciiDoc's ``revnumber``, Doxygen's ``projectnumber``)."""
 
 
 @dataclass(slots=True)
 class PageScan:
-    """What one pass over an HTML page found (see :func:`scan_page`)."""
+    """What :func:`scan_page` found on an HTML page."""
 
     generator: str | None = None
     """``sphinx``, ``mkdocs``, ``mkdocs-material``, ``docusaurus``, ``hugo``, ``docbook``, ``asciidoc``,
     ``javadoc``, ``pydoc`` ... (``None``: plain HTML)."""
     main: Any = None
-    """The main content element (``None``: the body, less what :attr:`drop` holds)."""
+    """The main content element chosen by structure or text (``None``: none, the body is read)."""
+    container: Any = None
+    """The element that is read: :attr:`main`, or the body (no main content, or the guard caught the page)."""
     drop: list[Any] = field(default_factory=list)
-    """Chrome to remove: navigation, sidebars, headers, footers, search boxes, tables of contents, anchors."""
+    """Chrome to remove inside :attr:`container`: hidden regions, navigation, permalinks, and (on a generator's
+    page) its chrome by class where it is provably chrome (mostly links, or no heading and under half the
+    content's text)."""
     page_kind: str | None = None
     """``search``, ``index`` or ``listing`` for a page that lists the site rather than documents it, ``redirect``
-    for a stub that sends the reader elsewhere (``<meta http-equiv="refresh">``)."""
+    for a stub that sends the reader elsewhere (a refresh with a target and a short delay)."""
     home_title: str = ""
-    """DocBook's "Home" link title (``PostgreSQL 15.20 Documentation``): the site's name and version."""
+    """DocBook's "Home" link title or the head's ``<link rel="home" title=...>`` (``PostgreSQL 15.20
+    Documentation``, ``Privoxy 3.0.34 User Manual``): the site's name and version."""
     version_meta: str = ""
-    """A version a meta tag declares (``docsearch:version``, ``docusaurus_version``)."""
+    """A version a meta tag declares (``docsearch:version``, ``docusaurus_version``, ``version``)."""
+    version_stated: str = ""
+    """A version the page states on a title page (``releaseinfo``, ``revnumber``) or in its footer
+    (``... -- Network UPS Tools 2.8.0``, ``Version 1.4``)."""
+    site_stated: str = ""
+    """The site's name a footer states with its version (``Network UPS Tools``)."""
+    guard: str = ""
+    """Non-empty when the guard caught the page: why (the main content was under half its visible text); the
+    whole visible text is read then."""
 
 
 def _generator_of(content: str) -> str | None:
@@ -270,69 +392,125 @@ def _is_permalink(el: Any, classes: Sequence[str]) -> bool:
     return not text and len(el) <= 1 and any(t in title for t in _PERMALINK_TITLES)
 
 
-def scan_page(root: Any) -> PageScan:
-    """One pass over the page's elements: generator, main content, chrome to drop, the site's name and version.
+def _is_hidden(el: Any, role: str) -> bool:
+    """A region the reader does not see: ``hidden``, ``aria-hidden="true"``, ``display:none`` or
+    ``visibility:hidden`` in its inline style (a tab panel, shown by a click, is not hidden)."""
+    if role == "tabpanel":
+        return False
+    if el.get("hidden") is not None or (el.get("aria-hidden") or "").strip().lower() == "true":
+        return True
+    style = el.get("style")
+    if not style:
+        return False
+    s = "".join(style.lower().split())
+    return "display:none" in s or "visibility:hidden" in s
 
-    Each element is looked at once, with constant work (its tag, classes, id, role), so the pass is linear in
-    the page, however it nests. What lies inside an element already marked to drop is neither marked again nor
-    taken as the main content.
+
+def _nonspace(text: str | None) -> int:
+    """Characters of ``text`` that are not white space."""
+    return len("".join(text.split())) if text else 0
+
+
+_HIDDEN, _PERMALINK, _STRUCTURAL, _WORD = "hidden", "permalink", "structural", "word"
+"""Why an element is chrome: the first three on every page; ``word`` (a class or id a generator's theme gives
+its chrome) only on a recognised generator's page, and only where the element is provably chrome."""
+
+
+@dataclass(slots=True)
+class _Counts:
+    """Per element: visible characters (no spaces; hidden, structural chrome and invisible tags not counted),
+    of them inside links, and headings."""
+
+    chars: dict[Any, int] = field(default_factory=dict)
+    links: dict[Any, int] = field(default_factory=dict)
+    heads: dict[Any, int] = field(default_factory=dict)
+
+    def words(self, el: Any) -> int:
+        """Visible characters outside links: the text a reader reads, not the links to elsewhere."""
+        return self.chars.get(el, 0) - self.links.get(el, 0)
+
+    def link_dense(self, el: Any) -> bool:
+        return 2 * self.links.get(el, 0) >= self.chars.get(el, 0)
+
+
+def scan_page(root: Any) -> PageScan:
+    """Generator, main content, chrome to drop, the site's name and version: a pass over the page's elements
+    (each looked at once, with constant work: its tag, classes, id, role, attributes, own text), then a pass
+    over the main content.
+
+    The main content is chosen by structure and text, never erased by a class word: a generator's known
+    container, ``role="main"``, ``<main>``, a lone ``<article>``; on a generator's page with none of those, the
+    element that holds most of the page's text (:func:`_descend`). Inside it, what is chrome on any page is
+    dropped (hidden regions, ``nav``, ``footer``, navigation roles, form controls, permalinks); a theme's chrome
+    class only where the element is mostly links, or holds no heading and at most half the content's text.
+    Last, the guard: when what is kept is under :data:`GUARD_SHARE` of the page's visible text, the whole
+    visible text is read and :attr:`PageScan.guard` says so.
     """
     from lxml import etree
 
     out = PageScan()
+    marks: dict[Any, str] = {}
+    counts = _Counts()
+    frames: list[list[Any]] = []  # [element, chars, link chars, headings] of the open elements
+    quiet: Any = None  # the outermost open element whose text is not counted (hidden, chrome, script...)
+    footer: Any = None  # the outermost open footer
+    footers: list[Any] = []
+    stated: list[Any] = []
     mains: dict[int, Any] = {}
     articles = 0
     markers: set[str] = set()
-    open_drops: list[Any] = []  # the marked element being walked through, if any (never more than one)
     pydoc_extra: list[Any] = []
     for event, el in etree.iterwalk(root, events=("start", "end")):
+        tag = el.tag.lower() if isinstance(el.tag, str) else ""
         if event == "end":
-            if open_drops and open_drops[-1] is el:
-                open_drops.pop()
+            chars, links, heads = frames.pop()[1:]
+            if tag == "a":
+                links = chars
+            counts.chars[el], counts.links[el], counts.heads[el] = chars, links, heads
+            if quiet is el:
+                quiet = None
+            if footer is el:
+                footer = None
+            if frames:
+                parent = frames[-1]
+                parent[1] += chars + (_nonspace(el.tail) if quiet is None else 0)
+                parent[2] += links
+                parent[3] += heads
             continue
-        tag = el.tag
-        if not isinstance(tag, str):
+        classes = (el.get("class") or "").lower().split() if tag else []  # DSSSL's DocBook: CLASS="NAVHEADER"
+        el_id = (el.get("id") or "").lower() if tag else ""
+        role = (el.get("role") or "").lower() if tag else ""
+        kind = _mark(el, tag, classes, el_id, role)
+        if kind is not None:
+            marks[el] = kind
+        if quiet is None and (tag in _QUIET_TAGS or not tag or kind in (_HIDDEN, _PERMALINK, _STRUCTURAL)):
+            quiet = el
+        counted = quiet is None
+        frames.append([el, _nonspace(el.text) if counted else 0, 0, 1 if counted and tag in _HEADING_TAGS else 0])
+        if not tag:
             continue
-        tag = tag.lower()
-        classes = (el.get("class") or "").split()
-        el_id = el.get("id") or ""
-        role = (el.get("role") or "").lower()
         if tag == "meta":
             _read_meta(el, out, markers)
             continue
-        for c in classes:
-            if c in ("sphinxsidebar", "toctree-wrapper", "sphinxsidebarwrapper", "bd-article", "rst-content"):
-                markers.add("sphinx")
-            elif c in ("md-content", "md-content__inner"):
-                markers.add("mkdocs-material")
-            elif c == "bs-sidebar":
-                markers.add("mkdocs")
-            elif c.startswith("theme-doc-"):
-                markers.add("docusaurus")
-            elif c in ("navheader", "navfooter"):
-                markers.add("docbook")
-            elif c in ("genindextable", "genindex-jumpbox", "modindextable"):
-                out.page_kind = "index"
-            elif c == "heading-text" and tag == "tr":
-                markers.add("pydoc")
+        if footer is None and (
+            tag == "footer" or role == "contentinfo" or el_id in ("footer", "ft", "footer-text")
+            or any("footer" in c for c in classes)
+        ):  # fmt: skip
+            footer = el
+            footers.append(el)
+        if len(stated) < 4 and (
+            el_id in ("revnumber", "projectnumber") or not _VERSION_CLASSES.isdisjoint(classes) or "subtitle" in classes
+        ):
+            stated.append(el)
+        _read_markers(el, tag, classes, el_id, markers, out)
         if tag == "td" and "extra" in classes:  # pydoc's heading cell: the index link and the file's local path
             pydoc_extra.append(el)
-        if el_id in ("furo-main-content", "documentation_options"):
-            markers.add("sphinx")
-        elif el_id == "search-results":
-            out.page_kind = "search"
-        elif el_id == "__docusaurus":
-            markers.add("docusaurus")
-        if tag == "a":
-            if el.get("accesskey") == "h" and not out.home_title:
-                out.home_title = " ".join((el.get("title") or "").split())
-            if (el.get("title") or "").startswith("Permalink to this"):  # Sphinx's wording (MkDocs': Permanent)
-                markers.add("sphinx")
-        if open_drops:
-            continue
-        if (tag == "a" and _is_permalink(el, classes)) or _is_chrome(el, tag, classes, el_id, role):
-            out.drop.append(el)
-            open_drops.append(el)
+        if not out.home_title and (
+            (tag == "a" and (el.get("accesskey") or "").lower() == "h")
+            or (tag == "link" and (el.get("rel") or "").lower() == "home")
+        ):  # DocBook's "Home" link and the page head's <link rel="home" title="...">
+            out.home_title = " ".join((el.get("title") or "").split())
+        if quiet is not None:
             continue
         # main content candidates, by rank (lower wins; the first in document order within a rank)
         rank = None
@@ -348,16 +526,159 @@ def scan_page(root: Any) -> PageScan:
         if rank is not None and rank not in mains:
             mains[rank] = el
     if out.generator is None and markers:
-        order = ("mkdocs-material", "docusaurus", "mkdocs", "sphinx", "docbook", "pydoc")
+        order = ("mkdocs-material", "docusaurus", "mkdocs", "sphinx", "docbook", "javadoc", "pydoc")
         out.generator = next((g for g in order if g in markers), None)
     if out.generator is None and "docutils" in markers:
         out.generator = "docutils"
     if out.generator == "pydoc":
-        out.drop.extend(pydoc_extra)
+        marks.update(dict.fromkeys(pydoc_extra, _STRUCTURAL))
     if 3 in mains and articles > 1:  # a page of many articles (a blog's list): none of them is the page
         del mains[3]
+    _read_stated(out, footers, stated)
+    body = root.find("body")
+    body = body if body is not None else root
     out.main = mains[min(mains)] if mains else None
+    known = out.generator is not None
+    if out.main is None and known:
+        found = _descend(body, counts, marks)
+        out.main = found if found is not body else None
+    out.container = out.main if out.main is not None else body
+    out.drop, kept = _drops(out.container, marks, counts, words=known)
+    visible = counts.words(body) - _link_chrome(body, marks, counts)
+    if kept < GUARD_SHARE * visible and visible - kept >= GUARD_MIN_CHARS:
+        out.guard = f"main content was {kept / visible:.0%} of the page's visible text; its whole visible text is kept"
+        out.main = None
+        out.container = body
+        out.drop, _ = _drops(body, marks, counts, words=False)
     return out
+
+
+def _mark(el: Any, tag: str, classes: Sequence[str], el_id: str, role: str) -> str | None:
+    """Why ``el`` is chrome, if it is (see :data:`_HIDDEN` ...)."""
+    if not tag:
+        return None
+    if _is_hidden(el, role):
+        return _HIDDEN
+    if tag == "a" and _is_permalink(el, classes):
+        return _PERMALINK
+    if tag in _DROP_TAGS or role in _DROP_ROLES:
+        return _STRUCTURAL
+    if tag == "form":
+        return _WORD  # a search box's form on a site; on a plain page, what a form holds is its text
+    if el_id in _DROP_IDS and tag not in _SECTIONS and "section" not in classes:
+        return _WORD  # (a section or heading titled "Sidebar" or "Navigation" has that id: it is content)
+    if classes and not _DROP_CLASSES.isdisjoint(classes):
+        return _WORD
+    if "contents" in classes and ("topic" in classes or "local" in classes):  # Sphinx's local contents
+        return _WORD
+    return None
+
+
+def _read_markers(el: Any, tag: str, classes: Sequence[str], el_id: str, markers: set[str], out: PageScan) -> None:
+    """The classes and ids that say which generator built the page, or that it is a search or index page."""
+    for c in classes:
+        if c in ("sphinxsidebar", "toctree-wrapper", "sphinxsidebarwrapper", "bd-article", "rst-content"):
+            markers.add("sphinx")
+        elif c in ("md-content", "md-content__inner"):
+            markers.add("mkdocs-material")
+        elif c == "bs-sidebar":
+            markers.add("mkdocs")
+        elif c.startswith("theme-doc-"):
+            markers.add("docusaurus")
+        elif c in ("navheader", "navfooter"):
+            markers.add("docbook")
+        elif c in ("topnav", "subnav", "bottomnav", "skipnav"):
+            markers.add("javadoc")
+        elif c in ("genindextable", "genindex-jumpbox", "modindextable"):
+            out.page_kind = "index"
+        elif c == "heading-text" and tag == "tr":
+            markers.add("pydoc")
+    if el_id in ("furo-main-content", "documentation_options"):
+        markers.add("sphinx")
+    elif el_id == "search-results":
+        out.page_kind = "search"
+    elif el_id == "__docusaurus":
+        markers.add("docusaurus")
+    if tag == "a" and (el.get("title") or "").startswith("Permalink to this"):  # Sphinx's (MkDocs': Permanent)
+        markers.add("sphinx")
+
+
+def _descend(body: Any, counts: _Counts, marks: dict[Any, str]) -> Any:
+    """The element that holds most of the page's text: from the body down, into the child that holds
+    :data:`_DESCEND_SHARE` of its parent's text (outside links and chrome), while no other child holds a
+    heading (a title or an introduction beside the content is the content's). Each level looks at its children
+    once: linear in the page."""
+    node = body
+    while True:
+        total = counts.words(node)
+        best = None
+        best_words = 0
+        for child in node:
+            if isinstance(child.tag, str) and counts.words(child) > best_words:
+                best, best_words = child, counts.words(child)
+        if best is None or total <= 0 or best_words < _DESCEND_SHARE * total:
+            return node
+        for child in node:
+            if child is best or not isinstance(child.tag, str) or not counts.heads.get(child, 0):
+                continue
+            if marks.get(child) == _WORD and counts.link_dense(child):
+                continue  # a theme's sidebar with its own headings ("Navigation", "Related topics")
+            return node
+        node = best
+
+
+def _drops(container: Any, marks: dict[Any, str], counts: _Counts, *, words: bool) -> tuple[list[Any], int]:
+    """The outermost chrome inside ``container`` to drop, and the visible characters outside links left.
+
+    Hidden regions, structural chrome and permalinks always go; a theme's chrome word (``words``: on a
+    recognised generator's page) only where the element is provably chrome: mostly links, or no heading and at
+    most half the content's text (or under :data:`GUARD_MIN_CHARS`: a footer beside a page of links). The
+    container itself is never dropped, whatever its classes say.
+    """
+    from lxml import etree
+
+    drops: list[Any] = []
+    total = counts.words(container)
+    kept = total
+    inside: Any = None
+    for event, el in etree.iterwalk(container, events=("start", "end")):
+        if event == "end":
+            if inside is el:
+                inside = None
+            continue
+        if inside is not None or el is container:
+            continue
+        kind = marks.get(el)
+        if kind is None:
+            continue
+        if kind == _WORD:
+            if not words:
+                continue
+            w = counts.words(el)
+            small = 2 * w <= total or w < GUARD_MIN_CHARS
+            if not (counts.link_dense(el) or (small and not counts.heads.get(el, 0))):
+                continue  # a content container a theme's class word names ("document clearer body")
+            kept -= w
+        drops.append(el)
+        inside = el
+    return drops, kept
+
+
+def _link_chrome(body: Any, marks: dict[Any, str], counts: _Counts) -> int:
+    """The visible characters outside links of the outermost chrome-word elements that are mostly links (a
+    table of contents, a sidebar of pages): what the guard does not count as the page's text."""
+    from lxml import etree
+
+    total = 0
+    inside: Any = None
+    for event, el in etree.iterwalk(body, events=("start", "end")):
+        if event == "end":
+            if inside is el:
+                inside = None
+        elif inside is None and marks.get(el) == _WORD and counts.link_dense(el):
+            total += counts.words(el)
+            inside = el
+    return total
 
 
 def _read_meta(el: Any, out: PageScan, markers: set[str]) -> None:
@@ -365,7 +686,8 @@ def _read_meta(el: Any, out: PageScan, markers: set[str]) -> None:
     name = (el.get("name") or el.get("property") or "").lower()
     content = (el.get("content") or "").strip()
     if (el.get("http-equiv") or "").lower() == "refresh":
-        out.page_kind = out.page_kind or "redirect"
+        if is_redirect(content):
+            out.page_kind = out.page_kind or "redirect"
     elif name == "generator" and out.generator is None:
         out.generator = _generator_of(content)
         if "docutils" in content.lower():
@@ -374,29 +696,56 @@ def _read_meta(el: Any, out: PageScan, markers: set[str]) -> None:
         out.version_meta = out.version_meta or content
 
 
-def _is_chrome(el: Any, tag: str, classes: Sequence[str], el_id: str, role: str) -> bool:
-    """Navigation, a sidebar, a header or footer, a search box, a table of contents, a breadcrumb trail."""
-    if tag in _DROP_TAGS or role in _DROP_ROLES:
-        return True
-    if el_id in _DROP_IDS and tag not in _SECTIONS and "section" not in classes:
-        return True  # (a section or heading titled "Sidebar" or "Navigation" has that id: it is content)
-    if classes and not _DROP_CLASSES.isdisjoint(classes):
-        return True
-    # a <header> is kept unless it says it is the page's banner (role="banner"): a header inside the content
-    # holds the page's title, and a page with a <main> leaves the banner outside what is read anyway
-    return "contents" in classes and ("topic" in classes or "local" in classes)  # Sphinx's local contents
+def is_redirect(refresh: str) -> bool:
+    """Whether a ``<meta http-equiv="refresh">``'s content sends the reader elsewhere: a target URL, within
+    :data:`REDIRECT_MAX_DELAY` seconds (``0; url=new/``). A refresh with no target reloads the page itself
+    (``300``) and a slow one leaves the page to be read: both are normal pages."""
+    m = _REFRESH.search(refresh)
+    if m is None or not m.group(2):
+        return False
+    try:
+        delay = float(m.group(1) or 0)
+    except ValueError:
+        return False
+    return delay <= REDIRECT_MAX_DELAY
+
+
+def _read_stated(out: PageScan, footers: Sequence[Any], stated: Sequence[Any]) -> None:
+    """A version stated on a title page (``releaseinfo``, ``revnumber``) or in a footer, and the site's name
+    a footer gives with it (``-- Network UPS Tools 2.8.0``); a tool's own (``Sphinx 5.3``) is not the site's."""
+    for el in stated:
+        text = " ".join("".join(el.itertext()).split())[:200]
+        m = _STATED_VERSION.search(text)
+        if m is None and "subtitle" not in (el.get("class") or "").split():  # a subtitle says "Version" first
+            m = _BARE_VERSION.search(text)
+        if m is not None:
+            out.version_stated = m.group(1).rstrip(".-+")
+            return
+    for el in footers[:4]:
+        text = " ".join("".join(el.itertext()).split())
+        for line in (text[-300:],):
+            pm = _FOOTER_PRODUCT.search(line)
+            if pm is not None and pm.group(1).strip().lower() not in _TOOL_NAMES:
+                out.site_stated, out.version_stated = pm.group(1).strip(), pm.group(2).rstrip(".-+")
+                return
+            vm = _STATED_VERSION.search(line)
+            if vm is not None:
+                out.version_stated = vm.group(1).rstrip(".-+")
+                return
 
 
 def drop_chrome(scan: PageScan) -> None:
     """Empty what :func:`scan_page` marked, keeping each element's tail (the text after it).
 
-    Each marked element becomes an empty ``span`` in place: no text moves, so the work is the size of what is
-    dropped, however many marked elements stand side by side.
+    Each marked element becomes an empty element in place (a ``span`` for an inline one, which joins its
+    neighbours; a ``div``, a break, for any other): no text moves, so the work is the size of what is dropped,
+    however many marked elements stand side by side.
     """
     for el in scan.drop:
         tail = el.tail
+        inline = isinstance(el.tag, str) and el.tag.lower() in INLINE_TAGS
         el.clear()
-        el.tag = "span"
+        el.tag = "span" if inline else "div"
         el.tail = tail
 
 
@@ -424,7 +773,8 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
       ``Page · Site``): the heading, the suffix as the site.
     * ``<no title>`` (a Sphinx page with no heading): the heading, or nothing (the caller falls back to the
       file name).
-    * DocBook's "Home" link (``PostgreSQL 15.20 Documentation``) names the site and version; the title stays.
+    * DocBook's "Home" link (``PostgreSQL 15.20 Documentation``, ``Privoxy 3.0.34 User Manual``) names the site
+      and version; the title stays.
     """
     title = " ".join(raw.split())
     heading = " ".join(heading.split())
@@ -437,8 +787,13 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
     m = _DOCS_TITLE.search(title) if title else None
     alone = m is not None and not m.group(1)  # the docstitle alone: only a Sphinx site's, or one with a version
     if m is not None and (not alone or generator in ("sphinx", "docutils") or _SITE_VERSION.search(m.group(2))):
-        page = m.group(1) or ""
-        site, version = _site_and_version(m.group(2))
+        page, docstitle = m.group(1) or "", m.group(2)
+        if " — " in title:  # Sphinx's own separator: the docstitle may hold a dash ("Borg - Deduplicating ...")
+            left, _, right = title.rpartition(" — ")
+            dm = _DOCSTITLE.search(right)
+            if dm is not None:
+                page, docstitle = left, dm.group(1)
+        site, version = _site_and_version(docstitle)
         title = page if page.lower() not in _NO_TITLE else ""
         if not title:
             title = heading
@@ -455,6 +810,10 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
         if hm is not None:
             home_site, version = _site_and_version(hm.group(2))
             site = site or home_site
+        else:
+            nm = _HOME_VERSION.search(home_title)  # "Privoxy 3.0.34 User Manual"
+            if nm is not None:
+                site, version = site or nm.group(1), nm.group(2).rstrip(".-+")
     return SiteTitle(title=title or heading, site=site, version=version)
 
 
@@ -469,7 +828,11 @@ def _site_and_version(docstitle: str) -> tuple[str, str]:
 
 def site_info(scan: PageScan, title: SiteTitle) -> dict[str, str]:
     """The site facts kept with the document (``generator``, ``site``, ``version``; empty ones left out)."""
-    info = {"generator": scan.generator or "", "site": title.site, "version": title.version or scan.version_meta}
+    info = {
+        "generator": scan.generator or "",
+        "site": title.site or scan.site_stated,
+        "version": title.version or scan.version_meta or scan.version_stated,
+    }
     return {k: v for k, v in info.items() if v}
 
 

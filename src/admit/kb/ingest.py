@@ -32,7 +32,7 @@ import logging
 import stat
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal
 
@@ -41,7 +41,7 @@ from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.errors import ConfigError
 from admit.kb._progress import IngestProgress
 from admit.kb.chunking import DEFAULT_MAX_TOKENS, TextChunk, chunk_document, slugify
-from admit.kb.docsite import SiteFilter
+from admit.kb.docsite import HomeVersions, SiteFilter
 from admit.kb.files import RefusedFileError, read_no_follow
 from admit.kb.ingest_types import DEFAULT_MAX_FILE_BYTES, IngestOptions, IngestReport, SourceJob, SourceWriter
 from admit.kb.parse import (
@@ -176,6 +176,8 @@ class _Run:
     jobs: list[SourceJob] = field(default_factory=list)
     queue: EmbedQueue | None = None
     kept: list[str] = field(default_factory=list)
+    by_origin: dict[str, list[tuple[str, str]]] | None = None
+    home: HomeVersions = field(default_factory=HomeVersions)
 
     def __post_init__(self) -> None:
         reg = self.options.registry
@@ -206,7 +208,11 @@ class _Run:
             if doc.page_kind is not None and root is not None:  # a search, index or listing page of a site
                 self.counts["files"] -= 1
                 self.left_out.append((str(f), "redirects" if doc.page_kind == "redirect" else "search_index_pages"))
+                if doc.page_kind == "redirect":
+                    self.keep_stored(f)
                 return
+            if fmt == "html" and root is not None and "version" not in doc.front_matter:
+                doc = self._home_version(f, root, doc)
             st = self._source_settings(f, root, rel, doc)
             self._plan_source(f, fmt, raw, doc, st)
         except ConfigError:
@@ -215,6 +221,30 @@ class _Run:
             raise
         except (OSError, ValueError) as exc:
             self.fail(f, str(exc))
+
+    def _home_version(self, f: Path, root: Path, doc: ParsedDocument) -> ParsedDocument:
+        """A site's page that states no version takes the one its home page states (:class:`HomeVersions`)."""
+        version = self.home.version_for(f, root)
+        if not version:
+            return doc
+        return replace(
+            doc, front_matter={**doc.front_matter, "version": version}, site={**doc.site, "version": version}
+        )
+
+    def keep_stored(self, f: Path) -> None:
+        """Keep what the store holds from ``f`` (a page that now redirects elsewhere): its last good version is
+        not deleted for a redirect stub, which holds no text of its own (a refresh with a target and a short
+        delay: :func:`admit.kb.docsite.is_redirect`)."""
+        if self.by_origin is None:
+            self.by_origin = {}
+            for key, info in self.existing.items():
+                self.by_origin.setdefault(info.origin, []).append(key)
+        for key in self.by_origin.get(str(f), ()):
+            if key not in self.seen:
+                self.seen.add(key)
+                if str(f) not in self.kept:
+                    self.kept.append(str(f))
+                    logger.info("ingest: %s is now a redirect stub; its last good version is kept", f)
 
     def _read_document(self, f: Path, root: Path | None, fmt: str) -> tuple[bytes, ParsedDocument] | None:
         """The file's bytes and parsed document (``None``: refused, or an error recorded)."""

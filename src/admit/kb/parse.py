@@ -39,10 +39,11 @@ FORMATS: dict[str, str] = {
 }
 """File suffix -> parser."""
 
-PARSER_REVISIONS: dict[str, str] = {"html": "docsite-1"}
+PARSER_REVISIONS: dict[str, str] = {"html": "docsite-2"}
 """Parsers whose output changed for the same file (HTML: a built site's main content, titles without the site's
-suffix, inline elements joined): part of a source's ingest key, so a re-ingest re-reads files it would otherwise
-call unchanged."""
+suffix, inline elements joined; docsite-2: main content by structure and text with the guard, text outside
+blocks, hidden regions, admonitions as text, the version from a footer or title page): part of a source's
+ingest key, so a re-ingest re-reads files it would otherwise call unchanged."""
 
 _HEADING = _linear.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", name="ingest.heading")
 _FENCE = _linear.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", name="ingest.fence")
@@ -79,6 +80,11 @@ class ParsedDocument:
     page_kind: str | None = None
     """``search``, ``index``, ``listing`` (a page that lists a site rather than documents it) or ``redirect`` (a
     stub that sends the reader elsewhere): not ingested from a folder."""
+    content_guard: str = ""
+    """HTML only: empty when the page was read as its main content; otherwise the guard caught the page (what
+    was taken as main content was under half the page's visible text, so the page's whole visible text was
+    read instead) and this says so in one line (``main content was 3% of the page's visible text; ...``), for
+    the ingest report to name the page."""
 
 
 def _front_matter(lines: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -186,11 +192,18 @@ def _words(parts: Iterable[str]) -> str:
     return " ".join(" ".join(parts).split())
 
 
-_INLINE = frozenset(
-    {"a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn", "em", "i", "kbd", "mark", "q", "s", "samp",
-     "small", "span", "strong", "sub", "sup", "time", "tt", "u", "var", "wbr", "del", "ins", "font", "big", "nobr"}
-)  # fmt: skip
+_INLINE = docsite.INLINE_TAGS
 """Elements that add no space around their text (``psf/black<span>@</span>stable`` reads ``psf/black@stable``)."""
+
+_ADMONITION_KINDS = frozenset(
+    {"note", "tip", "hint", "warning", "important", "caution", "danger", "attention", "error", "seealso", "todo",
+     "info", "abstract", "summary", "success", "question", "failure", "bug", "example", "quote"}
+)  # fmt: skip
+"""Class words an admonition carries beside its container's (``admonition note``, DocBook's ``note``)."""
+_CREDITS = {"author": "By ", "editor": "Edited by ", "corpauthor": "By ", "othercredit": "", "collab": "",
+            "subtitle": ""}  # fmt: skip
+"""A title page's headings that are not sections (DocBook's ``<h3 class="author">``, ``<h2 class="subtitle">``
+``Version: 0.9.30``): paragraphs, with the prefix that says what they are."""
 
 
 def _text_of(el: Any) -> str:
@@ -216,34 +229,151 @@ def _text_of(el: Any) -> str:
     return " ".join("".join(parts).split())
 
 
-def _html_blocks(body: Any) -> list[tuple[int, str] | str]:
+def _classes(el: Any) -> list[str]:
+    return (el.get("class") or "").lower().split()
+
+
+def _admonition(el: Any, name: str) -> tuple[str, Any, Any] | None:
+    """An admonition's label, the element that shows it (not read again) and the element holding its text;
+    ``None`` when ``el`` is not an admonition.
+
+    Sphinx and MkDocs: ``<div class="admonition note"><p class="admonition-title">Note</p>...``; Material's
+    collapsible ones: ``<details class="note"><summary>``; DocBook: ``<div class="note"><h3 class="title">``;
+    AsciiDoc: ``<div class="admonitionblock">`` holding a table of an icon cell (its title or image text) and a
+    content cell. Constant work: the first child (AsciiDoc: a fixed path through its table).
+    """
+    classes = _classes(el)
+    if not classes or name not in ("div", "aside", "details", "section"):
+        return None
+    if "admonitionblock" in classes:  # AsciiDoc, Asciidoctor
+        table = next((c for c in el if isinstance(c.tag, str) and c.tag.lower() == "table"), None)
+        row = table.find(".//tr") if table is not None else None
+        if row is None:
+            return None
+        cells = [c for c in row if isinstance(c.tag, str)]
+        icon = next((c for c in cells if "icon" in _classes(c)), None)
+        content = next((c for c in cells if "content" in _classes(c)), None)
+        if icon is None or content is None:
+            return None
+        img = icon.find(".//img")
+        label = _text_of(icon) or (img.get("alt") or "" if img is not None else "")
+        return label, icon, content
+    kinds = _ADMONITION_KINDS.intersection(classes)
+    if "admonition" not in classes and not kinds:
+        return None
+    first = next((c for c in el if isinstance(c.tag, str)), None)
+    if first is None:
+        return None
+    fname, fclasses = first.tag.lower(), _classes(first)
+    titled = (
+        "admonition-title" in fclasses
+        or fname == "summary"
+        or (fname in _HTML_HEADINGS and ("title" in fclasses or "admonition" in classes))
+        or ("title" in fclasses and fname in ("p", "div", "span"))
+    )
+    if not titled:
+        if "admonition" in classes:  # an admonition with no title: its text, no label
+            return "", None, el
+        return None  # a "note" class on something else
+    return docsite.strip_signs(_text_of(first)), first, el
+
+
+def _html_blocks(body: Any, credits: list[int] | None = None) -> list[tuple[int, str] | str]:
     """The headings (``(level, text)``) and paragraphs of an HTML body, in document order, in one walk.
 
     Each node is visited once and each text read once, whatever the nesting: a block or heading is taken whole
     (its text covers what it contains) and never entered; a table row is its own cells (``td``, ``th``), each
     cell's text read once (a table nested in a cell is part of that cell's text, not read again for the row).
+    Text anywhere else is kept too: text directly in a ``div``, ``section``, ``span`` or the body, and inline
+    elements outside any block, run together into paragraphs that any other element breaks. An admonition is
+    content, not a section: its label (``Note``) starts its first paragraph (``Note: ...``). A title page's
+    author heading is a paragraph (``By ...``); its index goes to ``credits``.
     """
     out: list[tuple[int, str] | str] = []
-    stack = [c for c in reversed(body) if isinstance(c.tag, str)]
+    loose: list[str] = []
+    label: list[str] = []  # the open admonition's label, until its first paragraph takes it
+
+    def emit(text: str) -> None:
+        if label and label[-1]:
+            text = f"{label[-1]}:{chr(10) if text.startswith('- ') else ' '}{text}"  # a list stays a list
+            label[-1] = ""
+        out.append(text)
+
+    def flush() -> None:
+        t = " ".join("".join(loose).split())
+        loose.clear()
+        if t:
+            emit(t)
+
+    enter, leave_block, leave_inline, leave_admonition = 0, 1, 2, 3
+    stack: list[tuple[Any, int]] = [(body, enter)]
     while stack:
-        el = stack.pop()
-        name = el.tag.lower()
+        el, step = stack.pop()
+        if step != enter:
+            if step != leave_inline:
+                flush()
+            if step == leave_admonition:
+                label.pop()
+            if el is not body and el.tail:
+                loose.append(el.tail)
+            continue
+        tag = el.tag
+        if not isinstance(tag, str):
+            if el.tail:
+                loose.append(el.tail)
+            continue
+        name = tag.lower()
+        if name in _INLINE or name in ("br", "img", "label"):
+            loose.append(" " if name == "br" else (el.text or ""))
+            stack.append((el, leave_inline))
+            stack.extend((c, enter) for c in reversed(el))
+            continue
+        admonition = _admonition(el, name)
+        if admonition is not None and el is not body:
+            flush()
+            text, shown, holder = admonition
+            label.append(text)
+            stack.append((el, leave_admonition))
+            stack.extend((c, enter) for c in reversed(holder) if c is not shown)
+            if holder.text:
+                loose.append(holder.text)
+            continue
+        block = name in _HTML_HEADINGS or name in _HTML_BLOCKS
+        if not block or el is body:
+            flush()
+            if el.text:
+                loose.append(el.text)
+            stack.append((el, leave_block))
+            stack.extend((c, enter) for c in reversed(el))
+            continue
+        flush()
         if name in _HTML_HEADINGS:
-            out.append((int(name[1]), docsite.strip_signs(_text_of(el))))
+            text = docsite.strip_signs(_text_of(el))
+            credit = next((_CREDITS[c] for c in _classes(el) if c in _CREDITS), None)
+            if credit is not None:
+                if text:
+                    emit(f"{credit}{text}")
+                    if credits is not None:
+                        credits.append(len(out) - 1)
+            else:
+                out.append((int(name[1]), text))
         elif name == "tr":
             cells = [_text_of(c) for c in el if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
             if any(cells):
-                out.append(" | ".join(cells))
+                emit(" | ".join(cells))
         elif name == "pre":
-            out.append("".join(el.itertext()).strip("\n"))
-        elif name in _HTML_BLOCKS:
+            t = "".join(el.itertext()).strip("\n")
+            if t.strip():
+                emit(t)
+        else:
             t = _text_of(el)
             if name == "dt":
                 t = docsite.strip_signs(t)
             if t:
-                out.append(("- " + t) if name == "li" else t)
-        else:
-            stack.extend(c for c in reversed(el) if isinstance(c.tag, str))
+                emit(("- " + t) if name == "li" else t)
+        if el.tail:
+            loose.append(el.tail)
+    flush()
     return out
 
 
@@ -278,9 +408,8 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
     lang = lang.split("-")[0].lower() if lang else None
     title_el = root.find(".//title")
     raw_title = _words(title_el.itertext()) if title_el is not None else ""
-    body = root.find("body")
-    container = scan.main if scan.main is not None else (body if body is not None else root)
-    blocks = _html_blocks(container)
+    credits: list[int] = []
+    blocks = _html_blocks(scan.container, credits)
     heads = [b for b in blocks if isinstance(b, tuple)]
     h1 = [b for b in heads if b[0] == 1]
     first_heading = heads[0] if heads else None
@@ -299,6 +428,10 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
             drop_level = 1
         elif first_heading[1].casefold() == title.casefold() and all(b[0] > first_heading[0] for b in heads[1:]):
             drop_level = first_heading[0]
+    site = docsite.site_info(scan, named)
+    version = site.get("version", "")
+    if credits and version and not any(version in str(blocks[i]) for i in credits):
+        blocks.insert(credits[-1] + 1, f"Version {version}")  # a title page: its title, authors and version
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
     current: list[str] = []
@@ -319,7 +452,6 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
             current.append(b)
     if current:
         sections.append(Section(headings=tuple(t for _, t in stack), paragraphs=tuple(current)))
-    site = docsite.site_info(scan, named)
     kind = scan.page_kind or ("listing" if raw_title.startswith("Index of /") else None)
     return ParsedDocument(
         title=title or fallback_title,
@@ -328,6 +460,7 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
         language=lang,
         site=site,
         page_kind=kind,
+        content_guard=scan.guard,
     )
 
 
