@@ -177,3 +177,35 @@ def pg_url() -> Iterator[str]:
 def test_pgvector_answers_do_not_depend_on_another_tenant(folders: tuple[Path, Path], pg_url: str) -> None:
     table = f"t_{uuid.uuid4().hex[:8]}"
     _check(lambda them: f"{pg_url}?table={table}_{int(them)}", *folders)
+
+
+def test_the_inspector_shows_no_id_of_a_revoked_chunk() -> None:
+    """A re-labelled chunk's id (its file name and heading) is gone from every place the page shows it."""
+    import dataclasses
+
+    from admit.testing.kb import memory_kb
+    from admit.types import Access, Chunk
+
+    secret = Chunk(
+        id="payroll-cuts#layoff-list",
+        source_id="payroll-cuts",
+        title="Payroll cuts",
+        text="The layoff list for the Quuxifer team is final.",
+        access=Access(tenant="acme", groups=("support",)),
+    )
+    kb = memory_kb([secret])
+    keys = {"sup": {"key_env": "K_SUP", "tenant": "acme", "groups": ["support"]}}
+    settings = settings_from_dict({"service": {"reranker": "bm25", "limits": {"worker_processes": 0}, "keys": keys}})
+    with TestClient(create_app(settings, kb=kb, environ={"K_SUP": "sup-key"})) as c:
+        for _ in range(600):  # bounded: 60 s at most
+            if c.get("/readyz").status_code == 200:
+                break
+            time.sleep(0.1)
+        ask = {"question": "Is the Quuxifer team layoff list final?"}
+        assert c.post("/v1/search", json=ask, headers={"X-API-Key": "sup-key"}).json()["citations"]
+        assert "payroll-cuts#layoff-list" in c.get("/inspect", headers={"X-API-Key": "sup-key"}).text
+        kb.add_chunks([dataclasses.replace(secret, access=Access(tenant="acme", groups=("hr",)))])
+        page = c.get("/inspect", headers={"X-API-Key": "sup-key"}).text
+        assert "no longer readable by you" in page
+        assert "payroll-cuts" not in page and "layoff-list" not in page
+        assert ask["question"] in page  # the request itself is still the key's to see

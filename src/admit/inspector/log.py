@@ -185,7 +185,7 @@ def _without_revoked(entry: dict[str, Any], readable: set[str]) -> dict[str, Any
             gone[ref[0]] = f"revoked-{len(gone) + 1}"
     if not gone:
         return entry
-    out = _renamed({k: v for k, v in entry.items() if k != "prompt"}, gone)
+    out: dict[str, Any] = _renamed({k: v for k, v in entry.items() if k != "prompt"}, gone)
     # the prompt holds the passages' text: rendered again from the candidates, revoked ones left out
     out["request"]["candidates"] = [
         {"id": c["id"], "title": f"({REVOKED})", "revoked": True} if c.get("id") in gone.values() else c
