@@ -104,6 +104,8 @@ class QdrantStore(HybridSearch):
         self.collection = collection
         self._meta = f"{collection}_meta"
         self._lock = threading.RLock()
+        self.local = path is not None
+        """Whether this is the client's embedded local mode (no server)."""
         try:
             if path is not None:
                 self.client = QdrantClient(location=":memory:") if path == ":memory:" else QdrantClient(path=path)
@@ -321,18 +323,35 @@ class QdrantStore(HybridSearch):
 
     def _scope_idf(self, scope: Any, terms: list[str]) -> dict[int, float]:
         """Each query term's IDF over the points of ``scope`` (the caller's readable, filtered points), by term
-        index; a term no such point holds is left out. Counted exactly, so only the caller's points count."""
+        index; a term no such point holds is left out. Counted exactly, so only the caller's points count.
+
+        On a server each count is one indexed ``count`` call (the scope's, then one per term); in local mode,
+        which filters by reading every point, one pass over the scope's ``lex`` payloads counts them all.
+        """
         m = self._m
-        n = int(self.client.count(self.collection, count_filter=scope, exact=True).count)
-        if not n:
-            return {}
-        out: dict[int, float] = {}
-        for i in sorted({_term_index(t) for t in terms}):
-            holds = m.Filter(must=[*scope.must, m.FieldCondition(key="lex", match=m.MatchValue(value=i))])
-            df = int(self.client.count(self.collection, count_filter=holds, exact=True).count)
-            if df:
-                out[i] = _idf(n, df)
-        return out
+        want = sorted({_term_index(t) for t in terms})
+        if self.local:
+            n = 0
+            df = dict.fromkeys(want, 0)
+            offset = None
+            while True:
+                pts, offset = self.client.scroll(
+                    self.collection, scroll_filter=scope, limit=10_000, offset=offset, with_payload=["lex"]
+                )
+                for p in pts:
+                    n += 1
+                    for i in (p.payload or {}).get("lex") or ():
+                        if i in df:
+                            df[i] += 1
+                if offset is None:
+                    break
+        else:
+            n = int(self.client.count(self.collection, count_filter=scope, exact=True).count)
+            df = {}
+            for i in want if n else ():
+                holds = m.Filter(must=[*scope.must, m.FieldCondition(key="lex", match=m.MatchValue(value=i))])
+                df[i] = int(self.client.count(self.collection, count_filter=holds, exact=True).count)
+        return {i: _idf(n, d) for i, d in df.items() if d}
 
     def _ranked(self, scope: Any, principal: Principal, terms: list[str], qv: FloatVector, n: int, k: int) -> list[Hit]:
         """Both Qdrant queries, with the payload filter (tenant, ACL, filters) of ``scope``."""
