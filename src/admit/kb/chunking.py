@@ -8,6 +8,7 @@ question finds whole rows with their column names.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from admit import _linear
@@ -93,44 +94,55 @@ def _split_rows(text: str, tok: Tokenizer, max_tokens: int) -> list[str] | None:
     return out
 
 
-def _fit_prefix(run: str, tok: Tokenizer, max_tokens: int) -> int:
-    """How many characters of ``run`` (text without a space to cut at) to take so that they count at most
-    ``max_tokens`` tokens and, where the run is long enough, nearly that many: a few counts of a window near the
-    limit, never of the whole run (at least one character)."""
-    take = min(len(run), max_tokens * 4)
+def _fit_prefix(run: str, start: int, tok: Tokenizer, max_tokens: int) -> int:
+    """Where to end the part of ``run`` (text without a space to cut at) that begins at ``start``, so that it
+    counts at most ``max_tokens`` tokens and, where the run is long enough, nearly that many: a few counts of a
+    window near the limit, never of the rest of the run (at least one character)."""
+    left = len(run) - start
+    take = min(left, max_tokens * 4)
     best = 0
     for _ in range(12):
-        n = tok.count(run[:take])
+        n = tok.count(run[start : start + take])
         if n <= max_tokens:
             best = max(best, take)
-            if take == len(run) or n >= max_tokens * 0.8:
+            if take == left or n >= max_tokens * 0.8:
                 break
-            take = min(len(run), max(take + 1, int(take * max_tokens * 0.95 / max(n, 1))))
+            take = min(left, max(take + 1, int(take * max_tokens * 0.95 / max(n, 1))))
         else:
             take = max(1, min(take - 1, int(take * max_tokens * 0.95 / n)))
-    return max(best, 1)
+    return start + max(best, 1)
 
 
-def _units(piece: str, tok: Tokenizer, max_tokens: int) -> list[tuple[str, int, str]]:
+def _words(piece: str) -> Iterator[str]:
+    """The words of ``piece`` between single spaces (``str.split(" ")``), one at a time."""
+    start = 0
+    while True:
+        end = piece.find(" ", start)
+        if end < 0:
+            yield piece[start:]
+            return
+        yield piece[start:end]
+        start = end + 1
+
+
+def _units(piece: str, tok: Tokenizer, max_tokens: int) -> Iterator[tuple[str, int, str]]:
     """``piece`` as ``(text, tokens, separator before it)`` units of at most ``max_tokens`` tokens each: its words,
     and a word too long for one chunk (a run without spaces: a hash, a blob, a page without spaces) cut where
     its prefix reaches the limit (its parts are joined again without a separator when they share a chunk)."""
-    out: list[tuple[str, int, str]] = []
-    for w in piece.split(" "):
+    for w in _words(piece):
         n = tok.count(" " + w)  # with the space before it: how it counts inside a text
         if n <= max_tokens:
-            out.append((w, n, " "))
+            yield w, n, " "
             continue
-        sep = " "
-        while w:
-            cut = _fit_prefix(w, tok, max_tokens)
-            part, w = w[:cut], w[cut:]
-            out.append((part, tok.count(part), sep))
-            sep = ""
-    return out
+        sep, at = " ", 0
+        while at < len(w):
+            end = _fit_prefix(w, at, tok, max_tokens)
+            part = w[at:end]
+            yield part, tok.count(part), sep
+            sep, at = "", end
 
 
-def _pack(units: list[tuple[str, int, str]], tok: Tokenizer, max_tokens: int) -> list[str]:
+def _pack(units: Iterable[tuple[str, int, str]], tok: Tokenizer, max_tokens: int) -> list[str]:
     """Units packed in order into texts of at most ``max_tokens`` tokens.
 
     The sum of the units' counts decides where a text ends, so each text is counted whole once, when full (linear
@@ -178,14 +190,16 @@ def _split_long(text: str, tok: Tokenizer, max_tokens: int) -> list[str]:
     pieces = _sentence_pieces(text)
     if len(pieces) == 1:
         pieces = text.split("\n")
-    units: list[tuple[str, int, str]] = []
-    for piece in pieces:
-        n = tok.count(piece)
-        if n <= max_tokens:
-            units.append((piece, n, " "))
-        else:
-            units.extend(_units(piece, tok, max_tokens))
-    return [t for t in _pack(units, tok, max_tokens) if t.strip()]
+
+    def units() -> Iterator[tuple[str, int, str]]:  # one at a time: memory is the page and its chunks
+        for piece in pieces:
+            n = tok.count(piece)
+            if n <= max_tokens:
+                yield piece, n, " "
+            else:
+                yield from _units(piece, tok, max_tokens)
+
+    return [t for t in _pack(units(), tok, max_tokens) if t.strip()]
 
 
 def chunk_document(
