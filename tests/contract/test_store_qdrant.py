@@ -61,3 +61,41 @@ def test_the_collection_reports_the_embedder_that_built_it(tmp_path: Path) -> No
     assert stored_embedder(url) == "fake:16"
     with KnowledgeBase(url) as again:  # no embedder named: the collection's, not a silent minilm
         assert again.embedder_spec == "fake:16" and again.count() == 1
+
+
+class TestQdrantCountedIdf(StoreContract):
+    """The server's way to the scope's IDF (one indexed ``count`` per term), run through local mode."""
+
+    @pytest.fixture
+    def store(self) -> Iterator[QdrantStore]:
+        s = QdrantStore(path=":memory:", dim=self.dim, collection=f"c{uuid.uuid4().hex[:8]}")
+        s.local = False
+        yield s
+        s.close()
+
+
+def test_a_collection_with_qdrants_idf_modifier_is_converted_when_opened(tmp_path: Path) -> None:
+    """Collections made before issue 47 weight terms by Qdrant's IDF over every tenant's points."""
+    from qdrant_client import models as m
+
+    from admit.testing.store_contract import make_record, unit_vec
+    from admit.types import Principal
+
+    where = str(tmp_path / "q")
+    store = QdrantStore(path=where, dim=8, collection="chunks")
+    store.upsert([make_record(f"a{i}#0", dim=8, tenant="acme", text=f"Quuxifer note {i}") for i in range(3)])
+    q = unit_vec("q", 8)
+    want = [h.as_dict() for h in store.search("Quuxifer", q, principal=Principal(tenant="acme"), k=5)]
+    store.upsert([make_record(f"g{i}#0", dim=8, tenant="globex", text="Quuxifer Quuxifer") for i in range(20)])
+    # the old collection: the IDF modifier, no lex payload
+    store.client.update_collection(
+        "chunks", sparse_vectors_config={"lexical": m.SparseVectorParams(modifier=m.Modifier.IDF)}
+    )
+    store.client.delete_payload("chunks", keys=["lex"], points=m.FilterSelector(filter=m.Filter()))
+    store.close()
+
+    again = QdrantStore(path=where, dim=8, collection="chunks")
+    params = again.client.get_collection("chunks").config.params.sparse_vectors
+    assert params is not None and params["lexical"].modifier in (None, m.Modifier.NONE)
+    assert [h.as_dict() for h in again.search("Quuxifer", q, principal=Principal(tenant="acme"), k=5)] == want
+    again.close()

@@ -170,23 +170,45 @@ def _store_refs(entry: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def _without_revoked(entry: dict[str, Any], readable: set[str]) -> dict[str, Any]:
-    """``entry`` with each retrieved candidate ``readable`` lacks reduced to its id, marked ``revoked``."""
+    """``entry`` with each retrieved candidate ``readable`` lacks reduced to a placeholder marked ``revoked``.
+
+    A stored chunk's id names its file and heading (``<source>#<section>``), so the id goes too: wherever the
+    record holds it (candidate lists, decisions, citations, flags), it becomes ``revoked-1``, ``revoked-2``...
+    """
     req = entry.get("request")
     if not isinstance(req, Mapping):
         return entry
-    cands = []
-    revoked = False
+    gone: dict[str, str] = {}
     for c in req.get("candidates", []):
         ref = _store_ref(c) if isinstance(c, Mapping) else None
-        if ref is not None and ref[0] not in readable:
-            revoked = True
-            c = {"id": c.get("id"), "title": f"({REVOKED})", "revoked": True}
-        cands.append(c)
-    if not revoked:
+        if ref is not None and ref[0] not in readable and ref[0] not in gone:
+            gone[ref[0]] = f"revoked-{len(gone) + 1}"
+    if not gone:
         return entry
-    out = {**entry, "request": {**req, "candidates": cands}}
-    out.pop("prompt", None)  # it holds the passages' text: rendered again from the candidates, revoked ones left out
+    out: dict[str, Any] = _renamed({k: v for k, v in entry.items() if k != "prompt"}, gone)
+    # the prompt holds the passages' text: rendered again from the candidates, revoked ones left out
+    out["request"]["candidates"] = [
+        {"id": c["id"], "title": f"({REVOKED})", "revoked": True} if c.get("id") in gone.values() else c
+        for c in out["request"].get("candidates", [])
+    ]
     return out
+
+
+def _renamed(value: Any, gone: Mapping[str, str]) -> Any:
+    """``value`` with every id of ``gone`` replaced, as a whole string, a key, or inside a string (an id with
+    its ``#``, the form a stored chunk's id has, so a short word is never taken for one)."""
+    if isinstance(value, str):
+        if value in gone:
+            return gone[value]
+        for cid, to in gone.items():
+            if "#" in cid and cid in value:
+                value = value.replace(cid, to)
+        return value
+    if isinstance(value, Mapping):
+        return {_renamed(k, gone) if isinstance(k, str) else k: _renamed(v, gone) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_renamed(v, gone) for v in value]
+    return value
 
 
 def _public(entry: Mapping[str, Any]) -> dict[str, Any]:

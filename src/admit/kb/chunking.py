@@ -8,6 +8,7 @@ question finds whole rows with their column names.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from admit import _linear
@@ -93,35 +94,112 @@ def _split_rows(text: str, tok: Tokenizer, max_tokens: int) -> list[str] | None:
     return out
 
 
+def _fit_prefix(run: str, start: int, tok: Tokenizer, max_tokens: int) -> int:
+    """Where to end the part of ``run`` (text without a space to cut at) that begins at ``start``, so that it
+    counts at most ``max_tokens`` tokens and, where the run is long enough, nearly that many: a few counts of a
+    window near the limit, never of the rest of the run (at least one character)."""
+    left = len(run) - start
+    take = min(left, max_tokens * 4)
+    best = 0
+    for _ in range(12):
+        n = tok.count(run[start : start + take])
+        if n <= max_tokens:
+            best = max(best, take)
+            if take == left or n >= max_tokens * 0.8:
+                break
+            take = min(left, max(take + 1, int(take * max_tokens * 0.95 / max(n, 1))))
+        else:
+            take = max(1, min(take - 1, int(take * max_tokens * 0.95 / n)))
+    return start + max(best, 1)
+
+
+def _words(piece: str) -> Iterator[str]:
+    """The words of ``piece`` between single spaces (``str.split(" ")``), one at a time."""
+    start = 0
+    while True:
+        end = piece.find(" ", start)
+        if end < 0:
+            yield piece[start:]
+            return
+        yield piece[start:end]
+        start = end + 1
+
+
+def _units(piece: str, tok: Tokenizer, max_tokens: int) -> Iterator[tuple[str, int, str]]:
+    """``piece`` as ``(text, tokens, separator before it)`` units of at most ``max_tokens`` tokens each: its words,
+    and a word too long for one chunk (a run without spaces: a hash, a blob, a page without spaces) cut where
+    its prefix reaches the limit (its parts are joined again without a separator when they share a chunk)."""
+    for w in _words(piece):
+        n = tok.count(" " + w)  # with the space before it: how it counts inside a text
+        if n <= max_tokens:
+            yield w, n, " "
+            continue
+        sep, at = " ", 0
+        while at < len(w):
+            end = _fit_prefix(w, at, tok, max_tokens)
+            part = w[at:end]
+            yield part, tok.count(part), sep
+            sep, at = "", end
+
+
+def _pack(units: Iterable[tuple[str, int, str]], tok: Tokenizer, max_tokens: int) -> list[str]:
+    """Units packed in order into texts of at most ``max_tokens`` tokens.
+
+    The sum of the units' counts decides where a text ends, so each text is counted whole once, when full (linear
+    in the input); a text whose exact count is over (a merge across a join) hands its last units to the next.
+    """
+    out: list[str] = []
+    cur: list[tuple[str, int, str]] = []
+    total = 0
+    for unit in units:
+        if cur and total + unit[1] > max_tokens:
+            cur = _flush(cur, tok, max_tokens, out)
+            total = sum(u[1] for u in cur)
+        cur.append(unit)
+        total += unit[1]
+    while cur:
+        cur = _flush(cur, tok, max_tokens, out)
+    return out
+
+
+def _flush(
+    cur: list[tuple[str, int, str]], tok: Tokenizer, max_tokens: int, out: list[str]
+) -> list[tuple[str, int, str]]:
+    """Append ``cur`` joined to ``out`` (its last units left over while it counts more than ``max_tokens``);
+    return the units left over."""
+    keep = len(cur)
+    joined = _joined(cur)
+    while keep > 1 and tok.count(joined) > max_tokens:
+        keep -= 1
+        joined = _joined(cur[:keep])
+    out.append(joined)
+    return cur[keep:]
+
+
+def _joined(units: list[tuple[str, int, str]]) -> str:
+    return "".join((sep if j else "") + text for j, (text, _, sep) in enumerate(units))
+
+
 def _split_long(text: str, tok: Tokenizer, max_tokens: int) -> list[str]:
-    """Split an over-long paragraph between table rows or list items, else at sentence (line, word) boundaries."""
+    """Split an over-long paragraph between table rows or list items, else at sentence (line, word) boundaries,
+    and a word longer than a chunk where its prefix reaches the limit: every part holds at most ``max_tokens``
+    tokens, in time linear in the paragraph (each sentence and word counted once, each full chunk once more)."""
     rows = _split_rows(text, tok, max_tokens)
     if rows is not None:
         return rows
     pieces = _sentence_pieces(text)
     if len(pieces) == 1:
         pieces = text.split("\n")
-    out: list[str] = []
-    cur = ""
-    for piece in pieces:
-        if tok.count(piece) > max_tokens:
-            words = piece.split(" ")
-            sub: list[str] = []
-            for w in words:
-                if sub and tok.count(" ".join([*sub, w])) > max_tokens:
-                    out.append(" ".join(sub))
-                    sub = []
-                sub.append(w)
-            piece = " ".join(sub)
-        cand = f"{cur} {piece}".strip() if cur else piece
-        if cur and tok.count(cand) > max_tokens:
-            out.append(cur)
-            cur = piece
-        else:
-            cur = cand
-    if cur:
-        out.append(cur)
-    return out
+
+    def units() -> Iterator[tuple[str, int, str]]:  # one at a time: memory is the page and its chunks
+        for piece in pieces:
+            n = tok.count(piece)
+            if n <= max_tokens:
+                yield piece, n, " "
+            else:
+                yield from _units(piece, tok, max_tokens)
+
+    return [t for t in _pack(units(), tok, max_tokens) if t.strip()]
 
 
 def chunk_document(

@@ -1,7 +1,13 @@
-"""Qdrant store: dense cosine vectors plus a BM25-style sparse vector (Qdrant's IDF modifier), fused by rank.
+"""Qdrant store: dense cosine vectors plus a BM25-style sparse vector, fused by rank.
 
 Authorization and filters are a Qdrant payload filter (``tenant``, ``acl`` tokens, language, ``updated_at``,
-groups, source) given to both searches, so Qdrant ranks only the points the principal may read. Works against a
+groups, source) given to both searches, so Qdrant ranks only the points the principal may read.
+
+The lexical list's IDF is computed over that same scope, never over the collection: each point carries its hashed
+terms (the ``lex`` payload), the query counts the readable points and those holding each query term, and sends
+each term's IDF as the query vector's weight (the sparse vector has no Qdrant modifier, whose IDF would count
+every tenant's points). Another tenant's points therefore never move a score or the order of results. A
+collection made with Qdrant's IDF modifier (older versions) is converted when opened. Works against a
 Qdrant server (``QdrantStore(url=...)``) or the official client's embedded local mode (``path=`` / ``":memory:"``).
 """
 
@@ -33,10 +39,19 @@ logger = logging.getLogger(__name__)
 _WORD = _linear.simple(r"\w+")
 _NS = uuid.UUID("5b0f3c1e-8f7e-4f0e-9a52-6d1d3c1a0a11")
 _K1 = 1.2
+_TIE_SLACK = 16
+"""How far past a ranked list's depth a query asks, to order equal scores at the cut by chunk id."""
+_TIE_MAX = 10_000
+"""At most this many points tied at the cut are read to order them by id (past it, Qdrant's order stands)."""
 
 
 def _term_index(term: str) -> int:
     return int.from_bytes(hashlib.blake2b(term.encode("utf-8", "surrogatepass"), digest_size=4).digest(), "little")
+
+
+def _idf(n: int, df: int) -> float:
+    """BM25's IDF of a term ``df`` of ``n`` points hold (Qdrant's formula, over the caller's scope)."""
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
 
 def sparse_terms(text: str) -> tuple[list[int], list[float]]:
@@ -47,6 +62,11 @@ def sparse_terms(text: str) -> tuple[list[int], list[float]]:
         i = _term_index(t)
         idx[i] = idx.get(i, 0.0) + n * (_K1 + 1) / (n + _K1)
     return list(idx), [float(v) for v in idx.values()]
+
+
+def _lex_terms(text: str) -> list[int]:
+    """The hashed terms of a text (the ``lex`` payload: which points hold a term, for the scope's IDF)."""
+    return sorted(sparse_terms(text)[0])
 
 
 def _point_id(chunk_id: str, tenant: str = "") -> str:
@@ -84,6 +104,8 @@ class QdrantStore(HybridSearch):
         self.collection = collection
         self._meta = f"{collection}_meta"
         self._lock = threading.RLock()
+        self.local = path is not None
+        """Whether this is the client's embedded local mode (no server)."""
         try:
             if path is not None:
                 self.client = QdrantClient(location=":memory:") if path == ":memory:" else QdrantClient(path=path)
@@ -102,7 +124,7 @@ class QdrantStore(HybridSearch):
                 self.client.create_collection(
                     self.collection,
                     vectors_config={"dense": m.VectorParams(size=self.dim, distance=m.Distance.COSINE)},
-                    sparse_vectors_config={"lexical": m.SparseVectorParams(modifier=m.Modifier.IDF)},
+                    sparse_vectors_config={"lexical": m.SparseVectorParams()},
                 )
                 for key, schema in (
                     ("tenant", m.PayloadSchemaType.KEYWORD),
@@ -111,6 +133,7 @@ class QdrantStore(HybridSearch):
                     ("language", m.PayloadSchemaType.KEYWORD),
                     ("groups", m.PayloadSchemaType.KEYWORD),
                     ("updated_at", m.PayloadSchemaType.FLOAT),
+                    ("lex", m.PayloadSchemaType.INTEGER),
                 ):
                     try:
                         self.client.create_payload_index(self.collection, key, field_schema=schema)
@@ -125,10 +148,31 @@ class QdrantStore(HybridSearch):
                         f"Qdrant collection {self.collection!r} holds {size}-d vectors, not {self.dim}-d; "
                         "use the embedder it was built with or another collection."
                     )
+                sparse = info.config.params.sparse_vectors or {}
+                if "lexical" in sparse and sparse["lexical"].modifier == m.Modifier.IDF:
+                    self._drop_collection_idf()
             if not self.client.collection_exists(self._meta):
                 self.client.create_collection(
                     self._meta, vectors_config=m.VectorParams(size=1, distance=m.Distance.DOT)
                 )
+
+    def _drop_collection_idf(self) -> None:
+        """Convert a collection made with Qdrant's IDF modifier (collection-wide statistics): give every point
+        its ``lex`` terms, then drop the modifier (a search meanwhile still sees the old weights)."""
+        m = self._m
+        offset = None
+        while True:
+            pts, offset = self.client.scroll(self.collection, limit=256, offset=offset, with_payload=True)
+            for p in pts:
+                pl = p.payload or {}
+                lex = _lex_terms(" ".join([pl.get("title") or "", pl.get("text") or ""]))
+                self.client.set_payload(self.collection, {"lex": lex}, points=[p.id], wait=True)
+            if offset is None:
+                break
+        self.client.update_collection(
+            self.collection, sparse_vectors_config={"lexical": m.SparseVectorParams(modifier=m.Modifier.NONE)}
+        )
+        logger.info("Qdrant collection %s: lexical IDF now computed per caller scope", self.collection)
 
     # -- meta ----------------------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -150,6 +194,7 @@ class QdrantStore(HybridSearch):
         vec = _s.record_vector(r, self.dim)
         idx, vals = sparse_terms(" ".join([r.title, r.text]))
         payload = record_payload(r)
+        payload["lex"] = sorted(idx)  # the same terms as the sparse vector
         payload["acl"] = _s.acl_tokens(r.access)
         payload["tenant"] = r.access.tenant if r.access and r.access.tenant else None
         return self._m.PointStruct(
@@ -276,22 +321,65 @@ class QdrantStore(HybridSearch):
             must.append(m.FieldCondition(key="source_id", match=m.MatchAny(any=list(filters.source_ids))))
         return m.Filter(must=must)
 
+    def _scope_idf(self, scope: Any, terms: list[str]) -> dict[int, float]:
+        """Each query term's IDF over the points of ``scope`` (the caller's readable, filtered points), by term
+        index; a term no such point holds is left out. Counted exactly, so only the caller's points count.
+
+        On a server each count is one indexed ``count`` call (the scope's, then one per term); in local mode,
+        which filters by reading every point, one pass over the scope's ``lex`` payloads counts them all.
+        """
+        m = self._m
+        want = sorted({_term_index(t) for t in terms})
+        if self.local:
+            n = 0
+            df = dict.fromkeys(want, 0)
+            offset = None
+            while True:
+                pts, offset = self.client.scroll(
+                    self.collection, scroll_filter=scope, limit=10_000, offset=offset, with_payload=["lex"]
+                )
+                for p in pts:
+                    n += 1
+                    for i in (p.payload or {}).get("lex") or ():
+                        if i in df:
+                            df[i] += 1
+                if offset is None:
+                    break
+        else:
+            n = int(self.client.count(self.collection, count_filter=scope, exact=True).count)
+            df = {}
+            for i in want if n else ():
+                holds = m.Filter(must=[*scope.must, m.FieldCondition(key="lex", match=m.MatchValue(value=i))])
+                df[i] = int(self.client.count(self.collection, count_filter=holds, exact=True).count)
+        return {i: _idf(n, d) for i, d in df.items() if d}
+
     def _ranked(self, scope: Any, principal: Principal, terms: list[str], qv: FloatVector, n: int, k: int) -> list[Hit]:
         """Both Qdrant queries, with the payload filter (tenant, ACL, filters) of ``scope``."""
         recs: dict[str, ChunkRecord] = {}
 
         def query(vector: Any, using: str) -> list[tuple[str, float]]:
-            points = self.client.query_points(
-                self.collection,
-                query=vector,
-                using=using,
-                query_filter=scope,
-                limit=n,
-                with_payload=True,
-                with_vectors=["dense"],
-            ).points
+            # Qdrant orders equal scores by where the points sit in its storage, which other tenants' points
+            # move: ask past the depth, and for the whole tie at the cut when it runs on, then order by id
+            def points(limit: int, at_least: float | None = None) -> list[Any]:
+                return list(
+                    self.client.query_points(
+                        self.collection,
+                        query=vector,
+                        using=using,
+                        query_filter=scope,
+                        limit=limit,
+                        score_threshold=at_least,
+                        with_payload=True,
+                        with_vectors=["dense"],
+                    ).points
+                )
+
+            got = points(2 * n + _TIE_SLACK)
+            if len(got) > n and float(got[-1].score) == float(got[n - 1].score):
+                got = points(_TIE_MAX, at_least=float(got[n - 1].score))
+            got.sort(key=lambda p: (-float(p.score), str((p.payload or {}).get("id", ""))))
             ranked = []
-            for p in points:
+            for p in got[:n]:
                 r = self._rec(p)
                 recs[r.id] = r
                 ranked.append((r.id, float(p.score)))
@@ -300,9 +388,10 @@ class QdrantStore(HybridSearch):
         try:
             with self._lock:
                 lexical = []
-                if terms:
-                    idx = sorted({_term_index(t) for t in terms})
-                    lexical = query(self._m.SparseVector(indices=idx, values=[1.0] * len(idx)), "lexical")
+                weights = self._scope_idf(scope, terms) if terms else {}
+                if weights:
+                    idx = sorted(weights)
+                    lexical = query(self._m.SparseVector(indices=idx, values=[weights[i] for i in idx]), "lexical")
                 vector = query(qv.tolist(), "dense")
         except Exception as exc:
             raise StoreError(f"Qdrant search failed: {exc}") from exc

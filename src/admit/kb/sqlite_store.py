@@ -5,6 +5,11 @@ reciprocal rank. Both lists are computed over the rows that survive the tenant, 
 source filters, which are part of the same SQL statement: the authorized rowset drives the scan
 (``chunk_acl`` is keyed by tenant and group), so ranking never sees a chunk the principal may not read.
 
+Each tenant has its own full-text index (one FTS5 table per tenant, :func:`fts_table`), as each has its own
+partition of the vector table: a query matches only its tenant's rows, and BM25's statistics (row count, average
+length, how many rows hold a term) are the tenant's own. Another tenant's rows therefore never move a score, the
+order of results or the time a match takes. A file written before the index was split is split when opened.
+
 The stock ``sqlite3`` of many Python builds cannot load extensions, so this module uses ``sqlean.py`` (a SQLite
 build with FTS5 and extension loading) and the ``sqlite-vec`` wheel.
 """
@@ -12,6 +17,8 @@ build with FTS5 and extension loading) and the ``sqlite-vec`` wheel.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 import threading
 import uuid
@@ -28,7 +35,7 @@ from admit.kb.connections import PerThreadConnections, ThreadConnections
 from admit.kb.store import ChunkRecord, FloatVector, Hit, HybridSearch, SearchFilters, SourceInfo, StoreSpec
 from admit.types import Principal
 
-__all__ = ["SPEC", "SqliteStore", "from_url"]
+__all__ = ["SPEC", "SqliteStore", "from_url", "fts_table"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,10 +68,19 @@ CREATE TABLE IF NOT EXISTS chunk_acl (
     tenant TEXT NOT NULL, grp TEXT NOT NULL, rid INTEGER NOT NULL, PRIMARY KEY (tenant, grp, rid)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS chunk_acl_rid ON chunk_acl (rid);
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
-    title, body, content='', contentless_delete=1, tokenize="porter unicode61 tokenchars '_'"
-);
 """
+
+_FTS = "fts5(title, body, content='', contentless_delete=1, tokenize=\"porter unicode61 tokenchars '_'\")"
+"""Each tenant's full-text table (:func:`fts_table`)."""
+
+_SHARED_FTS = "chunks_fts"
+"""The one full-text table of files written before the index was split per tenant (split when opened)."""
+
+
+def fts_table(tenant: str) -> str:
+    """The name of a tenant's full-text table: ``fts_`` and a digest of the tenant (any string is a valid name)."""
+    return "fts_" + hashlib.sha256(tenant.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
 
 _COLS = COLUMNS
 
@@ -113,9 +129,11 @@ class SqliteStore(PerThreadConnections, HybridSearch):
         self.path = str(path)
         self._conns = ThreadConnections(self._open, label=f"knowledge base {self.path!r}")
         self._write_lock = threading.RLock()
+        self._fts_made: set[str] = set()
         conn = self._conn()
         with self._write_lock:
             conn.executescript(_SCHEMA)
+            self._split_shared_fts()
             conn.execute(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_vec USING vec0("
                 f"embedding float[{self.dim}] distance_metric=cosine, tenant text partition key)"
@@ -155,6 +173,44 @@ class SqliteStore(PerThreadConnections, HybridSearch):
                 conn.execute("ROLLBACK")
                 raise
 
+    # -- the per-tenant full-text tables -------------------------------------------------------------------
+    @staticmethod
+    def _fts_row(title: str, heading_path: Sequence[str], text: str) -> tuple[str, str]:
+        """The indexed columns of a chunk: its title with its heading path, and its text."""
+        return " ".join([title, *heading_path]), text
+
+    def _fts_for(self, conn: Any, tenant: str) -> str:
+        """The tenant's full-text table, created if missing (inside the caller's write transaction)."""
+        name = fts_table(tenant)
+        if name not in self._fts_made:
+            conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING {_FTS}")
+            self._fts_made.add(name)
+        return name
+
+    @staticmethod
+    def _fts_exists(conn: Any, tenant: str) -> str | None:
+        """The tenant's full-text table if it has one (``None``: the tenant never had a chunk indexed)."""
+        name = fts_table(tenant)
+        row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
+        return name if row is not None else None
+
+    def _split_shared_fts(self) -> None:
+        """Move a file's one shared full-text table (older files) into per-tenant tables, in one transaction."""
+        conn = self._conn()
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (_SHARED_FTS,)).fetchone():
+            return
+        with self._tx() as tx:
+            if not tx.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (_SHARED_FTS,)).fetchone():
+                return  # another process split it first
+            rows = tx.execute("SELECT rid, tenant, title, heading_path, text FROM chunks WHERE tenant != ''")
+            for rid, tenant, title, heading_path, text in rows.fetchall():
+                tx.execute(
+                    f"INSERT INTO {self._fts_for(tx, tenant)} (rowid, title, body) VALUES (?, ?, ?)",
+                    (rid, *self._fts_row(title, json.loads(heading_path), text)),
+                )
+            tx.execute(f"DROP TABLE {_SHARED_FTS}")
+        logger.info("knowledge base %s: full-text index split per tenant", self.path)
+
     # -- meta ----------------------------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
         """Read a store-level setting."""
@@ -171,11 +227,14 @@ class SqliteStore(PerThreadConnections, HybridSearch):
         vec = _s.record_vector(r, self.dim)
         return vec.tobytes()
 
-    def _delete_rids(self, conn: Any, rids: Sequence[int]) -> None:
+    def _delete_rids(self, conn: Any, rids: Sequence[int], tenant: str) -> None:
+        """Delete rows of one tenant (its full-text rows from its own table)."""
+        fts = self._fts_exists(conn, tenant) if tenant else None
         for i in range(0, len(rids), 500):
             part = list(rids[i : i + 500])
             marks = _marks(part)
-            conn.execute(f"DELETE FROM chunks_fts WHERE rowid IN ({marks})", part)
+            if fts is not None:
+                conn.execute(f"DELETE FROM {fts} WHERE rowid IN ({marks})", part)
             conn.execute(f"DELETE FROM chunk_acl WHERE rid IN ({marks})", part)
             conn.execute(f"DELETE FROM chunks_vec WHERE rowid IN ({marks})", part)
             conn.execute(f"DELETE FROM chunks WHERE rid IN ({marks})", part)
@@ -184,13 +243,13 @@ class SqliteStore(PerThreadConnections, HybridSearch):
         keys = [(r.tenant, r.id) for r in records]
         if len(set(keys)) != len(keys):
             raise StoreError("Duplicate chunk ids in one write.")
-        old: list[int] = []
+        old: dict[str, list[int]] = {}
         for ten, cid in keys:
             row = conn.execute("SELECT rid FROM chunks WHERE tenant = ? AND id = ?", (ten, cid)).fetchone()
             if row is not None:
-                old.append(row[0])
-        if old:
-            self._delete_rids(conn, old)
+                old.setdefault(ten, []).append(row[0])
+        for ten, rids in old.items():
+            self._delete_rids(conn, rids, ten)
         for r in records:
             blob = self._check(r)
             tenant = r.tenant
@@ -205,10 +264,11 @@ class SqliteStore(PerThreadConnections, HybridSearch):
                     "INSERT INTO chunk_acl (tenant, grp, rid) VALUES (?, ?, ?)",
                     [(tenant, g, rid) for g in dict.fromkeys(_s.acl_tokens(r.access))],
                 )
-            conn.execute(
-                "INSERT INTO chunks_fts (rowid, title, body) VALUES (?, ?, ?)",
-                (rid, " ".join([r.title, *r.heading_path]), r.text),
-            )
+                # a chunk without a tenant is stored but never matched: it has no full-text row
+                conn.execute(
+                    f"INSERT INTO {self._fts_for(conn, tenant)} (rowid, title, body) VALUES (?, ?, ?)",
+                    (rid, *self._fts_row(r.title, r.heading_path, r.text)),
+                )
 
     def upsert(self, records: Sequence[ChunkRecord]) -> None:
         """Insert or replace records by id, in one transaction."""
@@ -241,7 +301,7 @@ class SqliteStore(PerThreadConnections, HybridSearch):
     def _delete_source(self, conn: Any, source_id: str, tenant: str) -> int:
         sql = "SELECT rid FROM chunks WHERE source_id = ? AND tenant = ?"
         rids = [row[0] for row in conn.execute(sql, (source_id, tenant or ""))]
-        self._delete_rids(conn, rids)
+        self._delete_rids(conn, rids, tenant or "")
         return len(rids)
 
     # -- reads ---------------------------------------------------------------------------------------------
@@ -335,13 +395,15 @@ class SqliteStore(PerThreadConnections, HybridSearch):
         try:
             conn.execute("BEGIN")
             try:
-                if terms:
+                fts = self._fts_exists(conn, principal.tenant)
+                if terms and fts is not None:
                     match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+                    # the tenant's own table: only its rows are matched, and BM25's statistics are its own
                     lexical = [
                         (int(r[0]), -float(r[1]))
                         for r in conn.execute(
-                            "SELECT rowid, bm25(chunks_fts, 1.0, 1.0) AS s FROM chunks_fts "
-                            f"WHERE chunks_fts MATCH ? AND +rowid IN ({sub}) ORDER BY s LIMIT ?",
+                            f"SELECT rowid, bm25({fts}, 1.0, 1.0) AS s FROM {fts} "
+                            f"WHERE {fts} MATCH ? AND +rowid IN ({sub}) ORDER BY s LIMIT ?",
                             [match, *params, n],
                         )
                     ]
@@ -377,11 +439,14 @@ class SqliteStore(PerThreadConnections, HybridSearch):
             return []
         conn = self._conn()
         try:
+            fts = self._fts_exists(conn, principal.tenant)
+            if fts is None:
+                return []
             rids = [
                 int(r[0])
                 for r in conn.execute(
-                    "SELECT rowid, bm25(chunks_fts, 4.0, 1.0) AS s FROM chunks_fts "
-                    f"WHERE chunks_fts MATCH ? AND +rowid IN ({sub}) ORDER BY s LIMIT ?",
+                    f"SELECT rowid, bm25({fts}, 4.0, 1.0) AS s FROM {fts} "
+                    f"WHERE {fts} MATCH ? AND +rowid IN ({sub}) ORDER BY s LIMIT ?",
                     [match, *params, n],
                 )
             ]

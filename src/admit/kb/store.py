@@ -12,7 +12,9 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import PurePosixPath
 from typing import Any, Protocol, runtime_checkable
+from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +41,7 @@ __all__ = [
     "acl_tokens",
     "fts_terms",
     "principal_tokens",
+    "public_origin",
     "rrf_fuse",
     "visible",
 ]
@@ -86,7 +89,8 @@ class ChunkRecord:
     language: str | None = None
     """ISO language code."""
     origin: str = ""
-    """Where the document was read from (absolute path or URL); used to notice removed files."""
+    """Where the document was read from (absolute path or URL); used to notice removed files. It stays inside:
+    a chunk handed out carries :func:`public_origin` instead."""
     ordinal: int = 0
     """Position of the chunk in its document."""
     metadata: Mapping[str, Any] = field(default_factory=dict)
@@ -105,7 +109,7 @@ class ChunkRecord:
             "kb_source_id": self.source_id,
             "heading_path": list(self.heading_path),
             "ordinal": self.ordinal,
-            "origin": self.origin,
+            "origin": public_origin(self.origin, self.source_id),
         }
         if extra:
             meta.update(extra)
@@ -131,6 +135,35 @@ class ChunkRecord:
             metadata=metadata,
             **shared,
         )
+
+
+def public_origin(origin: str, source_id: str) -> str:
+    """What a chunk handed out says it was read from: never a path on the server.
+
+    A web address stays (without any user name or password in it); a file's path becomes its path under the
+    ingested folder when the source id is that path without its suffix (the default id: ``/srv/docs/ops/a.md``
+    with id ``ops/a`` -> ``ops/a.md``), else the source id itself.
+
+    Example:
+        >>> public_origin("/srv/docs/ops/quota.md", "ops/quota")
+        'ops/quota.md'
+        >>> public_origin("/srv/docs/ops/quota.md", "runbook")
+        'runbook'
+        >>> public_origin("https://bot:pw@docs.example.com/a.html", "a")
+        'https://docs.example.com/a.html'
+    """
+    url = urlsplit(origin)
+    if url.scheme in ("http", "https") and url.hostname:
+        host = url.hostname if ":" not in url.hostname else f"[{url.hostname}]"
+        netloc = host + (f":{url.port}" if url.port else "")
+        return urlunsplit((url.scheme, netloc, url.path, url.query, ""))
+    parts = PurePosixPath(origin.replace("\\", "/")).parts
+    want = PurePosixPath(source_id).parts
+    if want and len(parts) >= len(want):
+        tail = parts[len(parts) - len(want) :]
+        if (*tail[:-1], PurePosixPath(tail[-1]).stem) == want or tail == want:
+            return "/".join(tail)
+    return source_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

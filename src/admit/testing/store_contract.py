@@ -218,6 +218,55 @@ class StoreContract:
             "en1#0"
         ]
 
+    def test_other_tenants_rows_never_change_an_answer(self, store: Store) -> None:
+        """Differential: the caller's answers (ids, order, every score) are the same whatever another tenant holds.
+
+        A lexical score with collection-wide statistics (FTS5's ``bm25()`` over one shared table, Qdrant's IDF
+        modifier) moves as another tenant adds chunks naming a word, which tells the caller whether and how often
+        other tenants use it; the order of the caller's own results shifts with it."""
+        q = unit_vec("quux question", self.dim)
+        mine = [
+            self.rec("acme1#0", tenant="acme", text="Quuxifer is the widget that drives the 9.4.2 release."),
+            self.rec("acme2#0", tenant="acme", text="Our widget notes: the Quuxifer needs a restart after upgrades."),
+            self.rec("acme3#0", tenant="acme", text="9.4.2\nWhat changed: the widget cache and the login page."),
+            self.rec("acme4#0", tenant="acme", text="Login page and widget settings.", groups=("eng",)),
+            *[self.rec(f"acme{i}#0", tenant="acme", text=f"Unrelated note {i}: widget colours.") for i in range(5, 14)],
+        ]
+
+        def theirs(k: int, seed: str) -> list[ChunkRecord]:
+            texts = ["Quuxifer Quuxifer widget", "9.4.2\nQuuxifer changes in 9.4.2", "widget login Quuxifer"]
+            return [
+                self.rec(f"{seed}{i}#0", tenant="globex", text=texts[i % 3], vec=q if i % 2 else None) for i in range(k)
+            ]
+
+        questions = ["Quuxifer", "What does the Quuxifer widget do?", "What changed in 9.4.2?", "login widget"]
+        principals = [Principal(tenant="acme"), Principal(tenant="acme", groups=("eng",))]
+
+        def answers() -> list[list[tuple[Any, ...]]]:
+            out = []
+            for text in questions:
+                for p in principals:
+                    for f in (None, SearchFilters(languages=("en",))):
+                        hits = store.search(text, q, principal=p, k=6, filters=f)
+                        out.append([(h.record.id, h.as_dict(), h.version) for h in hits])
+            return out
+
+        store.upsert(theirs(3, "g"))  # another tenant's rows before, between and after the caller's
+        store.upsert(mine[:6])
+        store.upsert(theirs(40, "h"))
+        store.upsert(mine[6:])
+        before = answers()
+        assert any(h for h in before)
+        for src in [f"h{i}" for i in range(40)]:
+            store.delete_source(src, "globex")
+        assert answers() == before
+        store.upsert(theirs(120, "x"))
+        assert answers() == before
+        for src in [*(f"g{i}" for i in range(3)), *(f"x{i}" for i in range(120))]:
+            store.delete_source(src, "globex")
+        assert store.count("globex") == 0
+        assert answers() == before
+
     # -- hybrid ranking ------------------------------------------------------------------------------------
     def test_hybrid_lexical_and_vector_lists(self, store: Store) -> None:
         q = unit_vec("q", self.dim)
