@@ -110,3 +110,33 @@ def test_an_appendix_in_two_guides_is_stored_once_with_the_other_places_recorded
     assert {r.id for r in rows} >= {"user-guide/index#1-getting-started", "user-guide/index#2-searching"}
     again = kb.ingest([DATA / "appendix_twice"], tenant="t")
     assert (again.sources_unchanged, again.chunks_written, again.chunks_copies) == (3, 0, 2)
+
+
+def test_a_writer_elsewhere_gets_the_copies_rule_with_each_planned_source() -> None:
+    """The Ray engine's workers write what the plan says: the copies a source does not store and the
+    ``also_at`` of those it keeps travel in the job (through its JSON, as to a worker)."""
+    from admit.kb.ingest import IngestOptions, ingest_paths, write_source
+    from admit.kb.ingest_types import SourceJob
+    from admit.kb.ray_ingest import _job_from_json, _job_json
+
+    kb = _kb()
+    options = IngestOptions(tenant="t")
+    sent: list[SourceJob] = []
+
+    def writer(jobs: Any) -> Any:
+        for job in jobs:
+            moved = _job_from_json(_job_json(job))
+            assert moved == job
+            sent.append(moved)
+            yield moved, write_source(kb.store, kb.embedder, moved, options)
+
+    rep = ingest_paths(kb.store, kb.embedder, [DATA / "appendix_twice"], options, writer=writer)
+    # the user guide's glossary page is all copies: nothing of it to store, nothing sent
+    assert (rep.sources_added, rep.sources_unchanged, rep.chunks_copies, len(sent)) == (2, 1, 2, 2)
+    by_path = {Path(j.path).relative_to(DATA / "appendix_twice").as_posix(): j for j in sent}
+    assert by_path["user-guide/index.html"].drop == ("a-glossary",)
+    assert by_path["developer-guide/glossary.html"].also_at == {
+        "intro": ("user-guide/glossary#intro", "user-guide/index#a-glossary")
+    }
+    rows = [r for s in kb.store.list_sources() for r in kb.store.get_source_chunks(s.source_id, s.tenant)]
+    assert sum("A notebook is a folder" in r.text for r in rows) == 1
