@@ -172,19 +172,22 @@ def theme_of(root: Path) -> str:
         html = (root / "index.html").read_text("utf-8", "replace")
     except OSError:
         return "?"
+    css = re.findall(r'href="_static/([\w./-]+)\.css', html)
     for mark, name in (
         ("furo", "furo"),
         ("pydata", "pydata"),
-        ("sphinx_rtd_theme", "read-the-docs"),
-        ("wy-nav", "read-the-docs"),
         ("alabaster", "alabaster"),
         ("bootstrap", "bootstrap"),
-        ("classic.css", "classic"),
+        ("classic", "classic"),
     ):
-        if mark in html:
+        if any(mark in c for c in css):
             return name
-    css = re.findall(r"_static/([\w-]+)\.css", html)
-    own = [c for c in css if c not in {"pygments", "basic", "copybutton", "tabs", "graphviz", "custom"}]
+    if "bd-sidebar" in html:
+        return "pydata"
+    if "css/theme" in css and "wy-nav" in html:
+        return "read-the-docs"
+    skip = {"pygments", "basic", "copybutton", "tabs", "graphviz", "custom"}
+    own = [c.rsplit("/", 1)[-1] for c in css if c.rsplit("/", 1)[-1] not in skip]
     return f"project ({own[0]})" if own else "?"
 
 
