@@ -245,7 +245,9 @@ def read_site(root: Path, *, sources: bool, max_tokens: int = 350) -> SiteRead:
             title=doc.title,
             chunks=[(f"{sid}#{p.section_path}", tuple(p.headings), p.text) for p in pieces],
             version=site_meta.get("version", "") or dict(doc.front_matter).get("version", ""),
-            guarded=bool(meta.get("extract_guard") or site_meta.get("extract_guard")),
+            guarded=bool(
+                getattr(doc, "content_guard", "") or meta.get("extract_guard") or site_meta.get("extract_guard")
+            ),
         )
         out.pages.append(page)
         if sources and fmt == "html":

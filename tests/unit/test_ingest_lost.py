@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +53,14 @@ def test_a_folder_where_most_pages_give_nothing_is_reported() -> None:
     assert rep.as_dict()["mostly_empty"] == [{"folder": str(DATA / "mostly_empty"), "no_chunk": 3, "pages": 4}]
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _GuardedDocument(ParsedDocument):
+    content_guard: str = ""
+
+
 def test_pages_the_extraction_guard_caught_are_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The parser marks a page whose main content it found far below the page's text (``extract_guard``)."""
+    """The parser marks a page whose main content it found far below the page's text: a ``content_guard``
+    reason, or an ``extract_guard`` mark."""
 
     def marked(text: str, fmt: str, *, fallback_title: str) -> ParsedDocument:
         doc = parse_document(text, fmt, fallback_title=fallback_title)
@@ -61,11 +68,14 @@ def test_pages_the_extraction_guard_caught_are_named(monkeypatch: pytest.MonkeyP
             return ParsedDocument(
                 title=doc.title, sections=doc.sections, site={**doc.site, "extract_guard": "kept whole"}
             )
+        if "install" in fallback_title:
+            reason = "main content was 3% of the page's visible text"
+            return _GuardedDocument(title=doc.title, sections=doc.sections, site=doc.site, content_guard=reason)
         return doc
 
     monkeypatch.setattr(ingest_mod, "parse_document", marked)
     rep = _kb().ingest([DATA / "one_empty"], tenant="t")
-    assert [Path(p).name for p in rep.guarded] == ["configure.html"]
+    assert sorted(Path(p).name for p in rep.guarded) == ["configure.html", "install.html"]
 
 
 def test_the_progress_share_never_goes_backwards(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -173,16 +173,21 @@ MOSTLY_EMPTY_MIN = 2
 reported as mostly empty (:attr:`IngestReport.mostly_empty`)."""
 
 GUARD_KEY = "extract_guard"
-"""The parsed document's mark for a page the extraction guard caught (its whole text kept): read from the
-document's ``metadata`` mapping, its ``site`` mapping or an attribute of that name, whichever it has."""
+"""A parsed document's mark for a page the extraction guard caught (its whole text kept), besides its
+``content_guard`` field (the one-line reason, where the parser has that field): read from the document's
+``metadata`` mapping, its ``site`` mapping or an attribute of that name, whichever it has."""
 
 
-def _guarded(doc: ParsedDocument) -> bool:
-    """Whether the parser's extraction guard caught the page (see :data:`GUARD_KEY`)."""
+def _guarded(doc: ParsedDocument) -> str:
+    """Why the parser's extraction guard caught the page (``""``: it did not; see :data:`GUARD_KEY`)."""
+    reason = getattr(doc, "content_guard", "")
+    if reason:
+        return str(reason)
     for where in (getattr(doc, "metadata", None), doc.site):
         if isinstance(where, Mapping) and where.get(GUARD_KEY):
-            return True
-    return bool(getattr(doc, GUARD_KEY, False))
+            return str(where[GUARD_KEY])
+    mark = getattr(doc, GUARD_KEY, "")
+    return str(mark) if mark else ""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -335,8 +340,10 @@ class _Run:
         out: list[tuple[PendingSource, bool]] = []
         for p, page in zip(self.planned, pages, strict=True):
             ids = [cid for cid, _, _ in page.chunks]
-            if _guarded(p.doc):
+            guard = _guarded(p.doc)
+            if guard:
                 self.guarded.append(str(p.f))
+                logger.info("ingest: %s was kept whole: %s", p.f, guard)
             if p.root is not None:
                 tally = self.pages.setdefault(str(p.root), [0, 0])
                 tally[0] += 1

@@ -151,7 +151,8 @@ class IngestReport:
     """Files read without error that gave no chunk (no text found in them): nothing of them is stored."""
     guarded: tuple[str, ...] = ()
     """Pages whose main content the parser's extraction guard found far below the page's visible text, so the
-    page's whole text was kept instead (the parsed document's ``extract_guard`` mark)."""
+    page's whole text was kept instead (the parsed document's ``content_guard`` reason, or an ``extract_guard``
+    mark); the reason is logged."""
     mostly_empty: tuple[tuple[str, int, int], ...] = ()
     """``(folder, pages that gave no chunk, pages)`` of each ingested folder where most pages gave no chunk: a
     site whose text the parser did not find (``admit ingest`` exits non-zero on it)."""
