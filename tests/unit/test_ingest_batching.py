@@ -198,6 +198,10 @@ def test_each_distinct_text_is_encoded_once_and_longest_first(tmp_path: Path) ->
     for i in range(6):  # every page ends with the same paragraph under the same heading
         body = f"Topic {i} " + "word " * (5 + 20 * i)
         (docs / f"p{i}.md").write_text(f"# Guide\n\n## Part {i}\n\n{body}\n\n## Legal\n\n{boiler}\n", "utf-8")
+    # each page its own authority: the registry says they are different sources, so the legal paragraph is
+    # stored with each (not once, as copies of one source's text are: admit.kb.copies) and embedded once
+    reg = tmp_path / "sources.toml"
+    reg.write_text("".join(f'[[sources]]\nmatch = "p{i}.md"\nauthority = 0.{i + 2}\n\n' for i in range(6)), "utf-8")
     emb = CountingEmbedder()
     seen: list[str] = []
     inner = emb.embed
@@ -208,7 +212,7 @@ def test_each_distinct_text_is_encoded_once_and_longest_first(tmp_path: Path) ->
 
     emb.embed = spy  # type: ignore[method-assign]
     with KnowledgeBase(tmp_path / "kb.sqlite", embedder=emb) as kb:
-        rep = kb.ingest([docs], tenant="acme", batch_size=64)
+        rep = kb.ingest([docs], tenant="acme", batch_size=64, registry=reg)
         vectors = _vectors(kb)
     assert rep.chunks_embedded == 12 and not rep.errors
     assert len(seen) == len(set(seen)) == 7  # six topics and the one legal paragraph, each encoded once

@@ -140,6 +140,8 @@ def ingest_cmd(
         echo_json({**rep.as_dict(), "files_seen": rep.files_seen, "kb_chunks": total})
         _exit_on_errors(rep)
         return
+    for line in _lost_lines(rep):
+        click.echo(clean_terminal(line), err=True)
     stdout_console().print(_summary(rep, kb_path, total), highlight=False, markup=False)
     for path, err in rep.errors:
         click.echo(clean_terminal(f"  error: {path}: {err}"), err=True)
@@ -160,9 +162,36 @@ def _summary(rep: IngestReport, kb_path: str, total: int) -> str:
         f"{rep.sources_removed} removed (gone since the last ingest)\n"
         + "".join(f"  {line}\n" for line in rep.left_out_lines())
         + f"  chunks:  {rep.chunks_added} added, {rep.chunks_changed} changed, {rep.chunks_unchanged} unchanged, "
-        f"{rep.chunks_removed} removed; {rep.chunks_written} written, {rep.chunks_embedded} embedded\n"
-        f"  the knowledge base now holds {total} chunks"
+        f"{rep.chunks_removed} removed; {rep.chunks_written} written, {rep.chunks_embedded} embedded"
+        + (f"; {rep.chunks_copies} stored once as copies of others (also_at)" if rep.chunks_copies else "")
+        + f"\n  the knowledge base now holds {total} chunks"
     )
+
+
+SHOWN_PATHS = 10
+"""Paths named on a report line before ``... and N more``."""
+
+
+def _named(paths: tuple[str, ...]) -> str:
+    more = f" ... and {len(paths) - SHOWN_PATHS} more (--json lists them all)" if len(paths) > SHOWN_PATHS else ""
+    return ", ".join(paths[:SHOWN_PATHS]) + more
+
+
+def _lost_lines(rep: IngestReport) -> list[str]:
+    """What the run read but could not store: pages that gave no chunk, pages the extraction guard kept whole."""
+    out = []
+    if rep.no_chunk:
+        n = len(rep.no_chunk)
+        out.append(
+            f"  {n} page{'' if n == 1 else 's'} gave no chunk (no text found; nothing stored): {_named(rep.no_chunk)}"
+        )
+    if rep.guarded:
+        n = len(rep.guarded)
+        out.append(
+            f"  {n} page{'' if n == 1 else 's'} kept whole (the main content found was far below the page's text): "
+            f"{_named(rep.guarded)}"
+        )
+    return out
 
 
 def _new_kb_file(kb_path: str) -> Path | None:
@@ -174,9 +203,19 @@ def _new_kb_file(kb_path: str) -> Path | None:
 
 
 def _exit_on_errors(rep: IngestReport) -> None:
-    """A file that failed to ingest is a runtime failure: exit 1 after the report (saying whether others were)."""
+    """A file that failed to ingest is a runtime failure, and so is a folder where most pages gave no chunk (a
+    site whose text was not found): exit 1 after the report, one line each."""
+    for folder, empty, pages in rep.mostly_empty:
+        click.echo(
+            clean_terminal(
+                f"error: {empty} of {pages} pages under {folder} gave no chunk: their text was not found, "
+                "nothing of them is stored."
+            ),
+            err=True,
+        )
     if rep.errors:
         n, ok = len(rep.errors), rep.sources_added + rep.sources_updated + rep.sources_unchanged
         rest = f"; {ok} other(s) ingested." if ok else "; no file was ingested."
         click.echo(f"error: {n} of {rep.files} file(s) failed to ingest{rest}", err=True)
+    if rep.errors or rep.mostly_empty:
         sys.exit(1)

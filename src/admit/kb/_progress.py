@@ -1,8 +1,9 @@
-"""Ingest progress on stderr: chunks embedded out of an estimated total, with the rate and an ETA.
+"""Ingest progress on stderr: files read, then chunks embedded out of their total, with the rate and an ETA.
 
-The total is not known until every file is chunked, and files are chunked as they are reached, so it is
-estimated: the chunks found so far plus the bytes of the files not yet read at the chunks-per-byte seen so far.
-It converges on the true count as the run goes.
+An ingest run reads and chunks every file first (a fast pass: no embedding), so the number of chunks to embed is
+known (:meth:`IngestProgress.known`) before the first is embedded, and the share never goes backwards. Without
+that call (a caller that embeds as it reads), the total is estimated: the chunks found so far plus the bytes of
+the files not yet read at the chunks-per-byte seen so far.
 
 On a terminal it is a rich bar (the ETA rich's: remaining estimate / recent rate). Elsewhere (a log file, a
 pipe, a CI job) it is a plain line every ``interval`` seconds, the ETA the remaining estimate at the run's rate::
@@ -60,6 +61,8 @@ class IngestProgress:
         self.chunks_done = 0
         self.files_reached = 0
         self.lines_written = 0
+        self.total: int | None = None
+        """The exact number of chunks to embed, once known (:meth:`known`)."""
         self._bar: Any = None
         self._task: Any = None
         self._lines = False
@@ -101,8 +104,16 @@ class IngestProgress:
         self._bar.start()
         self._task = self._bar.add_task("", total=None)
 
+    def known(self, total: int) -> None:
+        """Reports the exact number of chunks the run will embed (every file read and chunked)."""
+        self.total = max(0, total)
+        self._refresh()
+
     def estimate(self) -> int:
-        """The estimated total number of chunks (found so far + the unread bytes at the rate seen so far)."""
+        """The total number of chunks: exact once :meth:`known`, else estimated (found so far + the unread
+        bytes at the rate seen so far)."""
+        if self.total is not None:
+            return max(self.total, self.chunks_done)
         if self.bytes_read <= 0 or self.chunks_found <= 0:
             return max(self.chunks_found, self.chunks_done)
         rest = max(0, self.total_bytes - self.bytes_read) * self.chunks_found / self.bytes_read
@@ -141,11 +152,16 @@ class IngestProgress:
                 f"ingest: {self.chunks_done}/{self.chunks_done} chunks (100%), {self.files_reached} files, "
                 f"{rate:.1f} chunks/s, ETA 0:00:00, done in {_clock(elapsed)}"
             )
+        now = f", now {self._name}" if self._name else ""
+        if self.total is None and self.chunks_done == 0 and self.chunks_found == 0:
+            share = f" ({100 * self.bytes_read / self.total_bytes:.0f}% of the bytes)" if self.total_bytes else ""
+            return f"ingest: reading files, {self.files_reached} read{share}{now}"
         total = self.estimate()
-        exact = self.bytes_read >= self.total_bytes
+        exact = self.total is not None or self.bytes_read >= self.total_bytes
         share = f"{100 * self.chunks_done / total:.0f}%" if total else "-"
         eta = _clock((total - self.chunks_done) / rate) if rate > 0 else "-"
-        now = f", now {self._name}" if self._name else ""
+        if self.total is not None:
+            now = ""
         return (
             f"ingest: {self.chunks_done}/{'' if exact else '~'}{total} chunks ({share}), "
             f"{self.files_reached} files read, {rate:.1f} chunks/s, ETA {eta}{now}"

@@ -20,6 +20,11 @@ module walks the files and runs the ingest, step by step. Their names are re-exp
   content, titles without the site's suffix, the site's version as the source's; source copies, highlighted
   source, assets, search and index pages, redirect stubs and ``exclude`` globs are left out, counted per kind in
   :attr:`IngestReport.left_out`.
+* Every file is read, parsed and chunked first (a fast pass, nothing embedded): then each chunk is stored once
+  (exact and near copies across pages, :mod:`admit.kb.copies`; the kept copy's ``also_at`` names the others),
+  the number of chunks to embed is known (the progress share never goes backwards), and what changed is embedded
+  and written. A page that gives no chunk stores nothing, is counted unchanged and is named in
+  :attr:`IngestReport.no_chunk`; a folder where most pages give none is in :attr:`IngestReport.mostly_empty`.
 * A file over ``max_file_bytes`` is an error of its own (one line); the rest of the run is ingested.
 * Registry (``sources.toml``): ``[defaults]`` and ``[[sources]]`` entries matched by path glob or source id that
   set tenant, groups, label, authority, document, version, language, updated.
@@ -31,7 +36,7 @@ import hashlib
 import logging
 import stat
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal
@@ -41,6 +46,7 @@ from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.errors import ConfigError
 from admit.kb._progress import IngestProgress
 from admit.kb.chunking import DEFAULT_MAX_TOKENS, TextChunk, chunk_document, slugify
+from admit.kb.copies import PageChunks, one_copy
 from admit.kb.docsite import HomeVersions, SiteFilter
 from admit.kb.files import RefusedFileError, read_no_follow
 from admit.kb.ingest_types import DEFAULT_MAX_FILE_BYTES, IngestOptions, IngestReport, SourceJob, SourceWriter
@@ -57,7 +63,7 @@ from admit.kb.parse import (
 from admit.kb.registry import Registry, SourceSettings, load_registry
 from admit.kb.registry import settings_for as _settings
 from admit.kb.store import SourceInfo, Store
-from admit.kb.writing import EmbedQueue, prepare_source, records_from_chunks, write_source
+from admit.kb.writing import EmbedQueue, PendingSource, prepare_source, records_from_chunks, write_source
 
 __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
@@ -101,10 +107,10 @@ def ingest_paths(
 ) -> IngestReport:
     """Ingest files and folders into ``store``; see the module docstring for the rules.
 
-    The run, step by step: walk the paths (:func:`_walk`), plan each file (read, parse, decide whether it
-    changed: :meth:`_Run.plan_file`), write what changed (here, embedded in batches across files, or by
-    ``writer``: :meth:`_Run.write_planned`), then remove the sources gone from the ingested folders
-    (:meth:`_Run.remove_gone`).
+    The run, step by step: walk the paths (:func:`_walk`), read, parse and chunk each file
+    (:meth:`_Run.plan_file`), decide over all of them which chunks are copies and which files changed
+    (:meth:`_Run.decide`), write what changed (here, embedded in batches across files, or by ``writer``:
+    :meth:`_Run.write_planned`), then remove the sources gone from the ingested folders (:meth:`_Run.remove_gone`).
 
     Args:
         store: The store.
@@ -133,11 +139,15 @@ def ingest_paths(
     bar = IngestProgress(sum(_size(f) for f, _, _ in taken), enabled=shown, final=progress is True)
     run.queue = EmbedQueue(store, embedder, run.options.batch_size, run.counts, run.errors, bar)
     try:
-        for f, root, rel in taken:
+        for f, root, rel in taken:  # the fast pass: read, parse and chunk every file (nothing embedded)
             bar.file(rel, _size(f))
             if callable(progress):
                 progress(rel)
             run.plan_file(f, root, rel)
+        pending = run.decide()  # one copy of each chunk; what is unchanged; the exact number to embed
+        bar.known(sum(p.chunks_to_embed() for p, _ in pending))
+        for p, added in pending:
+            run.queue.add(p, added=added)
         run.queue.flush()
         run.write_planned()
         run.remove_gone(_folders(paths), [f for f, r in files if r is None])
@@ -150,9 +160,50 @@ def ingest_paths(
         refused_links=tuple(p for p, _ in run.refused),
         refusals=tuple(run.refused),
         errors=tuple(run.errors),
+        no_chunk=tuple(run.no_chunk),
+        guarded=tuple(run.guarded),
+        mostly_empty=run.mostly_empty(),
         kept_last_good=tuple(run.kept),
         seconds=time.perf_counter() - t0,
     )
+
+
+MOSTLY_EMPTY_MIN = 2
+"""The fewest pages of a folder that must give no chunk (and more than half its pages) for the folder to be
+reported as mostly empty (:attr:`IngestReport.mostly_empty`)."""
+
+GUARD_KEY = "extract_guard"
+"""A parsed document's mark for a page the extraction guard caught (its whole text kept), besides its
+``content_guard`` field (the one-line reason, where the parser has that field): read from the document's
+``metadata`` mapping, its ``site`` mapping or an attribute of that name, whichever it has."""
+
+
+def _guarded(doc: ParsedDocument) -> str:
+    """Why the parser's extraction guard caught the page (``""``: it did not; see :data:`GUARD_KEY`)."""
+    reason = getattr(doc, "content_guard", "")
+    if reason:
+        return str(reason)
+    for where in (getattr(doc, "metadata", None), doc.site):
+        if isinstance(where, Mapping) and where.get(GUARD_KEY):
+            return str(where[GUARD_KEY])
+    mark = getattr(doc, GUARD_KEY, "")
+    return str(mark) if mark else ""
+
+
+@dataclass(slots=True, kw_only=True)
+class _Planned:
+    """A file read, parsed and chunked by the fast pass, waiting for the copies rule and the change check."""
+
+    f: Path
+    root: Path | None
+    fmt: str
+    doc: ParsedDocument
+    st: SourceSettings
+    content_hash: str
+    base_key: str
+    """The ingest key before the copies rule's share of it."""
+    pieces: list[TextChunk]
+    old: SourceInfo | None
 
 
 @dataclass(slots=True)
@@ -178,6 +229,11 @@ class _Run:
     kept: list[str] = field(default_factory=list)
     by_origin: dict[str, list[tuple[str, str]]] | None = None
     home: HomeVersions = field(default_factory=HomeVersions)
+    planned: list[_Planned] = field(default_factory=list)
+    no_chunk: list[str] = field(default_factory=list)
+    guarded: list[str] = field(default_factory=list)
+    pages: dict[str, list[int]] = field(default_factory=dict)
+    """Ingested folder -> ``[pages, pages that gave no chunk]``."""
 
     def __post_init__(self) -> None:
         reg = self.options.registry
@@ -214,11 +270,7 @@ class _Run:
             if fmt == "html" and root is not None and "version" not in doc.front_matter:
                 doc = self._home_version(f, root, doc)
             st = self._source_settings(f, root, rel, doc)
-            self._plan_source(f, fmt, raw, doc, st)
-        except ConfigError:
-            assert self.queue is not None
-            self.queue.flush()  # the files before this one are written, as they were before batching
-            raise
+            self._plan_source(f, root, fmt, raw, doc, st)
         except (OSError, ValueError) as exc:
             self.fail(f, str(exc))
 
@@ -283,31 +335,100 @@ class _Run:
         self.seen.add((st.source_id, st.tenant))
         return st
 
-    def _plan_source(self, f: Path, fmt: str, raw: bytes, doc: ParsedDocument, st: SourceSettings) -> None:
-        """Unchanged (same ingest key, same file): counted; else written here or planned for the writer."""
+    def _plan_source(
+        self, f: Path, root: Path | None, fmt: str, raw: bytes, doc: ParsedDocument, st: SourceSettings
+    ) -> None:
+        """Chunk the source and keep it for :meth:`decide` (which needs every page's chunks)."""
         o = self.options
         content_hash = hashlib.sha256(raw).hexdigest()[:16]
         tok_name = getattr(self.tokenizer, "name", "")
         parser = f":{PARSER_REVISIONS[fmt]}" if fmt in PARSER_REVISIONS else ""  # a parser that reads more now
-        ingest_key = hashlib.sha256(
+        base_key = hashlib.sha256(
             f"{content_hash}:{st.key()}:{o.max_tokens}:{tok_name}:{self.embedder.name}{parser}".encode()
         ).hexdigest()[:16]
+        pieces = chunk_document(doc, tokenizer=self.tokenizer, max_tokens=o.max_tokens)
         old = self.existing.get((st.source_id, st.tenant))
-        if old is not None and old.ingest_key == ingest_key and old.origin == str(f):
-            self.counts["sources_unchanged"] += 1
-            self.counts["chunks_unchanged"] += old.chunks
-            return
-        if self.writer is not None:
-            job = SourceJob(
-                path=str(f), fmt=fmt, settings=st, content_hash=content_hash, ingest_key=ingest_key, new=old is None
+        self.planned.append(
+            _Planned(f=f, root=root, fmt=fmt, doc=doc, st=st, content_hash=content_hash, base_key=base_key,
+                     pieces=pieces, old=old)
+        )  # fmt: skip
+
+    def decide(self) -> list[tuple[PendingSource, bool]]:
+        """Over every planned file: which chunks are copies of others (stored once, :mod:`admit.kb.copies`),
+        which files gave nothing, which are unchanged (counted), and what must be written: planned jobs for the
+        writer, or the sources to embed here (returned with whether each is new)."""
+        pages = [
+            PageChunks(
+                (p.st.tenant, tuple(p.st.groups), p.st.label, p.st.authority, p.st.version),
+                p.doc.title,
+                [(f"{p.st.source_id}#{c.section_path}", c.headings, c.text) for c in p.pieces],
             )
-            self.jobs.append(job)
-            return
-        pending = prepare_source(
-            self.store, self.embedder, doc, f, st, fmt, content_hash, ingest_key, self.tokenizer, o.max_tokens
+            for p in self.planned
+        ]
+        copies = one_copy(pages)
+        self.counts["chunks_copies"] += len(copies.dropped)
+        out: list[tuple[PendingSource, bool]] = []
+        for p, page in zip(self.planned, pages, strict=True):
+            ids = [cid for cid, _, _ in page.chunks]
+            guard = _guarded(p.doc)
+            if guard:
+                self.guarded.append(str(p.f))
+                logger.info("ingest: %s was kept whole: %s", p.f, guard)
+            if p.root is not None:
+                tally = self.pages.setdefault(str(p.root), [0, 0])
+                tally[0] += 1
+                tally[1] += not p.pieces
+            if not p.pieces:
+                self.no_chunk.append(str(p.f))
+                logger.info("ingest: %s gave no chunk (no text found in it)", p.f)
+            digest = copies.digest(ids)
+            key = p.base_key if not digest else hashlib.sha256(f"{p.base_key}:{digest}".encode()).hexdigest()[:16]
+            drop, also = copies.of_page(ids)
+            dropped = set(drop)
+            kept = [c for c, cid in zip(p.pieces, ids, strict=True) if cid not in dropped]
+            old = p.old
+            if old is not None and old.ingest_key == key and old.origin == str(p.f):
+                self.counts["sources_unchanged"] += 1
+                self.counts["chunks_unchanged"] += old.chunks
+                continue
+            if not kept and old is None:  # nothing stored before, nothing to store now: unchanged
+                self.counts["sources_unchanged"] += 1
+                continue
+            sid = p.st.source_id
+            also_at = {cid.removeprefix(f"{sid}#"): v for cid, v in also.items()}
+            if self.writer is not None:
+                self.jobs.append(
+                    SourceJob(
+                        path=str(p.f),
+                        fmt=p.fmt,
+                        settings=p.st,
+                        content_hash=p.content_hash,
+                        ingest_key=key,
+                        new=old is None,
+                        drop=tuple(cid.removeprefix(f"{sid}#") for cid in drop),
+                        also_at=also_at,
+                    )
+                )
+                continue
+            try:
+                pending = prepare_source(
+                    self.store, self.embedder, p.doc, p.f, p.st, p.fmt, p.content_hash, key, self.tokenizer,
+                    self.options.max_tokens, pieces=kept, also_at=also_at,
+                )  # fmt: skip
+            except (OSError, ValueError) as exc:
+                self.fail(p.f, str(exc))
+                continue
+            out.append((pending, old is None))
+        self.planned = []
+        return out
+
+    def mostly_empty(self) -> tuple[tuple[str, int, int], ...]:
+        """The ingested folders where most pages gave no chunk: ``(folder, no chunk, pages)``."""
+        return tuple(
+            (folder, empty, n)
+            for folder, (n, empty) in self.pages.items()
+            if empty >= MOSTLY_EMPTY_MIN and 2 * empty > n
         )
-        assert self.queue is not None
-        self.queue.add(pending, added=old is None)  # embedded with other files' chunks, then written
 
     def write_planned(self) -> None:
         """Hand the planned jobs to the writer; add up what it reports."""

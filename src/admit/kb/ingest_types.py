@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +103,11 @@ class IngestReport:
     """What one ingest run did. The counts add up: every file of a supported format ends as one source
     added, updated or unchanged, or one error (``files == sources_added + sources_updated + sources_unchanged +
     len(errors)``); ``chunks_added + chunks_changed + chunks_unchanged`` is the number of chunks those files have
-    now; ``chunks_written`` those of the added and updated sources."""
+    stored now; ``chunks_written`` those of the added and updated sources.
+
+    A page that gives no chunk stores nothing: it is counted unchanged (as on every later run) and named in
+    :attr:`no_chunk`; one whose chunks were all stored before and now gives none is updated (its chunks removed).
+    """
 
     files: int = 0
     """Files of a supported format the run took up (read, or failed with an error of their own)."""
@@ -125,6 +129,9 @@ class IngestReport:
     """Chunks this run stored: every chunk of an added or updated source (unchanged ones keep their embedding).
 
     ``chunks_added + chunks_changed + chunks_unchanged`` is the number of chunks the files read now have."""
+    chunks_copies: int = 0
+    """Chunks not stored because a copy of them is (another page's, or the same page's): the kept copy's
+    ``also_at`` metadata names them (:mod:`admit.kb.copies`)."""
     skipped: tuple[str, ...] = ()
     """Files skipped (unsupported format)."""
     left_out: tuple[tuple[str, str], ...] = ()
@@ -140,6 +147,15 @@ class IngestReport:
     """``(path, cause)`` of each refused link or non-regular file, in the order of :attr:`refused_links`."""
     errors: tuple[tuple[str, str], ...] = ()
     """``(path, message)`` of files that could not be read."""
+    no_chunk: tuple[str, ...] = ()
+    """Files read without error that gave no chunk (no text found in them): nothing of them is stored."""
+    guarded: tuple[str, ...] = ()
+    """Pages whose main content the parser's extraction guard found far below the page's visible text, so the
+    page's whole text was kept instead (the parsed document's ``content_guard`` reason, or an ``extract_guard``
+    mark); the reason is logged."""
+    mostly_empty: tuple[tuple[str, int, int], ...] = ()
+    """``(folder, pages that gave no chunk, pages)`` of each ingested folder where most pages gave no chunk: a
+    site whose text the parser did not find (``admit ingest`` exits non-zero on it)."""
     kept_last_good: tuple[str, ...] = ()
     """Files that failed or were refused this run (an error, a refused link, over the size cap) whose earlier,
     good version stays in the store as it was: a version is replaced only by one that parsed."""
@@ -180,6 +196,9 @@ class IngestReport:
         d["refused_links"] = list(self.refused_links)
         d["refusals"] = [{"path": p, "cause": c} for p, c in self.refusals]
         d["errors"] = [{"path": p, "error": e} for p, e in self.errors]
+        d["no_chunk"] = list(self.no_chunk)
+        d["guarded"] = list(self.guarded)
+        d["mostly_empty"] = [{"folder": f, "no_chunk": e, "pages": n} for f, e, n in self.mostly_empty]
         d["seconds"] = round(self.seconds, 3)
         d["chunks_per_second"] = round(self.chunks_per_second, 1)
         return d
@@ -202,6 +221,10 @@ class SourceJob:
     """Digest of content, settings, chunker and embedder."""
     new: bool
     """Whether the store had no version of the source."""
+    drop: tuple[str, ...] = ()
+    """Section paths of the chunks not stored, being copies of other chunks (:mod:`admit.kb.copies`)."""
+    also_at: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Section path of a kept chunk -> the ids of its copies that are not stored (its ``also_at`` metadata)."""
 
 
 SourceWriter = Callable[[Sequence[SourceJob]], Iterable[tuple[SourceJob, "Mapping[str, int] | str"]]]

@@ -54,6 +54,8 @@ def _job_from_json(s: str) -> SourceJob:
     st = d.pop("settings")
     st["groups"] = tuple(st["groups"])
     st["updated"] = datetime.fromisoformat(st["updated"]) if st["updated"] else None
+    d["drop"] = tuple(d.get("drop", ()))
+    d["also_at"] = {k: tuple(v) for k, v in d.get("also_at", {}).items()}
     return SourceJob(settings=SourceSettings(**st), **d)
 
 

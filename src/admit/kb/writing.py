@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +22,8 @@ from admit.backends.tokenizers import Tokenizer
 from admit.errors import ConfigError
 from admit.features import FEATURES_KEY, FEATURES_VERSION, chunk_features
 from admit.kb._progress import IngestProgress
-from admit.kb.chunking import chunk_document
+from admit.kb.chunking import TextChunk, chunk_document
+from admit.kb.copies import ALSO_AT_KEY
 from admit.kb.files import read_no_follow
 from admit.kb.ingest_types import IngestOptions, SourceJob
 from admit.kb.parse import ParsedDocument, parse_document
@@ -113,8 +114,22 @@ def write_source(store: Store, embedder: Embedder, job: SourceJob, options: Inge
     errors: list[tuple[str, str]] = []
     queue = EmbedQueue(store, embedder, options.batch_size, counts, errors, IngestProgress(0, enabled=False))
     tok = resolve_tokenizer(options.tokenizer)
+    pieces = [
+        p for p in chunk_document(doc, tokenizer=tok, max_tokens=options.max_tokens) if p.section_path not in job.drop
+    ]
     pending = prepare_source(
-        store, embedder, doc, f, job.settings, job.fmt, job.content_hash, job.ingest_key, tok, options.max_tokens
+        store,
+        embedder,
+        doc,
+        f,
+        job.settings,
+        job.fmt,
+        job.content_hash,
+        job.ingest_key,
+        tok,
+        options.max_tokens,
+        pieces=pieces,
+        also_at=job.also_at,
     )
     queue.add(pending, added=job.new)
     queue.flush()  # the same embed-and-write path as a local run (one replace_source)
@@ -124,7 +139,7 @@ def write_source(store: Store, embedder: Embedder, job: SourceJob, options: Inge
 
 
 @dataclass(slots=True, kw_only=True)
-class _Pending:
+class PendingSource:
     """A chunked source waiting for its vectors: what :func:`_write_source` needs, and the texts to embed."""
 
     f: Path
@@ -138,6 +153,10 @@ class _Pending:
     updated: datetime
     access: Access
     language: str | None
+
+    def chunks_to_embed(self) -> int:
+        """Chunks of the source that need a vector computed (a new or changed chunk, or passages)."""
+        return len({j for j, _, _ in self.texts()})
 
     def texts(self) -> list[tuple[int, str, int]]:
         """``(draft, text, slot)`` to embed, a draft's texts together; slot -1 is the chunk vector, else a passage."""
@@ -182,16 +201,16 @@ class EmbedQueue:
         self.counts = counts
         self.errors = errors
         self.bar = bar
-        self.waiting: list[tuple[_Pending, bool]] = []
+        self.waiting: list[tuple[PendingSource, bool]] = []
         self.queued = 0
         self.remembered: dict[str, FloatArray] = {}
         """Text key -> vector of the texts this run encoded (the newest :data:`REMEMBERED_VECTORS`)."""
         self.texts_encoded = 0
         """Texts handed to the embedder so far."""
 
-    def add(self, pending: _Pending, *, added: bool) -> None:
+    def add(self, pending: PendingSource, *, added: bool) -> None:
         texts = pending.texts()
-        self.bar.found(len({j for j, _, _ in texts}))
+        self.bar.found(pending.chunks_to_embed())
         self.waiting.append((pending, added))
         self.queued += len(texts)
         if self.queued >= self.batch_size:
@@ -281,9 +300,17 @@ def prepare_source(
     ingest_key: str,
     tok: Tokenizer,
     max_tokens: int,
-) -> _Pending:
-    """Chunk a source and find what changed (the chunk and passage vectors to compute); nothing is written."""
-    pieces = chunk_document(doc, tokenizer=tok, max_tokens=max_tokens)
+    *,
+    pieces: Sequence[TextChunk] | None = None,
+    also_at: Mapping[str, Sequence[str]] | None = None,
+) -> PendingSource:
+    """Chunk a source and find what changed (the chunk and passage vectors to compute); nothing is written.
+
+    ``pieces``: the source's chunks when the caller has them (the ingest's plan, less the copies it does not
+    store); ``also_at``: section path -> the ids of the chunk's copies not stored (its ``also_at`` metadata).
+    """
+    if pieces is None:
+        pieces = chunk_document(doc, tokenizer=tok, max_tokens=max_tokens)
     old = {r.id: r for r in store.get_source_chunks(st.source_id, st.tenant)}
     updated = st.updated or datetime.fromtimestamp(f.stat().st_mtime, UTC)
     access = Access(tenant=st.tenant, groups=st.groups, label=st.label)
@@ -313,6 +340,7 @@ def prepare_source(
                 "ordinal": p.ordinal,
                 "embedding": prev.embedding if (reuse and prev is not None) else None,
                 "counted": counts_key,
+                "also_at": list(also_at.get(p.section_path, ())) if also_at else [],
             }
         )
         if not reuse:
@@ -338,7 +366,7 @@ def prepare_source(
         kept = prev.metadata.get(PASSAGE_VECTORS_KEY) if unchanged and prev is not None and n_ps > 1 else None
         d["passage_vectors"] = kept if decode_vectors(kept, embedder.name, n_ps) is not None else None
     multi = [j for j, d in enumerate(drafts) if len(d["passages"]) > 1 and d["passage_vectors"] is None]
-    return _Pending(
+    return PendingSource(
         f=f,
         st=st,
         drafts=drafts,
@@ -352,7 +380,7 @@ def prepare_source(
 
 
 def _write_source(
-    store: Store, embedder: Embedder, pending: _Pending, vectors: Sequence[tuple[int, int, FloatArray]]
+    store: Store, embedder: Embedder, pending: PendingSource, vectors: Sequence[tuple[int, int, FloatArray]]
 ) -> int:
     """Put the computed vectors in place and replace the source in one store transaction; return the chunk count."""
     p = pending
@@ -386,6 +414,7 @@ def _write_source(
             ordinal=d["ordinal"],
             metadata={
                 **meta,
+                **({ALSO_AT_KEY: d["also_at"]} if d["also_at"] else {}),
                 FEATURES_KEY: d["features"],
                 **({PASSAGE_VECTORS_KEY: d["passage_vectors"]} if d["passage_vectors"] else {}),
             },
