@@ -144,6 +144,9 @@ class RetrievalRecord(TypedDict):
     both: int
     filters: dict[str, Any]
     latency_ms: dict[str, float]
+    absent: NotRequired[list[str]]
+    """The store features the question needed and the store lacks (``release_records``: the question names a
+    release, and the store has no release-candidate query, so no section of that release was added)."""
 
 
 class TraceRecord(TypedDict, total=False):
