@@ -371,7 +371,8 @@ class Pipeline:
         self._write(record, req, request_id)
         return PackResult(
             admitted=packed.admitted, prompt=packed.prompt, fallbacks=packed.fallbacks, decisions=ordered, trace=record,
-            budget=budget, tools=tools.text if tools is not None else "", **verdict.answer_fields(),
+            budget=budget, tools=tools.text if tools is not None else "", answerability=verdict.probability,
+            answer_state=verdict.state,
         )  # fmt: skip
 
     # -- the steps of pack -------------------------------------------------------------------------------------
@@ -517,7 +518,7 @@ class Pipeline:
             accepted_ids=[p.chunk.id for p in packed.admitted],
             question_tokens=tokenizer.count(req.question),
             flags=flags,
-            answerability=verdict.as_dict(),
+            answer=verdict.as_dict(),
             tools=[r.as_dict() for r in tools.reports] if tools is not None else None,
             retrieval=req.retrieval,
             content=(req.question, packed.prompt) if self.trace_content else None,

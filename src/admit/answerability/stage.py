@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from admit.answerability.features import SETWISE, features, missing_terms
 from admit.answerability.model import ABSENT_NAME_BELOW, AnswerabilityModel, load_models
-from admit.answerability.record import Answerability, answerable_for
+from admit.answerability.record import Answerability
 from admit.question import Question, read_question
 from admit.types import Chunk, Decision, Fallback, Scored
 
@@ -67,7 +67,7 @@ def assess(
         False
     """
     if not texts:
-        return Answerability(probability=0.0, answerable=False, model="empty", reason="no evidence was admitted")
+        return Answerability(probability=0.0, state="not_answered", model="empty", reason="no evidence was admitted")
     question = read_question(question)  # read once: the features and the missing terms take the record
     script = question.script
     if script is not None:
@@ -107,7 +107,6 @@ def assess(
         parts.append(f"no passage names {', '.join(missing)}")
     return Answerability(
         probability=round(p, 4),
-        answerable=answerable_for(state),
         model=model.name,
         reason="; ".join(parts),
         state=state,
@@ -123,7 +122,9 @@ def _assess_script(question: Question, texts: Sequence[str], script: str) -> Ans
         f"question in {script} script, which MiniLM does not read: the best passage holds {share:.0%} of its "
         f"character bigrams ({'>=' if ok else '<'} {SCRIPT_MIN_SHARE:.0%}; a rule, not a calibrated probability)"
     )
-    return Answerability(probability=round(share, 4), answerable=ok, model="script", reason=reason)
+    return Answerability(
+        probability=round(share, 4), state="answered" if ok else "not_answered", model="script", reason=reason
+    )
 
 
 def _text_of(c: Chunk) -> str:
