@@ -192,3 +192,41 @@ def test_a_question_naming_thousands_of_releases_is_read_in_linear_work() -> Non
     path(_naming(50))()
     w_small, w_large = _work(path(small)), _work(path(large))
     assert w_large <= 5 * w_small, (w_small, w_large)  # 4x the releases: about 4x the work, never 16x
+
+
+def test_a_setwise_prune_reads_the_question_once() -> None:
+    """The stages take the record: pruning, the release rule, the identifier rule and answerability no longer hand
+    the question to the tokenisers (main: 15 calls of ``words``, 6 of ``content_tokens``, 4 of ``identifiers`` and
+    of ``unreadable_script`` per prune of five chunks)."""
+    from admit import _text
+    from admit.pipeline import prune_candidates
+    from admit.prune import PruneSettings
+    from admit.prune.setwise import SetwisePruner
+
+    question = "Which port does the registry of Ferrule 4.1 listen on by default?"
+    texts = [
+        "The registry listens on port 5000 by default.",
+        "Ferrule 4.1 release notes: faster pushes.",
+        "Set REGISTRY_PORT to change the port.",
+        "Garbage collection runs nightly.",
+        "Install with pip.",
+    ]
+    chunks = [chunk(f"c{i}", t, title=f"Doc {i}") for i, t in enumerate(texts)]
+    pruner = SetwisePruner(embedder=FakeEmbedder(dim=384), cross=False, multilingual=False)
+    settings = PruneSettings(strategy="setwise")
+    tokenisers = (_text.words, _text.content_tokens, _text.identifiers, _text.capitalised_tokens)
+    readers = {f.__code__: f.__name__ for f in (*tokenisers, _text.unreadable_script)}
+    calls: dict[str, int] = dict.fromkeys(readers.values(), 0)
+
+    def profile(frame: FrameType, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code in readers and question in frame.f_locals.values():
+            calls[readers[frame.f_code]] += 1
+
+    read = read_question(question)  # the request's one read
+    sys.setprofile(profile)
+    try:
+        run = prune_candidates(read, chunks, settings=settings, reranker=FakeReranker(), pruner=pruner)
+    finally:
+        sys.setprofile(None)
+    assert run.answer is not None and run.strategy == "setwise"
+    assert sum(calls.values()) <= 1, calls  # the language check of the cross-language rule reads the text itself

@@ -340,7 +340,7 @@ def prepare(question: str | Question, items: Sequence[SetwiseItem], embedder: Em
         [
             math.log(max(n, 1)),
             math.log1p(float(n_words.mean())) if n else 0.0,
-            math.log1p(len(tx.words(question))),
+            math.log1p(len(record.words)),
             float(len(tx.NESTED.findall(question))),
             float(len(tx.RELATIVE.findall(question))),
             float(len(tx.COMPARISON.findall(question)) > 0),
@@ -349,7 +349,7 @@ def prepare(question: str | Question, items: Sequence[SetwiseItem], embedder: Em
             float(sd.std()) if n else 0.0,
             float(sd[0] - sd[1]) if n > 1 else 0.0,
             *wh,
-            1.0 if tx.identifiers(question) else 0.0,
+            1.0 if record.identifiers else 0.0,
         ],
         dtype=np.float64,
     )

@@ -235,7 +235,7 @@ def named_headings(question: str, texts: Sequence[str]) -> list[str | None]:
     two thirds of them, in the question in the heading's order) and no other chunk's heading is named, else
     ``None``. Measured on the documentation training files: of the chunks it names, 60% are required on Doc2Dial,
     79% on RestBench (against 10% of all chunks), 10% on MedQuAD (templated headings; 58 chunks in 10,120)."""
-    q = [stem(w) for w in tx.content_tokens(question)]
+    q = [stem(w) for w in read_question(question).content_terms]
     out: list[str | None] = []
     heads = [opening_heading(t) for t in texts]
     for h in heads:
@@ -290,7 +290,7 @@ def unrelated(question: str, title: str, text: str, dense: float) -> bool:
     """The absolute floor: no content word of the question and a best-passage cosine below the floor."""
     if dense >= UNRELATED_DENSE:
         return False
-    q = set(tx.content_tokens(question))
+    q = set(read_question(question).content_terms)
     if not q:
         return False
     return not (q & (set(tx.content_tokens(f"{title}\n{text}")) | set()))
