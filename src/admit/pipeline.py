@@ -279,7 +279,7 @@ class Pipeline:
 
     def prune(
         self,
-        question: str,
+        question: str | Question,
         candidates: Sequence[Chunk],
         settings: PruneSettings,
         *,
@@ -288,9 +288,9 @@ class Pipeline:
     ) -> PruneRun:
         """Prune ``candidates`` with this pipeline's reranker and the pruner of ``settings.strategy``.
 
-        No budget, no packing: see :func:`prune_candidates`.
+        No budget, no packing: see :func:`prune_candidates`. ``question``: its text or the request's record.
         """
-        check_question_length(question)
+        check_question_length(as_text(question))
         pruner = None if settings.strategy == "none" else self.pruner_for(settings.strategy)
         return prune_candidates(
             question,
