@@ -213,12 +213,16 @@ def _read(text: str) -> Question:
     )
 
 
-_READ: LRU[str, Question] = LRU(256)
+_READ: LRU[str, Question] = LRU(128)
+#: Longer questions are read each time they are handed on as text (the faces hand the record on instead), so the
+#: memo holds at most 128 x 4 KB of questions and their readings.
+_MEMO_CHARS = 4_096
 
 
 def read_question(question: str | Question) -> Question:
-    """The question's record: ``question`` itself when it is one, else the text read (remembered per text, so a
-    stage handed the string by an outside caller gets the record the request built)."""
+    """The question's record: ``question`` itself when it is one, else the text read (remembered per text up to
+    :data:`_MEMO_CHARS` characters, so a stage handed the string by an outside caller gets the record the request
+    built)."""
     if isinstance(question, Question):
         return question
     if not isinstance(question, str):
@@ -227,7 +231,8 @@ def read_question(question: str | Question) -> Question:
     if hit is not None:
         return hit
     q = _read(question)
-    _READ.put(question, q)
+    if len(question) <= _MEMO_CHARS:
+        _READ.put(question, q)
     return q
 
 
