@@ -37,6 +37,7 @@ from admit.prune.verdicts import (
     prune_ranked,
     shows_text_to_llm,
 )
+from admit.question import Question, as_text, read_question
 from admit.render import EvidenceRenderer
 from admit.rerank import rerank
 from admit.retrieve import authorize
@@ -218,7 +219,7 @@ class Pipeline:
 
     def resolve(
         self,
-        question: str,
+        question: str | Question,
         *,
         query_class: str | None = None,
         strategy: str | None = None,
@@ -230,7 +231,7 @@ class Pipeline:
         Every face resolves here (``pack``, ``prune``, the service, the knowledge base).
 
         Args:
-            question: The question (routed by the policy's cues).
+            question: The question, its text or the request's record (routed by the policy's cues).
             query_class: Force a query class (logged as an override).
             strategy: Force a pruning strategy (``none`` to skip pruning); the policy's parameters the new strategy
                 does not read are dropped.
@@ -242,7 +243,7 @@ class Pipeline:
                 strategy does not take (the field is named).
             ConfigError: An unknown query class.
         """
-        check_question_length(question)
+        check_question_length(as_text(question))
         policies = self.policies_for(request_id)
         route = policies.classify(question, override=query_class)
         policy = policies.policy(route.query_class)
@@ -264,10 +265,10 @@ class Pipeline:
         res = self._resolve_request(req, request_id or req.request_id or new_request_id())
         return res.policy, res.record()
 
-    def _resolve_request(self, req: PackRequest, request_id: str) -> Resolution:
+    def _resolve_request(self, req: PackRequest, request_id: str, question: Question | None = None) -> Resolution:
         try:
             return self.resolve(
-                req.question,
+                question if question is not None else req.question,
                 query_class=req.query_class,
                 strategy=req.prune,
                 overrides=req.prune_params,
@@ -278,7 +279,7 @@ class Pipeline:
 
     def prune(
         self,
-        question: str,
+        question: str | Question,
         candidates: Sequence[Chunk],
         settings: PruneSettings,
         *,
@@ -287,9 +288,9 @@ class Pipeline:
     ) -> PruneRun:
         """Prune ``candidates`` with this pipeline's reranker and the pruner of ``settings.strategy``.
 
-        No budget, no packing: see :func:`prune_candidates`.
+        No budget, no packing: see :func:`prune_candidates`. ``question``: its text or the request's record.
         """
-        check_question_length(question)
+        check_question_length(as_text(question))
         pruner = None if settings.strategy == "none" else self.pruner_for(settings.strategy)
         return prune_candidates(
             question,
@@ -317,8 +318,9 @@ class Pipeline:
         timer = StageTimer(self.tracer)
         decisions: dict[str, Decision] = {}
 
+        question = read_question(req.question)  # read once: rerank, the pruner and answerability take the record
         with timer.stage("route"):
-            resolution = resolved if resolved is not None else self._resolve_request(req, request_id)
+            resolution = resolved if resolved is not None else self._resolve_request(req, request_id, question)
             policy, route = resolution.policy, resolution.record()
         with timer.stage("budget"):
             tokenizer, budget = self._budget(req, policy)
@@ -332,7 +334,7 @@ class Pipeline:
         with timer.stage("authorize"):
             valid = self._authorize(req, decisions)
         with timer.stage("rerank"):
-            ranked, cut = rerank(req.question, valid, self.reranker, keep=policy.rerank_count)
+            ranked, cut = rerank(question, valid, self.reranker, keep=policy.rerank_count)
             decisions.update((d.chunk_id, d) for d in cut)
         with timer.stage("dedupe"):
             # the per-source cap runs after pruning (source_cap in _prune), by grade, so a useful chunk is not
@@ -340,7 +342,7 @@ class Pipeline:
             unique, dup = dedupe(ranked, policy, cap=False)
             decisions.update((d.chunk_id, d) for d in dup)
         with timer.stage("prune", strategy=policy.prune.strategy):
-            pruned = self._prune(req.question, unique, policy, decisions)
+            pruned = self._prune(question, unique, policy, decisions)
         with timer.stage("pack"):
             packed, verdict = self._pack_evidence(
                 req, pruned, valid, policy=policy, budget=budget, tokenizer=tokenizer, query_class=route["query_class"]
@@ -369,7 +371,8 @@ class Pipeline:
         self._write(record, req, request_id)
         return PackResult(
             admitted=packed.admitted, prompt=packed.prompt, fallbacks=packed.fallbacks, decisions=ordered, trace=record,
-            budget=budget, tools=tools.text if tools is not None else "", **verdict.answer_fields(),
+            budget=budget, tools=tools.text if tools is not None else "", answerability=verdict.probability,
+            answer_state=verdict.state,
         )  # fmt: skip
 
     # -- the steps of pack -------------------------------------------------------------------------------------
@@ -415,7 +418,7 @@ class Pipeline:
         return valid
 
     def _prune(
-        self, question: str, unique: Sequence[Scored], policy: Policy, decisions: dict[str, Decision]
+        self, question: Question, unique: Sequence[Scored], policy: Policy, decisions: dict[str, Decision]
     ) -> _Pruned:
         """Prune the unique candidates with the policy's strategy, cap each source by grade, assess the survivors."""
         pruner = self.pruner_for(policy.prune.strategy) if policy.prune.strategy != "none" and unique else None
@@ -424,7 +427,7 @@ class Pipeline:
         grades = {v.chunk.id: v.grade for v in run.verdicts} if run.outcome is not None else {}
         decisions.update((v.chunk.id, v.decision()) for v in run.verdicts if not v.kept)
         kept = [s for s, v in zip(unique, run.verdicts, strict=True) if v.kept]
-        survivors, capped = source_cap(kept, policy, grades, question=question)
+        survivors, capped = source_cap(kept, policy, grades, question=question.text)
         decisions.update((d.chunk_id, d) for d in capped)
         run = assess_run(question, run, kept=[s.chunk for s in survivors])
         return _Pruned(survivors=survivors, grades=grades, run=run, shown_to_llm=shown_to_llm)
@@ -515,7 +518,7 @@ class Pipeline:
             accepted_ids=[p.chunk.id for p in packed.admitted],
             question_tokens=tokenizer.count(req.question),
             flags=flags,
-            answerability=verdict.as_dict(),
+            answer=verdict.as_dict(),
             tools=[r.as_dict() for r in tools.reports] if tools is not None else None,
             retrieval=req.retrieval,
             content=(req.question, packed.prompt) if self.trace_content else None,

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from admit.errors import ConfigError, RequestError, unknown_name
 from admit.prune.settings import PruneSettings
+from admit.question import Question
 from admit.route import QuestionShape, Route, RouteCues, Router, RoutingSettings
 from admit.trace import RouteRecord
 
@@ -142,7 +143,7 @@ class PolicySet:
         )
         object.__setattr__(self, "_router", router)
 
-    def classify(self, question: str, *, override: str | None = None) -> Route:
+    def classify(self, question: str | Question, *, override: str | None = None) -> Route:
         """Pick the class for ``question``; ``override`` (a class name) wins and is logged as such."""
         return self._router.classify(question, override=override)
 

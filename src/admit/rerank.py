@@ -6,9 +6,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from admit._text import versions
 from admit.backends.rerankers import Reranker
 from admit.errors import BackendError
+from admit.question import Question, as_text, read_question, releases_in
 from admit.types import Chunk, Decision, Scored
 
 __all__ = ["rank_order", "ranked_by", "rerank"]
@@ -34,13 +34,16 @@ def _clean(s: float | None) -> float:
 
 
 def rerank(
-    question: str, chunks: Sequence[Chunk], reranker: Reranker, *, keep: int
+    question: str | Question, chunks: Sequence[Chunk], reranker: Reranker, *, keep: int
 ) -> tuple[list[Scored], list[Decision]]:
-    """Score ``chunks``, sort best first (ties keep input order), keep ``keep``; the rest get ``rerank_cut``."""
+    """Score ``chunks``, sort best first (ties keep input order), keep ``keep``; the rest get ``rerank_cut``.
+
+    ``question``: the request's record (:func:`admit.question.read_question`) or the text; the reranker is handed
+    the text."""
     if not chunks:
         return [], []
     try:
-        raw = reranker.score(question, chunks)
+        raw = reranker.score(as_text(question), chunks)
     except Exception as exc:
         raise BackendError(f"Reranker {getattr(reranker, 'name', reranker)!r} failed: {exc}") from exc
     if len(raw) != len(chunks):
@@ -54,19 +57,20 @@ def rerank(
     return kept, decisions
 
 
-def _asked_version_first(question: str, ranked: list[Scored]) -> list[Scored]:
-    """Chunks whose title (or version) names a version the question asks about move ahead, in rank order.
+def _asked_version_first(question: str | Question, ranked: list[Scored]) -> list[Scored]:
+    """Chunks whose title (or version) names a release the question asks about move ahead, in rank order.
 
     "What changed in 3.2.0?" is about the section titled 3.2.0; a neighbouring version's notes share its words
-    and digits and would otherwise outrank it. ``3.2`` asked names ``3.2.0`` and ``3.2.1`` too.
+    and digits and would otherwise outrank it. The releases and their matching are :mod:`admit.question`'s one rule:
+    ``3.2`` asked names ``3.2.0`` and ``3.2.1`` too, ``v4`` and ``4.x`` every ``4.*``, and ``1.2.4rc1`` only itself.
     """
-    asked = versions(question)
-    if not asked:
+    q = read_question(question)
+    if not q.releases:
         return ranked
 
     def names(c: Chunk) -> bool:
-        own = [*versions(c.title), *([c.version.lstrip("vV")] if c.version else [])]
-        return any(v == a or v.startswith(a + ".") for v in own for a in asked)
+        own = [*releases_in(c.title), *releases_in("v" + c.version.lstrip("vV") if c.version else "")]
+        return q.asked_in(own) is not None
 
     hit = [s for s in ranked if names(s.chunk)]
     if not hit or len(hit) == len(ranked):

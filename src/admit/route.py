@@ -48,6 +48,7 @@ from typing import Any, Literal
 from admit import _linear
 from admit.errors import ConfigError
 from admit.prune.settings import PruneSettings
+from admit.question import Question, as_text
 
 __all__ = [
     "QUOTE",
@@ -443,14 +444,15 @@ class Router:
         """The question as this router reads it."""
         return self._shaper.shape(question)
 
-    def classify(self, question: str, *, override: str | None = None) -> Route:
-        """Pick the class for ``question``; ``override`` (a class name) wins and is logged as such."""
+    def classify(self, question: str | Question, *, override: str | None = None) -> Route:
+        """Pick the class for ``question`` (its text or the request's record: the router reads the text's shape
+        under this policy's routing settings); ``override`` (a class name) wins and is logged as such."""
         if override:
             if override not in self.names:
                 raise ConfigError(f"Unknown query_class {override!r}; known: {', '.join(sorted(self.names))}.")
             route = Route(query_class=override, cue="override", overridden=True)
         else:
-            route = self._route(self._shaper.shape(question))
+            route = self._route(self._shaper.shape(as_text(question)))
         logger.debug(
             "route: class=%s cue=%r pattern=%r where=%s overridden=%s",
             route.query_class,

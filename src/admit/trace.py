@@ -23,10 +23,19 @@ from typing import Any, Literal, NotRequired, Protocol, Required, runtime_checka
 from typing_extensions import TypedDict
 
 from admit._clean import escape_line_breaks
-from admit.types import Budget, BudgetRecord, Decision, DecisionRecord, Fallback, FallbackRecord, UsageRecord
+from admit.types import (
+    AnswerState,
+    Budget,
+    BudgetRecord,
+    Decision,
+    DecisionRecord,
+    Fallback,
+    FallbackRecord,
+    UsageRecord,
+)
 
 __all__ = [
-    "AnswerabilityRecord",
+    "AnswerRecord",
     "BudgetRecord",
     "DecisionRecord",
     "FallbackRecord",
@@ -88,17 +97,21 @@ class RouteRecord(TypedDict):
     kill_switch: NotRequired[bool]
 
 
-class AnswerabilityRecord(TypedDict):
-    """Whether the admitted evidence answers the question (:mod:`admit.answerability`)."""
+class AnswerRecord(TypedDict):
+    """The verdict: whether the admitted evidence answers the question (:mod:`admit.answerability`), the trace's
+    ``answer``. The faces show the same verdict as ``answer_state``, ``answerable`` and ``answerability`` (the
+    probability alone)."""
 
+    state: AnswerState
+    """``answered``, ``unsure`` or ``not_answered``."""
     answerable: bool | None
-    """``True`` for ``answered``, ``None`` for ``unsure``, ``False`` for ``not_answered``."""
+    """Read from ``state`` (:func:`admit.types.answerable_of`): ``True`` for ``answered``, ``None`` for ``unsure``,
+    ``False`` for ``not_answered``."""
     probability: float
+    """The calibrated probability behind the state (the faces' ``answerability``)."""
     model: str
     reason: str
-    state: NotRequired[str]
-    """``answered``, ``unsure`` or ``not_answered``."""
-    missing: NotRequired[list[str]]
+    missing: list[str]
     """The question's terms no admitted passage holds."""
 
 
@@ -144,6 +157,9 @@ class RetrievalRecord(TypedDict):
     both: int
     filters: dict[str, Any]
     latency_ms: dict[str, float]
+    absent: NotRequired[list[str]]
+    """The store features the question needed and the store lacks (``release_records``: the question names a
+    release, and the store has no release-candidate query, so no section of that release was added)."""
 
 
 class TraceRecord(TypedDict, total=False):
@@ -180,7 +196,7 @@ class TraceRecord(TypedDict, total=False):
     fallbacks: list[FallbackRecord]
     question_tokens: int
     flags: dict[str, list[str]]
-    answerability: AnswerabilityRecord
+    answer: AnswerRecord
     # with tool outputs (PackRequest.tool_outputs)
     tools: list[ToolRecord]
     # with Pipeline(trace_content=True) only
@@ -379,7 +395,7 @@ def build_record(
     accepted_ids: Sequence[str] | None = None,
     question_tokens: int | None = None,
     flags: Mapping[str, list[str]] | None = None,
-    answerability: AnswerabilityRecord | None = None,
+    answer: AnswerRecord | None = None,
     tools: Sequence[ToolRecord] | None = None,
     retrieval: RetrievalRecord | None = None,
     content: tuple[str, str] | None = None,
@@ -422,8 +438,8 @@ def build_record(
         rec["question_tokens"] = question_tokens
     if flags is not None:
         rec["flags"] = {k: list(v) for k, v in flags.items()}
-    if answerability is not None:
-        rec["answerability"] = answerability
+    if answer is not None:
+        rec["answer"] = answer
     if tools is not None:
         rec["tools"] = list(tools)
     if retrieval is not None:

@@ -11,7 +11,36 @@ from typing import Any, Literal, NotRequired
 from typing_extensions import TypedDict
 
 from admit._clean import citation_id
-from admit.errors import RequestError
+from admit.errors import ConfigError, RequestError
+
+AnswerState = Literal["answered", "unsure", "not_answered"]
+"""The verdict on an evidence set (:mod:`admit.answerability`): ``answered``, ``unsure`` (the check cannot tell:
+it changes nothing admitted) or ``not_answered`` (the one that triggers the policy's ``on_no_answer``). A field
+typed ``AnswerState | None`` is ``None`` only when nothing was assessed."""
+
+ANSWER_STATES: tuple[AnswerState, ...] = ("not_answered", "unsure", "answered")
+"""Every :data:`AnswerState`, from "no" to "yes"."""
+
+
+def answerable_of(state: AnswerState | None) -> bool | None:
+    """``answerable`` for a verdict: ``True`` only for ``answered``, ``False`` for ``not_answered``, ``None`` for
+    ``unsure`` and for ``None`` (not assessed). The one place the state becomes the flag every face shows.
+
+    Example:
+        >>> [answerable_of(s) for s in ("answered", "unsure", "not_answered", None)]
+        [True, None, False, None]
+
+    Raises:
+        ConfigError: ``state`` is not an :data:`AnswerState` (nor ``None``).
+    """
+    if state is None or state == "unsure":
+        return None
+    if state == "answered":
+        return True
+    if state == "not_answered":
+        return False
+    raise ConfigError(f"An answer state is one of {', '.join(ANSWER_STATES)} (or null), got {state!r}.")
+
 
 DEFAULT_STRATEGY = "setwise"
 """The strategy a bare "prune" means on every face (``--prune``, ``prune=True``, the service's
@@ -37,10 +66,12 @@ def question_too_long(n: int) -> str:
 
 
 __all__ = [
+    "ANSWER_STATES",
     "DEFAULT_STRATEGY",
     "MAX_QUESTION_CHARS",
     "Access",
     "AdmittedPassage",
+    "AnswerState",
     "Budget",
     "BudgetRecord",
     "Chunk",
@@ -440,16 +471,20 @@ class PackResult:
     tools: str = ""
     """The rendered tool-results block (untrusted tool data, its own envelope kind): send it as its own message,
     apart from the instructions and the evidence block; ``""`` without tool outputs."""
-    answerable: bool | None = True
-    """Whether the admitted evidence answers the question (:mod:`admit.answerability`): ``True`` when
-    :attr:`answer_state` is ``answered``, ``None`` when it is ``unsure``, ``False`` when it is ``not_answered``
-    (with a ``no_answer`` fallback saying why). Test :attr:`answer_state` for "not answered": ``not None`` is
-    true."""
     answerability: float | None = None
-    """The calibrated probability behind ``answerable`` (``None`` when it was not assessed)."""
-    answer_state: str = "answered"
-    """``answered``, ``unsure`` or ``not_answered``; only ``not_answered`` triggers the policy's ``on_no_answer``
-    ("unsure" changes nothing admitted)."""
+    """The calibrated probability behind :attr:`answer_state` (``None`` when it was not assessed)."""
+    answer_state: AnswerState | None = None
+    """``answered``, ``unsure`` or ``not_answered`` (:data:`AnswerState`); only ``not_answered`` triggers the
+    policy's ``on_no_answer`` ("unsure" changes nothing admitted); ``None``: not assessed. The pipeline always
+    assesses."""
+
+    @property
+    def answerable(self) -> bool | None:
+        """Whether the admitted evidence answers the question, read from :attr:`answer_state`
+        (:func:`answerable_of`): ``True`` for ``answered``, ``None`` for ``unsure`` (and when not assessed),
+        ``False`` for ``not_answered`` (with a ``no_answer`` fallback saying why). Test :attr:`answer_state` for
+        "not answered": ``not None`` is true."""
+        return answerable_of(self.answer_state)
 
     @property
     def admitted_ids(self) -> list[str]:

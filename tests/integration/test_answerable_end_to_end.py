@@ -68,8 +68,8 @@ def test_the_cli_pack_json_human_and_inspector_say_the_verdict(tmp_path: Path) -
         assert res.exit_code == 0, res.output
         out = json.loads(res.stdout)
         state = _consistent(out)
-        assert out["trace"]["answerability"]["answerable"] is SAID[state]
-        assert out["trace"]["answerability"]["state"] == state
+        assert out["trace"]["answer"]["answerable"] is SAID[state]
+        assert out["trace"]["answer"]["state"] == state
         check_record(out["trace"])
         outs.append(out)
         if state == "unsure":

@@ -81,23 +81,23 @@ def test_unanswerable_question_is_said_not_answered(searched: dict[str, dict[str
     assert 0.0 <= r["answerability"] < 0.5
     kinds = [f["kind"] for f in r["fallbacks"]]
     assert "no_answer" in kinds
-    assert r["trace"]["answerability"]["answerable"] is False
+    assert r["trace"]["answer"]["answerable"] is False
     assert "no_answer" in r["trace"]["fallbacks"][-1]["kind"]
 
 
 def test_a_feature_the_product_lacks_is_never_said_answered(searched: dict[str, dict[str, Any]]) -> None:
     r = searched[LACKING]
-    assert r["answer_state"] in ("unsure", "not_answered"), r["trace"]["answerability"]
+    assert r["answer_state"] in ("unsure", "not_answered"), r["trace"]["answer"]
     # never true: null when unsure, false when not answered (issue 39 item 2)
     assert r["answerable"] is {"unsure": None, "not_answered": False}[r["answer_state"]]
-    assert r["trace"]["answerability"]["answerable"] is r["answerable"]
-    assert "Kerberos" in r["trace"]["answerability"]["missing"]
+    assert r["trace"]["answer"]["answerable"] is r["answerable"]
+    assert "Kerberos" in r["trace"]["answer"]["missing"]
 
 
 def test_answerable_questions_are_said_answered(searched: dict[str, dict[str, Any]]) -> None:
     for q in (LIST_ALL, HISTORY, PORT, JAPANESE):
-        assert searched[q]["answerable"] is True, (q, searched[q]["trace"]["answerability"])
-        assert searched[q]["answer_state"] == "answered", (q, searched[q]["trace"]["answerability"])
+        assert searched[q]["answerable"] is True, (q, searched[q]["trace"]["answer"])
+        assert searched[q]["answer_state"] == "answered", (q, searched[q]["trace"]["answer"])
         assert "no_answer" not in [f["kind"] for f in searched[q]["fallbacks"]]
     assert any(c.startswith("install-4.2#requirements") for c in searched[PORT]["citations"])
 

@@ -14,6 +14,7 @@ from admit.adapters._core import AdmitFilter, Decision, Doc, FilterRun
 from admit.adapters.haystack import AdmitPruner
 from admit.adapters.langchain import AdmitCompressor
 from admit.adapters.llamaindex import AdmitNodePostprocessor
+from admit.types import AnswerState
 
 
 def filters() -> None:
@@ -24,8 +25,9 @@ def filters() -> None:
     run: FilterRun = f.run("port", [Doc(id="a", text="port 80", score=2.0), Doc(id=None, text="bananas")])
     answerable: bool | None = run.answerable  # None: unsure
     p: float | None = run.answerability
-    state: str = run.answer_state
-    print(answerable, p, state, [v.reason for v in run.verdicts], f.with_(top_k=3), f.to_dict())
+    state: AnswerState | None = run.answer_state  # None: not assessed
+    typo = run.answer_state == "unsur"  # type: ignore[comparison-overlap]  # a misspelt state is caught
+    print(answerable, p, state, typo, [v.reason for v in run.verdicts], f.with_(top_k=3), f.to_dict())
     AdmitFilter(treshold=3)  # type: ignore[call-arg]
     AdmitFilter(embeddings="sometimes")  # type: ignore[arg-type]
 
@@ -36,7 +38,7 @@ def langchain() -> None:
     kept, dropped = d
     flag: bool | None = d.answerable
     sure: bool = d.answerable  # type: ignore[assignment]  # None when unsure: a bool alone is a mistake
-    state: str = d.answer_state
+    state: AnswerState = d.answer_state
     print(kept, dropped, flag, sure, state, d.answerability, c.compress_documents(kept, "port?"))
 
 

@@ -273,7 +273,7 @@ def test_on_no_answer_decides_what_follows(tmp_path: Path, action: str) -> None:
     assert res.answerable is False and res.answerability is not None
     fb = [f for f in res.fallbacks if f.kind == "no_answer"]
     assert len(fb) == 1 and "does not answer" in fb[0].detail
-    assert res.trace["answerability"]["answerable"] is False
+    assert res.trace["answer"]["answerable"] is False
     assert res.as_dict()["answerable"] is False
     if action == "admit_nothing":
         assert res.admitted_ids == [] and res.prompt == ""
@@ -284,7 +284,7 @@ def test_on_no_answer_decides_what_follows(tmp_path: Path, action: str) -> None:
         assert word in res.prompt
         # the note says what the passages lack (the question's names), never "do not guess"
         assert "'Kerberos'" in res.prompt and "do not guess" not in res.prompt
-        assert res.answer_state == "not_answered" and "Kerberos" in res.trace["answerability"]["missing"]
+        assert res.answer_state == "not_answered" and "Kerberos" in res.trace["answer"]["missing"]
         assert res.trace["evidence_tokens"] <= res.budget.evidence_budget
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from admit import _text
 from admit.answerability import SETWISE, Answerability, assess, assess_kept, no_answer_fallback, on_no_answer
+from admit.errors import ConfigError
 from admit.pipeline import prune_candidates
 from admit.prune import PruneSettings
 from admit.prune.setwise import SetwisePruner
@@ -38,7 +39,7 @@ def test_prune_candidates_assesses_the_kept_chunks_once_and_as_dict_serialises_t
     assert run.answer == assess_kept(QUESTION, [_chunks()[0]], run.outcome)
     assert run.answer is not None and run.answer.state == "answered"
     # the serialiser reads the record: a record put on the run is what every face returns
-    said = Answerability(answerable=False, probability=0.125, model="lexical", reason="r", missing=("port",))
+    said = Answerability(state="not_answered", probability=0.125, model="lexical", reason="r", missing=("port",))
     out = replace(run, answer=said).as_dict(QUESTION)
     assert (out["answerable"], out["answerability"], out["answer_state"]) == (False, 0.125, "not_answered")
     assert "answerable" not in replace(run, answer=None).as_dict(QUESTION)
@@ -58,7 +59,7 @@ def test_prune_candidates_without_assessing_leaves_the_record_to_the_caller() ->
 
 
 def test_the_record_is_the_trace_shape_and_the_fields_of_every_face() -> None:
-    a = Answerability(answerable=False, probability=0.2, model="lexical", reason="why", missing=("E4012",))
+    a = Answerability(state="not_answered", probability=0.2, model="lexical", reason="why", missing=("E4012",))
     assert a.as_dict() == {
         "answerable": False,
         "probability": 0.2,
@@ -67,19 +68,19 @@ def test_the_record_is_the_trace_shape_and_the_fields_of_every_face() -> None:
         "state": "not_answered",
         "missing": ["E4012"],
     }
-    assert list(a.as_dict()) == ["answerable", "probability", "model", "reason", "state", "missing"]
+    assert list(a.as_dict()) == ["state", "answerable", "probability", "model", "reason", "missing"]
     assert a.answer_fields() == {"answerable": False, "answerability": 0.2, "answer_state": "not_answered"}
     assert "'E4012'" in a.note("note") and "rephrase or narrow" in a.note("ask_to_narrow")
-    ok = Answerability(answerable=True, probability=0.9, model="lexical", reason="fine")
+    ok = Answerability(state="answered", probability=0.9, model="lexical", reason="fine")
     assert ok.after_pack(True) is ok
     assert ok.after_pack(False).state == "not_answered" and ok.after_pack(False).reason == "no evidence fits the budget"
-    with pytest.raises(ValueError, match="state must be one of"):
-        Answerability(answerable=True, probability=0.5, model="m", reason="r", state="maybe")
+    with pytest.raises(ConfigError, match="An answer state is one of"):
+        Answerability(probability=0.5, model="m", reason="r", state="maybe")  # type: ignore[arg-type]
 
 
 def test_on_no_answer_notes_or_withholds_and_the_fallback_says_which() -> None:
     survivors = [Scored(chunk=c, score=0.5, rank=i) for i, c in enumerate(_chunks())]
-    no = Answerability(answerable=False, probability=0.1, model="lexical", reason="off topic")
+    no = Answerability(state="not_answered", probability=0.1, model="lexical", reason="off topic")
     noted = on_no_answer(no, survivors, "note")
     assert noted.survivors == survivors and len(noted.notes) == 1 and not noted.withheld
     held = on_no_answer(no, survivors, "admit_nothing")
@@ -93,7 +94,7 @@ def test_on_no_answer_notes_or_withholds_and_the_fallback_says_which() -> None:
     assert fb.kind == "no_answer" and fb.chunk_ids == ("port", "cake") and "admitted nothing" in fb.detail
     (fb,) = no_answer_fallback(no, ["port"], "note", noted=True)
     assert "noted in the evidence block (on_no_answer = note)" in fb.detail
-    yes = Answerability(answerable=True, probability=0.9, model="lexical", reason="fine")
+    yes = Answerability(state="answered", probability=0.9, model="lexical", reason="fine")
     assert on_no_answer(yes, survivors, "admit_nothing").survivors == survivors
     assert no_answer_fallback(yes, ["port"], "note", noted=False) == []
 

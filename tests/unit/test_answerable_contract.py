@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from admit import Access, Chunk, Pipeline, Principal
 from admit.answerability import ANSWERABLE, Answerability, answerable_for, no_answer_fallback, on_no_answer
 from admit.cli import main
+from admit.errors import ConfigError
 from admit.eval.metrics import QuestionResult, summarize
 from admit.inspector import render_page
 from admit.pipeline import PackRequest
@@ -42,7 +43,6 @@ WORDS = {"answered": "answered", "unsure": "unsure", "not_answered": "not answer
 
 def _crafted(state: str) -> Answerability:
     return Answerability(
-        answerable=SAID[state],
         probability={"answered": 0.9, "unsure": 0.35, "not_answered": 0.05}[state],
         model="lexical",
         reason=f"crafted verdict: {state}",
@@ -89,16 +89,14 @@ def test_answerable_is_read_from_the_state_and_must_agree_with_it() -> None:
     assert dict(ANSWERABLE) == SAID
     assert [answerable_for(s) for s in SAID] == [True, None, False]
     for s, said in SAID.items():
-        a = Answerability(answerable=said, probability=0.5, model="m", reason="r")
+        a = Answerability(state=s, probability=0.5, model="m", reason="r")  # type: ignore[arg-type]
         assert a.state == s and a.answerable is said
         assert a.answer_fields() == {"answerable": said, "answerability": 0.5, "answer_state": s}
         assert a.as_dict()["answerable"] is said and a.as_dict()["state"] == s
-    with pytest.raises(ValueError, match="answerable must be None for the state 'unsure', got True"):
-        Answerability(answerable=True, probability=0.4, model="m", reason="r", state="unsure")
-    with pytest.raises(ValueError, match="answerable must be False for the state 'not_answered'"):
-        Answerability(answerable=None, probability=0.1, model="m", reason="r", state="not_answered")
-    with pytest.raises(ValueError, match="state must be one of"):
-        answerable_for("maybe")
+    with pytest.raises(TypeError):  # answerable is read from the state, never given beside it
+        Answerability(answerable=True, probability=0.4, model="m", reason="r", state="unsure")  # type: ignore[call-arg]
+    with pytest.raises(ConfigError, match="An answer state is one of"):
+        answerable_for("maybe")  # type: ignore[arg-type]
 
 
 def test_only_not_answered_triggers_on_no_answer_and_unsure_with_nothing_packed_answers_nothing() -> None:
@@ -124,8 +122,8 @@ def test_the_pack_result_and_its_trace_say_the_verdict(state: str) -> None:
     assert res.answer_state == state and res.answerable is SAID[state]
     out = res.as_dict()
     assert (out["answerable"], out["answer_state"]) == (SAID[state], state)
-    assert res.trace["answerability"]["answerable"] is SAID[state]
-    assert res.trace["answerability"]["state"] == state
+    assert res.trace["answer"]["answerable"] is SAID[state]
+    assert res.trace["answer"]["state"] == state
     check_record(res.trace)  # the shipped trace schema takes null
     assert ("no_answer" in [f.kind for f in res.fallbacks]) is (state == "not_answered")
     assert res.admitted  # the default on_no_answer ("note") keeps the evidence
@@ -140,7 +138,7 @@ def test_admit_pack_json_and_human_say_the_verdict(state: str, tmp_path: Path) -
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["answerable"] is SAID[state] and out["answer_state"] == state
-    assert out["trace"]["answerability"]["answerable"] is SAID[state]
+    assert out["trace"]["answer"]["answerable"] is SAID[state]
     human = CliRunner().invoke(main, ["pack", str(req), "--human"])
     assert human.exit_code == 0, human.output
     assert ("unsure: the check cannot tell" in human.stdout) is (state == "unsure")
@@ -206,7 +204,7 @@ def test_http_pack_search_prune_and_the_inspector_say_the_verdict(state: str) ->
         assert r.json()["answerable"] is SAID[state] and r.json()["answer_state"] == state, r.json()
     summary = searched.json()["trace"]
     assert summary["answerable"] is SAID[state] and summary["answer_state"] == state
-    assert packed.json()["trace"]["answerability"]["answerable"] is SAID[state]
+    assert packed.json()["trace"]["answer"]["answerable"] is SAID[state]
     assert page.status_code == 200
     assert f'<span class="state {state}">{WORDS[state]}</span>' in page.text
     assert f"crafted verdict: {state}" in page.text
@@ -338,3 +336,41 @@ def test_a_cached_eval_outcome_without_the_verdict_is_computed_again(tmp_path: P
         db.execute("UPDATE outcomes SET value = ? WHERE key = ?", (json.dumps({**old, "answerable": True}), key))
     again = run_eval(load_dataset(path), grid, opts).results["top_n n=1"][0]
     assert again.answer_state == first.answer_state and again.answerable is first.answerable
+
+
+# ---------------------------------------------------------------- one typed verdict (issue 49 item 3)
+
+
+def test_the_verdict_is_one_literal_with_answerable_read_from_it_everywhere() -> None:
+    import json
+    from pathlib import Path
+    from typing import get_args
+
+    from admit.adapters._verdicts import Decision, FilterRun
+    from admit.types import ANSWER_STATES, AnswerState, PackResult, answerable_of
+
+    assert set(get_args(AnswerState)) == set(ANSWER_STATES) == set(SAID)
+    assert [answerable_of(s) for s in SAID] == list(SAID.values()) and answerable_of(None) is None
+    # "not assessed" is None on every record that carries the verdict, never a made-up "answered"
+    from admit.types import Budget
+
+    bare = PackResult(admitted=(), prompt="", budget=Budget.__new__(Budget), decisions=(), fallbacks=(), trace={})
+    assert (bare.answer_state, bare.answerable, bare.answerability) == (None, None, None)
+    unassessed = FilterRun(strategy="none", verdicts=())
+    assert (unassessed.answer_state, unassessed.answerable) == (None, None)
+    assert QuestionResult.__dataclass_fields__["answer_state"].default is None
+    for s, said in SAID.items():
+        assert FilterRun(strategy="none", verdicts=(), answer_state=s).answerable is said  # type: ignore[arg-type]
+        assert Decision(["a"], [], answer_state=s).answerable is said  # type: ignore[arg-type]
+    # the faces' schemas name the three states (and null: not assessed); the trace's verdict is `answer`, and
+    # `answerability` means the probability alone
+    root = Path(__file__).resolve().parents[2] / "schemas"
+    trace = json.loads((root / "trace.schema.json").read_text())
+    record = trace["$defs"]["TraceRecord"]["properties"]
+    assert "answer" in record and "answerability" not in record
+    assert trace["$defs"]["AnswerRecord"]["properties"]["state"]["enum"] == list(get_args(AnswerState))
+    api = json.loads((root / "http.openapi.json").read_text())
+    for name in ("SearchResponse", "PruneResponse"):
+        props = api["components"]["schemas"][name]["properties"]
+        states = [x.get("enum") for x in props["answer_state"]["anyOf"] if "enum" in x]
+        assert states == [list(get_args(AnswerState))] and props["answerability"]["anyOf"][0]["type"] == "number"

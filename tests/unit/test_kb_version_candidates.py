@@ -12,30 +12,39 @@ pytest.importorskip("sqlite_vec")
 
 from admit.backends.embedders import FakeEmbedder
 from admit.kb import KnowledgeBase, parse_principal
-from admit.kb.store import VERSION_HITS, asked_version_strings, exact_versions
+from admit.kb.store import VERSION_HITS, asked_version_strings
+from admit.question import read_question, releases_in
 
 SITE = Path(__file__).resolve().parents[1] / "data" / "changelog_site"
 Q = "What changed in 1.2.4?"
 
 
 @pytest.mark.parametrize(
-    ("text", "want"),
+    ("text", "names"),
     [
-        ("Version 1.2.4 (2023-03-24)", {"1.2.4"}),
-        ("v1.2.4.", {"1.2.4"}),
-        ("1.2.40", {"1.2.40"}),
-        ("11.2.4", {"11.2.4"}),
-        ("1.2.4.1", {"1.2.4.1"}),
-        ("1.2.4a1 1.2.4rc1 1.2.4-beta 1.2.4.post1 1.2.4+local", set()),
+        ("Version 1.2.4 (2023-03-24)", True),
+        ("v1.2.4.", True),
+        ("1.2.4.1", True),  # a patch of 1.2.4, as 3.2 names 3.2.0 (the one rule: admit.question)
+        ("1.2.40", False),
+        ("11.2.4", False),
+        ("1.2.4a1 1.2.4rc1 1.2.4-beta 1.2.4.post1", False),  # pre- and post-releases are their own releases
     ],
 )
-def test_exact_versions(text: str, want: set[str]) -> None:
-    assert exact_versions(text) == want
+def test_a_text_names_the_asked_release_by_the_one_rule(text: str, names: bool) -> None:
+    q = read_question(Q)
+    assert (q.asked_in(releases_in(text)) is not None) is names
 
 
 @pytest.mark.parametrize(
     ("question", "want"),
-    [(Q, ["1.2.4"]), ("new in v2.3", ["2.3"]), ("2.4.0 release notes", ["2.4.0"]), ("since version 3.0", ["3.0"])],
+    [
+        (Q, ["1.2.4"]),
+        ("new in v2.3", ["2.3"]),
+        ("2.4.0 release notes", ["2.4.0"]),
+        ("since version 3.0", ["3.0"]),
+        ("What changed in 1.2.4rc1?", ["1.2.4rc1"]),
+        ("What changed in v4?", ["4"]),
+    ],
 )
 def test_asked_version_strings(question: str, want: list[str]) -> None:
     assert asked_version_strings(question) == want

@@ -341,7 +341,6 @@ class AdmitFilter:
         return FilterRun(
             strategy=strategy,
             verdicts=final,
-            answerable=verdict.answerable,
             answerability=verdict.probability,
             answer_state=verdict.state,
         )

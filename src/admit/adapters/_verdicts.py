@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from admit.types import AnswerState, answerable_of
+
 __all__ = ["Decision", "Doc", "FilterRun", "Verdict"]
 
 
@@ -53,12 +55,11 @@ class Verdict:
         self,
         strategy: str,
         *,
-        answerable: bool | None = True,
         answerability: float | None = None,
-        answer_state: str = "answered",
+        answer_state: AnswerState | None = None,
     ) -> dict[str, Any]:
         """The ``admit`` metadata entry added to the document (:meth:`FilterRun.metadata` fills in the call's
-        ``answerable``, ``answerability`` and ``answer_state``)."""
+        ``answer_state``, ``answerable`` read from it, and ``answerability``)."""
         return {
             "kept": self.kept,
             "stage": self.stage,
@@ -68,7 +69,7 @@ class Verdict:
             "score": self.score,
             "rank": self.rank,
             "excerpt": self.excerpt is not None,
-            "answerable": answerable,
+            "answerable": answerable_of(answer_state),
             "answerability": answerability,
             "answer_state": answer_state,
         }
@@ -82,20 +83,22 @@ class FilterRun:
     """The strategy that ran (``none`` when nothing was pruned)."""
     verdicts: tuple[Verdict, ...]
     """One verdict per document, in input order."""
-    answerable: bool | None = True
-    """Whether the kept documents answer the question (:mod:`admit.answerability`): ``True`` (``answered``),
-    ``None`` (``unsure``) or ``False`` (``not_answered``)."""
     answerability: float | None = None
-    """The calibrated probability behind ``answerable``."""
-    answer_state: str = "answered"
-    """``answered``, ``unsure`` or ``not_answered``."""
+    """The calibrated probability behind :attr:`answer_state`."""
+    answer_state: AnswerState | None = None
+    """``answered``, ``unsure`` or ``not_answered`` (``None``: not assessed)."""
+
+    @property
+    def answerable(self) -> bool | None:
+        """Whether the kept documents answer the question, read from :attr:`answer_state`
+        (:func:`admit.types.answerable_of`): ``True`` (``answered``), ``None`` (``unsure``) or ``False``."""
+        return answerable_of(self.answer_state)
 
     def metadata(self, verdict: Verdict) -> dict[str, Any]:
         """The ``admit`` metadata entry of one document: its verdict, the strategy, and whether the kept documents
         answer the question (``answerable``, ``answerability``, ``answer_state``: the same on every document)."""
         return verdict.as_metadata(
             self.strategy,
-            answerable=self.answerable,
             answerability=self.answerability,
             answer_state=self.answer_state,
         )
@@ -113,7 +116,7 @@ class FilterRun:
 
 D = TypeVar("D")
 
-_STATE_OF: dict[bool | None, str] = {True: "answered", None: "unsure", False: "not_answered"}
+_STATE_OF: dict[bool | None, AnswerState] = {True: "answered", None: "unsure", False: "not_answered"}
 
 
 class Decision(tuple[list[D], list[D]], Generic[D]):
@@ -133,7 +136,7 @@ class Decision(tuple[list[D], list[D]], Generic[D]):
     ``None`` (``unsure``: the check cannot tell) or ``False`` (``not_answered``)."""
     answerability: float | None
     """The calibrated probability behind ``answerable``."""
-    answer_state: str
+    answer_state: AnswerState
     """``answered``, ``unsure`` or ``not_answered``."""
 
     def __new__(
@@ -143,13 +146,14 @@ class Decision(tuple[list[D], list[D]], Generic[D]):
         *,
         answerable: bool | None = True,
         answerability: float | None = None,
-        answer_state: str | None = None,
+        answer_state: AnswerState | None = None,
     ) -> Decision[D]:
-        """The pair, with the call's answerability (``answer_state`` left out: read from ``answerable``)."""
+        """The pair, with the call's answerability; ``answerable`` is read from ``answer_state``
+        (:func:`admit.types.answerable_of`), and ``answer_state`` from ``answerable`` when left out."""
         made = super().__new__(cls, (kept, dropped))
-        made.answerable = answerable
-        made.answerability = answerability
         made.answer_state = answer_state or _STATE_OF[answerable]
+        made.answerable = answerable_of(made.answer_state)
+        made.answerability = answerability
         return made
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -168,6 +172,10 @@ class Decision(tuple[list[D], list[D]], Generic[D]):
 
 
 def _decision(
-    kept: list[D], dropped: list[D], answerable: bool | None, answerability: float | None, answer_state: str = ""
+    kept: list[D],
+    dropped: list[D],
+    answerable: bool | None,
+    answerability: float | None,
+    answer_state: AnswerState | None = None,
 ) -> Decision[D]:
     return Decision(kept, dropped, answerable=answerable, answerability=answerability, answer_state=answer_state)

@@ -29,6 +29,7 @@ from typing import Any, Generic, Literal, TypedDict, TypeVar, overload
 from admit.adapters._core import SETTINGS, AdmitFilter, Doc, EmbeddingUse, FilterRun, as_score, check_names
 from admit.backends.rerankers import Reranker
 from admit.errors import ConfigError, MissingExtraError
+from admit.types import AnswerState
 
 try:
     from haystack import Document, component, default_from_dict, default_to_dict
@@ -213,7 +214,7 @@ class AdmitPruner:
         dropped=list[Document],
         answerable=bool | None,
         answerability=float | None,
-        answer_state=str,
+        answer_state=AnswerState | None,
     )
     def run(self, query: str, documents: list[Document], top_k: int | None = None) -> PrunerOutput:
         """Return ``{"documents": kept, "dropped": the others, "answerable", "answerability", "answer_state"}``: the
@@ -241,7 +242,7 @@ class AdmitPruner:
         dropped=list[Document],
         answerable=bool | None,
         answerability=float | None,
-        answer_state=str,
+        answer_state=AnswerState | None,
     )
     async def run_async(self, query: str, documents: list[Document], top_k: int | None = None) -> PrunerOutput:
         """As :meth:`run`, in a worker thread: a cold first call (model load) never blocks the event loop."""

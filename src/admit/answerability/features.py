@@ -16,6 +16,7 @@ from admit import _linear
 from admit import _text as tx
 from admit._text import char_bigrams, unreadable_script
 from admit.prune.setwise import SetwisePruner
+from admit.question import Question, read_question
 
 __all__ = ["FEATURES", "KNOWN_FEATURES", "SETWISE", "features", "is_short", "key_terms", "missing_terms"]
 
@@ -43,18 +44,18 @@ def _stem(w: str) -> str:
     return tx.stem(w, ies=False)
 
 
-def _entities(question: str) -> set[str]:
+def _entities(question: Question) -> set[str]:
     """The question's capitalised words and numbers, its first word excluded (a sentence start, not a name)."""
-    first = tx.words(question)[:1]
-    return {_stem(w) for w in tx.capitalised_tokens(question) if w not in first}
+    first = question.words[:1]
+    return {_stem(w) for w in question.names if w not in first}
 
 
-def _q_units(question: str, script: str | None) -> list[str]:
+def _q_units(question: Question, script: str | None) -> list[str]:
     if script is not None:
-        qb = char_bigrams(question)
+        qb = char_bigrams(question.text)
         own = sorted(b for b in qb if any(unreadable_script(ch) for ch in b))
         return own or sorted(qb)
-    return list(dict.fromkeys(_stem(w) for w in tx.content_tokens(question)))
+    return list(dict.fromkeys(_stem(w) for w in question.content_terms))
 
 
 def _units(text: str, script: str | None) -> set[str]:
@@ -78,18 +79,20 @@ _SHORT_FORM = _linear.compile(
 _WORD_AS_WRITTEN = _linear.compile(r"\w+", name="answerability.word")
 
 
-def key_terms(question: str) -> list[str]:
+def key_terms(question: str | Question) -> list[str]:
     """The question's content words less the generic ones of a short question's form (stemmed)."""
-    return [w for w in dict.fromkeys(_stem(w) for w in tx.content_tokens(question)) if w not in _GENERIC]
+    q = read_question(question)
+    return [w for w in dict.fromkeys(_stem(w) for w in q.content_terms) if w not in _GENERIC]
 
 
-def is_short(question: str) -> bool:
+def is_short(question: str | Question) -> bool:
     """A short question: "What does X mean?", "how many ...", "define X", or at most three content words."""
-    return bool(_SHORT_FORM.match(question)) or len(key_terms(question)) <= 2 or len(tx.words(question)) <= 3
+    q = read_question(question)
+    return bool(_SHORT_FORM.match(q.text)) or len(key_terms(q)) <= 2 or len(q.words) <= 3
 
 
 def features(
-    question: str,
+    question: str | Question,
     texts: Sequence[str],
     *,
     dense: Sequence[float] | None = None,
@@ -104,11 +107,12 @@ def features(
     probability and expected number of needed chunks; without them only the lexical features are meaningful.
     ``pool``: every candidate the evidence was chosen from (default: ``texts``), for the ``pool_*`` features.
     """
-    script = unreadable_script(question)
+    question = read_question(question)
+    script = question.script
     q_units = _q_units(question, script)
     q_ents = _entities(question) if script is None else set()
     q_pairs = set(itertools.pairwise(q_units)) if script is None else set()
-    asked = tx.identifiers(question)
+    asked = question.identifiers
     best_cov = union = best_ent = best_pair = 0.0
     hit_any: set[str] = set()
     ent_any: set[str] = set()
@@ -193,13 +197,14 @@ def _pool_cover(
     return cov, ent, len(ents_left)
 
 
-def missing_terms(question: str, texts: Sequence[str], limit: int = 6) -> tuple[str, ...]:
+def missing_terms(question: str | Question, texts: Sequence[str], limit: int = 6) -> tuple[str, ...]:
     """The question's identifiers, names and key words that no passage holds, in the question's order."""
-    if unreadable_script(question) is not None:
+    q = read_question(question)
+    if q.script is not None:
         return ()
     held: set[str] = set()
     idents: set[str] = set()
-    asked = sorted(tx.identifiers(question))
+    asked = sorted(q.identifiers)
     wanted = {i.lower() for i in asked}
     for t in texts:
         held |= tx.key_units(t)
@@ -208,11 +213,11 @@ def missing_terms(question: str, texts: Sequence[str], limit: int = 6) -> tuple[
             idents |= {i.lower() for i in tx.identifiers(t)}
     out: list[str] = [i for i in asked if i.lower() not in idents]
     seen = {i.lower() for i in out}
-    content = set(tx.content_tokens(question))
-    for w in dict.fromkeys(tx.words(question)):
+    content = set(q.content_terms)
+    for w in dict.fromkeys(q.words):
         st = _stem(w)
         if w in content and st not in _GENERIC and st not in held and w not in seen and st not in seen:
             out.append(w)
             seen |= {w, st}
-    shown = {m.lower(): m for m in reversed(_WORD_AS_WRITTEN.findall(question))}
+    shown = {m.lower(): m for m in reversed(_WORD_AS_WRITTEN.findall(q.text))}
     return tuple(shown.get(w, w) for w in out[:limit])

@@ -12,6 +12,7 @@ from typing import Any
 
 from admit import modelfiles
 from admit.answerability.features import KNOWN_FEATURES
+from admit.types import ANSWER_STATES, AnswerState
 
 __all__ = [
     "ABSENT_NAME_BELOW",
@@ -26,7 +27,7 @@ __all__ = [
 DEFAULT_PATH = modelfiles.path("answerability.json")
 
 #: The three verdicts, worst first. Only ``not_answered`` triggers the policy's ``on_no_answer``.
-STATES = ("not_answered", "unsure", "answered")
+STATES = ANSWER_STATES
 
 #: Off topic: the best passage's MiniLM cosine below this and ...
 OFF_TOPIC_DENSE = 0.15
@@ -67,7 +68,7 @@ class AnswerabilityModel:
         """The probability from which the verdict is "answered" (:attr:`answered_at`, else the threshold)."""
         return self.answered_at if self.answered_at is not None else self.threshold
 
-    def state(self, feats: Mapping[str, float]) -> str:
+    def state(self, feats: Mapping[str, float]) -> AnswerState:
         """``not_answered``, ``unsure`` or ``answered`` (one of :data:`STATES`) for these features.
 
         Two rules come before the thresholds: a short question whose key terms a passage holds is answered; evidence

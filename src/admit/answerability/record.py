@@ -3,35 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
-from admit.answerability.model import STATES
+from admit.errors import ConfigError
+from admit.types import ANSWER_STATES, AnswerState, answerable_of
 
 if TYPE_CHECKING:
-    from admit.trace import AnswerabilityRecord
+    from admit.trace import AnswerRecord
 
 __all__ = ["ANSWERABLE", "Answerability", "answerable_for"]
 
-#: ``answerable`` for each verdict: ``True`` only for ``answered``, ``False`` for ``not_answered``, ``None`` for
-#: ``unsure`` (the check cannot tell: neither yes nor no).
-ANSWERABLE: Mapping[str, bool | None] = MappingProxyType({"answered": True, "unsure": None, "not_answered": False})
+#: ``answerable`` for each verdict (:func:`admit.types.answerable_of`, read here for lookup tables).
+ANSWERABLE: Mapping[AnswerState, bool | None] = MappingProxyType({s: answerable_of(s) for s in ANSWER_STATES})
 
 
-def answerable_for(state: str) -> bool | None:
-    """``answerable`` for the verdict ``state`` (:data:`ANSWERABLE`).
+def answerable_for(state: AnswerState) -> bool | None:
+    """``answerable`` for the verdict ``state``: :func:`admit.types.answerable_of` (the one mapping), which also
+    refuses a state that is none of :data:`~admit.types.ANSWER_STATES`.
 
     Example:
         >>> [answerable_for(s) for s in ("answered", "unsure", "not_answered")]
         [True, None, False]
-
-    Raises:
-        ValueError: ``state`` is not one of :data:`~admit.answerability.model.STATES`.
     """
-    if state not in STATES:
-        raise ValueError(f"state must be one of {STATES}, got {state!r}")
-    return ANSWERABLE[state]
+    if state is None:
+        raise ConfigError("An assessed verdict has a state: answered, unsure or not_answered.")
+    return answerable_of(state)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -43,10 +41,9 @@ class Answerability:
     tools (:meth:`answer_fields`), the trace (:meth:`as_dict`), the ``no_answer`` note (:meth:`note`).
     """
 
-    answerable: bool | None
-    """``True`` only when the verdict is ``answered``, ``False`` when it is ``not_answered`` (which triggers the
-    policy's ``on_no_answer``), ``None`` when it is ``unsure`` (:func:`answerable_for`). Test :attr:`state`, not
-    the truth of this field, where the meaning is "not answered": ``not None`` is true."""
+    state: AnswerState
+    """``answered``, ``unsure`` or ``not_answered`` (:data:`admit.types.AnswerState`); "unsure" changes nothing
+    admitted, "not_answered" triggers the policy's ``on_no_answer``. :attr:`answerable` is read from it."""
     probability: float
     """P(the admitted evidence answers the question)."""
     model: str
@@ -54,21 +51,19 @@ class Answerability:
     was admitted)."""
     reason: str
     """Why, in words (for the trace, the ``no_answer`` fallback and the human output)."""
-    state: str = ""
-    """``answered``, ``unsure`` or ``not_answered`` (:data:`~admit.answerability.model.STATES`); "unsure" changes
-    nothing admitted. Left out, it is read from :attr:`answerable` (``None``: ``unsure``)."""
     missing: tuple[str, ...] = ()
     """The question's names, identifiers and key words that no admitted passage holds (what the note says)."""
 
     def __post_init__(self) -> None:
-        if not self.state:
-            state = next((s for s, a in ANSWERABLE.items() if a is self.answerable), "")
-            if not state:
-                raise ValueError(f"answerable must be True, False or None, got {self.answerable!r}")
-            object.__setattr__(self, "state", state)
-        said = answerable_for(self.state)
-        if self.answerable is not said:
-            raise ValueError(f"answerable must be {said} for the state {self.state!r}, got {self.answerable!r}")
+        """Refuse a state that is not an :data:`~admit.types.AnswerState`."""
+        answerable_for(self.state)
+
+    @property
+    def answerable(self) -> bool | None:
+        """``True`` only when the verdict is ``answered``, ``False`` when it is ``not_answered``, ``None`` when it is
+        ``unsure`` (:func:`admit.types.answerable_of`). Test :attr:`state`, not the truth of this, where the
+        meaning is "not answered": ``not None`` is true."""
+        return answerable_of(self.state)
 
     @property
     def not_answered(self) -> bool:
@@ -80,17 +75,26 @@ class Answerability:
         budget answers nothing."""
         if admitted_any or self.not_answered:
             return self
-        return Answerability(probability=0.0, answerable=False, model=self.model, reason="no evidence fits the budget")
+        return Answerability(
+            probability=0.0, state="not_answered", model=self.model, reason="no evidence fits the budget"
+        )
 
     def answer_fields(self) -> dict[str, Any]:
         """The keys every face returns beside the evidence: ``answerable`` (``True``, ``False`` or ``None`` for
         ``unsure``), ``answerability`` (the probability) and ``answer_state``."""
         return {"answerable": self.answerable, "answerability": self.probability, "answer_state": self.state}
 
-    def as_dict(self) -> AnswerabilityRecord:
-        """The trace record's ``answerability``: every field, in order (``missing`` as a list)."""
-        rec = {f.name: getattr(self, f.name) for f in fields(self)}
-        return cast("AnswerabilityRecord", {**rec, "missing": list(self.missing)})
+    def as_dict(self) -> AnswerRecord:
+        """The trace record's ``answer``: the state, ``answerable`` read from it, the probability, the model, the
+        reason and ``missing`` (a list)."""
+        return {
+            "state": self.state,
+            "answerable": self.answerable,
+            "probability": self.probability,
+            "model": self.model,
+            "reason": self.reason,
+            "missing": list(self.missing),
+        }
 
     def note(self, action: str) -> str:
         """The note put in the evidence block when the verdict is "not answered" (``action``: the policy's

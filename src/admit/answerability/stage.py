@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from admit._text import unreadable_script
 from admit.answerability.features import SETWISE, features, missing_terms
 from admit.answerability.model import ABSENT_NAME_BELOW, AnswerabilityModel, load_models
-from admit.answerability.record import Answerability, answerable_for
+from admit.answerability.record import Answerability
+from admit.question import Question, read_question
 from admit.types import Chunk, Decision, Fallback, Scored
 
 if TYPE_CHECKING:
@@ -38,7 +38,7 @@ SCRIPT_MIN_SHARE = 0.2
 
 
 def assess(
-    question: str,
+    question: str | Question,
     texts: Sequence[str],
     *,
     models: Mapping[str, AnswerabilityModel] | None = None,
@@ -67,8 +67,9 @@ def assess(
         False
     """
     if not texts:
-        return Answerability(probability=0.0, answerable=False, model="empty", reason="no evidence was admitted")
-    script = unreadable_script(question)
+        return Answerability(probability=0.0, state="not_answered", model="empty", reason="no evidence was admitted")
+    question = read_question(question)  # read once: the features and the missing terms take the record
+    script = question.script
     if script is not None:
         return _assess_script(question, texts, script)
     models = models if models is not None else load_models()
@@ -106,7 +107,6 @@ def assess(
         parts.append(f"no passage names {', '.join(missing)}")
     return Answerability(
         probability=round(p, 4),
-        answerable=answerable_for(state),
         model=model.name,
         reason="; ".join(parts),
         state=state,
@@ -114,7 +114,7 @@ def assess(
     )
 
 
-def _assess_script(question: str, texts: Sequence[str], script: str) -> Answerability:
+def _assess_script(question: Question, texts: Sequence[str], script: str) -> Answerability:
     feats = features(question, texts)
     share = feats["best_q_cov"]
     ok = share >= SCRIPT_MIN_SHARE
@@ -122,7 +122,9 @@ def _assess_script(question: str, texts: Sequence[str], script: str) -> Answerab
         f"question in {script} script, which MiniLM does not read: the best passage holds {share:.0%} of its "
         f"character bigrams ({'>=' if ok else '<'} {SCRIPT_MIN_SHARE:.0%}; a rule, not a calibrated probability)"
     )
-    return Answerability(probability=round(share, 4), answerable=ok, model="script", reason=reason)
+    return Answerability(
+        probability=round(share, 4), state="answered" if ok else "not_answered", model="script", reason=reason
+    )
 
 
 def _text_of(c: Chunk) -> str:
@@ -130,7 +132,7 @@ def _text_of(c: Chunk) -> str:
 
 
 def assess_kept(
-    question: str, kept: Sequence[Chunk], outcome: PruneOutcome | None, pool: Sequence[Chunk] | None = None
+    question: str | Question, kept: Sequence[Chunk], outcome: PruneOutcome | None, pool: Sequence[Chunk] | None = None
 ) -> Answerability:
     """Whether the chunks a pruner kept answer the question, with its similarities and probabilities when it gave
     them (the setwise pruner's); ``pool``: the chunks they were chosen from."""
@@ -152,7 +154,7 @@ def assess_kept(
     return assess(question, texts, pool=pool_texts)
 
 
-def assess_run(question: str, run: PruneRun, kept: Sequence[Chunk] | None = None) -> PruneRun:
+def assess_run(question: str | Question, run: PruneRun, kept: Sequence[Chunk] | None = None) -> PruneRun:
     """``run`` with its :attr:`~admit.prune.verdicts.PruneRun.answer`: whether ``kept`` (default: the chunks it
     kept; the pipeline passes what the source cap leaves) answer the question. The one place the record is made:
     :func:`~admit.prune.verdicts.prune_candidates` and :meth:`admit.pipeline.Pipeline.pack` call it, every face

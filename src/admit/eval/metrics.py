@@ -33,6 +33,7 @@ from typing import Any
 
 from admit.errors import ConfigError
 from admit.prune.savings import net_saving_usd
+from admit.types import AnswerState, answerable_of
 
 __all__ = [
     "DIAGNOSES",
@@ -153,15 +154,15 @@ class QuestionResult:
     """Cited ids that support the answer (when a generator is configured)."""
     grades: Mapping[str, int] = field(default_factory=dict)
     """The pruner's grade per candidate."""
-    answer_state: str | None = None
+    answer_state: AnswerState | None = None
     """The pipeline's answerability verdict on the kept chunks: ``answered``, ``unsure`` or ``not_answered``
     (``None``: not assessed)."""
 
     @property
     def answerable(self) -> bool | None:
         """``True`` for ``answered``, ``False`` for ``not_answered``, ``None`` for ``unsure`` or not assessed
-        (:attr:`answer_state` tells them apart)."""
-        return {"answered": True, "not_answered": False}.get(self.answer_state or "")
+        (:attr:`answer_state` tells them apart; :func:`admit.types.answerable_of`)."""
+        return answerable_of(self.answer_state)
 
     @property
     def total_tokens(self) -> int:

@@ -34,7 +34,7 @@ from admit.errors import ConfigError
 from admit.inspector.log import REVOKED
 from admit.render import EvidenceRenderer
 from admit.trace import TraceRecord
-from admit.types import Access, Chunk
+from admit.types import Access, AnswerState, Chunk, answerable_of
 
 __all__ = ["CSP", "read_trace_file", "render_page"]
 
@@ -191,19 +191,26 @@ def _table(rows: Sequence[tuple[str, Any]]) -> str:
 
 
 #: The verdict's words on the page (the record's ``state``; a record without one is read from ``answerable``).
-_VERDICTS = {"answered": "answered", "unsure": "unsure", "not_answered": "not answered"}
+_VERDICTS: dict[AnswerState, str] = {"answered": "answered", "unsure": "unsure", "not_answered": "not answered"}
 
 
-def _verdict_state(rec: Mapping[str, Any]) -> str | None:
+def _answer(rec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The trace's verdict record: ``answer`` (``answerability`` in records logged before it was renamed)."""
+    return _map(rec, "answer") or _map(rec, "answerability")
+
+
+def _verdict_state(rec: Mapping[str, Any]) -> AnswerState | None:
     """The record's answerability state (``answered``, ``unsure``, ``not_answered``), ``None`` when unassessed."""
-    ans = _map(rec, "answerability")
+    ans = _answer(rec)
     if not ans:
         return None
     state = ans.get("state")
     if isinstance(state, str) and state in _VERDICTS:
         return state
     said = ans.get("answerable")  # a record written before the state was logged
-    return {True: "answered", False: "not_answered"}.get(said) if isinstance(said, bool) else "unsure"
+    if isinstance(said, bool):
+        return "answered" if said else "not_answered"
+    return "unsure"
 
 
 def _verdict(rec: Mapping[str, Any]) -> str:
@@ -211,10 +218,11 @@ def _verdict(rec: Mapping[str, Any]) -> str:
     state = _verdict_state(rec)
     if state is None:
         return '<div class="verdict none"><h3>Answerability</h3><p>not assessed in this trace</p></div>'
-    ans = _map(rec, "answerability")
+    ans = _answer(rec)
     missing = ans.get("missing")
+    said = answerable_of(state)
     rows: list[tuple[str, Any]] = [
-        ("answerable", {"answered": "true", "unsure": "null (unsure)", "not_answered": "false"}[state]),
+        ("answerable", "null (unsure)" if said is None else str(said).lower()),
         ("probability", ans.get("probability")),
         ("model", ans.get("model")),
         ("reason", ans.get("reason")),

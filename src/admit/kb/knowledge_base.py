@@ -21,8 +21,19 @@ from admit.kb.ingest import (
     ingest_paths,
     records_from_chunks,
 )
-from admit.kb.store import ChunkRecord, Hit, ReadFilter, SearchFilters, SourceInfo, Store
+from admit.kb.store import (
+    RELEASE_FEATURE,
+    ChunkRecord,
+    Hit,
+    ReadFilter,
+    SearchFilters,
+    SourceInfo,
+    Store,
+    rank_version_records,
+    with_version_hits,
+)
 from admit.kb.stores import open_store, stored_embedder
+from admit.question import Question, read_question
 from admit.trace import RetrievalRecord, new_request_id
 from admit.types import DEFAULT_STRATEGY, Chunk, PackResult, Principal
 
@@ -186,20 +197,28 @@ class KnowledgeBase:
     # -- retrieval -----------------------------------------------------------------------------------------
     def hits(
         self,
-        question: str,
+        question: str | Question,
         principal: Principal | None,
         *,
         k: int = 30,
         filters: SearchFilters | None = None,
         timings: dict[str, float] | None = None,
+        absent: list[str] | None = None,
     ) -> list[Hit]:
-        """Hybrid search; ``timings`` (if given) receives ``embed_query`` and ``retrieve`` milliseconds."""
+        """Hybrid search, with the sections of the releases the question names among the candidates (the store's
+        release-candidate query, :meth:`~admit.kb.store.Store.release_records`).
+
+        ``timings`` (if given) receives ``embed_query`` and ``retrieve`` milliseconds; ``absent`` (if given) the
+        store features the question needed and the store lacks (``release_records``).
+        """
         if principal is None or not principal.tenant:
             raise AuthorizationError("Retrieval needs a principal with a tenant; admit fails closed.")
+        record = read_question(question)
         t0 = time.perf_counter()
-        qv = self._query_cache.embed([question])[0]
+        qv = self._query_cache.embed([record.text])[0]
         t1 = time.perf_counter()
-        hits = self.store.search(question, qv, principal=principal, k=k, filters=filters)
+        hits = self.store.search(record.text, qv, principal=principal, k=k, filters=filters)
+        hits = self._with_release_hits(record, hits, principal, k=k, filters=filters, absent=absent)
         for h in hits:  # token counts, flags and signatures stored at ingest: the chunks are not cold
             seed_features(h.record.title, h.record.text, h.record.metadata.get(FEATURES_KEY))
         t2 = time.perf_counter()
@@ -207,6 +226,30 @@ class KnowledgeBase:
             timings["embed_query"] = (t1 - t0) * 1000
             timings["retrieve"] = (t2 - t1) * 1000
         return hits
+
+    def _with_release_hits(
+        self,
+        question: Question,
+        hits: list[Hit],
+        principal: Principal,
+        *,
+        k: int,
+        filters: SearchFilters | None,
+        absent: list[str] | None,
+    ) -> list[Hit]:
+        """``hits`` with the chunks naming a release the question names among them (:func:`with_version_hits`);
+        a store without the release-candidate query (:attr:`~admit.kb.store.Store.release_query` false, or no
+        such method) adds nothing and is noted in ``absent``."""
+        if not question.releases or k <= 0:
+            return hits
+        find = getattr(self.store, "release_records", None)
+        if not getattr(self.store, "release_query", False) or not callable(find):
+            if absent is not None and RELEASE_FEATURE not in absent:
+                absent.append(RELEASE_FEATURE)
+            return hits
+        n = min(2 * k, k + 50)  # the depth each of the store's ranked lists goes to
+        records = find(list(question.release_strings), principal=principal, n=n, filters=filters)
+        return with_version_hits(hits, rank_version_records(records, question), k)
 
     def retrieve(
         self, question: str, principal: Principal | None, *, k: int = 30, filters: SearchFilters | None = None
@@ -345,7 +388,8 @@ class KnowledgeBase:
             raise AuthorizationError("The request names no principal; admit fails closed.")
         kk = int(k) if k is not None else resolved.policy.candidate_count
         timings: dict[str, float] = {}
-        hits = self.hits(question, principal, k=kk, filters=filters, timings=timings)
+        absent: list[str] = []
+        hits = self.hits(question, principal, k=kk, filters=filters, timings=timings, absent=absent)
         self._seed_passage_vectors(hits)
         candidates = [h.record.to_chunk(score=h.fused, extra={"retrieval": h.as_dict()}) for h in hits]
         if not candidates:
@@ -360,6 +404,8 @@ class KnowledgeBase:
             "filters": _filters_dict(filters),
             "latency_ms": {k2: round(v, 3) for k2, v in timings.items()},
         }
+        if absent:
+            retrieval["absent"] = absent
         return PackRequest(
             question=question,
             principal=principal,

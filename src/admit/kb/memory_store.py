@@ -65,6 +65,9 @@ class MemoryStore(HybridSearch):
         0
     """
 
+    release_query = True
+    """It answers the release-candidate query (:meth:`~admit.kb.store.Store.release_records`): a substring scan."""
+
     def __init__(self, *, dim: int, name: str | None = None) -> None:
         self.dim = int(dim)
         self.name = name

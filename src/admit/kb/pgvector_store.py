@@ -45,6 +45,10 @@ class PgvectorStore(PerThreadConnections, HybridSearch):
         ef_search: ``hnsw.ef_search`` for indexed searches (at least the ranked list's depth is used).
     """
 
+    release_query = True
+    """It answers the release-candidate query (:meth:`~admit.kb.store.Store.release_records`): ``strpos`` over
+    the title and the text, inside the principal's ``WHERE``."""
+
     def __init__(
         self,
         dsn: str,
@@ -327,6 +331,23 @@ class PgvectorStore(PerThreadConnections, HybridSearch):
             Hit(record=recs[cid], fused=score, bm25_rank=lr, vector_rank=vr, bm25=ls, similarity=sim)
             for cid, score, lr, vr, ls, sim in fused
         ]
+
+    def _version_records(self, scope: Any, principal: Principal, asked: list[str], n: int) -> list[ChunkRecord]:
+        """Readable rows whose title or text holds one of the releases as a substring (``strpos``, no pattern
+        syntax), those with it in the title first, inside the principal's ``WHERE`` (checked by the caller)."""
+        where, params = scope
+        lowered = [v.lower() for v in asked if v]
+        if not lowered:
+            return []
+        in_title = " OR ".join(["strpos(lower(title), %s) > 0"] * len(lowered))
+        in_text = " OR ".join(["strpos(lower(text), %s) > 0"] * len(lowered))
+        with self._tx() as cur:
+            cur.execute(
+                f"SELECT {_COLS} FROM {self.table} WHERE ({in_title} OR {in_text}) AND {where} "
+                f"ORDER BY ({in_title}) DESC, source_id, ordinal, id LIMIT %s",
+                [*lowered, *lowered, *params, *lowered, n],
+            )
+            return [self._record(row) for row in cur.fetchall()]
 
 
 def from_url(url: str, *, dim: int) -> PgvectorStore:

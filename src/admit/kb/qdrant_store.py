@@ -84,6 +84,11 @@ class QdrantStore(HybridSearch):
         api_key: Server API key, if any.
     """
 
+    release_query = False
+    """It does not answer the release-candidate query (:meth:`~admit.kb.store.Store.release_records` returns
+    nothing): a payload substring match needs a full-text index this store does not build. The knowledge base
+    records ``release_records`` under ``retrieval.absent`` in the trace when a question names a release."""
+
     def __init__(
         self,
         *,

@@ -113,6 +113,9 @@ class SqliteStore(PerThreadConnections, HybridSearch):
         dim: Embedding dimension; checked against the file's when it exists.
     """
 
+    release_query = True
+    """It answers the release-candidate query (:meth:`~admit.kb.store.Store.release_records`): FTS5 phrases."""
+
     def __init__(self, path: str | Path, *, dim: int) -> None:
         self._sqlean, self._vec = _connect_module()
         self.dim = int(dim)
@@ -434,7 +437,8 @@ class SqliteStore(PerThreadConnections, HybridSearch):
         """FTS5 phrase search for each release (``"1.2.4"`` and ``"v1.2.4"``; the tokenizer splits them at the
         dots), headings weighted over text, over the rows the principal may read."""
         sub, params = scope
-        match = " OR ".join(f'"{v}" OR "v{v}"' for v in asked if all(ch.isdigit() or ch == "." for ch in v))
+        # a release is digits, letters (a pre-release suffix: 1.2.4rc1) and dots, so each phrase is safe to quote
+        match = " OR ".join(f'"{v}" OR "v{v}"' for v in asked if v and all(ch.isalnum() or ch == "." for ch in v))
         if not match:
             return []
         conn = self._conn()

@@ -25,6 +25,7 @@ from admit.backends.rerankers.fusion import RRF_K, rrf_fuse
 from admit.errors import ConfigError
 from admit.features import FEATURES_KEY
 from admit.passages import PASSAGE_VECTORS_KEY
+from admit.question import Question, Release, read_question, release_text, releases_in
 from admit.types import Access, Chunk, Principal
 
 __all__ = [
@@ -338,6 +339,25 @@ class Store(Protocol):
         """Hybrid search (lexical + vector, fused by reciprocal rank) over the chunks ``principal`` may read."""
         ...
 
+    release_query: bool
+    """Whether :meth:`release_records` searches (the release-candidate query). ``False``: it returns nothing, and
+    the knowledge base records the feature as absent (``retrieval.absent`` in the trace) when a question names a
+    release. Built-ins: SQLite, memory and pgvector search; Qdrant does not."""
+
+    def release_records(
+        self, releases: Sequence[str], *, principal: Principal, n: int, filters: SearchFilters | None = None
+    ) -> list[ChunkRecord]:
+        """The release-candidate query: at most ``n`` chunks ``principal`` may read (under ``filters``, applied
+        inside the query as for :meth:`search`) whose title or text may name one of ``releases`` (dotted,
+        :func:`admit.question.release_text`: ``"1.2.4"``, ``"1.2.4rc1"``, ``"4"`` for ``v4``), best first. The
+        caller checks each chunk by :mod:`admit.question`'s rule, so a store may return more than name one (a
+        substring or phrase match), never a chunk outside the principal's scope.
+
+        The knowledge base adds the sections of the release a question names to the fused candidates
+        (:func:`with_version_hits`): the fused lists rank "What changed in 1.2.4?" near any changelog entry.
+        """
+        ...
+
     def get_source_chunks(self, source_id: str, tenant: str) -> list[ChunkRecord]:
         """Return a source's chunks in document order."""
         ...
@@ -458,43 +478,32 @@ def fts_terms(text: str, *, limit: int = 32) -> list[str]:
 #: At most this many chunks naming a release the question names are added to a search's candidates
 #: (:func:`with_version_hits`), in place of the fused list's last ones.
 VERSION_HITS = 4
-_VERSION_AT = _linear.compile(r"[vV]?(\d+(?:\.\d+)+)", name="kb.version_at")
-_WORDISH = _linear.simple(r"\w")
+#: At most this many of the releases a question names are searched for (:meth:`Store.release_records`): a question
+#: naming thousands asks the store a bounded query.
+RELEASE_QUERY_LIMIT = 32
+RELEASE_FEATURE = "release_records"
+"""The name the trace gives the release-candidate query when a store lacks it (``retrieval.absent``)."""
 
 
-def exact_versions(text: str) -> set[str]:
-    """The dotted releases a text names exactly, without a leading ``v``: ``"v1.2.4 (2023)"`` -> ``{"1.2.4"}``.
-
-    A release is whole: not part of a longer number (``1.2.40``, ``11.2.4``, ``1.2.4.1``) and without a
-    pre-release or build suffix (``1.2.4a1``, ``1.2.4rc1``, ``1.2.4-beta``, ``1.2.4.post1`` name other releases).
-    """
-    out: set[str] = set()
-    for m in _VERSION_AT.finditer(text or ""):
-        start, end = m.start(), m.end()
-        before = text[start - 1] if start else ""
-        after = text[end : end + 2]
-        if before and (before == "." or _WORDISH.match(before)):
-            continue
-        if after and (_WORDISH.match(after[0]) or (after[0] in ".-+" and _WORDISH.match(after[1:2] or " "))):
-            continue
-        out.add(m.group(1))
-    return out
+def asked_version_strings(question: str | Question) -> list[str]:
+    """The releases a question names, written dotted (``"What changed in 1.2.4?"`` -> ``["1.2.4"]``), in order:
+    :mod:`admit.question`'s one rule (``v4`` -> ``"4"``, ``1.2.4rc1`` whole)."""
+    return list(read_question(question).release_strings)
 
 
-def asked_version_strings(question: str) -> list[str]:
-    """The dotted releases a question names (``"What changed in 1.2.4?"`` -> ``["1.2.4"]``), in order."""
-    return [v for v in versions(question) if v in exact_versions(question)]
-
-
-def version_heading(record: ChunkRecord, version: str) -> bool | None:
-    """Whether a chunk names ``version`` exactly in its headings (title, heading path or its first line:
-    ``True``), only in its text (``False``), or not at all (``None``)."""
+def version_heading(record: ChunkRecord, question: Question) -> tuple[bool, Release] | None:
+    """Whether a chunk names a release ``question`` asks about in its headings (title, heading path or its first
+    line: ``(True, release)``), only in its text (``(False, release)``), or not at all (``None``); ``release`` is
+    the asked one it names. Matching is :meth:`admit.question.Question.names_release`'s (``3.2`` names ``3.2.0``;
+    ``1.2.4rc1`` is not ``1.2.4``)."""
     lines = [ln.strip() for ln in record.text.splitlines() if ln.strip()]
     first = lines[:1] if lines and len(lines[0]) < 80 and not lines[0].endswith(".") else []  # a heading line
     head = "\n".join([record.title, *record.heading_path, *first])
-    if version in exact_versions(head):
-        return True
-    return False if version in exact_versions(record.text) else None
+    asked = question.asked_for(releases_in(head))
+    if asked is not None:
+        return True, asked
+    asked = question.asked_for(releases_in(record.text))
+    return None if asked is None else (False, asked)
 
 
 def with_version_hits(hits: Sequence[Hit], found: Sequence[tuple[ChunkRecord, str]], k: int) -> list[Hit]:
@@ -517,21 +526,21 @@ def with_version_hits(hits: Sequence[Hit], found: Sequence[tuple[ChunkRecord, st
     return kept + [Hit(record=r, fused=floor * 0.999 ** (i + 1), version=v) for i, (r, v) in enumerate(extra)]
 
 
-def rank_version_records(records: Sequence[ChunkRecord], asked: Sequence[str]) -> list[tuple[ChunkRecord, str]]:
-    """Of ``records`` (in the store's order), those naming an asked release exactly in a heading (the release's
-    own sections); those naming it in their text only where none does."""
+def rank_version_records(records: Sequence[ChunkRecord], question: Question) -> list[tuple[ChunkRecord, str]]:
+    """Of ``records`` (in the store's order), those naming a release ``question`` asks about in a heading (the
+    release's own sections), with that release written dotted; those naming it in their text only where none does.
+    Each record is read once, whatever the number of releases asked."""
     heads: list[tuple[ChunkRecord, str]] = []
     texts: list[tuple[ChunkRecord, str]] = []
     seen: set[str] = set()
-    for v in asked:
-        for r in records:
-            if r.id in seen:
-                continue
-            where = version_heading(r, v)
-            if where is None:
-                continue
-            seen.add(r.id)
-            (heads if where else texts).append((r, v))
+    for r in records:
+        if r.id in seen:
+            continue
+        seen.add(r.id)
+        where = version_heading(r, question)
+        if where is None:
+            continue
+        (heads if where[0] else texts).append((r, release_text(where[1])))
     return heads or texts  # a text naming the release only where no heading does
 
 
@@ -541,10 +550,13 @@ class HybridSearch:
     (``None``: nothing can match); then both ranked lists, fused by reciprocal rank.
 
     A store gives :meth:`_scope` (its filter: SQL, a Qdrant filter, or :class:`ReadFilter` for a store that
-    filters records itself) and :meth:`_ranked` (the two queries).
+    filters records itself) and :meth:`_ranked` (the two queries); one that answers the release-candidate query
+    (:meth:`release_records`) gives :meth:`_version_records` and sets :attr:`release_query`.
     """
 
     dim: int
+    release_query: bool = False
+    """Whether :meth:`release_records` searches (:attr:`Store.release_query`); ``False`` here."""
 
     def search(
         self,
@@ -563,19 +575,28 @@ class HybridSearch:
         if scope is None:
             return []
         qv, n = query_vector(query_vec, self.dim, k)
-        hits = self._ranked(scope, principal, fts_terms(query_text), qv, n, k)
-        asked = asked_version_strings(query_text)
-        if not asked:
-            return hits
-        found = rank_version_records(self._version_records(scope, principal, asked, n), asked)
-        return with_version_hits(hits, found, k)
+        return self._ranked(scope, principal, fts_terms(query_text), qv, n, k)
+
+    def release_records(
+        self, releases: Sequence[str], *, principal: Principal, n: int, filters: SearchFilters | None = None
+    ) -> list[ChunkRecord]:
+        """The release-candidate query (:meth:`Store.release_records`) over the principal's scope: nothing without
+        a tenant, releases or room, or under a filter that matches nothing; else :meth:`_version_records`."""
+        filters = filters or SearchFilters()
+        asked = [v for v in releases if v][:RELEASE_QUERY_LIMIT]
+        if not self.release_query or n <= 0 or not asked or not principal.tenant or filters.matches_nothing():
+            return []
+        scope = self._scope(principal, filters)
+        if scope is None:
+            return []
+        return self._version_records(scope, principal, asked, n)
 
     def _scope(self, principal: Principal, filters: SearchFilters) -> Any | None:
         raise NotImplementedError
 
     def _version_records(self, scope: Any, principal: Principal, asked: list[str], n: int) -> list[ChunkRecord]:
-        """Readable chunks that may name one of the ``asked`` releases (at most ``n``; the caller checks each
-        exactly). A store without it (the default) adds nothing."""
+        """Readable chunks that may name one of the ``asked`` releases (at most ``n``; the caller checks each by
+        the one rule). A store without it (the default) adds nothing."""
         return []
 
     def _ranked(self, scope: Any, principal: Principal, terms: list[str], qv: FloatVector, n: int, k: int) -> list[Hit]:

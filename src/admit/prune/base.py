@@ -12,10 +12,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from admit.errors import AdmitError, ConfigError
 from admit.prune.settings import PruneSettings
+from admit.question import Question, as_text
 from admit.trace import PrunerRecord
 from admit.types import Scored, Usage
 
@@ -170,13 +171,19 @@ def fallback_outcome(
     return PruneOutcome(strategy=strategy, graded=tuple(out), usage=usage or Usage(), fallback=action, error=error)
 
 
-def run_pruner(pruner: Pruner, question: str, candidates: Sequence[Scored], settings: PruneSettings) -> PruneOutcome:
-    """Run ``pruner``; on any failure apply ``settings.on_error`` and record it, or re-raise for ``raise``."""
+def run_pruner(
+    pruner: Pruner, question: str | Question, candidates: Sequence[Scored], settings: PruneSettings
+) -> PruneOutcome:
+    """Run ``pruner``; on any failure apply ``settings.on_error`` and record it, or re-raise for ``raise``.
+
+    A pruner gets the question's text (:meth:`Pruner.prune`), or its record (:class:`admit.question.Question`) when
+    it says it reads one (a class attribute ``reads_question_record = True``: the setwise pruner)."""
     if not candidates:
         return PruneOutcome(strategy=pruner.name, graded=())
     t0 = time.perf_counter()
+    handed: Any = question if getattr(pruner, "reads_question_record", False) is True else as_text(question)
     try:
-        outcome = pruner.prune(question, candidates, settings)
+        outcome = pruner.prune(handed, candidates, settings)
     except Exception as exc:
         if settings.on_error == "raise":
             if isinstance(exc, AdmitError):

@@ -29,6 +29,7 @@ from admit.prune.settings import PruneSettings
 from admit.prune.setwise_model import SetwiseItem, SetwiseScorer
 from admit.prune.setwise_model.text import identifiers
 from admit.prune.spec import PrunerResources, StrategySpec, file_digest
+from admit.question import Question
 from admit.types import Scored
 
 __all__ = ["SPEC", "SetwisePruner", "identifiers"]
@@ -69,8 +70,12 @@ class SetwisePruner:
         """Load the embedding model now rather than on the first request."""
         self.scorer.warm_up()
 
-    def prune(self, question: str, candidates: Sequence[Scored], settings: PruneSettings) -> PruneOutcome:
-        """Score the list as a set and keep grade >= threshold (plus the reranked keep_top_k)."""
+    reads_question_record = True
+    """:func:`~admit.prune.base.run_pruner` hands it the request's :class:`~admit.question.Question` (read once)."""
+
+    def prune(self, question: str | Question, candidates: Sequence[Scored], settings: PruneSettings) -> PruneOutcome:
+        """Score the list as a set and keep grade >= threshold (plus the reranked keep_top_k); ``question``: the
+        text or the request's record."""
         items = [
             SetwiseItem(
                 id=c.chunk.id, title=c.chunk.title, text=c.chunk.text, score=c.score, version=c.chunk.version or ""

@@ -20,6 +20,7 @@ from admit.errors import ConfigError, RequestError
 from admit.prune.base import PruneOutcome, Pruner, run_pruner
 from admit.prune.catalogue import find_strategy
 from admit.prune.settings import PruneSettings
+from admit.question import Question, read_question
 from admit.rerank import ranked_by, rerank
 from admit.types import Chunk, Decision, Scored
 
@@ -125,7 +126,7 @@ def check_unique_ids(ids: Sequence[str]) -> None:
 
 
 def prune_candidates(
-    question: str,
+    question: str | Question,
     candidates: Sequence[Chunk],
     *,
     settings: PruneSettings,
@@ -139,7 +140,8 @@ def prune_candidates(
     assess whether the kept ones answer the question (:attr:`PruneRun.answer`).
 
     Args:
-        question: The question.
+        question: The question: its text, or the request's record (:func:`admit.question.read_question`), read
+            once here and handed to rerank, the pruner and the answerability stage.
         candidates: The candidates; their ids must be unique.
         settings: The pruner settings (``strategy`` ``none`` keeps everything).
         reranker: Orders the candidates when ``scores`` is not given (may be ``None`` when it is).
@@ -150,6 +152,7 @@ def prune_candidates(
             adapter that cuts the kept documents further).
     """
     check_unique_ids([c.id for c in candidates])
+    question = read_question(question)
     if scores is None:
         if reranker is None:
             raise ConfigError("prune_candidates needs a reranker or the candidates' scores.")
@@ -163,7 +166,7 @@ def prune_candidates(
 
 
 def prune_ranked(
-    question: str,
+    question: str | Question,
     ranked: Sequence[Scored],
     *,
     settings: PruneSettings,

@@ -35,7 +35,7 @@ from admit.service.limits import (
 from admit.service.state import ServiceState
 from admit.tools import ToolOutput
 from admit.trace import TraceRecord, build_prune_record, new_request_id
-from admit.types import Chunk, PackResult, Principal
+from admit.types import Chunk, PackResult, Principal, answerable_of
 
 if TYPE_CHECKING:
     from admit.policy import Resolution
@@ -288,8 +288,8 @@ def trace_summary(trace: TraceRecord | Mapping[str, Any]) -> dict[str, Any]:
         "dropped": dict(rec.get("dropped", {})),
         "fallbacks": [f["kind"] for f in rec.get("fallbacks", [])],
         # None for "unsure" as for "not assessed": answer_state tells them apart (None: not assessed)
-        "answerable": rec["answerability"]["answerable"] if "answerability" in rec else None,
-        "answer_state": rec["answerability"].get("state") if "answerability" in rec else None,
+        "answerable": answerable_of(rec["answer"]["state"]) if "answer" in rec else None,
+        "answer_state": rec["answer"]["state"] if "answer" in rec else None,
         "pruner": dict(pruner) if pruner else None,
         "tools": [dict(t) for t in rec.get("tools", [])],  # what happened to each tool output (counts only)
         "flags": {k: list(v) for k, v in rec.get("flags", {}).items()},  # injection flags: ids and kinds, no text

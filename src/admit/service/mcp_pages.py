@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from admit.errors import ConfigError
 from admit.service.core import trace_summary
+from admit.types import AnswerState
 
 __all__ = ["CitedPassage", "EvidenceResult", "page_offset", "paged_result", "sent_bytes"]
 
@@ -39,14 +40,14 @@ class EvidenceResult(BaseModel):
     evidence: str = Field(description="The evidence block: untrusted-evidence envelopes, cite their ids.")
     citations: list[str] = Field(description="Ids of the admitted passages on this page, in prompt order.")
     answerable: bool | None = Field(
-        default=True,
+        default=None,
         description="Whether the evidence answers the question: true; null (unsure: answer from it with care); "
         "false: say the knowledge base does not answer it.",
     )
     answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
-    answer_state: str = Field(
-        default="answered",
-        description="`answered`, `unsure` or `not_answered` (`answerable` true, null, false).",
+    answer_state: AnswerState | None = Field(
+        default=None,
+        description="`answered`, `unsure` or `not_answered` (`answerable` true, null, false; null: not assessed).",
     )
     passages: list[CitedPassage]
     tools: str = Field(default="", description="The tool-results block (untrusted tool data), if tools were given.")

@@ -15,7 +15,7 @@ from pydantic_core import PydanticCustomError
 from admit.pipeline import PackRequest, PruneRun
 from admit.schema import PackRequestModel, PrincipalModel, PruneCandidate, ToolOutputModel
 from admit.service.core import PruneQuery, SearchQuery
-from admit.types import MAX_QUESTION_CHARS, Principal
+from admit.types import MAX_QUESTION_CHARS, AnswerState, Principal
 
 __all__ = [
     "ErrorBody",
@@ -128,15 +128,15 @@ class SearchResponse(BaseModel):
     admitted: list[PassageOut]
     citations: list[str]
     answerable: bool | None = Field(
-        default=True,
+        default=None,
         description="Whether the admitted evidence answers the question: true (`answered`), null (`unsure`: the "
         "check cannot tell) or false (`not_answered`: see the no_answer fallback).",
     )
     answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
-    answer_state: str = Field(
-        default="answered",
-        description="`answered`, `unsure` or `not_answered` (`answerable` true, null, false); only `not_answered` "
-        "triggers the policy's on_no_answer.",
+    answer_state: AnswerState | None = Field(
+        default=None,
+        description="`answered`, `unsure` or `not_answered` (`answerable` true, null, false; null: not assessed); "
+        "only `not_answered` triggers the policy's on_no_answer.",
     )
     prompt: str
     budget: dict[str, Any] = Field(description="The evidence budget: input limit, reserves, what is left for evidence.")
@@ -195,14 +195,14 @@ class PruneResponse(BaseModel):
     notes: list[str] = Field(default_factory=list, description="The pruner's notes.")
     trace: dict[str, Any]
     answerable: bool | None = Field(
-        default=True,
+        default=None,
         description="Whether the kept chunks answer the question: true (`answered`), null (`unsure`) or false "
         "(`not_answered`).",
     )
     answerability: float | None = Field(default=None, description="The calibrated probability behind `answerable`.")
-    answer_state: str = Field(
-        default="answered",
-        description="`answered`, `unsure` or `not_answered` (`answerable` true, null, false).",
+    answer_state: AnswerState | None = Field(
+        default=None,
+        description="`answered`, `unsure` or `not_answered` (`answerable` true, null, false; null: not assessed).",
     )
 
     @classmethod

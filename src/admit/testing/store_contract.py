@@ -282,6 +282,42 @@ class StoreContract:
         assert all(h.fused > 0 for h in hits)
         assert [h.fused for h in hits] == sorted((h.fused for h in hits), reverse=True)
 
+    # -- the release-candidate query ------------------------------------------------------------------------
+    def test_release_records_is_declared_and_scoped(self, store: Store) -> None:
+        """:meth:`~admit.kb.store.Store.release_records`: a store declares whether it answers it
+        (:attr:`~admit.kb.store.Store.release_query`); one that does returns the readable chunks naming the
+        release (another tenant's, a group's the principal lacks and a filtered-out source's never), one that does
+        not returns nothing."""
+        assert isinstance(store.release_query, bool)
+        store.upsert(
+            [
+                self.rec("cl#124", text="1.2.4\nFixes: no crash on a missing segment."),
+                self.rec("cl#124rc1", text="1.2.4rc1\nFixes: a crash in prune."),
+                self.rec("cl#123", text="1.2.3\nFixes: the cache."),
+                self.rec("sre#124", text="1.2.4\nOn-call notes.", groups=("sre",)),
+                self.rec("other#124", text="1.2.4\nTheir notes.", tenant="t2"),
+                self.rec("plain#1", text="Nothing about releases here."),
+            ]
+        )
+        me = Principal(tenant="t1")
+        got = {r.id for r in store.release_records(["1.2.4"], principal=me, n=10)}
+        if not store.release_query:
+            assert got == set()
+            return
+        assert "cl#124" in got
+        assert not got & {"sre#124", "other#124", "plain#1", "cl#123"}
+        sre = {r.id for r in store.release_records(["1.2.4"], principal=Principal(tenant="t1", groups=("sre",)), n=10)}
+        assert {"cl#124", "sre#124"} <= sre and "other#124" not in sre
+        assert "cl#124rc1" in {r.id for r in store.release_records(["1.2.4rc1"], principal=me, n=10)}
+        only = SearchFilters(source_ids=("cl",))
+        assert {r.id for r in store.release_records(["1.2.4"], principal=me, n=10, filters=only)} <= {
+            "cl#124",
+            "cl#124rc1",
+        }
+        assert store.release_records(["1.2.4"], principal=me, n=0) == []
+        assert store.release_records(["1.2.4"], principal=Principal(tenant=""), n=10) == []
+        assert store.release_records([], principal=me, n=10) == []
+
     def test_k_zero_and_empty_store(self, store: Store) -> None:
         q = unit_vec("q", self.dim)
         assert store.search("anything", q, principal=Principal(tenant="t1"), k=5) == []

@@ -21,6 +21,7 @@ from admit.backends.embedders.base import Embedder, l2_normalise
 from admit.passages import best_passages, nfc, question_text
 from admit.prune.setwise_model import text as tx
 from admit.prune.setwise_model.links import build_links
+from admit.question import Question, read_question
 
 __all__ = [
     "BASE_FEATURES",
@@ -233,12 +234,12 @@ def _phrase_features(
     return bigram, idf_cov
 
 
-def _identifier_features(question: str, texts: Sequence[str]) -> tuple[FloatArray, FloatArray]:
+def _identifier_features(question: Question, texts: Sequence[str]) -> tuple[FloatArray, FloatArray]:
     """(names an asked identifier, names only other identifiers of an asked kind) per chunk."""
     n = len(texts)
     hit = np.zeros(n, dtype=np.float64)
     other = np.zeros(n, dtype=np.float64)
-    asked = tx.identifiers(question)
+    asked = question.identifiers
     if not asked:
         return hit, other
     kinds = {tx.identifier_kind(i) for i in asked}
@@ -251,11 +252,11 @@ def _identifier_features(question: str, texts: Sequence[str]) -> tuple[FloatArra
     return hit, other
 
 
-def prepare(question: str, items: Sequence[SetwiseItem], embedder: Embedder) -> Prepared:
+def prepare(question: str | Question, items: Sequence[SetwiseItem], embedder: Embedder) -> Prepared:
     """Computes embeddings, base features, question features and link matrices.
 
     Args:
-        question: The question.
+        question: The question (its record, :func:`admit.question.read_question`, or the text).
         items: The chunks.
         embedder: The embedder.
 
@@ -263,12 +264,14 @@ def prepare(question: str, items: Sequence[SetwiseItem], embedder: Embedder) -> 
         The prepared features.
     """
     n = len(items)
+    record = read_question(question)
+    question = record.text
     qvec, vecs, dense, top2 = embed_items(question, items, embedder)
 
-    q_tokens = tx.content_tokens(question)
+    q_tokens = list(record.content_terms)
     q_set = set(q_tokens)
-    q_ents = tx.capitalised_tokens(question)
-    q_low = " " + " ".join(tx.words(question)) + " "
+    q_ents = set(record.names)
+    q_low = " " + " ".join(record.words) + " "
     full_texts = [f"{it.title}\n{it.text}" for it in items]
     doc_tokens = [tx.content_tokens(t)[:MAX_WORDS_LEXICAL] for t in full_texts]
     doc_sets = [set(d) for d in doc_tokens]
@@ -291,7 +294,7 @@ def prepare(question: str, items: Sequence[SetwiseItem], embedder: Embedder) -> 
         ht = [w for w in head.split() if w not in STOPWORDS]
         if ht:
             title_cov[j] = sum(w in q_set for w in ht) / len(ht)
-    ident_hit, ident_other = _identifier_features(question, full_texts)
+    ident_hit, ident_other = _identifier_features(record, full_texts)
     bigram_cov, idf_cov = _phrase_features(q_tokens, doc_tokens, doc_sets)
     wh = np.array([1.0 if pat.search(question) else 0.0 for _, pat in tx.WH_CUES], dtype=np.float64)
     has_year = np.array([1.0 if tx.YEAR.search(t) else 0.0 for t in full_texts], dtype=np.float64)
@@ -337,7 +340,7 @@ def prepare(question: str, items: Sequence[SetwiseItem], embedder: Embedder) -> 
         [
             math.log(max(n, 1)),
             math.log1p(float(n_words.mean())) if n else 0.0,
-            math.log1p(len(tx.words(question))),
+            math.log1p(len(record.words)),
             float(len(tx.NESTED.findall(question))),
             float(len(tx.RELATIVE.findall(question))),
             float(len(tx.COMPARISON.findall(question)) > 0),
@@ -346,7 +349,7 @@ def prepare(question: str, items: Sequence[SetwiseItem], embedder: Embedder) -> 
             float(sd.std()) if n else 0.0,
             float(sd[0] - sd[1]) if n > 1 else 0.0,
             *wh,
-            1.0 if tx.identifiers(question) else 0.0,
+            1.0 if record.identifiers else 0.0,
         ],
         dtype=np.float64,
     )

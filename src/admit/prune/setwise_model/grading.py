@@ -18,6 +18,7 @@ import numpy.typing as npt
 from admit.prune.setwise_model import crosslang, lists, rules
 from admit.prune.setwise_model import text as tx
 from admit.prune.setwise_model.features import SetwiseItem
+from admit.question import Question, read_question
 
 __all__ = ["KEEP_GRADE", "Grading", "apply_rules"]
 
@@ -40,6 +41,7 @@ class Grading:
         marks: The name of the last rule that moved each grade (the scorer's ``setby``).
         floor: Whether each chunk is under the unrelated floor.
         foreign: Whether each chunk is in another language than the question.
+        record: The question read once (:class:`admit.question.Question`): its script and releases.
     """
 
     question: str
@@ -50,6 +52,12 @@ class Grading:
     marks: list[str]
     floor: list[bool]
     foreign: list[bool] = field(default_factory=list)
+    record: Question | None = None
+
+    @property
+    def read(self) -> Question:
+        """The question's record (read from :attr:`question` when none was handed in)."""
+        return self.record if self.record is not None else read_question(self.question)
 
     def mark(self, j: int, before: int, rule: str) -> None:
         """Record ``rule`` as what set chunk ``j``'s grade when it moved from ``before``."""
@@ -59,7 +67,7 @@ class Grading:
 
 def bigram_rule(g: Grading) -> str | None:
     """A question in a script MiniLM does not read: every grade by character bigrams; returns the script."""
-    script = rules.script_of(g.question)
+    script = g.read.script
     if script is None:
         return None
     bg, shares = rules.bigram_grades(g.question, g.texts)
@@ -131,7 +139,7 @@ def release_rule(g: Grading) -> None:
     (:func:`.rules.version_hits`; only when some chunk names an asked release)."""
     items = g.items
     hit, other, asked = rules.version_hits(
-        g.question, [it.title for it in items], [it.text for it in items], [it.version for it in items]
+        g.read, [it.title for it in items], [it.text for it in items], [it.version for it in items]
     )
     if not any(hit):
         return
@@ -228,7 +236,7 @@ def unrelated_floor(g: Grading, dense: FloatArray, probs: FloatArray | None) -> 
 
 
 def apply_rules(
-    question: str,
+    question: str | Question,
     items: Sequence[SetwiseItem],
     dense: FloatArray,
     grades: Sequence[int],
@@ -252,8 +260,10 @@ def apply_rules(
     chunk's grade (``"the release rule"``, ...), so the scorer can say which rule set a grade against ``p``.
     """
     n = len(items)
+    record = read_question(question)
     g = Grading(
-        question=question,
+        question=record.text,
+        record=record,
         items=items,
         texts=[f"{it.title}\n{it.text}" for it in items],
         out=[int(x) for x in grades],

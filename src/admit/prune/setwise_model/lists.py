@@ -17,6 +17,7 @@ from admit import _linear
 from admit import _text as tx
 from admit._text import nfc
 from admit.prune.setwise_model.rules import stem
+from admit.question import Question, read_question
 
 __all__ = ["asked_kind", "compared_terms", "enumerates_kind", "enumeration", "holds_both"]
 
@@ -62,13 +63,13 @@ _COMPARE = _linear.compile(
 )
 
 
-def asked_kind(question: str) -> tuple[str, set[str]]:
+def asked_kind(question: str | Question) -> tuple[str, set[str]]:
     """The kind of thing a "which/what <kind>" question asks for, and its words, singular (:func:`stem`): "Which
     compression algorithms does it support?" -> ``("algorithms", {"compression", "algorithm"})``; ``("", set())``
     when the question names no plural kind ("What does it support?", "Which version is current?") or the plural
     is not the phrase's head ("which county shares a border", "what Teen Titans spinoff series": the head is
     followed by an auxiliary, a preposition or the question's end)."""
-    toks = tx.words(question)
+    toks = list(read_question(question).words)
     for i, w in enumerate(toks):
         if w not in ("which", "what"):
             continue

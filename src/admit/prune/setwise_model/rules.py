@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from admit import _linear
 from admit import _text as tx
 from admit._text import char_bigrams, nfc, unreadable_script
+from admit.question import Question, read_question, release_matches, release_of, releases_in
 
 __all__ = [
     "UNRELATED_DENSE",
@@ -60,14 +61,6 @@ UNRELATED_DENSE = 0.12
 #: ... unless the model gives it at least this probability of being needed (a bridge paragraph).
 UNRELATED_MAX_PROB = 0.2
 
-# a release: "4.1.0", "v4", "4.x"; a pre-release or post-release suffix ("1.2.4a1", "1.2.4-rc.1", "1.2.4.post1")
-# is part of the last number, so "1.2.4a1" is its own release, never "1.2.4"
-_VERSION_TOKEN = _linear.compile(
-    r"^[vV]?(\d+(?:\.(?:\d+|[xX*]))+)(?:[-.]?(a|b|c|rc|alpha|beta|pre|preview|dev|post)\.?(\d*))?$|^[vV](\d+)$",
-    re.IGNORECASE,
-    name="setwise.version_token",
-)
-_SUFFIX = {"alpha": "a", "beta": "b", "c": "rc", "preview": "pre"}
 # a line that is only a release: "1.2.4", "Version 1.2.4 (2023-05-01)", "v0.28.1 - May 3, 2021", "Release 4.2.0"
 _RELEASE_WORDS = frozenset(
     (
@@ -101,49 +94,23 @@ _CUE_WORDS = frozenset(
 
 
 def _version_of(token: str) -> tuple[str, ...] | None:
-    """``"4.1.0"`` -> ``("4", "1", "0")``, ``"v4"`` -> ``("4",)``, ``"4.x"`` -> ``("4",)``, ``"1.2.4rc1"`` ->
-    ``("1", "2", "4rc1")`` (a pre-release is its own release: never ``1.2.4``, a ``1.2`` one)."""
-    t = token.strip(".-").lower()
-    m = _VERSION_TOKEN.match(t)
-    if m is None:
-        return None
-    if m.group(4):
-        return (str(int(m.group(4))),)
-    out: list[str] = []
-    for p in m.group(1).split("."):
-        if p in ("x", "*"):
-            break  # "4.x": every 4 release
-        out.append(str(int(p)))
-    if m.group(2):
-        if len(out) != len(m.group(1).split(".")):
-            return None  # "4.x-rc1" names no release
-        out[-1] += _SUFFIX.get(m.group(2), m.group(2)) + (m.group(3) or "")
-    return tuple(out) or None
+    """The release one run names: :func:`admit.question.release_of` (the one rule)."""
+    return release_of(token)
 
 
 def versions_in(text: str, *, bare_dotted: bool = True) -> set[tuple[str, ...]]:
-    """Releases a text names: ``4.1.0`` -> ``("4", "1", "0")``, ``v4`` -> ``("4",)``, ``4.x`` -> ``("4",)``.
+    """Releases a text names (:func:`admit.question.releases_in`): ``4.1.0`` -> ``("4", "1", "0")``, ``v4`` ->
+    ``("4",)``, ``4.x`` -> ``("4",)``.
 
     ``bare_dotted``: whether ``4.1`` (no ``v``) counts; a question's does, a passage's only in a title or a
     heading (:func:`version_hits`), where a decimal number is rarely meant.
     """
-    out: set[tuple[str, ...]] = set()
-    for m in _RUN.finditer(nfc(text)):
-        tok = m.group(0)
-        if len(tok) > 32:
-            continue
-        v = _version_of(tok)
-        if v is None:
-            continue
-        if not bare_dotted and not tok.lower().startswith("v") and len(v) < 3:
-            continue
-        out.add(v)
-    return out
+    return set(releases_in(text, bare_dotted=bare_dotted))
 
 
-def asked_versions(question: str) -> set[tuple[str, ...]]:
-    """The releases a question names, as prefixes (``"4.1"`` asks for every ``4.1.*``)."""
-    return {v for v in versions_in(question) if len(v) >= 2 or "v" in question.lower() or ".x" in question.lower()}
+def asked_versions(question: str | Question) -> set[tuple[str, ...]]:
+    """The releases a question names, as prefixes (``"4.1"`` asks for every ``4.1.*``): its record's."""
+    return set(read_question(question).releases)
 
 
 def release_heading(line: str) -> bool:
@@ -198,14 +165,11 @@ def version_notes(text: str) -> set[tuple[str, ...]]:
 
 
 def _matches(have: tuple[str, ...], asked: tuple[str, ...]) -> bool:
-    if have[: len(asked)] == asked:
-        return True
-    # "4.1.0" asked, "4.1" named: the same release written shorter
-    return len(have) < len(asked) and asked[: len(have)] == have and all(p == "0" for p in asked[len(have) :])
+    return release_matches(have, asked)
 
 
 def version_hits(
-    question: str, titles: Sequence[str], texts: Sequence[str], versions: Sequence[str] = ()
+    question: str | Question, titles: Sequence[str], texts: Sequence[str], versions: Sequence[str] = ()
 ) -> tuple[list[bool], list[bool], set[tuple[str, ...]]]:
     """(the section names an asked release, the section names only other releases, the asked releases).
 
@@ -214,9 +178,12 @@ def version_hits(
     document's title (``Installing Ferrule 4.1 › Requirements``) neither lifts nor caps the section: the document is
     about that release, the section may be about anything in it. The registry's version (what the whole site is
     of) spares a section whose heading names another release, unless that heading is only a release (a changelog
-    entry: ``0.28.1`` in the 1.2.4 documentation is 0.28.1's, not 1.2.4's).
+    entry: ``0.28.1`` in the 1.2.4 documentation is 0.28.1's, not 1.2.4's). The asked releases are the question
+    record's (:attr:`admit.question.Question.releases`), matched by set look-ups
+    (:meth:`~admit.question.Question.names_release`): linear in the question however many it names.
     """
-    asked = asked_versions(question)
+    q = read_question(question)
+    asked = set(q.releases)
     n = len(texts)
     if not asked:
         return [False] * n, [False] * n, asked
@@ -224,14 +191,14 @@ def version_hits(
     for j, (title, text) in enumerate(zip(titles, texts, strict=True)):
         own, doc, release = _heads(title, text)
         named = versions_in(own)
-        if any(_matches(h, a) for h in named | version_notes(text) for a in asked):
+        if q.asked_in(named | version_notes(text)) is not None:
             hit[j] = True
             continue
         if not named:
             continue
-        by_title = any(_matches(h, a) for h in versions_in(doc) for a in asked)
+        by_title = q.asked_in(versions_in(doc)) is not None
         reg = versions[j].strip() if j < len(versions) and versions[j] else ""
-        by_registry = bool(reg) and any(_matches(h, a) for h in versions_in("v" + reg.lstrip("vV")) for a in asked)
+        by_registry = bool(reg) and q.asked_in(versions_in("v" + reg.lstrip("vV"))) is not None
         other[j] = not by_title and not (by_registry and not release)
     return hit, other, asked
 
@@ -268,7 +235,7 @@ def named_headings(question: str, texts: Sequence[str]) -> list[str | None]:
     two thirds of them, in the question in the heading's order) and no other chunk's heading is named, else
     ``None``. Measured on the documentation training files: of the chunks it names, 60% are required on Doc2Dial,
     79% on RestBench (against 10% of all chunks), 10% on MedQuAD (templated headings; 58 chunks in 10,120)."""
-    q = [stem(w) for w in tx.content_tokens(question)]
+    q = [stem(w) for w in read_question(question).content_terms]
     out: list[str | None] = []
     heads = [opening_heading(t) for t in texts]
     for h in heads:
@@ -323,7 +290,7 @@ def unrelated(question: str, title: str, text: str, dense: float) -> bool:
     """The absolute floor: no content word of the question and a best-passage cosine below the floor."""
     if dense >= UNRELATED_DENSE:
         return False
-    q = set(tx.content_tokens(question))
+    q = set(read_question(question).content_terms)
     if not q:
         return False
     return not (q & (set(tx.content_tokens(f"{title}\n{text}")) | set()))

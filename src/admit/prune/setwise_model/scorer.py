@@ -14,7 +14,6 @@ from admit.backends.embedders.base import CachedEmbedder, Embedder
 from admit.backends.rerankers.cross import CrossEncoder, chunk_passage, default_model_path
 from admit.errors import ConfigError
 from admit.prune.setwise_model import crosslang
-from admit.prune.setwise_model import text as tx
 from admit.prune.setwise_model.coverage import DEEP_LIST, coverage_before, grade_of_prob
 from admit.prune.setwise_model.coverage import grades as grade_list
 from admit.prune.setwise_model.features import Prepared, SetwiseItem, prepare
@@ -22,6 +21,7 @@ from admit.prune.setwise_model.fusion import fuse
 from admit.prune.setwise_model.grading import apply_rules
 from admit.prune.setwise_model.links import LINK_NAMES
 from admit.prune.setwise_model.model import DEFAULT_MODEL_PATH, load_model
+from admit.question import Question, read_question
 
 __all__ = ["SetwiseScorer", "SetwiseScores", "agreement_notes", "apply_rules"]
 
@@ -260,7 +260,7 @@ class SetwiseScorer:
         return out
 
     def _deep_grades(
-        self, question: str, items: Sequence[SetwiseItem], probs: FloatArray, embedder: Embedder, cs: Any
+        self, question: Question, items: Sequence[SetwiseItem], probs: FloatArray, embedder: Embedder, cs: Any
     ) -> list[int]:
         """A deep list's grades: its best :data:`.coverage.DEEP_LIST` chunks by probability graded as a list of them
         alone would be (scored again as that list: its probabilities, its coverage, its clamps), every other chunk 1
@@ -280,7 +280,7 @@ class SetwiseScorer:
             out[k] = g
         return out
 
-    def score(self, question: str, items: Sequence[SetwiseItem]) -> SetwiseScores:
+    def score(self, question: str | Question, items: Sequence[SetwiseItem]) -> SetwiseScores:
         """Scores the items for the question.
 
         Exact identifiers named in the question (``E4012``, ``HL_MAX_CONN``; see
@@ -297,10 +297,12 @@ class SetwiseScorer:
         """
         if not items:
             return SetwiseScores(probs=(), grades=(), reasons=(), expected_needed=0.0)
+        record = read_question(question)  # read once: the features and the rules take the record
+        question = record.text
         embedder = self.embedder
         if len(items) > DEEP_LIST and not isinstance(embedder, CachedEmbedder):
             embedder = CachedEmbedder(embedder)  # a deep list is read twice (:meth:`_deep_grades`): embed it once
-        prep = prepare(question, items, embedder)
+        prep = prepare(record, items, embedder)
         stages = self.model.predict(prep)
         final = stages[-1]
         cross_note: list[str] = []
@@ -317,7 +319,7 @@ class SetwiseScorer:
             reasons = [f"{r}; {c}" for r, c in zip(reasons, cross_note, strict=True)]
         if prep.n > DEEP_LIST:
             by_share = grade_list(final, cov, self.model.cuts, self.model.keep_bounds, deep=False)
-            grades = self._deep_grades(question, items, final, embedder, cs)
+            grades = self._deep_grades(record, items, final, embedder, cs)
             for j in range(prep.n):
                 if grades[j] != by_share[j]:
                     setby[j] = "the deep-list cut-off"
@@ -326,7 +328,7 @@ class SetwiseScorer:
                         f"(grade {by_share[j]} by a share of the whole list)"
                     )
         if prep.ident_hit.any():
-            asked = ", ".join(sorted(tx.identifiers(question)))
+            asked = ", ".join(sorted(record.identifiers))
             before = list(grades)
             grades = identifier_grades(grades, prep.ident_hit, prep.ident_other)
             for j in range(prep.n):
@@ -337,7 +339,7 @@ class SetwiseScorer:
                 elif prep.ident_other[j]:
                     reasons[j] += f"; names another identifier than {asked}"
         e5 = self._e5_cosines(question, items, final)
-        grades, reasons, floor, script = apply_rules(question, items, prep.dense, grades, reasons, final, setby, e5)
+        grades, reasons, floor, script = apply_rules(record, items, prep.dense, grades, reasons, final, setby, e5)
         if script is None:
             reasons = agreement_notes(final, cov, grades, reasons, setby)
         return SetwiseScores(
