@@ -50,8 +50,8 @@ class PrunerOutput(TypedDict):
     """Whether the kept documents answer the query: ``True``, ``None`` (unsure) or ``False``."""
     answerability: float | None
     """The verdict's probability (``None`` when not assessed)."""
-    answer_state: str
-    """The verdict: ``answered``, ``unsure`` or ``not_answered``."""
+    answer_state: AnswerState | None
+    """The verdict: ``answered``, ``unsure`` or ``not_answered`` (``None``: not assessed)."""
 
 
 class _Keep(enum.Enum):
