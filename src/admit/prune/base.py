@@ -12,13 +12,15 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import IntEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from admit.errors import AdmitError, ConfigError
 from admit.prune.settings import PruneSettings
-from admit.question import Question, as_text
 from admit.trace import PrunerRecord
 from admit.types import Scored, Usage
+
+if TYPE_CHECKING:  # admit.question reads text with numpy: not imported by `admit --help`
+    from admit.question import Question
 
 __all__ = [
     "RUBRIC",
@@ -181,7 +183,11 @@ def run_pruner(
     if not candidates:
         return PruneOutcome(strategy=pruner.name, graded=())
     t0 = time.perf_counter()
-    handed: Any = question if getattr(pruner, "reads_question_record", False) is True else as_text(question)
+    handed: Any = (
+        question
+        if getattr(pruner, "reads_question_record", False) is True
+        else (question if isinstance(question, str) else question.text)
+    )
     try:
         outcome = pruner.prune(handed, candidates, settings)
     except Exception as exc:
