@@ -125,6 +125,23 @@ class Limits(_Strict):
     """Most requests of one API key waiting for a worker; past it 429 with ``Retry-After``."""
     max_queued: int = Field(default=1024, gt=0)
     """Most requests waiting for a worker in all; past it 429 with ``Retry-After``."""
+    max_in_flight_per_key: int = Field(default=64, gt=0)
+    """Most requests of one API key in flight (from their headers to their answer); past it the gate answers 429
+    with ``Retry-After`` before reading the body (:class:`~admit.service.admission.Admission`)."""
+    max_in_flight_per_tenant: int = Field(default=64, gt=0)
+    """Most requests of one tenant in flight, all its keys together; past it 429 before the body is read."""
+    max_in_flight: int = Field(default=512, gt=0)
+    """Most requests in flight in the shared part of the queue; past it 429 before the body is read, except for a
+    tenant still inside its own share (``reserved_per_tenant``): a quiet tenant is never refused because others
+    filled the server."""
+    reserved_per_tenant: int = Field(default=4, gt=0)
+    """Requests each tenant may have in flight whatever the others hold (its own share of the queue)."""
+    max_in_flight_bytes_per_tenant: int = Field(default=8_000_000, gt=0)
+    """Most body bytes (declared, else ``max_body_bytes``) of one tenant's requests in flight; past it 429 before
+    the body is read (a tenant's first request is always let in: it is under ``max_body_bytes``)."""
+    max_in_flight_bytes: int = Field(default=64_000_000, gt=0)
+    """Most body bytes in flight in the shared part of the queue; past it 429 before the body is read (a tenant
+    inside its own share still enters, up to its own byte bound)."""
 
 
 class ApiKey(_Strict):

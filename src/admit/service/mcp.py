@@ -400,7 +400,8 @@ def mcp_http_app(server: Any, *, host: str = "127.0.0.1") -> Any:
 
     st: ServiceState = server.admit_state
     app = server.streamable_http_app(host=host, max_request_body_size=st.limits.max_body_bytes)
-    return SecurityHeaders(Gate(app, keyring=lambda: st.keyring, max_body_bytes=st.limits.max_body_bytes))
+    gate = Gate(app, keyring=lambda: st.keyring, max_body_bytes=st.limits.max_body_bytes, admission=st.admission)
+    return SecurityHeaders(gate)
 
 
 def run_mcp(

