@@ -131,3 +131,43 @@ def test_a_quiet_tenant_is_never_refused_when_others_fill_the_shared_queue(held:
         with httpx.Client(base_url=srv.url, timeout=120, headers={"X-API-Key": "quiet-key"}) as c:
             codes = [c.post("/v1/prune", json=body).status_code for _ in range(8)]
         assert codes == [200] * 8
+
+
+# ---------------------------------------------------------------------------------------------- item 5
+
+
+@pytest.mark.parametrize("cores", [1, 2, 16])
+@pytest.mark.parametrize("n_long", [1, 4])
+def test_long_jobs_keep_a_share_beside_short_ones_and_are_paused_for_a_bounded_time(cores: int, n_long: int) -> None:
+    """The pool's lane rule on a simulated clock: short jobs fill every core all the time (more of them than
+    cores), yet each long job runs a share of the ticks and is never paused longer than the stated bound."""
+    from admit.service.sched import LaneJob, lanes_for, long_lanes, max_pause_s
+
+    tick, slice_s, short = 0.05, 0.25, cores + 3
+    lanes = lanes_for(cores, short)
+    assert lanes >= 1
+    running = dict.fromkeys(range(n_long), True)
+    since = dict.fromkeys(range(n_long), 0.0)
+    ran = dict.fromkeys(range(n_long), 0)
+    paused_at: dict[int, float] = {}
+    longest = 0.0
+    ticks = 400
+    for k in range(1, ticks + 1):
+        now = k * tick
+        jobs = [LaneJob(i, running[i], since[i]) for i in range(n_long)]
+        chosen = long_lanes(jobs, lanes, now, slice_s)
+        assert len(chosen) == min(lanes, n_long)
+        for i in range(n_long):
+            want = i in chosen
+            if want != running[i]:
+                running[i], since[i] = want, now
+            if want:
+                ran[i] += 1
+                if i in paused_at:
+                    longest = max(longest, now - paused_at.pop(i))
+            else:
+                paused_at.setdefault(i, now)
+    bound = max_pause_s(n_long, lanes, slice_s, tick)
+    assert longest <= bound + 1e-9
+    for i in range(n_long):  # every long job gets its turn: at least a fair part of one lane
+        assert ran[i] >= ticks * min(lanes, n_long) // n_long - 10

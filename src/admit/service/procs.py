@@ -16,8 +16,11 @@ processes; the last ``reserve`` processes go only to *light* tenants (whose rece
 ``long_cpu_s`` of CPU each, measured in CPU seconds, so contention never makes a tenant look heavy).
 
 **CPU: least attained service across processes.** Every ``tick_s`` the pool reads each busy process's CPU time
-(``/proc``): jobs that have used less than ``long_cpu_s`` run; of the others at most ``cores - short`` run at
-once, the earliest deadline first, the rest are paused (``SIGSTOP``) until a core is theirs (``SIGCONT``).
+(``/proc``): jobs that have used less than ``long_cpu_s`` run; of the others at most ``cores - short - 1`` run
+at once but never fewer than one (long work's guaranteed share, whatever the core count), taking turns of
+``slice_s``; the rest are paused (``SIGSTOP``) until their turn (``SIGCONT``), never longer than
+:func:`admit.service.sched.max_pause_s`. A heavy tenant's job is dispatched while no long job runs, even when
+light tenants keep every process busy.
 
 **Deadlines.** A job still running at its deadline has its process killed (``SIGKILL``) and replaced by a fresh
 fork; the CPU it used is charged to its tenant. No job outlives its deadline by more than one tick.
@@ -59,6 +62,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from admit.errors import BackendError, Overloaded
+from admit.service.sched import LaneJob, lanes_for, long_lanes
 from admit.service.worker import HEADER, cores, dumps_job, proc_cpu, replay_effects, worker_main, worker_state
 
 __all__ = ["PoolSnapshot", "PoolStats", "ProcessPool", "worker_state"]
@@ -75,6 +79,8 @@ class _Worker:
     conn: socket.socket
     job: _Job | None = None
     stopped: bool = False
+    since: float = 0.0
+    """When it was last paused or resumed (or its job started): a long job's turn is timed from it."""
     sending: asyncio.Future[None] | None = None
     inbox: bytearray = field(default_factory=bytearray)
     """The answer read so far (the loop never blocks on a worker: a paused one may be mid-answer)."""
@@ -100,6 +106,8 @@ class _Job:
     """It was handed to a fresh worker once already (a second lost worker fails it)."""
     long: bool = False
     """It has used more than ``long_cpu_s`` of CPU (it may be paused while short jobs run)."""
+    heavy: bool = False
+    """It was dispatched as a heavy tenant's."""
 
 
 @dataclass(slots=True, eq=False)
@@ -192,6 +200,8 @@ class ProcessPool:
         self.cpu_per_byte = 2e-6
         """The first estimate of a job's CPU seconds per byte of it (2 s per MB), before its tenant's jobs tell."""
         self.tick_s = tick_s
+        self.slice_s = 0.25
+        """How long a long job keeps its lane once resumed before the one paused longest takes it."""
         self.max_queued_per_tenant = max_queued_per_tenant
         self.max_queued_per_key = max_queued_per_key
         self.max_queued = max_queued
@@ -352,6 +362,9 @@ class ProcessPool:
             heapq.heappop(heap)  # stale: the tenant moved, emptied its queue or reached its cap
         return None
 
+    def _long_running(self) -> int:
+        return sum(1 for w in self._workers if w.job is not None and (w.job.long or w.job.heavy))
+
     def _short_running(self) -> int:
         return sum(1 for w in self._workers if w.job is not None and not w.job.long)
 
@@ -380,7 +393,8 @@ class ProcessPool:
                 self.stats.extra += 1
             busy = sum(1 for w in self._workers if w.job is not None)
             light = self._head("light")
-            heavy = self._head("heavy") if busy < self.regular else None
+            # a heavy tenant starts while regular processes are free, and always when no long job runs (its lane)
+            heavy = self._head("heavy") if busy < self.regular or not self._long_running() else None
             if light is None and heavy is None:
                 return
             if light is not None and (heavy is None or light[0] <= heavy[0]):
@@ -391,6 +405,7 @@ class ProcessPool:
             heapq.heappop(self._heaps[which])
             self._vtime = max(self._vtime, tag)
             job = t.waiting.popleft()
+            job.heavy = which == "heavy"
             self._queued -= 1
             self._by_key[job.key] -= 1
             if self._by_key[job.key] <= 0:
@@ -407,7 +422,7 @@ class ProcessPool:
         w.job = job
         job.worker = w
         job.cpu0 = proc_cpu(w.proc.pid)
-        job.started = time.monotonic()
+        job.started = w.since = time.monotonic()
         self.stats.dispatched += 1
         assert self._loop is not None
         payload = self._payloads.pop(job)
@@ -585,11 +600,13 @@ class ProcessPool:
                 t = self._tenant(job.tenant)
                 t.cost = max(t.cost, used)  # heavy from now on, not only once the job ends
                 t.jobs = max(t.jobs, 1)
-        # while short jobs run, long ones get the cores left but one (the server's own loop needs a core)
-        allowed = max(0, self.cores - len(short) - 1) if short else self.cores
-        long.sort(key=lambda w: w.job.deadline_at if w.job and w.job.deadline_at else float("inf"))
+        # while short jobs run, long ones get the cores left but one (the server's own loop needs a core), never
+        # fewer than one lane, taken in turns (:mod:`admit.service.sched`)
+        lanes = lanes_for(self.cores, len(short))
+        seen = [LaneJob(i, not w.stopped, w.since, _deadline(w)) for i, w in enumerate(long)]
+        run = long_lanes(seen, lanes, now, self.slice_s)
         for i, w in enumerate(long):
-            self._pause(w, i >= allowed)
+            self._pause(w, i not in run)
         for w in short:
             self._pause(w, False)
         for w, used in expired:
@@ -606,6 +623,7 @@ class ProcessPool:
         except ProcessLookupError:
             return
         w.stopped = stop
+        w.since = time.monotonic()
         if stop:
             self.stats.paused += 1
 
@@ -688,3 +706,7 @@ class ProcessPool:
             self._by_key[job.key] -= 1
             if self._by_key[job.key] <= 0:
                 del self._by_key[job.key]
+
+
+def _deadline(w: _Worker) -> float:
+    return w.job.deadline_at if w.job is not None and w.job.deadline_at is not None else float("inf")
