@@ -9,6 +9,7 @@ decisions on a fake clock.
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from typing import Any
@@ -171,3 +172,55 @@ def test_long_jobs_keep_a_share_beside_short_ones_and_are_paused_for_a_bounded_t
     assert longest <= bound + 1e-9
     for i in range(n_long):  # every long job gets its turn: at least a fair part of one lane
         assert ran[i] >= ticks * min(lanes, n_long) // n_long - 10
+
+
+# ---------------------------------------------------------------------------------------------- item 3
+
+
+def test_the_trace_line_is_finished_in_the_worker_and_only_the_line_comes_back(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``trace_requests`` on, a pack carrying 5,000 tool rows (one holding a secret): what the worker hands
+    back to the event loop is the finished, redacted JSON line, never the request to serialize and redact there."""
+    import httpx
+
+    from admit.service import procs
+
+    handed: list[tuple[Any, ...]] = []
+    real = procs.replay_effects
+
+    def spy(state: Any, effects: list[tuple[Any, ...]]) -> None:
+        handed.extend(effects)
+        real(state, effects)
+
+    monkeypatch.setattr(procs, "replay_effects", spy)
+    trace = tmp_path / "trace.jsonl"
+    settings = settings_from_dict(
+        {
+            "service": {
+                "trace_file": str(trace),
+                "trace_requests": True,
+                "limits": {"worker_processes": 1},
+                "keys": KEYS,
+            }
+        }
+    )
+    app = create_app(settings, environ=ENV)
+    secret = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    rows = [{"n": i, "note": secret if i == 7 else f"row {i}"} for i in range(5000)]
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}, "note": {"type": "string"}}}
+    body = {
+        "question": "What is alpha?",
+        "candidates": [{"id": "a", "source_id": "s", "text": "alpha is a letter", "access": {"tenant": "acme"}}],
+        "tool_outputs": [{"id": "t", "tool": "lookup", "rows": rows, "schema": schema, "max_rows": 5000}],
+    }
+    with LoopbackServer(app, ready_path="/readyz") as srv:
+        r = httpx.post(f"{srv.url}/v1/pack", json=body, headers={"X-API-Key": "quiet-key"}, timeout=120)
+        assert r.status_code == 200, r.text
+    outs = [e for e in handed if e[0] == "out"]
+    assert outs, "the worker handed back no trace write"
+    assert all(e[1] == "line" and all(isinstance(a, str) for a in e[2]) for e in outs), [e[1] for e in outs]
+    text = trace.read_text("utf-8")
+    assert secret not in text
+    logged = json.loads(text.splitlines()[-1])
+    assert len(logged["request"]["tool_outputs"][0]["rows"]) == 5000
