@@ -224,3 +224,55 @@ def test_the_trace_line_is_finished_in_the_worker_and_only_the_line_comes_back(
     assert secret not in text
     logged = json.loads(text.splitlines()[-1])
     assert len(logged["request"]["tool_outputs"][0]["rows"]) == 5000
+
+
+# ---------------------------------------------------------------------------------------------- item 4
+
+
+class SpinPruner:
+    """A pruner that never returns and never reaches a checkpoint (only killing its process stops it)."""
+
+    name = "spin"
+
+    def prune(self, question: str, candidates: Any, settings: Any) -> Any:
+        x = 0
+        while True:
+            x += 1
+
+
+def test_mcp_tools_run_in_the_process_pool_and_work_past_its_deadline_is_killed() -> None:
+    """``admit mcp``'s tools run in the worker processes ``admit serve`` uses: a prune that never returns is
+    stopped at ``request_timeout_s`` by killing its process (a thread could not be stopped), and a bad argument
+    is checked in a worker too (the pool counts the job)."""
+    import asyncio
+
+    pytest.importorskip("mcp")
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from admit.service.mcp import build_mcp_server
+    from admit.service.state import build_state
+
+    settings = settings_from_dict({"service": {"limits": {"request_timeout_s": 1.0}}})
+    state = build_state(settings, pruner=SpinPruner())  # type: ignore[arg-type]
+    server = build_mcp_server(settings, kb=None, state=state, processes=True)
+    assert state.procs is not None, "the MCP server's work must run in worker processes"
+    state.warm_up()
+
+    async def calls() -> tuple[str, str]:
+        try:
+            with pytest.raises(ToolError) as timed_out:
+                await server.call_tool("prune_context", {"question": "q?", "chunks": ["alpha", "beta"]})
+            with pytest.raises(ToolError) as bad:
+                await server.call_tool("prune_context", {"question": "q?", "chunks": [{"id": "a"}]})
+            return str(timed_out.value), str(bad.value)
+        finally:
+            state.procs.close()
+
+    slow, bad = asyncio.run(calls())
+    assert "request_timeout_s" in slow
+    assert "chunks[0].text" in bad
+    stats = state.procs.stats
+    # the spinning work was stopped with its process (at its deadline, by the pool's tick or with its caller)
+    assert stats.killed == 1 and stats.timed_out + stats.abandoned == 1
+    assert stats.errors == 1  # the bad argument was found in a worker, not on the event loop
+    assert state.procs.busy() == []
