@@ -117,8 +117,9 @@ class Limits(_Strict):
     tenant sending expensive requests waits for its own slots and never takes every worker from the others."""
     worker_processes: int | None = Field(default=None, ge=0)
     """Worker processes request work runs in (:mod:`admit.service.procs`): ``None`` (the default) one per CPU
-    core in ``admit serve``, threads in an app built in-process by :func:`~admit.service.http.create_app` and in
-    ``admit mcp``; ``0``: threads always; ``N``: ``N`` processes (plus a reserve for light tenants)."""
+    core in ``admit serve`` and ``admit mcp``, threads in an app built in-process by
+    :func:`~admit.service.http.create_app`; ``0``: threads always; ``N``: ``N`` processes (plus a reserve for light
+    tenants)."""
     max_queued_per_tenant: int = Field(default=64, gt=0)
     """Most requests of one tenant waiting for a worker; past it 429 with ``Retry-After``."""
     max_queued_per_key: int = Field(default=64, gt=0)

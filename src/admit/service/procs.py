@@ -37,8 +37,8 @@ worker.
 
 The pool serves ``admit serve`` (``[service.limits] worker_processes`` unset: one process per core); every
 request of the service reaches it through :func:`admit.service.limits.run_bounded`, called by
-:class:`admit.service.core.Service`. An app built in-process, and ``admit mcp``, use the thread pool of
-:mod:`admit.service.work` instead.
+:class:`admit.service.core.Service`; ``admit mcp`` (both transports) runs its tools here too. An app built
+in-process uses the thread pool of :mod:`admit.service.work` instead.
 """
 
 from __future__ import annotations
