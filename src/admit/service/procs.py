@@ -205,6 +205,8 @@ class ProcessPool:
         self.max_queued_per_tenant = max_queued_per_tenant
         self.max_queued_per_key = max_queued_per_key
         self.max_queued = max_queued
+        self.reserved_queue = 4
+        """Jobs of one tenant (waiting and running) let in however full the queue is: its own share."""
         self.stats = PoolStats()
         self._workers: list[_Worker] = []
         self._free: list[_Worker] = []
@@ -673,8 +675,8 @@ class ProcessPool:
         if self._by_key[k] >= self.max_queued_per_key:
             self.stats.refused += 1
             raise Overloaded(f"too many requests of this key waiting; retry after {retry} s", retry_after_s=retry)
-        if self._queued >= self.max_queued:
-            self.stats.refused += 1
+        if self._queued >= self.max_queued and len(t.waiting) + t.in_flight >= self.reserved_queue:
+            self.stats.refused += 1  # (a tenant inside its own share of the queue is never refused for the others)
             raise Overloaded(f"the server's queue is full; retry after {retry} s", retry_after_s=retry)
         payload = dumps_job((fn, deadline_at), self.state)
         job = _Job(tenant, k, deadline_at, loop.create_future(), next(self._seq), size=len(payload))
