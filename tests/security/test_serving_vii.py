@@ -276,3 +276,33 @@ def test_mcp_tools_run_in_the_process_pool_and_work_past_its_deadline_is_killed(
     assert stats.killed == 1 and stats.timed_out + stats.abandoned == 1
     assert stats.errors == 1  # the bad argument was found in a worker, not on the event loop
     assert state.procs.busy() == []
+
+
+def test_the_pools_reserve_goes_to_a_quiet_tenant_before_a_backlogged_one() -> None:
+    """The fair queue names the quiet tenant (one request waiting, none running) for the processes kept in
+    reserve, even when a flooding tenant's backlog is ahead of it in the queue."""
+    from dataclasses import dataclass
+
+    from admit.service.fairq import FairQueue
+
+    @dataclass(eq=False)
+    class Job:
+        tenant: str
+        key: str
+        size: int = 100
+        estimate: float = 0.0
+
+    q: FairQueue[Job] = FairQueue(
+        per_tenant=1, long_cpu_s=0.25, max_queued_per_tenant=64, max_queued_per_key=64, max_queued=1024
+    )
+    for _ in range(5):
+        q.add(Job("flood", "key:f"))
+    quiet = Job("acme", "key:q")
+    q.add(quiet)
+    head = q.head("light")
+    assert head is not None and head[1].name == "flood"  # first in the queue
+    fresh = q.fresh()
+    assert fresh is not None and fresh[1].name == "acme"
+    assert q.pop("light", *fresh) is quiet
+    nxt = q.head("light")
+    assert nxt is not None and nxt[1].name == "flood" and q.queued == 5

@@ -172,10 +172,24 @@ class FairQueue(Generic[J]):
             heapq.heappop(heap)  # stale: the tenant moved, emptied its queue or reached its cap
         return None
 
+    def fresh(self) -> tuple[float, TenantQueue[J]] | None:
+        """The light tenant with the smallest start tag among those with no backlog (one job waiting, none
+        running): a quiet tenant, whom the pool's reserve is kept for."""
+        best: tuple[float, int, TenantQueue[J]] | None = None
+        for tag, seq, gen, t in self.heaps["light"]:
+            if gen != t.gen or t.queued_in != "light" or len(t.waiting) != 1 or t.in_flight or not self.light(t):
+                continue
+            if best is None or (tag, seq) < best[:2]:
+                best = (tag, seq, t)
+        return (best[0], best[2]) if best is not None else None
+
     def pop(self, which: str, tag: float, t: TenantQueue[J]) -> J:
-        """Dispatch the first job of ``t``, the head of heap ``which`` at ``tag``: its expected cost is charged
-        ahead to the tenant's finish time."""
-        heapq.heappop(self.heaps[which])
+        """Dispatch the first job of ``t`` (in heap ``which`` at ``tag``; its entry there is dropped, now or
+        lazily): its expected cost is charged ahead to the tenant's finish time."""
+        heap = self.heaps[which]
+        if heap and heap[0][3] is t:
+            heapq.heappop(heap)
+        t.gen += 1  # any entry of it left in a heap is stale from here
         self.vtime = max(self.vtime, tag)
         job = t.waiting.popleft()
         self._taken(job)

@@ -315,16 +315,16 @@ class ProcessPool:
         while True:
             self._replace_dead_free()
             if not self._free:
-                # every process is held: a light tenant may still start while fewer than ``reserve`` jobs are
-                # short (the others are long and paused as needed), in an extra process up to ``hard_cap``
+                # all held: a quiet tenant may start in an extra process (up to ``hard_cap``) while few jobs are short
                 if len(self._workers) >= self.hard_cap or self._short_running() >= self.reserve:
                     return
-                if self.queue.head("light") is None:
+                if self.queue.fresh() is None:
                     return
                 self._spawn()
                 self.stats.extra += 1
             busy = sum(1 for w in self._workers if w.job is not None)
-            light = self.queue.head("light")
+            # the reserve (the processes past ``regular``) is kept for quiet tenants: one job waiting, none running
+            light = self.queue.head("light") if busy < self.regular else self.queue.fresh()
             # a heavy tenant starts while regular processes are free, and always when no long job runs (its lane)
             heavy = self.queue.head("heavy") if busy < self.regular or not self._long_running() else None
             if light is None and heavy is None:
