@@ -90,16 +90,14 @@ class _Job:
     cpu0: float = 0.0
     cpu: float = 0.0
     started: float = 0.0
-    size: int = 0
-    """Bytes of the pickled job (its body): the first estimate of its cost."""
+    size: int = 0  # bytes of the pickled job (its body): the first estimate of its cost
     payload: bytes = b""
     """The pickled job while a worker holds it (handed to a fresh worker if that one is found dead)."""
-    retried: bool = False
-    """It was handed to a fresh worker once already (a second lost worker fails it)."""
+    retried: bool = False  # handed to a fresh worker once already (a second lost worker fails it)
     long: bool = False
     """It has used more than ``long_cpu_s`` of CPU (it may be paused while short jobs run)."""
-    heavy: bool = False
-    """It was dispatched as a heavy tenant's."""
+    heavy: bool = False  # dispatched as a heavy tenant's
+    queued: float = field(default_factory=time.monotonic)
 
 
 @dataclass(slots=True)
@@ -180,8 +178,9 @@ class ProcessPool:
         )
         """The waiting jobs, by tenant (start-time fair queuing)."""
         self.tick_s = tick_s
-        self.slice_s = 0.25
-        """How long a long job keeps its lane once resumed before the one paused longest takes it."""
+        self.slice_s, self.lane_wait_s = 0.25, 1.0
+        """How long a long job keeps its lane once resumed (before the one paused longest takes it), and the longest
+        a heavy tenant waits behind light ones while no long job runs."""
         self.stats = PoolStats()
         self._workers: list[_Worker] = []
         self._free: list[_Worker] = []
@@ -294,9 +293,6 @@ class ProcessPool:
     def _tenant(self, name: str) -> TenantQueue[_Job]:
         return self.queue.tenant(name)
 
-    def _long_running(self) -> int:
-        return sum(1 for w in self._workers if w.job is not None and (w.job.long or w.job.heavy))
-
     def _short_running(self) -> int:
         return sum(1 for w in self._workers if w.job is not None and not w.job.long)
 
@@ -325,11 +321,15 @@ class ProcessPool:
             busy = sum(1 for w in self._workers if w.job is not None)
             # the reserve (the processes past ``regular``) is kept for quiet tenants: one job waiting, none running
             light = self.queue.head("light") if busy < self.regular else self.queue.fresh()
-            # a heavy tenant starts while regular processes are free, and always when no long job runs (its lane)
-            heavy = self.queue.head("heavy") if busy < self.regular or not self._long_running() else None
+            # a heavy tenant starts while regular processes are free, and first once it has waited ``lane_wait_s``
+            # while no long job runs (long work's lane)
+            heavy = self.queue.head("heavy")
+            lane = heavy is not None and heavy[1].waiting[0].queued + self.lane_wait_s <= time.monotonic()
+            lane = lane and not any(w.job is not None and (w.job.long or w.job.heavy) for w in self._workers)
+            heavy = heavy if busy < self.regular or lane else None
             if light is None and heavy is None:
                 return
-            if light is not None and (heavy is None or light[0] <= heavy[0]):
+            if light is not None and (heavy is None or (light[0] <= heavy[0] and not lane)):
                 tag, t, which = light[0], light[1], "light"
             else:
                 assert heavy is not None
