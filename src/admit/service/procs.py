@@ -507,8 +507,7 @@ class ProcessPool:
             if not job.long:
                 job.long = True
                 self.queue.mark_long(job.tenant, used)  # heavy from now on, not only once the job ends
-        # while short jobs run, long ones get the cores left but one (the server's own loop needs a core), never
-        # fewer than one lane, taken in turns (:mod:`admit.service.sched`)
+        # long jobs: the cores short ones leave but one (for the loop), never fewer than one lane, in turns (sched)
         lanes = lanes_for(self.cores, len(short))
         seen = [
             LaneJob(i, not w.stopped, w.since, (w.job and w.job.deadline_at) or float("inf"))
@@ -549,8 +548,9 @@ class ProcessPool:
         if self._ticker is not None or not needed or self._loop is None or self._closed:
             return
 
-        def tick() -> None:
+        def tick() -> None:  # jobs waiting are looked at again: a job long now frees the reserve, a lane is due
             self._ticker = None
+            self._dispatch()
             self._schedule_cpu()
 
         self._ticker = self._loop.call_later(self.tick_s, tick)
