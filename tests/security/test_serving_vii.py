@@ -306,3 +306,37 @@ def test_the_pools_reserve_goes_to_a_quiet_tenant_before_a_backlogged_one() -> N
     assert q.pop("light", *fresh) is quiet
     nxt = q.head("light")
     assert nxt is not None and nxt[1].name == "flood" and q.queued == 5
+
+
+def _spin() -> None:
+    while True:
+        pass
+
+
+def test_a_quiet_tenant_held_back_while_others_were_short_starts_once_they_run_long() -> None:
+    """Both processes are taken by jobs that never end; a quiet tenant's job arrives while they are still short
+    (so no extra process is forked for it then). It is looked at again as they turn long, and runs while they
+    still spin, instead of waiting for one of them to end at its deadline."""
+    import asyncio
+    import functools
+    import time
+    import types
+
+    from admit.service.procs import ProcessPool
+
+    async def main() -> list[bool]:
+        pool = ProcessPool(types.SimpleNamespace(metrics=None, inspect=None), 1, reserve=1, per_tenant=1)
+        try:
+            at = time.monotonic() + 30
+            spinners = [asyncio.ensure_future(pool.run(t, _spin, deadline_at=at)) for t in ("a", "b")]
+            await asyncio.sleep(0)
+            assert await pool.run("quiet", functools.partial(abs, -1), deadline_at=at) == 1
+            still = [not s.done() for s in spinners]
+            for s in spinners:
+                s.cancel()
+            await asyncio.gather(*spinners, return_exceptions=True)
+            return still
+        finally:
+            pool.close()
+
+    assert asyncio.run(main()) == [True, True]
