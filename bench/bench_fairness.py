@@ -20,6 +20,21 @@ in threads (``worker_processes = 0``, the design before issue 32) and one whose 
 each phase (its p99 printed beside the victim's):
 
     python bench/bench_fairness.py --scenarios pack:16,tools:8,setwise:8,conns:400 --modes threads,processes
+
+Issue 47's scenarios: ``flood:N`` N tenants each holding ``--conns`` (70) connections of back-to-back searches
+(the quiet tenant must never get 429); ``bodies:N`` N tenants x ``--conns`` connections of 1.8 MB ``/v1/pack``
+bodies (the peak resident memory of the server and its workers is sampled every 0.25 s and printed);
+``tools5k:N`` N tenants each sending a search with 5,000 tool rows (run it in mode ``traced``: the server
+writes its trace file with ``trace_requests`` on). ``--long-prune`` times one tenant's setwise prune alone and
+beside 3 light tenants sending searches back to back (ratio: at most 3x). ``--deadline-s S`` starts a server and
+an ``admit mcp --transport streamable-http`` with ``request_timeout_s = S`` and sends each the setwise prune
+(HTTP) and ``prune_context`` (MCP) that outrun it: how long past the deadline the answer came, and the CPU
+seconds the server and its workers used in the 5 s after it (work left running). Every loop is bounded; run it
+niced on a shared machine and read the ratios:
+
+    nice -n 10 python bench/bench_fairness.py --modes processes --scenarios flood:17,bodies:8,conns:400 \
+        --long-prune --deadline-s 3
+    nice -n 10 python bench/bench_fairness.py --modes traced --scenarios tools5k:4
 """
 
 from __future__ import annotations
@@ -75,7 +90,7 @@ def tools_body() -> bytes:
         "id": "big",
         "tool": "lookup",
         "rows": rows,
-        "row_schema": schema,
+        "schema": schema,
         "max_rows": 10_000,
         "max_bytes": 2_000_000,
     }
@@ -95,7 +110,36 @@ def setwise_body() -> bytes:
     return json.dumps({"question": QUESTION, "candidates": cands, "strategy": "setwise"}).encode()
 
 
-HOSTILE = {"pack": ("/v1/pack", None), "tools": ("/v1/search", tools_body), "setwise": ("/v1/prune", setwise_body)}
+def big_body() -> bytes:
+    """A ``/v1/pack`` of 1.8 MB: 36 candidates of 50,000 characters (issue 47: 8 tenants x 70 connections)."""
+    words = ["push", "quota", "error", "disk", "garbage", "collection", "release", "token"]
+    text = " ".join(f"Note {j} says {words[j % 8]} and {words[(j * 3) % 8]}." for j in range(3000))[:49_990]
+    cands = [{"id": f"b{i}", "source_id": f"s{i}", "text": text, "title": f"t{i}"} for i in range(36)]
+    return json.dumps({"question": QUESTION, "candidates": cands, "input_limit": 4000}).encode()
+
+
+def tools5k_body() -> bytes:
+    """A ``/v1/search`` carrying 5,000 tool rows (issue 47: with ``trace_requests`` on)."""
+    rows = [{"n": i, "note": f"row {i} of the lookup"} for i in range(5000)]
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}, "note": {"type": "string"}}}
+    out = {"id": "t", "tool": "lookup", "rows": rows, "schema": schema, "max_rows": 5000, "max_bytes": 2_000_000}
+    return json.dumps({"question": QUESTION, "top_k": 10, "tool_outputs": [out]}).encode()
+
+
+def search_body() -> bytes:
+    """An ordinary search (a light tenant's)."""
+    return json.dumps({"question": QUESTION, "top_k": 10}).encode()
+
+
+HOSTILE = {
+    "pack": ("/v1/pack", None),
+    "tools": ("/v1/search", tools_body),
+    "setwise": ("/v1/prune", setwise_body),
+    "tools5k": ("/v1/search", tools5k_body),
+    "search": ("/v1/search", search_body),
+}
+MANY = {"flood": ("/v1/search", search_body), "bodies": ("/v1/pack", big_body)}
+"""Scenarios of many tenants, each holding ``--conns`` connections (driven from a process of their own)."""
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -103,19 +147,97 @@ def _pct(xs: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(p * len(s)))]
 
 
-def _victim(url: str, n: int, budget_s: float) -> list[float]:
-    """Up to ``n`` sequential searches within ``budget_s``; latencies in ms (an error counts as inf)."""
+def _victim(url: str, n: int, budget_s: float, codes: Counter[str] | None = None) -> list[float]:
+    """Up to ``n`` sequential searches within ``budget_s``; latencies in ms (an error counts as inf); each
+    answer's status counted in ``codes``."""
     out: list[float] = []
     end = time.monotonic() + budget_s
     with httpx.Client(base_url=url, headers={"X-API-Key": VICTIM_KEY}, timeout=120) as c:
         while len(out) < n and time.monotonic() < end:
             t = time.perf_counter()
             try:
-                ok = c.post("/v1/search", json={"question": QUESTION, "top_k": 10}).status_code == 200
-            except httpx.HTTPError:
-                ok = False
-            out.append((time.perf_counter() - t) * 1000 if ok else float("inf"))
+                status = str(c.post("/v1/search", json={"question": QUESTION, "top_k": 10}).status_code)
+            except httpx.HTTPError as exc:
+                status = type(exc).__name__
+            if codes is not None:
+                codes[status] += 1
+            out.append((time.perf_counter() - t) * 1000 if status == "200" else float("inf"))
     return out
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (from ``/proc``)."""
+    kids: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            raw = Path(f"/proc/{entry}/stat").read_bytes()
+        except OSError:
+            continue
+        ppid = int(raw[raw.rfind(b")") + 2 :].split()[1])
+        kids.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds ``pid`` and its live descendants have used (their own, not their reaped children's)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for p in _tree(pid):
+        try:
+            raw = Path(f"/proc/{p}/stat").read_bytes()
+        except OSError:
+            continue
+        f = raw[raw.rfind(b")") + 2 :].split()
+        total += (int(f[11]) + int(f[12])) / tick
+    return total
+
+
+class MemoryWatch:
+    """Samples the resident memory of the server (``pid``) and of it with its workers every 0.25 s; keeps the
+    peaks."""
+
+    def __init__(self) -> None:
+        self.pid = 0
+        self.peak_server = self.peak_total = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self, proc: Any) -> None:
+        self.pid = proc.pid
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def reset(self) -> tuple[float, float]:
+        peaks = (self.peak_server, self.peak_total)
+        self.peak_server = self.peak_total = 0.0
+        return peaks
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.25):
+            server = _rss_mb(self.pid)
+            total = sum(_rss_mb(p) for p in _tree(self.pid))
+            self.peak_server = max(self.peak_server, server)
+            self.peak_total = max(self.peak_total, total)
+
+    def stop(self) -> None:
+        self._stop.set()
 
 
 def _health(url: str, stop: threading.Event, out: list[float]) -> None:
@@ -132,8 +254,9 @@ def _health(url: str, stop: threading.Event, out: list[float]) -> None:
 
 def _config(tmp: Path, tenants: int, timeout_s: float, mode: str) -> tuple[Path, dict[str, str]]:
     workers = "worker_processes = 0\n" if mode == "threads" else ""
+    traced = f'trace_file = "{tmp / "trace.jsonl"}"\ntrace_requests = true\n' if mode == "traced" else ""
     lines = [
-        '[service]\nprune_strategy = "top_n"\n',
+        f'[service]\nprune_strategy = "setwise"\n{traced}',  # setwise loaded before the workers fork
         f"[service.limits]\nrequest_timeout_s = {timeout_s}\n{workers}",
         '[service.keys.victim]\nkey_env = "ADMIT_VICTIM_KEY"\ntenant = "acme"\ngroups = ["support"]\n',
     ]
@@ -168,41 +291,57 @@ def _hostile_threads(url: str, kind: str, n: int, stop: threading.Event, ended: 
     return [threading.Thread(target=hostile, args=(i,), daemon=True) for i in range(n)]
 
 
-def _conns_main(url: str, n: int, stop: Any, results: Any) -> None:
+def _conns_main(url: str, keys: list[str], n: int, route: str, body: bytes, stop: Any, results: Any) -> None:
     import asyncio
 
     ended: Counter[str] = Counter()
 
     async def run() -> None:
         limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
-        head = {"X-API-Key": "hostile-key-0"}
-        async with httpx.AsyncClient(base_url=url, headers=head, timeout=120, limits=limits) as c:
+        clients = [
+            httpx.AsyncClient(
+                base_url=url,
+                headers={"X-API-Key": key, "Content-Type": "application/json"},
+                timeout=120,
+                limits=limits,
+            )
+            for key in keys
+        ]
 
-            async def one() -> None:
-                while not stop.is_set():
-                    try:
-                        r = await c.post("/v1/search", json={"question": QUESTION, "top_k": 10})
-                        status = str(r.status_code)
-                    except httpx.HTTPError as exc:
-                        status = type(exc).__name__
-                    ended[status] += 1
-                    if status == "429":
-                        await asyncio.sleep(0.05)  # a client that does not honour Retry-After
+        async def one(c: httpx.AsyncClient) -> None:
+            while not stop.is_set():
+                try:
+                    r = await c.post(route, content=body)
+                    status = str(r.status_code)
+                except httpx.HTTPError as exc:
+                    status = type(exc).__name__
+                ended[status] += 1
+                if status == "429":
+                    await asyncio.sleep(0.05)  # a client that does not honour Retry-After
 
-            await asyncio.gather(*(one() for _ in range(n)))
+        try:
+            await asyncio.gather(*(one(c) for c in clients for _ in range(n)))
+        finally:
+            for c in clients:
+                await c.aclose()
 
     asyncio.run(run())
     results.put(dict(ended))
 
 
-def _connections_thread(url: str, n: int, stop: threading.Event, ended: Counter[str]) -> list[threading.Thread]:
-    """One key (``hostile-key-0``) holding ``n`` connections, each sending searches back to back, from its own
-    process (a client in the benchmark's process would compete with the victim's client for its interpreter)."""
+def _connections_thread(
+    url: str, n: int, stop: threading.Event, ended: Counter[str], kind: str = "conns", tenants: int = 1
+) -> list[threading.Thread]:
+    """``tenants`` keys (``hostile-key-0`` ..) each holding ``n`` connections, each sending ``kind``'s request back
+    to back, from a process of their own (a client in the benchmark's process would compete with the victim's
+    client for its interpreter)."""
     import multiprocessing
 
     ctx = multiprocessing.get_context("spawn")
     mp_stop, results = ctx.Event(), ctx.Queue()
-    proc = ctx.Process(target=_conns_main, args=(url, n, mp_stop, results), daemon=True)
+    route, make = MANY.get(kind, ("/v1/search", search_body))
+    keys = [f"hostile-key-{i}" for i in range(tenants)]
+    proc = ctx.Process(target=_conns_main, args=(url, keys, n, route, make(), mp_stop, results), daemon=True)
 
     def watch() -> None:
         proc.start()
@@ -224,16 +363,26 @@ def _scenarios(args: argparse.Namespace) -> list[tuple[str, int]]:
         out = []
         for part in args.scenarios.split(","):
             kind, _, n = part.strip().partition(":")
-            if kind not in (*HOSTILE, "conns"):
+            if kind not in (*HOSTILE, *MANY, "conns"):
                 raise SystemExit(f"unknown scenario {kind!r}")
             out.append((kind, int(n)))
         return out
     return [("pack", int(x)) for x in args.tenants.split(",") if x.strip()]
 
 
-def _serve(kb: str, cfg: Path, keys: dict[str, str]) -> AbstractContextManager[str]:
+def _serve(kb: str, cfg: Path, keys: dict[str, str], watch: MemoryWatch | None = None) -> AbstractContextManager[str]:
     env = {**os.environ, **keys, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    return serve_subprocess(["--kb", kb, "--config", str(cfg)], env=env)
+
+    def on_start(proc: Any) -> None:
+        _PIDS[url_of[0]] = proc.pid
+        if watch is not None:
+            watch.start(proc)
+
+    from admit.testing.serve import free_port
+
+    port = free_port()
+    url_of = [f"http://127.0.0.1:{port}"]
+    return serve_subprocess(["--kb", kb, "--config", str(cfg)], env=env, on_start=on_start, port=port)
 
 
 def _phase(
@@ -244,16 +393,20 @@ def _phase(
     threads: list[threading.Thread] = []
     if kind == "conns":
         threads = _connections_thread(url, n, stop, ended)
+    elif kind in MANY:
+        threads = _connections_thread(url, args.conns, stop, ended, kind=kind, tenants=n)
     elif kind is not None:
         threads = _hostile_threads(url, kind, n, stop, ended)
     for t in threads:
         t.start()
     if threads:
-        time.sleep(3.0 + (0.25 * n if kind != "conns" else 3.0))  # every hostile tenant has had a request admitted
+        time.sleep(3.0 + (0.25 * n if kind not in ("conns", *MANY) else 5.0))  # every hostile tenant is in
     health: list[float] = []
     ht = threading.Thread(target=_health, args=(url, hstop, health), daemon=True)
     ht.start()
-    lat = _victim(url, args.victims, args.phase_s)
+    codes: Counter[str] = Counter()
+    lat = _victim(url, args.victims, args.phase_s, codes)
+    ended.update({f"victim {k}": v for k, v in codes.items() if k != "200"})
     hstop.set()
     stop.set()
     ht.join(timeout=30)
@@ -262,18 +415,155 @@ def _phase(
     return lat, health, ended
 
 
+_RUNS = iter(range(1_000_000))
+
+
+def long_prune_body() -> bytes:
+    """A setwise ``/v1/prune`` of 10 chunks of 2,000 characters (issue 47: "a tenant's prune that takes 3 s
+    alone"), each call's text new (a run number in every chunk): no worker's embedding cache answers it."""
+    run = next(_RUNS)
+    body = json.loads(setwise_body())
+    body["candidates"] = [{**c, "text": f"Run {run}. " + c["text"][:2000]} for c in body["candidates"][:10]]
+    return json.dumps(body).encode()
+
+
+def _timed_prune(url: str) -> float:
+    """One setwise prune of the quiet tenant (:func:`long_prune_body`); ms (an error counts as inf)."""
+    with httpx.Client(base_url=url, headers={"X-API-Key": VICTIM_KEY, "Content-Type": "application/json"}) as c:
+        body = long_prune_body()
+        t = time.perf_counter()
+        r = c.post("/v1/prune", content=body, timeout=300)
+        return (time.perf_counter() - t) * 1000 if r.status_code == 200 else float("inf")
+
+
+def _long_prune(url: str, runs: int = 3) -> tuple[float, float, Counter[str]]:
+    """The quiet tenant's setwise prune alone, then beside 3 light tenants sending searches back to back: the
+    median ms of ``runs`` each."""
+    _timed_prune(url)  # warm: the first prune also loads what it needs
+    alone = statistics.median(_timed_prune(url) for _ in range(runs))
+    stop, ended = threading.Event(), Counter[str]()
+    threads = _hostile_threads(url, "search", 3, stop, ended)
+    for t in threads:
+        t.start()
+    time.sleep(3.0)
+    beside = statistics.median(_timed_prune(url) for _ in range(runs))
+    stop.set()
+    for t in threads:
+        t.join(timeout=150)
+    return alone, beside, ended
+
+
+def _mcp_server(kb: str, cfg: Path, keys: dict[str, str], port: int) -> Any:
+    import socket
+    import subprocess
+
+    env = {**os.environ, **keys, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    from admit.testing.serve import ADMIT
+
+    argv = [*ADMIT, "mcp", "--transport", "streamable-http", "--kb", kb]
+    argv += ["--config", str(cfg), "--port", str(port)]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(1200):  # bounded: 10 minutes
+        if proc.poll() is not None:
+            raise SystemExit(f"admit mcp exited with {proc.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc
+        except OSError:
+            time.sleep(0.5)
+    proc.kill()
+    raise SystemExit("admit mcp did not start")
+
+
+def _mcp_prune(url: str) -> tuple[float, str]:
+    """``prune_context`` with the setwise body's 200 chunks over streamable HTTP; (seconds, outcome)."""
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    body = json.loads(setwise_body())
+    args = {"question": body["question"], "chunks": [c["text"] for c in body["candidates"]], "strategy": "setwise"}
+
+    async def main() -> tuple[float, str]:
+        with anyio.fail_after(300):
+            async with (
+                create_mcp_http_client(headers={"X-API-Key": VICTIM_KEY}) as client,
+                streamable_http_client(url, http_client=client) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                t = time.perf_counter()
+                res = await session.call_tool("prune_context", args)
+                text = " ".join(getattr(c, "text", "") for c in res.content)
+                outcome = "timeout" if "request_timeout_s" in text else ("error" if res.is_error else "ok")
+                return time.perf_counter() - t, outcome
+
+    return anyio.run(main)
+
+
+def _deadlines(kb: str, tmp: Path, deadline_s: float) -> list[tuple[str, float, str, float]]:
+    """The setwise prune that outruns ``deadline_s`` over HTTP and over MCP: (face, seconds past the deadline,
+    outcome, CPU seconds the server and its workers used in the 5 s after the answer)."""
+    from admit.testing.serve import free_port
+
+    cfg, keys = _config(tmp, 1, deadline_s, "processes")
+    out = []
+    with _serve(kb, cfg, keys) as url:
+        pid = _server_pid(url)
+        with httpx.Client(base_url=url, headers={"X-API-Key": VICTIM_KEY, "Content-Type": "application/json"}) as c:
+            for _ in range(2):
+                t = time.perf_counter()
+                r = c.post("/v1/prune", content=setwise_body(), timeout=300)
+                took = time.perf_counter() - t
+                cpu0 = _tree_cpu(pid)
+                time.sleep(5)
+                out.append(("http", took - deadline_s, str(r.status_code), _tree_cpu(pid) - cpu0))
+    port = free_port()
+    proc = _mcp_server(kb, cfg, keys, port)
+    try:
+        for _ in range(2):
+            took, outcome = _mcp_prune(f"http://127.0.0.1:{port}/mcp")
+            cpu0 = _tree_cpu(proc.pid)
+            time.sleep(5)
+            out.append(("mcp", took - deadline_s, outcome, _tree_cpu(proc.pid) - cpu0))
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except Exception:
+            proc.kill()
+    return out
+
+
+_PIDS: dict[str, int] = {}
+
+
+def _server_pid(url: str) -> int:
+    return _PIDS[url]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tenants", default="2,4,8,16,32", help="comma-separated numbers of hostile tenants (pack)")
-    ap.add_argument("--scenarios", default="", help="KIND:N,... (pack, tools, setwise, conns); overrides --tenants")
-    ap.add_argument("--modes", default="processes", help="threads, processes or both (comma-separated)")
+    ap.add_argument(
+        "--scenarios",
+        default="",
+        help="KIND:N,... (pack, tools, setwise, conns, flood, bodies, tools5k); overrides --tenants",
+    )
+    ap.add_argument("--modes", default="processes", help="threads, processes, traced (comma-separated)")
     ap.add_argument("--victims", type=int, default=40, help="victim searches per phase")
     ap.add_argument("--phase-s", type=float, default=40.0, help="most seconds a phase's victim requests may take")
     ap.add_argument("--timeout-s", type=float, default=30.0, help="the server's request_timeout_s")
+    ap.add_argument("--conns", type=int, default=70, help="connections per tenant in flood and bodies")
+    ap.add_argument("--long-prune", action="store_true", help="time a setwise prune alone and beside 3 light tenants")
+    ap.add_argument("--deadline-s", type=float, default=0.0, help="check work past this deadline (HTTP and MCP)")
     args = ap.parse_args()
     scenarios = _scenarios(args)
-    most = max([n for k, n in scenarios if k != "conns"] + [1])
-    rows: list[tuple[str, str, list[float], list[float], Counter[str]]] = []
+    most = max([n for k, n in scenarios if k != "conns"] + [3])
+    rows: list[tuple[str, str, list[float], list[float], Counter[str], tuple[float, float]]] = []
+    prunes: list[tuple[str, float, float, Counter[str]]] = []
+    deadlines: list[tuple[str, float, str, float]] = []
     load0 = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
@@ -284,23 +574,31 @@ def main() -> None:
             k.ingest(REPO / "examples" / "docs", registry=REPO / "examples" / "sources.toml")
         for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
             cfg, keys = _config(tmp, most, args.timeout_s, mode)
-            with _serve(kb, cfg, keys) as url:
+            watch = MemoryWatch()
+            with _serve(kb, cfg, keys, watch) as url:
                 _victim(url, 5, 30)  # warm up
+                watch.reset()
                 lat, health, ended = _phase(url, args, None, 0)
-                rows.append((mode, "quiet", lat, health, ended))
+                rows.append((mode, "quiet", lat, health, ended, watch.reset()))
                 for kind, n in scenarios:
                     lat, health, ended = _phase(url, args, kind, n)
-                    rows.append((mode, f"{kind}:{n}", lat, health, ended))
+                    rows.append((mode, f"{kind}:{n}", lat, health, ended, watch.reset()))
+                if args.long_prune:
+                    alone, beside, ended = _long_prune(url)
+                    prunes.append((mode, alone, beside, ended))
+            watch.stop()
+        if args.deadline_s:
+            deadlines = _deadlines(kb, tmp, args.deadline_s)
     print(
         f"victim /v1/search, {args.victims} sequential requests per phase (load 1-min: {load0:.1f} at start, "
         f"{os.getloadavg()[0]:.1f} at end; {os.cpu_count()} CPUs)"
     )
     print(
         f"{'mode':<10} {'phase':<12} {'n':>4} {'p50 ms':>9} {'p99 ms':>9} {'p50 x':>7} {'p99 x':>7} "
-        f"{'healthz p99':>12}  hostile requests ended"
+        f"{'healthz p99':>12} {'peak MB srv/all':>16}  requests ended"
     )
     base: dict[str, tuple[float, float]] = {}
-    for mode, name, lat, health, ended in rows:
+    for mode, name, lat, health, ended, (mem_server, mem_all) in rows:
         p50, p99 = statistics.median(lat), _pct(lat, 0.99)
         if name == "quiet":
             base[mode] = (p50, p99)
@@ -309,7 +607,18 @@ def main() -> None:
         done = ", ".join(f"{k}: {v}" for k, v in sorted(ended.items())) or "-"
         print(
             f"{mode:<10} {name:<12} {len(lat):>4} {p50:>9.1f} {p99:>9.1f} {p50 / q50:>7.2f} {p99 / q99:>7.2f} "
-            f"{hp99:>10.1f}ms  {done}"
+            f"{hp99:>10.1f}ms {mem_server:>7.0f}/{mem_all:<8.0f}  {done}"
+        )
+    for mode, alone, beside, ended in prunes:
+        done = ", ".join(f"{k}: {v}" for k, v in sorted(ended.items())) or "-"
+        print(
+            f"{mode:<10} long prune: alone {alone:.0f} ms, beside 3 light tenants {beside:.0f} ms "
+            f"({beside / alone:.2f}x); light requests ended {done}"
+        )
+    for face, past, outcome, cpu_after in deadlines:
+        print(
+            f"deadline {args.deadline_s:g} s, {face}: answered {past:+.2f} s past it ({outcome}); "
+            f"server and workers used {cpu_after:.2f} CPU-s in the 5 s after"
         )
 
 

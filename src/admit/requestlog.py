@@ -100,8 +100,25 @@ class RequestLog:
 
     def write_request(self, record: TraceRecord, request: PackRequest) -> None:
         """Write the record, with the request when logged (its request id is the trace's, for the rollout)."""
-        if self.log_requests:
-            logged = request_to_json(request, redactor=self.redactor)
-            logged["request_id"] = record.get("request_id") or request.request_id
-            record = {**record, "request": logged}
-        self.out.write(record)
+        self.out.write(self._with_request(record, request))
+
+    def _with_request(self, record: TraceRecord, request: PackRequest) -> Mapping[str, Any]:
+        if not self.log_requests:
+            return record
+        logged = request_to_json(request, redactor=self.redactor)
+        logged["request_id"] = record.get("request_id") or request.request_id
+        return {**record, "request": logged}
+
+    def line_for(self, method: str, *args: Any) -> str | None:
+        """The finished line a ``write`` or ``write_request`` call would append (the request logged and its tool
+        rows redacted), when ``out`` writes lines (:class:`~admit.trace.JsonlSink`); else ``None``. A service's
+        worker process finishes the line here, so the server only appends it (:meth:`write_line`)."""
+        line = getattr(self.out, "line", None)
+        if line is None:
+            return None
+        record = self._with_request(*args) if method == "write_request" else args[0]
+        return str(line(record))
+
+    def write_line(self, line: str) -> None:
+        """Append a line :meth:`line_for` finished."""
+        self.out.write_line(line)  # type: ignore[attr-defined]

@@ -302,7 +302,16 @@ class JsonlSink:
 
     def write(self, record: Mapping[str, Any]) -> None:
         """Append ``record`` as one line."""
-        line = escape_line_breaks(json.dumps(record, ensure_ascii=False, sort_keys=False, default=str))
+        self.write_line(self.line(record))
+
+    @staticmethod
+    def line(record: Mapping[str, Any]) -> str:
+        """``record`` as the line :meth:`write` appends (without its newline): a worker process finishes it, the
+        server only appends it (:meth:`write_line`)."""
+        return escape_line_breaks(json.dumps(record, ensure_ascii=False, sort_keys=False, default=str))
+
+    def write_line(self, line: str) -> None:
+        """Append one finished line (:meth:`line`)."""
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line + "\n")
 

@@ -64,7 +64,7 @@ class InspectLog:
         if self.out is None:
             return
         if self._capture_out is not None:
-            self._capture_out("write", dict(record))
+            self._hand_on("write", dict(record))
             return
         self.out.write(record)  # type: ignore[union-attr]
 
@@ -94,9 +94,20 @@ class InspectLog:
         if self.out is None:
             return
         if self._capture_out is not None:
-            self._capture_out("write_request", record, request)
+            self._hand_on("write_request", record, request)
             return
         self.write_out("write_request", record, request)
+
+    def _hand_on(self, method: str, *args: Any) -> None:
+        """In capture mode (a worker process): the finished trace line when ``out`` writes lines (the request
+        logged and redacted here, so the server only appends it), else the call itself."""
+        assert self._capture_out is not None
+        line_for = getattr(self.out, "line_for", None)
+        line = line_for(method, *args) if line_for is not None else None
+        if line is not None:
+            self._capture_out("line", line)
+        else:
+            self._capture_out(method, *args)
 
     def keep_entry(self, tenant: str | None, entry: dict[str, Any]) -> None:
         """Keep one prepared entry for ``tenant`` (what :meth:`write_request` keeps)."""
@@ -107,11 +118,13 @@ class InspectLog:
             kept.append(entry)
 
     def write_out(self, method: str, *args: Any) -> None:
-        """Hand a record on to ``out`` (``write`` or ``write_request``)."""
+        """Hand a record on to ``out`` (``write`` or ``write_request``), or a line a worker finished (``line``)."""
         out = self.out
         if out is None:
             return
-        if method == "write_request" and hasattr(out, "write_request"):
+        if method == "line":
+            out.write_line(*args)  # type: ignore[union-attr]
+        elif method == "write_request" and hasattr(out, "write_request"):
             out.write_request(*args)
         elif method == "write_request":
             out.write(args[0])  # type: ignore[union-attr]

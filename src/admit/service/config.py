@@ -117,14 +117,32 @@ class Limits(_Strict):
     tenant sending expensive requests waits for its own slots and never takes every worker from the others."""
     worker_processes: int | None = Field(default=None, ge=0)
     """Worker processes request work runs in (:mod:`admit.service.procs`): ``None`` (the default) one per CPU
-    core in ``admit serve``, threads in an app built in-process by :func:`~admit.service.http.create_app` and in
-    ``admit mcp``; ``0``: threads always; ``N``: ``N`` processes (plus a reserve for light tenants)."""
+    core in ``admit serve`` and ``admit mcp``, threads in an app built in-process by
+    :func:`~admit.service.http.create_app`; ``0``: threads always; ``N``: ``N`` processes (plus a reserve for light
+    tenants)."""
     max_queued_per_tenant: int = Field(default=64, gt=0)
     """Most requests of one tenant waiting for a worker; past it 429 with ``Retry-After``."""
     max_queued_per_key: int = Field(default=64, gt=0)
     """Most requests of one API key waiting for a worker; past it 429 with ``Retry-After``."""
     max_queued: int = Field(default=1024, gt=0)
     """Most requests waiting for a worker in all; past it 429 with ``Retry-After``."""
+    max_in_flight_per_key: int = Field(default=64, gt=0)
+    """Most requests of one API key in flight (from their headers to their answer); past it the gate answers 429
+    with ``Retry-After`` before reading the body (:class:`~admit.service.admission.Admission`)."""
+    max_in_flight_per_tenant: int = Field(default=64, gt=0)
+    """Most requests of one tenant in flight, all its keys together; past it 429 before the body is read."""
+    max_in_flight: int = Field(default=512, gt=0)
+    """Most requests in flight in the shared part of the queue; past it 429 before the body is read, except for a
+    tenant still inside its own share (``reserved_per_tenant``): a quiet tenant is never refused because others
+    filled the server."""
+    reserved_per_tenant: int = Field(default=4, gt=0)
+    """Requests each tenant may have in flight whatever the others hold (its own share of the queue)."""
+    max_in_flight_bytes_per_tenant: int = Field(default=8_000_000, gt=0)
+    """Most body bytes (declared, else ``max_body_bytes``) of one tenant's requests in flight; past it 429 before
+    the body is read (a tenant's first request is always let in: it is under ``max_body_bytes``)."""
+    max_in_flight_bytes: int = Field(default=64_000_000, gt=0)
+    """Most body bytes in flight in the shared part of the queue; past it 429 before the body is read (a tenant
+    inside its own share still enters, up to its own byte bound)."""
 
 
 class ApiKey(_Strict):

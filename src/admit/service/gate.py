@@ -13,9 +13,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection
 
+import anyio
 from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from admit.service.admission import Admission, Refusal
 from admit.service.config import KeyRing
 from admit.service.metrics import ServiceMetrics
 from admit.service.schemas import ErrorBody
@@ -45,6 +47,7 @@ _KINDS = {
     "unauthorized": "AuthorizationError",
     "forbidden": "AuthorizationError",
     "unavailable": "MissingExtraError",
+    "overloaded": "Overloaded",
 }
 """The library's error class of an answer the gate or the framework gives (no exception of admit's behind it)."""
 
@@ -96,6 +99,10 @@ class Gate:
         protected: Which paths need a key (default: every path).
         metrics: Where request counts and latency go (``None``: not counted).
         known_routes: Paths that are their own metric label when the router did not name a route.
+        admission: Requests in flight by key, tenant and in all (``None``: not bounded here); a request over a
+            bound is answered 429 with ``Retry-After`` before its body is read.
+        refusal_delay_s: How long a refused request waits before its 429 goes out (at most its ``Retry-After``),
+            holding no slot and no body: a client that retries at once cannot keep the event loop answering it.
     """
 
     def __init__(
@@ -107,8 +114,12 @@ class Gate:
         protected: Callable[[str], bool] = lambda path: True,
         metrics: ServiceMetrics | None = None,
         known_routes: Collection[str] = (),
+        admission: Admission | None = None,
+        refusal_delay_s: float = 1.0,
     ) -> None:
         self.app = app
+        self.admission = admission
+        self.refusal_delay_s = refusal_delay_s
         self.keyring = keyring
         self.max_body_bytes = max_body_bytes
         self.protected = protected
@@ -181,6 +192,34 @@ class Gate:
         if scope.get("method") in ("GET", "HEAD", "DELETE"):
             await self.app(scope, receive, send)  # no body to bound (a GET may hold an event stream open)
             return
+        if self.admission is None:
+            await self._read_and_run(scope, receive, send, too_big)
+            return
+        size = int(declared) if declared is not None and declared.isdigit() else limit
+        ticket = self.admission.enter(f"key:{label}", principal.tenant, size)
+        if isinstance(ticket, Refusal):
+            await self._refuse(send, ticket)
+            return
+        try:
+            await self._read_and_run(scope, receive, send, too_big)
+        finally:
+            self.admission.release(ticket)
+
+    async def _refuse(self, send: Send, why: Refusal) -> None:
+        """429 with ``Retry-After``, the body unread; sent after a short wait that holds no slot."""
+        if self.metrics is not None:
+            self.metrics.refused.labels(scope=why.scope).inc()
+        await anyio.sleep(min(self.refusal_delay_s, why.retry_after_s))
+        resp = error_response(
+            429,
+            "overloaded",
+            f"{why.detail}; retry after {why.retry_after_s} s",
+            headers={"Retry-After": str(why.retry_after_s)},
+        )
+        await _send(send, resp)
+
+    async def _read_and_run(self, scope: Scope, receive: Receive, send: Send, too_big: JSONResponse) -> None:
+        limit = self.max_body_bytes
         # buffer the body (bounded), so a body without Content-Length is held to the limit too
         chunks: list[bytes] = []
         size = 0

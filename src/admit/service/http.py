@@ -175,6 +175,7 @@ def create_app(
         protected=lambda path: path.startswith("/v1/") or path == "/inspect",
         metrics=state.metrics,
         known_routes=ROUTES,
+        admission=state.admission,
     )
     app.add_middleware(SecurityHeaders)  # added last: outermost, so every answer (the gate's too) carries them
     _add_error_handlers(app)
@@ -360,10 +361,8 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(AdmitError)
     async def _on_admit_error(request: Request, exc: AdmitError) -> JSONResponse:
-        if isinstance(exc, Overloaded):
-            # the refusal itself waits (up to a second, a sleeping coroutine): a client that ignores Retry-After
-            # and retries at once cannot keep the event loop busy answering it
-            await anyio.sleep(min(1.0, max(0.0, exc.retry_after_s)))
+        # a full pool queue (429) is answered at once: the request's gate slot is released with it (the gate
+        # refuses before reading, and delays its own refusals outside any slot)
         return map_error(exc)
 
     @app.exception_handler(ImportError)

@@ -26,16 +26,17 @@ same workers; a tool builds its query and shapes its result in the worker beside
 # no `from __future__ import annotations`: the SDK reads the tools' annotations (the Context parameter)
 import json
 import logging
+import pickle
 import sys
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from admit.errors import AdmitError, ConfigError, MissingExtraError, unknown_name
 from admit.schema import PruneCandidate, ToolOutputModel, describe_validation_errors, field_path
-from admit.service.config import ServiceSettings
+from admit.service.config import McpSettings, ServiceSettings
 from admit.service.core import Caller, PruneAnswer, PruneQuery, SearchQuery, Service
 from admit.service.errors import answer_for
 from admit.service.mcp_pages import CitedPassage, EvidenceResult, page_offset, paged_result, sent_bytes
@@ -149,6 +150,90 @@ def check_arguments(
     return None
 
 
+def _checked(name: str, raw: bytes, max_text_chars: int) -> dict[str, Any]:
+    """In the worker: a tool's arguments (one plain pickle), checked (:func:`check_arguments`), list arguments
+    sent as JSON strings decoded."""
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    arguments = pickle.loads(raw)
+    problem = check_arguments(_ARGUMENTS[name], arguments, max_text_chars=max_text_chars)
+    if problem is not None:
+        raise ToolError(problem)
+    return {k: _json_list(v) if k in _ITEMS else v for k, v in arguments.items()}
+
+
+def _tool_result(result: BaseModel) -> Any:
+    """In the worker: the ``CallToolResult`` the SDK would build from ``result`` (its JSON as text, and as
+    structured content), so the event loop never serializes a result."""
+    import pydantic_core
+    from mcp.types import CallToolResult, TextContent
+
+    text = pydantic_core.to_json(result, fallback=str, indent=2).decode()
+    structured = result.model_dump(mode="json", by_alias=True)
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
+
+
+@dataclass(slots=True)
+class _SearchJob:
+    """``search_knowledge_base`` on its way to a worker: its arguments, read and answered there."""
+
+    raw: bytes
+    cfg: McpSettings
+    max_text_chars: int
+    question: str = ""
+    page_token: str | None = None
+
+    def read(self) -> SearchQuery:
+        args = SearchArguments.model_validate(_checked("search_knowledge_base", self.raw, self.max_text_chars))
+        self.question, self.page_token = args.question, args.page_token
+        page_offset(args.page_token, args.question)  # a bad token is refused before the search runs
+        outputs = [
+            ToolOutputModel.model_validate(t).to_output(f"tool_outputs[{i}]")
+            for i, t in enumerate(args.tool_outputs or [])
+        ]
+        # the tools block is part of every page: together it may take a quarter of max_result_bytes (sent twice)
+        limit = self.cfg.max_result_bytes
+        share = max(256, limit // (8 * len(outputs))) if outputs else 0
+        outputs = [replace(o, max_bytes=min(o.max_bytes, share)) for o in outputs]
+        return SearchQuery(
+            question=args.question,
+            top_k=args.top_k or self.cfg.top_k,
+            prune=args.prune,
+            model=self.cfg.model,
+            input_limit=self.cfg.input_limit,
+            tool_outputs=outputs,
+        )
+
+    def reply(self, _query: SearchQuery, res: PackResult) -> Any:
+        page = paged_result(res, self.question, page_token=self.page_token, max_bytes=self.cfg.max_result_bytes)
+        return _tool_result(page)
+
+
+@dataclass(slots=True)
+class _PruneJob:
+    """``prune_context`` on its way to a worker: its arguments, read and answered there (string chunks get ids
+    ``c0``, ``c1``, ...)."""
+
+    raw: bytes
+    max_text_chars: int
+    question: str = ""
+    items: list[PruneCandidate] = field(default_factory=list)
+
+    def read(self) -> PruneQuery:
+        args = PruneArguments.model_validate(_checked("prune_context", self.raw, self.max_text_chars))
+        self.question = args.question
+        self.items = [
+            PruneCandidate(id=f"c{i}", text=c) if isinstance(c, str) else PruneCandidate.model_validate(c)
+            for i, c in enumerate(args.chunks)
+        ]
+        return PruneQuery(question=args.question, candidates=[c.to_chunk() for c in self.items], strategy=args.strategy)
+
+    def reply(self, _query: PruneQuery, answer: PruneAnswer) -> Any:
+        kept = set(answer.run.kept_ids)
+        shared = PruneResponse.from_run(answer.run, answer.trace, question=self.question)
+        return _tool_result(PruneResult(**dict(shared), kept=[c for c in self.items if c.id in kept]))
+
+
 def _json_list(value: Any) -> Any:
     """A list argument some clients send as a JSON string, decoded as the SDK does."""
     if isinstance(value, str):
@@ -238,6 +323,7 @@ def build_mcp_server(
     principal: Principal | None = None,
     state: ServiceState | None = None,
     transport: Transport = "stdio",
+    processes: bool = False,
 ) -> Any:
     """Build the ``MCPServer`` with its two tools.
 
@@ -249,6 +335,8 @@ def build_mcp_server(
             where every request's API key names its principal.
         state: A prebuilt service state (tests); built from ``settings`` otherwise.
         transport: ``stdio`` or ``streamable-http``.
+        processes: Run the tools in worker processes (:mod:`admit.service.procs`, as ``admit serve`` does) when
+            ``[service.limits] worker_processes`` is unset (``admit mcp`` passes ``True``); else worker threads.
 
     Raises:
         ConfigError: streamable-http without API keys, or with ``principal``; an ambiguous stdio principal.
@@ -260,16 +348,15 @@ def build_mcp_server(
         raise MissingExtraError("mcp", "service") from exc
 
     class _StrictServer(MCPServer):
-        """The SDK's server, with each tool's arguments checked first the way the CLI checks its options: an
-        unknown or misspelled argument is refused with did-you-mean, a bad value in one line naming it."""
+        """The SDK's server; each of admit's tools is run whole in the service's worker (its arguments checked
+        the way the CLI checks its options, typed, the work done and the result built there): the event loop
+        only hands the arguments over and the result back."""
 
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
-            model = _ARGUMENTS.get(name)
-            if model is not None:
-                limit = st.limits.max_text_chars
-                problem = check_arguments(model, arguments, max_text_chars=limit)
-                if problem is not None:
-                    raise ToolError(f"Error executing tool {name}: {problem}")
+            if name in _ARGUMENTS:
+                if context is None:
+                    context = Context(mcp_server=self, subscriptions=self._subscriptions)
+                return await run_tool(name, arguments, context)
             return await super().call_tool(name, arguments, context)
 
     over_http = transport == "streamable-http"
@@ -288,18 +375,21 @@ def build_mcp_server(
     else:
         st = state or build_state(settings.model_copy(update={"keys": {}}), kb=kb)
         configured = resolve_mcp_principal(settings, kb, principal)
+    st.use_processes(processes)
     mcp_cfg = settings.mcp
     service = Service(st)
     server = _StrictServer(name="admit", instructions=_INSTRUCTIONS, version=_version())
 
-    def who(ctx: Any) -> Principal:
+    def who(ctx: Any) -> Caller:
         nonlocal configured
         if over_http:
             request = getattr(ctx.request_context, "request", None)
-            found = getattr(request, "scope", {}).get("state", {}).get("principal") if request is not None else None
+            scope_state = getattr(request, "scope", {}).get("state", {}) if request is not None else {}
+            found = scope_state.get("principal")
             if not isinstance(found, Principal):  # the gate always sets it; fail closed anyway
                 raise ToolError("no principal for this request: send an API key")
-            return found
+            label = scope_state.get("key_label")
+            return Caller(found, f"key:{label}" if isinstance(label, str) else None)
         if configured is None:  # e.g. an empty knowledge base at start-up: look again
             configured = resolve_mcp_principal(settings, st.kb)
         if configured is None:
@@ -307,18 +397,30 @@ def build_mcp_server(
                 "no principal configured: pass --principal tenant:T to admit mcp, set [service.mcp] tenant in "
                 "admit.toml, or ingest documents for one tenant"
             )
-        return configured
+        return Caller(configured)
 
-    async def guarded(what: str, fn: Callable[[], Awaitable[T]]) -> T:
+    async def run_tool(name: str, arguments: dict[str, Any], ctx: Any) -> Any:
+        """Run tool ``name`` in the caller's share of the workers: the arguments go over as one plain pickle
+        (C speed, nothing walked on the loop), are checked and typed in the worker, and the tool's result comes
+        back as the finished ``CallToolResult``."""
         try:
-            return await fn()
+            if name == "search_knowledge_base":
+                if st.kb is None:
+                    raise ToolError("no knowledge base is configured (start the server with --kb)")
+                job = _SearchJob(pickle.dumps(arguments), mcp_cfg, st.limits.max_text_chars)
+                return await service.search(who(ctx), job.read, job.reply)
+            caller = who(ctx) if over_http else Caller(None)
+            prune = _PruneJob(pickle.dumps(arguments), st.limits.max_text_chars)
+            return await service.prune(caller, prune.read, prune.reply)
+        except ToolError as exc:
+            raise ToolError(f"Error executing tool {name}: {exc}") from exc
         except ValidationError as exc:
-            raise ToolError(_first(exc)) from exc
+            raise ToolError(f"Error executing tool {name}: {_first(exc)}") from exc
         except AdmitError as exc:  # the service's one error table: the text the HTTP body's `detail` carries
             message = answer_for(exc).message
-            if what == "prune" and message.startswith(("candidates:", "candidates[")):
+            if name == "prune_context" and message.startswith(("candidates:", "candidates[")):
                 message = "chunks" + message.removeprefix("candidates")  # the tool's own argument name
-            raise ToolError(message) from exc
+            raise ToolError(f"Error executing tool {name}: {message}") from exc
 
     @server.tool(
         name="search_knowledge_base",
@@ -333,32 +435,9 @@ def build_mcp_server(
         page_token: str | None = None,
     ) -> EvidenceResult:
         """Search, prune (default on) and pack; cite the returned ids. ``tool_outputs``: your other tools'
-        results ({id, tool, rows, schema, max_rows?, max_bytes?, page_token?}), packed beside the evidence."""
-        if st.kb is None:
-            raise ToolError("no knowledge base is configured (start the server with --kb)")
-        principal = who(ctx)
-
-        limit = mcp_cfg.max_result_bytes
-        outputs = [t.to_output(f"tool_outputs[{i}]") for i, t in enumerate(tool_outputs or [])]
-        # the tools block is part of every page: together it may take a quarter of max_result_bytes (sent twice)
-        share = max(256, limit // (8 * len(outputs))) if outputs else 0
-        outputs = [replace(o, max_bytes=min(o.max_bytes, share)) for o in outputs]
-
-        def read() -> SearchQuery:
-            page_offset(page_token, question)  # a bad token is refused before the search runs
-            return SearchQuery(
-                question=question,
-                top_k=top_k or mcp_cfg.top_k,
-                prune=prune,
-                model=mcp_cfg.model,
-                input_limit=mcp_cfg.input_limit,
-                tool_outputs=outputs,
-            )
-
-        def reply(_query: SearchQuery, res: PackResult) -> EvidenceResult:
-            return paged_result(res, question, page_token=page_token, max_bytes=limit)
-
-        return await guarded("search", lambda: service.search(Caller(principal), read, reply))
+        results ({id, tool, rows, schema, max_rows?, max_bytes?, page_token?}), packed beside the evidence.
+        (The schema the SDK publishes; a call is run by ``run_tool``.)"""
+        raise ToolError("search_knowledge_base runs through the server's call_tool")  # pragma: no cover
 
     @server.tool(
         name="prune_context",
@@ -367,23 +446,9 @@ def build_mcp_server(
     async def prune_context(
         question: str, chunks: list[PruneCandidate | str], ctx: Context, strategy: str | None = None
     ) -> PruneResult:
-        """Prune the caller's chunks; string chunks get ids ``c0``, ``c1``, ..."""
-        caller = who(ctx) if over_http else None
-
-        def items() -> list[PruneCandidate]:  # in the worker, inside guarded (a bad chunk is a tool error)
-            return [
-                c if isinstance(c, PruneCandidate) else PruneCandidate(id=f"c{i}", text=c) for i, c in enumerate(chunks)
-            ]
-
-        def read() -> PruneQuery:
-            return PruneQuery(question=question, candidates=[c.to_chunk() for c in items()], strategy=strategy)
-
-        def reply(_query: PruneQuery, answer: PruneAnswer) -> PruneResult:
-            kept = set(answer.run.kept_ids)
-            shared = PruneResponse.from_run(answer.run, answer.trace, question=question)
-            return PruneResult(**dict(shared), kept=[c for c in items() if c.id in kept])
-
-        return await guarded("prune", lambda: service.prune(Caller(caller), read, reply))
+        """Prune the caller's chunks; string chunks get ids ``c0``, ``c1``, ... (The schema the SDK publishes; a
+        call is run by ``run_tool``.)"""
+        raise ToolError("prune_context runs through the server's call_tool")  # pragma: no cover
 
     holder: Any = server
     holder.admit_state = st  # the state the tools use (warm-up, the HTTP gate)
@@ -400,7 +465,8 @@ def mcp_http_app(server: Any, *, host: str = "127.0.0.1") -> Any:
 
     st: ServiceState = server.admit_state
     app = server.streamable_http_app(host=host, max_request_body_size=st.limits.max_body_bytes)
-    return SecurityHeaders(Gate(app, keyring=lambda: st.keyring, max_body_bytes=st.limits.max_body_bytes))
+    gate = Gate(app, keyring=lambda: st.keyring, max_body_bytes=st.limits.max_body_bytes, admission=st.admission)
+    return SecurityHeaders(gate)
 
 
 def run_mcp(
@@ -418,7 +484,7 @@ def run_mcp(
         ConfigError: A model or an extra a tool needs is missing (``admit mcp`` exits 2 with the one line that
             names the fix, as ``docs/install.md`` says), or the settings are unusable.
     """
-    server = build_mcp_server(settings, kb=kb, principal=principal, transport=transport)
+    server = build_mcp_server(settings, kb=kb, principal=principal, transport=transport, processes=True)
     st: ServiceState = server.admit_state
     state_log = logging.getLogger("admit.service.state")
     level = state_log.level
@@ -433,7 +499,11 @@ def run_mcp(
         message = message if message and kind.isidentifier() else error
         raise ConfigError(f"admit mcp cannot start: {message}")
     if transport == "stdio":
-        server.run("stdio")
+        try:
+            server.run("stdio")
+        finally:
+            if st.procs is not None:
+                st.procs.close()
         return
     try:
         import uvicorn
@@ -456,7 +526,11 @@ def run_mcp(
 
     limits = ServerLimits.from_settings(settings)
     app = mcp_http_app(server, host=host)
-    _Server(uvicorn_config(app, host=host, port=port, limits=limits, log_level="warning", access_log=False)).run()
+    try:
+        _Server(uvicorn_config(app, host=host, port=port, limits=limits, log_level="warning", access_log=False)).run()
+    finally:
+        if st.procs is not None:
+            st.procs.close()
 
 
 def _version() -> str:

@@ -71,6 +71,13 @@ class ServiceMetrics:
             ["strategy", "action"],
             registry=r,
         )
+        self.refused = Counter(
+            "admit_http_refused",
+            "Requests answered 429 by the gate before their body was read, by the bound they met (key, tenant, "
+            "server).",
+            ["scope"],
+            registry=r,
+        )
         self.shadow_runs = Counter(
             "admit_shadow_runs",
             "Shadow-policy packs computed: same admitted set, different, or failed.",

@@ -6,25 +6,21 @@ the lock however the threads take turns, and a deadline cannot stop a thread (is
 serializing the answer) runs in one of a few worker **processes**, forked from the server once its models are
 loaded (each process holds them from the fork, shared copy-on-write: loaded once, never per request).
 
-**Admission: start-time fair queuing by tenant.** Each tenant has a FIFO of waiting jobs and a virtual finish
-time; a tenant with waiting jobs sits in a heap by its start tag ``max(V, finish)``, ``V`` the tag of the last
-job dispatched. A dispatch pops the smallest tag (``O(log n)``), advances the tenant's finish by its expected
-cost, and the job's real CPU time corrects it when the job ends: a tenant is charged what its jobs really
-cost, so one sending 2-second packs is served a 40th as often as one sending 50 ms searches. Stale heap
-entries are skipped lazily (a generation number), never re-sorted. One tenant holds at most ``per_tenant``
-processes; the last ``reserve`` processes go only to *light* tenants (whose recent jobs cost less than
-``long_cpu_s`` of CPU each, measured in CPU seconds, so contention never makes a tenant look heavy).
+**Admission: start-time fair queuing by tenant** (:class:`~admit.service.fairq.FairQueue`): a tenant is charged
+the CPU its jobs really cost, so one sending 2-second packs is served a 40th as often as one sending 50 ms
+searches. One tenant holds at most ``per_tenant`` processes; the last ``reserve`` processes go only to *light*
+tenants (whose recent jobs cost less than ``long_cpu_s`` of CPU each).
 
 **CPU: least attained service across processes.** Every ``tick_s`` the pool reads each busy process's CPU time
-(``/proc``): jobs that have used less than ``long_cpu_s`` run; of the others at most ``cores - short`` run at
-once, the earliest deadline first, the rest are paused (``SIGSTOP``) until a core is theirs (``SIGCONT``).
+(``/proc``): jobs that have used less than ``long_cpu_s`` run; of the others at most ``cores - short - 1`` run
+at once but never fewer than one (long work's guaranteed share, whatever the core count), taking turns of
+``slice_s``; the rest are paused (``SIGSTOP``) until their turn (``SIGCONT``), never longer than
+:func:`admit.service.sched.max_pause_s`. A heavy tenant's job is dispatched while no long job runs, even when
+light tenants keep every process busy.
 
 **Deadlines.** A job still running at its deadline has its process killed (``SIGKILL``) and replaced by a fresh
-fork; the CPU it used is charged to its tenant. No job outlives its deadline by more than one tick.
-
-**Bounded waiting.** Each tenant may have ``max_queued_per_tenant`` jobs waiting, each key
-``max_queued_per_key``, everyone together ``max_queued``; past that the job is refused at once with
-:class:`~admit.errors.Overloaded` (429, ``Retry-After``).
+fork; the CPU it used is charged to its tenant. No job outlives its deadline by more than one tick. Past the
+fair queue's bounds a job is refused at once with :class:`~admit.errors.Overloaded` (429, ``Retry-After``).
 
 **Workers.** What runs in a worker process (the fork, the pickled jobs and their frames, the capture of what a
 job changes in the service: metrics, the inspector's records, the trace file, replayed by the server when the
@@ -34,18 +30,16 @@ worker.
 
 The pool serves ``admit serve`` (``[service.limits] worker_processes`` unset: one process per core); every
 request of the service reaches it through :func:`admit.service.limits.run_bounded`, called by
-:class:`admit.service.core.Service`. An app built in-process, and ``admit mcp``, use the thread pool of
-:mod:`admit.service.work` instead.
+:class:`admit.service.core.Service`; ``admit mcp`` (both transports) runs its tools here too. An app built
+in-process uses the thread pool of :mod:`admit.service.work` instead.
 """
 
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
 import dataclasses
 import functools
-import heapq
 import itertools
 import logging
 import multiprocessing
@@ -59,6 +53,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from admit.errors import BackendError, Overloaded
+from admit.service.fairq import FairQueue, TenantQueue
+from admit.service.sched import LaneJob, lanes_for, long_lanes
 from admit.service.worker import HEADER, cores, dumps_job, proc_cpu, replay_effects, worker_main, worker_state
 
 __all__ = ["PoolSnapshot", "PoolStats", "ProcessPool", "worker_state"]
@@ -75,6 +71,8 @@ class _Worker:
     conn: socket.socket
     job: _Job | None = None
     stopped: bool = False
+    since: float = 0.0
+    """When it was last paused or resumed (or its job started): a long job's turn is timed from it."""
     sending: asyncio.Future[None] | None = None
     inbox: bytearray = field(default_factory=bytearray)
     """The answer read so far (the loop never blocks on a worker: a paused one may be mid-answer)."""
@@ -92,30 +90,14 @@ class _Job:
     cpu0: float = 0.0
     cpu: float = 0.0
     started: float = 0.0
-    size: int = 0
-    """Bytes of the pickled job (its body): the first estimate of its cost."""
+    size: int = 0  # bytes of the pickled job (its body): the first estimate of its cost
     payload: bytes = b""
     """The pickled job while a worker holds it (handed to a fresh worker if that one is found dead)."""
-    retried: bool = False
-    """It was handed to a fresh worker once already (a second lost worker fails it)."""
+    retried: bool = False  # handed to a fresh worker once already (a second lost worker fails it)
     long: bool = False
     """It has used more than ``long_cpu_s`` of CPU (it may be paused while short jobs run)."""
-
-
-@dataclass(slots=True, eq=False)
-class _Tenant:
-    """A tenant in the fair queue: its virtual ``finish`` time, its waiting jobs, ``cost`` (the moving average of
-    its CPU seconds per job) and ``charged`` (the CPU seconds its jobs have used in all)."""
-
-    name: str
-    finish: float = 0.0
-    waiting: collections.deque[_Job] = field(default_factory=collections.deque)
-    in_flight: int = 0
-    cost: float = 0.0
-    jobs: int = 0
-    charged: float = 0.0
-    gen: int = 0
-    queued_in: str | None = None
+    heavy: bool = False  # dispatched as a heavy tenant's
+    queued: float = field(default_factory=time.monotonic)
 
 
 @dataclass(slots=True)
@@ -187,22 +169,21 @@ class ProcessPool:
         self.hard_cap = self.regular + self.reserve + max(2, n)
         """Most processes at once, the extra ones for light tenants included."""
         self.long_cpu_s = long_cpu_s
-        self.light_bytes = 256_000
-        """A job this big (pickled, the body in it) is never a light tenant's: it does not take the reserve."""
-        self.cpu_per_byte = 2e-6
-        """The first estimate of a job's CPU seconds per byte of it (2 s per MB), before its tenant's jobs tell."""
+        self.queue: FairQueue[_Job] = FairQueue(
+            per_tenant=self.per_tenant,
+            long_cpu_s=long_cpu_s,
+            max_queued_per_tenant=max_queued_per_tenant,
+            max_queued_per_key=max_queued_per_key,
+            max_queued=max_queued,
+        )
+        """The waiting jobs, by tenant (start-time fair queuing)."""
         self.tick_s = tick_s
-        self.max_queued_per_tenant = max_queued_per_tenant
-        self.max_queued_per_key = max_queued_per_key
-        self.max_queued = max_queued
+        self.slice_s, self.lane_wait_s = 0.25, 1.0
+        """How long a long job keeps its lane once resumed (before the one paused longest takes it), and the longest
+        a heavy tenant waits behind light ones while no long job runs."""
         self.stats = PoolStats()
         self._workers: list[_Worker] = []
         self._free: list[_Worker] = []
-        self._tenants: dict[str, _Tenant] = {}
-        self._heaps: dict[str, list[tuple[float, int, int, _Tenant]]] = {"light": [], "heavy": []}
-        self._queued = 0
-        self._by_key: collections.Counter[str] = collections.Counter()
-        self._vtime = 0.0
         self._seq = itertools.count()
         self._ctx = multiprocessing.get_context("fork")
         self._ticker: asyncio.TimerHandle | None = None
@@ -289,19 +270,16 @@ class ProcessPool:
 
     def charged(self, tenant: str) -> float:
         """CPU seconds ``tenant``'s jobs have used (killed ones included)."""
-        t = self._tenants.get(tenant)
+        t = self.queue.tenants.get(tenant)
         return t.charged if t is not None else 0.0
 
     def queued(self) -> int:
         """Jobs waiting for a process."""
-        return self._queued
+        return self.queue.queued
 
     def snapshot(self) -> PoolSnapshot:
         """The pool now (``/metrics``): workers alive, busy and paused, jobs waiting by class, the counters."""
-        queued = {"light": 0, "heavy": 0}
-        for t in self._tenants.values():
-            if t.waiting:
-                queued["light" if self._light(t) else "heavy"] += len(t.waiting)
+        queued = self.queue.waiting_by_class()
         return PoolSnapshot(
             workers=sum(1 for w in self._workers if w.proc.is_alive()),
             busy=sum(1 for w in self._workers if w.job is not None),
@@ -310,47 +288,10 @@ class ProcessPool:
             stats=dataclasses.replace(self.stats),
         )
 
-    # ---------------------------------------------------------------- the fair queue
+    # ---------------------------------------------------------------- dispatch
 
-    def _tenant(self, name: str) -> _Tenant:
-        t = self._tenants.get(name)
-        if t is None:
-            t = self._tenants[name] = _Tenant(name)
-            if len(self._tenants) > 10_000:  # bounded: idle tenants are forgotten
-                for k in [k for k, v in self._tenants.items() if not v.waiting and not v.in_flight][:5_000]:
-                    del self._tenants[k]
-                self._tenants[name] = t
-        return t
-
-    def _light(self, t: _Tenant) -> bool:
-        """Light: the tenant's jobs have cost under ``long_cpu_s`` each (none yet: taken as light) and its next
-        job's body is under ``light_bytes`` (a tenant's first 1 MB pack is not taken for a search)."""
-        if t.waiting and t.waiting[0].size >= self.light_bytes:
-            return False
-        return t.jobs == 0 or t.cost < self.long_cpu_s
-
-    def _push(self, t: _Tenant) -> None:
-        """Put ``t`` in its heap at its start tag, if it has a job waiting and may start one."""
-        if not t.waiting or t.in_flight >= self.per_tenant:
-            t.queued_in = None
-            return
-        t.gen += 1
-        which = "light" if self._light(t) else "heavy"
-        t.queued_in = which
-        heapq.heappush(self._heaps[which], (max(self._vtime, t.finish), next(self._seq), t.gen, t))
-
-    def _head(self, which: str) -> tuple[float, _Tenant] | None:
-        heap = self._heaps[which]
-        while heap:
-            tag, _, gen, t = heap[0]
-            if gen == t.gen and t.queued_in == which and t.waiting and t.in_flight < self.per_tenant:
-                if (which == "light") == self._light(t):
-                    return tag, t
-                heapq.heappop(heap)  # it turned heavy (a job of its ran long): into the other heap
-                self._push(t)
-                continue
-            heapq.heappop(heap)  # stale: the tenant moved, emptied its queue or reached its cap
-        return None
+    def _tenant(self, name: str) -> TenantQueue[_Job]:
+        return self.queue.tenant(name)
 
     def _short_running(self) -> int:
         return sum(1 for w in self._workers if w.job is not None and not w.job.long)
@@ -370,36 +311,31 @@ class ProcessPool:
         while True:
             self._replace_dead_free()
             if not self._free:
-                # every process is held: a light tenant may still start while fewer than ``reserve`` jobs are
-                # short (the others are long and paused as needed), in an extra process up to ``hard_cap``
+                # all held: a quiet tenant may start in an extra process (up to ``hard_cap``) while few jobs are short
                 if len(self._workers) >= self.hard_cap or self._short_running() >= self.reserve:
                     return
-                if self._head("light") is None:
+                if self.queue.fresh() is None:
                     return
                 self._spawn()
                 self.stats.extra += 1
             busy = sum(1 for w in self._workers if w.job is not None)
-            light = self._head("light")
-            heavy = self._head("heavy") if busy < self.regular else None
+            # the reserve (the processes past ``regular``) is kept for quiet tenants: one job waiting, none running
+            light = self.queue.head("light") if busy < self.regular else self.queue.fresh()
+            # a heavy tenant starts while regular processes are free, and first once it has waited ``lane_wait_s``
+            # while no long job runs (long work's lane)
+            heavy = self.queue.head("heavy")
+            lane = heavy is not None and heavy[1].waiting[0].queued + self.lane_wait_s <= time.monotonic()
+            lane = lane and not any(w.job is not None and (w.job.long or w.job.heavy) for w in self._workers)
+            heavy = heavy if busy < self.regular or lane else None
             if light is None and heavy is None:
                 return
-            if light is not None and (heavy is None or light[0] <= heavy[0]):
+            if light is not None and (heavy is None or (light[0] <= heavy[0] and not lane)):
                 tag, t, which = light[0], light[1], "light"
             else:
                 assert heavy is not None
                 tag, t, which = heavy[0], heavy[1], "heavy"
-            heapq.heappop(self._heaps[which])
-            self._vtime = max(self._vtime, tag)
-            job = t.waiting.popleft()
-            self._queued -= 1
-            self._by_key[job.key] -= 1
-            if self._by_key[job.key] <= 0:
-                del self._by_key[job.key]
-            job.estimate = max(t.cost if t.jobs else 0.01, job.size * self.cpu_per_byte)
-            t.finish = max(self._vtime, t.finish) + job.estimate
-            t.in_flight += 1
-            t.queued_in = None
-            self._push(t)
+            job = self.queue.pop(which, tag, t)
+            job.heavy = which == "heavy"
             self._start_job(job)
 
     def _start_job(self, job: _Job) -> None:
@@ -407,7 +343,7 @@ class ProcessPool:
         w.job = job
         job.worker = w
         job.cpu0 = proc_cpu(w.proc.pid)
-        job.started = time.monotonic()
+        job.started = w.since = time.monotonic()
         self.stats.dispatched += 1
         assert self._loop is not None
         payload = self._payloads.pop(job)
@@ -445,17 +381,11 @@ class ProcessPool:
         self.stats.dead += 1
         self._spawn()
         self.stats.respawned += 1
-        t = self._tenant(job.tenant)
-        t.in_flight -= 1
-        t.finish -= job.estimate  # not charged: it runs again from the start
         job.retried = True
         self.stats.retried += 1
         self._payloads[job] = job.payload
         job.payload = b""
-        t.waiting.appendleft(job)  # first in its tenant's queue: it already waited its turn
-        self._queued += 1
-        self._by_key[job.key] += 1
-        self._push(t)
+        self.queue.undo(job)  # not charged, first in its tenant's queue: it already waited its turn
         self._dispatch()
         self._schedule_cpu()
 
@@ -511,14 +441,9 @@ class ProcessPool:
         if self._loop is not None:
             with contextlib.suppress(Exception):
                 self._loop.remove_reader(w.conn.fileno())
-        t = self._tenant(job.tenant)
         cpu = max(0.0, cpu)
         job.cpu = cpu
-        t.in_flight -= 1
-        t.charged += cpu
-        t.finish += cpu - job.estimate
-        t.cost = cpu if t.jobs == 0 else 0.7 * t.cost + 0.3 * cpu
-        t.jobs += 1
+        self.queue.done(job, cpu)
         self.stats.completed += 1
         if replace:
             if died:
@@ -538,7 +463,6 @@ class ProcessPool:
                 self._retire(w)  # an extra process: ended once its job is done
             else:
                 self._free.append(w)
-        self._push(t)
         self._dispatch()
         self._schedule_cpu()
 
@@ -582,14 +506,16 @@ class ProcessPool:
             long.append(w)
             if not job.long:
                 job.long = True
-                t = self._tenant(job.tenant)
-                t.cost = max(t.cost, used)  # heavy from now on, not only once the job ends
-                t.jobs = max(t.jobs, 1)
-        # while short jobs run, long ones get the cores left but one (the server's own loop needs a core)
-        allowed = max(0, self.cores - len(short) - 1) if short else self.cores
-        long.sort(key=lambda w: w.job.deadline_at if w.job and w.job.deadline_at else float("inf"))
+                self.queue.mark_long(job.tenant, used)  # heavy from now on, not only once the job ends
+        # long jobs: the cores short ones leave but one (for the loop), never fewer than one lane, in turns (sched)
+        lanes = lanes_for(self.cores, len(short))
+        seen = [
+            LaneJob(i, not w.stopped, w.since, (w.job and w.job.deadline_at) or float("inf"))
+            for i, w in enumerate(long)
+        ]
+        run = long_lanes(seen, lanes, now, self.slice_s)
         for i, w in enumerate(long):
-            self._pause(w, i >= allowed)
+            self._pause(w, i not in run)
         for w in short:
             self._pause(w, False)
         for w, used in expired:
@@ -606,6 +532,7 @@ class ProcessPool:
         except ProcessLookupError:
             return
         w.stopped = stop
+        w.since = time.monotonic()
         if stop:
             self.stats.paused += 1
 
@@ -621,8 +548,9 @@ class ProcessPool:
         if self._ticker is not None or not needed or self._loop is None or self._closed:
             return
 
-        def tick() -> None:
+        def tick() -> None:  # jobs waiting are looked at again: a job long now frees the reserve, a lane is due
             self._ticker = None
+            self._dispatch()
             self._schedule_cpu()
 
         self._ticker = self._loop.call_later(self.tick_s, tick)
@@ -643,29 +571,16 @@ class ProcessPool:
         if self._loop is None:
             self._loop = loop
         self.start()
-        t = self._tenant(tenant)
         k = key or f"tenant:{tenant}"
-        retry = max(1, round(min(30.0, max(t.cost, 0.05) * (len(t.waiting) + 1))))
-        if len(t.waiting) >= self.max_queued_per_tenant:
+        try:
+            self.queue.check(tenant, k)
+        except Overloaded:
             self.stats.refused += 1
-            raise Overloaded(
-                f"too many requests of this tenant waiting ({len(t.waiting)}); retry after {retry} s",
-                retry_after_s=retry,
-            )
-        if self._by_key[k] >= self.max_queued_per_key:
-            self.stats.refused += 1
-            raise Overloaded(f"too many requests of this key waiting; retry after {retry} s", retry_after_s=retry)
-        if self._queued >= self.max_queued:
-            self.stats.refused += 1
-            raise Overloaded(f"the server's queue is full; retry after {retry} s", retry_after_s=retry)
+            raise
         payload = dumps_job((fn, deadline_at), self.state)
         job = _Job(tenant, k, deadline_at, loop.create_future(), next(self._seq), size=len(payload))
         self._payloads[job] = payload
-        t.waiting.append(job)
-        self._queued += 1
-        self._by_key[k] += 1
-        if t.queued_in is None:
-            self._push(t)
+        self.queue.add(job)
         self._dispatch()
         try:
             return await job.future  # type: ignore[no-any-return]
@@ -681,10 +596,4 @@ class ProcessPool:
             self.stats.abandoned += 1
             self._kill(w, proc_cpu(w.proc.pid) - job.cpu0)
             return
-        t = self._tenants.get(job.tenant)
-        if t is not None and job in t.waiting:
-            t.waiting.remove(job)
-            self._queued -= 1
-            self._by_key[job.key] -= 1
-            if self._by_key[job.key] <= 0:
-                del self._by_key[job.key]
+        self.queue.remove(job)

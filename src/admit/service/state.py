@@ -23,6 +23,7 @@ from admit.pipeline import Pipeline
 from admit.policy import PolicySet, load_policy_set
 from admit.prune import Pruner, PrunerResources
 from admit.requestlog import RequestLog
+from admit.service.admission import Admission
 from admit.service.config import KeyRing, Limits, ServiceSettings
 from admit.service.jsonio import JsonCaps
 from admit.service.metrics import ServiceMetrics
@@ -119,10 +120,15 @@ class ServiceState:
     """The latest requests, by tenant, for ``/inspect``."""
     procs: ProcessPool | None = None
     """The worker processes request work runs in (:meth:`use_processes`); ``None``: the threads of :attr:`work`."""
+    admission: Admission | None = None
+    """Requests in flight by key, tenant and in all, counted by the gate of every transport (HTTP, MCP over
+    HTTP) before a body is read (sized from the limits when ``None``)."""
     _warm_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
-        """Size the worker pool from the limits."""
+        """Size the worker pool and the gate's admission from the limits."""
+        if self.admission is None:
+            self.admission = Admission.from_limits(self.limits)
         if self.work is None:
             lim = self.limits
             self.work = WorkPool(

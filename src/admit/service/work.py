@@ -122,6 +122,8 @@ class WorkPool:
         self.max_queued_per_tenant = max_queued_per_tenant
         """Most requests of one tenant waiting; past it :class:`~admit.errors.Overloaded` (429)."""
         self.max_queued = max_queued
+        self.reserved_queue = 4
+        """Requests of one tenant (waiting and running) let in however full the queue is: its own share."""
         """Most requests waiting in all (so a re-rank of the waiters stays bounded); past it 429."""
 
     # ------------------------------------------------------------------ admission (on the event loop)
@@ -204,10 +206,10 @@ class WorkPool:
     async def slot(self, tenant: str) -> AsyncIterator[Job]:
         """Hold a worker for ``tenant`` (waiting in the fair queue for it) while the block runs."""
         st = self._admission()
-        if len(st.waiting) >= self.max_queued or (
-            len(st.waiting) >= self.max_queued_per_tenant
-            and sum(1 for x in st.waiting if x.tenant == tenant) >= self.max_queued_per_tenant
-        ):
+        crowded = len(st.waiting) >= min(self.max_queued, self.max_queued_per_tenant)
+        mine = sum(1 for x in st.waiting if x.tenant == tenant) if crowded else 0
+        full = len(st.waiting) >= self.max_queued and mine + st.in_flight.get(tenant, 0) >= self.reserved_queue
+        if full or mine >= self.max_queued_per_tenant:  # (a tenant inside its own share is never refused for others)
             raise Overloaded("too many requests waiting for a worker; retry after 1 s", retry_after_s=1.0)
         w = _Waiter(tenant, next(self._seq))
         st.waiting.append(w)

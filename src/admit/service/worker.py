@@ -159,11 +159,18 @@ def _close_inherited_sockets(keep: int) -> None:
             continue
 
 
+WORKER_NICENESS = 3
+"""How much nicer than the server a worker process runs: the server's event loop (``/healthz``, the gate's
+refusals, moving bodies to workers) wins a core over its own busy workers, whose jobs still share the rest."""
+
+
 def worker_main(state: Any, conn: socket.socket) -> None:
     """A worker process: run jobs from ``conn`` one at a time until it closes (or the server kills it)."""
     global _WORKER_STATE
     with contextlib.suppress(ValueError, OSError):
         signal.set_wakeup_fd(-1)
+    with contextlib.suppress(OSError):
+        os.nice(WORKER_NICENESS)
     conn.setblocking(True)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle; it ends its workers
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
