@@ -27,6 +27,9 @@ admit's ``setwise`` search (the README's ``admit search --prune``):
 - ``unsure``: the verdict's ``unsure`` share over all questions.
 
 Run: ``python bench/bench_docsites.py`` (``--sites black mkdocs``; ``--json PATH`` for the rows; ``--reingest``).
+``--adapt`` runs ``admit adapt --kb`` on each site after its ingest (the knowledge base's own answerability
+thresholds, fitted without labels) and asks with it; without it, a stored adaptation is removed first, so the
+figures are the shipped thresholds'. The ingest table then gives the adaptation's CPU seconds.
 """
 
 from __future__ import annotations
@@ -176,6 +179,30 @@ SITE_NOT_DOCS = {
 }
 
 
+def adapt_kb(kb: Path, on: bool) -> str:
+    """``admit adapt --kb KB`` as a user runs it (its CPU seconds), or the stored adaptation removed (``on`` false:
+    the shipped thresholds; a checkout without ``admit adapt`` has none to remove)."""
+    if not on:
+        from admit.kb import KnowledgeBase
+
+        k = KnowledgeBase(kb)
+        try:
+            if hasattr(k, "clear_adaptation"):
+                k.clear_adaptation()
+        finally:
+            k.close()
+        return "-"
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cmd = [sys.executable, "-m", "admit.cli", "adapt", "--kb", str(kb), "--json"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"admit adapt of {kb} failed:\n{done.stderr[-2000:]}")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ad = json.loads(done.stdout)
+    print(f"{kb.name}: adapted {json.dumps(ad['thresholds'])}", file=sys.stderr)
+    return str(round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 1))
+
+
 def hygiene(kb_path: Path) -> dict[str, int]:
     """Chunks that are the site rather than the docs, by kind (read straight from the store)."""
     import sqlean  # type: ignore[import-untyped]
@@ -265,6 +292,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--json", type=Path, default=None, help="write every question's row here")
     ap.add_argument("--verbose", action="store_true", help="print every question's row")
     ap.add_argument("--ingest-only", action="store_true", help="ingest the sites, ask nothing")
+    ap.add_argument(
+        "--adapt", action="store_true", help="run `admit adapt` on each site after ingest (else: shipped thresholds)"
+    )
     args = ap.parse_args(argv)
 
     from admit.kb import KnowledgeBase
@@ -281,12 +311,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         rep = ingest(folder, kb_path, args.reingest)
         pages = sum(1 for f in folder.rglob("*") if f.suffix in {".html", ".htm"})
         hy = hygiene(kb_path)
+        adapt_cpu = adapt_kb(kb_path, args.adapt) if not args.ingest_only else "-"
         ingests.append(
             {
                 "site": name,
                 "generator": site.generator,
                 "html pages": str(pages),
                 "cpu s": str(rep.get("cpu_s", "?")),
+                "adapt cpu s": adapt_cpu,
                 **{k: str(v) for k, v in hy.items()},
             }
         )

@@ -100,6 +100,8 @@ class AnswerabilityRecord(TypedDict):
     """``answered``, ``unsure`` or ``not_answered``."""
     missing: NotRequired[list[str]]
     """The question's terms no admitted passage holds."""
+    adaptation: NotRequired[str]
+    """The knowledge base's own adaptation whose thresholds decided (``admit adapt``), ``""`` for the shipped ones."""
 
 
 class PrunerRecord(TypedDict):

@@ -59,6 +59,9 @@ class Answerability:
     nothing admitted. Left out, it is read from :attr:`answerable` (``None``: ``unsure``)."""
     missing: tuple[str, ...] = ()
     """The question's names, identifiers and key words that no admitted passage holds (what the note says)."""
+    adaptation: str = ""
+    """The knowledge base's own adaptation the thresholds came from (``admit adapt``: its date and chunk count),
+    or ``""`` for the shipped thresholds."""
 
     def __post_init__(self) -> None:
         if not self.state:
@@ -80,7 +83,13 @@ class Answerability:
         budget answers nothing."""
         if admitted_any or self.not_answered:
             return self
-        return Answerability(probability=0.0, answerable=False, model=self.model, reason="no evidence fits the budget")
+        return Answerability(
+            probability=0.0,
+            answerable=False,
+            model=self.model,
+            reason="no evidence fits the budget",
+            adaptation=self.adaptation,
+        )
 
     def answer_fields(self) -> dict[str, Any]:
         """The keys every face returns beside the evidence: ``answerable`` (``True``, ``False`` or ``None`` for
@@ -88,8 +97,11 @@ class Answerability:
         return {"answerable": self.answerable, "answerability": self.probability, "answer_state": self.state}
 
     def as_dict(self) -> AnswerabilityRecord:
-        """The trace record's ``answerability``: every field, in order (``missing`` as a list)."""
+        """The trace record's ``answerability``: every field, in order (``missing`` as a list; ``adaptation`` only
+        when the knowledge base's own thresholds were used or one was found stale)."""
         rec = {f.name: getattr(self, f.name) for f in fields(self)}
+        if not self.adaptation:  # the shipped thresholds: the record as it always was
+            del rec["adaptation"]
         return cast("AnswerabilityRecord", {**rec, "missing": list(self.missing)})
 
     def note(self, action: str) -> str:
