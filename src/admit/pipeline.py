@@ -316,6 +316,7 @@ class Pipeline:
             pruner=pruner,
             scores=scores,
             skip_reason=skip_reason,
+            embedder=self.term_encoder(settings.strategy),
         )
 
     def pack(self, req: PackRequest, *, resolved: Resolution | None = None) -> PackResult:

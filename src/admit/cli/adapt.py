@@ -17,7 +17,7 @@ __all__ = ["adapt_cmd", "run_adapt", "summary"]
 
 
 @click.command("adapt")
-@click.option("--kb", "kb_path", required=True, envvar="ADMIT_KB", help="Knowledge base file or store URL.")
+@click.option("--kb", "kb_path", required=True, envvar="ADMIT_KB", help="Target knowledge base file or store URL.")
 @click.option(
     "--sections",
     type=click.IntRange(min=10),
