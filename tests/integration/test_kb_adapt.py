@@ -34,15 +34,28 @@ Q = "How do I stage only part of a file's changes?"
 
 @pytest.fixture(scope="module")
 def kb_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``admit ingest SITE --adapt`` as a user runs it."""
     site = tmp_path_factory.mktemp("site")
     for f in GIT.glob("git-*.*"):
         shutil.copy2(f, site / f.name)
     path = tmp_path_factory.mktemp("kb") / "git.kb"
-    with KnowledgeBase(path) as kb:
-        kb.ingest([site], tenant="docs")
-        _, cases = adapt(kb, AdaptOptions(sections=12, foreign=12))
-    assert {c.kind for c in cases} == {"answerable", "near_miss", "foreign"}
+    args = ["ingest", str(site), "--kb", str(path), "--access", "tenant:docs", "--adapt", "--json"]
+    out = CliRunner().invoke(main, args)
+    assert out.exit_code == 0, out.output
+    rep = json.loads(out.stdout)
+    assert rep["adaptation"]["thresholds"] and rep["adaptation"]["chunks"] == rep["kb_chunks"]
     return path
+
+
+def test_the_library_call_asks_every_kind_of_pseudo_question(kb_path: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "lib.kb"
+    shutil.copy2(kb_path, copy)
+    with KnowledgeBase(copy) as kb:
+        ad, cases = adapt(kb, AdaptOptions(sections=6, foreign=6), save=False)
+    assert {c.kind for c in cases} == {"answerable", "near_miss", "foreign"}
+    assert sum(c.kind == "answerable" for c in cases) == sum(c.kind == "near_miss" for c in cases) <= 6
+    assert all(c.model in {"setwise", "lexical", "empty"} for c in cases)
+    assert ad.figures["questions"]["foreign"] == sum(c.kind == "foreign" for c in cases)
 
 
 def test_the_adaptation_is_stored_with_its_date_chunk_count_and_figures(kb_path: Path) -> None:
@@ -52,7 +65,8 @@ def test_the_adaptation_is_stored_with_its_date_chunk_count_and_figures(kb_path:
         assert ad.chunks == kb.count()
         assert ad.made[:4].isdigit() and "T" in ad.made
         figs = ad.figures
-        assert figs["questions"]["answerable"] >= 6 and figs["questions"]["foreign"] == 12
+        assert figs["questions"]["answerable"] >= 6
+        assert figs["questions"]["foreign"] >= min(12, figs["questions"]["answerable"])
         assert set(figs["shipped"]) == set(figs["fitted"]) == {"answerable", "near_miss", "foreign"}
         assert set(ad.thresholds) >= {"setwise", "lexical"}
 
@@ -65,7 +79,7 @@ def test_every_search_of_the_knowledge_base_reads_it_and_the_trace_names_it(kb_p
         assert f"({kb.count():,} chunks)" in rec["adaptation"]
     out = CliRunner().invoke(main, ["search", Q, "--kb", str(kb_path), "--principal", "tenant:docs", "--json"])
     assert out.exit_code == 0, out.output
-    assert json.loads(out.output)["trace"]["answerability"]["adaptation"].startswith("thresholds adapted")
+    assert json.loads(out.stdout)["trace"]["answerability"]["adaptation"].startswith("thresholds adapted")
 
 
 def test_show_and_clear(kb_path: Path, tmp_path: Path) -> None:

@@ -78,7 +78,7 @@ class AdaptOptions:
     sections: int = 150
     """The most sections questions are built from (a seeded sample of a bigger knowledge base)."""
     foreign: int = 60
-    """The most questions about other products."""
+    """The most questions about other products (as many as the answerable ones, at least 12, up to this)."""
     seed: int = 13
     """The sampling and paraphrase seed (the same knowledge base and seed give the same questions)."""
     paraphrase: bool = True
@@ -285,9 +285,11 @@ def build_cases(
         tenant = max(tenants, key=lambda t: tenants[t])
         foreign = _foreign(nb.vocab)
         rng.shuffle(foreign)
-        for i, q in enumerate(foreign[: options.foreign]):
+        # as many as the answerable ones, at least 12: a small knowledge base is not fitted on other products alone
+        n_foreign = min(options.foreign, max(12, sum(1 for p in plans if p.kind == "answerable")))
+        for i, q in enumerate(foreign[:n_foreign]):
             plans.append(_Plan(q, "foreign", "foreign", Principal(tenant=tenant), frozenset(), i % 2))
-        built["foreign"] = min(len(foreign), options.foreign)
+        built["foreign"] = min(len(foreign), n_foreign)
     return plans, built
 
 
