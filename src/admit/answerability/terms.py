@@ -211,12 +211,10 @@ _VERSION_Q = _linear.compile(
 )
 _VERSION = _linear.compile(r"\b\d+\.\d+(\.\d+)?", name="answerability.version_string")
 _DEFAULT_Q = _linear.compile(r"\bdefaults?\b", re.IGNORECASE, name="answerability.asks_default")
-_DEFAULT_VALUE = _linear.compile(
-    r"defaults?\b[^.\n]{0,80}?([\d\"'`=]|\btrue\b|\bfalse\b|\bnone\b|\bnull\b|\bon\b|\boff\b|\byes\b|\bno\b)"
-    r"|([\d\"'`]|\btrue\b|\bfalse\b|\bnone\b)[^.\n]{0,40}?\bdefault",
-    re.IGNORECASE,
-    name="answerability.default_value",
+_VALUE = _linear.compile(
+    r"\d|[\"'`=]|\b(true|false|none|null|on|off|yes|no|enabled|disabled)\b", re.IGNORECASE, name="answerability.value"
 )
+_NEAR_VALUE = 60
 _HOWTO_Q = _linear.compile(
     r"^\s*how\s+(do|can|should|would|could)\s+(i|we|you|one)\b|^\s*how\s+to\b",
     re.IGNORECASE,
@@ -230,12 +228,27 @@ _STEP = _linear.compile(
 )
 
 
+def _value_beside(question: str, text: str) -> bool:
+    """Whether ``text`` holds a value (a number, a quoted or code word, true/false/on/off) within 60 characters
+    of the word "default" or of one of the question's content words (the option: "listens on port 7443")."""
+    low = tx.nfc(text).lower()
+    anchors = {"default", *(w for w in tx.content_tokens(question) if len(w) >= 3 and w not in _FORM_WORDS)}
+    for a in anchors:
+        start = low.find(a)
+        while start >= 0:
+            window = low[max(0, start - _NEAR_VALUE) : start + len(a) + _NEAR_VALUE]
+            if _VALUE.search(window):
+                return True
+            start = low.find(a, start + 1)
+    return False
+
+
 def answer_type_missing(question: str, texts: Sequence[str]) -> str:
     """The answer type the question states and none of ``texts`` holds: ``version`` (a version string), ``default``
-    (a value beside the word "default"), ``steps`` (a command, option, setting or step), or ``""``."""
+    (a value beside the word "default" or beside one of the question's words), ``steps`` (a command, option, setting or step), or ``""``."""
     if _VERSION_Q.search(question) and not any(_VERSION.search(t) for t in texts):
         return "version"
-    if _DEFAULT_Q.search(question) and not any(_DEFAULT_VALUE.search(t) for t in texts):
+    if _DEFAULT_Q.search(question) and not any(_value_beside(question, t) for t in texts):
         return "default"
     if _HOWTO_Q.search(question) and not any(_STEP.search(t) for t in texts):
         return "steps"
