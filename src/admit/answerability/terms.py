@@ -245,7 +245,8 @@ def _value_beside(question: str, text: str) -> bool:
 
 def answer_type_missing(question: str, texts: Sequence[str]) -> str:
     """The answer type the question states and none of ``texts`` holds: ``version`` (a version string), ``default``
-    (a value beside the word "default" or beside one of the question's words), ``steps`` (a command, option, setting or step), or ``""``."""
+    (a value beside the word "default" or beside one of the question's words), ``steps`` (a command, option, setting
+    or step), or ``""``."""
     if _VERSION_Q.search(question) and not any(_VERSION.search(t) for t in texts):
         return "version"
     if _DEFAULT_Q.search(question) and not any(_value_beside(question, t) for t in texts):
