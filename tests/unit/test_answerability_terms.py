@@ -106,3 +106,9 @@ def test_how_do_i_asks_for_a_step_command_or_setting() -> None:
 def test_no_evidence_is_not_answered() -> None:
     a = assess("Which port does upsd listen on?", [], pool=[])
     assert a.state == "not_answered"
+
+
+def test_a_default_stated_without_the_word_is_a_value_beside_the_question_s_words() -> None:
+    q = "Which port does the server listen on by default?"
+    assert answer_type_missing(q, ["Install\nThe server listens on port 7443 for HTTPS."]) == ""
+    assert answer_type_missing(q, ["Install\nThe server is a small HTTP daemon that formats code."]) == "default"
