@@ -113,3 +113,29 @@ def test_paraphrase_drops_replaces_and_reorders_content_words() -> None:
     assert paraphrase(q, random.Random(3), lambda w: near.get(w, [])) == paraphrase(
         q, random.Random(3), lambda w: near.get(w, [])
     )
+
+
+def test_a_knowledge_base_reads_its_adaptation_and_marks_it_stale_when_it_changed() -> None:
+    from admit.backends.embedders import FakeEmbedder
+    from admit.kb import KnowledgeBase
+    from admit.types import Access, Chunk
+
+    def chunks(prefix: str, n: int) -> list[Chunk]:
+        return [
+            Chunk(id=f"{prefix}#{i}", source_id=prefix, text=f"{prefix} note {i}", access=Access(tenant="t"))
+            for i in range(n)
+        ]
+
+    with KnowledgeBase(":memory:", embedder=FakeEmbedder()) as kb:
+        assert kb.adaptation() is None
+        kb.add_chunks(chunks("a", 20))
+        ad = Adaptation(thresholds={"lexical": (0.3, 0.3)}, made="2026-12-07T04:00:00+00:00", chunks=kb.count())
+        kb.save_adaptation(ad, kb.fingerprint())
+        assert kb.adaptation() == ad
+        kb.add_chunks(chunks("b", 2))  # a tenth: still current
+        assert kb.check_adaptation() == ad
+        kb.add_chunks(chunks("c", 10))  # a third of the chunks are new: stale, and stored so
+        now = kb.adaptation()
+        assert now is not None and not now.current and "changed since it was fitted" in now.stale
+        kb.clear_adaptation()
+        assert kb.adaptation() is None

@@ -38,6 +38,8 @@ DEFAULT_EMBEDDER = "minilm"
 """The embedder of a new knowledge base when none is named."""
 
 _MAX_PIPELINES = 8
+#: A stored adaptation's chunk count is compared with the store's every this many searches (and when it changed).
+_COUNT_EVERY = 100
 """Pipelines kept per knowledge base (one per policy set in use; the least recently used goes)."""
 
 
@@ -114,6 +116,7 @@ class KnowledgeBase:
         self._query_cache = CachedEmbedder(self.embedder, max_items=20_000)
         self._pipelines: LRU[Any, tuple[Any, Any]] = LRU(_MAX_PIPELINES)
         self._adapted: tuple[str, Adaptation | None] = ("", None)
+        self._count_check: tuple[str, int, int] = ("", 0, 0)
 
     @property
     def embedder_spec(self) -> str | None:
@@ -206,10 +209,16 @@ class KnowledgeBase:
         check on every search; :meth:`check_adaptation` compares the chunks themselves). An adaptation this
         version cannot read is ignored, with a warning."""
         ad = self._stored_adaptation()
-        if ad is not None and ad.current:
-            n = self.store.count()
-            if abs(n - ad.chunks) > STALE_SHARE * max(ad.chunks, 1):
-                ad = ad.marked_stale(f"the knowledge base holds {n:,} chunks, {ad.chunks:,} when it was adapted")
+        if ad is None or not ad.current:
+            return ad
+        # the count is read when the stored record changed and then every _COUNT_EVERY searches (a large store
+        # counts slowly); an ingest through this class checks the chunks themselves and stores the verdict
+        raw, calls, n = self._count_check
+        if raw != self._adapted[0] or calls >= _COUNT_EVERY:
+            n, calls = self.store.count(), 0
+        self._count_check = (self._adapted[0], calls + 1, n)
+        if abs(n - ad.chunks) > STALE_SHARE * max(ad.chunks, 1):
+            ad = ad.marked_stale(f"the knowledge base holds {n:,} chunks, {ad.chunks:,} when it was adapted")
         return ad
 
     def _stored_adaptation(self) -> Adaptation | None:
@@ -231,6 +240,7 @@ class KnowledgeBase:
         """Store an adaptation and the fingerprint of the chunks it was fitted on."""
         self.store.set_meta(FINGERPRINT_KEY, fingerprint.to_json())
         self.store.set_meta(META_KEY, adaptation.to_json())
+        self._count_check = ("", 0, 0)
 
     def clear_adaptation(self) -> None:
         """Remove the stored adaptation: the shipped thresholds decide again."""
@@ -241,6 +251,7 @@ class KnowledgeBase:
         """Compare the stored chunks with those the adaptation was fitted on; past
         :data:`~admit.answerability.adaptation.STALE_SHARE` changed, mark it stale in the store (its verdicts go
         back to the shipped thresholds and the trace says why). Return the adaptation as it now stands."""
+        self._count_check = ("", 0, 0)
         ad = self._stored_adaptation()
         raw_fp = self.store.get_meta(FINGERPRINT_KEY)
         if ad is None or not ad.current or not raw_fp:
