@@ -112,3 +112,12 @@ def test_a_default_stated_without_the_word_is_a_value_beside_the_question_s_word
     q = "Which port does the server listen on by default?"
     assert answer_type_missing(q, ["Install\nThe server listens on port 7443 for HTTPS."]) == ""
     assert answer_type_missing(q, ["Install\nThe server is a small HTTP daemon that formats code."]) == "default"
+
+
+def test_a_misspelt_key_term_is_held_by_the_word_it_misspells() -> None:
+    pool = ["Helm chart\nDeploy the Helm chart of the applications on OpenShift in an air-gapped environment."]
+    a = assess("How do I deploy the helm chrt for my aplications on OpnShft?", pool, pool=pool)
+    assert a.state != "not_answered"
+    assert a.missing == ()
+    nut = assess("How do I back up my files with borg?", NUT, pool=NUT + ["Born\nThe project was born in 1998."])
+    assert nut.state == "not_answered"  # "borg" is not a misspelling of "born"

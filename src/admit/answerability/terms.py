@@ -2,9 +2,9 @@
 
 A key term of the question (a content word in any case that is not a common English word, or a word it writes as a
 name: "borg", "JSON", "endpoint"; an identifier) that no admitted chunk holds, as written, as another form of the
-word ("reformatted" and "reformat") or as a word the encoder sees as close ("repo" and "repository"), means the
-evidence cannot be "answered" (:func:`check_terms`).
-When no retrieved candidate holds it either, the knowledge base most likely lacks it: "not answered".
+word ("reformatted" and "reformat"), misspelt ("aplications") or as a word the encoder sees as close ("repo" and
+"repository"), means the evidence cannot be "answered" (:func:`check_terms`). When no retrieved candidate holds it
+either, the knowledge base most likely lacks it: "not answered".
 
 Where the question states an answer type, the admitted chunks must hold one (:func:`answer_type_missing`): a
 version asks for a version string, "default" for a value beside the word, "how do I" for a step, a command or a
@@ -26,7 +26,7 @@ from admit import _text as tx
 from admit._lru import LRU
 from admit.backends.embedders.base import Embedder
 
-__all__ = ["NEAR_COSINE", "TermCheck", "answer_type_missing", "check_terms", "question_terms"]
+__all__ = ["NEAR_COSINE", "TermCheck", "answer_type_missing", "check_terms", "misspelt_in", "question_terms"]
 
 #: A word of an admitted chunk whose MiniLM cosine with the question's term is at least this is the term's synonym
 #: or variant ("licence"/"license" 0.8+, "reformatted"/"reformat"); unrelated words of one domain stay below it.
@@ -45,6 +45,7 @@ _FORM_WORDS = frozenset(
     option options way value values case cases part parts let lets try tries without within whether
     call called name named stop stops keep keeps run runs running change changes changed set sets setting
     version versions release releases default defaults added introduced difference differ between
+    dont doesnt didnt cant wont isnt arent shouldnt wouldnt couldnt ive youre
     """.split()  # noqa: SIM905
 )
 _MORPH_PREFIX = 5
@@ -91,10 +92,44 @@ def question_terms(question: str) -> list[str]:
     return list(out)
 
 
+def _within(a: str, b: str, limit: int) -> bool:
+    """Whether the edit distance of ``a`` and ``b`` is at most ``limit`` (banded, stops early)."""
+    if abs(len(a) - len(b)) > limit:
+        return False
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+        if min(cur) > limit:
+            return False
+        prev = cur
+    return prev[-1] <= limit
+
+
+def misspelt_in(term: str, vocab: set[str]) -> bool:
+    """Whether ``term`` is a misspelling of a word of ``vocab`` with the same first and last letters: one edit away
+    (two for a word of seven letters or more, three from twelve; for one of four, a letter left out or added only:
+    "chrt" and "chart", not "borg" and "born")."""
+    if len(term) < 4:
+        return False
+    limit = 3 if len(term) >= 12 else 2 if len(term) >= 7 else 1
+    for w in vocab:
+        if len(w) < 3 or w[0] != term[0] or w[-1] != term[-1] or abs(len(w) - len(term)) > limit:
+            continue
+        if len(term) < 5 and len(w) == len(term):
+            continue
+        if _within(term, w, limit):
+            return True
+    return False
+
+
 def _held(term: str, vocab: set[str], prefixes: set[str]) -> bool:
     if term in vocab:
         return True
-    return len(term) >= _MORPH_PREFIX and term[:_MORPH_PREFIX] in prefixes
+    if len(term) >= _MORPH_PREFIX and term[:_MORPH_PREFIX] in prefixes:
+        return True
+    return misspelt_in(term, vocab)
 
 
 def _vocab(texts: Sequence[str]) -> tuple[set[str], set[str]]:
