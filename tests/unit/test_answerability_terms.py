@@ -119,5 +119,5 @@ def test_a_misspelt_key_term_is_held_by_the_word_it_misspells() -> None:
     a = assess("How do I deploy the helm chrt for my aplications on OpnShft?", pool, pool=pool)
     assert a.state != "not_answered"
     assert a.missing == ()
-    nut = assess("How do I back up my files with borg?", NUT, pool=NUT + ["Born\nThe project was born in 1998."])
+    nut = assess("How do I back up my files with borg?", NUT, pool=[*NUT, "Born\nThe project was born in 1998."])
     assert nut.state == "not_answered"  # "borg" is not a misspelling of "born"
