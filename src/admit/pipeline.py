@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
 from admit.answerability import Answerability, assess_run, no_answer_fallback, on_no_answer
+from admit.answerability.adaptation import Adaptation
+from admit.backends.embedders.base import Embedder
 from admit.backends.rerankers import Reranker, resolve_reranker
 from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.budget import compute_budget
@@ -109,6 +111,9 @@ class PackRequest:
     tool_outputs: Sequence[ToolOutput] = ()
     """Tool results, apart from the evidence: schema-checked, redacted, capped, rendered in their own block
     (``PackResult.tools``) and counted in the budget before the evidence is packed (:mod:`admit.tools`)."""
+    adaptation: Adaptation | None = None
+    """The knowledge base's own answerability thresholds (``admit adapt``; set by the knowledge base that retrieved
+    the candidates when it has a current one): the verdict uses them in place of the shipped ones."""
 
 
 @runtime_checkable
@@ -211,6 +216,18 @@ class Pipeline:
             self._pruners[strategy] = get_strategy(strategy).build(self.resources)
         return self._pruners[strategy]
 
+    def term_encoder(self, strategy: str) -> Embedder | None:
+        """The encoder the verdict reads close words with (:func:`admit.answerability.terms.check_terms`): the
+        resources' embedder instance, else the setwise pruner's shared one when that strategy runs, else none."""
+        emb = self.resources.embedder
+        if emb is not None and not isinstance(emb, str):
+            return emb
+        if strategy == "setwise" and self._pruner is None:
+            from admit.backends.embedders.shared import shared_embedder
+
+            return shared_embedder(emb or "minilm")
+        return None
+
     def policies_for(self, request_id: str) -> PolicySet:
         """The policy set a request gets: the new one inside its rollout share, else the baseline."""
         if self.baseline_policies is not None and not self.policies.in_rollout(request_id):
@@ -300,6 +317,7 @@ class Pipeline:
             pruner=pruner,
             scores=scores,
             skip_reason=skip_reason,
+            embedder=self.term_encoder(settings.strategy),
         )
 
     def pack(self, req: PackRequest, *, resolved: Resolution | None = None) -> PackResult:
@@ -342,7 +360,7 @@ class Pipeline:
             unique, dup = dedupe(ranked, policy, cap=False)
             decisions.update((d.chunk_id, d) for d in dup)
         with timer.stage("prune", strategy=policy.prune.strategy):
-            pruned = self._prune(question, unique, policy, decisions)
+            pruned = self._prune(question, unique, policy, decisions, adaptation=req.adaptation)
         with timer.stage("pack"):
             packed, verdict = self._pack_evidence(
                 req, pruned, valid, policy=policy, budget=budget, tokenizer=tokenizer, query_class=route["query_class"]
@@ -418,7 +436,13 @@ class Pipeline:
         return valid
 
     def _prune(
-        self, question: Question, unique: Sequence[Scored], policy: Policy, decisions: dict[str, Decision]
+        self,
+        question: Question,
+        unique: Sequence[Scored],
+        policy: Policy,
+        decisions: dict[str, Decision],
+        *,
+        adaptation: Adaptation | None = None,
     ) -> _Pruned:
         """Prune the unique candidates with the policy's strategy, cap each source by grade, assess the survivors."""
         pruner = self.pruner_for(policy.prune.strategy) if policy.prune.strategy != "none" and unique else None
@@ -429,7 +453,13 @@ class Pipeline:
         kept = [s for s, v in zip(unique, run.verdicts, strict=True) if v.kept]
         survivors, capped = source_cap(kept, policy, grades, question=question.text)
         decisions.update((d.chunk_id, d) for d in capped)
-        run = assess_run(question, run, kept=[s.chunk for s in survivors])
+        run = assess_run(
+            question,
+            run,
+            kept=[s.chunk for s in survivors],
+            embedder=self.term_encoder(policy.prune.strategy),
+            adaptation=adaptation,
+        )
         return _Pruned(survivors=survivors, grades=grades, run=run, shown_to_llm=shown_to_llm)
 
     def _pack_evidence(

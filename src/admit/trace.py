@@ -113,6 +113,8 @@ class AnswerRecord(TypedDict):
     reason: str
     missing: list[str]
     """The question's terms no admitted passage holds."""
+    adaptation: NotRequired[str]
+    """The knowledge base's own adaptation whose thresholds decided (``admit adapt``), ``""`` for the shipped ones."""
 
 
 class PrunerRecord(TypedDict):

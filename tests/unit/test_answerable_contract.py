@@ -59,7 +59,7 @@ def state(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> st
     real = stage.assess_kept
     verdict = _crafted(request.param)
 
-    def crafted(question: str, kept: Sequence[Chunk], outcome: Any, pool: Any = None) -> Answerability:
+    def crafted(question: str, kept: Sequence[Chunk], outcome: Any, pool: Any = None, **_: Any) -> Answerability:
         return verdict if kept else real(question, kept, outcome, pool)
 
     monkeypatch.setattr("admit.answerability.stage.assess_kept", crafted)

@@ -9,7 +9,7 @@ from admit.cli import main
 
 COMMANDS = sorted(main.commands)
 # commands that print a result (serve and mcp serve; they print none; inspect writes an HTML page)
-RESULT_COMMANDS = ["copy", "eval", "ingest", "pack", "policy", "prune", "replay", "schema", "search"]
+RESULT_COMMANDS = ["adapt", "copy", "eval", "ingest", "pack", "policy", "prune", "replay", "schema", "search"]
 
 
 def _options(name: str) -> dict[str, click.Option]:

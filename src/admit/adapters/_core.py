@@ -335,7 +335,9 @@ class AdmitFilter:
                   title="" if v.excerpt else docs[v.index].title)
             for v in kept
         ]  # fmt: skip
-        verdict = assess_kept(question, passed, None if any(v.excerpt for v in kept) else outcome)
+        verdict = assess_kept(
+            question, passed, None if any(v.excerpt for v in kept) else outcome, embedder=self._embedder
+        )
         if verdict.not_answered:
             logger.info("not answered: %s", verdict.reason)
         return FilterRun(

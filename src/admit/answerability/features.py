@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from admit import _linear
 from admit import _text as tx
 from admit._text import char_bigrams, unreadable_script
+from admit.answerability.terms import misspelt_in
 from admit.prune.setwise import SetwisePruner
 from admit.question import Question, read_question
 
@@ -194,6 +195,10 @@ def _pool_cover(
                 break
     cov = 1.0 - len(units_left) / max(1, len(q_units))
     ent = 1.0 - len(ents_left) / len(q_ents) if q_ents else cov
+    if ents_left and script is None:
+        # a name the question misspells ("OpnShft") is not one the knowledge base lacks: the absent-name rule's count
+        vocab = {u for t in [*texts, *(pool or ())] for u in _units(t, None)}
+        ents_left = {e for e in ents_left if not misspelt_in(e, vocab)}
     return cov, ent, len(ents_left)
 
 

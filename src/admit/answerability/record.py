@@ -53,6 +53,9 @@ class Answerability:
     """Why, in words (for the trace, the ``no_answer`` fallback and the human output)."""
     missing: tuple[str, ...] = ()
     """The question's names, identifiers and key words that no admitted passage holds (what the note says)."""
+    adaptation: str = ""
+    """The knowledge base's own adaptation the thresholds came from (``admit adapt``: its date and chunk count),
+    or ``""`` for the shipped thresholds."""
 
     def __post_init__(self) -> None:
         """Refuse a state that is not an :data:`~admit.types.AnswerState`."""
@@ -76,7 +79,11 @@ class Answerability:
         if admitted_any or self.not_answered:
             return self
         return Answerability(
-            probability=0.0, state="not_answered", model=self.model, reason="no evidence fits the budget"
+            probability=0.0,
+            state="not_answered",
+            model=self.model,
+            reason="no evidence fits the budget",
+            adaptation=self.adaptation,
         )
 
     def answer_fields(self) -> dict[str, Any]:
@@ -86,8 +93,9 @@ class Answerability:
 
     def as_dict(self) -> AnswerRecord:
         """The trace record's ``answer``: the state, ``answerable`` read from it, the probability, the model, the
-        reason and ``missing`` (a list)."""
-        return {
+        reason, ``missing`` (a list) and ``adaptation`` (only when the knowledge base's own thresholds were used or
+        one was found stale)."""
+        rec: AnswerRecord = {
             "state": self.state,
             "answerable": self.answerable,
             "probability": self.probability,
@@ -95,6 +103,9 @@ class Answerability:
             "reason": self.reason,
             "missing": list(self.missing),
         }
+        if self.adaptation:
+            rec["adaptation"] = self.adaptation
+        return rec
 
     def note(self, action: str) -> str:
         """The note put in the evidence block when the verdict is "not answered" (``action``: the policy's

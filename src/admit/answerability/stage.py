@@ -10,10 +10,13 @@ from typing import TYPE_CHECKING
 from admit.answerability.features import SETWISE, features, missing_terms
 from admit.answerability.model import ABSENT_NAME_BELOW, AnswerabilityModel, load_models
 from admit.answerability.record import Answerability
+from admit.answerability.terms import TermCheck, check_terms
 from admit.question import Question, read_question
-from admit.types import Chunk, Decision, Fallback, Scored
+from admit.types import AnswerState, Chunk, Decision, Fallback, Scored
 
 if TYPE_CHECKING:
+    from admit.answerability.adaptation import Adaptation
+    from admit.backends.embedders.base import Embedder
     from admit.prune.base import PruneOutcome
     from admit.prune.verdicts import PruneRun
 
@@ -48,6 +51,8 @@ def assess(
     expected_needed: float | None = None,
     cross: Sequence[float] | None = None,
     pool: Sequence[str] | None = None,
+    embedder: Embedder | None = None,
+    adaptation: Adaptation | None = None,
 ) -> Answerability:
     """Decide whether ``texts`` (the admitted evidence) answer ``question``.
 
@@ -58,6 +63,12 @@ def assess(
     one; else the setwise pruner's model when its ``dense`` and ``probs`` are given for every text and it graded a
     list of at least :data:`MIN_SETWISE_LIST` (``graded``: its length); else the ``lexical`` one: the trees'
     probabilities of a list of one or two chunks are not on the scale of the lists they were fitted on.
+
+    ``adaptation``: the knowledge base's own thresholds (:mod:`.adaptation`, ``admit adapt``), used in place of the
+    shipped ones when it is current. The verdict then agrees with its reason (:func:`~.terms.check_terms`): a key
+    term of the question that no admitted chunk holds (nor a close word, with ``embedder``) caps it at "unsure",
+    and at "not answered" when no retrieved candidate holds it either; so does an answer type the question states
+    and no admitted chunk holds ("which version", "default", "how do I").
 
     Example:
         >>> a = assess("What port does the server listen on?", ["The server listens on port 8080."])
@@ -72,7 +83,13 @@ def assess(
     script = question.script
     if script is not None:
         return _assess_script(question, texts, script)
-    models = models if models is not None else load_models()
+    label = ""
+    if models is None:
+        models = load_models()
+        if adaptation is not None and adaptation.current:
+            models, label = adaptation.models_over(models), adaptation.label()
+        elif adaptation is not None:
+            label = f"shipped thresholds: the adaptation of {adaptation.made[:10]} is stale ({adaptation.stale})"
     use_setwise = (
         dense is not None
         and probs is not None
@@ -84,7 +101,11 @@ def assess(
     feats = features(question, texts, dense=dense, probs=probs, expected_needed=expected_needed, cross=cross, pool=pool)
     p = model.probability(feats)
     state = model.state(feats)
-    if feats["short_held"]:
+    check = check_terms(question.text, texts, pool, embedder)
+    state, rule = _agree(state, check, bool(feats["short_held"]))
+    if rule:
+        head = f"p={p:.2f} ({model.name}): {rule}: {state.replace('_', ' ')}"
+    elif feats["short_held"]:
         head = f"short question whose key terms a passage holds: answered (p={p:.2f}, {model.name})"
     else:
         band = "<" if state == "not_answered" else (">=" if state == "answered" else "between")
@@ -102,16 +123,46 @@ def assess(
     ]
     if use_setwise:
         parts.append(f"best similarity {feats['best_dense']:.2f}")
-    missing = missing_terms(question, texts)
+    missing = _missing(question, texts, check)
     if missing:
         parts.append(f"no passage names {', '.join(missing)}")
+    if label:
+        parts.append(label)
     return Answerability(
         probability=round(p, 4),
         model=model.name,
         reason="; ".join(parts),
         state=state,
         missing=missing,
+        adaptation=label,
     )
+
+
+def _agree(state: AnswerState, check: TermCheck, short_held: bool) -> tuple[AnswerState, str]:
+    """The verdict that agrees with its reason, and the rule that changed it (``""``: none did)."""
+    if state == "not_answered":
+        return state, ""
+    if check.absent:
+        return "not_answered", f"{', '.join(check.absent)} in no retrieved candidate"
+    if state != "answered":
+        return state, ""
+    if check.missing and not short_held:
+        return "unsure", f"no admitted passage holds {', '.join(check.missing)} nor a close word"
+    if check.answer_type:
+        return "unsure", f"the question asks for {_TYPE_WORDS[check.answer_type]} and no admitted passage holds one"
+    return state, ""
+
+
+_TYPE_WORDS = {"version": "a version", "default": "a default value", "steps": "a step, command or setting"}
+
+
+def _missing(question: Question, texts: Sequence[str], check: TermCheck) -> tuple[str, ...]:
+    """What the note and the reason say no passage holds: the names and identifiers no passage holds as written
+    (:func:`.missing_terms`) that the term check also misses, and the key terms it misses."""
+    found = {m.lower() for m in check.missing}
+    out = [m for m in missing_terms(question, texts) if m.lower() in found]
+    out += [m for m in check.missing if m.lower() not in {o.lower() for o in out}]
+    return tuple(out[:6])
 
 
 def _assess_script(question: Question, texts: Sequence[str], script: str) -> Answerability:
@@ -132,7 +183,13 @@ def _text_of(c: Chunk) -> str:
 
 
 def assess_kept(
-    question: str | Question, kept: Sequence[Chunk], outcome: PruneOutcome | None, pool: Sequence[Chunk] | None = None
+    question: str | Question,
+    kept: Sequence[Chunk],
+    outcome: PruneOutcome | None,
+    pool: Sequence[Chunk] | None = None,
+    *,
+    embedder: Embedder | None = None,
+    adaptation: Adaptation | None = None,
 ) -> Answerability:
     """Whether the chunks a pruner kept answer the question, with its similarities and probabilities when it gave
     them (the setwise pruner's); ``pool``: the chunks they were chosen from."""
@@ -150,18 +207,29 @@ def assess_kept(
             graded=len(outcome.graded) if outcome is not None else None,
             cross=[cross[c.id] for c in kept] if cross and all(c.id in cross for c in kept) else None,
             pool=pool_texts,
+            embedder=embedder,
+            adaptation=adaptation,
         )
-    return assess(question, texts, pool=pool_texts)
+    return assess(question, texts, pool=pool_texts, embedder=embedder, adaptation=adaptation)
 
 
-def assess_run(question: str | Question, run: PruneRun, kept: Sequence[Chunk] | None = None) -> PruneRun:
+def assess_run(
+    question: str | Question,
+    run: PruneRun,
+    kept: Sequence[Chunk] | None = None,
+    *,
+    embedder: Embedder | None = None,
+    adaptation: Adaptation | None = None,
+) -> PruneRun:
     """``run`` with its :attr:`~admit.prune.verdicts.PruneRun.answer`: whether ``kept`` (default: the chunks it
     kept; the pipeline passes what the source cap leaves) answer the question. The one place the record is made:
     :func:`~admit.prune.verdicts.prune_candidates` and :meth:`admit.pipeline.Pipeline.pack` call it, every face
-    reads the record."""
+    reads the record. ``embedder``: the encoder that sees a close word of the question's key terms;
+    ``adaptation``: the knowledge base's own thresholds (:func:`assess`)."""
     chunks = [v.chunk for v in run.verdicts if v.kept] if kept is None else kept
     pool = [v.chunk for v in run.verdicts]
-    return replace(run, answer=assess_kept(question, chunks, run.outcome, pool=pool))
+    answer = assess_kept(question, chunks, run.outcome, pool=pool, embedder=embedder, adaptation=adaptation)
+    return replace(run, answer=answer)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

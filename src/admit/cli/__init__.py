@@ -5,6 +5,7 @@ module                    commands
 ========================  ===========================================
 :mod:`admit.cli.pack`     ``pack``, ``schema``, ``policy``
 :mod:`admit.cli.ingest`   ``ingest``
+:mod:`admit.cli.adapt`    ``adapt``
 :mod:`admit.cli.search`   ``search``
 :mod:`admit.cli.prune`    ``prune``
 :mod:`admit.cli.eval`     ``eval``, ``replay``
@@ -24,6 +25,7 @@ from typing import Any
 import click
 
 from admit.cli._common import configure_backends, quiet_model_loading
+from admit.cli.adapt import adapt_cmd
 from admit.cli.copy import copy_cmd
 from admit.cli.eval import eval_cmd, replay_cmd
 from admit.cli.ingest import ingest_cmd
@@ -137,6 +139,7 @@ for _cmd in (
     schema_cmd,
     policy_cmd,
     ingest_cmd,
+    adapt_cmd,
     copy_cmd,
     search_cmd,
     prune_cmd,

@@ -20,6 +20,8 @@ from admit.cli._common import (
 )
 
 if TYPE_CHECKING:
+    from admit.answerability.adaptation import Adaptation
+    from admit.kb import KnowledgeBase
     from admit.kb.ingest_types import IngestReport
 
 __all__ = ["ingest_cmd"]
@@ -66,6 +68,12 @@ __all__ = ["ingest_cmd"]
     'postgresql:// or qdrant://; pip install "admit[ray]").'
 )
 @click.option("--workers", type=int, default=2, show_default=True, help="Ray workers (--engine ray).")
+@click.option(
+    "--adapt",
+    "adapt",
+    is_flag=True,
+    help="Then fit the answerability thresholds to this knowledge base (`admit adapt`; minutes for ~1,000 chunks).",
+)
 @json_option("the ingest report")
 @handle_errors
 def ingest_cmd(
@@ -84,6 +92,7 @@ def ingest_cmd(
     progress: bool | None,
     engine: str,
     workers: int,
+    adapt: bool,
     as_json: bool,
 ) -> None:
     """Ingest Markdown, HTML and text files (and folders) into a knowledge base.
@@ -123,6 +132,8 @@ def ingest_cmd(
     assert isinstance(kb, KnowledgeBase)
     kb.max_tokens = max_tokens
     total = 0
+    adapted: Adaptation | None = None
+    stale = ""
     try:
         if engine == "ray":
             from admit.kb.ray_ingest import ingest_with_ray
@@ -131,18 +142,30 @@ def ingest_cmd(
         else:
             rep = kb.ingest(list(paths), options, progress=shown)
         total = kb.count()
+        adapted = _adapt_after(kb, quiet=as_json) if adapt and total and not rep.errors else None
+        now = kb.adaptation() if adapted is None else None
+        stale = now.stale if now is not None else ""
     finally:
         kb.close()
         if new_file is not None and total == 0:  # a failed first ingest leaves no empty knowledge base behind
             for p in (new_file, *(new_file.with_name(new_file.name + s) for s in ("-wal", "-shm", "-journal"))):
                 p.unlink(missing_ok=True)
     if as_json:
-        echo_json({**rep.as_dict(), "files_seen": rep.files_seen, "kb_chunks": total})
+        extra: dict[str, Any] = {"adaptation": adapted.as_dict()} if adapted is not None else {}
+        if stale:
+            extra["adaptation_stale"] = stale
+        echo_json({**rep.as_dict(), "files_seen": rep.files_seen, "kb_chunks": total, **extra})
         _exit_on_errors(rep)
         return
     for line in _lost_lines(rep):
         click.echo(clean_terminal(line), err=True)
     stdout_console().print(_summary(rep, kb_path, total), highlight=False, markup=False)
+    if adapted is not None:
+        from admit.cli.adapt import summary
+
+        stdout_console().print(summary(adapted), highlight=False, markup=False)
+    if stale:
+        click.echo(f"  answerability adaptation stale: {stale}; run `admit adapt --kb {kb_path}`", err=True)
     for path, err in rep.errors:
         click.echo(clean_terminal(f"  error: {path}: {err}"), err=True)
     for path, cause in rep.refusals:
@@ -150,6 +173,12 @@ def ingest_cmd(
     if rep.skipped:
         click.echo(f"  skipped {len(rep.skipped)} file(s) of unsupported formats", err=True)
     _exit_on_errors(rep)
+
+
+def _adapt_after(kb: KnowledgeBase, *, quiet: bool) -> Adaptation:
+    from admit.cli.adapt import run_adapt
+
+    return run_adapt(kb, quiet=quiet)
 
 
 def _summary(rep: IngestReport, kb_path: str, total: int) -> str:

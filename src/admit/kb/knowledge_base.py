@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from admit._lru import LRU
+from admit.answerability.adaptation import FINGERPRINT_KEY, META_KEY, STALE_SHARE, Adaptation, Fingerprint
 from admit.backends.embedders import CachedEmbedder, Embedder, resolve_embedder
 from admit.errors import AuthorizationError, ConfigError
 from admit.features import FEATURES_KEY, seed_features
@@ -48,6 +49,8 @@ DEFAULT_EMBEDDER = "minilm"
 """The embedder of a new knowledge base when none is named."""
 
 _MAX_PIPELINES = 8
+#: A stored adaptation's chunk count is compared with the store's every this many searches (and when it changed).
+_COUNT_EVERY = 100
 """Pipelines kept per knowledge base (one per policy set in use; the least recently used goes)."""
 
 
@@ -123,6 +126,8 @@ class KnowledgeBase:
         self.max_tokens = max_tokens
         self._query_cache = CachedEmbedder(self.embedder, max_items=20_000)
         self._pipelines: LRU[Any, tuple[Any, Any]] = LRU(_MAX_PIPELINES)
+        self._adapted: tuple[str, Adaptation | None] = ("", None)
+        self._count_check: tuple[str, int, int] = ("", 0, 0)
 
     @property
     def embedder_spec(self) -> str | None:
@@ -174,7 +179,10 @@ class KnowledgeBase:
                 self.store.set_meta("embedder_spec", self._spec)
         if isinstance(paths, str | Path):
             paths = [paths]
-        return ingest_paths(self.store, self.embedder, list(paths), opts, progress=progress, writer=writer)
+        report = ingest_paths(self.store, self.embedder, list(paths), opts, progress=progress, writer=writer)
+        if report.chunks_added or report.chunks_changed or report.chunks_removed:
+            self.check_adaptation()
+        return report
 
     def add_chunks(self, chunks: Sequence[Chunk], *, batch_size: int = 64) -> int:
         """Store chunks that are already split (bring-your-own chunks, tests): embedded as ingest embeds them,
@@ -192,7 +200,82 @@ class KnowledgeBase:
             by_source.setdefault((rec.source_id, rec.tenant), []).append(rec)
         for (source_id, tenant), recs in by_source.items():
             self.store.replace_source(source_id, tenant, recs)
+        if by_source:
+            self.check_adaptation()
         return sum(len(r) for r in by_source.values())
+
+    # -- the knowledge base's own answerability thresholds (admit adapt) ------------------------------------
+    def records(self) -> Iterator[ChunkRecord]:
+        """Every stored chunk, source by source (every tenant's: for ``admit adapt`` and the fingerprint)."""
+        for src in self.store.list_sources():
+            yield from self.store.get_source_chunks(src.source_id, src.tenant)
+
+    def fingerprint(self, modulus: int | None = None) -> Fingerprint:
+        """A fingerprint of the stored chunks (:class:`~admit.answerability.adaptation.Fingerprint`)."""
+        return Fingerprint.of(((r.id, r.text_hash) for r in self.records()), modulus)
+
+    def adaptation(self) -> Adaptation | None:
+        """The knowledge base's stored answerability adaptation (``admit adapt``), or ``None``; marked stale when
+        the chunk count moved by more than :data:`~admit.answerability.adaptation.STALE_SHARE` since (a quick
+        check on every search; :meth:`check_adaptation` compares the chunks themselves). An adaptation this
+        version cannot read is ignored, with a warning."""
+        ad = self._stored_adaptation()
+        if ad is None or not ad.current:
+            return ad
+        # the count is read when the stored record changed and then every _COUNT_EVERY searches (a large store
+        # counts slowly); an ingest through this class checks the chunks themselves and stores the verdict
+        raw, calls, n = self._count_check
+        if raw != self._adapted[0] or calls >= _COUNT_EVERY:
+            n, calls = self.store.count(), 0
+        self._count_check = (self._adapted[0], calls + 1, n)
+        if abs(n - ad.chunks) > STALE_SHARE * max(ad.chunks, 1):
+            ad = ad.marked_stale(f"the knowledge base holds {n:,} chunks, {ad.chunks:,} when it was adapted")
+        return ad
+
+    def _stored_adaptation(self) -> Adaptation | None:
+        raw = self.store.get_meta(META_KEY)
+        if not raw:
+            return None
+        if raw != self._adapted[0]:
+            try:
+                parsed: Adaptation | None = Adaptation.from_json(raw)
+            except (ValueError, KeyError, TypeError) as exc:
+                logger.warning(
+                    "kb %s: answerability adaptation ignored (%s); run `admit adapt` again", self.location, exc
+                )
+                parsed = None
+            self._adapted = (raw, parsed)
+        return self._adapted[1]
+
+    def save_adaptation(self, adaptation: Adaptation, fingerprint: Fingerprint) -> None:
+        """Store an adaptation and the fingerprint of the chunks it was fitted on."""
+        self.store.set_meta(FINGERPRINT_KEY, fingerprint.to_json())
+        self.store.set_meta(META_KEY, adaptation.to_json())
+        self._count_check = ("", 0, 0)
+
+    def clear_adaptation(self) -> None:
+        """Remove the stored adaptation: the shipped thresholds decide again."""
+        self.store.set_meta(META_KEY, "")
+        self.store.set_meta(FINGERPRINT_KEY, "")
+
+    def check_adaptation(self) -> Adaptation | None:
+        """Compare the stored chunks with those the adaptation was fitted on; past
+        :data:`~admit.answerability.adaptation.STALE_SHARE` changed, mark it stale in the store (its verdicts go
+        back to the shipped thresholds and the trace says why). Return the adaptation as it now stands."""
+        self._count_check = ("", 0, 0)
+        ad = self._stored_adaptation()
+        raw_fp = self.store.get_meta(FINGERPRINT_KEY)
+        if ad is None or not ad.current or not raw_fp:
+            return self.adaptation()
+        try:
+            then = Fingerprint.from_json(raw_fp)
+        except (ValueError, KeyError, TypeError):
+            return ad
+        share = then.changed_share(self.fingerprint(then.modulus))
+        if share > STALE_SHARE:
+            ad = ad.marked_stale(f"{share:.0%} of the chunks changed since it was fitted")
+            self.store.set_meta(META_KEY, ad.to_json())
+        return ad
 
     # -- retrieval -----------------------------------------------------------------------------------------
     def hits(
@@ -419,6 +502,7 @@ class KnowledgeBase:
             retrieval=retrieval,
             latency_ms=timings,
             tool_outputs=tuple(tool_outputs),
+            adaptation=self.adaptation(),
         )
 
     def _seed_passage_vectors(self, hits: Sequence[Hit]) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from admit.answerability import Answerability, assess_run
+from admit.backends.embedders.base import Embedder
 from admit.backends.rerankers import Reranker
 from admit.errors import ConfigError, RequestError
 from admit.prune.base import PruneOutcome, Pruner, run_pruner
@@ -135,6 +136,7 @@ def prune_candidates(
     scores: Sequence[float] | None = None,
     skip_reason: str = "strategy none",
     assess: bool = True,
+    embedder: Embedder | None = None,
 ) -> PruneRun:
     """Rerank ``candidates`` (or order them by ``scores``), prune them with ``settings``, decide per candidate and
     assess whether the kept ones answer the question (:attr:`PruneRun.answer`).
@@ -150,6 +152,7 @@ def prune_candidates(
         skip_reason: The reason recorded on every candidate when nothing is pruned.
         assess: Whether to assess the kept chunks (``False``: the caller assesses what it passes on, e.g. an
             adapter that cuts the kept documents further).
+        embedder: The encoder the verdict reads close words of the question's key terms with.
     """
     check_unique_ids([c.id for c in candidates])
     question = read_question(question)
@@ -162,7 +165,7 @@ def prune_candidates(
     run = prune_ranked(question, ranked, settings=settings, pruner=pruner, skip_reason=skip_reason)
     by_id = {v.chunk.id: v for v in run.verdicts}
     run = replace(run, verdicts=tuple(by_id[c.id] for c in candidates))
-    return assess_run(question, run) if assess else run
+    return assess_run(question, run, embedder=embedder) if assess else run
 
 
 def prune_ranked(

@@ -1,0 +1,143 @@
+"""A knowledge base's own answerability thresholds: what ``admit adapt`` fitted on the user's ingested chunks.
+
+The shipped models decide for every product's docs with one pair of thresholds. ``admit adapt``
+(:mod:`admit.kb.adapt`) asks the knowledge base pseudo-questions built from its own chunks, answerable ones and
+unanswerable ones, through the real search path, and sets each model's thresholds where they separate the two
+there. The result is an :class:`Adaptation`, stored in the knowledge base's metadata (:data:`META_KEY`) with its
+date, chunk count, figures and a fingerprint of the chunks it was fitted on. A knowledge base reads it when it
+searches (every face goes through :meth:`admit.kb.KnowledgeBase.search_request`); the verdict's ``adaptation``
+names it; a knowledge base whose chunks changed by more than :data:`STALE_SHARE` since is marked stale and its
+adaptation is not used until ``admit adapt`` runs again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from admit.answerability.model import AnswerabilityModel
+
+__all__ = ["FINGERPRINT_KEY", "META_KEY", "STALE_SHARE", "Adaptation", "Fingerprint"]
+
+#: The metadata key the adaptation is stored under, and the key of the fingerprint of the chunks it was fitted on.
+META_KEY = "answerability_adaptation"
+FINGERPRINT_KEY = "answerability_adaptation_fingerprint"
+#: Past this share of chunks changed (added, removed or edited) since it was fitted, an adaptation is stale.
+STALE_SHARE = 0.2
+#: The most chunk keys a fingerprint keeps (a sample of a bigger knowledge base, the same keys every time).
+_FINGERPRINT_SIZE = 4000
+_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    """A sample of the knowledge base's chunk keys (each chunk's id and text hash): how much of it changed since."""
+
+    keys: frozenset[str]
+    modulus: int
+    count: int
+
+    @staticmethod
+    def _key(chunk_id: str, text_hash: str) -> str:
+        return hashlib.sha1(f"{chunk_id}\0{text_hash}".encode()).hexdigest()[:12]
+
+    @classmethod
+    def of(cls, chunks: Iterable[tuple[str, str]], modulus: int | None = None) -> Fingerprint:
+        """The fingerprint of ``(chunk id, text hash)`` pairs; ``modulus`` keeps one key in that many (default: so
+        that at most 4,000 are kept)."""
+        keys = [cls._key(i, h) for i, h in chunks]
+        m = modulus or max(1, math.ceil(len(keys) / _FINGERPRINT_SIZE))
+        return cls(keys=frozenset(k for k in keys if int(k, 16) % m == 0), modulus=m, count=len(keys))
+
+    def changed_share(self, now: Fingerprint) -> float:
+        """The share of chunks changed between this fingerprint and ``now`` (taken with the same modulus)."""
+        union = self.keys | now.keys
+        if not union:
+            return 0.0 if self.count == now.count else 1.0
+        return len(self.keys ^ now.keys) / len(union)
+
+    def to_json(self) -> str:
+        return json.dumps({"modulus": self.modulus, "count": self.count, "keys": sorted(self.keys)})
+
+    @classmethod
+    def from_json(cls, text: str) -> Fingerprint:
+        d = json.loads(text)
+        return cls(keys=frozenset(str(k) for k in d["keys"]), modulus=int(d["modulus"]), count=int(d["count"]))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Adaptation:
+    """A knowledge base's own thresholds per answerability model, with when and on what they were fitted."""
+
+    thresholds: Mapping[str, tuple[float, float]]
+    """Per model name (``setwise``, ``lexical``): its ``threshold`` and ``answered_at``."""
+    made: str
+    """When it was fitted (ISO 8601, UTC)."""
+    chunks: int
+    """How many chunks the knowledge base held."""
+    figures: Mapping[str, Any] = field(default_factory=dict)
+    """What was measured on the pseudo-questions, before and after (counts and shares)."""
+    stale: str = ""
+    """Why it is no longer used (the knowledge base changed since), or ``""``."""
+
+    @property
+    def current(self) -> bool:
+        """Whether it is used (not stale)."""
+        return not self.stale
+
+    def label(self) -> str:
+        """How the verdict names it: ``thresholds adapted to this knowledge base on DATE (N chunks)``."""
+        return f"thresholds adapted to this knowledge base on {self.made[:10]} ({self.chunks:,} chunks)"
+
+    def models_over(self, shipped: Mapping[str, AnswerabilityModel]) -> dict[str, AnswerabilityModel]:
+        """The shipped models with this adaptation's thresholds where it has them."""
+        out = dict(shipped)
+        for name, (lo, hi) in self.thresholds.items():
+            if name in out:
+                out[name] = replace(out[name], threshold=float(lo), answered_at=float(max(lo, hi)))
+        return out
+
+    def marked_stale(self, why: str) -> Adaptation:
+        """This adaptation, marked stale for ``why``."""
+        return replace(self, stale=why)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The stored form, as a dict (``admit adapt --json``)."""
+        return {
+            "version": _VERSION,
+            "made": self.made,
+            "chunks": self.chunks,
+            "thresholds": {k: list(v) for k, v in self.thresholds.items()},
+            "figures": dict(self.figures),
+            "stale": self.stale,
+        }
+
+    def to_json(self) -> str:
+        """The stored form."""
+        return json.dumps(self.as_dict(), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> Adaptation:
+        """Read the stored form.
+
+        Raises:
+            ValueError: Not an adaptation this version reads.
+        """
+        d = json.loads(text)
+        if not isinstance(d, dict) or d.get("version") != _VERSION:
+            raise ValueError("not an answerability adaptation this version of admit reads")
+        th = {str(k): (float(v[0]), float(v[1])) for k, v in dict(d["thresholds"]).items()}
+        for name, (lo, hi) in th.items():
+            if not (0.0 <= lo <= 1.0 and 0.0 <= hi <= 1.0):
+                raise ValueError(f"adaptation thresholds of {name!r} must lie in [0, 1]")
+        return cls(
+            thresholds=th,
+            made=str(d["made"]),
+            chunks=int(d["chunks"]),
+            figures=dict(d.get("figures") or {}),
+            stale=str(d.get("stale") or ""),
+        )

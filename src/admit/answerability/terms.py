@@ -1,0 +1,291 @@
+"""The verdict's own check of its reason: what the question asks against what the admitted chunks hold.
+
+A key term of the question (a content word in any case that is not a common English word, or a word it writes as a
+name: "borg", "JSON", "endpoint"; an identifier) that no admitted chunk holds, as written, as another form of the
+word ("reformatted" and "reformat"), misspelt ("aplications") or as a word the encoder sees as close ("repo" and
+"repository"), means the evidence cannot be "answered" (:func:`check_terms`). When no retrieved candidate holds it
+either, the knowledge base most likely lacks it: "not answered".
+
+Where the question states an answer type, the admitted chunks must hold one (:func:`answer_type_missing`): a
+version asks for a version string, "default" for a value beside the word, "how do I" for a step, a command or a
+setting.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from admit import _linear, modelfiles
+from admit import _text as tx
+from admit._lru import LRU
+from admit.backends.embedders.base import Embedder
+
+__all__ = ["NEAR_COSINE", "TermCheck", "answer_type_missing", "check_terms", "misspelt_in", "question_terms"]
+
+#: A word of an admitted chunk whose MiniLM cosine with the question's term is at least this is the term's synonym
+#: or variant ("licence"/"license" 0.8+, "reformatted"/"reformat"); unrelated words of one domain stay below it.
+NEAR_COSINE = 0.7
+
+#: Words of a question that say what is asked, not about what: their absence from the evidence says nothing.
+_FORM_WORDS = frozenset(
+    """
+    how what which when where why who whom whose can could should would will shall may might must do does did done
+    doing is are was were be been being have has had get gets got getting make makes made making use uses used using
+    way ways want wants need needs needed possible able thing things something anything everything someone
+    work works working happen happens mean means meaning tell show shows find know see seen look like
+    specific particular certain also just only still even really exactly actually instead rather
+    good best better right correct proper properly kind type sort lot lots much many number several
+    new old first last next other another same different given available supported support supports
+    option options way value values case cases part parts let lets try tries without within whether
+    call called name named stop stops keep keeps run runs running change changes changed set sets setting
+    version versions release releases default defaults added introduced difference differ between
+    dont doesnt didnt cant wont isnt arent shouldnt wouldnt couldnt ive youre
+    """.split()  # noqa: SIM905
+)
+_MORPH_PREFIX = 5
+_WORD_AS_WRITTEN = _linear.compile(r"\w+", name="answerability.term_word")
+
+
+def _stem(w: str) -> str:
+    return tx.stem(w, ies=False)
+
+
+@lru_cache(maxsize=1)
+def common_words() -> frozenset[str]:
+    """Common English words (``modelfiles/common_words.txt``, from MiniLM's own vocabulary): not key terms."""
+    text = modelfiles.path("common_words.txt").read_text(encoding="utf-8")
+    return frozenset(w for w in text.split() if not w.startswith("#") and w.isalpha())
+
+
+def _names(question: str) -> set[str]:
+    """The question's words written as names: capitalised past its first word, all capitals, or with a digit."""
+    toks = _WORD_AS_WRITTEN.findall(tx.nfc(question))
+    out = set()
+    for i, w in enumerate(toks):
+        mixed = any(ch.isdigit() for ch in w) and any(ch.isalpha() for ch in w)
+        if mixed or (len(w) >= 2 and (w.isupper() or (i > 0 and w[0].isupper()))):
+            out.add(w.lower())
+    return out
+
+
+def question_terms(question: str) -> list[str]:
+    """The question's key terms, lower-cased and stemmed, in order: its content words in any case that are not
+    common English words (``borg``, ``json``, ``endpoint``) or that it writes as names (``REST``, ``Windows``),
+    less the words of the question's form ("how", "use", "version" ...)."""
+    common = common_words()
+    names = _names(question)
+    out: dict[str, None] = {}
+    for w in tx.content_tokens(question):
+        st = _stem(w)
+        short = len(w) < 3 and w not in names
+        if short or w in _FORM_WORDS or st in _FORM_WORDS or w.isdigit():
+            continue
+        if w not in names and (w in common or st in common):
+            continue
+        out[st] = None
+    return list(out)
+
+
+def _within(a: str, b: str, limit: int) -> bool:
+    """Whether the edit distance of ``a`` and ``b`` is at most ``limit`` (banded, stops early)."""
+    if abs(len(a) - len(b)) > limit:
+        return False
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb))
+        if min(cur) > limit:
+            return False
+        prev = cur
+    return prev[-1] <= limit
+
+
+def misspelt_in(term: str, vocab: set[str]) -> bool:
+    """Whether ``term`` is a misspelling of a word of ``vocab`` with the same first and last letters: one edit away
+    (two for a word of seven letters or more, three from twelve; for one of four, a letter left out or added only:
+    "chrt" and "chart", not "borg" and "born")."""
+    if len(term) < 4:
+        return False
+    limit = 3 if len(term) >= 12 else 2 if len(term) >= 7 else 1
+    for w in vocab:
+        if len(w) < 3 or w[0] != term[0] or w[-1] != term[-1] or abs(len(w) - len(term)) > limit:
+            continue
+        if len(term) < 5 and len(w) == len(term):
+            continue
+        if _within(term, w, limit):
+            return True
+    return False
+
+
+def _held(term: str, vocab: set[str], prefixes: set[str]) -> bool:
+    if term in vocab:
+        return True
+    if len(term) >= _MORPH_PREFIX and term[:_MORPH_PREFIX] in prefixes:
+        return True
+    return misspelt_in(term, vocab)
+
+
+def _vocab(texts: Sequence[str]) -> tuple[set[str], set[str]]:
+    vocab: set[str] = set()
+    for t in texts:
+        vocab |= {_stem(w) for w in tx.words(t)}
+    return vocab, {w[:_MORPH_PREFIX] for w in vocab if len(w) >= _MORPH_PREFIX}
+
+
+_VEC_LOCK = threading.Lock()
+_VECS: LRU[tuple[str, str], np.ndarray] = LRU(60_000)
+
+
+def _inner(embedder: Embedder) -> Embedder:
+    # a knowledge base's cache holds passage vectors; words go to this module's own cache, not into it
+    inner = getattr(embedder, "inner", None)
+    return inner if inner is not None and hasattr(inner, "embed") else embedder
+
+
+def word_vectors(embedder: Embedder, words: Sequence[str]) -> np.ndarray:
+    """The encoder's vectors of single words (rows L2-normalised), cached per embedder name."""
+    emb = _inner(embedder)
+    name = str(getattr(emb, "name", type(emb).__name__))
+    out: list[np.ndarray | None] = []
+    todo: list[str] = []
+    with _VEC_LOCK:
+        for w in words:
+            v = _VECS.get((name, w))
+            out.append(v)
+            if v is None:
+                todo.append(w)
+    if todo:
+        todo = list(dict.fromkeys(todo))
+        got = np.asarray(emb.embed(todo), dtype=np.float32)
+        with _VEC_LOCK:
+            for w, v in zip(todo, got, strict=True):
+                _VECS.put((name, w), v)
+        new = dict(zip(todo, got, strict=True))
+        out = [v if v is not None else new[w] for v, w in zip(out, words, strict=True)]
+    if not out:
+        return np.zeros((0, int(getattr(emb, "dim", 384))), dtype=np.float32)
+    return np.vstack([np.asarray(v, dtype=np.float32) for v in out])
+
+
+def _near(embedder: Embedder, terms: Sequence[str], texts: Sequence[str], limit: int = 800) -> set[str]:
+    """The terms a word of ``texts`` is close to in the encoder's eyes (cosine >= :data:`NEAR_COSINE`)."""
+    words = list(dict.fromkeys(w for t in texts for w in tx.content_tokens(t) if len(w) >= 3 and w.isalpha()))
+    words = words[:limit]
+    if not terms or not words:
+        return set()
+    tv = word_vectors(embedder, list(terms))
+    wv = word_vectors(embedder, words)
+    sims = tv @ wv.T
+    return {t for t, row in zip(terms, sims, strict=True) if float(row.max()) >= NEAR_COSINE}
+
+
+@dataclass(frozen=True, slots=True)
+class TermCheck:
+    """What the admitted chunks lack of the question's key terms."""
+
+    missing: tuple[str, ...] = ()
+    """Key terms (as the question writes them) that no admitted chunk holds, in any form or as a close word."""
+    absent: tuple[str, ...] = ()
+    """Those of :attr:`missing` that no retrieved candidate holds either (the knowledge base lacks them)."""
+    answer_type: str = ""
+    """The answer type the question states and no admitted chunk holds (``version``, ``default``, ``steps``)."""
+
+
+def _as_written(question: str, stems: Sequence[str]) -> tuple[str, ...]:
+    shown: dict[str, str] = {}
+    for m in _WORD_AS_WRITTEN.findall(question):
+        shown.setdefault(_stem(m.lower()), m)
+    return tuple(shown.get(s, s) for s in stems)
+
+
+def check_terms(
+    question: str,
+    texts: Sequence[str],
+    pool: Sequence[str] | None = None,
+    embedder: Embedder | None = None,
+) -> TermCheck:
+    """Read the question's key terms against the admitted ``texts`` (and the retrieved ``pool``)."""
+    terms = question_terms(question)
+    asked_ids = sorted(tx.identifiers(question))
+    vocab, prefixes = _vocab(texts)
+    lacking = [t for t in terms if not _held(t, vocab, prefixes)]
+    if lacking and embedder is not None:
+        near = _near(embedder, lacking, texts)
+        lacking = [t for t in lacking if t not in near]
+    low_text = " ".join(tx.nfc(t).lower() for t in texts)
+    ids_missing = [i for i in asked_ids if i.lower() not in low_text]
+    id_stems = {_stem(w) for i in ids_missing for w in tx.words(i)}
+    lacking = [t for t in lacking if t not in id_stems]
+    absent: list[str] = []
+    if lacking or ids_missing:
+        everything = list(texts) + [t for t in pool or () if t not in set(texts)]
+        pvocab, pprefixes = _vocab(everything)
+        low_pool = " ".join(tx.nfc(t).lower() for t in everything)
+        absent = [t for t in lacking if not _held(t, pvocab, pprefixes)]
+        absent_ids = [i for i in ids_missing if i.lower() not in low_pool]
+    else:
+        absent_ids = []
+    return TermCheck(
+        missing=(*ids_missing, *_as_written(question, lacking)),
+        absent=(*absent_ids, *_as_written(question, absent)),
+        answer_type=answer_type_missing(question, texts),
+    )
+
+
+_VERSION_Q = _linear.compile(
+    r"\b((which|what)\s+(\w+\s+)?(version|release)|since\s+(which|what|when)|introduced\s+in|added\s+in)\b",
+    re.IGNORECASE,
+    name="answerability.asks_version",
+)
+_VERSION = _linear.compile(r"\b\d+\.\d+(\.\d+)?", name="answerability.version_string")
+_DEFAULT_Q = _linear.compile(r"\bdefaults?\b", re.IGNORECASE, name="answerability.asks_default")
+_VALUE = _linear.compile(
+    r"\d|[\"'`=]|\b(true|false|none|null|on|off|yes|no|enabled|disabled)\b", re.IGNORECASE, name="answerability.value"
+)
+_NEAR_VALUE = 60
+_HOWTO_Q = _linear.compile(
+    r"^\s*how\s+(do|can|should|would|could)\s+(i|we|you|one)\b|^\s*how\s+to\b",
+    re.IGNORECASE,
+    name="answerability.howto",
+)
+_STEP = _linear.compile(
+    r"(^|\s)--?[a-z][\w-]*|`[^`]+`|\$ |\w+\s*=\s*\S|\b\w+\.\w{2,5}\b|\b[a-z]+_[a-z_]+\b|^\s*(\d+\.|[-*])\s"
+    r"|\b(run|use|add|set|pass|call|type|enter|configure|install|create|edit|write|put|enable|disable)\b",
+    re.IGNORECASE | re.MULTILINE,
+    name="answerability.step",
+)
+
+
+def _value_beside(question: str, text: str) -> bool:
+    """Whether ``text`` holds a value (a number, a quoted or code word, true/false/on/off) within 60 characters
+    of the word "default" or of one of the question's content words (the option: "listens on port 7443")."""
+    low = tx.nfc(text).lower()
+    anchors = {"default", *(w for w in tx.content_tokens(question) if len(w) >= 3 and w not in _FORM_WORDS)}
+    for a in anchors:
+        start = low.find(a)
+        while start >= 0:
+            window = low[max(0, start - _NEAR_VALUE) : start + len(a) + _NEAR_VALUE]
+            if _VALUE.search(window):
+                return True
+            start = low.find(a, start + 1)
+    return False
+
+
+def answer_type_missing(question: str, texts: Sequence[str]) -> str:
+    """The answer type the question states and none of ``texts`` holds: ``version`` (a version string), ``default``
+    (a value beside the word "default" or beside one of the question's words), ``steps`` (a command, option, setting
+    or step), or ``""``."""
+    if _VERSION_Q.search(question) and not any(_VERSION.search(t) for t in texts):
+        return "version"
+    if _DEFAULT_Q.search(question) and not any(_value_beside(question, t) for t in texts):
+        return "default"
+    if _HOWTO_Q.search(question) and not any(_STEP.search(t) for t in texts):
+        return "steps"
+    return ""

@@ -1,0 +1,111 @@
+"""``admit adapt``: fit the answerability thresholds to one knowledge base, without labels (:mod:`admit.kb.adapt`)."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from admit.cli._common import echo_json, handle_errors, json_option, open_kb, stdout_console
+
+if TYPE_CHECKING:
+    from admit.answerability.adaptation import Adaptation
+    from admit.kb import KnowledgeBase
+
+__all__ = ["adapt_cmd", "run_adapt", "summary"]
+
+
+@click.command("adapt")
+@click.option("--kb", "kb_path", required=True, envvar="ADMIT_KB", help="Target knowledge base file or store URL.")
+@click.option(
+    "--sections",
+    type=click.IntRange(min=10),
+    default=150,
+    show_default=True,
+    help="The most sections pseudo-questions are built from.",
+)
+@click.option("--seed", type=int, default=13, show_default=True, help="The sampling and paraphrase seed.")
+@click.option("--show", is_flag=True, help="Show the stored adaptation (and whether it is stale); fit nothing.")
+@click.option("--clear", is_flag=True, help="Remove the stored adaptation: the shipped thresholds decide again.")
+@json_option("the adaptation")
+@handle_errors
+def adapt_cmd(kb_path: str, sections: int, seed: int, show: bool, clear: bool, as_json: bool) -> None:
+    """Fit the answerability verdict's thresholds to this knowledge base's own documentation.
+
+    Builds answerable pseudo-questions from the ingested chunks (headings, lead sentences, definition terms,
+    option lines; paraphrased), and unanswerable ones (the same with their section removed from the candidates,
+    and questions about other products), asks them through the real search path and sets the thresholds where
+    they separate the two. The result is stored in the knowledge base with its date, chunk count and figures;
+    every search of it then uses it, and the trace names it. Re-run it when the knowledge base changed: an
+    adaptation over 20% of whose chunks changed is marked stale and no longer used.
+    """
+    from admit.kb import KnowledgeBase
+
+    if show and clear:
+        raise click.UsageError("--show and --clear do not go together.")
+    kb = open_kb(kb_path, None)
+    assert isinstance(kb, KnowledgeBase)
+    try:
+        if clear:
+            kb.clear_adaptation()
+            click.echo(f"{kb_path}: adaptation removed; the shipped thresholds decide")
+            return
+        if show:
+            ad = kb.check_adaptation()
+            if as_json:
+                echo_json(ad.as_dict() if ad is not None else None)
+            else:
+                click.echo(summary(ad) if ad is not None else f"{kb_path}: not adapted (shipped thresholds)")
+            return
+        ad = run_adapt(kb, sections=sections, seed=seed, quiet=as_json)
+    finally:
+        kb.close()
+    if as_json:
+        echo_json(ad.as_dict())
+    else:
+        stdout_console().print(summary(ad), highlight=False, markup=False)
+
+
+def run_adapt(kb: KnowledgeBase, *, sections: int = 150, seed: int = 13, quiet: bool = False) -> Adaptation:
+    """Adapt ``kb`` (a progress line on stderr every 50 questions unless ``quiet``) and return the adaptation."""
+    from admit.kb.adapt import AdaptOptions, adapt
+
+    def progress(done: int, total: int) -> None:
+        if not quiet and (done % 50 == 0 or done == total):
+            click.echo(f"  adapt: {done}/{total} questions asked", err=True)
+
+    ad, _ = adapt(kb, AdaptOptions(sections=sections, seed=seed), progress=progress)
+    return ad
+
+
+def _rate(fig: Any, kind: str, key: str = "not_answered") -> str:
+    try:
+        return f"{float(fig[kind][key]):.0%}"
+    except (KeyError, TypeError, ValueError):
+        return "-"
+
+
+def summary(ad: Adaptation) -> str:
+    """The adaptation in a few lines: when, on what, the thresholds, and "not answered" before and after."""
+    f = ad.figures
+    q = f.get("questions", {})
+    lines = [
+        f"{ad.label()}" + (f"; STALE, not used: {ad.stale} (run `admit adapt` again)" if ad.stale else ""),
+        f"  pseudo-questions: {q.get('answerable', 0)} answerable (paraphrased), {q.get('near_miss', 0)} near misses, "
+        f"{q.get('foreign', 0)} about other products",
+    ]
+    for name, (lo, hi) in sorted(ad.thresholds.items()):
+        lines.append(f"  {name}: not answered below {lo:.3f}, answered from {hi:.3f}")
+    for label, key in (("shipped thresholds", "shipped"), ("adapted", "fitted"), ("adapted, held out", "two_fold")):
+        fig = f.get(key, {})
+        lines.append(
+            f"  {label}: not answered on {_rate(fig, 'answerable')} of answerable, {_rate(fig, 'near_miss')} of near "
+            f"misses, {_rate(fig, 'foreign')} of other products'; unsure {_rate(fig, 'answerable', 'unsure')} / "
+            f"{_rate(fig, 'near_miss', 'unsure')} / {_rate(fig, 'foreign', 'unsure')}"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(adapt_cmd())

@@ -1,0 +1,446 @@
+"""``admit adapt``: fit the answerability thresholds to one knowledge base, without labels.
+
+From the user's own ingested chunks it builds questions whose answer the knowledge base holds, and questions it
+does not answer, asks them through the real search path (retrieval, rerank, the setwise pruner, the verdict) and
+sets each answerability model's thresholds where they separate the two *on these docs*
+(:class:`~admit.answerability.adaptation.Adaptation`, stored in the knowledge base).
+
+**Answerable** (the section is the gold): a section's heading ("Configuration file"), its lead sentence where it
+shares the heading's words, a definition-list term or an option line ("--check"). Each is **paraphrased** before it
+is asked: words dropped, words replaced by the knowledge base's own near neighbours (by the encoder, among its
+frequent words), the rest reordered. Unparaphrased, every such question holds all its words in one chunk, and a fit
+on them learns word coverage (real questions hold about three quarters of theirs).
+
+**Unanswerable**: the same questions with their own section and its near copies (same heading, or a vector cosine
+of 0.95 or more to a gold chunk) removed from the candidates (near misses: the docs' neighbourhood without the
+answer), and questions about other products (``foreign_questions.txt``, written for this; a question whose product
+the knowledge base names is skipped).
+
+**The fit**: ``threshold`` is set so that at most :data:`MAX_NA_ANSWERABLE` of the paraphrased answerable questions
+fall below it ("not answered"); ``answered_at`` so that at most :data:`MAX_UNSURE` of them fall between the two
+("unsure"). Models with too few questions keep the shipped thresholds. The figures
+(before and after, and a two-fold estimate on questions the fit did not see) are stored with it.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from admit import _text as tx
+from admit.answerability import features as answer_features
+from admit.answerability import load_models
+from admit.answerability.adaptation import Adaptation
+from admit.answerability.model import ABSENT_NAME_BELOW
+from admit.errors import ConfigError
+from admit.kb.store import ChunkRecord
+from admit.types import Principal
+
+if TYPE_CHECKING:
+    from admit.kb.knowledge_base import KnowledgeBase
+
+__all__ = ["MAX_NA_ANSWERABLE", "MAX_UNSURE", "AdaptCase", "AdaptOptions", "adapt", "build_cases", "fit_thresholds"]
+
+#: The share of the answerable pseudo-questions the fitted threshold may say "not answered" of (below the 5%
+#: target on real questions: the pseudo-questions are easier than a user's, even paraphrased).
+MAX_NA_ANSWERABLE = 0.03
+#: The share of the answerable pseudo-questions the fitted band may leave "unsure" (0: the adapted thresholds say
+#: yes or no; "unsure" stays the rules' word, a key term no admitted chunk holds. A band of 5% left real answerable
+#: questions of the docs sites unsure and caught no unanswerable one).
+MAX_UNSURE = 0.0
+#: A model is fitted only with at least this many answerable and unanswerable questions that reached it.
+MIN_CASES = 12
+#: Near copies of a gold chunk: at least this cosine between stored vectors.
+NEAR_COPY = 0.95
+
+_BORING_HEADINGS = frozenset({"index", "intro", "introduction", "section", "contents", "overview", "readme", "toc"})
+_OPTION_LINE = re.compile(r"(?m)(?:^|\s)(--?[A-Za-z][\w-]{1,30})(?:[ =]|$)")
+_TEMPLATES = {
+    "heading": ("What is {x}?", "How does {x} work?", "Tell me about {x}.", "How do I use {x}?"),
+    "lead": ("{x}?", "Is it true that {x}?", "Why {x}?"),
+    "term": ("What does {x} mean?", "What is {x} used for?"),
+    "option": ("What does the {x} option do?", "When should I pass {x}?"),
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AdaptOptions:
+    """What ``admit adapt`` asks and how it fits."""
+
+    sections: int = 150
+    """The most sections questions are built from (a seeded sample of a bigger knowledge base)."""
+    foreign: int = 60
+    """The most questions about other products (as many as the answerable ones, at least 12, up to this)."""
+    seed: int = 13
+    """The sampling and paraphrase seed (the same knowledge base and seed give the same questions)."""
+    paraphrase: bool = True
+    """Paraphrase the answerable questions (off only to measure what it changes)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AdaptCase:
+    """One pseudo-question asked of the knowledge base, and what the verdict's probe said."""
+
+    question: str
+    kind: str
+    """``answerable``, ``near_miss`` or ``foreign``."""
+    source: str = ""
+    """How the question was built (``heading``, ``lead``, ``term``, ``option``; ``foreign``)."""
+    model: str = ""
+    """The answerability model that decided."""
+    p: float = 0.0
+    state: str = ""
+    """The state with every threshold at 0: ``not_answered`` or ``unsure`` only where a rule said so."""
+    short_held: bool = False
+    fold: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Section:
+    key: tuple[str, tuple[str, ...]]
+    heading: str
+    records: tuple[ChunkRecord, ...]
+
+
+def _sections(records: Sequence[ChunkRecord]) -> list[_Section]:
+    by: dict[tuple[str, tuple[str, ...]], list[ChunkRecord]] = {}
+    for r in records:
+        by.setdefault((r.source_id, tuple(r.heading_path)), []).append(r)
+    out = []
+    for key, recs in by.items():
+        heading = (key[1][-1] if key[1] else recs[0].title).strip()
+        out.append(_Section(key=key, heading=heading, records=tuple(sorted(recs, key=lambda r: r.ordinal))))
+    return out
+
+
+def _good_heading(h: str) -> bool:
+    words = [w for w in tx.content_tokens(h) if w.isalpha() and len(w) >= 3]
+    return bool(words) and not set(words) <= _BORING_HEADINGS and len(tx.words(h)) <= 12
+
+
+def _lead_sentence(text: str) -> str:
+    body = re.sub(r"[#>*_`{}\[\]()|]", " ", text)
+    for s in re.split(r"(?<=[.!?])\s+|\n+", body):
+        n = len(tx.words(s))
+        if 5 <= n <= 22:
+            return " ".join(s.split()).rstrip(".!?:;,")
+    return ""
+
+
+def _pseudo_questions(sec: _Section, rng: random.Random) -> list[tuple[str, str]]:
+    """``(how it was built, question)`` pairs of one section."""
+    out: list[tuple[str, str]] = []
+    first = sec.records[0].text
+    if _good_heading(sec.heading):
+        out.append(("heading", rng.choice(_TEMPLATES["heading"]).format(x=sec.heading.strip(" :."))))
+        lead = _lead_sentence(first)
+        head_words = {tx.stem(w) for w in tx.content_tokens(sec.heading)}
+        if lead and head_words & {tx.stem(w) for w in tx.content_tokens(lead)}:
+            out.append(("lead", rng.choice(_TEMPLATES["lead"]).format(x=lead[0].lower() + lead[1:])))
+    text = "\n".join(r.text for r in sec.records)
+    options = list(dict.fromkeys(m.group(1) for m in _OPTION_LINE.finditer(text)))
+    if options:
+        out.append(("option", rng.choice(_TEMPLATES["option"]).format(x=rng.choice(options[:8]))))
+    terms = re.findall(r"(?m)^\s*([A-Za-z][\w .-]{2,40}?)\s*(?::|\n\s{2,})\s*\S", text)
+    terms = [t for t in terms if _good_heading(t) and len(tx.words(t)) <= 4]
+    if terms:
+        out.append(("term", rng.choice(_TEMPLATES["term"]).format(x=rng.choice(terms[:8]).strip())))
+    return out
+
+
+class _Neighbours:
+    """The knowledge base's frequent words and their near neighbours by the encoder."""
+
+    def __init__(self, kb: KnowledgeBase, records: Sequence[ChunkRecord], size: int = 2500) -> None:
+        df: dict[str, int] = {}
+        for r in records:
+            for w in set(tx.content_tokens(f"{r.title}\n{r.text}")):
+                if w.isalpha() and 4 <= len(w) <= 20:
+                    df[w] = df.get(w, 0) + 1
+        self.words = [w for w, n in sorted(df.items(), key=lambda kv: (-kv[1], kv[0])) if n >= 2][:size]
+        self.index = {w: i for i, w in enumerate(self.words)}
+        self.vocab = set(df)
+        if self.words:
+            from admit.answerability.terms import word_vectors
+
+            self.vecs = word_vectors(kb.embedder, self.words)
+        else:
+            self.vecs = np.zeros((0, kb.embedder.dim), dtype=np.float32)
+
+    def near(self, word: str, k: int = 5) -> list[str]:
+        i = self.index.get(word)
+        if i is None or not len(self.words):
+            return []
+        sims = self.vecs @ self.vecs[i]
+        order = np.argsort(-sims)[: k + 8]
+        return [
+            self.words[j] for j in order if j != i and 0.45 <= float(sims[j]) < 0.95 and self.words[j][:5] != word[:5]
+        ][:k]
+
+
+def paraphrase(question: str, rng: random.Random, near: Callable[[str], list[str]]) -> str:
+    """``question`` with about a third of its content words dropped, a third of the rest replaced by a near
+    neighbour (``near``), and its content words reordered in part; the form words ("what", "how do I") stay."""
+    toks = question.rstrip("?.").split()
+    content = set(tx.content_tokens(question))
+    idx = [i for i, t in enumerate(toks) if t.lower().strip(",:;") in content]
+    keep_min = max(2, math.ceil(len(idx) * 0.5))
+    drop = set(rng.sample(idx, max(0, min(len(idx) - keep_min, round(len(idx) * 0.35)))))
+    out = list(toks)
+    for i in idx:
+        if i in drop:
+            out[i] = ""
+            continue
+        cands = near(toks[i].lower().strip(",:;"))
+        if cands and rng.random() < 0.35:
+            out[i] = rng.choice(cands[:3])
+    kept = [i for i in idx if i not in drop]
+    if len(kept) >= 3 and rng.random() < 0.6:
+        a, b = rng.sample(kept, 2)
+        out[a], out[b] = out[b], out[a]
+    text = " ".join(t for t in out if t)
+    return text + ("?" if question.rstrip().endswith("?") else "")
+
+
+def _foreign(vocab: set[str]) -> list[str]:
+    text = resources.files("admit.kb").joinpath("foreign_questions.txt").read_text(encoding="utf-8")
+    out = []
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#") or "|" not in line:
+            continue
+        product, q = (x.strip() for x in line.split("|", 1))
+        if any(w in vocab for w in tx.words(product)):
+            continue
+        out.append(q)
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    question: str
+    kind: str
+    source: str
+    principal: Principal
+    gold: frozenset[str]
+    fold: int
+    drop: frozenset[str] = frozenset()
+
+
+def build_cases(
+    kb: KnowledgeBase, records: Sequence[ChunkRecord], options: AdaptOptions
+) -> tuple[list[_Plan], dict[str, int]]:
+    """The pseudo-questions to ask, with who asks, their gold chunks and what a near miss removes."""
+    rng = random.Random(options.seed)
+    secs = [s for s in _sections(records) if any(r.access is not None and r.access.tenant for r in s.records)]
+    rng.shuffle(secs)
+    nb = _Neighbours(kb, records)
+    vec_of = {r.id: r.embedding for r in records}
+    by_heading: dict[str, set[str]] = {}
+    for s in secs:
+        by_heading.setdefault(s.heading.strip().lower(), set()).update(r.id for r in s.records)
+    ids = [r.id for r in records]
+    mat = np.vstack([np.asarray(vec_of[i], dtype=np.float32) for i in ids]) if ids else np.zeros((0, 1))
+    plans: list[_Plan] = []
+    built: dict[str, int] = {}
+    for n, sec in enumerate(secs):
+        if sum(1 for p in plans if p.kind == "answerable") >= options.sections:
+            break
+        qs = _pseudo_questions(sec, rng)
+        if not qs:
+            continue
+        source, q = rng.choice(qs)
+        if options.paraphrase:
+            q = paraphrase(q, rng, nb.near)
+        if len(tx.content_tokens(q)) < 1:
+            continue
+        acc = sec.records[0].access
+        assert acc is not None
+        principal = Principal(tenant=acc.tenant, groups=tuple(acc.groups))
+        gold = frozenset(r.id for r in sec.records)
+        near: set[str] = (
+            set(by_heading.get(sec.heading.strip().lower(), set())) if _good_heading(sec.heading) else set()
+        )
+        if len(ids):
+            gv = np.vstack([np.asarray(vec_of[i], dtype=np.float32) for i in gold])
+            sims = (mat @ gv.T).max(axis=1)
+            near |= {ids[j] for j in np.nonzero(sims >= NEAR_COPY)[0]}
+        fold = n % 2
+        plans.append(_Plan(q, "answerable", source, principal, gold, fold))
+        plans.append(_Plan(q, "near_miss", source, principal, gold, fold, frozenset(near | gold)))
+        built[source] = built.get(source, 0) + 1
+    tenants: dict[str, int] = {}
+    for r in records:
+        if r.access is not None and r.access.tenant:
+            tenants[r.access.tenant] = tenants.get(r.access.tenant, 0) + 1
+    if tenants:
+        tenant = max(tenants, key=lambda t: tenants[t])
+        foreign = _foreign(nb.vocab)
+        rng.shuffle(foreign)
+        # as many as the answerable ones, at least 12: a small knowledge base is not fitted on other products alone
+        n_foreign = min(options.foreign, max(12, sum(1 for p in plans if p.kind == "answerable")))
+        for i, q in enumerate(foreign[:n_foreign]):
+            plans.append(_Plan(q, "foreign", "foreign", Principal(tenant=tenant), frozenset(), i % 2))
+        built["foreign"] = min(len(foreign), n_foreign)
+    return plans, built
+
+
+def _probe(kb: KnowledgeBase) -> Adaptation:
+    shipped = load_models()
+    return Adaptation(thresholds=dict.fromkeys(shipped, (0.0, 0.0)), made="probe", chunks=0)
+
+
+def _ask(kb: KnowledgeBase, pipe: Any, plan: _Plan, probe: Adaptation) -> AdaptCase:
+    resolved = kb.resolve(pipe, plan.question, prune=True)
+    req = kb.search_request(plan.question, plan.principal, resolved=resolved, prune=kb.forced_strategy(True))
+    cands = list(req.candidates)
+    found = bool(plan.gold & {c.id for c in cands})
+    if plan.drop:
+        cands = [c for c in cands if c.id not in plan.drop]
+    res = pipe.pack(replace(req, candidates=cands, adaptation=probe), resolved=resolved)
+    rec = res.trace.get("answerability") or {}
+    texts = [f"{p.chunk.title}\n{p.chunk.text}" if p.chunk.title else p.chunk.text for p in res.admitted]
+    short = bool(texts) and bool(answer_features(plan.question, texts)["short_held"])
+    names_absent = "in no retrieved candidate" in str(rec.get("reason", ""))
+    return AdaptCase(
+        question=plan.question,
+        kind=plan.kind,
+        source=plan.source,
+        model=str(rec.get("model", "")),
+        p=float(res.answerability or 0.0),
+        state=str(res.answer_state),
+        short_held=short,
+        fold=plan.fold,
+        extra={"gold_retrieved": found, "names_absent": names_absent},
+    )
+
+
+def final_state(case: AdaptCase, threshold: float, answered_at: float) -> str:
+    """The verdict ``case`` gets under these thresholds (its probe ran with both at 0: ``not_answered`` and
+    ``unsure`` there are the rules')."""
+    if case.state == "not_answered":
+        return "not_answered"
+    if case.short_held:
+        return case.state
+    if case.p < threshold:
+        return "not_answered"
+    if case.state == "unsure":
+        return "unsure"
+    return "answered" if case.p >= max(threshold, answered_at) else "unsure"
+
+
+def _rates(cases: Sequence[AdaptCase], th: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for kind in ("answerable", "near_miss", "foreign"):
+        got = [final_state(c, *th.get(c.model, (0.0, 0.0))) for c in cases if c.kind == kind]
+        out[kind] = {
+            "n": len(got),
+            "not_answered": round(sum(s == "not_answered" for s in got) / max(1, len(got)), 3),
+            "unsure": round(sum(s == "unsure" for s in got) / max(1, len(got)), 3),
+        }
+    return out
+
+
+def fit_thresholds(
+    cases: Sequence[AdaptCase], shipped: Mapping[str, tuple[float, float]]
+) -> dict[str, tuple[float, float]]:
+    """Per model, ``(threshold, answered_at)`` fitted on ``cases`` (see the module); a model with fewer than
+    :data:`MIN_CASES` answerable or unanswerable cases keeps ``shipped``."""
+    out: dict[str, tuple[float, float]] = {}
+    for name, ship in shipped.items():
+        mine = [c for c in cases if c.model == name]
+        pos = [c for c in mine if c.kind == "answerable" and c.extra.get("gold_retrieved", True)]
+        neg = [c for c in mine if c.kind != "answerable"]
+        if len(pos) < MIN_CASES or len(neg) < MIN_CASES:
+            out[name] = ship
+            continue
+        forced = sum(1 for c in pos if c.state == "not_answered")
+        free = sorted(c.p for c in pos if c.state != "not_answered" and not c.short_held)
+        if not free:
+            out[name] = ship
+            continue
+        # threshold: at most MAX_NA_ANSWERABLE of the answerable ones below it (the rules' own count first)
+        budget = math.floor(MAX_NA_ANSWERABLE * len(pos)) - forced
+        t = free[min(max(budget, 0), len(free) - 1)]
+        t = min(t, ABSENT_NAME_BELOW * 2)  # never a threshold the fit's extremes alone would set
+        # answered_at: at most MAX_UNSURE of the answerable ones between the two
+        above = [x for x in free if x >= t]
+        a = above[min(math.floor(MAX_UNSURE * len(pos)), len(above) - 1)] if above else t
+        lo = math.floor(float(t) * 10_000) / 10_000  # rounded down: the case at the threshold stays above it
+        out[name] = (lo, max(lo, math.floor(float(a) * 10_000) / 10_000))
+    return out
+
+
+def adapt(
+    kb: KnowledgeBase,
+    options: AdaptOptions | None = None,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    save: bool = True,
+) -> tuple[Adaptation, list[AdaptCase]]:
+    """Fit ``kb``'s own answerability thresholds (see the module) and store them in it (``save``); return the
+    adaptation and every case asked.
+
+    Raises:
+        ConfigError: The knowledge base holds no chunk anyone can read.
+    """
+    options = options or AdaptOptions()
+    records = list(kb.records())
+    if not any(r.access is not None and r.access.tenant for r in records):
+        raise ConfigError(f"Knowledge base {kb.location!r} holds no readable chunk to adapt to; ingest first.")
+    fp = kb.fingerprint()
+    plans, built = build_cases(kb, records, options)
+    pipe = kb._pipeline(None)
+    probe = _probe(kb)
+    cases: list[AdaptCase] = []
+    for i, plan in enumerate(plans):
+        cases.append(_ask(kb, pipe, plan, probe))
+        if progress is not None:
+            progress(i + 1, len(plans))
+    shipped = {n: (m.threshold, m.answered_from) for n, m in load_models().items()}
+    fitted = fit_thresholds(cases, shipped)
+    fold_th = [fit_thresholds([c for c in cases if c.fold != f], shipped) for f in (0, 1)]
+    figures = {
+        "questions": {k: sum(1 for c in cases if c.kind == k) for k in ("answerable", "near_miss", "foreign")},
+        "built_from": built,
+        "answer_retrieved": round(
+            sum(1 for c in cases if c.kind == "answerable" and c.extra.get("gold_retrieved"))
+            / max(1, sum(1 for c in cases if c.kind == "answerable")),
+            3,
+        ),
+        "models": sorted({c.model for c in cases}),
+        "shipped": _rates(cases, shipped),
+        "fitted": _rates(cases, fitted),
+        "two_fold": _two_fold(cases, fold_th),
+        "paraphrased": options.paraphrase,
+    }
+    ad = Adaptation(
+        thresholds=fitted,
+        made=datetime.now(UTC).isoformat(timespec="seconds"),
+        chunks=fp.count,
+        figures=figures,
+    )
+    if save:
+        kb.save_adaptation(ad, fp)
+    return ad, cases
+
+
+def _two_fold(cases: Sequence[AdaptCase], fold_th: Sequence[Mapping[str, tuple[float, float]]]) -> dict[str, Any]:
+    """Each fold scored with the thresholds fitted on the other: the rates on questions the fit did not see."""
+    out: dict[str, Any] = {}
+    for kind in ("answerable", "near_miss", "foreign"):
+        got = [final_state(c, *fold_th[c.fold].get(c.model, (0.0, 0.0))) for c in cases if c.kind == kind]
+        out[kind] = {
+            "n": len(got),
+            "not_answered": round(sum(s == "not_answered" for s in got) / max(1, len(got)), 3),
+            "unsure": round(sum(s == "unsure" for s in got) / max(1, len(got)), 3),
+        }
+    return out

@@ -1,0 +1,141 @@
+"""Issue 46 item 1, the logic: a knowledge base's own answerability thresholds (``admit adapt``).
+
+The stored record (read back, refused when malformed), the thresholds it puts over the shipped models, the verdict
+that names it (or says it is stale), the fit on pseudo-questions, the paraphrase and the staleness fingerprint.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from admit.answerability import assess, load_models
+from admit.answerability.adaptation import Adaptation, Fingerprint
+from admit.kb.adapt import MAX_NA_ANSWERABLE, AdaptCase, final_state, fit_thresholds, paraphrase
+
+TEXT = ["Line length\nBlack uses a line length of 88 characters by default; --line-length changes it."]
+Q = "What line length does Black use?"
+
+
+def _ad(lo: float, hi: float, stale: str = "") -> Adaptation:
+    return Adaptation(
+        thresholds={"lexical": (lo, hi)}, made="2026-12-07T04:00:00+00:00", chunks=1234, figures={"x": 1}, stale=stale
+    )
+
+
+def test_the_stored_form_reads_back_and_a_bad_one_is_refused() -> None:
+    ad = _ad(0.3, 0.4)
+    assert Adaptation.from_json(ad.to_json()) == ad
+    with pytest.raises(ValueError, match="version"):
+        Adaptation.from_json('{"version": 99}')
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        Adaptation.from_json(_ad(0.3, 1.5).to_json())
+
+
+def test_the_adaptation_sets_the_thresholds_the_verdict_uses_and_is_named_in_it() -> None:
+    shipped = assess(Q, TEXT, pool=TEXT)
+    assert shipped.state == "answered"
+    assert shipped.adaptation == ""
+    strict = assess(Q, TEXT, pool=TEXT, adaptation=_ad(0.99, 0.995))
+    assert strict.state == "not_answered"
+    assert strict.adaptation.startswith("thresholds adapted to this knowledge base on 2026-12-07 (1,234 chunks)")
+    assert strict.as_dict()["adaptation"] == strict.adaptation
+    assert "[0.99, 0.99]" in strict.reason or "0.99" in strict.reason
+
+
+def test_a_stale_adaptation_is_not_used_and_the_verdict_says_so() -> None:
+    a = assess(Q, TEXT, pool=TEXT, adaptation=_ad(0.99, 0.995, stale="40% of the chunks changed since it was fitted"))
+    assert a.state == "answered"
+    assert "stale" in a.adaptation and "40% of the chunks changed" in a.adaptation
+
+
+def test_models_over_changes_only_the_thresholds() -> None:
+    shipped = load_models()
+    over = _ad(0.3, 0.2).models_over(shipped)
+    assert over["lexical"].threshold == 0.3
+    assert over["lexical"].answered_from == 0.3  # never below the threshold
+    assert over["lexical"].coef == shipped["lexical"].coef
+    assert over["setwise"] == shipped["setwise"]
+
+
+def test_the_fingerprint_measures_the_share_of_chunks_changed() -> None:
+    chunks = [(f"d#{i}", f"h{i}") for i in range(100)]
+    fp = Fingerprint.of(chunks)
+    assert fp.changed_share(Fingerprint.of(chunks, fp.modulus)) == 0.0
+    edited = chunks[:70] + [(f"d#{i}", f"new{i}") for i in range(70, 100)]
+    share = fp.changed_share(Fingerprint.of(edited, fp.modulus))
+    assert 0.2 < share < 0.5
+    assert Fingerprint.from_json(fp.to_json()) == fp
+    big = Fingerprint.of((f"d#{i}", "h") for i in range(20_000))
+    assert big.modulus > 1 and len(big.keys) < 20_000
+
+
+def _case(kind: str, p: float, state: str = "answered") -> AdaptCase:
+    return AdaptCase(question="q", kind=kind, model="lexical", p=p, state=state, extra={"gold_retrieved": True})
+
+
+def test_the_fit_keeps_the_answerable_share_below_the_threshold_small() -> None:
+    rng = random.Random(0)
+    cases = [_case("answerable", rng.uniform(0.2, 0.9)) for _ in range(100)]
+    cases += [_case("near_miss", rng.uniform(0.0, 0.3)) for _ in range(60)]
+    fitted = fit_thresholds(cases, {"lexical": (0.1, 0.2)})
+    lo, hi = fitted["lexical"]
+    below = sum(1 for c in cases if c.kind == "answerable" and final_state(c, lo, hi) == "not_answered")
+    assert below <= MAX_NA_ANSWERABLE * 100
+    assert 0.2 <= lo <= 0.3
+    assert hi >= lo
+    caught = sum(1 for c in cases if c.kind == "near_miss" and final_state(c, lo, hi) == "not_answered")
+    assert caught >= 20  # the shipped 0.1 catches about a third of these
+
+
+def test_too_few_questions_keep_the_shipped_thresholds() -> None:
+    cases = [_case("answerable", 0.5) for _ in range(5)] + [_case("foreign", 0.01) for _ in range(5)]
+    assert fit_thresholds(cases, {"lexical": (0.1, 0.2)}) == {"lexical": (0.1, 0.2)}
+
+
+def test_a_rule_s_verdict_stands_whatever_the_thresholds() -> None:
+    assert final_state(_case("foreign", 0.9, "not_answered"), 0.0, 0.0) == "not_answered"
+    assert final_state(_case("answerable", 0.9, "unsure"), 0.1, 0.2) == "unsure"
+    assert final_state(_case("answerable", 0.05, "unsure"), 0.1, 0.2) == "not_answered"
+    assert final_state(_case("answerable", 0.15), 0.1, 0.2) == "unsure"
+    assert final_state(_case("answerable", 0.25), 0.1, 0.2) == "answered"
+
+
+def test_paraphrase_drops_replaces_and_reorders_content_words() -> None:
+    q = "How does the magic trailing comma change the formatting of collections?"
+    near = {"magic": ["special"], "formatting": ["layout"], "collections": ["literals"]}
+    outs = {paraphrase(q, random.Random(s), lambda w: near.get(w, [])) for s in range(20)}
+    assert q not in outs
+    assert all(o.endswith("?") for o in outs)
+    assert any(len(o.split()) < len(q.split()) for o in outs)  # words dropped
+    assert any(w in o for o in outs for w in ("special", "layout", "literals"))  # a near neighbour put in
+    assert paraphrase(q, random.Random(3), lambda w: near.get(w, [])) == paraphrase(
+        q, random.Random(3), lambda w: near.get(w, [])
+    )
+
+
+def test_a_knowledge_base_reads_its_adaptation_and_marks_it_stale_when_it_changed() -> None:
+    from admit.backends.embedders import FakeEmbedder
+    from admit.kb import KnowledgeBase
+    from admit.types import Access, Chunk
+
+    def chunks(prefix: str, n: int) -> list[Chunk]:
+        return [
+            Chunk(id=f"{prefix}#{i}", source_id=prefix, text=f"{prefix} note {i}", access=Access(tenant="t"))
+            for i in range(n)
+        ]
+
+    with KnowledgeBase(":memory:", embedder=FakeEmbedder()) as kb:
+        assert kb.adaptation() is None
+        kb.add_chunks(chunks("a", 20))
+        ad = Adaptation(thresholds={"lexical": (0.3, 0.3)}, made="2026-12-07T04:00:00+00:00", chunks=kb.count())
+        kb.save_adaptation(ad, kb.fingerprint())
+        assert kb.adaptation() == ad
+        kb.add_chunks(chunks("b", 2))  # a tenth: still current
+        assert kb.check_adaptation() == ad
+        kb.add_chunks(chunks("c", 10))  # a third of the chunks are new: stale, and stored so
+        now = kb.adaptation()
+        assert now is not None and not now.current and "changed since it was fitted" in now.stale
+        kb.clear_adaptation()
+        assert kb.adaptation() is None

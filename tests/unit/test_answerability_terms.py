@@ -1,0 +1,123 @@
+"""Issue 46 item 2: a verdict that agrees with its reason.
+
+A key term of the question (any case: "borg", "JSON", "endpoint") that no admitted chunk holds cannot be "answered";
+when no retrieved candidate holds it either, the verdict is "not answered". A question that states an answer type
+(a version, a default, "how do I") needs a chunk holding one. On main (b95dbc1) each of these said "answered".
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from admit.answerability import assess
+from admit.answerability.terms import answer_type_missing, check_terms, question_terms
+
+NUT = [
+    "Backups\nNUT does not back up files; upsmon shuts the system down when the battery is low.",
+    "Files\nThe configuration files live in /etc/nut and are read at start-up; back up them before an upgrade.",
+]
+UPSD = ["upsd\nupsd serves the UPS data to its clients over TCP port 3493 with the network protocol."]
+WEB = ["Web pages\nThe CGI programs show the UPS status as HTML pages; a JSON endpoint is planned for a later release."]
+
+
+def test_a_lower_case_name_no_candidate_holds_is_not_answered() -> None:
+    a = assess("How do I back up my files with borg?", NUT, pool=NUT)
+    assert a.state == "not_answered"
+    assert a.answerable is False
+    assert a.missing == ("borg",)
+    assert "borg in no retrieved candidate" in a.reason
+
+
+def test_a_key_term_only_a_dropped_candidate_holds_is_not_answered_yet_not_answered() -> None:
+    a = assess("Which port does upsd serve the JSON endpoint on?", UPSD, pool=UPSD + WEB)
+    assert a.state == "unsure"
+    assert set(a.missing) == {"JSON", "endpoint"}
+    assert "no admitted passage holds" in a.reason
+
+
+@pytest.mark.parametrize(
+    ("question", "texts"),
+    [
+        ("How do I back up my files with borg?", NUT),
+        ("Which port does upsd serve the JSON endpoint on?", UPSD),
+        ("Which port does upsd listen on?", UPSD),
+        ("Does upsd expose a REST endpoint?", UPSD + WEB),
+    ],
+)
+def test_answered_never_stands_beside_a_term_no_passage_holds(question: str, texts: list[str]) -> None:
+    a = assess(question, texts, pool=texts + NUT)
+    if a.state == "answered":
+        assert a.missing == ()
+    assert a.state != "answered" or "no passage names" not in a.reason
+
+
+def test_the_same_question_with_the_term_held_is_answered() -> None:
+    a = assess("Which port does upsd listen on?", UPSD, pool=UPSD)
+    assert a.state == "answered"
+    assert a.missing == ()
+
+
+def test_key_terms_skip_common_words_and_the_question_form_but_keep_names_in_any_case() -> None:
+    assert question_terms("Does upsd expose a REST endpoint that returns JSON?") == ["upsd", "rest", "endpoint", "json"]
+    assert question_terms("How do I back up my files with borg to S3?") == ["borg", "s3"]
+    # "prefer", "additional", "holds": common English, not what the question is about
+    assert question_terms("How do I change the directory that holds the Markdown files?") == ["markdown"]
+
+
+def test_a_word_form_of_the_term_counts_as_held() -> None:
+    got = check_terms("Which files get reformatted?", ["Black reformats the files it is given."])
+    assert "reformatted" not in got.missing
+
+
+@pytest.mark.parametrize(
+    ("question", "missing_in", "held_in", "kind"),
+    [
+        (
+            "Which version added the --check option?",
+            "Options\nThe --check option reports whether files would be reformatted without writing them.",
+            "Changelog\nThe --check option was added in 19.3 and reports whether files would be reformatted.",
+            "version",
+        ),
+        (
+            "What is the default line length?",
+            "Line length\nYou can change the line length with the configuration option line-length.",
+            "Line length\nBlack uses a line length of 88 characters by default.",
+            "default",
+        ),
+    ],
+)
+def test_an_answer_type_the_question_states_must_be_held(
+    question: str, missing_in: str, held_in: str, kind: str
+) -> None:
+    assert answer_type_missing(question, [missing_in]) == kind
+    assert answer_type_missing(question, [held_in]) == ""
+    no = assess(question, [missing_in], pool=[missing_in])
+    assert no.state != "answered"
+    assert assess(question, [held_in], pool=[held_in]).state == "answered"
+
+
+def test_how_do_i_asks_for_a_step_command_or_setting() -> None:
+    q = "How do I turn off the colours?"
+    assert answer_type_missing(q, ["Colours were chosen by the design team in 2019 after a long debate."]) == "steps"
+    assert answer_type_missing(q, ["Pass --no-color to turn them off."]) == ""
+    assert answer_type_missing("What are the colours?", ["Colours were chosen by the team."]) == ""
+
+
+def test_no_evidence_is_not_answered() -> None:
+    a = assess("Which port does upsd listen on?", [], pool=[])
+    assert a.state == "not_answered"
+
+
+def test_a_default_stated_without_the_word_is_a_value_beside_the_question_s_words() -> None:
+    q = "Which port does the server listen on by default?"
+    assert answer_type_missing(q, ["Install\nThe server listens on port 7443 for HTTPS."]) == ""
+    assert answer_type_missing(q, ["Install\nThe server is a small HTTP daemon that formats code."]) == "default"
+
+
+def test_a_misspelt_key_term_is_held_by_the_word_it_misspells() -> None:
+    pool = ["Helm chart\nDeploy the Helm chart of the applications on OpenShift in an air-gapped environment."]
+    a = assess("How do I deploy the helm chrt for my aplications on OpnShft?", pool, pool=pool)
+    assert a.state != "not_answered"
+    assert a.missing == ()
+    nut = assess("How do I back up my files with borg?", NUT, pool=[*NUT, "Born\nThe project was born in 1998."])
+    assert nut.state == "not_answered"  # "borg" is not a misspelling of "born"
