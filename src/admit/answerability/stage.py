@@ -101,7 +101,7 @@ def assess(
     feats = features(question, texts, dense=dense, probs=probs, expected_needed=expected_needed, cross=cross, pool=pool)
     p = model.probability(feats)
     state = model.state(feats)
-    check = check_terms(question.text, texts, pool, embedder)
+    check = check_terms(question, texts, pool, embedder)
     state, rule = _agree(state, check, bool(feats["short_held"]))
     if rule:
         head = f"p={p:.2f} ({model.name}): {rule}: {state.replace('_', ' ')}"

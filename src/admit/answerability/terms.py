@@ -25,6 +25,7 @@ from admit import _linear, modelfiles
 from admit import _text as tx
 from admit._lru import LRU
 from admit.backends.embedders.base import Embedder
+from admit.question import Question, read_question
 
 __all__ = ["NEAR_COSINE", "TermCheck", "answer_type_missing", "check_terms", "misspelt_in", "question_terms"]
 
@@ -74,14 +75,15 @@ def _names(question: str) -> set[str]:
     return out
 
 
-def question_terms(question: str) -> list[str]:
+def question_terms(question: str | Question) -> list[str]:
     """The question's key terms, lower-cased and stemmed, in order: its content words in any case that are not
     common English words (``borg``, ``json``, ``endpoint``) or that it writes as names (``REST``, ``Windows``),
     less the words of the question's form ("how", "use", "version" ...)."""
+    q = read_question(question)
     common = common_words()
-    names = _names(question)
+    names = _names(q.text)
     out: dict[str, None] = {}
-    for w in tx.content_tokens(question):
+    for w in q.content_terms:
         st = _stem(w)
         short = len(w) < 3 and w not in names
         if short or w in _FORM_WORDS or st in _FORM_WORDS or w.isdigit():
@@ -206,14 +208,17 @@ def _as_written(question: str, stems: Sequence[str]) -> tuple[str, ...]:
 
 
 def check_terms(
-    question: str,
+    question: str | Question,
     texts: Sequence[str],
     pool: Sequence[str] | None = None,
     embedder: Embedder | None = None,
 ) -> TermCheck:
-    """Read the question's key terms against the admitted ``texts`` (and the retrieved ``pool``)."""
-    terms = question_terms(question)
-    asked_ids = sorted(tx.identifiers(question))
+    """Read the question's key terms against the admitted ``texts`` (and the retrieved ``pool``); the question's
+    record (:func:`admit.question.read_question`) is read, not its text again."""
+    q = read_question(question)
+    question = q.text
+    terms = question_terms(q)
+    asked_ids = sorted(q.identifiers)
     vocab, prefixes = _vocab(texts)
     lacking = [t for t in terms if not _held(t, vocab, prefixes)]
     if lacking and embedder is not None:
@@ -235,7 +240,7 @@ def check_terms(
     return TermCheck(
         missing=(*ids_missing, *_as_written(question, lacking)),
         absent=(*absent_ids, *_as_written(question, absent)),
-        answer_type=answer_type_missing(question, texts),
+        answer_type=answer_type_missing(q, texts),
     )
 
 
@@ -263,11 +268,11 @@ _STEP = _linear.compile(
 )
 
 
-def _value_beside(question: str, text: str) -> bool:
+def _value_beside(q: Question, text: str) -> bool:
     """Whether ``text`` holds a value (a number, a quoted or code word, true/false/on/off) within 60 characters
     of the word "default" or of one of the question's content words (the option: "listens on port 7443")."""
     low = tx.nfc(text).lower()
-    anchors = {"default", *(w for w in tx.content_tokens(question) if len(w) >= 3 and w not in _FORM_WORDS)}
+    anchors = {"default", *(w for w in q.content_terms if len(w) >= 3 and w not in _FORM_WORDS)}
     for a in anchors:
         start = low.find(a)
         while start >= 0:
@@ -278,13 +283,15 @@ def _value_beside(question: str, text: str) -> bool:
     return False
 
 
-def answer_type_missing(question: str, texts: Sequence[str]) -> str:
+def answer_type_missing(question: str | Question, texts: Sequence[str]) -> str:
     """The answer type the question states and none of ``texts`` holds: ``version`` (a version string), ``default``
     (a value beside the word "default" or beside one of the question's words), ``steps`` (a command, option, setting
     or step), or ``""``."""
+    q = read_question(question)
+    question = q.text
     if _VERSION_Q.search(question) and not any(_VERSION.search(t) for t in texts):
         return "version"
-    if _DEFAULT_Q.search(question) and not any(_value_beside(question, t) for t in texts):
+    if _DEFAULT_Q.search(question) and not any(_value_beside(q, t) for t in texts):
         return "default"
     if _HOWTO_Q.search(question) and not any(_STEP.search(t) for t in texts):
         return "steps"
