@@ -23,6 +23,7 @@ from admit.kb.ingest import (
 )
 from admit.kb.store import ChunkRecord, Hit, ReadFilter, SearchFilters, SourceInfo, Store
 from admit.kb.stores import open_store, stored_embedder
+from admit.policy import DEFAULT_CANDIDATE_COUNT
 from admit.trace import RetrievalRecord, new_request_id
 from admit.types import DEFAULT_STRATEGY, Chunk, PackResult, Principal
 
@@ -189,7 +190,7 @@ class KnowledgeBase:
         question: str,
         principal: Principal | None,
         *,
-        k: int = 30,
+        k: int = DEFAULT_CANDIDATE_COUNT,
         filters: SearchFilters | None = None,
         timings: dict[str, float] | None = None,
     ) -> list[Hit]:
@@ -209,7 +210,12 @@ class KnowledgeBase:
         return hits
 
     def retrieve(
-        self, question: str, principal: Principal | None, *, k: int = 30, filters: SearchFilters | None = None
+        self,
+        question: str,
+        principal: Principal | None,
+        *,
+        k: int = DEFAULT_CANDIDATE_COUNT,
+        filters: SearchFilters | None = None,
     ) -> list[Chunk]:
         """The top-``k`` readable chunks, best first (``Chunk.score`` is the fused score)."""
         return [
