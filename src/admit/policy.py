@@ -72,7 +72,8 @@ class Policy:
     candidate_count: int = DEFAULT_CANDIDATE_COUNT
     """How many candidates to retrieve (every face's default: :data:`DEFAULT_CANDIDATE_COUNT`)."""
     rerank_count: int = 12
-    """How many reranked candidates go on to dedupe, prune and pack."""
+    """How many reranked candidates go on to dedupe and pack when nothing prunes (strategy ``none``); a pruner
+    grades every retrieved candidate, and it, not this cut, decides among them."""
     evidence_ceiling: int | None = None
     """A ceiling on evidence tokens below the model's limit."""
     per_source_limit: int = 2
