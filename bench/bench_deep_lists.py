@@ -61,6 +61,24 @@ def pool(shared: Path) -> list[SetwiseItem]:
     return out
 
 
+def _grams(text: str, n: int = 8) -> set[tuple[str, ...]]:
+    words = text.lower().split()
+    return {tuple(words[i : i + n]) for i in range(max(len(words) - n + 1, 1))}
+
+
+def gold_items(row: dict[str, Any], items: list[SetwiseItem]) -> set[int]:
+    """The pool chunks that hold a required chunk of ``row``: at least half of the pool chunk's 8-grams are in it
+    (the dataset chunked the same pages another way)."""
+    req = set(row.get("required") or [])
+    gold = [_grams(c["text"]) for c in row["candidates"] if c["id"] in req]
+    out: set[int] = set()
+    for i, it in enumerate(items):
+        g = _grams(it.text)
+        if g and any(len(g & gg) >= 0.5 * len(g) for gg in gold):
+            out.add(i)
+    return out
+
+
 def langchain_kept(emb: CachedEmbedder, question: str, items: list[SetwiseItem]) -> list[int]:
     from langchain_classic.retrievers.document_compressors import EmbeddingsFilter
     from langchain_core.documents import Document
@@ -82,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shared", type=Path, default=Path("../shared"))
     ap.add_argument("--questions", type=int, default=3)
-    ap.add_argument("--lengths", default="50,500")
+    ap.add_argument("--lengths", default="50,100,500")
+    ap.add_argument("--no-langchain", action="store_true", help="skip EmbeddingsFilter (its columns read 0)")
     ap.add_argument("--cache", type=Path, default=Path("/tmp/admit-bench-deep/minilm.npz"))
     ap.add_argument("--json", type=Path, default=None, help="also write the rows as JSON here")
     args = ap.parse_args(argv)
@@ -93,23 +112,30 @@ def main(argv: list[str] | None = None) -> int:
     if len(items) < max(lengths):
         print(f"only {len(items)} chunks in the pool; lengths cut to it", file=sys.stderr)
     rows = [json.loads(ln) for ln in (args.shared / "data" / "rhdh_docs.jsonl").open(encoding="utf-8")]
-    qs = [r["question"] for r in rows[: args.questions]]
+    picked = rows[: args.questions]
+    qs = [r["question"] for r in picked]
     scorer = SetwiseScorer(embedder=emb, cross=False)
     vecs = emb.embed([f"{it.title}\n{it.text}" for it in items])
     out: list[dict[str, Any]] = []
     print(f"pool: {len(items)} chunks of rhdh_docs_raw")
-    print("| question | list | setwise kept | setwise tokens | EmbeddingsFilter(0.4) kept | its tokens | setwise s |")
-    print("|---|---|---|---|---|---|---|")
+    golds = [gold_items(r, items) for r in picked]
+    print(
+        "| question | list | setwise kept | setwise tokens | EmbeddingsFilter(0.4) kept | its tokens | setwise s | "
+        "answer in list | answer kept |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
     for qi, q in enumerate(qs):
         qv = emb.embed([question_text(q)])[0]
         order = np.argsort(-(vecs @ qv), kind="stable")
         for n in lengths:
-            lst = [items[int(i)] for i in order[:n]]
+            idx = [int(i) for i in order[:n]]
+            lst = [items[i] for i in idx]
+            gold_at = [j for j, i in enumerate(idx) if i in golds[qi]]
             t0 = time.perf_counter()
             sc = scorer.score(q, lst)
             secs = time.perf_counter() - t0
             kept = [j for j, g in enumerate(sc.grades) if g >= 3]
-            lc = langchain_kept(emb, q, lst)
+            lc = [] if args.no_langchain else langchain_kept(emb, q, lst)
             toks = sum(tok.count(f"{lst[j].title}\n{lst[j].text}") for j in kept)
             lct = sum(tok.count(f"{lst[j].title}\n{lst[j].text}") for j in lc)
             row = {
@@ -119,9 +145,15 @@ def main(argv: list[str] | None = None) -> int:
                 "setwise_tokens": toks,
                 "lc": len(lc),
                 "lc_tokens": lct,
+                "answer_in_list": bool(gold_at),
+                "answer_kept": any(sc.grades[j] >= 3 for j in gold_at),
             }
             out.append(row)
-            print(f"| {qi} | {len(lst)} | {len(kept)} | {toks:,} | {len(lc)} | {lct:,} | {secs:.1f} |", flush=True)
+            print(
+                f"| {qi} | {len(lst)} | {len(kept)} | {toks:,} | {len(lc)} | {lct:,} | {secs:.1f} | "
+                f"{'yes' if gold_at else 'no'} | {'yes' if row['answer_kept'] else 'no'} |",
+                flush=True,
+            )
         emb.save()
     emb.save()
     if args.json:

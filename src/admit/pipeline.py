@@ -352,7 +352,10 @@ class Pipeline:
         with timer.stage("authorize"):
             valid = self._authorize(req, decisions)
         with timer.stage("rerank"):
-            ranked, cut = rerank(question, valid, self.reranker, keep=policy.rerank_count)
+            # a pruner grades the whole retrieved list (it, not a fixed cut, decides); without one, the policy's
+            # rerank_count is what goes on to packing
+            keep = len(valid) if policy.prune.strategy != "none" else policy.rerank_count
+            ranked, cut = rerank(question, valid, self.reranker, keep=keep)
             decisions.update((d.chunk_id, d) for d in cut)
         with timer.stage("dedupe"):
             # the per-source cap runs after pruning (source_cap in _prune), by grade, so a useful chunk is not

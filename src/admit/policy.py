@@ -23,6 +23,7 @@ from admit.route import QuestionShape, Route, RouteCues, Router, RoutingSettings
 from admit.trace import RouteRecord
 
 __all__ = [
+    "DEFAULT_CANDIDATE_COUNT",
     "FallbackKind",
     "Policy",
     "PolicySet",
@@ -36,6 +37,11 @@ __all__ = [
 
 FallbackKind = Literal["anchored_excerpt", "scope_note", "ask_to_narrow", "second_retrieval"]
 NoAnswerAction = Literal["note", "admit_nothing", "ask_to_narrow"]
+DEFAULT_CANDIDATE_COUNT = 30
+"""How many candidates a search retrieves when nothing says otherwise: the policy's ``candidate_count`` default, and
+through it every face's (the library, ``admit search``, HTTP ``/v1/search``, the MCP ``search_knowledge_base`` tool).
+The pruner, not a fixed cut, decides among them."""
+
 _NO_ANSWER = {"note", "admit_nothing", "ask_to_narrow"}
 _FALLBACKS = {"anchored_excerpt", "scope_note", "ask_to_narrow", "second_retrieval"}
 
@@ -64,10 +70,11 @@ class Policy:
     """Tokens reserved for the answer (the answer contract)."""
     safety_margin: int = 64
     """Tokens held back for drift."""
-    candidate_count: int = 30
-    """How many candidates to retrieve."""
+    candidate_count: int = DEFAULT_CANDIDATE_COUNT
+    """How many candidates to retrieve (every face's default: :data:`DEFAULT_CANDIDATE_COUNT`)."""
     rerank_count: int = 12
-    """How many reranked candidates go on to dedupe, prune and pack."""
+    """How many reranked candidates go on to dedupe and pack when nothing prunes (strategy ``none``); a pruner
+    grades every retrieved candidate, and it, not this cut, decides among them."""
     evidence_ceiling: int | None = None
     """A ceiling on evidence tokens below the model's limit."""
     per_source_limit: int = 2

@@ -269,8 +269,14 @@ class AdmitFilter:
         if top_k is not None:
             _check_values({**{f.name: getattr(self, f.name) for f in fields(self)}, "top_k": top_k})
         limit = top_k if top_k is not None else self.top_k
-        if not docs:
-            return FilterRun(strategy=self.strategy, verdicts=())
+        if not docs:  # nothing retrieved answers nothing: "not_answered", as the pipeline says of an empty context
+            empty = assess_kept(question, [], None)
+            return FilterRun(
+                strategy=self.strategy,
+                verdicts=(),
+                answerability=empty.probability,
+                answer_state=empty.state,
+            )
         ids = _unique_ids(docs)
         docs, notes = _bounded(docs)
         verdicts: dict[int, Verdict] = {}
@@ -323,7 +329,9 @@ class AdmitFilter:
                     score=v.score if reranker is not None else docs[i].score,
                     rank=v.rank,
                 )
-            self._cut(verdicts, limit, docs, question)
+            signals = outcome.signals if outcome is not None else {}
+            probs = {i: signals[ids[i]][1] for i in live if ids[i] in signals}
+            self._cut(verdicts, limit, docs, question, probs)
         for i, said in notes.items():
             prior = verdicts[i]
             verdicts[i] = replace(prior, reason="; ".join([prior.reason, *said]))
@@ -347,13 +355,32 @@ class AdmitFilter:
             answer_state=verdict.state,
         )
 
-    def _cut(self, verdicts: dict[int, Verdict], limit: int | None, docs: Sequence[Doc], question: str) -> None:
-        """``top_k``, then the token budget, over the kept documents best ranked first.
+    def _cut(
+        self,
+        verdicts: dict[int, Verdict],
+        limit: int | None,
+        docs: Sequence[Doc],
+        question: str,
+        probs: Mapping[int, float] | None = None,
+    ) -> None:
+        """``top_k``, then the token budget, over the kept documents best first: those ``keep_top_k`` keeps, then by
+        the pruner's grade, its probability (``probs``, by document index, where the pruner gives one), the rank.
 
-        The best document alone over the budget is passed on as an anchored excerpt (the sentences matching the
-        question), never replaced by a worse one that fits.
+        The pruner read the whole list; the rank alone would cut a document it graded higher than those ranked above
+        it (``top_k=3`` kept fewer answers than a BM25 re-sort of the same list). The best document alone over the
+        budget is passed on as an anchored excerpt (the sentences matching the question), never replaced by a worse
+        one that fits.
         """
-        kept = sorted((v for v in verdicts.values() if v.kept), key=lambda v: v.rank if v.rank is not None else 0)
+        p = probs or {}
+        kept = sorted(
+            (v for v in verdicts.values() if v.kept),
+            key=lambda v: (
+                not (v.rank is not None and v.rank < self.keep_top_k),
+                -(v.grade or 0),
+                -p.get(v.index, 0.0),
+                v.rank if v.rank is not None else 0,
+            ),
+        )
         if limit is not None:
             for v in kept[limit:]:
                 verdicts[v.index] = replace(v, kept=False, stage="top_k", reason=f"rank {v.rank} beyond top_k {limit}")

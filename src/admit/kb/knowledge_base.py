@@ -34,6 +34,7 @@ from admit.kb.store import (
     with_version_hits,
 )
 from admit.kb.stores import open_store, stored_embedder
+from admit.policy import DEFAULT_CANDIDATE_COUNT
 from admit.question import Question, read_question
 from admit.trace import RetrievalRecord, new_request_id
 from admit.types import DEFAULT_STRATEGY, Chunk, PackResult, Principal
@@ -283,7 +284,7 @@ class KnowledgeBase:
         question: str | Question,
         principal: Principal | None,
         *,
-        k: int = 30,
+        k: int = DEFAULT_CANDIDATE_COUNT,
         filters: SearchFilters | None = None,
         timings: dict[str, float] | None = None,
         absent: list[str] | None = None,
@@ -335,7 +336,12 @@ class KnowledgeBase:
         return with_version_hits(hits, rank_version_records(records, question), k)
 
     def retrieve(
-        self, question: str, principal: Principal | None, *, k: int = 30, filters: SearchFilters | None = None
+        self,
+        question: str,
+        principal: Principal | None,
+        *,
+        k: int = DEFAULT_CANDIDATE_COUNT,
+        filters: SearchFilters | None = None,
     ) -> list[Chunk]:
         """The top-``k`` readable chunks, best first (``Chunk.score`` is the fused score)."""
         return [

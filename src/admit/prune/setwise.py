@@ -83,8 +83,16 @@ class SetwisePruner:
             for c in candidates
         ]
         scores = self.scorer.score(question, items)
-        grades = list(scores.grades)
         reasons = [f"p={p:.2f}; {r}" for p, r in zip(scores.probs, scores.reasons, strict=True)]
+        grades = list(scores.grades)
+        floor = list(scores.unrelated) if len(scores.unrelated) == len(grades) else [g == 1 for g in grades]
+        if len(scores.ruled) == len(grades):  # a rule's grade (an identifier, a release) stands
+            floor = [f or r for f, r in zip(floor, scores.ruled, strict=True)]
+        lifted = retriever_floor([c.rank for c in candidates], grades, floor, scores.probs)
+        for j, (before, after) in enumerate(zip(grades, lifted, strict=True)):
+            if after != before:
+                reasons[j] += f"; grade {after} (was {before}): {retriever_reason(len(candidates), scores.probs)}"
+        grades = lifted
         out = apply_threshold(
             self.name,
             candidates,
@@ -101,6 +109,50 @@ class SetwisePruner:
         if signals and len(scores.cross) == len(candidates):
             cross = {c.chunk.id: v for c, v in zip(candidates, scores.cross, strict=True)}
         return replace(out, signals=signals, expected_needed=scores.expected_needed, cross=cross)
+
+
+#: A list of at most this many candidates keeps the retriever's first (unless unrelated): a framework's short list
+#: (LangChain's default ``k=4``) put its answer first and the model, which grades a list relative to itself, graded
+#: it 2.
+SHORT_LIST_KEEPS_FIRST = 4
+#: The model is unsure of a list when no chunk of it reaches this probability (alone it reads as grade 4,
+#: :data:`admit.prune.setwise_model.coverage.PROB_GRADE_CUTS`): then the grades fall back towards the retriever's
+#: order, its first :data:`UNSURE_KEEPS_FIRST` (not unrelated) graded at least :data:`RETRIEVER_FLOOR_GRADE`.
+UNSURE_BEST_P = 0.4
+UNSURE_KEEPS_FIRST = 2
+#: The grade the retriever's first chunks get when the list is short or the model is unsure of it: the default
+#: threshold, so they are kept.
+RETRIEVER_FLOOR_GRADE = 3
+
+
+def retriever_keeps(n: int, probs: Sequence[float]) -> int:
+    """How many of the retriever's first chunks a list of ``n`` keeps whatever the model grades them (unless
+    unrelated): 1 for a short list, :data:`UNSURE_KEEPS_FIRST` when the model is unsure of the list, else 0."""
+    out = 1 if 0 < n <= SHORT_LIST_KEEPS_FIRST else 0
+    if probs and max(probs) < UNSURE_BEST_P:
+        out = max(out, UNSURE_KEEPS_FIRST)
+    return min(out, n)
+
+
+def retriever_reason(n: int, probs: Sequence[float]) -> str:
+    """Why :func:`retriever_floor` lifted a chunk."""
+    if probs and max(probs) < UNSURE_BEST_P:
+        return f"the model is unsure of this list (best p={max(probs):.2f} < {UNSURE_BEST_P}): the retriever's order"
+    return f"the retriever's first of a list of {n}"
+
+
+def retriever_floor(
+    ranks: Sequence[int], grades: Sequence[int], unrelated: Sequence[bool], probs: Sequence[float]
+) -> list[int]:
+    """``grades`` with the retriever's first :func:`retriever_keeps` chunks (by ``ranks``, 0-based) graded at least
+    :data:`RETRIEVER_FLOOR_GRADE`, unless ``unrelated`` (the unrelated floor sank them, or a rule set their grade):
+    setwise never keeps less of the retriever's top than the retriever would when the list is short or the model is
+    unsure of it."""
+    top = retriever_keeps(len(grades), probs)
+    return [
+        max(int(g), RETRIEVER_FLOOR_GRADE) if r < top and not u else int(g)
+        for g, r, u in zip(grades, ranks, unrelated, strict=True)
+    ]
 
 
 def cross_model() -> CrossEncoder:

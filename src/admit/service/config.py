@@ -179,8 +179,9 @@ class McpSettings(_Strict):
 
     tenant: str | None = Field(default=None, min_length=1, max_length=200)
     groups: list[str] = Field(default_factory=list)
-    top_k: int = Field(default=8, gt=0, le=100)
-    """Chunks retrieved per search."""
+    top_k: int | None = Field(default=None, gt=0, le=100)
+    """Chunks retrieved per search (unset: the routed policy's ``candidate_count``, 30 in the shipped policy, as on
+    every face)."""
     model: str = "gpt-4o"
     """Target model whose tokenizer counts the evidence budget."""
     input_limit: int = Field(default=8_000, gt=0)

@@ -68,7 +68,8 @@ class SearchQuery:
     """
 
     question: str
-    top_k: int = 8
+    top_k: int | None = None
+    """Candidates to retrieve; ``None``: the routed policy's ``candidate_count`` (every face's default)."""
     prune: bool | None = None
     query_class: str | None = None
     model: str = "gpt-4o"

@@ -52,12 +52,13 @@ def check_candidates(n: int, limits: Limits, field: str = "candidates") -> None:
         )
 
 
-def check_search_limits(question: str, top_k: int, limits: Limits) -> None:
-    """Limits of a knowledge-base search: a question that is not blank, its length, and ``max_top_k``."""
+def check_search_limits(question: str, top_k: int | None, limits: Limits) -> None:
+    """Limits of a knowledge-base search: a question that is not blank, its length, and ``max_top_k`` (``None``:
+    the policy's ``candidate_count``, the operator's own setting)."""
     if not question.strip():
         raise RequestError("question: must not be blank", field="question")
     check_text(question, "question", limits)
-    if top_k > limits.max_top_k:
+    if top_k is not None and top_k > limits.max_top_k:
         raise LimitExceeded(f"top_k: {top_k} is over max_top_k={limits.max_top_k}", field="top_k")
 
 

@@ -61,7 +61,13 @@ class SearchBody(_Strict):
         validation_alias=AliasChoices("question", "query"),
         description="The question (`query`: deprecated spelling, still accepted).",
     )
-    top_k: int = Field(default=8, ge=1, le=1000, description="Chunks retrieved from the knowledge base.")
+    top_k: int | None = Field(
+        default=None,
+        ge=1,
+        le=1000,
+        description="Chunks retrieved from the knowledge base (absent: the routed policy's `candidate_count`, 30 in "
+        "the shipped policy, as on every face).",
+    )
     prune: bool | None = Field(
         default=None,
         description="true: prune (the policy's strategy, else the service's prune_strategy); false: never; "

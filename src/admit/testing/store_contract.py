@@ -318,6 +318,18 @@ class StoreContract:
         assert store.release_records(["1.2.4"], principal=Principal(tenant=""), n=10) == []
         assert store.release_records([], principal=me, n=10) == []
 
+    def test_british_and_american_spellings_join_in_the_lexical_list(self, store: Store) -> None:
+        q = unit_vec("q", self.dim)
+        noise = [self.rec(f"n{i}#0", text=f"ordinary filler text number {i}") for i in range(30)]
+        lic = self.rec("lic#0", text="The project is released under the MIT License.", vec=-q)
+        col = self.rec("col#0", text="Set the colour of the status line.", vec=-q)
+        store.upsert([*noise, lic, col])
+        who = Principal(tenant="t1")
+        by = {h.record.id: h for h in store.search("Which licence covers it?", q, principal=who, k=5)}
+        assert by["lic#0"].bm25_rank == 0  # "licence" asked, "License" written
+        by = {h.record.id: h for h in store.search("How do I change the color?", q, principal=who, k=5)}
+        assert by["col#0"].bm25_rank == 0  # "color" asked, "colour" written
+
     def test_k_zero_and_empty_store(self, store: Store) -> None:
         q = unit_vec("q", self.dim)
         assert store.search("anything", q, principal=Principal(tenant="t1"), k=5) == []

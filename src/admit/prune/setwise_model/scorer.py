@@ -53,6 +53,8 @@ class SetwiseScores:
             :mod:`admit.answerability`'s ``cross`` model.
         coverage: For each chunk, the model's probability that the chunks ranked above it (by ``probs``)
             already contain everything the answer needs; the grade is read off it.
+        ruled: Whether a rule set each chunk's grade (the identifier, release, list, heading ... rules), not the
+            list's coverage or the deep-list cut-off: the pruner's fall-back to the retriever's order leaves those.
     """
 
     probs: tuple[float, ...]
@@ -64,6 +66,10 @@ class SetwiseScores:
     unrelated: tuple[bool, ...] = ()
     script: str | None = None
     cross: tuple[float, ...] = ()
+    ruled: tuple[bool, ...] = ()
+
+
+_BY_THE_LIST = ("the list's coverage", "the deep-list cut-off")
 
 
 def _reason(j: int, prep: Prepared, stage0: FloatArray, final: FloatArray, grade: int) -> str:
@@ -84,6 +90,24 @@ def _reason(j: int, prep: Prepared, stage0: FloatArray, final: FloatArray, grade
     if grade <= 1:
         return f"unrelated: {direct}"
     return direct
+
+
+#: A chunk the model grades as answering: its probability alone reads as this grade or more
+#: (:func:`.coverage.grade_of_prob`: ``p >= 0.15``). Grade 3 by ``p`` alone (``p >= 0.05``) is most of a deep
+#: on-topic list.
+ANSWERING_BY_P = 4
+#: The grade such a chunk keeps through a deep list's cut-off: the default threshold.
+ANSWERING_GRADE = 3
+
+
+def answering_floor(p: float) -> int:
+    """The least grade a deep list's cut-off leaves a chunk of probability ``p``: :data:`ANSWERING_GRADE` when ``p``
+    alone reads as answering (grade :data:`ANSWERING_BY_P` or more), else 1 (no floor).
+
+    The cut-off grades a deep list's best 50 by probability as a list of 50 (at most 45% reach grade 3) and the rest
+    1; a 500-chunk list dropped the one answer chunk a 100-chunk list kept ("set by the deep-list cut-off"). A chunk
+    the model itself grades as answering is not a share of the list to cap."""
+    return ANSWERING_GRADE if grade_of_prob(p) >= ANSWERING_BY_P else 1
 
 
 def identifier_grades(grades: Sequence[int], hit: FloatArray, other: FloatArray) -> list[int]:
@@ -276,8 +300,8 @@ class SetwiseScorer:
             final = fuse(final, np.asarray(cs)[order], self.fusion)
         cov = coverage_before(final, self.model.complete_probs(final, prep.qfeat))
         out = [1] * len(items)
-        for k, g in zip(order, grade_list(final, cov, self.model.cuts, self.model.keep_bounds), strict=True):
-            out[k] = g
+        for k, g, p in zip(order, grade_list(final, cov, self.model.cuts, self.model.keep_bounds), final, strict=True):
+            out[k] = max(g, answering_floor(float(p)))  # the 50-chunk clamp drops no chunk graded answering by p
         return out
 
     def score(self, question: str | Question, items: Sequence[SetwiseItem]) -> SetwiseScores:
@@ -320,6 +344,8 @@ class SetwiseScorer:
         if prep.n > DEEP_LIST:
             by_share = grade_list(final, cov, self.model.cuts, self.model.keep_bounds, deep=False)
             grades = self._deep_grades(record, items, final, embedder, cs)
+            # a chunk the whole list's model grades as answering by its own probability is never cut off below it
+            grades = [max(g, answering_floor(float(p))) for g, p in zip(grades, final, strict=True)]
             for j in range(prep.n):
                 if grades[j] != by_share[j]:
                     setby[j] = "the deep-list cut-off"
@@ -352,4 +378,5 @@ class SetwiseScorer:
             unrelated=tuple(floor),
             script=script,
             cross=tuple(round(float(v), 6) for v in cs),
+            ruled=tuple(bool(s) and s not in _BY_THE_LIST for s in setby),
         )
