@@ -97,3 +97,16 @@ def _llamaindex(f: AdmitFilter) -> Any:
 def test_a_cold_async_call_in_each_adapter_loads_without_full_collections(make: Any) -> None:
     call = make(AdmitFilter(pruner=HeavyPruner()))
     assert _full_collections(call) == 0
+
+
+def test_building_a_filter_that_reads_minilm_imports_its_compiled_libraries() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from admit.adapters._core import AdmitFilter; before = 'tokenizers' in sys.modules; "
+        "AdmitFilter(strategy='top_n'); top_n = 'tokenizers' in sys.modules; AdmitFilter(); "
+        "print(before, top_n, 'tokenizers' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False", "True"]  # loaded when the filter is built, not in the first async call

@@ -141,6 +141,11 @@ class AdmitFilter:
         self._check()
         self._reset_caches()
         object.__setattr__(self, "_ready", True)
+        spec = find_strategy(self.strategy)
+        if self.pruner is None and spec is not None and spec.reads_embedder and "scorer" not in self.pruner_options:
+            from admit.backends.embedders.shared import import_libraries
+
+            import_libraries()  # now, not in the first async call's worker thread (see warm_up_quietly)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if not getattr(self, "_ready", False) or name.startswith("_"):
