@@ -11,6 +11,7 @@ admit's MiniLM the way a store written with the same model holds them):
   (every document encoded again). Texts encoded are counted, not only timed.
 
     python bench/bench_adapters.py [--k 10] [--repeat 3]
+    python bench/bench_adapters.py --loop [--repeat 3]   # event-loop lag of a cold run_async, plain vs quiet
 """
 
 from __future__ import annotations
@@ -111,15 +112,106 @@ def _child(mode: str, k: int) -> dict[str, float]:
     return out
 
 
+def _loop_child(mode: str) -> dict[str, float]:
+    """A cold async call (Haystack and torch imported) beside an event loop, with a loop-lag probe: ``plain``
+    runs it as main did (``asyncio.to_thread(run)``), ``quiet`` through ``run_async`` (the model loaded with
+    full GC passes held off). Counts full (generation-2) collections during the call and the RSS it adds."""
+    import asyncio
+    import gc
+    import resource
+
+    os.environ.setdefault("HAYSTACK_TELEMETRY_ENABLED", "False")
+    import torch  # noqa: F401  (Haystack's own imports bring it in; imported here whatever the version does)
+    from haystack import Document
+
+    from admit.adapters._core import AdmitFilter
+    from admit.adapters.haystack import AdmitPruner
+    from admit.kb.ingest import parse_document
+
+    sections: list[str] = []
+    for f in sorted((REPO / "examples" / "docs").glob("*.md")):
+        doc = parse_document(f.read_text(), "markdown", fallback_title=f.stem)
+        sections.extend(" ".join(s.paragraphs) for s in doc.sections if s.paragraphs)
+    docs = [Document(id=f"s{i}", content=t) for i, t in enumerate(sections[:10])]
+    comp = AdmitPruner(admit_filter=AdmitFilter())
+    full = [0]
+
+    def on_gc(phase: str, info: dict[str, int]) -> None:
+        if phase == "start" and info["generation"] == 2:
+            full[0] += 1
+
+    async def go() -> dict[str, float]:
+        lag = [0.0]
+        done = asyncio.Event()
+
+        async def probe() -> None:
+            while not done.is_set():
+                t = time.perf_counter()
+                await asyncio.sleep(0.001)
+                lag[0] = max(lag[0], time.perf_counter() - t - 0.001)
+
+        task = asyncio.create_task(probe())
+        await asyncio.sleep(0.05)
+        lag[0] = 0.0
+        rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        gc.callbacks.append(on_gc)
+        t0 = time.perf_counter()
+        if mode == "idle":  # the probe alone, as long as a cold call: the lag the machine's load gives anyway
+            await asyncio.sleep(3.0)
+        elif mode == "plain":
+            await asyncio.to_thread(comp.run, QUESTIONS[0], docs)
+        else:
+            await comp.run_async(QUESTIONS[0], docs)
+        wall = time.perf_counter() - t0
+        gc.callbacks.remove(on_gc)
+        done.set()
+        await task
+        rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return {
+            "max_lag_ms": lag[0] * 1000,
+            "full_gcs": full[0],
+            "first_call_s": wall,
+            "peak_rss_added_mib": (rss1 - rss0) / 1024,
+        }
+
+    return asyncio.run(go())
+
+
 def main() -> None:
     """Run each mode in a fresh process and print one table."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--loop", action="store_true", help="the event-loop lag of a cold async call, plain vs quiet")
     args = ap.parse_args()
     if args.child:
-        print(json.dumps(_child(args.child, args.k)))
+        out = _loop_child(args.child[5:]) if args.child.startswith("loop-") else _child(args.child, args.k)
+        print(json.dumps(out))
+        return
+    if args.loop:
+        lag: dict[str, list[dict[str, float]]] = {}
+        for _ in range(args.repeat):
+            for mode in ("idle", "plain", "quiet"):  # alternated, so load drifts hit both
+                res = subprocess.run(
+                    [sys.executable, __file__, "--child", f"loop-{mode}"],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    env={**os.environ, "HF_HUB_OFFLINE": "1"},
+                )
+                lag.setdefault(mode, []).append(json.loads(res.stdout.strip().splitlines()[-1]))
+        print(f"Haystack AdmitPruner cold async call beside an event loop (torch imported), median of {args.repeat}")
+        print(f"{'mode':8} {'max loop lag ms':>16} {'full GCs':>9} {'first call s':>13} {'peak RSS added MiB':>19}")
+        for mode, rs in lag.items():
+            row = [
+                statistics.median(r[k] for r in rs)
+                for k in ("max_lag_ms", "full_gcs", "first_call_s", "peak_rss_added_mib")
+            ]
+            print(f"{mode:8} {row[0]:>16.1f} {row[1]:>9.0f} {row[2]:>13.2f} {row[3]:>19.0f}")
+        print(
+            "baseline: `plain` (asyncio.to_thread(run), as on main b95dbc1); `quiet`: run_async (model loaded quietly)"
+        )
         return
     rows: dict[str, list[dict[str, float]]] = {}
     for mode in ("cold", "warm", "reuse", "ignore"):

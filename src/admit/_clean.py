@@ -86,7 +86,11 @@ def clean_attr(value: object) -> str:
     """An attribute value that cannot break out of its quotes or its line: cleaned, all whitespace (line
     breaks included) collapsed to one space, cut to 300 characters, quote-like characters made ASCII quotes,
     then escaped (so a cut never splits an escape)."""
-    s = _ANY_SPACE.sub(" ", clean_text(str(value if value is not None else ""))).strip()
+    raw = str(value if value is not None else "")
+    if raw.isascii() and raw.isprintable() and "  " not in raw:
+        s = raw.strip(" ")  # printable ASCII: nothing to remove, its only space is " ", never doubled
+    else:
+        s = _ANY_SPACE.sub(" ", clean_text(raw)).strip()
     return s[:_ATTR_CHARS].translate(_QUOTES).replace("\\", "\\\\").replace('"', '\\"')
 
 

@@ -11,9 +11,11 @@ plain dict (:meth:`AdmitFilter.to_dict`), custom pruners included when they save
 from __future__ import annotations
 
 import copy
+import gc
 import logging
 import math
 import numbers
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -68,6 +70,12 @@ SETTINGS = (
 #: the token count, so an unbounded one would make a call as slow as its longest title (the bound of
 #: :class:`admit.schema.PruneCandidate`'s ``title``).
 MAX_TITLE_CHARS = 2000
+
+
+_QUIET_LOAD = threading.Lock()
+"""One quiet model load at a time (each saves and restores the collector's thresholds)."""
+_NO_FULL_PASS = 1_000_000_000
+"""Generation-2 threshold during a quiet load: no full collection starts."""
 
 
 @dataclass(kw_only=True)
@@ -133,6 +141,11 @@ class AdmitFilter:
         self._check()
         self._reset_caches()
         object.__setattr__(self, "_ready", True)
+        spec = find_strategy(self.strategy)
+        if self.pruner is None and spec is not None and spec.reads_embedder and "scorer" not in self.pruner_options:
+            from admit.backends.embedders.shared import import_libraries
+
+            import_libraries()  # now, not in the first async call's worker thread (see warm_up_quietly)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if not getattr(self, "_ready", False) or name.startswith("_"):
@@ -238,6 +251,35 @@ class AdmitFilter:
         if self._built_reranker is None:
             object.__setattr__(self, "_built_reranker", resolve_reranker(self.reranker))
         return self._built_reranker
+
+    @property
+    def is_warm(self) -> bool:
+        """Whether :meth:`warm_up` loaded the pruner the current settings build (a call would load nothing)."""
+        current = self.pruner if self.pruner is not None else self._built_pruner
+        return self._warmed is not None and self._warmed is current
+
+    def warm_up_quietly(self) -> None:
+        """:meth:`warm_up` for a worker thread beside an event loop (what the adapters' async calls run first).
+
+        A model load allocates a great many objects; in a process that imported torch (Haystack does) each full
+        (generation-2) collection it triggers walks that whole heap holding the GIL, and the event loop stalls
+        for as long. So the objects alive before the load are frozen first (:func:`gc.freeze`: full passes
+        skip them), full passes are held off during the load (the young generations are still collected), and
+        what the load built (the model, kept for the process's life) is frozen after it. Does nothing once warm.
+        """
+        if self.is_warm:
+            return
+        with _QUIET_LOAD:
+            if self.is_warm:
+                return
+            gc.freeze()
+            young, middle, full = gc.get_threshold()
+            gc.set_threshold(young, middle, _NO_FULL_PASS)
+            try:
+                self.warm_up()
+            finally:
+                gc.set_threshold(young, middle, full)
+                gc.freeze()
 
     def warm_up(self) -> None:
         """Build the pruner and load its model now (not on the first call); once per built pruner."""

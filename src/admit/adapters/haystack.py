@@ -246,4 +246,5 @@ class AdmitPruner:
     )
     async def run_async(self, query: str, documents: list[Document], top_k: int | None = None) -> PrunerOutput:
         """As :meth:`run`, in a worker thread: a cold first call (model load) never blocks the event loop."""
+        await asyncio.to_thread(self._filter.warm_up_quietly)  # a cold call loads the model without full GC passes
         return await asyncio.to_thread(self.run, query, documents, top_k)

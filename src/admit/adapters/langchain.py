@@ -87,6 +87,7 @@ class AdmitCompressor(AdapterSettings, BaseDocumentCompressor):  # type: ignore[
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         """As :meth:`compress_documents`, in a worker thread (a cold first call never blocks the event loop)."""
+        await asyncio.to_thread(current_filter(self).warm_up_quietly)  # a cold call: no full GC passes
         return await asyncio.to_thread(self.compress_documents, documents, query, callbacks)
 
 

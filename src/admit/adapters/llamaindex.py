@@ -103,4 +103,5 @@ class AdmitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):  # type: i
     async def _apostprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
+        await asyncio.to_thread(current_filter(self).warm_up_quietly)  # a cold call: no full GC passes
         return await asyncio.to_thread(self._postprocess_nodes, nodes, query_bundle)

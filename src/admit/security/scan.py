@@ -168,12 +168,15 @@ def _rule_matches(rule: Rule, pre: Prefilter, ctx: _Context) -> Flag | None:
     return None
 
 
-def _rule_flags(norm: str) -> list[Flag]:
-    """The pattern rules on normalised text (at most one flag per rule), minus reported mentions."""
+def _rule_flags(norm: str, kinds: frozenset[str] | None = None) -> list[Flag]:
+    """The pattern rules on normalised text (at most one flag per rule), minus reported mentions; with
+    ``kinds``, only the rules of those kinds (each rule's flag depends on the rule and the text alone)."""
     pre = Prefilter(norm)
     ctx = _Context(norm)
     out: list[Flag] = []
     for r in RULES:
+        if kinds is not None and r.kind not in kinds:
+            continue
         if pre.admits(r) and (flag := _rule_matches(r, pre, ctx)) is not None:
             out.append(flag)
     return out
@@ -201,6 +204,8 @@ def _decoded_b64(text: str) -> list[tuple[int, int, str]]:
 
 def _deleet(m: re.Match[str]) -> str:
     tok: str = m.group(0)
+    if tok.isalpha() or tok.isdigit():
+        return tok  # only letters (nothing to read as a letter) or only digits: most tokens, kept as they are
     letters = sum(c.isalpha() for c in tok)
     leet = sum(c in "013457@$!|" for c in tok)
     return tok.translate(_LEET) if letters >= 2 and leet >= 1 and not tok.isdigit() else tok
@@ -288,7 +293,10 @@ def scan(text: str) -> list[Flag]:
     seen = {f.rule for f in flags}
     kinds = {f.kind for f in flags}
     for prefix, view in _views(norm, norm.lower()):
-        for f in _rule_flags(view):
+        wanted = frozenset(_VIEW_KINDS - kinds)
+        if not wanted:
+            break  # every kind a view may add is already flagged
+        for f in _rule_flags(view, wanted):
             if f.kind in _VIEW_KINDS and f.kind not in kinds and f"{prefix}_{f.rule}" not in seen:
                 seen.add(f"{prefix}_{f.rule}")
                 kinds.add(f.kind)  # a view adds kinds the plain text lacks, never a second flag of a kind

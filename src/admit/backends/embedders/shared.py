@@ -10,7 +10,7 @@ import threading
 
 from admit.backends.embedders.base import CachedEmbedder, Embedder
 
-__all__ = ["shared_embedder"]
+__all__ = ["import_libraries", "shared_embedder"]
 
 _SHARED: dict[str, Embedder] = {}
 _LOCK = threading.Lock()
@@ -24,3 +24,16 @@ def shared_embedder(spec: str = "minilm") -> Embedder:
 
             _SHARED[spec] = CachedEmbedder(resolve_embedder(spec), max_items=20_000)
         return _SHARED[spec]
+
+
+def import_libraries() -> None:
+    """Import the compiled libraries a MiniLM load needs (``tokenizers``, and ``onnxruntime`` when installed) now.
+
+    Loading compiled code holds the GIL for tens of milliseconds; an adapter calls this when it is built, so the
+    first async call's model load, in a worker thread beside an event loop, does not.
+    """
+    import importlib.util
+
+    for name in ("tokenizers", "onnxruntime"):
+        if importlib.util.find_spec(name) is not None:
+            importlib.import_module(name)

@@ -19,8 +19,10 @@ several foreign chunks answers without it: the lexical path keeps a foreign chun
 from __future__ import annotations
 
 import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 
+from admit import _linear
 from admit._text import letter_scripts, nfc
 from admit.prune.setwise_model import text as tx
 
@@ -55,7 +57,14 @@ _STOP: dict[str, frozenset[str]] = {
 }
 
 
+# a letter that may not be Latin: below U+0250 every letter is Latin but these three (named FEMININE, MICRO,
+# MASCULINE); above, any non-digit alphanumeric (one character class: linear)
+_MAYBE_NOT_LATIN = _linear.simple(r"[\u00aa\u00b5\u00ba]+|[^\W\d_\x00-\u024f]+")
+
+
 def _script(text: str, limit: int = 2000) -> str | None:
+    if not text or _MAYBE_NOT_LATIN.search(text) is None:
+        return None  # Latin letters only: no other script to count, no letter-by-letter pass
     letters, counts = letter_scripts(text, limit=limit)
     counts.pop("LATIN", None)
     if not letters or not counts:
@@ -76,7 +85,8 @@ def language_of(text: str) -> str | None:
     if script is not None:
         return f"{script} script"
     words = tx.words(text)[:400]
-    hits = {lang: sum(w in stop for w in words) for lang, stop in _STOP.items()}
+    seen = Counter(words)  # each stop word looked up once, not each word in every language's list
+    hits = {lang: sum(seen[w] for w in stop if w in seen) for lang, stop in _STOP.items()}
     en = hits.pop("English")
     lang = max(hits, key=lambda k: hits[k])
     # prose in a language is ~20-40% its commonest words; code, YAML and URLs ("com", "do") are not

@@ -320,4 +320,11 @@ def bigram_grades(question: str, texts: Sequence[str]) -> tuple[list[int], list[
 
 def script_of(text: str) -> str | None:
     """The unreadable script a text is in (see :func:`admit._text.unreadable_script`)."""
+    if not text or max(text) < "\u0900" or _LETTER_FROM_DEVANAGARI.search(text) is None:
+        return None  # no letter as far up as the first unreadable script: no letter-by-letter count needed
     return unreadable_script(text)
+
+
+# a letter (or other non-digit alphanumeric) at or above U+0900, where the first script MiniLM cannot read
+# begins (Devanagari; admit._text's ranges): one character class, linear
+_LETTER_FROM_DEVANAGARI = _linear.simple(r"[^\W\d_\x00-\u08ff]+")

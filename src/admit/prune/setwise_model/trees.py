@@ -80,14 +80,19 @@ class TreeEnsemble:
             return np.zeros(0)
         if x.shape[1] != len(self.features):
             raise ValueError(f"expected {len(self.features)} features, got {x.shape[1]}")
-        trees = np.arange(self.n_trees)[None, :]
-        rows = np.arange(n)[:, None]
-        node = np.zeros((n, self.n_trees), dtype=np.int32)
+        # flat gathers (np.take on raveled arrays): the same lookups as [trees, node], without 2-D fancy indexing
+        width = self.feature.shape[1]
+        base = (np.arange(self.n_trees, dtype=np.intp) * width)[None, :]
+        xs = np.ascontiguousarray(x, dtype=np.float64).ravel()
+        rows = (np.arange(n, dtype=np.intp) * x.shape[1])[:, None]
+        feature, threshold = self.feature.ravel(), self.threshold.ravel()
+        missing_left, left, right = self.missing_left.ravel(), self.left.ravel(), self.right.ravel()
+        at = np.broadcast_to(base, (n, self.n_trees)).copy()  # flat index of each (row, tree)'s node
         for _ in range(self.depth):
-            v = x[rows, self.feature[trees, node]]
-            go_left = (v <= self.threshold[trees, node]) | (np.isnan(v) & self.missing_left[trees, node])
-            node = np.where(go_left, self.left[trees, node], self.right[trees, node])
-        out: FloatArray = self.baseline + self.value[trees, node].sum(axis=1)
+            v = np.take(xs, rows + np.take(feature, at))
+            go_left = (v <= np.take(threshold, at)) | (np.isnan(v) & np.take(missing_left, at))
+            at = base + np.where(go_left, np.take(left, at), np.take(right, at))
+        out: FloatArray = self.baseline + np.take(self.value.ravel(), at).sum(axis=1)
         return out
 
     def predict(self, x: FloatArray) -> FloatArray:
