@@ -216,6 +216,17 @@ class Pipeline:
             self._pruners[strategy] = get_strategy(strategy).build(self.resources)
         return self._pruners[strategy]
 
+    def _rerank_keep(self, policy: Policy, n: int) -> int:
+        """How many reranked candidates go on: all ``n`` to a pruner that grades the whole retrieved list (it, not a
+        fixed cut, decides: an LLM grader, a plug-in), the policy's ``rerank_count`` otherwise: without a pruner,
+        and before a pruner that declares ``grades_whole_list = False`` (``setwise``, whose trees were fitted on
+        lists of 10-20: graded over 30 its list features shift, and the README's demo lost its bridging release
+        note to two off-topic chunks)."""
+        if policy.prune.strategy == "none":
+            return policy.rerank_count
+        whole = getattr(self.pruner_for(policy.prune.strategy), "grades_whole_list", True) is True
+        return n if whole else policy.rerank_count
+
     def term_encoder(self, strategy: str) -> Embedder | None:
         """The encoder the verdict reads close words with (:func:`admit.answerability.terms.check_terms`): the
         resources' embedder instance, else the setwise pruner's shared one when that strategy runs, else none."""
@@ -352,9 +363,7 @@ class Pipeline:
         with timer.stage("authorize"):
             valid = self._authorize(req, decisions)
         with timer.stage("rerank"):
-            # a pruner grades the whole retrieved list (it, not a fixed cut, decides); without one, the policy's
-            # rerank_count is what goes on to packing
-            keep = len(valid) if policy.prune.strategy != "none" else policy.rerank_count
+            keep = self._rerank_keep(policy, len(valid))
             ranked, cut = rerank(question, valid, self.reranker, keep=keep)
             decisions.update((d.chunk_id, d) for d in cut)
         with timer.stage("dedupe"):

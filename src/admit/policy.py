@@ -73,8 +73,9 @@ class Policy:
     candidate_count: int = DEFAULT_CANDIDATE_COUNT
     """How many candidates to retrieve (every face's default: :data:`DEFAULT_CANDIDATE_COUNT`)."""
     rerank_count: int = 12
-    """How many reranked candidates go on to dedupe and pack when nothing prunes (strategy ``none``); a pruner
-    grades every retrieved candidate, and it, not this cut, decides among them."""
+    """How many reranked candidates go on to dedupe, prune and pack; a pruner that grades the whole retrieved list
+    (an LLM grader: ``grades_whole_list``, true unless a strategy says otherwise) gets every candidate instead, and
+    it, not this cut, decides among them. ``setwise`` takes this many (its trees were fitted on lists of 10-20)."""
     evidence_ceiling: int | None = None
     """A ceiling on evidence tokens below the model's limit."""
     per_source_limit: int = 2

@@ -47,3 +47,24 @@ def test_without_a_pruner_the_rerank_count_still_cuts() -> None:
     out = _pack("none", FakeGrader(grades={}))
     assert "d14#0" not in out["admitted"]
     assert out["why"]["d14#0"].reason == "rerank_cut"
+
+
+def test_setwise_takes_the_rerank_count_its_trees_were_fitted_on() -> None:
+    """``setwise`` declares ``grades_whole_list = False``: it gets the policy's best 12 of 20, so an answer ranked
+    15th is cut at rerank (graded over 30, the demo's bridging release note gave way to off-topic chunks)."""
+    from admit.backends.embedders.fake import FakeEmbedder
+    from admit.prune.setwise import SetwisePruner
+
+    pruner = SetwisePruner(embedder=FakeEmbedder(dim=384), cross=False, multilingual=False)
+    assert pruner.grades_whole_list is False
+    res = Pipeline(pruner=pruner).pack(
+        PackRequest(
+            question="What does E4012 mean?",
+            principal=Principal(tenant="acme"),
+            candidates=_cands(),
+            prune="setwise",
+            query_class="default",
+        )
+    )
+    why = {d.chunk_id: d for d in res.decisions}
+    assert why["d14#0"].reason == "rerank_cut" and why["d19#0"].reason == "rerank_cut"

@@ -72,6 +72,9 @@ class SetwisePruner:
 
     reads_question_record = True
     """:func:`~admit.prune.base.run_pruner` hands it the request's :class:`~admit.question.Question` (read once)."""
+    grades_whole_list = False
+    """Takes the policy's ``rerank_count`` best candidates, not the whole retrieved list: its trees were fitted on
+    lists of 10-20 (:meth:`admit.pipeline.Pipeline._rerank_keep`)."""
 
     def prune(self, question: str | Question, candidates: Sequence[Scored], settings: PruneSettings) -> PruneOutcome:
         """Score the list as a set and keep grade >= threshold (plus the reranked keep_top_k); ``question``: the
