@@ -481,6 +481,8 @@ def scan_page(root: Any) -> PageScan:
         el_id = (el.get("id") or "").lower() if tag else ""
         role = (el.get("role") or "").lower() if tag else ""
         kind = _mark(el, tag, classes, el_id, role)
+        if kind is None and el_id == "top" and out.generator == "doxygen":
+            kind = _WORD  # Doxygen's header block (title area, menus, a project's own header of links)
         if kind is not None:
             marks[el] = kind
         if quiet is None and (tag in _QUIET_TAGS or not tag or kind in (_HIDDEN, _PERMALINK, _STRUCTURAL)):
