@@ -558,3 +558,23 @@ def test_a_doxygen_pages_header_block_is_chrome() -> None:
     _, texts, _, _ = _texts(html)
     assert not any("project page" in t or "Namespace" in t for t in texts)
     assert any("asBool()" in t for t in texts)
+
+
+def test_a_javadoc_package_line_is_the_classes_text_not_a_chunk_of_its_own() -> None:
+    """Issue 45: Javadoc's package line above a class's title was a section of its own, the same on every class
+    of the package (17.7% of atinject's chunks were copies); a package tree's "All Packages" links were text."""
+    page = """<html><head><meta name="generator" content="javadoc (1.8.0)"><title>Car (JSR 330)</title></head>
+    <body><div class="topNav"><ul class="navList"><li><a href="o.html">Overview</a></li></ul></div>
+    <div class="header"><div class="subTitle">org.atinject.tck.auto</div>
+    <h2 title="Interface Car" class="title">Interface Car</h2></div>
+    <div class="contentContainer"><div class="description"><p>A car.</p></div></div></body></html>"""
+    _, texts, headings, _ = _texts(page)
+    assert headings == [("Interface Car",)]
+    assert texts[:2] == ["org.atinject.tck.auto", "A car."]
+    tree = """<html><head><meta name="generator" content="javadoc (1.8.0)"><title>javax.inject Class Hierarchy
+    </title></head><body><div class="header"><h1 class="title">Hierarchy For Package javax.inject</h1>
+    <span class="packageHierarchyLabel">Package Hierarchies:</span><ul class="horizontal"><li>
+    <a href="../../overview-tree.html">All Packages</a></li></ul></div><div class="contentContainer">
+    <h2>Interface Hierarchy</h2><ul><li>javax.inject.Provider&lt;T&gt;</li></ul></div></body></html>"""
+    _, texts, _, _ = _texts(tree)
+    assert texts == ["- javax.inject.Provider<T>"]

@@ -46,6 +46,7 @@ __all__ = [
     "count_kinds",
     "drop_chrome",
     "is_redirect",
+    "javadoc_header",
     "scan_page",
     "site_info",
     "skip_line",
@@ -749,6 +750,33 @@ def drop_chrome(scan: PageScan) -> None:
         el.clear()
         el.tag = "span" if inline else "div"
         el.tail = tail
+
+
+def javadoc_header(container: Any) -> None:
+    """A Javadoc page's header block (``div.header``), read as the page's section: the package line over the
+    class's title (``div.subTitle``: ``org.atinject.tck.auto``) moves under the title, where it is the class's
+    own text (above it, it was a chunk of its own, the same on every class of the package); a package tree's
+    "Package Hierarchies: All Packages" links (``span.packageHierarchyLabel`` and the list after it) go."""
+    for header in list(container.iter("div")):
+        if "header" not in (header.get("class") or "").split():
+            continue
+        title = next((c for c in header if isinstance(c.tag, str) and c.tag.lower() in _HEADING_TAGS), None)
+        before_title = title is not None
+        for child in list(header):
+            if child is title:
+                before_title = False
+            if not isinstance(child.tag, str) or child.getparent() is not header:
+                continue
+            classes = (child.get("class") or "").lower().split()
+            if before_title and ("subtitle" in classes or "sub-title" in classes):
+                header.remove(child)  # (its tail, white space in a Javadoc header, moves with it)
+                assert title is not None
+                title.addnext(child)
+            elif "packagehierarchylabel" in classes:
+                nxt = child.getnext()
+                if nxt is not None and isinstance(nxt.tag, str) and nxt.tag.lower() == "ul":
+                    header.remove(nxt)
+                header.remove(child)
 
 
 def strip_signs(text: str) -> str:
