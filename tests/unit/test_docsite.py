@@ -168,6 +168,9 @@ def test_the_main_content_of_each_theme_without_its_chrome(theme: str) -> None:
             ("Python 3.11.2 documentation", "", "3.11.2"),
         ),
         ("os.path — Python 3.11.2 documentation", "os.path", "sphinx", ("os.path", "Python", "3.11.2")),
+        # issue 45: the Pallets projects' docstitle gives its version in brackets
+        ("Quickstart — Flask Documentation (2.2.x)", "Quickstart", "sphinx", ("Quickstart", "Flask", "2.2.x")),
+        ("Click Documentation (8.1.x)", "Welcome", "sphinx", ("Welcome", "Click", "8.1.x")),
         ("Configuration - MkDocs", "Configuration", "mkdocs", ("Configuration", "MkDocs", "")),
         ("Intro | Docusaurus", "Introduction", "docusaurus", ("Intro", "Docusaurus", "")),
         ("Chapter 5. Data Definition", "Chapter 5. Data Definition", "docbook", ("Chapter 5. Data Definition", "", "")),

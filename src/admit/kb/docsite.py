@@ -301,6 +301,10 @@ _DOCS_TITLE = _linear.compile(
 """``Page — Site 1.2 documentation`` (Sphinx's ``title — docstitle``) or the docstitle alone."""
 _DOCSTITLE = _linear.compile(r"(?i)^(\S.*?)\s+documentation$", name="docsite.docstitle")
 """Sphinx's docstitle alone (``Borg - Deduplicating Archiver 1.2.4 documentation``)."""
+_PAREN_VERSION = _linear.compile(
+    r"(?i)^(.*\sdocumentation)\s+\(v?(\d+(?:\.[0-9A-Za-z+-]+)*)\)$", name="docsite.paren_version"
+)
+"""A docstitle whose version follows in brackets (the Pallets projects': ``Flask Documentation (2.2.x)``)."""
 _SITE_VERSION = _linear.compile(r"(?i)^(.*?\S)\s+v?(\d+(?:\.[0-9A-Za-z+-]+)*)$", name="docsite.site_version")
 """``Black 23.1.0`` -> ``Black``, ``23.1.0``."""
 _HOME_VERSION = _linear.compile(
@@ -811,6 +815,9 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
     site = version = ""
     if title.lower() in _NO_TITLE:
         title = ""
+    pv = _PAREN_VERSION.search(title) if title else None
+    if pv is not None:  # "Welcome to Flask — Flask Documentation (2.2.x)": the version, then the plain docstitle
+        title, version = pv.group(1), pv.group(2)
     if generator == "pydoc":
         pm = _PYDOC_TITLE.search(title)
         return SiteTitle(title=pm.group(1) if pm is not None else title or heading, site="Python")
@@ -823,7 +830,8 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
             dm = _DOCSTITLE.search(right)
             if dm is not None:
                 page, docstitle = left, dm.group(1)
-        site, version = _site_and_version(docstitle)
+        site, own = _site_and_version(docstitle)
+        version = own or version
         title = page if page.lower() not in _NO_TITLE else ""
         if not title:
             title = heading
