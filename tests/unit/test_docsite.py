@@ -581,3 +581,33 @@ def test_a_javadoc_package_line_is_the_classes_text_not_a_chunk_of_its_own() -> 
     <h2>Interface Hierarchy</h2><ul><li>javax.inject.Provider&lt;T&gt;</li></ul></div></body></html>"""
     _, texts, _, _ = _texts(tree)
     assert texts == ["- javax.inject.Provider<T>"]
+
+
+@pytest.mark.parametrize(
+    ("html", "site"),
+    [
+        (  # Pygments' sidebar
+            """<head><title>Welcome! — Pygments</title></head><body><div class="document"><div class="body">
+            <h1>Welcome!</h1><p>Text.</p></div></div><div class="sphinxsidebar" role="navigation"><h3>Download</h3>
+            <p>Current version: <b>2.14.0</b><br><a href="docs/changelog.html">Changelog</a></p></div></body>""",
+            {"generator": "sphinx", "site": "Pygments", "version": "2.14.0"},
+        ),
+        (  # Sphinx's own site: the tool's version is the site's
+            """<head><title>Welcome — Sphinx documentation</title></head><body><div class="body" role="main">
+            <h1>Welcome</h1><p>Text.</p></div><div class="footer" role="contentinfo">© Copyright 2007-2023.
+            Created using <a href="https://www.sphinx-doc.org/">Sphinx</a> 5.3.0.</div></body>""",
+            {"site": "Sphinx", "version": "5.3.0"},
+        ),
+        (  # any other site: the tool's version is not the site's
+            """<head><title>Welcome — Proj documentation</title></head><body><div class="body" role="main">
+            <h1>Welcome</h1><p>Text.</p></div><div class="footer" role="contentinfo">© Copyright 2023.
+            Created using <a href="https://www.sphinx-doc.org/">Sphinx</a> 5.3.0.</div></body>""",
+            {"site": "Proj"},
+        ),
+    ],
+    ids=["sidebar-current-version", "tool-is-the-site", "tool-is-not-the-site"],
+)
+def test_a_sidebar_or_the_tools_own_site_states_the_version(html: str, site: dict[str, str]) -> None:
+    """Issue 45: Pygments states its version only in its sidebar, Sphinx's own site only as its builder's."""
+    doc = parse_html(f"<html>{html}</html>", fallback_title="x")
+    assert dict(doc.site) == site

@@ -335,6 +335,15 @@ _STATED_VERSION = _linear.compile(
     r"(?i)\b(?:version|release|revision)\s*:?\s*v?(\d+(?:\.\d+)+[0-9A-Za-z.+-]*)", name="docsite.stated_version"
 )
 """``Version 2.8.0``, ``Release: 1.4`` in a footer or on a title page."""
+_CURRENT_VERSION = _linear.compile(
+    r"(?i)\bcurrent\s+(?:version|release)\s*:?\s*v?(\d+(?:\.\d+)+[0-9A-Za-z.+-]*)", name="docsite.current_version"
+)
+"""A sidebar's ``Current version: 2.14.0`` (Pygments')."""
+_TOOL_VERSION = _linear.compile(
+    r"(?i)\b(?:created|built|generated)\s+(?:using|with|by)\s+([A-Za-z][\w ]{0,30}?)\s+v?(\d+(?:\.\d+)+)",
+    name="docsite.tool_version",
+)
+"""A footer's ``Created using Sphinx 5.3.0``: the tool's version, the site's only on the tool's own site."""
 _TOOL_NAMES = frozenset(
     {"sphinx", "mkdocs", "docutils", "asciidoc", "asciidoctor", "docbook", "docbook xsl stylesheets", "hugo",
      "jekyll", "doxygen", "javadoc", "docusaurus", "alabaster", "furo", "material", "read the docs", "pydata"}
@@ -372,6 +381,9 @@ class PageScan:
     """A version the page states on a title page (``releaseinfo``, ``revnumber``) or in its footer
     (``... -- Network UPS Tools 2.8.0``, ``Version 1.4``)."""
     site_stated: str = ""
+    tool_version: tuple[str, str] = ("", "")
+    """The tool and its version a footer states (``Created using Sphinx 5.3.0``): the site's version only where
+    the site is the tool itself (Sphinx's own documentation)."""
     """The site's name a footer states with its version (``Network UPS Tools``)."""
     guard: str = ""
     """Non-empty when the guard caught the page: why (the main content was under half its visible text); the
@@ -461,6 +473,7 @@ def scan_page(root: Any) -> PageScan:
     footer: Any = None  # the outermost open footer
     footers: list[Any] = []
     stated: list[Any] = []
+    sidebars: list[Any] = []
     mains: dict[int, Any] = {}
     articles = 0
     markers: set[str] = set()
@@ -509,6 +522,8 @@ def scan_page(root: Any) -> PageScan:
             el_id in ("revnumber", "projectnumber") or not _VERSION_CLASSES.isdisjoint(classes) or "subtitle" in classes
         ):
             stated.append(el)
+        if len(sidebars) < 2 and "sphinxsidebar" in classes:
+            sidebars.append(el)
         _read_markers(el, tag, classes, el_id, markers, out)
         if tag == "td" and "extra" in classes:  # pydoc's heading cell: the index link and the file's local path
             pydoc_extra.append(el)
@@ -541,7 +556,7 @@ def scan_page(root: Any) -> PageScan:
         marks.update(dict.fromkeys(pydoc_extra, _STRUCTURAL))
     if 3 in mains and articles > 1:  # a page of many articles (a blog's list): none of them is the page
         del mains[3]
-    _read_stated(out, footers, stated)
+    _read_stated(out, footers, stated, sidebars)
     body = root.find("body")
     body = body if body is not None else root
     out.main = mains[min(mains)] if mains else None
@@ -717,9 +732,15 @@ def is_redirect(refresh: str) -> bool:
     return delay <= REDIRECT_MAX_DELAY
 
 
-def _read_stated(out: PageScan, footers: Sequence[Any], stated: Sequence[Any]) -> None:
-    """A version stated on a title page (``releaseinfo``, ``revnumber``) or in a footer, and the site's name
-    a footer gives with it (``-- Network UPS Tools 2.8.0``); a tool's own (``Sphinx 5.3``) is not the site's."""
+def _read_stated(out: PageScan, footers: Sequence[Any], stated: Sequence[Any], sidebars: Sequence[Any]) -> None:
+    """A version stated on a title page (``releaseinfo``, ``revnumber``), in a footer or as a sidebar's
+    ``Current version: 2.14.0``, and the site's name a footer gives with it (``-- Network UPS Tools 2.8.0``); a
+    tool's own (``Sphinx 5.3``) is not the site's (it is kept as :attr:`PageScan.tool_version`)."""
+    for el in footers[:4]:
+        tm = _TOOL_VERSION.search(" ".join("".join(el.itertext()).split())[-300:])
+        if tm is not None:
+            out.tool_version = (tm.group(1).strip(), tm.group(2))
+            break
     for el in stated:
         text = " ".join("".join(el.itertext()).split())[:200]
         m = _STATED_VERSION.search(text)
@@ -739,6 +760,11 @@ def _read_stated(out: PageScan, footers: Sequence[Any], stated: Sequence[Any]) -
             if vm is not None:
                 out.version_stated = vm.group(1).rstrip(".-+")
                 return
+    for el in sidebars:
+        cm = _CURRENT_VERSION.search(" ".join(" ".join(el.itertext()).split())[:2000])
+        if cm is not None:
+            out.version_stated = cm.group(1).rstrip(".-+")
+            return
 
 
 def drop_chrome(scan: PageScan) -> None:
@@ -866,10 +892,15 @@ def _site_and_version(docstitle: str) -> tuple[str, str]:
 
 def site_info(scan: PageScan, title: SiteTitle) -> dict[str, str]:
     """The site facts kept with the document (``generator``, ``site``, ``version``; empty ones left out)."""
+    site = title.site or scan.site_stated
+    tool, tool_version = scan.tool_version
     info = {
         "generator": scan.generator or "",
-        "site": title.site or scan.site_stated,
-        "version": title.version or scan.version_meta or scan.version_stated,
+        "site": site,
+        "version": title.version
+        or scan.version_meta
+        or scan.version_stated
+        or (tool_version if site and site.casefold() == tool.casefold() else ""),
     }
     return {k: v for k, v in info.items() if v}
 
