@@ -611,3 +611,27 @@ def test_a_sidebar_or_the_tools_own_site_states_the_version(html: str, site: dic
     """Issue 45: Pygments states its version only in its sidebar, Sphinx's own site only as its builder's."""
     doc = parse_html(f"<html>{html}</html>", fallback_title="x")
     assert dict(doc.site) == site
+
+
+def test_a_page_that_is_only_a_toctree_is_read_as_its_list_of_pages() -> None:
+    """Issue 45: a Sphinx page whose body is its title and a toctree (simpy's Manuals, borg's book) was stored
+    empty; a toctree beside the page's own text stays navigation."""
+    toc = """<div class="toctree-wrapper compound"><ul><li class="toctree-l1"><a class="reference internal"
+    href="Manuals/Manual.html">SimPy Manual</a></li><li class="toctree-l1"><a class="reference internal"
+    href="Manuals/Tracing.html">Simulation with Tracing</a></li></ul></div>"""
+    page = """<html><head><title>Manuals — SimPy 2.3.1 documentation</title></head><body><div class="body"
+    role="main"><section id="manuals"><h1>Manuals<a class="headerlink" href="#manuals">¶</a></h1>{}{}</section>
+    </div><div class="sphinxsidebar" role="navigation"><ul><li><a href="a.html">Other</a></li></ul></div></body>
+    </html>"""
+    _, texts, _, _ = _texts(page.format(toc, ""))
+    assert texts == ["- SimPy Manual", "- Simulation with Tracing"]
+    _, texts, _, _ = _texts(page.format(toc, "<p>The manuals of SimPy.</p>"))
+    assert texts == ["The manuals of SimPy."]
+    # borg's bootstrap theme: no main element; the toctree is inside a chrome-named container ("document body")
+    borg = f"""<html><head><title>Borg documentation — Borg 1.2.4 documentation</title></head><body>
+    <div class="related" role="navigation"><ul><li><a href="index.html">Borg</a></li></ul></div>
+    <div class="sphinxsidebar"><ul><li><a href="i.html">Installation</a></li></ul></div><div id="right-column">
+    <div class="document clearer body"><section id="borg"><h1>Borg documentation</h1>{toc}</section></div></div>
+    <div class="footer">© Copyright 2010-2023 The Borg Collective.</div></body></html>"""
+    _, texts, _, _ = _texts(borg)
+    assert texts == ["- SimPy Manual", "- Simulation with Tracing"]

@@ -566,6 +566,7 @@ def scan_page(root: Any) -> PageScan:
         out.main = found if found is not body else None
     out.container = out.main if out.main is not None else body
     out.drop, kept = _drops(out.container, marks, counts, words=known)
+    out.drop = _keep_lone_toctrees(out.container, out.drop, marks, counts)
     visible = counts.words(body) - _link_chrome(body, marks, counts)
     if kept < GUARD_SHARE * visible and visible - kept >= GUARD_MIN_CHARS:
         out.guard = f"main content was {kept / visible:.0%} of the page's visible text; its whole visible text is kept"
@@ -684,6 +685,39 @@ def _drops(container: Any, marks: dict[Any, str], counts: _Counts, *, words: boo
         drops.append(el)
         inside = el
     return drops, kept
+
+
+def _is_toctree(el: Any) -> bool:
+    return isinstance(el.tag, str) and "toctree-wrapper" in (el.get("class") or "").lower().split()
+
+
+def _keep_lone_toctrees(container: Any, drops: list[Any], marks: dict[Any, str], counts: _Counts) -> list[Any]:
+    """``drops`` less the page's toctrees (``toctree-wrapper``) when nothing but headings would be left without
+    them: a page that is a table of contents (Sphinx's ``Manuals``, ``Essays``, a book's page of chapters) is
+    read as its list of pages, not stored empty. A theme's chrome that holds the toctree (the body of a page of
+    links) is read with what it holds dropped but the toctree. Linear in the container."""
+    skip = set(drops)
+    stack = [container]
+    while stack:
+        el = stack.pop()
+        if el in skip or not isinstance(el.tag, str):
+            continue
+        if el.tag.lower() not in _HEADING_TAGS and el.tag.lower() not in _QUIET_TAGS:
+            if (el.text or "").strip():
+                return drops
+            stack.extend(el)
+        if el is not container and (el.tail or "").strip():
+            return drops
+    out: list[Any] = []
+    for el in drops:
+        if _is_toctree(el):
+            continue
+        if marks.get(el) == _WORD and any(_is_toctree(d) for d in el.iter("div")):
+            inner, _ = _drops(el, marks, counts, words=True)
+            out.extend(i for i in inner if not _is_toctree(i))
+            continue
+        out.append(el)
+    return out
 
 
 def _link_chrome(body: Any, marks: dict[Any, str], counts: _Counts) -> int:
