@@ -6,10 +6,15 @@ parser and chunker, then the cross-page copies rule :func:`admit.kb.copies.one_c
 embedding), and per site the bench prints:
 
 - ``pages``: pages the ingest takes up (source copies, assets, search and index pages left out as the ingest does);
-- ``no chunk``: pages that give no chunk although their source has text (a page with no source counts too);
-- ``stored``: the share of the sources' word 5-grams (the markup's own words left out: directive and option names,
-  roles, link targets) (casefolded words) that reach the stored chunks (title path
-  and text; a chunk stored once for several pages counts for each of them), over all pages with a source;
+- ``no chunk``: pages that give no chunk although they show their source as text (their visible text holds
+  some of its 5-grams; a page with no source counts too);
+- ``stored``: the share of the sources' word 5-grams (casefolded words) that reach the stored chunks (title path
+  and text; a chunk stored once for several pages counts for each of them), over all pages with a source. The
+  source is read as its page could show it (:func:`source_text`): comments, link targets, substitution
+  definitions, directive options and their values, the argument of a directive whose argument is no text (a
+  path, a language, a module; every ``auto*`` directive, whose text comes from the code), the body of a toctree,
+  ``raw``, ``index`` or hidden test code, and roles' and links' targets are left out; and its 5-grams are taken
+  section by section (:func:`source_grams`: none runs from one section's title into the next);
 - ``ceiling``: the same share in the page's own visible text (its ``<body>``'s text, scripts and styles left
   out): what any extraction could keep (reST markup, generated text and 5-grams across chunk edges are not in it);
 - ``thin``: pages whose stored share is under half their ceiling;
@@ -116,19 +121,118 @@ ADMONITION = re.compile(
 _WORD = re.compile(r"\w+")
 
 
-_DIRECTIVE = re.compile(r"(?m)^(\s*)\.\.\s+(?:[\w:-]+::|_[^:]*:|\|[^|]*\|\s+[\w-]+::)")
-_OPTION = re.compile(r"(?m)^(\s*):[\w -]+:(?=\s|$)")
-_ROLE = re.compile(r":[\w-]+(?::[\w-]+)*:(?=`)")
-_TARGET = re.compile(r"<[^<>\s`]+>`")
 _MYST = re.compile(r"(?m)^\s*(?:```+|:::+)\s*\{[\w:-]+\}")
+_EXPLICIT = re.compile(r"^(\s*)\.\.(?:\s+(.*))?$")
+_DIRECTIVE_LINE = re.compile(r"^([\w:.-]+)::(?:\s+(.*))?$")
+_OPTION_LINE = re.compile(r"^\s*:[\w -]+:(?=\s|$)")
+_FIELD = re.compile(r"(?m)^(\s*):[\w -]+:(?=\s|$)")
+_ROLE_TARGET = re.compile(r":[\w-]+(?::[\w-]+)*:`([^`<]*?)\s*<[^<>`]*>`")
+_ROLE_BARE_REF = re.compile(r":(?:ref|doc|numref|term-ref|any):`[^`<]*`")
+_ROLE = re.compile(r":[\w-]+(?::[\w-]+)*:`[~!]?(?:[\w.]*\.)?([^`]*)`")
+_LINK = re.compile(r"`([^`<]*?)\s*<[^<>`]*>`__?")
+_SUBST = re.compile(r"\|[\w .-]+\|_?")
+
+SHOWN_ARGUMENT_NOT = frozenset(
+    {"currentmodule", "module", "highlight", "index", "toctree", "include", "literalinclude", "image", "figure",
+     "code-block", "sourcecode", "code", "raw", "only", "ifconfig", "contents", "tabularcolumns", "default-role",
+     "role", "autosummary", "testsetup", "testcleanup", "testcode", "testoutput", "doctest", "plot", "graphviz",
+     "ipython", "jupyter-execute", "click:example", "click:run", "meta", "sectionauthor", "codeauthor",
+     "program", "default-domain", "tab", "include-bit"}
+)  # fmt: skip
+"""Directives whose argument is no text of the page (a path, a language, a module, a condition); ``auto*``
+directives too (their text comes from the code)."""
+HIDDEN_BODY = frozenset(
+    {"toctree", "raw", "index", "testsetup", "testcleanup", "tabularcolumns", "meta", "autosummary"}
+)
+"""Directives whose body is not the page's text (document names, raw HTML, index entries, hidden test code)."""
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
 
 
 def source_text(raw: str) -> str:
-    """A reST/MyST source without its markup's words: directive and option names, roles, link targets
-    (``.. note::``, ``:param x:``, ``:ref:`label```, ```text <https://...>`_``); their text is kept."""
-    for pat, rep in ((_DIRECTIVE, r"\1"), (_OPTION, r"\1"), (_ROLE, ""), (_TARGET, "`"), (_MYST, "")):
-        raw = pat.sub(rep, raw)
-    return raw
+    """A reST source as its page could show it: the markup's words and what no page shows left out.
+
+    * explicit markup: a comment (``.. any text``) and its indented block; a link target (``.. _label: URL``)
+      and a substitution definition (``.. |name| replace:: ...``) with theirs; a directive's options
+      (``:maxdepth: 2``, ``:members:``) with their values; the argument of a directive whose argument is no text
+      of the page (:data:`SHOWN_ARGUMENT_NOT`: a path, a language, a module name; every ``auto*`` directive:
+      its text comes from the code); the body of a directive whose body is not text (:data:`HIDDEN_BODY`:
+      a toctree's document names, raw HTML, index entries, hidden test code);
+    * inline: a role's or link's target (``:ref:`text <label>``` -> ``text``; ``:ref:`label``` and
+      ``:doc:`path```, whose shown text is another page's title, go; ``:class:`~a.b.C``` -> ``C``), a
+      substitution's reference (``|name|``), a field's name (``:param x:``);
+    * MyST (``.md`` sources): a fence's directive name.
+    """
+    out: list[str] = []
+    lines = raw.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = _EXPLICIT.match(line)
+        if m is None:
+            out.append(line)
+            i += 1
+            continue
+        base = len(m.group(1))
+        rest = (m.group(2) or "").strip()
+        d = _DIRECTIVE_LINE.match(rest)
+        keep_body = True
+        if d is not None and not rest.startswith("|"):
+            name = d.group(1).lower()
+            short = name.split(":")[-1] if name.count(":") == 1 and not name.startswith("click") else name
+            shown = not (short.startswith("auto") or name in SHOWN_ARGUMENT_NOT or short in SHOWN_ARGUMENT_NOT)
+            out.append(" " * base + ((d.group(2) or "") if shown else ""))
+            keep_body = name not in HIDDEN_BODY and short not in HIDDEN_BODY
+            i += 1
+            while i < len(lines) and _indent(lines[i]) > base and _OPTION_LINE.match(lines[i]):
+                i += 1  # the directive's options
+        elif rest.startswith("[") and "]" in rest:  # a footnote or citation: its text is shown
+            out.append(" " * base + rest.split("]", 1)[1])
+            i += 1
+            continue
+        else:  # a comment, a link target, a substitution definition
+            keep_body = False
+            i += 1
+        while i < len(lines) and (not lines[i].strip() or _indent(lines[i]) > base):
+            if keep_body:
+                out.append(lines[i])
+            elif not lines[i].strip():
+                out.append("")
+            i += 1
+    text = "\n".join(out)
+    for pat, rep in (
+        (_ROLE_TARGET, r"\1"),
+        (_ROLE_BARE_REF, ""),
+        (_ROLE, r"\1"),
+        (_LINK, r"\1"),
+        (_SUBST, ""),
+        (_FIELD, r"\1"),
+        (_MYST, ""),
+    ):
+        text = pat.sub(rep, text)
+    return text
+
+
+_UNDERLINE = re.compile(r"^\s*([=\-~^\"'`#*+:.<>_])\1{2,}\s*$")
+
+
+def source_grams(raw: str) -> set[tuple[str, ...]]:
+    """The word 5-grams of a page's source as its page could show it (:func:`source_text`), section by
+    section: no 5-gram runs from one section's title or text into the next section's title (a run of titles
+    whose sections' text comes from the code, ``cast_if escape_like get_bind ...``, is no text any chunk holds)."""
+    lines = source_text(raw).splitlines()
+    blocks: list[list[str]] = [[]]
+    for i, line in enumerate(lines):
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if line.strip() and not _UNDERLINE.match(line) and _UNDERLINE.match(nxt):
+            blocks.append([])
+        blocks[-1].append(line)
+    out: set[tuple[str, ...]] = set()
+    for b in blocks:
+        out |= grams("\n".join(b))
+    return out
 
 
 def grams(text: str, n: int = 5) -> set[tuple[str, ...]]:
@@ -316,17 +420,18 @@ def measure_sphinx(name: str, package: str, cache: Path) -> dict[str, Any]:
     all_src: set[tuple[str, ...]] = set()
     page_grams: list[set[tuple[str, ...]]] = []
     for p in read.pages:
-        sg = grams(source_text(p.source)) if p.source else set()
+        sg = source_grams(p.source) if p.source else set()
         all_src |= sg
         chunk_grams: set[tuple[str, ...]] = set()
         for s in streams[p.rel]:
             chunk_grams |= grams(s)
         page_grams.append({g for _, _, t in p.chunks for g in grams(t)})
-        if not p.chunks and (p.source is None or _WORD.search(p.source)):
+        ceiling_grams = sg & grams(p.visible)
+        if not p.chunks and (p.source is None or ceiling_grams):
             no_chunk.append(p.rel)
         if not sg:
             continue
-        stored, ceiling = len(sg & chunk_grams), len(sg & grams(p.visible))
+        stored, ceiling = len(sg & chunk_grams), len(ceiling_grams)
         src_total += len(sg)
         src_stored += stored
         src_visible += ceiling
