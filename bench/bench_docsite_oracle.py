@@ -125,7 +125,13 @@ _MYST = re.compile(r"(?m)^\s*(?:```+|:::+)\s*\{[\w:-]+\}")
 _EXPLICIT = re.compile(r"^(\s*)\.\.(?:\s+(.*))?$")
 _DIRECTIVE_LINE = re.compile(r"^([\w:.-]+)::(?:\s+(.*))?$")
 _OPTION_LINE = re.compile(r"^\s*:[\w -]+:(?=\s|$)")
-_FIELD = re.compile(r"(?m)^(\s*):[\w -]+:(?=\s|$)")
+_FIELD = re.compile(r"(?m)^(\s*):[^:`\n]+:(?=\s|$)")
+_VERSION_LEADS = {
+    "versionadded": "New in version ",
+    "versionchanged": "Changed in version ",
+    "deprecated": "Deprecated since version ",
+}
+"""What Sphinx shows before a version directive's argument."""
 _ROLE_TARGET = re.compile(r":[\w-]+(?::[\w-]+)*:`([^`<]*?)\s*<[^<>`]*>`")
 _ROLE_BARE_REF = re.compile(r":(?:ref|doc|numref|term-ref|any):`[^`<]*`")
 _ROLE = re.compile(r":[\w-]+(?::[\w-]+)*:`[~!]?(?:[\w.]*\.)?([^`]*)`")
@@ -183,11 +189,14 @@ def source_text(raw: str) -> str:
             name = d.group(1).lower()
             short = name.split(":")[-1] if name.count(":") == 1 and not name.startswith("click") else name
             shown = not (short.startswith("auto") or name in SHOWN_ARGUMENT_NOT or short in SHOWN_ARGUMENT_NOT)
-            out.append(" " * base + ((d.group(2) or "") if shown else ""))
+            lead = _VERSION_LEADS.get(short, "")
+            out.append(" " * base + lead + ((d.group(2) or "") if shown else ""))
             keep_body = name not in HIDDEN_BODY and short not in HIDDEN_BODY
             i += 1
             while i < len(lines) and _indent(lines[i]) > base and _OPTION_LINE.match(lines[i]):
                 i += 1  # the directive's options
+            if keep_body:
+                continue  # its body is read as the page's text, its own markup included
         elif rest.startswith("[") and "]" in rest:  # a footnote or citation: its text is shown
             out.append(" " * base + rest.split("]", 1)[1])
             i += 1

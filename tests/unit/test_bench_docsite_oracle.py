@@ -77,3 +77,21 @@ def test_no_source_5_gram_runs_from_one_section_title_into_the_next(bench: Modul
     assert ("one", "two", "three", "four", "cast_if") not in got
     assert not any("escape_like" in g and "cast_if" in g for g in got)
     assert ("a", "one", "two", "three", "four") in got  # a title and its own text are one run
+
+
+def test_a_shown_directives_body_is_read_with_its_own_markup(bench: ModuleType) -> None:
+    src = """.. class:: Application(*, logger=None)
+
+   The application.
+
+   :param collections.abc.Callable handler: the handler.
+
+   .. versionadded:: 3.1
+
+   .. attribute:: router
+
+      Read-only property that returns the router.
+"""
+    text = " ".join(bench.source_text(src).split())
+    assert "versionadded" not in text and "collections.abc" not in text and "attribute::" not in text
+    assert "New in version 3.1" in text and "router Read-only property" in text
