@@ -14,7 +14,8 @@ embedding), and per site the bench prints:
   definitions, directive options and their values, the argument of a directive whose argument is no text (a
   path, a language, a module; every ``auto*`` directive, whose text comes from the code), the body of a toctree,
   ``raw``, ``index`` or hidden test code, and roles' and links' targets are left out; and its 5-grams are taken
-  section by section (:func:`source_grams`: none runs from one section's title into the next);
+  section by section (:func:`source_grams`: none runs from one section's title into the next); Markdown's
+  markup is read as markup or as text, whichever the page shows more of (:func:`page_source_grams`);
 - ``ceiling``: the same share in the page's own visible text (its ``<body>``'s text, scripts and styles left
   out): what any extraction could keep (reST markup, generated text and 5-grams across chunk edges are not in it);
 - ``thin``: pages whose stored share is under half their ceiling;
@@ -121,7 +122,12 @@ ADMONITION = re.compile(
 _WORD = re.compile(r"\w+")
 
 
-_MYST = re.compile(r"(?m)^\s*(?:```+|:::+)\s*\{[\w:-]+\}")
+_MYST_FENCE = re.compile(r"(?m)^(\s*(?:```+|~~~+|:::+))\s*(?:\{([\w:-]+)\}\s*(.*)|[\w+-]+\s*)$")
+_MYST_ROLE_TARGET = re.compile(r"\{[\w:-]+\}`([^`<]*?)\s*<[^<>`]*>`")
+_MYST_BARE_REF = re.compile(r"\{(?:ref|doc|numref|any)\}`[^`<]*`")
+_MYST_ROLE = re.compile(r"\{[\w:-]+\}`!?(?:~(?:[\w.]*\.)?)?([^`]*)`")
+_MD_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\([^()\s]*\)")
+_MYST_LINE = re.compile(r"(?m)^\s*(?:\([\w:.-]+\)=|%.*|<!--.*-->)\s*$")
 _EXPLICIT = re.compile(r"^(\s*)\.\.(?:\s+(.*))?$")
 _DIRECTIVE_LINE = re.compile(r"^([\w:.-]+)::(?:\s+(.*))?$")
 _OPTION_LINE = re.compile(r"^\s*:[\w -]+:(?=\s|$)")
@@ -134,7 +140,7 @@ _VERSION_LEADS = {
 """What Sphinx shows before a version directive's argument."""
 _ROLE_TARGET = re.compile(r":[\w-]+(?::[\w-]+)*:`([^`<]*?)\s*<[^<>`]*>`")
 _ROLE_BARE_REF = re.compile(r":(?:ref|doc|numref|term-ref|any):`[^`<]*`")
-_ROLE = re.compile(r":[\w-]+(?::[\w-]+)*:`[~!]?(?:[\w.]*\.)?([^`]*)`")
+_ROLE = re.compile(r":[\w-]+(?::[\w-]+)*:`!?(?:~(?:[\w.]*\.)?)?([^`]*)`")
 _LINK = re.compile(r"`([^`<]*?)\s*<[^<>`]*>`__?")
 _SUBST = re.compile(r"\|[\w .-]+\|_?")
 
@@ -157,7 +163,15 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
 
-def source_text(raw: str) -> str:
+def _fence(m: re.Match[str]) -> str:
+    """A MyST fence's opening line: its language or directive name goes, a shown directive's argument stays."""
+    name = (m.group(2) or "").lower()
+    short = name.split(":")[-1]
+    shown = name and not (short.startswith("auto") or name in SHOWN_ARGUMENT_NOT or short in SHOWN_ARGUMENT_NOT)
+    return m.group(1) + " " + (_VERSION_LEADS.get(short, "") + (m.group(3) or "") if shown else "")
+
+
+def source_text(raw: str, *, myst: bool = True) -> str:
     """A reST source as its page could show it: the markup's words and what no page shows left out.
 
     * explicit markup: a comment (``.. any text``) and its indented block; a link target (``.. _label: URL``)
@@ -169,7 +183,9 @@ def source_text(raw: str) -> str:
     * inline: a role's or link's target (``:ref:`text <label>``` -> ``text``; ``:ref:`label``` and
       ``:doc:`path```, whose shown text is another page's title, go; ``:class:`~a.b.C``` -> ``C``), a
       substitution's reference (``|name|``), a field's name (``:param x:``);
-    * MyST (``.md`` sources): a fence's directive name.
+    * MyST (``.md`` sources): a fence's language or directive name (and the argument where a reST directive's
+      would go), roles' and links' targets (``{doc}`text <page>```, ``[text](page.md)``), targets
+      (``(label)=``) and comments.
     """
     out: list[str] = []
     lines = raw.splitlines()
@@ -211,15 +227,19 @@ def source_text(raw: str) -> str:
                 out.append("")
             i += 1
     text = "\n".join(out)
-    for pat, rep in (
+    subs: list[tuple[re.Pattern[str], str]] = [
         (_ROLE_TARGET, r"\1"),
         (_ROLE_BARE_REF, ""),
         (_ROLE, r"\1"),
         (_LINK, r"\1"),
         (_SUBST, ""),
         (_FIELD, r"\1"),
-        (_MYST, ""),
-    ):
+    ]
+    if myst:
+        text = _MYST_FENCE.sub(_fence, text)
+        subs += [(_MYST_ROLE_TARGET, r"\1"), (_MYST_BARE_REF, ""), (_MYST_ROLE, r"\1"), (_MD_LINK, r"\2")]
+        subs += [(_MYST_LINE, "")]
+    for pat, rep in subs:
         text = pat.sub(rep, text)
     return text
 
@@ -227,11 +247,11 @@ def source_text(raw: str) -> str:
 _UNDERLINE = re.compile(r"^\s*([=\-~^\"'`#*+:.<>_])\1{2,}\s*$")
 
 
-def source_grams(raw: str) -> set[tuple[str, ...]]:
+def source_grams(raw: str, *, myst: bool = True) -> set[tuple[str, ...]]:
     """The word 5-grams of a page's source as its page could show it (:func:`source_text`), section by
     section: no 5-gram runs from one section's title or text into the next section's title (a run of titles
     whose sections' text comes from the code, ``cast_if escape_like get_bind ...``, is no text any chunk holds)."""
-    lines = source_text(raw).splitlines()
+    lines = source_text(raw, myst=myst).splitlines()
     blocks: list[list[str]] = [[]]
     for i, line in enumerate(lines):
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
@@ -242,6 +262,14 @@ def source_grams(raw: str) -> set[tuple[str, ...]]:
     for b in blocks:
         out |= grams("\n".join(b))
     return out
+
+
+def page_source_grams(raw: str, visible: set[tuple[str, ...]]) -> set[tuple[str, ...]]:
+    """:func:`source_grams` of a page's source, its Markdown markup read as markup (MyST) or as text, whichever
+    of the two the page shows more of: a Markdown source built without a Markdown parser shows
+    ``[text](page.md)`` as it is (Debian's Black)."""
+    a, b = source_grams(raw), source_grams(raw, myst=False)
+    return a if len(a & visible) * len(b) >= len(b & visible) * len(a) else b
 
 
 def grams(text: str, n: int = 5) -> set[tuple[str, ...]]:
@@ -429,7 +457,7 @@ def measure_sphinx(name: str, package: str, cache: Path) -> dict[str, Any]:
     all_src: set[tuple[str, ...]] = set()
     page_grams: list[set[tuple[str, ...]]] = []
     for p in read.pages:
-        sg = source_grams(p.source) if p.source else set()
+        sg = page_source_grams(p.source, grams(p.visible)) if p.source else set()
         all_src |= sg
         chunk_grams: set[tuple[str, ...]] = set()
         for s in streams[p.rel]:

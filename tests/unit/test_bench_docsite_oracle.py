@@ -95,3 +95,13 @@ def test_a_shown_directives_body_is_read_with_its_own_markup(bench: ModuleType) 
     text = " ".join(bench.source_text(src).split())
     assert "versionadded" not in text and "collections.abc" not in text and "attribute::" not in text
     assert "New in version 3.1" in text and "router Read-only property" in text
+
+
+def test_markdown_markup_is_read_as_the_page_shows_it(bench: ModuleType) -> None:
+    src = "# Why\n\nSee {doc}`the guide <guide>` and [the style page](./style.md) for more words here.\n"
+    myst = " ".join(bench.source_text(src).split())
+    assert myst == "# Why See the guide and the style page for more words here."
+    built = bench.grams("Why See the guide and the style page for more words here.")  # a MyST build
+    raw = bench.grams("Why See {doc}`the guide <guide>` and [the style page](./style.md) for more words here.")
+    assert bench.page_source_grams(src, built) == bench.source_grams(src)
+    assert bench.page_source_grams(src, raw) == bench.source_grams(src, myst=False)  # built without MyST
