@@ -159,6 +159,10 @@ HIDDEN_BODY = frozenset(
 """Directives whose body is not the page's text (document names, raw HTML, index entries, hidden test code)."""
 
 
+_BREAK = "\x00"
+"""Where the page starts a block of its own (a directive, a field of a field list): no 5-gram runs across it."""
+
+
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip())
 
@@ -172,6 +176,11 @@ def _fence(m: re.Match[str]) -> str:
 
 
 def source_text(raw: str, *, myst: bool = True) -> str:
+    """:func:`_source_text` without its block breaks."""
+    return _source_text(raw, myst=myst).replace(_BREAK, " ")
+
+
+def _source_text(raw: str, *, myst: bool = True) -> str:
     """A reST source as its page could show it: the markup's words and what no page shows left out.
 
     * explicit markup: a comment (``.. any text``) and its indented block; a link target (``.. _label: URL``)
@@ -206,7 +215,7 @@ def source_text(raw: str, *, myst: bool = True) -> str:
             short = name.split(":")[-1] if name.count(":") == 1 and not name.startswith("click") else name
             shown = not (short.startswith("auto") or name in SHOWN_ARGUMENT_NOT or short in SHOWN_ARGUMENT_NOT)
             lead = _VERSION_LEADS.get(short, "")
-            out.append(" " * base + lead + ((d.group(2) or "") if shown else ""))
+            out.append(" " * base + _BREAK + lead + ((d.group(2) or "") if shown else ""))
             keep_body = name not in HIDDEN_BODY and short not in HIDDEN_BODY
             i += 1
             while i < len(lines) and _indent(lines[i]) > base and _OPTION_LINE.match(lines[i]):
@@ -233,7 +242,7 @@ def source_text(raw: str, *, myst: bool = True) -> str:
         (_ROLE, r"\1"),
         (_LINK, r"\1"),
         (_SUBST, ""),
-        (_FIELD, r"\1"),
+        (_FIELD, r"\1" + _BREAK),
     ]
     if myst:
         text = _MYST_FENCE.sub(_fence, text)
@@ -250,8 +259,10 @@ _UNDERLINE = re.compile(r"^\s*([=\-~^\"'`#*+:.<>_])\1{2,}\s*$")
 def source_grams(raw: str, *, myst: bool = True) -> set[tuple[str, ...]]:
     """The word 5-grams of a page's source as its page could show it (:func:`source_text`), section by
     section: no 5-gram runs from one section's title or text into the next section's title (a run of titles
-    whose sections' text comes from the code, ``cast_if escape_like get_bind ...``, is no text any chunk holds)."""
-    lines = source_text(raw, myst=myst).splitlines()
+    whose sections' text comes from the code, ``cast_if escape_like get_bind ...``, is no text any chunk holds),
+    nor into a directive or a field of a field list (the page shows each as a block of its own: a signature, a
+    parameter's name and type before its text)."""
+    lines = _source_text(raw, myst=myst).splitlines()
     blocks: list[list[str]] = [[]]
     for i, line in enumerate(lines):
         nxt = lines[i + 1] if i + 1 < len(lines) else ""
@@ -260,7 +271,8 @@ def source_grams(raw: str, *, myst: bool = True) -> set[tuple[str, ...]]:
         blocks[-1].append(line)
     out: set[tuple[str, ...]] = set()
     for b in blocks:
-        out |= grams("\n".join(b))
+        for part in "\n".join(b).split(_BREAK):
+            out |= grams(part)
     return out
 
 

@@ -105,3 +105,17 @@ def test_markdown_markup_is_read_as_the_page_shows_it(bench: ModuleType) -> None
     raw = bench.grams("Why See {doc}`the guide <guide>` and [the style page](./style.md) for more words here.")
     assert bench.page_source_grams(src, built) == bench.source_grams(src)
     assert bench.page_source_grams(src, raw) == bench.source_grams(src, myst=False)  # built without MyST
+
+
+def test_no_source_5_gram_runs_across_a_field_or_a_directive(bench: ModuleType) -> None:
+    src = """Text before the class here.
+
+.. class:: Session(loop)
+
+   :param bool verify_ssl: pass the sha256 digest
+   :param loop: the event loop used for pooling
+"""
+    got = bench.source_grams(src)
+    assert ("pass", "the", "sha256", "digest", "the") not in got  # one parameter's text into the next's
+    assert ("class", "here", "session", "loop", "verify_ssl") not in got  # the text into the signature
+    assert ("the", "event", "loop", "used", "for") in got
