@@ -180,6 +180,32 @@ def source_text(raw: str, *, myst: bool = True) -> str:
     return _source_text(raw, myst=myst).replace(_BREAK, " ")
 
 
+def _notebook(raw: str) -> str | None:
+    """A Jupyter notebook's source (``.ipynb.txt``: JSON) as its cells' text and their outputs' text, each a block;
+    ``None`` for a source that is not a notebook."""
+    if not raw.lstrip().startswith("{"):
+        return None
+    try:
+        nb = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        return None
+
+    def text(v: Any) -> str:
+        return "".join(v) if isinstance(v, list) else v if isinstance(v, str) else ""
+
+    parts: list[str] = []
+    for cell in nb["cells"]:
+        if not isinstance(cell, dict):
+            continue
+        parts.append(text(cell.get("source")))
+        for out in cell.get("outputs") or []:
+            if isinstance(out, dict):
+                parts.append(text(out.get("text")) or text((out.get("data") or {}).get("text/plain")))
+    return ("\n" + _BREAK + "\n").join(parts)
+
+
 def _source_text(raw: str, *, myst: bool = True) -> str:
     """A reST source as its page could show it: the markup's words and what no page shows left out.
 
@@ -192,10 +218,12 @@ def _source_text(raw: str, *, myst: bool = True) -> str:
     * inline: a role's or link's target (``:ref:`text <label>``` -> ``text``; ``:ref:`label``` and
       ``:doc:`path```, whose shown text is another page's title, go; ``:class:`~a.b.C``` -> ``C``), a
       substitution's reference (``|name|``), a field's name (``:param x:``);
+    * a Jupyter notebook (``.ipynb``): its cells' text and outputs, not its JSON;
     * MyST (``.md`` sources): a fence's language or directive name (and the argument where a reST directive's
       would go), roles' and links' targets (``{doc}`text <page>```, ``[text](page.md)``), targets
       (``(label)=``) and comments.
     """
+    raw = _notebook(raw) or raw
     out: list[str] = []
     lines = raw.splitlines()
     i = 0

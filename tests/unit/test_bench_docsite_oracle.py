@@ -8,6 +8,7 @@ definitions, comments, toctree entries, and 5-grams that run from one section ti
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -119,3 +120,13 @@ def test_no_source_5_gram_runs_across_a_field_or_a_directive(bench: ModuleType) 
     assert ("pass", "the", "sha256", "digest", "the") not in got  # one parameter's text into the next's
     assert ("class", "here", "session", "loop", "verify_ssl") not in got  # the text into the signature
     assert ("the", "event", "loop", "used", "for") in got
+
+
+def test_a_notebook_source_is_its_cells_not_its_json(bench: ModuleType) -> None:
+    md = {"cell_type": "markdown", "metadata": {}, "source": ["# NumPy support\n", "Pint works with arrays."]}
+    code = {"cell_type": "code", "source": ["print(q)"], "outputs": [{"text": ["[1 2] meter\n"]}]}
+    nb = {"cells": [md, code]}
+
+    text = " ".join(bench.source_text(json.dumps(nb)).split())
+    assert "cell_type" not in text and "metadata" not in text
+    assert "Pint works with arrays." in text and "print(q)" in text and "[1 2] meter" in text
