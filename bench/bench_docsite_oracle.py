@@ -6,8 +6,7 @@ parser and chunker, then the cross-page copies rule :func:`admit.kb.copies.one_c
 embedding), and per site the bench prints:
 
 - ``pages``: pages the ingest takes up (source copies, assets, search and index pages left out as the ingest does);
-- ``no chunk``: pages that give no chunk although they show their source as text (their visible text holds
-  some of its 5-grams; a page with no source counts too);
+- ``no chunk``: pages that give no chunk although their source has text (a page with no source counts too);
 - ``stored``: the share of the sources' word 5-grams (casefolded words) that reach the stored chunks (title path
   and text; a chunk stored once for several pages counts for each of them), over all pages with a source. The
   source is read as its page could show it (:func:`source_text`): comments, link targets, substitution
@@ -504,7 +503,7 @@ def measure_sphinx(name: str, package: str, cache: Path) -> dict[str, Any]:
             chunk_grams |= grams(s)
         page_grams.append({g for _, _, t in p.chunks for g in grams(t)})
         ceiling_grams = sg & grams(p.visible)
-        if not p.chunks and (p.source is None or ceiling_grams):
+        if not p.chunks and (p.source is None or _WORD.search(p.source)):
             no_chunk.append(p.rel)
         if not sg:
             continue
