@@ -635,3 +635,15 @@ def test_a_page_that_is_only_a_toctree_is_read_as_its_list_of_pages() -> None:
     <div class="footer">© Copyright 2010-2023 The Borg Collective.</div></body></html>"""
     _, texts, _, _ = _texts(borg)
     assert texts == ["- SimPy Manual", "- Simulation with Tracing"]
+
+
+def test_a_docbook_page_that_is_only_its_table_of_contents_is_read_as_it() -> None:
+    """Issue 45: nut-doc's FAQ index (its title and a ``div.toc``) was stored empty."""
+    html = """<html><head><meta name="generator" content="DocBook XSL Stylesheets V1.79.2"><title>FAQ</title></head>
+    <body><div class="navheader"><a accesskey="n" href="ar01s01.html">Next</a></div><div class="article">
+    <div class="titlepage"><h2 class="title">FAQ</h2></div><div class="toc"><p><b>Table of Contents</b></p>
+    <dl class="toc"><dt><span class="section"><a href="ar01s01.html">1. I just upgraded, and …</a></span></dt>
+    <dt><span class="section"><a href="ar01s02.html">2. Which UPS should I buy?</a></span></dt></dl></div></div>
+    </body></html>"""
+    _, texts, _, _ = _texts(html)
+    assert "2. Which UPS should I buy?" in texts

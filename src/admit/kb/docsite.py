@@ -687,14 +687,23 @@ def _drops(container: Any, marks: dict[Any, str], counts: _Counts, *, words: boo
     return drops, kept
 
 
+_CREDIT_CLASSES = frozenset({"author", "editor", "corpauthor", "othercredit", "collab", "subtitle"})
+"""A DocBook title page's headings that are text, not sections (as :mod:`admit.kb.parse` reads them)."""
+
+
 def _is_toctree(el: Any) -> bool:
-    return isinstance(el.tag, str) and "toctree-wrapper" in (el.get("class") or "").lower().split()
+    """Sphinx's toctree (``div.toctree-wrapper``) or DocBook's table of contents (``div.toc``)."""
+    if not isinstance(el.tag, str) or el.tag.lower() != "div":
+        return False
+    classes = (el.get("class") or "").lower().split()
+    return "toctree-wrapper" in classes or "toc" in classes
 
 
 def _keep_lone_toctrees(container: Any, drops: list[Any], marks: dict[Any, str], counts: _Counts) -> list[Any]:
-    """``drops`` less the page's toctrees (``toctree-wrapper``) when nothing but headings would be left without
-    them: a page that is a table of contents (Sphinx's ``Manuals``, ``Essays``, a book's page of chapters) is
-    read as its list of pages, not stored empty. A theme's chrome that holds the toctree (the body of a page of
+    """``drops`` less the page's toctrees (Sphinx's ``toctree-wrapper``, DocBook's ``toc``) when nothing but
+    headings would be left without them: a page that is a table of contents (Sphinx's ``Manuals``, ``Essays``, a
+    book's page of chapters, a DocBook FAQ's index) is read as its list of pages, not stored empty (a title
+    page's author or subtitle heading is text). A theme's chrome that holds the toctree (the body of a page of
     links) is read with what it holds dropped but the toctree. Linear in the container."""
     skip = set(drops)
     stack = [container]
@@ -702,7 +711,8 @@ def _keep_lone_toctrees(container: Any, drops: list[Any], marks: dict[Any, str],
         el = stack.pop()
         if el in skip or not isinstance(el.tag, str):
             continue
-        if el.tag.lower() not in _HEADING_TAGS and el.tag.lower() not in _QUIET_TAGS:
+        credit = not _CREDIT_CLASSES.isdisjoint((el.get("class") or "").lower().split())
+        if (el.tag.lower() not in _HEADING_TAGS or credit) and el.tag.lower() not in _QUIET_TAGS:
             if (el.text or "").strip():
                 return drops
             stack.extend(el)
