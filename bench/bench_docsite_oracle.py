@@ -26,8 +26,9 @@ embedding), and per site the bench prints:
 - ``version``: the site version the pages record (the most common), ``-`` for none.
 
 Then a hand-made check of non-Sphinx generators (DocBook/AsciiDoc: ``nut-doc``; MkDocs: ``mkdocs-doc``; Javadoc;
-Doxygen), which ship no sources: pages, pages with no chunk, admonition titles, duplicates, version, and how
-many of a few strings known to be on their pages reach the chunks.
+Doxygen), which ship no sources: pages, pages with no chunk, admonition titles, duplicates (also with each
+chunk's title path, as it is embedded: the same short text under two headings is two passages), version, and
+how many of a few strings known to be on their pages reach the chunks.
 
 Packages are fetched with ``apt-get download`` and unpacked with ``dpkg-deb -x`` into ``--cache`` (default
 ``/work/debdocs``; a folder ``CACHE/PACKAGE`` already there is used as it is; ``flock CACHE/.lock`` around it).
@@ -562,6 +563,7 @@ def measure_generator(name: str, gen: Generator, cache: Path) -> dict[str, Any]:
     stored = [(p, cid, heads, t) for p in read.pages for cid, heads, t in p.chunks if cid not in dropped]
     n_before, dup_before = duplicates(texts)
     n_stored, dup_stored = duplicates(t for *_, t in stored)
+    _, dup_titled = duplicates(" ".join((p.title, *heads, t)) for p, _, heads, t in stored)
     adm = sum(1 for _, _, heads, _ in stored if any(ADMONITION.match(h) for h in heads))
     blob = "\n".join(t for *_, t in stored)
     versions = Counter(p.version for p in read.pages if p.version)
@@ -577,6 +579,7 @@ def measure_generator(name: str, gen: Generator, cache: Path) -> dict[str, Any]:
         "admonition_share": adm / n_stored if n_stored else 0.0,
         "dup_before": dup_before / n_before if n_before else 0.0,
         "dup_stored": dup_stored / n_stored if n_stored else 0.0,
+        "dup_titled": dup_titled / n_stored if n_stored else 0.0,
         "version": versions.most_common(1)[0][0] if versions else "-",
         "known": f"{sum(k in blob for k in gen.known)}/{len(gen.known)}",
         "known_missing": [k for k in gen.known if k not in blob],
@@ -606,14 +609,15 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
 
 def gen_table(rows: Sequence[dict[str, Any]]) -> str:
     lines = [
-        "| site | generator | pages | no chunk | adm. titles | dup before | dup stored | version | known strings "
-        "| chunks |",
-        "|" + "---|" * 10,
+        "| site | generator | pages | no chunk | adm. titles | dup before | dup stored | dup stored, with title path "
+        "| version | known strings | chunks |",
+        "|" + "---|" * 11,
     ]
     for r in rows:
         lines.append(
             f"| {r['site']} | {r['generator']} | {r['pages']} | {r['no_chunk']} | {r['admonition_titles']} "
-            f"({_pct(r['admonition_share'])}) | {_pct(r['dup_before'])} | {_pct(r['dup_stored'])} | {r['version']} | "
+            f"({_pct(r['admonition_share'])}) | {_pct(r['dup_before'])} | {_pct(r['dup_stored'])} | "
+            f"{_pct(r['dup_titled'])} | {r['version']} | "
             f"{r['known']} | {r['chunks_stored']} |"
         )
     return "\n".join(lines)

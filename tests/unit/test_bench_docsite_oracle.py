@@ -130,3 +130,12 @@ def test_a_notebook_source_is_its_cells_not_its_json(bench: ModuleType) -> None:
     text = " ".join(bench.source_text(json.dumps(nb)).split())
     assert "cell_type" not in text and "metadata" not in text
     assert "Pint works with arrays." in text and "print(q)" in text and "[1 2] meter" in text
+
+
+def test_the_generator_table_gives_duplicates_with_the_title_path_too(bench: ModuleType) -> None:
+    row = {"site": "nut", "generator": "DocBook", "pages": 2, "no_chunk": 0, "admonition_titles": 0,
+           "admonition_share": 0.0, "dup_before": 0.5, "dup_stored": 0.25, "dup_titled": 0.0, "version": "2.8.0",
+           "known": "5/5", "chunks_stored": 4}  # fmt: skip
+    head, _, line = bench.gen_table([row]).splitlines()
+    assert "dup stored, with title path" in head
+    assert "| 25.0% | 0.0% | 2.8.0 |" in line
