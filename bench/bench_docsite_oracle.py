@@ -7,9 +7,14 @@ embedding), and per site the bench prints:
 
 - ``pages``: pages the ingest takes up (source copies, assets, search and index pages left out as the ingest does);
 - ``no chunk``: pages that give no chunk although their source has text (a page with no source counts too);
-- ``stored``: the share of the sources' word 5-grams (the markup's own words left out: directive and option names,
-  roles, link targets) (casefolded words) that reach the stored chunks (title path
-  and text; a chunk stored once for several pages counts for each of them), over all pages with a source;
+- ``stored``: the share of the sources' word 5-grams (casefolded words) that reach the stored chunks (title path
+  and text; a chunk stored once for several pages counts for each of them), over all pages with a source. The
+  source is read as its page could show it (:func:`source_text`): comments, link targets, substitution
+  definitions, directive options and their values, the argument of a directive whose argument is no text (a
+  path, a language, a module; every ``auto*`` directive, whose text comes from the code), the body of a toctree,
+  ``raw``, ``index`` or hidden test code, and roles' and links' targets are left out; and its 5-grams are taken
+  section by section (:func:`source_grams`: none runs from one section's title into the next); Markdown's
+  markup is read as markup or as text, whichever the page shows more of (:func:`page_source_grams`);
 - ``ceiling``: the same share in the page's own visible text (its ``<body>``'s text, scripts and styles left
   out): what any extraction could keep (reST markup, generated text and 5-grams across chunk edges are not in it);
 - ``thin``: pages whose stored share is under half their ceiling;
@@ -21,8 +26,9 @@ embedding), and per site the bench prints:
 - ``version``: the site version the pages record (the most common), ``-`` for none.
 
 Then a hand-made check of non-Sphinx generators (DocBook/AsciiDoc: ``nut-doc``; MkDocs: ``mkdocs-doc``; Javadoc;
-Doxygen), which ship no sources: pages, pages with no chunk, admonition titles, duplicates, version, and how
-many of a few strings known to be on their pages reach the chunks.
+Doxygen), which ship no sources: pages, pages with no chunk, admonition titles, duplicates (also with each
+chunk's title path, as it is embedded: the same short text under two headings is two passages), version, and
+how many of a few strings known to be on their pages reach the chunks.
 
 Packages are fetched with ``apt-get download`` and unpacked with ``dpkg-deb -x`` into ``--cache`` (default
 ``/work/debdocs``; a folder ``CACHE/PACKAGE`` already there is used as it is; ``flock CACHE/.lock`` around it).
@@ -116,19 +122,194 @@ ADMONITION = re.compile(
 _WORD = re.compile(r"\w+")
 
 
-_DIRECTIVE = re.compile(r"(?m)^(\s*)\.\.\s+(?:[\w:-]+::|_[^:]*:|\|[^|]*\|\s+[\w-]+::)")
-_OPTION = re.compile(r"(?m)^(\s*):[\w -]+:(?=\s|$)")
-_ROLE = re.compile(r":[\w-]+(?::[\w-]+)*:(?=`)")
-_TARGET = re.compile(r"<[^<>\s`]+>`")
-_MYST = re.compile(r"(?m)^\s*(?:```+|:::+)\s*\{[\w:-]+\}")
+_MYST_FENCE = re.compile(r"(?m)^(\s*(?:```+|~~~+|:::+))\s*(?:\{([\w:-]+)\}\s*(.*)|[\w+-]+\s*)$")
+_MYST_ROLE_TARGET = re.compile(r"\{[\w:-]+\}`([^`<]*?)\s*<[^<>`]*>`")
+_MYST_BARE_REF = re.compile(r"\{(?:ref|doc|numref|any)\}`[^`<]*`")
+_MYST_ROLE = re.compile(r"\{[\w:-]+\}`!?(?:~(?:[\w.]*\.)?)?([^`]*)`")
+_MD_LINK = re.compile(r"(!?)\[([^\]\n]*)\]\([^()\s]*\)")
+_MYST_LINE = re.compile(r"(?m)^\s*(?:\([\w:.-]+\)=|%.*|<!--.*-->)\s*$")
+_EXPLICIT = re.compile(r"^(\s*)\.\.(?:\s+(.*))?$")
+_DIRECTIVE_LINE = re.compile(r"^([\w:.-]+)::(?:\s+(.*))?$")
+_OPTION_LINE = re.compile(r"^\s*:[\w -]+:(?=\s|$)")
+_FIELD = re.compile(r"(?m)^(\s*):[^:`\n]+:(?=\s|$)")
+_VERSION_LEADS = {
+    "versionadded": "New in version ",
+    "versionchanged": "Changed in version ",
+    "deprecated": "Deprecated since version ",
+}
+"""What Sphinx shows before a version directive's argument."""
+_ROLE_TARGET = re.compile(r":[\w-]+(?::[\w-]+)*:`([^`<]*?)\s*<[^<>`]*>`")
+_ROLE_BARE_REF = re.compile(r":(?:ref|doc|numref|term-ref|any):`[^`<]*`")
+_ROLE = re.compile(r":[\w-]+(?::[\w-]+)*:`!?(?:~(?:[\w.]*\.)?)?([^`]*)`")
+_LINK = re.compile(r"`([^`<]*?)\s*<[^<>`]*>`__?")
+_SUBST = re.compile(r"\|[\w .-]+\|_?")
+
+SHOWN_ARGUMENT_NOT = frozenset(
+    {"currentmodule", "module", "highlight", "index", "toctree", "include", "literalinclude", "image", "figure",
+     "code-block", "sourcecode", "code", "raw", "only", "ifconfig", "contents", "tabularcolumns", "default-role",
+     "role", "autosummary", "testsetup", "testcleanup", "testcode", "testoutput", "doctest", "plot", "graphviz",
+     "ipython", "jupyter-execute", "click:example", "click:run", "meta", "sectionauthor", "codeauthor",
+     "program", "default-domain", "tab", "include-bit"}
+)  # fmt: skip
+"""Directives whose argument is no text of the page (a path, a language, a module, a condition); ``auto*``
+directives too (their text comes from the code)."""
+HIDDEN_BODY = frozenset(
+    {"toctree", "raw", "index", "testsetup", "testcleanup", "tabularcolumns", "meta", "autosummary"}
+)
+"""Directives whose body is not the page's text (document names, raw HTML, index entries, hidden test code)."""
 
 
-def source_text(raw: str) -> str:
-    """A reST/MyST source without its markup's words: directive and option names, roles, link targets
-    (``.. note::``, ``:param x:``, ``:ref:`label```, ```text <https://...>`_``); their text is kept."""
-    for pat, rep in ((_DIRECTIVE, r"\1"), (_OPTION, r"\1"), (_ROLE, ""), (_TARGET, "`"), (_MYST, "")):
-        raw = pat.sub(rep, raw)
-    return raw
+_BREAK = "\x00"
+"""Where the page starts a block of its own (a directive, a field of a field list): no 5-gram runs across it."""
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def _fence(m: re.Match[str]) -> str:
+    """A MyST fence's opening line: its language or directive name goes, a shown directive's argument stays."""
+    name = (m.group(2) or "").lower()
+    short = name.split(":")[-1]
+    shown = name and not (short.startswith("auto") or name in SHOWN_ARGUMENT_NOT or short in SHOWN_ARGUMENT_NOT)
+    return m.group(1) + " " + (_VERSION_LEADS.get(short, "") + (m.group(3) or "") if shown else "")
+
+
+def source_text(raw: str, *, myst: bool = True) -> str:
+    """:func:`_source_text` without its block breaks."""
+    return _source_text(raw, myst=myst).replace(_BREAK, " ")
+
+
+def _notebook(raw: str) -> str | None:
+    """A Jupyter notebook's source (``.ipynb.txt``: JSON) as its cells' text and their outputs' text, each a block;
+    ``None`` for a source that is not a notebook."""
+    if not raw.lstrip().startswith("{"):
+        return None
+    try:
+        nb = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        return None
+
+    def text(v: Any) -> str:
+        return "".join(v) if isinstance(v, list) else v if isinstance(v, str) else ""
+
+    parts: list[str] = []
+    for cell in nb["cells"]:
+        if not isinstance(cell, dict):
+            continue
+        parts.append(text(cell.get("source")))
+        for out in cell.get("outputs") or []:
+            if isinstance(out, dict):
+                parts.append(text(out.get("text")) or text((out.get("data") or {}).get("text/plain")))
+    return ("\n" + _BREAK + "\n").join(parts)
+
+
+def _source_text(raw: str, *, myst: bool = True) -> str:
+    """A reST source as its page could show it: the markup's words and what no page shows left out.
+
+    * explicit markup: a comment (``.. any text``) and its indented block; a link target (``.. _label: URL``)
+      and a substitution definition (``.. |name| replace:: ...``) with theirs; a directive's options
+      (``:maxdepth: 2``, ``:members:``) with their values; the argument of a directive whose argument is no text
+      of the page (:data:`SHOWN_ARGUMENT_NOT`: a path, a language, a module name; every ``auto*`` directive:
+      its text comes from the code); the body of a directive whose body is not text (:data:`HIDDEN_BODY`:
+      a toctree's document names, raw HTML, index entries, hidden test code);
+    * inline: a role's or link's target (``:ref:`text <label>``` -> ``text``; ``:ref:`label``` and
+      ``:doc:`path```, whose shown text is another page's title, go; ``:class:`~a.b.C``` -> ``C``), a
+      substitution's reference (``|name|``), a field's name (``:param x:``);
+    * a Jupyter notebook (``.ipynb``): its cells' text and outputs, not its JSON;
+    * MyST (``.md`` sources): a fence's language or directive name (and the argument where a reST directive's
+      would go), roles' and links' targets (``{doc}`text <page>```, ``[text](page.md)``), targets
+      (``(label)=``) and comments.
+    """
+    raw = _notebook(raw) or raw
+    out: list[str] = []
+    lines = raw.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = _EXPLICIT.match(line)
+        if m is None:
+            out.append(line)
+            i += 1
+            continue
+        base = len(m.group(1))
+        rest = (m.group(2) or "").strip()
+        d = _DIRECTIVE_LINE.match(rest)
+        keep_body = True
+        if d is not None and not rest.startswith("|"):
+            name = d.group(1).lower()
+            short = name.split(":")[-1] if name.count(":") == 1 and not name.startswith("click") else name
+            shown = not (short.startswith("auto") or name in SHOWN_ARGUMENT_NOT or short in SHOWN_ARGUMENT_NOT)
+            lead = _VERSION_LEADS.get(short, "")
+            out.append(" " * base + _BREAK + lead + ((d.group(2) or "") if shown else ""))
+            keep_body = name not in HIDDEN_BODY and short not in HIDDEN_BODY
+            i += 1
+            while i < len(lines) and _indent(lines[i]) > base and _OPTION_LINE.match(lines[i]):
+                i += 1  # the directive's options
+            if keep_body:
+                continue  # its body is read as the page's text, its own markup included
+        elif rest.startswith("[") and "]" in rest:  # a footnote or citation: its text is shown
+            out.append(" " * base + rest.split("]", 1)[1])
+            i += 1
+            continue
+        else:  # a comment, a link target, a substitution definition
+            keep_body = False
+            i += 1
+        while i < len(lines) and (not lines[i].strip() or _indent(lines[i]) > base):
+            if keep_body:
+                out.append(lines[i])
+            elif not lines[i].strip():
+                out.append("")
+            i += 1
+    text = "\n".join(out)
+    subs: list[tuple[re.Pattern[str], str]] = [
+        (_ROLE_TARGET, r"\1"),
+        (_ROLE_BARE_REF, ""),
+        (_ROLE, r"\1"),
+        (_LINK, r"\1"),
+        (_SUBST, ""),
+        (_FIELD, r"\1" + _BREAK),
+    ]
+    if myst:
+        text = _MYST_FENCE.sub(_fence, text)
+        subs += [(_MYST_ROLE_TARGET, r"\1"), (_MYST_BARE_REF, ""), (_MYST_ROLE, r"\1"), (_MD_LINK, r"\2")]
+        subs += [(_MYST_LINE, "")]
+    for pat, rep in subs:
+        text = pat.sub(rep, text)
+    return text
+
+
+_UNDERLINE = re.compile(r"^\s*([=\-~^\"'`#*+:.<>_])\1{2,}\s*$")
+
+
+def source_grams(raw: str, *, myst: bool = True) -> set[tuple[str, ...]]:
+    """The word 5-grams of a page's source as its page could show it (:func:`source_text`), section by
+    section: no 5-gram runs from one section's title or text into the next section's title (a run of titles
+    whose sections' text comes from the code, ``cast_if escape_like get_bind ...``, is no text any chunk holds),
+    nor into a directive or a field of a field list (the page shows each as a block of its own: a signature, a
+    parameter's name and type before its text)."""
+    lines = _source_text(raw, myst=myst).splitlines()
+    blocks: list[list[str]] = [[]]
+    for i, line in enumerate(lines):
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if line.strip() and not _UNDERLINE.match(line) and _UNDERLINE.match(nxt):
+            blocks.append([])
+        blocks[-1].append(line)
+    out: set[tuple[str, ...]] = set()
+    for b in blocks:
+        for part in "\n".join(b).split(_BREAK):
+            out |= grams(part)
+    return out
+
+
+def page_source_grams(raw: str, visible: set[tuple[str, ...]]) -> set[tuple[str, ...]]:
+    """:func:`source_grams` of a page's source, its Markdown markup read as markup (MyST) or as text, whichever
+    of the two the page shows more of: a Markdown source built without a Markdown parser shows
+    ``[text](page.md)`` as it is (Debian's Black)."""
+    a, b = source_grams(raw), source_grams(raw, myst=False)
+    return a if len(a & visible) * len(b) >= len(b & visible) * len(a) else b
 
 
 def grams(text: str, n: int = 5) -> set[tuple[str, ...]]:
@@ -316,17 +497,18 @@ def measure_sphinx(name: str, package: str, cache: Path) -> dict[str, Any]:
     all_src: set[tuple[str, ...]] = set()
     page_grams: list[set[tuple[str, ...]]] = []
     for p in read.pages:
-        sg = grams(source_text(p.source)) if p.source else set()
+        sg = page_source_grams(p.source, grams(p.visible)) if p.source else set()
         all_src |= sg
         chunk_grams: set[tuple[str, ...]] = set()
         for s in streams[p.rel]:
             chunk_grams |= grams(s)
         page_grams.append({g for _, _, t in p.chunks for g in grams(t)})
+        ceiling_grams = sg & grams(p.visible)
         if not p.chunks and (p.source is None or _WORD.search(p.source)):
             no_chunk.append(p.rel)
         if not sg:
             continue
-        stored, ceiling = len(sg & chunk_grams), len(sg & grams(p.visible))
+        stored, ceiling = len(sg & chunk_grams), len(ceiling_grams)
         src_total += len(sg)
         src_stored += stored
         src_visible += ceiling
@@ -381,6 +563,7 @@ def measure_generator(name: str, gen: Generator, cache: Path) -> dict[str, Any]:
     stored = [(p, cid, heads, t) for p in read.pages for cid, heads, t in p.chunks if cid not in dropped]
     n_before, dup_before = duplicates(texts)
     n_stored, dup_stored = duplicates(t for *_, t in stored)
+    _, dup_titled = duplicates(" ".join((p.title, *heads, t)) for p, _, heads, t in stored)
     adm = sum(1 for _, _, heads, _ in stored if any(ADMONITION.match(h) for h in heads))
     blob = "\n".join(t for *_, t in stored)
     versions = Counter(p.version for p in read.pages if p.version)
@@ -396,6 +579,7 @@ def measure_generator(name: str, gen: Generator, cache: Path) -> dict[str, Any]:
         "admonition_share": adm / n_stored if n_stored else 0.0,
         "dup_before": dup_before / n_before if n_before else 0.0,
         "dup_stored": dup_stored / n_stored if n_stored else 0.0,
+        "dup_titled": dup_titled / n_stored if n_stored else 0.0,
         "version": versions.most_common(1)[0][0] if versions else "-",
         "known": f"{sum(k in blob for k in gen.known)}/{len(gen.known)}",
         "known_missing": [k for k in gen.known if k not in blob],
@@ -425,14 +609,15 @@ def table(rows: Sequence[dict[str, Any]]) -> str:
 
 def gen_table(rows: Sequence[dict[str, Any]]) -> str:
     lines = [
-        "| site | generator | pages | no chunk | adm. titles | dup before | dup stored | version | known strings "
-        "| chunks |",
-        "|" + "---|" * 10,
+        "| site | generator | pages | no chunk | adm. titles | dup before | dup stored | dup stored, with title path "
+        "| version | known strings | chunks |",
+        "|" + "---|" * 11,
     ]
     for r in rows:
         lines.append(
             f"| {r['site']} | {r['generator']} | {r['pages']} | {r['no_chunk']} | {r['admonition_titles']} "
-            f"({_pct(r['admonition_share'])}) | {_pct(r['dup_before'])} | {_pct(r['dup_stored'])} | {r['version']} | "
+            f"({_pct(r['admonition_share'])}) | {_pct(r['dup_before'])} | {_pct(r['dup_stored'])} | "
+            f"{_pct(r['dup_titled'])} | {r['version']} | "
             f"{r['known']} | {r['chunks_stored']} |"
         )
     return "\n".join(lines)

@@ -46,6 +46,7 @@ __all__ = [
     "count_kinds",
     "drop_chrome",
     "is_redirect",
+    "javadoc_header",
     "scan_page",
     "site_info",
     "skip_line",
@@ -300,6 +301,10 @@ _DOCS_TITLE = _linear.compile(
 """``Page — Site 1.2 documentation`` (Sphinx's ``title — docstitle``) or the docstitle alone."""
 _DOCSTITLE = _linear.compile(r"(?i)^(\S.*?)\s+documentation$", name="docsite.docstitle")
 """Sphinx's docstitle alone (``Borg - Deduplicating Archiver 1.2.4 documentation``)."""
+_PAREN_VERSION = _linear.compile(
+    r"(?i)^(.*\sdocumentation)\s+\(v?(\d+(?:\.[0-9A-Za-z+-]+)*)\)$", name="docsite.paren_version"
+)
+"""A docstitle whose version follows in brackets (the Pallets projects': ``Flask Documentation (2.2.x)``)."""
 _SITE_VERSION = _linear.compile(r"(?i)^(.*?\S)\s+v?(\d+(?:\.[0-9A-Za-z+-]+)*)$", name="docsite.site_version")
 """``Black 23.1.0`` -> ``Black``, ``23.1.0``."""
 _HOME_VERSION = _linear.compile(
@@ -330,6 +335,15 @@ _STATED_VERSION = _linear.compile(
     r"(?i)\b(?:version|release|revision)\s*:?\s*v?(\d+(?:\.\d+)+[0-9A-Za-z.+-]*)", name="docsite.stated_version"
 )
 """``Version 2.8.0``, ``Release: 1.4`` in a footer or on a title page."""
+_CURRENT_VERSION = _linear.compile(
+    r"(?i)\bcurrent\s+(?:version|release)\s*:?\s*v?(\d+(?:\.\d+)+[0-9A-Za-z.+-]*)", name="docsite.current_version"
+)
+"""A sidebar's ``Current version: 2.14.0`` (Pygments')."""
+_TOOL_VERSION = _linear.compile(
+    r"(?i)\b(?:created|built|generated)\s+(?:using|with|by)\s+([A-Za-z][\w ]{0,30}?)\s+v?(\d+(?:\.\d+)+)",
+    name="docsite.tool_version",
+)
+"""A footer's ``Created using Sphinx 5.3.0``: the tool's version, the site's only on the tool's own site."""
 _TOOL_NAMES = frozenset(
     {"sphinx", "mkdocs", "docutils", "asciidoc", "asciidoctor", "docbook", "docbook xsl stylesheets", "hugo",
      "jekyll", "doxygen", "javadoc", "docusaurus", "alabaster", "furo", "material", "read the docs", "pydata"}
@@ -367,6 +381,9 @@ class PageScan:
     """A version the page states on a title page (``releaseinfo``, ``revnumber``) or in its footer
     (``... -- Network UPS Tools 2.8.0``, ``Version 1.4``)."""
     site_stated: str = ""
+    tool_version: tuple[str, str] = ("", "")
+    """The tool and its version a footer states (``Created using Sphinx 5.3.0``): the site's version only where
+    the site is the tool itself (Sphinx's own documentation)."""
     """The site's name a footer states with its version (``Network UPS Tools``)."""
     guard: str = ""
     """Non-empty when the guard caught the page: why (the main content was under half its visible text); the
@@ -456,6 +473,7 @@ def scan_page(root: Any) -> PageScan:
     footer: Any = None  # the outermost open footer
     footers: list[Any] = []
     stated: list[Any] = []
+    sidebars: list[Any] = []
     mains: dict[int, Any] = {}
     articles = 0
     markers: set[str] = set()
@@ -481,6 +499,8 @@ def scan_page(root: Any) -> PageScan:
         el_id = (el.get("id") or "").lower() if tag else ""
         role = (el.get("role") or "").lower() if tag else ""
         kind = _mark(el, tag, classes, el_id, role)
+        if kind is None and el_id == "top" and out.generator == "doxygen":
+            kind = _WORD  # Doxygen's header block (title area, menus, a project's own header of links)
         if kind is not None:
             marks[el] = kind
         if quiet is None and (tag in _QUIET_TAGS or not tag or kind in (_HIDDEN, _PERMALINK, _STRUCTURAL)):
@@ -502,6 +522,8 @@ def scan_page(root: Any) -> PageScan:
             el_id in ("revnumber", "projectnumber") or not _VERSION_CLASSES.isdisjoint(classes) or "subtitle" in classes
         ):
             stated.append(el)
+        if len(sidebars) < 2 and "sphinxsidebar" in classes:
+            sidebars.append(el)
         _read_markers(el, tag, classes, el_id, markers, out)
         if tag == "td" and "extra" in classes:  # pydoc's heading cell: the index link and the file's local path
             pydoc_extra.append(el)
@@ -534,7 +556,7 @@ def scan_page(root: Any) -> PageScan:
         marks.update(dict.fromkeys(pydoc_extra, _STRUCTURAL))
     if 3 in mains and articles > 1:  # a page of many articles (a blog's list): none of them is the page
         del mains[3]
-    _read_stated(out, footers, stated)
+    _read_stated(out, footers, stated, sidebars)
     body = root.find("body")
     body = body if body is not None else root
     out.main = mains[min(mains)] if mains else None
@@ -544,6 +566,7 @@ def scan_page(root: Any) -> PageScan:
         out.main = found if found is not body else None
     out.container = out.main if out.main is not None else body
     out.drop, kept = _drops(out.container, marks, counts, words=known)
+    out.drop = _keep_lone_toctrees(out.container, out.drop, marks, counts)
     visible = counts.words(body) - _link_chrome(body, marks, counts)
     if kept < GUARD_SHARE * visible and visible - kept >= GUARD_MIN_CHARS:
         out.guard = f"main content was {kept / visible:.0%} of the page's visible text; its whole visible text is kept"
@@ -664,6 +687,49 @@ def _drops(container: Any, marks: dict[Any, str], counts: _Counts, *, words: boo
     return drops, kept
 
 
+_CREDIT_CLASSES = frozenset({"author", "editor", "corpauthor", "othercredit", "collab", "subtitle"})
+"""A DocBook title page's headings that are text, not sections (as :mod:`admit.kb.parse` reads them)."""
+
+
+def _is_toctree(el: Any) -> bool:
+    """Sphinx's toctree (``div.toctree-wrapper``) or DocBook's table of contents (``div.toc``)."""
+    if not isinstance(el.tag, str) or el.tag.lower() != "div":
+        return False
+    classes = (el.get("class") or "").lower().split()
+    return "toctree-wrapper" in classes or "toc" in classes
+
+
+def _keep_lone_toctrees(container: Any, drops: list[Any], marks: dict[Any, str], counts: _Counts) -> list[Any]:
+    """``drops`` less the page's toctrees (Sphinx's ``toctree-wrapper``, DocBook's ``toc``) when nothing but
+    headings would be left without them: a page that is a table of contents (Sphinx's ``Manuals``, ``Essays``, a
+    book's page of chapters, a DocBook FAQ's index) is read as its list of pages, not stored empty (a title
+    page's author or subtitle heading is text). A theme's chrome that holds the toctree (the body of a page of
+    links) is read with what it holds dropped but the toctree. Linear in the container."""
+    skip = set(drops)
+    stack = [container]
+    while stack:
+        el = stack.pop()
+        if el in skip or not isinstance(el.tag, str):
+            continue
+        credit = not _CREDIT_CLASSES.isdisjoint((el.get("class") or "").lower().split())
+        if (el.tag.lower() not in _HEADING_TAGS or credit) and el.tag.lower() not in _QUIET_TAGS:
+            if (el.text or "").strip():
+                return drops
+            stack.extend(el)
+        if el is not container and (el.tail or "").strip():
+            return drops
+    out: list[Any] = []
+    for el in drops:
+        if _is_toctree(el):
+            continue
+        if marks.get(el) == _WORD and any(_is_toctree(d) for d in el.iter("div")):
+            inner, _ = _drops(el, marks, counts, words=True)
+            out.extend(i for i in inner if not _is_toctree(i))
+            continue
+        out.append(el)
+    return out
+
+
 def _link_chrome(body: Any, marks: dict[Any, str], counts: _Counts) -> int:
     """The visible characters outside links of the outermost chrome-word elements that are mostly links (a
     table of contents, a sidebar of pages): what the guard does not count as the page's text."""
@@ -710,9 +776,15 @@ def is_redirect(refresh: str) -> bool:
     return delay <= REDIRECT_MAX_DELAY
 
 
-def _read_stated(out: PageScan, footers: Sequence[Any], stated: Sequence[Any]) -> None:
-    """A version stated on a title page (``releaseinfo``, ``revnumber``) or in a footer, and the site's name
-    a footer gives with it (``-- Network UPS Tools 2.8.0``); a tool's own (``Sphinx 5.3``) is not the site's."""
+def _read_stated(out: PageScan, footers: Sequence[Any], stated: Sequence[Any], sidebars: Sequence[Any]) -> None:
+    """A version stated on a title page (``releaseinfo``, ``revnumber``), in a footer or as a sidebar's
+    ``Current version: 2.14.0``, and the site's name a footer gives with it (``-- Network UPS Tools 2.8.0``); a
+    tool's own (``Sphinx 5.3``) is not the site's (it is kept as :attr:`PageScan.tool_version`)."""
+    for el in footers[:4]:
+        tm = _TOOL_VERSION.search(" ".join("".join(el.itertext()).split())[-300:])
+        if tm is not None:
+            out.tool_version = (tm.group(1).strip(), tm.group(2))
+            break
     for el in stated:
         text = " ".join("".join(el.itertext()).split())[:200]
         m = _STATED_VERSION.search(text)
@@ -732,6 +804,11 @@ def _read_stated(out: PageScan, footers: Sequence[Any], stated: Sequence[Any]) -
             if vm is not None:
                 out.version_stated = vm.group(1).rstrip(".-+")
                 return
+    for el in sidebars:
+        cm = _CURRENT_VERSION.search(" ".join(" ".join(el.itertext()).split())[:2000])
+        if cm is not None:
+            out.version_stated = cm.group(1).rstrip(".-+")
+            return
 
 
 def drop_chrome(scan: PageScan) -> None:
@@ -747,6 +824,33 @@ def drop_chrome(scan: PageScan) -> None:
         el.clear()
         el.tag = "span" if inline else "div"
         el.tail = tail
+
+
+def javadoc_header(container: Any) -> None:
+    """A Javadoc page's header block (``div.header``), read as the page's section: the package line over the
+    class's title (``div.subTitle``: ``org.atinject.tck.auto``) moves under the title, where it is the class's
+    own text (above it, it was a chunk of its own, the same on every class of the package); a package tree's
+    "Package Hierarchies: All Packages" links (``span.packageHierarchyLabel`` and the list after it) go."""
+    for header in list(container.iter("div")):
+        if "header" not in (header.get("class") or "").split():
+            continue
+        title = next((c for c in header if isinstance(c.tag, str) and c.tag.lower() in _HEADING_TAGS), None)
+        before_title = title is not None
+        for child in list(header):
+            if child is title:
+                before_title = False
+            if not isinstance(child.tag, str) or child.getparent() is not header:
+                continue
+            classes = (child.get("class") or "").lower().split()
+            if before_title and ("subtitle" in classes or "sub-title" in classes):
+                header.remove(child)  # (its tail, white space in a Javadoc header, moves with it)
+                assert title is not None
+                title.addnext(child)
+            elif "packagehierarchylabel" in classes:
+                nxt = child.getnext()
+                if nxt is not None and isinstance(nxt.tag, str) and nxt.tag.lower() == "ul":
+                    header.remove(nxt)
+                header.remove(child)
 
 
 def strip_signs(text: str) -> str:
@@ -781,6 +885,9 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
     site = version = ""
     if title.lower() in _NO_TITLE:
         title = ""
+    pv = _PAREN_VERSION.search(title) if title else None
+    if pv is not None:  # "Welcome to Flask — Flask Documentation (2.2.x)": the version, then the plain docstitle
+        title, version = pv.group(1), pv.group(2)
     if generator == "pydoc":
         pm = _PYDOC_TITLE.search(title)
         return SiteTitle(title=pm.group(1) if pm is not None else title or heading, site="Python")
@@ -793,7 +900,8 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
             dm = _DOCSTITLE.search(right)
             if dm is not None:
                 page, docstitle = left, dm.group(1)
-        site, version = _site_and_version(docstitle)
+        site, own = _site_and_version(docstitle)
+        version = own or version
         title = page if page.lower() not in _NO_TITLE else ""
         if not title:
             title = heading
@@ -828,10 +936,15 @@ def _site_and_version(docstitle: str) -> tuple[str, str]:
 
 def site_info(scan: PageScan, title: SiteTitle) -> dict[str, str]:
     """The site facts kept with the document (``generator``, ``site``, ``version``; empty ones left out)."""
+    site = title.site or scan.site_stated
+    tool, tool_version = scan.tool_version
     info = {
         "generator": scan.generator or "",
-        "site": title.site or scan.site_stated,
-        "version": title.version or scan.version_meta or scan.version_stated,
+        "site": site,
+        "version": title.version
+        or scan.version_meta
+        or scan.version_stated
+        or (tool_version if site and site.casefold() == tool.casefold() else ""),
     }
     return {k: v for k, v in info.items() if v}
 

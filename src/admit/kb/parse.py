@@ -404,6 +404,8 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
     scan = docsite.scan_page(root)
     etree.strip_elements(root, *_DROPPED, with_tail=False)
     docsite.drop_chrome(scan)
+    if scan.generator == "javadoc":
+        docsite.javadoc_header(scan.container)
     lang = root.get("lang")
     lang = lang.split("-")[0].lower() if lang else None
     title_el = root.find(".//title")
