@@ -105,9 +105,8 @@ def test_settings_changed_after_construction_apply_or_are_refused() -> None:
     with pytest.raises(ConfigError, match="threshold"):
         comp.threshold = 9
     assert comp.threshold == 3
-    bad = comp.model_copy(update={"threshold": 0})  # model_copy skips validation: refused at the call
-    with pytest.raises(ConfigError, match="threshold"):
-        bad.compress_documents(DOCS, Q)
+    with pytest.raises(ConfigError, match="threshold"):  # refused at the copy, not stored unread
+        comp.model_copy(update={"threshold": 0})
 
 
 def test_invalid_settings_are_rejected_at_construction() -> None:
