@@ -70,3 +70,19 @@ def test_the_json_report_names_each_refusal_with_its_cause(tmp_path: Path) -> No
     causes = {Path(r["path"]).name: r["cause"] for r in rep["refusals"]}
     assert set(causes) == {"dangling.md", "escape.md"} and "does not exist" in causes["dangling.md"]
     assert rep["files_seen"] == 5 == rep["files"] + len(rep["skipped"]) + len(rep["refused_links"])
+
+
+def test_a_sites_dangling_asset_links_are_left_out_as_assets_not_refused(tmp_path: Path) -> None:
+    """Debian links a Sphinx theme's ``_static`` files to other packages: unpacked alone they dangle. They are
+    assets, counted on the assets line, not 25 "refused" lines; a dangling page link is still refused."""
+    docs = tmp_path / "html"
+    (docs / "_static").mkdir(parents=True)
+    (docs / "index.html").write_text("<html><body><h1>Guide</h1><p>The alpha page text.</p></body></html>", "utf-8")
+    (docs / "_static" / "jquery.js").symlink_to(tmp_path / "elsewhere" / "jquery.js")
+    (docs / "_static" / "theme.css").symlink_to(tmp_path / "elsewhere" / "theme.css")
+    (docs / "lost.html").symlink_to(tmp_path / "elsewhere" / "lost.html")
+    _, out, err = _ingest(docs, tmp_path / "kb.sqlite")
+    assert "1 refused (link)" in out, out
+    assert "skipped 2 site assets" in out, out
+    assert "jquery.js" not in err and "theme.css" not in err
+    assert "lost.html" in err and "dangling symbolic link" in err

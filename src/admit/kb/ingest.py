@@ -127,6 +127,7 @@ def ingest_paths(
     t0 = time.perf_counter()
     files = _walk(paths, run.refused)
     site = SiteFilter(run.options.exclude)
+    run.refused = _links_left_out(run.refused, _folders(paths), site, run.left_out)
     taken: list[tuple[Path, Path | None, str]] = []
     for f, root in files:
         rel = f.relative_to(root).as_posix() if root is not None else f.name
@@ -472,6 +473,24 @@ def _folders(paths: Sequence[str | Path]) -> list[Path]:
     """The folders among the ingested paths, resolved: what removals are judged against (not the files found
     under them, so a folder emptied since the last run still has its sources removed)."""
     return [Path(p).expanduser().resolve() for p in paths if Path(p).expanduser().is_dir()]
+
+
+def _links_left_out(
+    refused: list[tuple[str, str]], folders: Sequence[Path], site: SiteFilter, left_out: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """The refused links that are documentation; the others (a site's assets: Debian links a theme's ``_static``
+    files to other packages, dangling once unpacked alone) go to ``left_out`` under their kind, counted with the
+    files of that kind rather than listed one by one as refusals. None of them is followed either way."""
+    kept: list[tuple[str, str]] = []
+    for path, cause in refused:
+        f = Path(path)
+        root = next((r for r in folders if f.is_relative_to(r)), None)
+        kind = site.kind(f, f.relative_to(root).as_posix(), in_folder=True) if root is not None else None
+        if kind is None:
+            kept.append((path, cause))
+        else:
+            left_out.append((path, kind))
+    return kept
 
 
 def _link_refusal(f: Path, root: Path) -> str:
