@@ -459,7 +459,9 @@ def test_ingest_refuses_symlinks_that_leave_the_tree_and_reports_them(tmp_path: 
         rep = kb.ingest([docs], tenant="acme")
         res = kb.search("CANARY-PASSWD root bin bash", ALICE, prune=False)
         assert "CANARY-PASSWD" not in res.prompt
-        assert {s.source_id for s in kb.sources("acme")} == {"guide", "sub/inside"}
+        # the link inside the tree is followed; its page is the guide's copy, stored once (issue 45, item 4)
+        assert {s.source_id for s in kb.sources("acme")} == {"guide"}
+        assert rep.as_dict()["chunks_copies"] == 1
         assert rep.refused_links == (str(docs.resolve() / "passwd.txt"),)
         assert rep.as_dict()["refused_links"] == [str(docs.resolve() / "passwd.txt")]
     finally:

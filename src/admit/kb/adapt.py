@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import random
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -35,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from admit import _linear
 from admit import _text as tx
 from admit.answerability import features as answer_features
 from admit.answerability import load_models
@@ -62,7 +62,10 @@ MIN_CASES = 12
 NEAR_COPY = 0.95
 
 _BORING_HEADINGS = frozenset({"index", "intro", "introduction", "section", "contents", "overview", "readme", "toc"})
-_OPTION_LINE = re.compile(r"(?m)(?:^|\s)(--?[A-Za-z][\w-]{1,30})(?:[ =]|$)")
+_OPTION_LINE = _linear.compile(r"(?m)(?:^|\s)(--?[A-Za-z][\w-]{1,30})(?:[ =]|$)", name="adapt.option_line")
+_MARKUP = _linear.compile(r"[#>*_`{}\[\]()|]", name="adapt.markup")
+_SENTENCE_END = _linear.compile(r"[.!?]\s+|\n+", name="adapt.sentence_end")
+_TERM_LINE = _linear.compile(r"(?m)^\s*([A-Za-z][\w .-]{2,40}?)\s*(?::|\n\s{2,})\s*\S", name="adapt.term_line")
 _TEMPLATES = {
     "heading": ("What is {x}?", "How does {x} work?", "Tell me about {x}.", "How do I use {x}?"),
     "lead": ("{x}?", "Is it true that {x}?", "Why {x}?"),
@@ -128,8 +131,8 @@ def _good_heading(h: str) -> bool:
 
 
 def _lead_sentence(text: str) -> str:
-    body = re.sub(r"[#>*_`{}\[\]()|]", " ", text)
-    for s in re.split(r"(?<=[.!?])\s+|\n+", body):
+    body = _MARKUP.sub(" ", text)
+    for s in _SENTENCE_END.split(body):
         n = len(tx.words(s))
         if 5 <= n <= 22:
             return " ".join(s.split()).rstrip(".!?:;,")
@@ -150,7 +153,7 @@ def _pseudo_questions(sec: _Section, rng: random.Random) -> list[tuple[str, str]
     options = list(dict.fromkeys(m.group(1) for m in _OPTION_LINE.finditer(text)))
     if options:
         out.append(("option", rng.choice(_TEMPLATES["option"]).format(x=rng.choice(options[:8]))))
-    terms = re.findall(r"(?m)^\s*([A-Za-z][\w .-]{2,40}?)\s*(?::|\n\s{2,})\s*\S", text)
+    terms = _TERM_LINE.findall(text)
     terms = [t for t in terms if _good_heading(t) and len(tx.words(t)) <= 4]
     if terms:
         out.append(("term", rng.choice(_TEMPLATES["term"]).format(x=rng.choice(terms[:8]).strip())))
