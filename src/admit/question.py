@@ -39,6 +39,7 @@ from admit import _linear
 from admit import _text as tx
 from admit._lru import LRU
 from admit.errors import RequestError
+from admit.types import MAX_QUESTION_CHARS
 
 __all__ = [
     "Question",
@@ -214,9 +215,10 @@ def _read(text: str) -> Question:
 
 
 _READ: LRU[str, Question] = LRU(128)
-#: Longer questions are read each time they are handed on as text (the faces hand the record on instead), so the
-#: memo holds at most 128 x 4 KB of questions and their readings.
-_MEMO_CHARS = 4_096
+#: Every question a face accepts (:data:`admit.types.MAX_QUESTION_CHARS`) is remembered, so a stage handed the text
+#: of a long one does not read it again (a 15 KB question of spaces was read 14 times over HTTP); the memo holds at
+#: most 128 x 20 KB of questions and their readings. A longer one is read each time it is handed on as text.
+_MEMO_CHARS = MAX_QUESTION_CHARS
 
 
 def read_question(question: str | Question) -> Question:
