@@ -74,12 +74,12 @@ def test_the_adaptation_is_stored_with_its_date_chunk_count_and_figures(kb_path:
 def test_every_search_of_the_knowledge_base_reads_it_and_the_trace_names_it(kb_path: Path) -> None:
     with KnowledgeBase(kb_path) as kb:
         res = kb.search(Q, WHO, prune="setwise")
-        rec = res.trace["answerability"]
+        rec = res.trace["answer"]
         assert rec["adaptation"].startswith("thresholds adapted to this knowledge base on ")
         assert f"({kb.count():,} chunks)" in rec["adaptation"]
     out = CliRunner().invoke(main, ["search", Q, "--kb", str(kb_path), "--principal", "tenant:docs", "--json"])
     assert out.exit_code == 0, out.output
-    assert json.loads(out.stdout)["trace"]["answerability"]["adaptation"].startswith("thresholds adapted")
+    assert json.loads(out.stdout)["trace"]["answer"]["adaptation"].startswith("thresholds adapted")
 
 
 def test_show_and_clear(kb_path: Path, tmp_path: Path) -> None:
@@ -92,7 +92,7 @@ def test_show_and_clear(kb_path: Path, tmp_path: Path) -> None:
     assert cleared.exit_code == 0, cleared.output
     with KnowledgeBase(copy) as kb:
         assert kb.adaptation() is None
-        assert "adaptation" not in kb.search(Q, WHO, prune="setwise").trace["answerability"]
+        assert "adaptation" not in kb.search(Q, WHO, prune="setwise").trace["answer"]
 
 
 def test_a_knowledge_base_that_changed_enough_marks_it_stale(kb_path: Path, tmp_path: Path) -> None:
@@ -126,5 +126,5 @@ def test_a_knowledge_base_that_changed_enough_marks_it_stale(kb_path: Path, tmp_
         assert ad is not None and not ad.current
         assert "changed since it was fitted" in ad.stale or "when it was adapted" in ad.stale
         assert "changed since it was fitted" in json.loads(kb.store.get_meta(META_KEY) or "{}")["stale"]
-        rec = kb.search(Q, WHO, prune="setwise").trace["answerability"]
+        rec = kb.search(Q, WHO, prune="setwise").trace["answer"]
         assert rec["adaptation"].startswith("shipped thresholds: the adaptation of ") and "stale" in rec["adaptation"]

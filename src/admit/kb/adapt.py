@@ -309,7 +309,7 @@ def _ask(kb: KnowledgeBase, pipe: Any, plan: _Plan, probe: Adaptation) -> AdaptC
     if plan.drop:
         cands = [c for c in cands if c.id not in plan.drop]
     res = pipe.pack(replace(req, candidates=cands, adaptation=probe), resolved=resolved)
-    rec = res.trace.get("answerability") or {}
+    rec = res.trace.get("answer") or {}
     texts = [f"{p.chunk.title}\n{p.chunk.text}" if p.chunk.title else p.chunk.text for p in res.admitted]
     short = bool(texts) and bool(answer_features(plan.question, texts)["short_held"])
     names_absent = "in no retrieved candidate" in str(rec.get("reason", ""))
