@@ -121,3 +121,13 @@ def test_a_misspelt_key_term_is_held_by_the_word_it_misspells() -> None:
     assert a.missing == ()
     nut = assess("How do I back up my files with borg?", NUT, pool=[*NUT, "Born\nThe project was born in 1998."])
     assert nut.state == "not_answered"  # "borg" is not a misspelling of "born"
+
+
+def test_an_inflection_of_a_common_word_is_no_key_term() -> None:
+    """The README's own request asks "after upgrading to 2.4": "upgrading" is the common word "upgrade" inflected
+    (MiniLM's vocabulary holds only the base form), not a term whose absence says the docs lack the answer."""
+    from admit.answerability.terms import question_terms
+
+    q = "Audit log export fails with error E4012 after upgrading to 2.4 - how do I fix it?"
+    assert question_terms(q) == ["e4012"]
+    assert "borg" in question_terms("How do I upload borg archives to the REST endpoint as JSON?")

@@ -75,6 +75,18 @@ def _names(question: str) -> set[str]:
     return out
 
 
+def _inflected_common(w: str, common: frozenset[str]) -> bool:
+    """Whether ``w`` is an inflection of a common word: "upgrading" (upgrade), "stopped" (stop), "fixes" (fix).
+    MiniLM's vocabulary, which the common list comes from, holds many words only in their base form."""
+    for suffix in ("ing", "ed", "es", "s"):
+        base = w.removesuffix(suffix)
+        if base == w or len(base) < 3:
+            continue
+        if base in common or base + "e" in common or (base[-1] == base[-2] and base[:-1] in common):
+            return True
+    return False
+
+
 def question_terms(question: str | Question) -> list[str]:
     """The question's key terms, lower-cased and stemmed, in order: its content words in any case that are not
     common English words (``borg``, ``json``, ``endpoint``) or that it writes as names (``REST``, ``Windows``),
@@ -88,7 +100,7 @@ def question_terms(question: str | Question) -> list[str]:
         short = len(w) < 3 and w not in names
         if short or w in _FORM_WORDS or st in _FORM_WORDS or w.isdigit():
             continue
-        if w not in names and (w in common or st in common):
+        if w not in names and (w in common or st in common or _inflected_common(w, common)):
             continue
         out[st] = None
     return list(out)
