@@ -1,10 +1,11 @@
 """One copy of each page (:func:`admit.kb.copies.one_copy`): exact and near copies across pages found, the copy
 with the truer title kept, the others' places recorded; short lines under other sections, other audiences and
-other numbers are never taken for copies."""
+other numbers are never taken for copies; a short section under several headings is stored once, with the other
+headings listed."""
 
 from __future__ import annotations
 
-from admit.kb.copies import PageChunks, one_copy
+from admit.kb.copies import ALSO_UNDER_MAX, PageChunks, also_under_title, one_copy
 
 APPENDIX = (
     "A notebook is a folder of plain text notes that Quill indexes together; each note keeps its own file name, "
@@ -41,12 +42,45 @@ def test_a_near_copy_is_a_copy_but_not_one_with_other_numbers() -> None:
     assert one_copy([*other, PageChunks("t", "Two", [("b#x", (), numbered)])]).dropped == {}
 
 
-def test_a_short_line_under_two_sections_is_two_chunks_and_groups_are_never_crossed() -> None:
+def test_a_short_section_under_several_headings_is_stored_once_with_the_other_headings_listed() -> None:
     q2 = PageChunks("t", "2. My driver will not start", [("q2#intro", (), "Or a variation like…")])
     q26 = PageChunks("t", "26. How do I reload the config?", [("q26#intro", (), "Or a variation like…")])
-    assert one_copy([q2, q26]).dropped == {}
+    copies = one_copy([q26, q2])
+    assert copies.dropped == {"q26#intro": "q2#intro"}
+    assert copies.also_at == {"q2#intro": ("q26#intro",)}
+    assert copies.also_under == {"q2#intro": ("26. How do I reload the config?",)}
+    assert copies.digest(["q2#intro"]) != ""
+    # an empty template under eleven packages: one chunk, titled with every package it stands for
+    tree = PageChunks(
+        "t",
+        "4. Packaging",
+        [
+            (f"p#tree/{name}", ("4.2. Package tree", name), "desc: files: size: deps:")
+            for name in ("libupsclient1", "nut-cgi", "nut-snmp")
+        ],
+    )
+    copies = one_copy([tree])
+    assert copies.dropped == {"p#tree/nut-cgi": "p#tree/libupsclient1", "p#tree/nut-snmp": "p#tree/libupsclient1"}
+    assert copies.also_under == {"p#tree/libupsclient1": ("nut-cgi", "nut-snmp")}
+    assert (
+        also_under_title("4. Packaging › 4.2. Package tree › libupsclient1", copies.also_under["p#tree/libupsclient1"])
+        == "4. Packaging › 4.2. Package tree › libupsclient1 (also under: nut-cgi; nut-snmp)"
+    )
+    many = [f"s{k}" for k in range(ALSO_UNDER_MAX + 3)]
+    assert also_under_title("T", many).endswith("; s11 and 3 more)")
+    # the same section in a single-page build and its own page: no other heading to list
     same = PageChunks("t", "1.2. Clone cable", [("c#intro", (), "Or a variation like…")])
     again = PageChunks("t", "Clone cable", [("d#x", ("Clone cable",), "Or a variation like…")])
-    assert one_copy([same, again]).dropped == {"c#intro": "d#x"}  # same section: the named one kept
+    copies = one_copy([same, again])
+    assert copies.dropped == {"c#intro": "d#x"} and copies.also_under == {}  # same section: the named one kept
+    # a long copy's text carries its meaning: its other places are only recorded
+    long_copies = one_copy([PageChunks("t", "A. Glossary", [("a#x", (), APPENDIX)]),
+                            PageChunks("t", "B. Notebooks", [("b#x", (), APPENDIX)])])  # fmt: skip
+    assert long_copies.dropped == {"b#x": "a#x"} and long_copies.also_under == {}
+
+
+def test_groups_are_never_crossed() -> None:
     other_tenant = PageChunks("u", "B. Glossary", [("u#intro", (), APPENDIX)])
     assert one_copy([PageChunks("t", "A. Glossary", [("t#intro", (), APPENDIX)]), other_tenant]).dropped == {}
+    short = [PageChunks(g, f"{g} FAQ", [(f"{g}#intro", (), "Yes.")]) for g in ("t", "u")]
+    assert one_copy(short).dropped == {}

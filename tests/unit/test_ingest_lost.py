@@ -150,3 +150,39 @@ def test_a_writer_elsewhere_gets_the_copies_rule_with_each_planned_source() -> N
     }
     rows = [r for s in kb.store.list_sources() for r in kb.store.get_source_chunks(s.source_id, s.tenant)]
     assert sum("A notebook is a folder" in r.text for r in rows) == 1
+
+
+def test_a_short_section_under_two_headings_is_stored_once_titled_with_both() -> None:
+    """Two release notes that both say only "Nothing that affects upgraded systems.": one chunk, whose title
+    names both releases (a search for either still finds it), the other's place and heading recorded; the same
+    through a writer elsewhere (the job's JSON)."""
+    from admit.kb.ingest import IngestOptions, ingest_paths, write_source
+    from admit.kb.ray_ingest import _job_from_json, _job_json
+
+    kb = _kb()
+    rep = kb.ingest([DATA / "short_twice"], tenant="t")
+    _adds_up(rep)
+    assert rep.chunks_copies == 1
+    rows = [r for s in kb.store.list_sources() for r in kb.store.get_source_chunks(s.source_id, s.tenant)]
+    same = [r for r in rows if "Nothing that affects" in r.text]
+    assert len(same) == 1 and len(rows) == 2
+    kept = same[0]
+    assert kept.id == "changes-2.4.1#intro"
+    assert kept.title == "Changes from 2.4.0 to 2.4.1 (also under: Changes from 2.6.2 to 2.6.3)"
+    assert kept.metadata["also_at"] == ["changes-2.6.3#intro"]
+    assert kept.metadata["also_under"] == ["Changes from 2.6.2 to 2.6.3"]
+    again = kb.ingest([DATA / "short_twice"], tenant="t")
+    assert (again.sources_unchanged, again.chunks_written) == (3, 0)
+
+    other = _kb()
+    options = IngestOptions(tenant="t")
+
+    def writer(jobs: Any) -> Any:
+        for job in jobs:
+            moved = _job_from_json(_job_json(job))
+            assert moved == job
+            yield moved, write_source(other.store, other.embedder, moved, options)
+
+    ingest_paths(other.store, other.embedder, [DATA / "short_twice"], options, writer=writer)
+    moved_rows = [r for s in other.store.list_sources() for r in other.store.get_source_chunks(s.source_id, s.tenant)]
+    assert sorted(r.title for r in moved_rows) == sorted(r.title for r in rows)

@@ -8,15 +8,21 @@ page an ingest run chunks, which chunks are copies of another and which copy is 
 * **Copies**: two chunks whose normalised text (casefolded, punctuation and whitespace runs collapsed:
   :func:`admit._text.normalize`) is the same are exact copies; two of at least :data:`NEAR_MIN_WORDS` words whose
   word 3-shingle sets have a Jaccard of at least :data:`NEAR_JACCARD` and which state the same numbers are
-  near copies (pairs are found by MinHash banding, then confirmed on the shingles). A chunk shorter than that
-  is a copy only under the same section name (its last heading, or the page's title, numbering left out): a
-  short line such as "Or a variation like…" under two questions is two answers, not one. Copies are joined
+  near copies (pairs are found by MinHash banding, then confirmed on the shingles). Copies are joined
   transitively. Only chunks of one ``group`` (for the ingest: the same tenant, groups, label, authority and version) are
   ever copies: text two audiences or two versions may read is stored for each.
 * **The kept copy** is the one with the truer title: a chunk of the page with fewer chunks (the page that is
   about that section, not the single-page build around it), then the one whose heading path is longer (the
   section is named), then the longer text, then the first id. The others are not stored; their ids go in the
   kept chunk's metadata as ``also_at`` (:data:`ALSO_AT_KEY`).
+* **A short section repeated under other headings** (under :data:`NEAR_MIN_WORDS` words: a one-line FAQ answer
+  on six pages, an empty package template under eleven packages, "Nothing that affects upgraded systems" under
+  four release notes) is stored once too, however short or generic: its meaning is in its headings, so the kept
+  copy lists the other copies' section titles (:attr:`Copies.also_under`, the part of each heading path that
+  differs from the kept one's, at most :data:`ALSO_UNDER_MAX`), which the ingest adds to its title
+  (``... › libupsclient1 (also under: nut-cgi; nut-snmp)``) and its metadata (:data:`ALSO_UNDER_KEY`): a search
+  for any of those sections still finds the text, and no copy of it crowds out other evidence. A long copy's
+  text carries its own meaning; its other places are only recorded in ``also_at``.
 
 It is a pure function of its input (the same pages give the same answer whatever their order), called by the
 ingest (:func:`admit.kb.ingest.ingest_paths`) and by the oracle benchmark (``bench/bench_docsite_oracle.py``).
@@ -34,16 +40,35 @@ import numpy as np
 from admit import _linear
 from admit._text import normalize, shingles, signatures
 
-__all__ = ["ALSO_AT_KEY", "NEAR_JACCARD", "NEAR_MIN_WORDS", "Copies", "PageChunks", "one_copy"]
+__all__ = [
+    "ALSO_AT_KEY",
+    "ALSO_UNDER_KEY",
+    "ALSO_UNDER_MAX",
+    "NEAR_JACCARD",
+    "NEAR_MIN_WORDS",
+    "Copies",
+    "PageChunks",
+    "also_under_title",
+    "one_copy",
+]
 
 ALSO_AT_KEY = "also_at"
 """Chunk metadata key: the ids of the copies of this chunk that were not stored (``["faq#install", ...]``)."""
+
+ALSO_UNDER_KEY = "also_under"
+"""Chunk metadata key: the section titles a short chunk's copies that were not stored sat under
+(``["nut-cgi", "26. How do you make upsmon reload the config file?"]``)."""
+
+ALSO_UNDER_MAX = 12
+"""At most this many other section titles are added to a kept short chunk's title (``... and 3 more``); its
+``also_under`` metadata and ``also_at`` name every one."""
 
 NEAR_JACCARD = 0.9
 """The least word 3-shingle Jaccard of two near copies."""
 
 NEAR_MIN_WORDS = 12
-"""Chunks shorter than this (in words) are copies only when their normalised text is the same."""
+"""Chunks shorter than this (in words) are copies only when their normalised text is the same, and the kept one
+lists the sections its copies were under (:attr:`Copies.also_under`)."""
 
 _BANDS = 8
 """MinHash bands (of 4 rows each, over the 32 permutations of :func:`admit._text.signatures`)."""
@@ -82,6 +107,10 @@ class Copies:
     """Chunk id -> the id of the kept copy (a chunk not stored)."""
     also_at: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Kept chunk id -> the ids of its copies that are not stored, sorted."""
+    also_under: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Kept short chunk id -> the section titles its copies were under, where they differ from its own (each the
+    part of the copy's heading path, page title first, after what it shares with the kept chunk's), in the order
+    of the copies' ids, each once."""
 
     def of_page(self, ids: Sequence[str]) -> tuple[tuple[str, ...], dict[str, tuple[str, ...]]]:
         """A page's share of the decision: its dropped chunk ids, and ``also_at`` of its kept chunks."""
@@ -89,13 +118,18 @@ class Copies:
         kept = {i: self.also_at[i] for i in ids if i in self.also_at}
         return drop, kept
 
+    def under_of_page(self, ids: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        """``also_under`` of a page's kept chunks."""
+        return {i: self.also_under[i] for i in ids if i in self.also_under}
+
     def digest(self, ids: Sequence[str]) -> str:
         """A short digest of a page's share of the decision (``""`` when it has none): part of the page's
-        ingest key, so a page whose copies changed is written again."""
+        ingest key, so a page whose copies changed (or whose copies' headings did) is written again."""
         drop, kept = self.of_page(ids)
         if not drop and not kept:
             return ""
-        text = repr((drop, sorted(kept.items())))
+        under = sorted(self.under_of_page(ids).items())
+        text = repr((drop, sorted(kept.items()), under) if under else (drop, sorted(kept.items())))
         return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
@@ -129,10 +163,10 @@ def one_copy(pages: Sequence[PageChunks]) -> Copies:
     depth: list[int] = []
     page_size: list[int] = []
     groups: list[Hashable] = []
-    names: list[str] = []
+    paths: list[tuple[str, ...]] = []
     for page in pages:
         for cid, headings, text in page.chunks:
-            names.append(_section_name(headings[-1] if headings else page.title))
+            paths.append((page.title, *headings))
             ids.append(cid)
             texts.append(text)
             depth.append(len(headings))
@@ -144,15 +178,15 @@ def one_copy(pages: Sequence[PageChunks]) -> Copies:
     union = _Union(n)
     norms = [normalize(t) for t in texts]
     long = [norm.count(" ") + 1 >= NEAR_MIN_WORDS for norm in norms]
-    exact: dict[tuple[Hashable, str, str], int] = {}
+    exact: dict[tuple[Hashable, str], int] = {}
     for i, (g, norm) in enumerate(zip(groups, norms, strict=True)):
         if not norm:
             continue
-        first = exact.setdefault((g, norm, "" if long[i] else names[i]), i)
+        first = exact.setdefault((g, norm), i)
         if first != i:
             union.join(first, i)
     # near copies: one representative per exact class, long enough for shingles
-    longs = [i for i in range(n) if long[i] and exact.get((groups[i], norms[i], "")) == i]
+    longs = [i for i in range(n) if long[i] and exact.get((groups[i], norms[i])) == i]
     if len(longs) > 1:
         sigs = signatures([norms[i] for i in longs])
         rows = sigs.shape[1] // _BANDS
@@ -189,12 +223,47 @@ def one_copy(pages: Sequence[PageChunks]) -> Copies:
             classes[union.find(i)].append(i)
     dropped: dict[str, str] = {}
     also_at: dict[str, tuple[str, ...]] = {}
+    also_under: dict[str, tuple[str, ...]] = {}
     for members in classes.values():
         if len(members) < 2:
             continue
         keep = min(members, key=lambda i: (page_size[i], -depth[i], -len(texts[i]), ids[i]))
-        others = sorted(ids[i] for i in members if i != keep)
+        others = sorted((i for i in members if i != keep), key=lambda i: ids[i])
         for o in others:
-            dropped[o] = ids[keep]
-        also_at[ids[keep]] = tuple(others)
-    return Copies(dropped=dropped, also_at=also_at)
+            dropped[ids[o]] = ids[keep]
+        also_at[ids[keep]] = tuple(ids[o] for o in others)
+        if not long[keep]:
+            under = _other_sections(paths[keep], [paths[o] for o in others])
+            if under:
+                also_under[ids[keep]] = under
+    return Copies(dropped=dropped, also_at=also_at, also_under=also_under)
+
+
+def _other_sections(kept: Sequence[str], others: Sequence[Sequence[str]]) -> tuple[str, ...]:
+    """The section titles of ``others`` (heading paths, page title first) that name another section than
+    ``kept``'s: each the part of its path after what it shares with ``kept``'s, joined with `` › ``; each once."""
+    own = _section_name(kept[-1])
+    out: dict[str, None] = {}
+    for path in others:
+        if _section_name(path[-1]) == own:
+            continue  # the same section (a single-page build's copy of it): no other heading to list
+        k = 0
+        while k < len(path) - 1 and k < len(kept) and normalize(path[k]) == normalize(kept[k]):
+            k += 1
+        out.setdefault(" › ".join(path[k:]))
+    return tuple(out)
+
+
+def also_under_title(title: str, sections: Sequence[str]) -> str:
+    """A kept short chunk's title with the sections its copies were under: ``T (also under: A; B)`` (at most
+    :data:`ALSO_UNDER_MAX` of them, then ``and N more``); ``title`` itself when there are none.
+
+    Example:
+        >>> also_under_title("Packages › nut-cgi", ["nut-snmp", "nut-xml"])
+        'Packages › nut-cgi (also under: nut-snmp; nut-xml)'
+    """
+    if not sections:
+        return title
+    shown = "; ".join(sections[:ALSO_UNDER_MAX])
+    more = len(sections) - ALSO_UNDER_MAX
+    return f"{title} (also under: {shown}{f' and {more} more' if more > 0 else ''})"

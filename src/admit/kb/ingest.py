@@ -397,6 +397,7 @@ class _Run:
                 continue
             sid = p.st.source_id
             also_at = {cid.removeprefix(f"{sid}#"): v for cid, v in also.items()}
+            under = {cid.removeprefix(f"{sid}#"): v for cid, v in copies.under_of_page(ids).items()}
             if self.writer is not None:
                 self.jobs.append(
                     SourceJob(
@@ -408,13 +409,14 @@ class _Run:
                         new=old is None,
                         drop=tuple(cid.removeprefix(f"{sid}#") for cid in drop),
                         also_at=also_at,
+                        also_under=under,
                     )
                 )
                 continue
             try:
                 pending = prepare_source(
                     self.store, self.embedder, p.doc, p.f, p.st, p.fmt, p.content_hash, key, self.tokenizer,
-                    self.options.max_tokens, pieces=kept, also_at=also_at,
+                    self.options.max_tokens, pieces=kept, also_at=also_at, also_under=under,
                 )  # fmt: skip
             except (OSError, ValueError) as exc:
                 self.fail(p.f, str(exc))

@@ -225,6 +225,9 @@ class SourceJob:
     """Section paths of the chunks not stored, being copies of other chunks (:mod:`admit.kb.copies`)."""
     also_at: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Section path of a kept chunk -> the ids of its copies that are not stored (its ``also_at`` metadata)."""
+    also_under: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Section path of a kept short chunk -> the section titles its copies were under (added to its title; its
+    ``also_under`` metadata)."""
 
 
 SourceWriter = Callable[[Sequence[SourceJob]], Iterable[tuple[SourceJob, "Mapping[str, int] | str"]]]

@@ -56,6 +56,7 @@ def _job_from_json(s: str) -> SourceJob:
     st["updated"] = datetime.fromisoformat(st["updated"]) if st["updated"] else None
     d["drop"] = tuple(d.get("drop", ()))
     d["also_at"] = {k: tuple(v) for k, v in d.get("also_at", {}).items()}
+    d["also_under"] = {k: tuple(v) for k, v in d.get("also_under", {}).items()}
     return SourceJob(settings=SourceSettings(**st), **d)
 
 

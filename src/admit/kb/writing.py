@@ -23,7 +23,7 @@ from admit.errors import ConfigError
 from admit.features import FEATURES_KEY, FEATURES_VERSION, chunk_features
 from admit.kb._progress import IngestProgress
 from admit.kb.chunking import TextChunk, chunk_document
-from admit.kb.copies import ALSO_AT_KEY
+from admit.kb.copies import ALSO_AT_KEY, ALSO_UNDER_KEY, also_under_title
 from admit.kb.files import read_no_follow
 from admit.kb.ingest_types import IngestOptions, SourceJob
 from admit.kb.parse import ParsedDocument, parse_document
@@ -130,6 +130,7 @@ def write_source(store: Store, embedder: Embedder, job: SourceJob, options: Inge
         options.max_tokens,
         pieces=pieces,
         also_at=job.also_at,
+        also_under=job.also_under,
     )
     queue.add(pending, added=job.new)
     queue.flush()  # the same embed-and-write path as a local run (one replace_source)
@@ -303,11 +304,14 @@ def prepare_source(
     *,
     pieces: Sequence[TextChunk] | None = None,
     also_at: Mapping[str, Sequence[str]] | None = None,
+    also_under: Mapping[str, Sequence[str]] | None = None,
 ) -> PendingSource:
     """Chunk a source and find what changed (the chunk and passage vectors to compute); nothing is written.
 
     ``pieces``: the source's chunks when the caller has them (the ingest's plan, less the copies it does not
-    store); ``also_at``: section path -> the ids of the chunk's copies not stored (its ``also_at`` metadata).
+    store); ``also_at``: section path -> the ids of the chunk's copies not stored (its ``also_at`` metadata);
+    ``also_under``: section path -> the section titles a short chunk's copies were under (added to its title,
+    :func:`admit.kb.copies.also_under_title`; its ``also_under`` metadata).
     """
     if pieces is None:
         pieces = chunk_document(doc, tokenizer=tok, max_tokens=max_tokens)
@@ -321,6 +325,8 @@ def prepare_source(
         cid = f"{st.source_id}#{p.section_path}"
         heading_path = (doc.title, *p.headings)
         title = " › ".join(heading_path) if p.headings else doc.title
+        under = list(also_under.get(p.section_path, ())) if also_under else []
+        title = also_under_title(title, under)
         th = text_key(p.text)
         prev = old.get(cid)
         reuse = prev is not None and prev.text_hash == th and prev.title == title
@@ -341,6 +347,7 @@ def prepare_source(
                 "embedding": prev.embedding if (reuse and prev is not None) else None,
                 "counted": counts_key,
                 "also_at": list(also_at.get(p.section_path, ())) if also_at else [],
+                "also_under": under,
             }
         )
         if not reuse:
@@ -415,6 +422,7 @@ def _write_source(
             metadata={
                 **meta,
                 **({ALSO_AT_KEY: d["also_at"]} if d["also_at"] else {}),
+                **({ALSO_UNDER_KEY: d["also_under"]} if d["also_under"] else {}),
                 FEATURES_KEY: d["features"],
                 **({PASSAGE_VECTORS_KEY: d["passage_vectors"]} if d["passage_vectors"] else {}),
             },
