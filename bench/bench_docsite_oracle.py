@@ -6,7 +6,8 @@ parser and chunker, then the cross-page copies rule :func:`admit.kb.copies.one_c
 embedding), and per site the bench prints:
 
 - ``pages``: pages the ingest takes up (source copies, assets, search and index pages left out as the ingest does);
-- ``no chunk``: pages that give no chunk although their source has text (a page with no source counts too);
+- ``no chunk``: pages that give no chunk although their source shows text besides its titles (:func:`shows_text`;
+  a page with no source counts too);
 - ``stored``: the share of the sources' word 5-grams (casefolded words) that reach the stored chunks (title path
   and text; a chunk stored once for several pages counts for each of them), over all pages with a source. The
   source is read as its page could show it (:func:`source_text`): comments, link targets, substitution
@@ -304,6 +305,23 @@ def source_grams(raw: str, *, myst: bool = True) -> set[tuple[str, ...]]:
     return out
 
 
+_MD_TITLE = re.compile(r"^\s{0,3}#{1,6}\s")
+
+
+def shows_text(raw: str) -> bool:
+    """Whether a page's source, as its page could show it (:func:`source_text`), has text besides its section
+    titles: a page whose source is a title over an ``automodule`` the build could not fill (hypothesis'
+    ``ghostwriter``) shows only its title, and giving no chunk is right for it (the ingest report names it)."""
+    lines = source_text(raw).splitlines()
+    body: list[str] = []
+    for i, line in enumerate(lines):
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if _UNDERLINE.match(line) or _MD_TITLE.match(line) or (line.strip() and _UNDERLINE.match(nxt)):
+            continue
+        body.append(line)
+    return bool(_WORD.search("\n".join(body)))
+
+
 def page_source_grams(raw: str, visible: set[tuple[str, ...]]) -> set[tuple[str, ...]]:
     """:func:`source_grams` of a page's source, its Markdown markup read as markup (MyST) or as text, whichever
     of the two the page shows more of: a Markdown source built without a Markdown parser shows
@@ -504,7 +522,7 @@ def measure_sphinx(name: str, package: str, cache: Path) -> dict[str, Any]:
             chunk_grams |= grams(s)
         page_grams.append({g for _, _, t in p.chunks for g in grams(t)})
         ceiling_grams = sg & grams(p.visible)
-        if not p.chunks and (p.source is None or _WORD.search(p.source)):
+        if not p.chunks and (p.source is None or shows_text(p.source)):
             no_chunk.append(p.rel)
         if not sg:
             continue
