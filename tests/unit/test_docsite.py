@@ -784,3 +784,75 @@ def test_a_texinfo_page_that_is_only_its_table_of_contents_is_read_as_it() -> No
     _, paragraphs, _, _ = _texts(page)
     text = "\n".join(paragraphs)
     assert "1.1 The Purpose of GNU gettext" in text and "[Top]" not in text
+
+
+def test_a_doxygen_pages_title_sign_and_generated_indexes() -> None:
+    """libxkbcommon-doc (Doxygen 1.9, a C library): ``libxkbcommon: Keymap Components`` is the page
+    ``Keymap Components`` of the site ``libxkbcommon``; each member's ``◆`` permalink is no part of its heading."""
+    html = """<html><head><meta name="generator" content="Doxygen 1.9.4"><title>libxkbcommon: Keymap Components
+    </title></head><body><div class="header"><div class="headertitle"><div class="title">Keymap Components</div>
+    </div></div><div class="contents"><p>Enumeration of state components in a keymap.</p>
+    <h2 class="memtitle"><span class="permalink"><a href="#ga331a902b6b73defba931115e684b4180">&#9670;&nbsp;</a>
+    </span>xkb_keymap_min_keycode()</h2><div class="memitem"><p>Get the minimum keycode in the keymap.</p></div>
+    </div></body></html>"""
+    title, texts, headings, site = _texts(html)
+    assert (title, site.get("site")) == ("Keymap Components", "libxkbcommon")
+    assert ("xkb_keymap_min_keycode()",) in headings
+    assert not any("◆" in h for hs in headings for h in hs) and not any("◆" in t for t in texts)
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("globals_func.html", "search_index_pages"),
+        ("functions.html", "search_index_pages"),
+        ("functions_vars.html", "search_index_pages"),
+        ("graph_legend.html", "search_index_pages"),
+        ("classes.html", "search_index_pages"),
+        ("group__keymap.html", None),
+        ("structxkb__state.html", None),
+        ("annotated.html", None),
+    ],
+)
+def test_doxygens_generated_indexes_are_index_pages(tmp_path: Path, name: str, kind: str | None) -> None:
+    (tmp_path / "doxygen.css").write_text("", "utf-8")
+    f = tmp_path / name
+    f.write_text("<html></html>", "utf-8")
+    assert SiteFilter().kind(f, name, in_folder=True) == kind
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / name).write_text("<html></html>", "utf-8")  # no doxygen.css beside it: a page of that name
+    assert SiteFilter().kind(plain / name, f"plain/{name}", in_folder=True) is None
+
+
+def test_a_page_named_for_its_language_takes_its_languages_home_page_version(tmp_path: Path) -> None:
+    """maint-guide (DocBook, one build per language): ``dreq.en.html`` states no version; ``index.en.html``'s
+    title page does."""
+    from admit.kb.docsite import HomeVersions
+
+    gen = '<meta name="generator" content="DocBook XSL Stylesheets Vsnapshot">'
+    (tmp_path / "index.en.html").write_text(
+        f"""<html><head>{gen}<title>Debian New Maintainers' Guide</title></head><body><div class="book">
+        <div class="titlepage"><h1 class="title">Debian New Maintainers' Guide</h1>
+        <p class="releaseinfo">version 1.2.53</p></div><p>Text.</p></div></body></html>""",
+        "utf-8",
+    )
+    (tmp_path / "index.fr.html").write_text(
+        f"""<html><head>{gen}<title>Guide</title></head><body><div class="book"><div class="titlepage">
+        <p class="releaseinfo">version 1.2.52</p></div><p>Texte.</p></div></body></html>""",
+        "utf-8",
+    )
+    homes = HomeVersions()
+    assert homes.version_for(tmp_path / "dreq.en.html", tmp_path) == "1.2.53"
+    assert homes.version_for(tmp_path / "dreq.fr.html", tmp_path) == "1.2.52"
+    assert homes.version_for(tmp_path / "dreq.html", tmp_path) == ""  # no index.html: no home page
+
+
+def test_a_title_page_that_states_its_version_is_not_given_it_twice() -> None:
+    html = """<html><head><meta name="generator" content="DocBook XSL Stylesheets Vsnapshot">
+    <title>Debian New Maintainers' Guide</title></head><body><div class="book"><div class="titlepage">
+    <h1 class="title">Debian New Maintainers' Guide</h1><div class="author"><h3 class="author">Josip Rodin</h3>
+    </div><p class="releaseinfo">version 1.2.53</p></div></div></body></html>"""
+    _, texts, _, site = _texts(html)
+    assert site["version"] == "1.2.53"
+    assert sum("1.2.53" in t for t in texts) == 1, texts

@@ -82,6 +82,11 @@ _INDEX_PAGES = frozenset({"genindex.html", "py-modindex.html", "modindex.html", 
 _SITE_MARKERS = frozenset({"searchindex.js", "objects.inv", "sitemap.xml", "_static", "search"})
 """Names beside a site's root page: a ``search.html`` there is the site's search page (not a page on search)."""
 _SOURCE_SUFFIXES = (".txt",)
+_DOXYGEN_INDEX = _linear.compile(
+    r"^(?:globals|functions|namespacemembers|classes|graph_legend)(?:_[a-z0-9~]+)*\.html$", name="docsite.doxygen_index"
+)
+"""Doxygen's generated indexes beside ``doxygen.css``: every global, every member, every class by letter (each a
+link to the page that documents it), and the legend of its graphs (the same on every Doxygen site)."""
 
 
 @dataclass(slots=True)
@@ -141,6 +146,8 @@ class SiteFilter:
             return "search_index_pages"
         if name.endswith("-modindex.html"):
             return "search_index_pages"
+        if _DOXYGEN_INDEX.match(name) and "doxygen.css" in self._names(f.parent):
+            return "search_index_pages"
         if name in ("search.html", "search.htm") and _SITE_MARKERS.intersection(self._names(f.parent)):
             return "search_index_pages"
         if f.suffix.lower() in _SOURCE_SUFFIXES and self._source_folder(f.parent):
@@ -161,6 +168,10 @@ class SiteFilter:
         return known
 
 
+_LANG_SUFFIX = _linear.compile(r"^[a-z]{2}(?:[-_][a-z]{2,4})?$", name="docsite.lang_suffix")
+"""A language before a page's ``.html`` (``en``, ``pt-br``, ``zh_cn``)."""
+
+
 @dataclass(slots=True)
 class HomeVersions:
     """The version a site's home page states, for the pages of the site that state none: ``index.html`` in
@@ -170,24 +181,32 @@ class HomeVersions:
     """
 
     max_bytes: int = 8 << 20
-    _known: dict[Path, str] = field(default_factory=dict)
+    _known: dict[tuple[Path, str], str] = field(default_factory=dict)
 
     def version_for(self, f: Path, root: Path) -> str:
-        """The version ``f``'s home page states (``""``: none)."""
+        """The version ``f``'s home page states (``""``: none). A page named for its language
+        (``dreq.en.html``, a DocBook build per language) has ``index.en.html`` as its home page, before
+        ``index.html``."""
+        parts = f.name.lower().split(".")
+        lang = parts[-2] if len(parts) == 3 and _LANG_SUFFIX.match(parts[-2]) else ""
+        homes = (f"index.{lang}.html", "index.html") if lang else ("index.html",)
         folder = f.parent
         walked: list[Path] = []
         version = ""
         while folder.is_relative_to(root):
-            if folder in self._known:
-                version = self._known[folder]
+            if (folder, lang) in self._known:
+                version = self._known[(folder, lang)]
                 break
             walked.append(folder)
-            version = self._read(folder / "index.html", root)
+            for home in homes:
+                version = self._read(folder / home, root)
+                if version:
+                    break
             if version or folder == root:
                 break
             folder = folder.parent
         for w in walked:
-            self._known[w] = version
+            self._known[(w, lang)] = version
         return version
 
     def _read(self, home: Path, root: Path) -> str:
@@ -258,7 +277,7 @@ _DROP_TAGS = frozenset({"button", "input", "select", "dialog", "nav", "footer"})
 """Tags that are chrome on any page (``nav`` and ``footer``: the page's navigation and footer by HTML's own word)."""
 _QUIET_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "head", "title"})
 """Tags whose text a reader never sees as the page's text."""
-_PERMALINK_SIGNS = frozenset({"¶", "#", "🔗", "§", "\u200b", "🔗︎", "link"})
+_PERMALINK_SIGNS = frozenset({"¶", "#", "🔗", "§", "\u200b", "🔗︎", "link", "◆"})
 _PERMALINK_TITLES = ("permalink", "permanent link", "direct link", "link to this")
 INLINE_TAGS = frozenset(
     {"a", "abbr", "b", "bdi", "bdo", "cite", "code", "data", "dfn", "em", "i", "kbd", "mark", "q", "s", "samp",
@@ -955,6 +974,10 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
             node, manual = (mk.group(1), mk.group(2)) if mk is not None else (th.group(2), th.group(1))  # type: ignore[union-attr]
             site, version = _site_and_version(manual)
             return SiteTitle(title=node if node != "Top" else heading or node, site=site, version=version)
+    if generator == "doxygen" and title:
+        dm = _TEXI2HTML_TITLE.search(title)  # "libxkbcommon: Keymap Components": project: page
+        if dm is not None:
+            return SiteTitle(title=dm.group(2), site=dm.group(1))
     if generator == "pydoc":
         pm = _PYDOC_TITLE.search(title)
         return SiteTitle(title=pm.group(1) if pm is not None else title or heading, site="Python")

@@ -432,7 +432,7 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
             drop_level = first_heading[0]
     site = docsite.site_info(scan, named)
     version = site.get("version", "")
-    if credits and version and not any(version in str(blocks[i]) for i in credits):
+    if credits and version and not any(version in b for b in blocks if isinstance(b, str)):
         blocks.insert(credits[-1] + 1, f"Version {version}")  # a title page: its title, authors and version
     sections: list[Section] = []
     stack: list[tuple[int, str]] = []
