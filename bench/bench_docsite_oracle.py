@@ -425,12 +425,18 @@ def read_site(root: Path, *, sources: bool, max_tokens: int = 350) -> SiteRead:
     for f, base in _walk([root]):
         assert base is not None
         rel = f.relative_to(base).as_posix()
-        fmt = FORMATS.get(f.suffix.lower())
+        try:  # a compressed page (changelog.html.gz) is read as the page it holds, as the ingest reads it
+            from admit.kb.files import document_name, page_text
+        except ImportError:  # a tree that reads none
+            document_name, page_text = (lambda n: n), (lambda raw, n, m: raw.decode("utf-8-sig"))
+        name = document_name(f.name)
+        fmt = FORMATS.get(Path(name).suffix.lower())
         if fmt is None or site.kind(f, rel, in_folder=True) is not None:
             continue
+        rel = rel[: len(rel) - len(f.name)] + name
         try:
-            text = f.read_bytes().decode("utf-8-sig")
-            doc = parse_document(text, fmt, fallback_title=f.stem.replace("-", " ").replace("_", " "))
+            text = page_text(f.read_bytes(), f.name, 64 << 20)
+            doc = parse_document(text, fmt, fallback_title=Path(name).stem.replace("-", " ").replace("_", " "))
         except (OSError, ValueError):
             continue
         if getattr(doc, "page_kind", None) is not None:

@@ -11,9 +11,14 @@ from __future__ import annotations
 
 import os
 import stat
+import zlib
 from pathlib import Path
 
-__all__ = ["RefusedFileError", "read_no_follow"]
+__all__ = ["COMPRESSED_SUFFIX", "RefusedFileError", "document_name", "page_text", "read_no_follow"]
+
+COMPRESSED_SUFFIX = ".gz"
+"""A document compressed with gzip (``changelog.html.gz``: Debian compresses a package's larger documentation
+files) is read as the document it holds."""
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -74,3 +79,31 @@ def read_no_follow(path: Path, root: Path | None = None) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def document_name(name: str) -> str:
+    """A file's name as the document it holds: ``changelog.html.gz`` -> ``changelog.html``."""
+    if name.lower().endswith(COMPRESSED_SUFFIX) and "." in name[: -len(COMPRESSED_SUFFIX)]:
+        return name[: -len(COMPRESSED_SUFFIX)]
+    return name
+
+
+def page_text(raw: bytes, name: str, max_bytes: int) -> str:
+    """A document's text from its file's bytes: a ``.gz`` file's (:data:`COMPRESSED_SUFFIX`) decompressed, at
+    most ``max_bytes`` of it, then UTF-8 (a byte-order mark dropped).
+
+    Raises:
+        ValueError: Not gzip data, or it decompresses to over ``max_bytes`` (a small file that would fill the
+            memory is refused, not read), or not UTF-8 (:class:`UnicodeDecodeError`).
+    """
+    if document_name(name) != name:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        try:
+            raw = d.decompress(raw, max_bytes + 1)
+        except zlib.error as exc:
+            raise ValueError(f"not gzip data ({exc})") from exc
+        if len(raw) > max_bytes or d.unconsumed_tail:
+            raise ValueError(
+                f"decompresses to over the {max_bytes:,}-byte cap per file (raise --max-file-mb to read it)"
+            )
+    return raw.decode("utf-8-sig")

@@ -48,7 +48,7 @@ from admit.kb._progress import IngestProgress
 from admit.kb.chunking import DEFAULT_MAX_TOKENS, TextChunk, chunk_document, slugify
 from admit.kb.copies import PageChunks, one_copy
 from admit.kb.docsite import HomeVersions, SiteFilter
-from admit.kb.files import RefusedFileError, read_no_follow
+from admit.kb.files import RefusedFileError, document_name, page_text, read_no_follow
 from admit.kb.ingest_types import DEFAULT_MAX_FILE_BYTES, IngestOptions, IngestReport, SourceJob, SourceWriter
 from admit.kb.parse import (
     FORMATS,
@@ -249,7 +249,7 @@ class _Run:
 
     def plan_file(self, f: Path, root: Path | None, rel: str) -> None:
         """Read and parse one file, and plan what it needs: nothing (unchanged), a write here, or a job."""
-        fmt = FORMATS.get(f.suffix.lower())
+        fmt = FORMATS.get(Path(document_name(f.name)).suffix.lower())
         if fmt is None:
             if root is None:  # a file named on the command line: an error; one met in a folder: skipped
                 self.counts["files"] += 1
@@ -315,11 +315,11 @@ class _Run:
             return None
         self.counts["files"] += 1
         try:
-            text = raw.decode("utf-8-sig")
+            text = page_text(raw, f.name, self.options.max_file_bytes)
         except UnicodeDecodeError as exc:
             self.fail(f, f"not UTF-8 text (byte {exc.start})")
             return None
-        return raw, parse_document(text, fmt, fallback_title=f.stem.replace("-", " ").replace("_", " "))
+        return raw, parse_document(text, fmt, fallback_title=_fallback_title(f))
 
     def _source_settings(self, f: Path, root: Path | None, rel: str, doc: ParsedDocument) -> SourceSettings:
         """The source's settings (registry, options, front matter); its id must be the file's alone."""
@@ -564,7 +564,12 @@ def _read(f: Path, root: Path | None) -> bytes:
 
 def _default_source_id(f: Path, root: Path | None) -> str:
     rel = f.relative_to(root) if root is not None else Path(f.name)
-    return rel.with_suffix("").as_posix()
+    return rel.with_name(document_name(rel.name)).with_suffix("").as_posix()
+
+
+def _fallback_title(f: Path) -> str:
+    """A document's title when it states none: its file's name, less its suffixes (``.html.gz`` too)."""
+    return Path(document_name(f.name)).stem.replace("-", " ").replace("_", " ")
 
 
 def _size(f: Path) -> int:

@@ -24,7 +24,7 @@ from admit.features import FEATURES_KEY, FEATURES_VERSION, chunk_features
 from admit.kb._progress import IngestProgress
 from admit.kb.chunking import TextChunk, chunk_document
 from admit.kb.copies import ALSO_AT_KEY, ALSO_UNDER_KEY, also_under_title
-from admit.kb.files import read_no_follow
+from admit.kb.files import document_name, page_text, read_no_follow
 from admit.kb.ingest_types import IngestOptions, SourceJob
 from admit.kb.parse import ParsedDocument, parse_document
 from admit.kb.registry import SourceSettings
@@ -107,8 +107,10 @@ def write_source(store: Store, embedder: Embedder, job: SourceJob, options: Inge
     raw = read_no_follow(f)  # never through a link swapped in since the walk
     if hashlib.sha256(raw).hexdigest()[:16] != job.content_hash:
         raise ValueError("the file changed during the ingest run; run it again")
-    text = raw.decode("utf-8-sig")
-    doc = parse_document(text, job.fmt, fallback_title=f.stem.replace("-", " ").replace("_", " "))
+    text = page_text(raw, f.name, options.max_file_bytes)
+    doc = parse_document(
+        text, job.fmt, fallback_title=Path(document_name(f.name)).stem.replace("-", " ").replace("_", " ")
+    )
     keys = ("chunks_added", "chunks_changed", "chunks_unchanged", "chunks_removed", "chunks_embedded", "chunks_written")
     counts = dict.fromkeys((*keys, "sources_added", "sources_updated"), 0)
     errors: list[tuple[str, str]] = []
