@@ -74,8 +74,11 @@ SITES: dict[str, str] = {
     "traitlets": "python-traitlets-doc",
     "pint": "python-pint-doc",
     "borgbackup": "borgbackup-doc",
+    "xarray": "python-xarray-doc",
+    "nbclient": "python-nbclient-doc",
 }
-"""Site -> Debian package (each ships a built Sphinx site with its ``_sources``)."""
+"""Site -> Debian package (each ships a built Sphinx site with its ``_sources``); ``PACKAGE:FOLDER`` where the
+package holds more than one site (groonga-doc: one per language)."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,43 @@ GENERATORS: dict[str, Generator] = {
         "usr/share/doc/libjsoncpp-doc",
         "Doxygen",
         ("CharReaderBuilder", "StreamWriterBuilder", "isMember", "getMemberNames", "Json::Value"),
+    ),
+    "xkbcommon": Generator(
+        "libxkbcommon-doc",
+        "usr/share/doc/libxkbcommon-doc/html",
+        "Doxygen (C)",
+        ("xkb_keymap_new_from_names", "xkb_state_update_key", "xkb_compose_table_new_from_locale",
+         "XKB_KEYSYM_CASE_INSENSITIVE", "xkb_context_new"),
+    ),  # fmt: skip
+    "libtool": Generator(
+        "libtool-doc",
+        "usr/share/doc/libtool-doc",
+        "Texinfo (makeinfo, one page)",
+        ("libtool --mode=link", "-version-info", "LT_INIT", "libltdl", "lt_dlopen"),
+    ),
+    "flex": Generator(
+        "flex-doc",
+        "usr/share/doc/flex-doc/html",
+        "Texinfo (makeinfo, split)",
+        ("yylex", "%option reentrant", "YY_BUFFER_STATE", "yy_scan_string", "REJECT"),
+    ),
+    "gettext": Generator(
+        "gettext-doc",
+        "usr/share/doc/gettext",
+        "Texinfo (texi2html), man pages",
+        ("xgettext", "msgfmt", "bindtextdomain", "ngettext", "LINGUAS"),
+    ),
+    "groonga": Generator(
+        "groonga-doc",
+        "usr/share/doc/groonga-doc/en/html",
+        "Sphinx (pydata), no sources shipped",
+        ("table_create", "column_create", "load --table", "TokenBigram", "select --table"),
+    ),
+    "maint-guide": Generator(
+        "maint-guide",
+        "usr/share/doc/maint-guide/html",
+        "DocBook (xsltproc)",
+        ("dh_make", "debian/control", "debian/rules", "dpkg-buildpackage", "lintian"),
     ),
 }
 
@@ -513,7 +553,8 @@ def duplicates(texts: Iterable[str]) -> tuple[int, int]:
 
 
 def measure_sphinx(name: str, package: str, cache: Path) -> dict[str, Any]:
-    root = sphinx_root(fetch(package, cache))
+    package, _, folder = package.partition(":")
+    root = sphinx_root(fetch(package, cache) / folder)
     read = read_site(root, sources=True)
     streams = stored_streams(read)
     src_total = src_stored = src_visible = thin = 0

@@ -784,6 +784,12 @@ def test_a_texinfo_page_that_is_only_its_table_of_contents_is_read_as_it() -> No
     _, paragraphs, _, _ = _texts(page)
     text = "\n".join(paragraphs)
     assert "1.1 The Purpose of GNU gettext" in text and "[Top]" not in text
+    # the real page holds the Top node's paragraph after it: that is its text, and states the version
+    top = """</div><a name="Top"></a><a name="SEC_Top"></a><p>This manual documents the GNU gettext tools and the
+    GNU libintl library, version 0.21.</p></body>"""
+    _, paragraphs, _, site = _texts(page.replace("</div></body>", top))
+    assert site["version"] == "0.21"  # the Top node's paragraph, after texi2html's <a name="Top">
+    assert paragraphs == ["This manual documents the GNU gettext tools and the GNU libintl library, version 0.21."]
 
 
 def test_a_doxygen_pages_title_sign_and_generated_indexes() -> None:
@@ -856,3 +862,14 @@ def test_a_title_page_that_states_its_version_is_not_given_it_twice() -> None:
     _, texts, _, site = _texts(html)
     assert site["version"] == "1.2.53"
     assert sum("1.2.53" in t for t in texts) == 1, texts
+
+
+def test_a_definition_terms_classifier_follows_a_colon() -> None:
+    """python-nbclient-doc's config_options page: ``NbClientApp.allow_errors : Bool`` (docutils'
+    ``span.classifier``, its colon drawn by CSS) was stored ``NbClientApp.allow_errorsBool``."""
+    html = """<html><head><meta name="generator" content="Docutils 0.19: https://docutils.sourceforge.io/">
+    <title>Options - nbclient 0.7.2 documentation</title></head><body><div role="main"><h1>Options</h1><dl>
+    <dt>NbClientApp.allow_errors<span class="classifier">Bool</span></dt><dd><p>Default: <code>False</code></p>
+    </dd></dl></div></body></html>"""
+    _, texts, _, _ = _texts(html)
+    assert "NbClientApp.allow_errors : Bool" in texts

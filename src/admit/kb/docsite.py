@@ -658,17 +658,20 @@ def _texinfo_mark(el: Any, tag: str, classes: Sequence[str]) -> str | None:
 
 def _texinfo_version(root: Any) -> str:
     """The version a Texinfo manual's Top node states (``This edition documents version 2.4.7.``, ``... documents
-    flex version 2.6.4``): in its first paragraphs only, where a manual says what it documents."""
-    for top in root.iter("div"):
-        if top.get("id") != "Top":
-            continue
-        for k, p in enumerate(top.iter("p")):
-            if k >= 4:
-                break
-            m = _STATED_VERSION.search(" ".join(" ".join(p.itertext()).split())[:300])
-            if m is not None:
-                return str(m.group(1)).rstrip(".-+")
-        break
+    flex version 2.6.4``): in its first paragraphs only, where a manual says what it documents. makeinfo's Top
+    node is ``div#Top``; texi2html's, the paragraphs after ``<a name="Top">``."""
+    paragraphs: list[Any] = []
+    for el in root.iter("div", "a"):
+        if el.tag == "div" and el.get("id") == "Top":
+            paragraphs = [p for _, p in zip(range(4), el.iter("p"), strict=False)]
+            break
+        if el.tag == "a" and el.get("name") == "Top":
+            paragraphs = [p for _, p in zip(range(6), el.itersiblings(), strict=False) if p.tag == "p"]
+            break
+    for p in paragraphs:
+        m = _STATED_VERSION.search(" ".join(" ".join(p.itertext()).split())[:300])
+        if m is not None:
+            return str(m.group(1)).rstrip(".-+")
     return ""
 
 

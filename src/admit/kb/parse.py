@@ -39,10 +39,11 @@ FORMATS: dict[str, str] = {
 }
 """File suffix -> parser."""
 
-PARSER_REVISIONS: dict[str, str] = {"html": "docsite-2"}
+PARSER_REVISIONS: dict[str, str] = {"html": "docsite-3"}
 """Parsers whose output changed for the same file (HTML: a built site's main content, titles without the site's
 suffix, inline elements joined; docsite-2: main content by structure and text with the guard, text outside
-blocks, hidden regions, admonitions as text, the version from a footer or title page): part of a source's
+blocks, hidden regions, admonitions as text, the version from a footer or title page; docsite-3: Texinfo's and
+Doxygen's navigation and titles, a definition term's classifier after a colon): part of a source's
 ingest key, so a re-ingest re-reads files it would otherwise call unchanged."""
 
 _HEADING = _linear.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", name="ingest.heading")
@@ -209,7 +210,8 @@ _CREDITS = {"author": "By ", "editor": "Edited by ", "corpauthor": "By ", "other
 def _text_of(el: Any) -> str:
     """An element's text as a browser lays it out, on one line: inline elements join their neighbours
     (``<code>f</code>(<em>x</em>)`` is ``f(x)``), any other element is a word break; whitespace runs become one
-    space. One walk over the element's subtree, each text and tail read once."""
+    space; a definition term's classifier (``<span class="classifier">``) follows a colon, as the page shows it
+    (``allow_errors : Bool``). One walk over the element's subtree, each text and tail read once."""
     from lxml import etree
 
     parts: list[str] = []
@@ -219,6 +221,8 @@ def _text_of(el: Any) -> str:
         if event == "start":
             if gap:
                 parts.append(" ")
+            elif "classifier" in _classes(sub):  # docutils' "term : classifier", its colon drawn by the theme's CSS
+                parts.append(" : ")
             if sub.text and isinstance(tag, str):
                 parts.append(sub.text)
         else:
