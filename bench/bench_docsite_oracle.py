@@ -120,9 +120,14 @@ GENERATORS: dict[str, Generator] = {
         "libxkbcommon-doc",
         "usr/share/doc/libxkbcommon-doc/html",
         "Doxygen (C)",
-        ("xkb_keymap_new_from_names", "xkb_state_update_key", "xkb_compose_table_new_from_locale",
-         "XKB_KEYSYM_CASE_INSENSITIVE", "xkb_context_new"),
-    ),  # fmt: skip
+        (
+            "xkb_keymap_new_from_names",
+            "xkb_state_update_key",
+            "xkb_compose_table_new_from_locale",
+            "XKB_KEYSYM_CASE_INSENSITIVE",
+            "xkb_context_new",
+        ),
+    ),
     "libtool": Generator(
         "libtool-doc",
         "usr/share/doc/libtool-doc",
@@ -534,11 +539,13 @@ def _visible_text(html: str) -> str:
 
 def stored_streams(read: SiteRead) -> dict[str, list[str]]:
     """Per page, the texts of the stored chunks that hold its text (its kept chunks, and for a chunk not stored
-    as a copy, the kept copy): title path and text, one string per chunk."""
+    as a copy, the kept copy): title path (with the other sections a short chunk stands for, its ``also under``
+    titles) and text, one string per chunk."""
     kept: dict[str, str] = {}
+    under = getattr(read.copies, "also_under", {}) if read.copies is not None else {}
     for p in read.pages:
         for cid, heads, text in p.chunks:
-            kept[cid] = " ".join((p.title, *heads, text))
+            kept[cid] = " ".join((p.title, *heads, *under.get(cid, ()), text))
     dropped = read.copies.dropped if read.copies is not None else {}
     return {p.rel: [kept[dropped.get(cid, cid)] for cid, _, _ in p.chunks] for p in read.pages}
 

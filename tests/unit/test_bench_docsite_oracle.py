@@ -148,3 +148,19 @@ def test_a_page_whose_source_shows_only_its_title_is_not_counted_as_lost(bench: 
     assert not bench.shows_text("# Changelog\n\n## 1.0\n")
     assert bench.shows_text(title_only + "Writing tests with Hypothesis is a fine way to find bugs.\n")
     assert bench.shows_text("Intro\n=====\n\n.. note::\n\n   Careful here.\n")
+
+
+def test_a_short_chunk_stored_once_counts_for_each_page_with_the_headings_it_stands_for(bench: ModuleType) -> None:
+    """The kept chunk's title lists the sections of the copies not stored (``also under``), as the ingest
+    stores it: the dropped page's own title reaches the store through it."""
+    from admit.kb.copies import PageChunks, one_copy
+
+    a = bench.Page("a.html", "Changes from 2.4.0 to 2.4.1", [("a#intro", (), "Nothing that affects upgrades.")])
+    b = bench.Page("b.html", "Changes from 2.6.2 to 2.6.3", [("b#intro", (), "Nothing that affects upgrades.")])
+    read = bench.SiteRead(pages=[a, b])
+    read.copies = one_copy([PageChunks("s", p.title, p.chunks) for p in read.pages])
+    streams = bench.stored_streams(read)
+    assert streams["a.html"] == streams["b.html"]
+    assert (
+        "Changes from 2.6.2 to 2.6.3" in streams["a.html"][0] and "Changes from 2.4.0 to 2.4.1" in streams["a.html"][0]
+    )

@@ -873,3 +873,21 @@ def test_a_definition_terms_classifier_follows_a_colon() -> None:
     </dd></dl></div></body></html>"""
     _, texts, _, _ = _texts(html)
     assert "NbClientApp.allow_errors : Bool" in texts
+
+
+def test_a_split_pages_numbered_heading_that_says_its_title_is_the_title_not_a_section() -> None:
+    """flex-doc's ``A Note About yytext And Memory`` page opens with ``21.3 A Note About yytext And Memory``: its
+    chunks were titled ``A Note About yytext And Memory › 21.3 A Note About yytext And Memory``."""
+    page = """<html><head><title>{title} (Lexical Analysis With Flex, for Flex 2.6.4)</title>
+    <meta name="Generator" content="makeinfo"></head><body><div class="section" id="x"><div class="header"><p>
+    Next: <a href="n.html">Next</a></p></div><h3 class="section">{heading}</h3><p>Body text.</p></div></body></html>"""
+    for title, heading in (
+        ("A Note About yytext And Memory", "21.3 A Note About yytext And Memory"),
+        ("Appendices", "Appendix A Appendices"),
+        ("Actions", "8 Actions"),
+    ):
+        got, texts, headings, site = _texts(page.format(title=title, heading=heading))
+        assert (got, texts, headings, site["version"]) == (title, ["Body text."], [()], "2.6.4")
+    # a heading that only starts like a number is another section
+    _, _, headings, _ = _texts(page.format(title="Wanted", heading="I Wanted"))
+    assert headings == [("I Wanted",)]

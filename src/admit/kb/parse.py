@@ -233,6 +233,21 @@ def _text_of(el: Any) -> str:
     return " ".join("".join(parts).split())
 
 
+_SECTION_NUMBER = _linear.compile(
+    r"^\s*(?:(?i:appendix|chapter|part)\s+[A-Z0-9]+\.?|[A-Z]\.(?:[0-9]+\.?)*|[0-9]+(?:\.[0-9]+)*\.?)\s+(\S.*)$",
+    name="ingest.section_number",
+)
+"""A section's number before its title: ``21.3 ``, ``A.1. ``, ``Appendix A ``, ``Chapter 5. `` (a lone capital is a
+word: ``A Note About yytext``)."""
+
+
+def _unnumbered(heading: str) -> str:
+    """A heading without its number, casefolded: a split Texinfo page's ``8 Actions`` or ``Appendix A Appendices``
+    says its title ``Actions``, ``Appendices``."""
+    m = _SECTION_NUMBER.search(heading)
+    return (m.group(1) if m is not None else heading).casefold()
+
+
 def _classes(el: Any) -> list[str]:
     return (el.get("class") or "").lower().split()
 
@@ -432,7 +447,7 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
     if first_heading is not None:
         if len(h1) == 1 and first_heading[0] == 1:
             drop_level = 1
-        elif first_heading[1].casefold() == title.casefold() and all(b[0] > first_heading[0] for b in heads[1:]):
+        elif _unnumbered(first_heading[1]) == _unnumbered(title) and all(b[0] > first_heading[0] for b in heads[1:]):
             drop_level = first_heading[0]
     site = docsite.site_info(scan, named)
     version = site.get("version", "")
