@@ -13,9 +13,10 @@ embedding), and per site the bench prints:
   source is read as its page could show it (:func:`source_text`): comments, link targets, substitution
   definitions, directive options and their values, the argument of a directive whose argument is no text (a
   path, a language, a module; every ``auto*`` directive, whose text comes from the code), the body of a toctree,
-  ``raw``, ``index`` or hidden test code, and roles' and links' targets are left out; and its 5-grams are taken
-  section by section (:func:`source_grams`: none runs from one section's title into the next); Markdown's
-  markup is read as markup or as text, whichever the page shows more of (:func:`page_source_grams`);
+  ``raw``, ``index`` or hidden test code, roles' and links' targets and a role whose text is a number (an
+  issue link shown as ``GH7362``) are left out; and its 5-grams are taken section by section
+  (:func:`source_grams`: none runs from one section's title into the next); Markdown's markup is read as markup
+  or as text, whichever the page shows more of (:func:`page_source_grams`);
 - ``ceiling``: the same share in the page's own visible text (its ``<body>``'s text, scripts and styles left
   out): what any extraction could keep (reST markup, generated text and 5-grams across chunk edges are not in it);
 - ``thin``: pages whose stored share is under half their ceiling;
@@ -187,6 +188,9 @@ _VERSION_LEADS = {
 _ROLE_TARGET = re.compile(r":[\w-]+(?::[\w-]+)*:`([^`<]*?)\s*<[^<>`]*>`")
 _ROLE_BARE_REF = re.compile(r":(?:ref|doc|numref|term-ref|any):`[^`<]*`")
 _ROLE = re.compile(r":[\w-]+(?::[\w-]+)*:`!?(?:~(?:[\w.]*\.)?)?([^`]*)`")
+_ROLE_NUMBER = re.compile(r":[\w-]+(?::[\w-]+)*:`#?\d+`")
+"""A role whose text is a number: an issue or pull-request link (extlinks' ``:issue:`7362```, shown as its caption,
+``GH7362``), a PEP or an RFC (``PEP 8``): the page shows a word the source does not hold; no 5-gram runs across it."""
 _LINK = re.compile(r"`([^`<]*?)\s*<[^<>`]*>`__?")
 _SUBST = re.compile(r"\|[\w .-]+\|_?")
 
@@ -311,6 +315,7 @@ def _source_text(raw: str, *, myst: bool = True) -> str:
             i += 1
     text = "\n".join(out)
     subs: list[tuple[re.Pattern[str], str]] = [
+        (_ROLE_NUMBER, _BREAK),
         (_ROLE_TARGET, r"\1"),
         (_ROLE_BARE_REF, ""),
         (_ROLE, r"\1"),
