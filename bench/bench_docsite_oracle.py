@@ -25,7 +25,8 @@ embedding), and per site the bench prints:
 - ``dup before``/``dup stored``: chunks that are an exact copy (same normalised text) of another, before and after
   the copies rule;
 - ``adm. titles``: chunks whose heading path holds an admonition label (``Note``, ``Warning`` ...);
-- ``version``: the site version the pages record (the most common), ``-`` for none.
+- ``version``: the site version the pages record (the most common; a page that states none takes its home
+  page's, as the ingest does) and how many pages record one, ``-`` for none.
 
 Then a hand-made check of non-Sphinx generators (DocBook/AsciiDoc: ``nut-doc``; MkDocs: ``mkdocs-doc``; Javadoc;
 Doxygen), which ship no sources: pages, pages with no chunk, admonition titles, duplicates (also with each
@@ -470,6 +471,12 @@ def read_site(root: Path, *, sources: bool, max_tokens: int = 350) -> SiteRead:
 
     tok = resolve_tokenizer("cl100k_base")
     site = SiteFilter(())
+    try:  # a page that states no version takes its home page's, as the ingest does
+        from admit.kb.docsite import HomeVersions
+
+        homes: Any = HomeVersions()
+    except ImportError:
+        homes = None
     out = SiteRead()
     t0 = time.process_time()
     for f, base in _walk([root]):
@@ -499,7 +506,9 @@ def read_site(root: Path, *, sources: bool, max_tokens: int = 350) -> SiteRead:
             rel=rel,
             title=doc.title,
             chunks=[(f"{sid}#{p.section_path}", tuple(p.headings), p.text) for p in pieces],
-            version=site_meta.get("version", "") or dict(doc.front_matter).get("version", ""),
+            version=site_meta.get("version", "")
+            or dict(doc.front_matter).get("version", "")
+            or (homes.version_for(f, base) if homes is not None and fmt == "html" else ""),
             guarded=bool(
                 getattr(doc, "content_guard", "") or meta.get("extract_guard") or site_meta.get("extract_guard")
             ),
@@ -627,7 +636,7 @@ def measure_sphinx(name: str, package: str, cache: Path) -> dict[str, Any]:
         "dup_before": dup_before / n_before if n_before else 0.0,
         "dup_stored": dup_stored / n_stored if n_stored else 0.0,
         "admonition_titles": adm,
-        "version": versions.most_common(1)[0][0] if versions else "-",
+        "version": _version_cell(versions, len(read.pages)),
         "cpu_s": read.seconds,
     }
 
@@ -657,11 +666,18 @@ def measure_generator(name: str, gen: Generator, cache: Path) -> dict[str, Any]:
         "dup_before": dup_before / n_before if n_before else 0.0,
         "dup_stored": dup_stored / n_stored if n_stored else 0.0,
         "dup_titled": dup_titled / n_stored if n_stored else 0.0,
-        "version": versions.most_common(1)[0][0] if versions else "-",
+        "version": _version_cell(versions, len(read.pages)),
         "known": f"{sum(k in blob for k in gen.known)}/{len(gen.known)}",
         "known_missing": [k for k in gen.known if k not in blob],
         "cpu_s": read.seconds,
     }
+
+
+def _version_cell(versions: Counter[str], pages: int) -> str:
+    """The version most pages record, and how many pages record one: ``2.8.0 (186/186)``; ``-`` for none."""
+    if not versions:
+        return "-"
+    return f"{versions.most_common(1)[0][0]} ({sum(versions.values())}/{pages})"
 
 
 def _pct(x: float) -> str:
