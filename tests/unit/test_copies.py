@@ -50,6 +50,14 @@ def test_a_short_section_under_several_headings_is_stored_once_with_the_other_he
     assert copies.also_at == {"q2#intro": ("q26#intro",)}
     assert copies.also_under == {"q2#intro": ("26. How do I reload the config?",)}
     assert copies.digest(["q2#intro"]) != ""
+    # the single-page FAQ holds the same answers under each question (with the wrong page title): one section once
+    single = PageChunks(
+        "t",
+        "1. I just upgraded",
+        [("faq#q2", ("2. My driver will not start",), "Or a variation like…"),
+         ("faq#q26", ("26. How do I reload the config?",), "Or a variation like…")],
+    )  # fmt: skip
+    assert one_copy([q2, q26, single]).also_under == {"q2#intro": ("26. How do I reload the config?",)}
     # an empty template under eleven packages: one chunk, titled with every package it stands for
     tree = PageChunks(
         "t",

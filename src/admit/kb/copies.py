@@ -241,17 +241,21 @@ def one_copy(pages: Sequence[PageChunks]) -> Copies:
 
 def _other_sections(kept: Sequence[str], others: Sequence[Sequence[str]]) -> tuple[str, ...]:
     """The section titles of ``others`` (heading paths, page title first) that name another section than
-    ``kept``'s: each the part of its path after what it shares with ``kept``'s, joined with `` › ``; each once."""
+    ``kept``'s: each the part of its path after what it shares with ``kept``'s, joined with `` › ``; each section
+    once (its own page's copy and a single-page build's are one section: the shorter path is shown)."""
     own = _section_name(kept[-1])
-    out: dict[str, None] = {}
+    out: dict[str, str] = {}
     for path in others:
-        if _section_name(path[-1]) == own:
+        name = _section_name(path[-1])
+        if name == own:
             continue  # the same section (a single-page build's copy of it): no other heading to list
         k = 0
         while k < len(path) - 1 and k < len(kept) and normalize(path[k]) == normalize(kept[k]):
             k += 1
-        out.setdefault(" › ".join(path[k:]))
-    return tuple(out)
+        shown = " › ".join(path[k:])
+        if name not in out or len(shown) < len(out[name]):  # one section once: its shortest path (its own page's)
+            out[name] = shown
+    return tuple(out.values())
 
 
 def also_under_title(title: str, sections: Sequence[str]) -> str:
