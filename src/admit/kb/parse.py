@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from admit import _linear
-from admit.errors import ConfigError, MissingExtraError
+from admit.errors import ConfigError, InputError, MissingExtraError
 from admit.kb import docsite
 
 __all__ = [
@@ -398,7 +398,7 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
     if any("Excessive depth" in e.message for e in parser.error_log):
         # libxml2 stops building the tree at its depth limit and drops what lies deeper: refuse the file
         # (one error line, the rest of the run ingested) rather than store it with text silently missing
-        raise ValueError("HTML nested deeper than the parser's limit (2,048 elements); flatten it to ingest it")
+        raise InputError("HTML nested deeper than the parser's limit (2,048 elements); flatten it to ingest it")
     # a built documentation site's page: its main content, without navigation, sidebars, anchors (one pass;
     # before the scripts go, as Sphinx's documentation_options script says it is Sphinx)
     scan = docsite.scan_page(root)

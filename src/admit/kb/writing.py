@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from admit.backends.embedders.base import Embedder, text_key
 from admit.backends.tokenizers import Tokenizer
-from admit.errors import ConfigError
+from admit.errors import ConfigError, InputError
 from admit.features import FEATURES_KEY, FEATURES_VERSION, chunk_features
 from admit.kb._progress import IngestProgress
 from admit.kb.chunking import TextChunk, chunk_document
@@ -106,7 +106,7 @@ def write_source(store: Store, embedder: Embedder, job: SourceJob, options: Inge
     f = Path(job.path)
     raw = read_no_follow(f)  # never through a link swapped in since the walk
     if hashlib.sha256(raw).hexdigest()[:16] != job.content_hash:
-        raise ValueError("the file changed during the ingest run; run it again")
+        raise InputError("the file changed during the ingest run; run it again")
     text = raw.decode("utf-8-sig")
     doc = parse_document(text, job.fmt, fallback_title=f.stem.replace("-", " ").replace("_", " "))
     keys = ("chunks_added", "chunks_changed", "chunks_unchanged", "chunks_removed", "chunks_embedded", "chunks_written")
@@ -134,7 +134,7 @@ def write_source(store: Store, embedder: Embedder, job: SourceJob, options: Inge
     queue.add(pending, added=job.new)
     queue.flush()  # the same embed-and-write path as a local run (one replace_source)
     if errors:
-        raise ValueError(errors[0][1])
+        raise InputError(errors[0][1])
     return {k: counts[k] for k in keys}
 
 

@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from admit._text import STOPWORDS, bm25_matrix
 from admit.backends.embedders.base import Embedder, l2_normalise
+from admit.errors import BackendOutputError
 from admit.passages import best_passages, nfc, question_text
 from admit.prune.setwise_model import text as tx
 from admit.prune.setwise_model.links import build_links
@@ -186,7 +187,7 @@ def embed_items(
         owners.extend([idx] * len(ps))
     mat = np.asarray(embedder.embed(units), dtype=np.float64)
     if mat.ndim != 2 or mat.shape[0] != len(units):
-        raise ValueError("embedder returned an array of the wrong shape")
+        raise BackendOutputError("embedder returned an array of the wrong shape")
     mat = l2_normalise(mat).astype(np.float64)
     qvec = mat[0]
     pvecs = mat[1:]
