@@ -465,76 +465,99 @@ def scan_page(root: Any) -> PageScan:
     """
     from lxml import etree
 
-    out = PageScan()
-    marks: dict[Any, str] = {}
-    counts = _Counts()
-    frames: list[list[Any]] = []  # [element, chars, link chars, headings] of the open elements
-    quiet: Any = None  # the outermost open element whose text is not counted (hidden, chrome, script...)
-    footer: Any = None  # the outermost open footer
-    footers: list[Any] = []
-    stated: list[Any] = []
-    sidebars: list[Any] = []
-    mains: dict[int, Any] = {}
-    articles = 0
-    markers: set[str] = set()
-    pydoc_extra: list[Any] = []
+    walk = _Walk()
     for event, el in etree.iterwalk(root, events=("start", "end")):
         tag = el.tag.lower() if isinstance(el.tag, str) else ""
         if event == "end":
-            chars, links, heads = frames.pop()[1:]
-            if tag == "a":
-                links = chars
-            counts.chars[el], counts.links[el], counts.heads[el] = chars, links, heads
-            if quiet is el:
-                quiet = None
-            if footer is el:
-                footer = None
-            if frames:
-                parent = frames[-1]
-                parent[1] += chars + (_nonspace(el.tail) if quiet is None else 0)
-                parent[2] += links
-                parent[3] += heads
-            continue
+            walk.end(el, tag)
+        else:
+            walk.start(el, tag)
+    walk.settle_generator()
+    return walk.choose_main(root)
+
+
+@dataclass(slots=True)
+class _Walk:
+    """The state of :func:`scan_page`'s pass over the page's elements."""
+
+    out: PageScan = field(default_factory=PageScan)
+    marks: dict[Any, str] = field(default_factory=dict)
+    counts: _Counts = field(default_factory=_Counts)
+    frames: list[list[Any]] = field(default_factory=list)  # [element, chars, link chars, headings] of the open ones
+    quiet: Any = None  # the outermost open element whose text is not counted (hidden, chrome, script...)
+    footer: Any = None  # the outermost open footer
+    footers: list[Any] = field(default_factory=list)
+    stated: list[Any] = field(default_factory=list)
+    sidebars: list[Any] = field(default_factory=list)
+    mains: dict[int, Any] = field(default_factory=dict)
+    articles: int = 0
+    markers: set[str] = field(default_factory=set)
+    pydoc_extra: list[Any] = field(default_factory=list)
+
+    def end(self, el: Any, tag: str) -> None:
+        """An element closes: its counts go to its parent."""
+        chars, links, heads = self.frames.pop()[1:]
+        if tag == "a":
+            links = chars
+        self.counts.chars[el], self.counts.links[el], self.counts.heads[el] = chars, links, heads
+        if self.quiet is el:
+            self.quiet = None
+        if self.footer is el:
+            self.footer = None
+        if self.frames:
+            parent = self.frames[-1]
+            parent[1] += chars + (_nonspace(el.tail) if self.quiet is None else 0)
+            parent[2] += links
+            parent[3] += heads
+
+    def start(self, el: Any, tag: str) -> None:
+        """An element opens: its mark, its own text, what it says about the page, and whether it is main content."""
         classes = (el.get("class") or "").lower().split() if tag else []  # DSSSL's DocBook: CLASS="NAVHEADER"
         el_id = (el.get("id") or "").lower() if tag else ""
         role = (el.get("role") or "").lower() if tag else ""
         kind = _mark(el, tag, classes, el_id, role)
-        if kind is None and el_id == "top" and out.generator == "doxygen":
+        if kind is None and el_id == "top" and self.out.generator == "doxygen":
             kind = _WORD  # Doxygen's header block (title area, menus, a project's own header of links)
         if kind is not None:
-            marks[el] = kind
-        if quiet is None and (tag in _QUIET_TAGS or not tag or kind in (_HIDDEN, _PERMALINK, _STRUCTURAL)):
-            quiet = el
-        counted = quiet is None
-        frames.append([el, _nonspace(el.text) if counted else 0, 0, 1 if counted and tag in _HEADING_TAGS else 0])
+            self.marks[el] = kind
+        if self.quiet is None and (tag in _QUIET_TAGS or not tag or kind in (_HIDDEN, _PERMALINK, _STRUCTURAL)):
+            self.quiet = el
+        counted = self.quiet is None
+        self.frames.append([el, _nonspace(el.text) if counted else 0, 0, 1 if counted and tag in _HEADING_TAGS else 0])
         if not tag:
-            continue
+            return
         if tag == "meta":
-            _read_meta(el, out, markers)
-            continue
-        if footer is None and (
+            _read_meta(el, self.out, self.markers)
+            return
+        self._note(el, tag, classes, el_id, role)
+        if self.quiet is None:
+            self._candidate(el, tag, classes, role)
+
+    def _note(self, el: Any, tag: str, classes: list[str], el_id: str, role: str) -> None:
+        """What the element says about the page: a footer, a stated version, a sidebar, the generator, home."""
+        if self.footer is None and (
             tag == "footer" or role == "contentinfo" or el_id in ("footer", "ft", "footer-text")
             or any("footer" in c for c in classes)
         ):  # fmt: skip
-            footer = el
-            footers.append(el)
-        if len(stated) < 4 and (
+            self.footer = el
+            self.footers.append(el)
+        if len(self.stated) < 4 and (
             el_id in ("revnumber", "projectnumber") or not _VERSION_CLASSES.isdisjoint(classes) or "subtitle" in classes
         ):
-            stated.append(el)
-        if len(sidebars) < 2 and "sphinxsidebar" in classes:
-            sidebars.append(el)
-        _read_markers(el, tag, classes, el_id, markers, out)
+            self.stated.append(el)
+        if len(self.sidebars) < 2 and "sphinxsidebar" in classes:
+            self.sidebars.append(el)
+        _read_markers(el, tag, classes, el_id, self.markers, self.out)
         if tag == "td" and "extra" in classes:  # pydoc's heading cell: the index link and the file's local path
-            pydoc_extra.append(el)
-        if not out.home_title and (
+            self.pydoc_extra.append(el)
+        if not self.out.home_title and (
             (tag == "a" and (el.get("accesskey") or "").lower() == "h")
             or (tag == "link" and (el.get("rel") or "").lower() == "home")
         ):  # DocBook's "Home" link and the page head's <link rel="home" title="...">
-            out.home_title = " ".join((el.get("title") or "").split())
-        if quiet is not None:
-            continue
-        # main content candidates, by rank (lower wins; the first in document order within a rank)
+            self.out.home_title = " ".join((el.get("title") or "").split())
+
+    def _candidate(self, el: Any, tag: str, classes: list[str], role: str) -> None:
+        """Main content candidates, by rank (lower wins; the first in document order within a rank)."""
         rank = None
         if _MAIN_CLASSES.intersection(classes) or el.get("itemprop") == "articleBody":
             rank = 0
@@ -543,37 +566,47 @@ def scan_page(root: Any) -> PageScan:
         elif tag == "main":
             rank = 2
         elif tag == "article":
-            articles += 1
+            self.articles += 1
             rank = 3
-        if rank is not None and rank not in mains:
-            mains[rank] = el
-    if out.generator is None and markers:
-        order = ("mkdocs-material", "docusaurus", "mkdocs", "sphinx", "docbook", "javadoc", "pydoc")
-        out.generator = next((g for g in order if g in markers), None)
-    if out.generator is None and "docutils" in markers:
-        out.generator = "docutils"
-    if out.generator == "pydoc":
-        marks.update(dict.fromkeys(pydoc_extra, _STRUCTURAL))
-    if 3 in mains and articles > 1:  # a page of many articles (a blog's list): none of them is the page
-        del mains[3]
-    _read_stated(out, footers, stated, sidebars)
-    body = root.find("body")
-    body = body if body is not None else root
-    out.main = mains[min(mains)] if mains else None
-    known = out.generator is not None
-    if out.main is None and known:
-        found = _descend(body, counts, marks)
-        out.main = found if found is not body else None
-    out.container = out.main if out.main is not None else body
-    out.drop, kept = _drops(out.container, marks, counts, words=known)
-    out.drop = _keep_lone_toctrees(out.container, out.drop, marks, counts)
-    visible = counts.words(body) - _link_chrome(body, marks, counts)
-    if kept < GUARD_SHARE * visible and visible - kept >= GUARD_MIN_CHARS:
-        out.guard = f"main content was {kept / visible:.0%} of the page's visible text; its whole visible text is kept"
-        out.main = None
-        out.container = body
-        out.drop, _ = _drops(body, marks, counts, words=False)
-    return out
+        if rank is not None and rank not in self.mains:
+            self.mains[rank] = el
+
+    def settle_generator(self) -> None:
+        """The generator from the markers seen, when no meta tag named it."""
+        out = self.out
+        if out.generator is None and self.markers:
+            order = ("mkdocs-material", "docusaurus", "mkdocs", "sphinx", "docbook", "javadoc", "pydoc")
+            out.generator = next((g for g in order if g in self.markers), None)
+        if out.generator is None and "docutils" in self.markers:
+            out.generator = "docutils"
+        if out.generator == "pydoc":
+            self.marks.update(dict.fromkeys(self.pydoc_extra, _STRUCTURAL))
+
+    def choose_main(self, root: Any) -> PageScan:
+        """The main content, what to drop inside it, and the guard (see :func:`scan_page`)."""
+        out, mains, marks, counts = self.out, self.mains, self.marks, self.counts
+        if 3 in mains and self.articles > 1:  # a page of many articles (a blog's list): none of them is the page
+            del mains[3]
+        _read_stated(out, self.footers, self.stated, self.sidebars)
+        body = root.find("body")
+        body = body if body is not None else root
+        out.main = mains[min(mains)] if mains else None
+        known = out.generator is not None
+        if out.main is None and known:
+            found = _descend(body, counts, marks)
+            out.main = found if found is not body else None
+        out.container = out.main if out.main is not None else body
+        out.drop, kept = _drops(out.container, marks, counts, words=known)
+        out.drop = _keep_lone_toctrees(out.container, out.drop, marks, counts)
+        visible = counts.words(body) - _link_chrome(body, marks, counts)
+        if kept < GUARD_SHARE * visible and visible - kept >= GUARD_MIN_CHARS:
+            out.guard = (
+                f"main content was {kept / visible:.0%} of the page's visible text; its whole visible text is kept"
+            )
+            out.main = None
+            out.container = body
+            out.drop, _ = _drops(body, marks, counts, words=False)
+        return out
 
 
 def _mark(el: Any, tag: str, classes: Sequence[str], el_id: str, role: str) -> str | None:
