@@ -947,15 +947,22 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
         if sep in title:
             title, site = title.rsplit(sep, 1)
     if home_title and not version:
-        hm = _DOCS_TITLE.search(home_title)
-        if hm is not None:
-            home_site, version = _site_and_version(hm.group(2))
-            site = site or home_site
-        else:
-            nm = _HOME_VERSION.search(home_title)  # "Privoxy 3.0.34 User Manual"
-            if nm is not None:
-                site, version = site or nm.group(1), nm.group(2).rstrip(".-+")
+        site, version = _from_home(home_title, site)
     return SiteTitle(title=title or heading, site=site, version=version)
+
+
+def _from_home(home_title: str, site: str) -> tuple[str, str]:
+    """The site (``site`` when known) and the version a home link's title names (DocBook's "Home")."""
+    version = ""
+    hm = _DOCS_TITLE.search(home_title)
+    if hm is not None:
+        home_site, version = _site_and_version(hm.group(2))
+        site = site or home_site
+    else:
+        nm = _HOME_VERSION.search(home_title)  # "Privoxy 3.0.34 User Manual"
+        if nm is not None:
+            site, version = site or nm.group(1), nm.group(2).rstrip(".-+")
+    return site, version
 
 
 def _site_and_version(docstitle: str) -> tuple[str, str]:
