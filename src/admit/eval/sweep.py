@@ -373,8 +373,8 @@ def _question_result(
     r: EvalRecord,
     o: dict[str, Any],
     ranked: list[Scored],
-    token_counts: dict[str, int],
-    qclass: dict[str, str],
+    token_counts: Mapping[str, Mapping[str, int]],
+    qclass: Mapping[str, str],
 ) -> tuple[QuestionResult, dict[str, str]]:
     """One record's row under one config (joined with its labels), and the reasons by chunk id."""
     if _regrades(c.strategy):
@@ -454,12 +454,13 @@ def run_eval(
             if missing or cached_scores is None:
                 sc = tuple(cached_scores["scores"]) if cached_scores is not None else None
                 tasks.append(Task(input=inp, scores=sc, jobs=missing))
-        folder = minilm_defaults().path
+        defaults = minilm_defaults()
         spec = RunSpec(
             reranker=reranker,
             embedder=options.embedder,
             pruner_options=dict(options.pruner_options),
-            minilm_dir=str(folder) if folder is not None else None,
+            minilm_dir=str(defaults.path) if defaults.path is not None else None,
+            encoder=defaults.encoder,
         )
         done = len(records) - len(tasks)
         if progress:

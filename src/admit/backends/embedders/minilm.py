@@ -322,9 +322,16 @@ def _mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> 
     return pooled
 
 
+def _build(encoder: str | None = None) -> MiniLMEmbedder:
+    """``minilm`` or ``minilm:ENCODER`` (one of :data:`~admit.backends.embedders.defaults.ENCODERS`): the encoder
+    is the instance's, so two pipelines in one process can each run their own."""
+    return MiniLMEmbedder(encoder=encoder)
+
+
 SPEC = EmbedderSpec(
     name="minilm",
-    build=MiniLMEmbedder,
-    summary="all-MiniLM-L6-v2 on onnxruntime when installed, else numpy; the default",
+    build=_build,
+    takes_option=True,
+    summary="all-MiniLM-L6-v2 on onnxruntime when installed, else numpy; the default (minilm:ENCODER names one)",
 )
 """The ``minilm`` embedder's spec."""
