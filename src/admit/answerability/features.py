@@ -16,13 +16,12 @@ from admit import _linear
 from admit import _text as tx
 from admit._text import char_bigrams, unreadable_script
 from admit.answerability.terms import misspelt_in
-from admit.prune.setwise import SetwisePruner
 from admit.question import Question, read_question
 
 __all__ = ["FEATURES", "KNOWN_FEATURES", "SETWISE", "features", "is_short", "key_terms", "missing_terms"]
 
 #: The model of evidence the setwise pruner graded is named after it.
-SETWISE = SetwisePruner.name
+SETWISE = "setwise"  # SetwisePruner.name: answerability reads no pruner module (admit.decide joins them)
 
 #: What the evidence holds of the question: every model reads these.
 _LEXICAL = ("best_q_cov", "union_q_cov", "best_entity_cov", "union_entity_cov", "ident_missing", "best_bigram_cov")

@@ -18,7 +18,7 @@ Three parts, each linear in its input:
   the page states them (title, meta tags, home link, title page, footer), and whether the page is a search,
   index, directory-listing page or a redirect stub. :func:`clean_title` takes the site-name and version suffix
   off the page's title (``Configuration — Black 23.1.0 documentation`` -> ``Configuration``).
-* :class:`HomeVersions` gives a page that states no version the one its site's home page states.
+* :class:`~admit.kb.home.HomeVersions` gives a page that states no version the one its site's home page states.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ __all__ = [
     "INLINE_TAGS",
     "REDIRECT_MAX_DELAY",
     "SKIP_KINDS",
-    "HomeVersions",
     "PageScan",
     "SiteFilter",
     "SiteTitle",
@@ -159,49 +158,6 @@ class SiteFilter:
             twins = sum(1 for n in txt if f"{n[:-4]}.html" in names)
             known = self._sources[folder] = twins >= 2 and 2 * twins >= len(txt)
         return known
-
-
-@dataclass(slots=True)
-class HomeVersions:
-    """The version a site's home page states, for the pages of the site that state none: ``index.html`` in
-    the page's folder or the nearest folder above it that has one, up to the ingested folder. Each folder's
-    home page is read once (without following links, at most ``max_bytes``); one that cannot be read or
-    parsed gives no version.
-    """
-
-    max_bytes: int = 8 << 20
-    _known: dict[Path, str] = field(default_factory=dict)
-
-    def version_for(self, f: Path, root: Path) -> str:
-        """The version ``f``'s home page states (``""``: none)."""
-        folder = f.parent
-        walked: list[Path] = []
-        version = ""
-        while folder.is_relative_to(root):
-            if folder in self._known:
-                version = self._known[folder]
-                break
-            walked.append(folder)
-            version = self._read(folder / "index.html", root)
-            if version or folder == root:
-                break
-            folder = folder.parent
-        for w in walked:
-            self._known[w] = version
-        return version
-
-    def _read(self, home: Path, root: Path) -> str:
-        from admit.kb.files import RefusedFileError, read_no_follow
-        from admit.kb.parse import parse_html
-
-        try:
-            target = home.resolve()
-            if not target.is_relative_to(root) or not target.is_file() or target.stat().st_size > self.max_bytes:
-                return ""
-            doc = parse_html(read_no_follow(target, root).decode("utf-8-sig"), fallback_title="")
-        except (OSError, RefusedFileError, ValueError):  # UnicodeDecodeError is a ValueError
-            return ""
-        return doc.site.get("version", "")
 
 
 # ---------------------------------------------------------------------------------------------------- pages
