@@ -36,6 +36,7 @@ from typing import Any, Protocol
 import re2
 
 from admit._deadline import checkpoint
+from admit.errors import InvalidValue
 
 __all__ = [
     "REGISTRY",
@@ -114,7 +115,7 @@ def _translate(pattern: str) -> str:
             elif nxt in "WS" and not in_class:
                 out.append(f"[^{_W if nxt == 'W' else _S}]")
             elif nxt in "WS":
-                raise ValueError(f"\\{nxt} inside a character class has no RE2 spelling: {pattern!r}")
+                raise InvalidValue(f"\\{nxt} inside a character class has no RE2 spelling: {pattern!r}")
             elif nxt == "Z":
                 out.append(r"\z")
             else:
@@ -167,14 +168,14 @@ class LinearPattern:
         inline = "".join(c for f, c in _FLAGS if flags & f)
         unknown = flags & ~(re.IGNORECASE | re.MULTILINE | re.DOTALL | re.UNICODE)
         if unknown:
-            raise ValueError(f"unsupported re flags {unknown!r} for {self.name!r}")
+            raise InvalidValue(f"unsupported re flags {unknown!r} for {self.name!r}")
         src = _translate(pattern)
         opts = re2.Options()
         opts.max_mem = 64 << 20  # the largest rules (the multilingual hijacks) need more than the default 8 MiB
         try:
             self._re = re2.compile(f"(?{inline}){src}" if inline else src, opts)
         except re2.error as exc:  # look-arounds, back-references: not linear, so not accepted
-            raise ValueError(f"{self.name!r}: RE2 cannot compile {pattern!r}: {exc}") from exc
+            raise InvalidValue(f"{self.name!r}: RE2 cannot compile {pattern!r}: {exc}") from exc
 
     def search(self, text: str, pos: int = 0) -> Match | None:
         """The first match at or after ``pos``."""
@@ -313,7 +314,9 @@ def simple(pattern: str, flags: int = 0) -> re.Pattern[str]:
     if len(parsed) == 1 and str(parsed[0][0]) == "BRANCH":
         branches = [list(b) for b in parsed[0][1][1]]
     if not all(len(b) == 1 and _simple_item(b[0]) for b in branches):
-        raise ValueError(f"{pattern!r} is not a single repeated character class: compile it with admit._linear.compile")
+        raise InvalidValue(
+            f"{pattern!r} is not a single repeated character class: compile it with admit._linear.compile"
+        )
     p = re.compile(pattern, flags)
     SIMPLE.append(p)
     return p

@@ -16,6 +16,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from typing import Generic, TypeVar, overload
 
+from admit.errors import InvalidValue
+
 __all__ = ["LRU"]
 
 K = TypeVar("K")
@@ -32,7 +34,7 @@ class LRU(Generic[K, V]):
     def __init__(self, maxsize: int) -> None:
         """Create an empty map holding at most ``maxsize`` entries."""
         if maxsize < 0:
-            raise ValueError(f"`maxsize` must be >= 0, got {maxsize}.")
+            raise InvalidValue(f"`maxsize` must be >= 0, got {maxsize}.")
         self.maxsize = maxsize
         self._data: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()

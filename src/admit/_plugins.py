@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import Generic, TypeVar
 
-from admit.errors import ConfigError
+from admit.errors import ConfigError, InvalidType, InvalidValue
 
 __all__ = ["Catalogue", "SpecCatalogue", "defining_module", "import_ref"]
 
@@ -205,9 +205,9 @@ class SpecCatalogue(Generic[S]):
             obj = self.plugins.load(name)
             made = obj() if callable(obj) and not isinstance(obj, self.spec_type) else obj
             if not isinstance(made, self.spec_type):
-                raise TypeError(f"expected a {self.spec_type.__name__}, got {type(made).__name__}")
+                raise InvalidType(f"expected a {self.spec_type.__name__}, got {type(made).__name__}")
             if getattr(made, "name", None) != name:
-                raise ValueError(f"the spec is named {getattr(made, 'name', None)!r}")
+                raise InvalidValue(f"the spec is named {getattr(made, 'name', None)!r}")
             return made
         except ModuleNotFoundError as exc:
             if builtin:

@@ -24,6 +24,7 @@ import numpy as np
 
 from admit import _linear
 from admit._lru import LRU
+from admit.errors import InvalidValue
 
 __all__ = [
     "STOPWORDS",
@@ -364,7 +365,7 @@ def seed_signature(text: str, sig: np.ndarray) -> None:
     """Remember a text's signature (e.g. one stored with the chunk at ingest)."""
     arr = np.asarray(sig, dtype=np.uint64)
     if arr.shape != (32,):
-        raise ValueError(f"a signature has 32 values, got shape {arr.shape}")
+        raise InvalidValue(f"a signature has 32 values, got shape {arr.shape}")
     arr.flags.writeable = False
     signature.seed(text, arr)
 

@@ -6,14 +6,25 @@ Every exception admit raises on purpose derives from :class:`AdmitError`::
     ├── ConfigError            caller mistakes: bad policy file, unknown backend, bad setting
     │   ├── RequestError       a malformed request (names the field)
     │   │   └── LimitExceeded  a request over a configured service limit (413 over HTTP)
+    │   ├── InvalidValue       an argument or setting with a value admit does not take (ValueError too)
+    │   ├── InvalidType        an argument of a type admit does not take (TypeError too)
+    │   ├── InputError         something admit was given to read that it cannot take (ValueError too)
+    │   │   └── ModelFileError a model, adaptation or weights file this version cannot read
     │   └── MissingExtraError  an optional dependency is not installed (ImportError too)
     ├── AuthorizationError     a principal is missing or malformed (fail closed)
     ├── BudgetError            the fixed parts of the request leave no room for evidence
     └── BackendError           a runtime failure of a backend (tokenizer, embedder, LLM, store)
         ├── GraderOutputError  an LLM grader answered something that cannot be used
+        ├── BackendOutputError a backend answered something of the wrong shape (ValueError too)
         ├── BackendTimeout     a backend did not answer in time
         ├── StoreError         a knowledge-base store failed
         └── Overloaded         the service's queue for this caller is full (429, retry after a pause)
+
+The classes marked "too" also derive from the builtin admit raised before they existed, so code written
+``except ValueError`` (or ``TypeError``, ``ImportError``) keeps catching them. A raise of a bare builtin
+exception in ``src/`` is refused by ``tests/unit/test_error_tree.py`` unless its allow-list says why a caller
+never sees it (a protocol such as ``NotImplementedError`` or a module ``__getattr__``, or an internal signal
+caught inside admit).
 
 Caller mistakes (``ConfigError``) are kept apart from runtime failures (``BackendError``) so a
 service can map the first to a 4xx and the second to a recorded fallback.
@@ -27,12 +38,17 @@ __all__ = [
     "AdmitError",
     "AuthorizationError",
     "BackendError",
+    "BackendOutputError",
     "BackendTimeout",
     "BudgetError",
     "ConfigError",
     "GraderOutputError",
+    "InputError",
+    "InvalidType",
+    "InvalidValue",
     "LimitExceeded",
     "MissingExtraError",
+    "ModelFileError",
     "Overloaded",
     "RequestError",
     "StoreError",
@@ -70,6 +86,25 @@ class RequestError(ConfigError):
 
 class LimitExceeded(RequestError):
     """A request is over a configured limit (size, count, ``top_k``); ``field`` names the offending field."""
+
+
+class InvalidValue(ConfigError, ValueError):
+    """An argument or setting has a value admit does not take (``threads=0``, an unknown encoder name); the
+    message says what it takes. A :class:`ValueError` too."""
+
+
+class InvalidType(ConfigError, TypeError):
+    """An argument has a type admit does not take (an embedder that is neither a name nor an instance). A
+    :class:`TypeError` too."""
+
+
+class InputError(ConfigError, ValueError):
+    """Something admit was given to read cannot be taken: HTML nested past the parser's limit, a file that changed
+    during its ingest, a text over the tokenizer's limit. A :class:`ValueError` too."""
+
+
+class ModelFileError(InputError):
+    """A model, adaptation or weights file this version of admit cannot read (its version, shape or dtype)."""
 
 
 class MissingExtraError(ConfigError, ImportError):
@@ -114,6 +149,11 @@ def _overloaded(message: str, retry_after_s: float) -> Overloaded:
 
 class GraderOutputError(BackendError):
     """An LLM grader's answer could not be used (no JSON, wrong shape, nothing gradable)."""
+
+
+class BackendOutputError(BackendError, ValueError):
+    """A backend answered something of the wrong shape (an embedder's array with the wrong number of rows). A
+    :class:`ValueError` too."""
 
 
 class BackendTimeout(BackendError):

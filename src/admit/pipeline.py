@@ -2,7 +2,7 @@
 
 authorize -> route -> budget -> rerank -> dedupe -> prune -> answerability -> pack -> render -> trace
 
-:func:`~admit.prune.verdicts.prune_candidates` (and :meth:`Pipeline.prune` over it) is the one "rerank,
+:func:`~admit.decide.prune_candidates` (and :meth:`Pipeline.prune` over it) is the one "rerank,
 prune, decide" path that every face without a token budget uses: the framework adapters, ``POST /v1/prune``,
 ``admit prune`` and the evaluation harness. Settings are resolved once, by :meth:`Pipeline.resolve`.
 """
@@ -17,12 +17,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, cast, runtime_checkable
 
-from admit.answerability import Answerability, assess_run, no_answer_fallback, on_no_answer
+from admit.answerability import Answerability, no_answer_fallback, on_no_answer
 from admit.answerability.adaptation import Adaptation
 from admit.backends.embedders.base import Embedder
 from admit.backends.rerankers import Reranker, resolve_reranker
 from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.budget import compute_budget
+from admit.decide import (
+    PruneRun,
+    PruneVerdict,
+    assess_run,
+    check_unique_ids,
+    prune_candidates,
+    prune_ranked,
+    shows_text_to_llm,
+)
 from admit.dedupe import dedupe, source_cap
 from admit.errors import AuthorizationError, ConfigError, RequestError
 from admit.features import LEARNED_KIND, chunk_flags, learned_flags
@@ -31,14 +40,6 @@ from admit.pack import pack as pack_stage
 from admit.policy import Policy, PolicySet, Resolution, load_policy_set
 from admit.prune import Pruner, PrunerResources, get_strategy
 from admit.prune.settings import PruneSettings
-from admit.prune.verdicts import (
-    PruneRun,
-    PruneVerdict,
-    check_unique_ids,
-    prune_candidates,
-    prune_ranked,
-    shows_text_to_llm,
-)
 from admit.question import Question, as_text, read_question
 from admit.render import EvidenceRenderer
 from admit.rerank import rerank

@@ -464,6 +464,51 @@ def _block(boundary: str, envelopes: Sequence[str]) -> str:
     return "\n\n".join([f"<tool-results-{boundary}>", TOOL_PREAMBLE, *envelopes, f"</tool-results-{boundary}>"])
 
 
+def _redact_names(outputs: Sequence[ToolOutput], redactor: Redactor) -> tuple[list[ToolOutput], list[Counter[str]]]:
+    """The outputs with their ids and tool names redacted (caller text too), and each one's redaction counts."""
+    named: list[Counter[str]] = []
+    renamed = []
+    for o in outputs:
+        c: Counter[str] = Counter()
+        new_id, new_tool = redactor.redact_text(o.id, c), redactor.redact_text(o.tool, c)
+        named.append(c)
+        renamed.append(o if (new_id, new_tool) == (o.id, o.tool) else replace(o, id=new_id, tool=new_tool))
+    return renamed, named
+
+
+def _report(
+    p: _Prepared,
+    shown: ToolPage,
+    from_start: Sequence[Any],
+    named: Counter[str],
+    row_counts: Sequence[Counter[str]],
+    tokens: int,
+) -> ToolReport:
+    """One output's report: what was shown of it, from its page start (``from_start``), and what was redacted."""
+    redactions: Counter[str] = Counter(named)
+    for c in row_counts:
+        redactions.update(c)
+    # the rows shown are scanned like evidence (the rules' kinds, never text): a tool result can carry an
+    # injection as well as a retrieved passage
+    flags = chunk_kinds(p.out.tool, "\n".join(clean_text(json_line(r)) for r in shown.rows))
+    return ToolReport(
+        id=p.out.id,
+        tool=p.out.tool,
+        rows_total=len(p.out.rows),
+        rows_rejected=len(p.rejected),
+        rows_kept=len(shown.rows),
+        fields_dropped=p.fields_dropped,
+        bytes_total=sum(_json_bytes(r) for r in from_start),
+        bytes_kept=sum(_json_bytes(r) for r in shown.rows),
+        truncated_by=shown.truncated_by if shown.next_token else None,
+        continuation=shown.next_token,
+        redactions=dict(sorted(redactions.items())),
+        rejected=tuple(p.rejected[:5]),
+        tokens=tokens,
+        flags=tuple(flags),
+    )
+
+
 def render_tool_outputs(
     outputs: Sequence[ToolOutput], *, redactor: Redactor, tokenizer: Tokenizer, room: int | None = None
 ) -> ToolBlock:
@@ -485,14 +530,7 @@ def render_tool_outputs(
     prepared = [_prepare(o) for o in outputs]
     pages: list[ToolPage] = []
     # ids and tool names are caller text too: a secret given as either is redacted before it is shown or traced
-    named: list[Counter[str]] = []
-    renamed = []
-    for o in outputs:
-        c: Counter[str] = Counter()
-        new_id, new_tool = redactor.redact_text(o.id, c), redactor.redact_text(o.tool, c)
-        named.append(c)
-        renamed.append(o if (new_id, new_tool) == (o.id, o.tool) else replace(o, id=new_id, tool=new_tool))
-    outputs = renamed
+    outputs, named = _redact_names(outputs, redactor)
     prepared = [replace(p, out=o) for p, o in zip(prepared, outputs, strict=True)]
     redacted: list[list[Any]] = []
     row_counts: list[list[Counter[str]]] = []
@@ -537,32 +575,12 @@ def render_tool_outputs(
         limits[widest] = max(1, min(limits[widest] - 1, limits[widest] * room // max(tokens, 1)))
         by_budget[widest] = True
     assert text.count(boundary) == 2 + 2 * len(envelopes)  # the boundary occurs only in the block's own tags
-    reports = []
-    for i, p in enumerate(prepared):
-        redactions: Counter[str] = Counter(named[i])
-        for c in row_counts[i][: limits[i]]:
-            redactions.update(c)
-        # the rows shown are scanned like evidence (the rules' kinds, never text): a tool result can carry an
-        # injection as well as a retrieved passage
-        flags = chunk_kinds(p.out.tool, "\n".join(clean_text(json_line(r)) for r in shown[i].rows))
-        reports.append(
-            ToolReport(
-                id=p.out.id,
-                tool=p.out.tool,
-                rows_total=len(p.out.rows),
-                rows_rejected=len(p.rejected),
-                rows_kept=len(shown[i].rows),
-                fields_dropped=p.fields_dropped,
-                bytes_total=sum(_json_bytes(r) for r in redacted[i][start[i] :]),
-                bytes_kept=sum(_json_bytes(r) for r in shown[i].rows),
-                truncated_by=shown[i].truncated_by if shown[i].next_token else None,
-                continuation=shown[i].next_token,
-                redactions=dict(sorted(redactions.items())),
-                rejected=tuple(p.rejected[:5]),
-                tokens=tokenizer.count(envelopes[i]),
-                flags=tuple(flags),
-            )
+    reports = [
+        _report(
+            p, shown[i], redacted[i][start[i] :], named[i], row_counts[i][: limits[i]], tokenizer.count(envelopes[i])
         )
+        for i, p in enumerate(prepared)
+    ]
     return ToolBlock(text=text, tokens=tokens, reports=tuple(reports), pages=tuple(shown))
 
 

@@ -63,6 +63,7 @@ def state(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> st
         return verdict if kept else real(question, kept, outcome, pool)
 
     monkeypatch.setattr("admit.answerability.stage.assess_kept", crafted)
+    monkeypatch.setattr("admit.decide.assess_kept", crafted)  # assess_run, the one place the record is made
     monkeypatch.setattr("admit.adapters._core.assess_kept", crafted)
     return str(request.param)
 

@@ -35,3 +35,24 @@ def test_every_top_level_module_sits_in_a_layer() -> None:
     }
     outside = {"testing", "policies"}  # test helpers for users; data
     assert modules - placed - outside == set()
+
+
+def test_one_decision_above_prune_and_answerability() -> None:
+    """``admit.decide`` joins the pruner and the verdict: neither package imports the other, directly or through
+    another module, and nothing below ``decide`` imports it (the contracts say the same; this reads the graph)."""
+    grimp = pytest.importorskip("grimp", reason="grimp comes with import-linter (the `test` extra)")
+    graph = grimp.build_graph("admit", cache_dir=None)
+    for a, b in (("admit.prune", "admit.answerability"), ("admit.answerability", "admit.prune")):
+        assert not graph.chain_exists(importer=a, imported=b, as_packages=True), f"{a} reaches {b}"
+    for low in ("admit.prune", "admit.answerability", "admit.outcome"):
+        assert not graph.chain_exists(importer=low, imported="admit.decide", as_packages=True)
+    assert "admit.prune.verdicts" not in graph.modules
+
+
+def test_the_contracts_forbid_cycles_and_keep_the_two_stages_apart() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    assert any(c["type"] == "acyclic_siblings" and c["ancestors"] == ["admit"] for c in contracts)
+    assert any(
+        c["type"] == "independence" and set(c["modules"]) == {"admit.prune", "admit.answerability"} for c in contracts
+    )

@@ -151,7 +151,9 @@ def test_embedder_names_options_and_aliases() -> None:
     assert EMBEDDERS.get("Multilingual-E5-Small".lower()).name == "e5"
     with pytest.raises(ConfigError, match=r"dimension must be 1\.\.4096"):
         resolve_embedder("fake:0")
-    with pytest.raises(ConfigError, match="embedder 'minilm' takes no option"):
+    with pytest.raises(ConfigError, match="embedder 'e5' takes no option"):
+        resolve_embedder("e5:big")
+    with pytest.raises(ConfigError, match="unknown MiniLM encoder 'big'"):  # minilm's option is its encoder
         resolve_embedder("minilm:big")
 
 

@@ -321,56 +321,11 @@ class AdmitFilter:
             )
         ids = _unique_ids(docs)
         docs, notes = _bounded(docs)
-        verdicts: dict[int, Verdict] = {}
-        live: list[int] = []
-        first_of: dict[str, int] = {}
-        for i, d in enumerate(docs):
-            if self.max_doc_chars is not None and len(d.text) > self.max_doc_chars:
-                why = f"{len(d.text)} characters > max_doc_chars {self.max_doc_chars}"
-                logger.info("document %s dropped before grading: %s", ids[i], why)
-                verdicts[i] = _drop(i, "size", why, d)
-                continue
-            if self.drop_duplicates and d.text.strip():
-                h = norm_hash(d.text)
-                if h in first_of:
-                    verdicts[i] = _drop(i, "duplicate", f"duplicate_of {ids[first_of[h]]} (exact duplicate)", d)
-                    continue
-                first_of[h] = i
-            live.append(i)
+        verdicts, live = self._screen(docs, ids)
         strategy = "none"
         outcome: PruneOutcome | None = None
         if live:
-            chunks = [
-                Chunk(id=ids[i], source_id=ids[i], text=docs[i].text or " ", title=docs[i].title, score=docs[i].score)
-                for i in live
-            ]
-            reranker = self._get_reranker()
-            scores: list[float] | None = None
-            if reranker is None:
-                # the retriever's scores when every document has one, else the retriever's order
-                given = [s for i in live if (s := docs[i].score) is not None]
-                scores = given if len(given) == len(live) else [float(len(live) - r) for r in range(len(live))]
-            pruner = self._get_pruner()
-            for i, vector in zip(
-                live, seed_vectors(self._embedder, self.embeddings, [docs[i] for i in live], chunks), strict=True
-            ):
-                if vector:
-                    notes.setdefault(i, []).append(vector)
-            run = prune_candidates(
-                question, chunks, settings=settings, reranker=reranker, pruner=pruner, scores=scores, assess=False
-            )
-            strategy = run.strategy
-            outcome = run.outcome
-            for i, v in zip(live, run.verdicts, strict=True):
-                verdicts[i] = Verdict(
-                    index=i,
-                    kept=v.kept,
-                    stage="prune",
-                    grade=v.grade,
-                    reason=v.reason,
-                    score=v.score if reranker is not None else docs[i].score,
-                    rank=v.rank,
-                )
+            strategy, outcome = self._grade(question, docs, ids, live, settings, notes, verdicts)
             signals = outcome.signals if outcome is not None else {}
             probs = {i: signals[ids[i]][1] for i in live if ids[i] in signals}
             self._cut(verdicts, limit, docs, question, probs)
@@ -396,6 +351,69 @@ class AdmitFilter:
             answerability=verdict.probability,
             answer_state=verdict.state,
         )
+
+    def _screen(self, docs: Sequence[Doc], ids: Sequence[str]) -> tuple[dict[int, Verdict], list[int]]:
+        """Documents dropped before grading (over ``max_doc_chars``, exact duplicates), and the indexes left."""
+        verdicts: dict[int, Verdict] = {}
+        live: list[int] = []
+        first_of: dict[str, int] = {}
+        for i, d in enumerate(docs):
+            if self.max_doc_chars is not None and len(d.text) > self.max_doc_chars:
+                why = f"{len(d.text)} characters > max_doc_chars {self.max_doc_chars}"
+                logger.info("document %s dropped before grading: %s", ids[i], why)
+                verdicts[i] = _drop(i, "size", why, d)
+                continue
+            if self.drop_duplicates and d.text.strip():
+                h = norm_hash(d.text)
+                if h in first_of:
+                    verdicts[i] = _drop(i, "duplicate", f"duplicate_of {ids[first_of[h]]} (exact duplicate)", d)
+                    continue
+                first_of[h] = i
+            live.append(i)
+        return verdicts, live
+
+    def _grade(
+        self,
+        question: str,
+        docs: Sequence[Doc],
+        ids: Sequence[str],
+        live: Sequence[int],
+        settings: PruneSettings,
+        notes: dict[int, list[str]],
+        verdicts: dict[int, Verdict],
+    ) -> tuple[str, PruneOutcome | None]:
+        """Rerank and prune the ``live`` documents: their verdicts into ``verdicts``, a seeded vector's note into
+        ``notes``; returns the strategy that ran and its outcome."""
+        chunks = [
+            Chunk(id=ids[i], source_id=ids[i], text=docs[i].text or " ", title=docs[i].title, score=docs[i].score)
+            for i in live
+        ]
+        reranker = self._get_reranker()
+        scores: list[float] | None = None
+        if reranker is None:
+            # the retriever's scores when every document has one, else the retriever's order
+            given = [s for i in live if (s := docs[i].score) is not None]
+            scores = given if len(given) == len(live) else [float(len(live) - r) for r in range(len(live))]
+        pruner = self._get_pruner()
+        for i, vector in zip(
+            live, seed_vectors(self._embedder, self.embeddings, [docs[i] for i in live], chunks), strict=True
+        ):
+            if vector:
+                notes.setdefault(i, []).append(vector)
+        run = prune_candidates(
+            question, chunks, settings=settings, reranker=reranker, pruner=pruner, scores=scores, assess=False
+        )
+        for i, v in zip(live, run.verdicts, strict=True):
+            verdicts[i] = Verdict(
+                index=i,
+                kept=v.kept,
+                stage="prune",
+                grade=v.grade,
+                reason=v.reason,
+                score=v.score if reranker is not None else docs[i].score,
+                rank=v.rank,
+            )
+        return run.strategy, run.outcome
 
     def _cut(
         self,

@@ -7,7 +7,7 @@ holds of the question (:mod:`.features`: the share of the question's words the b
 passages hold, its capitalised entities, an exact identifier the question names and no passage carries) and, when
 the setwise pruner ran, its absolute dense similarity and probabilities.
 
-It is computed once per request, on the :class:`~admit.prune.verdicts.PruneRun` (:func:`assess_run`), as an
+It is computed once per request, on the :class:`~admit.decide.PruneRun` (:func:`admit.decide.assess_run`), as an
 :class:`Answerability` record that every face reads: the pack result, ``/v1/prune``, the MCP tools, the adapters,
 the evaluation harness, the trace and the inspector. Its verdict is ``answered``, ``unsure`` or ``not_answered``;
 ``answerable`` says the same on every face: ``True``, ``None`` (unsure) or ``False`` (:data:`ANSWERABLE`).
@@ -41,7 +41,6 @@ from admit.answerability.stage import (
     NoAnswer,
     assess,
     assess_kept,
-    assess_run,
     no_answer_fallback,
     on_no_answer,
 )
@@ -62,7 +61,6 @@ __all__ = [
     "answerable_for",
     "assess",
     "assess_kept",
-    "assess_run",
     "features",
     "is_short",
     "key_terms",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from admit.answerability.model import AnswerabilityModel
+from admit.errors import ModelFileError
 
 __all__ = ["FINGERPRINT_KEY", "META_KEY", "STALE_SHARE", "Adaptation", "Fingerprint"]
 
@@ -129,11 +130,11 @@ class Adaptation:
         """
         d = json.loads(text)
         if not isinstance(d, dict) or d.get("version") != _VERSION:
-            raise ValueError("not an answerability adaptation this version of admit reads")
+            raise ModelFileError("not an answerability adaptation this version of admit reads")
         th = {str(k): (float(v[0]), float(v[1])) for k, v in dict(d["thresholds"]).items()}
         for name, (lo, hi) in th.items():
             if not (0.0 <= lo <= 1.0 and 0.0 <= hi <= 1.0):
-                raise ValueError(f"adaptation thresholds of {name!r} must lie in [0, 1]")
+                raise ModelFileError(f"adaptation thresholds of {name!r} must lie in [0, 1]")
         return cls(
             thresholds=th,
             made=str(d["made"]),

@@ -16,13 +16,12 @@ from admit import _linear
 from admit import _text as tx
 from admit._text import char_bigrams, unreadable_script
 from admit.answerability.terms import misspelt_in
-from admit.prune.setwise import SetwisePruner
 from admit.question import Question, read_question
 
 __all__ = ["FEATURES", "KNOWN_FEATURES", "SETWISE", "features", "is_short", "key_terms", "missing_terms"]
 
 #: The model of evidence the setwise pruner graded is named after it.
-SETWISE = SetwisePruner.name
+SETWISE = "setwise"  # SetwisePruner.name: answerability reads no pruner module (admit.decide joins them)
 
 #: What the evidence holds of the question: every model reads these.
 _LEXICAL = ("best_q_cov", "union_q_cov", "best_entity_cov", "union_entity_cov", "ident_missing", "best_bigram_cov")
@@ -133,15 +132,7 @@ def features(
             found_ident = True
     union = len(hit_any) / max(1, len(q_units))
     pool_cov, pool_ent, names_absent = _pool_cover(q_units, q_ents, script, hit_any, ent_any, texts, pool)
-    short_held = 0.0
-    if script is None and texts and is_short(question):
-        # an identifier the question names ("What does E4012 mean?") is its key alone; else its key words
-        keys = {w.lower() for w in asked} if asked else set(key_terms(question))
-        if keys and any(keys <= (_units(t, None) | {w.lower() for w in tx.identifiers(t)}) for t in texts):
-            short_held = 1.0
-    d = sorted((float(x) for x in dense or ()), reverse=True)
-    p = [float(x) for x in probs or ()]
-    c = sorted((float(x) for x in cross or ()), reverse=True)
+    short_held = _short_held(question, texts) if script is None else 0.0
     return {
         "best_q_cov": best_cov,
         "union_q_cov": union,
@@ -156,13 +147,43 @@ def features(
         # absent-name rule (AnswerabilityModel.state), by no model
         "pool_names_absent": float(names_absent),
         "log_n": math.log1p(len(texts)),
+        **_pruner_signals(dense, probs, expected_needed),
+        # a short question ("What does X mean?") whose every key term one passage holds: answered by rule
+        "short_held": short_held,
+        **_cross_signals(cross),
+    }
+
+
+def _short_held(question: Question, texts: Sequence[str]) -> float:
+    """1.0 when the question is short and one passage holds every key term: an identifier the question names
+    ("What does E4012 mean?") is its key alone; else its key words."""
+    if not texts or not is_short(question):
+        return 0.0
+    asked = question.identifiers
+    keys = {w.lower() for w in asked} if asked else set(key_terms(question))
+    if keys and any(keys <= (_units(t, None) | {w.lower() for w in tx.identifiers(t)}) for t in texts):
+        return 1.0
+    return 0.0
+
+
+def _pruner_signals(
+    dense: Sequence[float] | None, probs: Sequence[float] | None, expected_needed: float | None
+) -> dict[str, float]:
+    """The setwise pruner's absolute cosine and probability of the kept chunks, and its expected needed count."""
+    d = sorted((float(x) for x in dense or ()), reverse=True)
+    p = [float(x) for x in probs or ()]
+    return {
         "best_dense": d[0] if d else 0.0,
         "mean_dense_top2": sum(d[:2]) / len(d[:2]) if d else 0.0,
         "best_prob": max(p) if p else 0.0,
         "log_expected": math.log(max(expected_needed or 0.0, 1e-3)),
-        # a short question ("What does X mean?") whose every key term one passage holds: answered by rule
-        "short_held": short_held,
-        # the cross model's scores of the kept chunks: the best, the second (the best again for one chunk), margin
+    }
+
+
+def _cross_signals(cross: Sequence[float] | None) -> dict[str, float]:
+    """The cross model's scores of the kept chunks: the best, the second (the best again for one chunk), margin."""
+    c = sorted((float(x) for x in cross or ()), reverse=True)
+    return {
         "cross_best": c[0] if c else 0.0,
         "cross_second": c[1] if len(c) > 1 else (c[0] if c else 0.0),
         "cross_margin": c[0] - c[1] if len(c) > 1 else 0.0,

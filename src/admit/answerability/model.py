@@ -12,6 +12,7 @@ from typing import Any
 
 from admit import modelfiles
 from admit.answerability.features import KNOWN_FEATURES
+from admit.errors import ModelFileError
 from admit.types import ANSWER_STATES, AnswerState
 
 __all__ = [
@@ -122,10 +123,10 @@ class AnswerabilityModel:
         feats = tuple(str(f) for f in d["features"])
         unknown = [f for f in feats if f not in KNOWN_FEATURES]
         if unknown:
-            raise ValueError(f"answerability model {name!r} reads unknown features {unknown}")
+            raise ModelFileError(f"answerability model {name!r} reads unknown features {unknown}")
         vals = [tuple(float(v) for v in d[k]) for k in ("mean", "scale", "coef")]
         if any(len(v) != len(feats) for v in vals):
-            raise ValueError(f"answerability model {name!r}: mean, scale and coef must have {len(feats)} values")
+            raise ModelFileError(f"answerability model {name!r}: mean, scale and coef must have {len(feats)} values")
         return cls(
             name=name,
             features=feats,

@@ -36,8 +36,8 @@ def answerable_for(state: AnswerState) -> bool | None:
 class Answerability:
     """The verdict on one evidence set.
 
-    Computed once per request (:func:`admit.answerability.assess_run`, on the
-    :class:`~admit.prune.verdicts.PruneRun`) and read everywhere else: the pack result, ``/v1/prune`` and the MCP
+    Computed once per request (:func:`admit.decide.assess_run`, on the
+    :class:`~admit.decide.PruneRun`) and read everywhere else: the pack result, ``/v1/prune`` and the MCP
     tools (:meth:`answer_fields`), the trace (:meth:`as_dict`), the ``no_answer`` note (:meth:`note`).
     """
 

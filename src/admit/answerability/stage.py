@@ -1,10 +1,10 @@
-"""The answerability stage: assess the admitted evidence once (:func:`assess_run`), then apply the policy's
+"""The answerability stage: assess the admitted evidence once (:func:`admit.decide.assess_run`), then apply the policy's
 ``on_no_answer`` to it (:func:`on_no_answer`, :func:`no_answer_fallback`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from admit.answerability.features import SETWISE, features, missing_terms
@@ -17,8 +17,7 @@ from admit.types import AnswerState, Chunk, Decision, Fallback, Scored
 if TYPE_CHECKING:
     from admit.answerability.adaptation import Adaptation
     from admit.backends.embedders.base import Embedder
-    from admit.prune.base import PruneOutcome
-    from admit.prune.verdicts import PruneRun
+    from admit.outcome import PruneOutcome
 
 __all__ = [
     "MIN_SETWISE_LIST",
@@ -26,7 +25,6 @@ __all__ = [
     "NoAnswer",
     "assess",
     "assess_kept",
-    "assess_run",
     "no_answer_fallback",
     "on_no_answer",
 ]
@@ -211,25 +209,6 @@ def assess_kept(
             adaptation=adaptation,
         )
     return assess(question, texts, pool=pool_texts, embedder=embedder, adaptation=adaptation)
-
-
-def assess_run(
-    question: str | Question,
-    run: PruneRun,
-    kept: Sequence[Chunk] | None = None,
-    *,
-    embedder: Embedder | None = None,
-    adaptation: Adaptation | None = None,
-) -> PruneRun:
-    """``run`` with its :attr:`~admit.prune.verdicts.PruneRun.answer`: whether ``kept`` (default: the chunks it
-    kept; the pipeline passes what the source cap leaves) answer the question. The one place the record is made:
-    :func:`~admit.prune.verdicts.prune_candidates` and :meth:`admit.pipeline.Pipeline.pack` call it, every face
-    reads the record. ``embedder``: the encoder that sees a close word of the question's key terms;
-    ``adaptation``: the knowledge base's own thresholds (:func:`assess`)."""
-    chunks = [v.chunk for v in run.verdicts if v.kept] if kept is None else kept
-    pool = [v.chunk for v in run.verdicts]
-    answer = assess_kept(question, chunks, run.outcome, pool=pool, embedder=embedder, adaptation=adaptation)
-    return replace(run, answer=answer)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

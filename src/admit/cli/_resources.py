@@ -26,7 +26,11 @@ def _switch(name: str, var: str, default: bool | None, text: str) -> Callable[[F
 
 def setwise_options() -> Callable[[F], F]:
     """``--setwise-cross/--no-setwise-cross`` (dest ``setwise_cross``) and ``--setwise-multilingual/--no-...``
-    (dest ``setwise_multilingual``): ``None`` when neither the option nor its variable is given."""
+    (dest ``setwise_multilingual``): ``None`` when neither the option nor its variable is given.
+
+    The setwise spec declares both (:attr:`~admit.prune.spec.StrategySpec.switches`); they are spelled here too
+    because ``admit --help`` must not load the strategies (numpy), and ``tests/unit/test_strategy_switches.py``
+    holds these spellings to the spec's."""
     cross = _switch(
         "setwise_cross",
         "ADMIT_SETWISE_CROSS",
@@ -56,14 +60,9 @@ def setwise_pruner_options(cross: bool | None, multilingual: bool | None) -> dic
         >>> setwise_pruner_options(True, None)
         {'cross': True}
     """
-    out: dict[str, Any] = {}
-    if cross is not None:
-        out["cross"] = cross
-    if multilingual is not None:
-        from admit.backends.embedders import e5_available
+    from admit.prune.catalogue import switch_resources
 
-        out["multilingual"] = multilingual and e5_available()
-    return out
+    return switch_resources({"setwise_cross": cross, "setwise_multilingual": multilingual})
 
 
 def trace_content_option() -> Callable[[F], F]:

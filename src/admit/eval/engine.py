@@ -58,6 +58,9 @@ class RunSpec:
     minilm_dir: str | None = None
     """The MiniLM folder the parent process was configured with (``admit --minilm-dir``): a worker process
     starts bare, so it travels here (``None``: the package's)."""
+    encoder: str | None = None
+    """The MiniLM encoder the parent chose (``admit --encoder``), travelling with the work as the folder does
+    (``None``: ``auto``); a Ray worker reads it here too."""
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
@@ -306,9 +309,7 @@ class LocalEngine:
         threads = spec.torch_threads or max(1, (os.cpu_count() or 1) // self.workers)
         spec_json = json.dumps(spec.to_json(), default=str)
         ctx = multiprocessing.get_context("spawn")
-        from admit.backends.embedders.defaults import minilm_defaults
-
-        init = (threads, spec.minilm_dir, minilm_defaults().encoder)
+        init = (threads, spec.minilm_dir, spec.encoder)
         with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker, initargs=init) as ex:
             pending: set[Future[list[str]]] = {
                 ex.submit(_run_json, [json.dumps(t.to_json()) for t in b], spec_json)
@@ -321,11 +322,11 @@ class LocalEngine:
 
 
 def _ray_batch(batch: Mapping[str, Any], spec_json: str) -> dict[str, list[str]]:  # pragma: no cover - in Ray
-    from admit.backends.embedders.defaults import configure_minilm, minilm_defaults
+    from admit.backends.embedders.defaults import MiniLMDefaults, configure_minilm, minilm_defaults
 
     spec = json.loads(spec_json)
-    if spec.get("minilm_dir") and minilm_defaults().path is None:  # a Ray worker starts bare
-        configure_minilm(path=spec["minilm_dir"], threads=spec.get("torch_threads"))
+    if (spec.get("minilm_dir") or spec.get("encoder")) and minilm_defaults() == MiniLMDefaults():  # starts bare
+        configure_minilm(path=spec.get("minilm_dir"), threads=spec.get("torch_threads"), encoder=spec.get("encoder"))
     return {"result": _run_json([str(x) for x in batch["task"]], spec_json)}
 
 

@@ -324,18 +324,7 @@ def summarize(results: Sequence[QuestionResult], prices: CostRates | None = None
         "diagnosis_chunks": chunk_diag,
         "latency_ms_p50": percentile(lat_ms, 50),
         "latency_ms_p95": percentile(lat_ms, 95),
-        # the labelled lists hold their gold chunks: "not answered" on one is a false alarm when it was retained,
-        # and right when the pruner lost a gold chunk; "unsure" (answerable None) is its own share, in neither
-        "said_answerable": _share(results, lambda r: r.answer_state == "answered"),
-        "said_unsure": _share(results, lambda r: r.answer_state == "unsure"),
-        "said_not_answered": _share(results, lambda r: r.answer_state == "not_answered"),
-        "said_not_answered_when_retained": _share(
-            [r for r in results if r.retained], lambda r: r.answer_state == "not_answered"
-        ),
-        "said_unsure_when_retained": _share([r for r in results if r.retained], lambda r: r.answer_state == "unsure"),
-        "said_not_answered_when_lost": _share(
-            [r for r in results if not r.retained], lambda r: r.answer_state == "not_answered"
-        ),
+        **_verdict_shares(results),
         "pruner_prompt_tokens": sum(r.prompt_tokens for r in results),
         "pruner_completion_tokens": sum(r.completion_tokens for r in results),
         "pruner_calls": sum(r.calls for r in results),
@@ -347,6 +336,22 @@ def summarize(results: Sequence[QuestionResult], prices: CostRates | None = None
         "generator_cost_saved_per_query_usd": saved_usd_pq,
         # a change of cost: the saving with its sign turned (0.0 - x, so no saving is +0.0, never -0.0)
         "net_cost_change_per_query_usd": 0.0 - net_saving_usd(saved_usd_pq, cost_pq),
+    }
+
+
+def _verdict_shares(results: Sequence[QuestionResult]) -> dict[str, float | None]:
+    """The shares of each verdict. The labelled lists hold their gold chunks: "not answered" on one is a false
+    alarm when it was retained, and right when the pruner lost a gold chunk; "unsure" is its own share, in
+    neither."""
+    retained = [r for r in results if r.retained]
+    lost = [r for r in results if not r.retained]
+    return {
+        "said_answerable": _share(results, lambda r: r.answer_state == "answered"),
+        "said_unsure": _share(results, lambda r: r.answer_state == "unsure"),
+        "said_not_answered": _share(results, lambda r: r.answer_state == "not_answered"),
+        "said_not_answered_when_retained": _share(retained, lambda r: r.answer_state == "not_answered"),
+        "said_unsure_when_retained": _share(retained, lambda r: r.answer_state == "unsure"),
+        "said_not_answered_when_lost": _share(lost, lambda r: r.answer_state == "not_answered"),
     }
 
 

@@ -143,6 +143,20 @@ def _old_pruner_cost(trace: Mapping[str, Any]) -> float:
     return float(usage.get("cost_usd", 0.0) or 0.0)
 
 
+def _with_changes(d: dict[str, Any], prices: CostRates) -> dict[str, Any]:
+    """One request's diff with what changed: added, removed, the token and estimated cost deltas."""
+    old_set, new_set = set(d["old_admitted"]), set(d["new_admitted"])
+    d["added"] = [i for i in d["new_admitted"] if i not in old_set]
+    d["removed"] = [i for i in d["old_admitted"] if i not in new_set]
+    d["changed"] = bool(d["added"] or d["removed"]) or d["old_admitted"] != d["new_admitted"]
+    d["lost_evidence"] = bool(d["removed"])
+    d["token_delta"] = d["new_evidence_tokens"] - d["old_evidence_tokens"]
+    d["est_cost_change_usd"] = (
+        d["token_delta"] * prices.generator_input_per_mtok / 1e6 + d["new_pruner_cost_usd"] - d["old_pruner_cost_usd"]
+    )
+    return d
+
+
 def replay_records(
     lines: Iterator[tuple[int, dict[str, Any]]] | list[tuple[int, dict[str, Any]]],
     policies: PolicySet,
@@ -212,18 +226,7 @@ def replay_records(
                 kill_switch=bool(t.get("route", {}).get("kill_switch", False)),
                 new_strategy=(t.get("pruner") or {}).get("strategy"),
             )
-        old_set, new_set = set(d["old_admitted"]), set(d["new_admitted"])
-        d["added"] = [i for i in d["new_admitted"] if i not in old_set]
-        d["removed"] = [i for i in d["old_admitted"] if i not in new_set]
-        d["changed"] = bool(d["added"] or d["removed"]) or d["old_admitted"] != d["new_admitted"]
-        d["lost_evidence"] = bool(d["removed"])
-        d["token_delta"] = d["new_evidence_tokens"] - d["old_evidence_tokens"]
-        d["est_cost_change_usd"] = (
-            d["token_delta"] * prices.generator_input_per_mtok / 1e6
-            + d["new_pruner_cost_usd"]
-            - d["old_pruner_cost_usd"]
-        )
-        diffs.append(d)
+        diffs.append(_with_changes(d, prices))
     summary = {
         "requests": len(diffs),
         "policy_version": policies.version,

@@ -14,7 +14,7 @@ import itertools
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -300,6 +300,112 @@ def _kept_from_grades(
 ProgressFn = Callable[[int, int], None]
 
 
+def _run_tasks(
+    batches: Iterable[Sequence[dict[str, Any]]],
+    skey_of: dict[str, str],
+    scores_by_key: dict[str, Any],
+    outcomes: dict[str, Any],
+    cache: EvalCache,
+    progress: ProgressFn | None,
+    done: int,
+    total: int,
+) -> tuple[int, int]:
+    """Run the engine's batches: their scores and outcomes into the maps and the cache, progress as they come.
+    Returns (outcomes computed, records scored)."""
+    n_computed = 0
+    n_scored = 0
+    for batch in batches:
+        new_scores: dict[str, Any] = {}
+        new_out: dict[str, Any] = {}
+        for res in batch:
+            if "scores" in res:
+                sk = skey_of[res["record_id"]]
+                new_scores[sk] = {"scores": res["scores"], "rerank_s": res.get("rerank_s", 0.0)}
+                scores_by_key[sk] = new_scores[sk]
+                n_scored += 1
+            new_out.update(res["outcomes"])
+            n_computed += len(res["outcomes"])
+        outcomes.update(new_out)
+        cache.put_many("scores", new_scores)
+        cache.put_many("outcomes", new_out)
+        done += len(batch)
+        if progress:
+            progress(done, total)
+    return n_computed, n_scored
+
+
+def _ranked(
+    records: Sequence[EvalRecord], skeys: Sequence[str], scores_by_key: Mapping[str, Any]
+) -> tuple[dict[str, list[float]], dict[str, list[Scored]]]:
+    """Each record's reranker scores and its candidates in their order."""
+    scores: dict[str, list[float]] = {}
+    ranked_by_record: dict[str, list[Scored]] = {}
+    for r, sk in zip(records, skeys, strict=True):
+        rec_scores = [float(x) for x in scores_by_key[sk]["scores"]]
+        scores[r.id] = rec_scores
+        ranked_by_record[r.id] = [
+            Scored(chunk=r.candidates[i], score=rec_scores[i], rank=k) for k, i in enumerate(rank_order(rec_scores))
+        ]
+    return scores, ranked_by_record
+
+
+def _grading_jobs(
+    digests: Sequence[str], configs: Sequence[Config], rid: str, options: EvalOptions
+) -> tuple[dict[str, list[str]], list[dict[str, tuple[str, dict[str, Any]]]]]:
+    """The grading key of every (record, config): the keys by config name, and each record's jobs by key."""
+    gkeys: dict[str, list[str]] = {}
+    jobs_by_record: list[dict[str, tuple[str, dict[str, Any]]]] = []
+    ident = {c.strategy: pruner_identity(c.strategy, options) for c in configs}
+    for d in digests:
+        jobs: dict[str, tuple[str, dict[str, Any]]] = {}
+        for c in configs:
+            gp = c.grading_params()
+            k = outcome_key(d, strategy=c.strategy, params=gp, reranker=rid, pruner_id=ident[c.strategy])
+            jobs[k] = (c.strategy, gp)
+            gkeys.setdefault(c.name, []).append(k)
+        jobs_by_record.append(jobs)
+    return gkeys, jobs_by_record
+
+
+def _question_result(
+    c: Config,
+    settings: PruneSettings,
+    r: EvalRecord,
+    o: dict[str, Any],
+    ranked: list[Scored],
+    token_counts: Mapping[str, Mapping[str, int]],
+    qclass: Mapping[str, str],
+) -> tuple[QuestionResult, dict[str, str]]:
+    """One record's row under one config (joined with its labels), and the reasons by chunk id."""
+    if _regrades(c.strategy):
+        po = _kept_from_grades(c.strategy, ranked, o, settings)
+        kept = tuple(po.kept_ids)
+        why = {g.chunk_id: g.reason for g in po.graded}
+    else:
+        kept = tuple(o["kept"])
+        why = dict(o.get("reasons", {}))
+    row = QuestionResult(
+        record_id=r.id,
+        candidate_ids=tuple(ch.id for ch in r.candidates),
+        kept_ids=kept,
+        required=r.required,
+        candidate_tokens=token_counts[r.id],
+        source=r.source,
+        hop_type=r.hop_type,
+        question_type=r.question_type,
+        query_class=qclass[r.id],
+        latency_s=float(o.get("latency_s", 0.0)),
+        prompt_tokens=int(o.get("prompt_tokens", 0)),
+        completion_tokens=int(o.get("completion_tokens", 0)),
+        calls=int(o.get("calls", 0)),
+        cost_usd=float(o.get("cost_usd", 0.0)),
+        error=o.get("error"),
+        grades={k: int(v) for k, v in o.get("grades", {}).items()},
+        answer_state=o.get("answer_state"),
+    )
+    return row, why
+
+
 def run_eval(
     records: Sequence[EvalRecord],
     configs: Sequence[Config],
@@ -335,18 +441,7 @@ def run_eval(
         rid = reranker_identity(reranker, options.embedder)
         skeys = [score_key(d, rid) for d in digests]
         scores_by_key = cache.get_many("scores", skeys)
-        # grading key per (record, config)
-        gkeys: dict[str, list[str]] = {}
-        jobs_by_record: list[dict[str, tuple[str, dict[str, Any]]]] = []
-        ident = {c.strategy: pruner_identity(c.strategy, options) for c in configs}
-        for d in digests:
-            jobs: dict[str, tuple[str, dict[str, Any]]] = {}
-            for c in configs:
-                gp = c.grading_params()
-                k = outcome_key(d, strategy=c.strategy, params=gp, reranker=rid, pruner_id=ident[c.strategy])
-                jobs[k] = (c.strategy, gp)
-                gkeys.setdefault(c.name, []).append(k)
-            jobs_by_record.append(jobs)
+        gkeys, jobs_by_record = _grading_jobs(digests, configs, rid, options)
         all_keys = [k for jobs in jobs_by_record for k in jobs]
         # an outcome assessed before the verdict was stored (answerable true for "unsure" too) is computed again
         stored = cache.get_many("outcomes", all_keys)
@@ -359,36 +454,21 @@ def run_eval(
             if missing or cached_scores is None:
                 sc = tuple(cached_scores["scores"]) if cached_scores is not None else None
                 tasks.append(Task(input=inp, scores=sc, jobs=missing))
-        folder = minilm_defaults().path
+        defaults = minilm_defaults()
         spec = RunSpec(
             reranker=reranker,
             embedder=options.embedder,
             pruner_options=dict(options.pruner_options),
-            minilm_dir=str(folder) if folder is not None else None,
+            minilm_dir=str(defaults.path) if defaults.path is not None else None,
+            encoder=defaults.encoder,
         )
         done = len(records) - len(tasks)
         if progress:
             progress(done, len(records))
         skey_of = dict(zip((i.id for i in inputs), skeys, strict=True))
-        n_computed = 0
-        n_scored = 0
-        for batch in engine.run(tasks, spec):
-            new_scores: dict[str, Any] = {}
-            new_out: dict[str, Any] = {}
-            for res in batch:
-                if "scores" in res:
-                    sk = skey_of[res["record_id"]]
-                    new_scores[sk] = {"scores": res["scores"], "rerank_s": res.get("rerank_s", 0.0)}
-                    scores_by_key[sk] = new_scores[sk]
-                    n_scored += 1
-                new_out.update(res["outcomes"])
-                n_computed += len(res["outcomes"])
-            outcomes.update(new_out)
-            cache.put_many("scores", new_scores)
-            cache.put_many("outcomes", new_out)
-            done += len(batch)
-            if progress:
-                progress(done, len(records))
+        n_computed, n_scored = _run_tasks(
+            engine.run(tasks, spec), skey_of, scores_by_key, outcomes, cache, progress, done, len(records)
+        )
         token_counts = _token_counts(records, digests, options.generator_model, cache)
     finally:
         cache.close()
@@ -396,14 +476,7 @@ def run_eval(
     policies = load_policy_set(options.policy)
 
     qclass = {r.id: policies.classify(r.question).query_class for r in records}
-    scores: dict[str, list[float]] = {}
-    ranked_by_record: dict[str, list[Scored]] = {}
-    for r, sk in zip(records, skeys, strict=True):
-        rec_scores = [float(x) for x in scores_by_key[sk]["scores"]]
-        scores[r.id] = rec_scores
-        ranked_by_record[r.id] = [
-            Scored(chunk=r.candidates[i], score=rec_scores[i], rank=k) for k, i in enumerate(rank_order(rec_scores))
-        ]
+    scores, ranked_by_record = _ranked(records, skeys, scores_by_key)
     rerank_ms = [float(scores_by_key[sk].get("rerank_s", 0.0)) * 1000 for sk in skeys]
     results: dict[str, list[QuestionResult]] = {}
     reasons: dict[str, dict[str, dict[str, str]]] = {}
@@ -413,35 +486,10 @@ def run_eval(
         rows: list[QuestionResult] = []
         why: dict[str, dict[str, str]] = {}
         for r, key in zip(records, gkeys[c.name], strict=True):
-            o = outcomes[key]
-            if _regrades(c.strategy):
-                po = _kept_from_grades(c.strategy, ranked_by_record[r.id], o, settings)
-                kept = tuple(po.kept_ids)
-                why[r.id] = {g.chunk_id: g.reason for g in po.graded}
-            else:
-                kept = tuple(o["kept"])
-                why[r.id] = dict(o.get("reasons", {}))
-            rows.append(
-                QuestionResult(
-                    record_id=r.id,
-                    candidate_ids=tuple(ch.id for ch in r.candidates),
-                    kept_ids=kept,
-                    required=r.required,
-                    candidate_tokens=token_counts[r.id],
-                    source=r.source,
-                    hop_type=r.hop_type,
-                    question_type=r.question_type,
-                    query_class=qclass[r.id],
-                    latency_s=float(o.get("latency_s", 0.0)),
-                    prompt_tokens=int(o.get("prompt_tokens", 0)),
-                    completion_tokens=int(o.get("completion_tokens", 0)),
-                    calls=int(o.get("calls", 0)),
-                    cost_usd=float(o.get("cost_usd", 0.0)),
-                    error=o.get("error"),
-                    grades={k: int(v) for k, v in o.get("grades", {}).items()},
-                    answer_state=o.get("answer_state"),
-                )
+            row, why[r.id] = _question_result(
+                c, settings, r, outcomes[key], ranked_by_record[r.id], token_counts, qclass
             )
+            rows.append(row)
         results[c.name] = rows
         reasons[c.name] = why
         metrics[c.name] = breakdowns(rows, options.prices)

@@ -235,29 +235,21 @@ def _verdict(rec: Mapping[str, Any]) -> str:
     )
 
 
-def _section(rec: Mapping[str, Any], index: int) -> str:
-    rid = str(rec.get("request_id", f"request-{index}"))
-    request = _map(rec, "request")
-    question = rec.get("question") or request.get("question") or "(the question is not in this trace)"
-    route = _map(rec, "route")
-    budget = _map(rec, "budget")
-    ledger = [(label, budget.get(key)) for key, label in _LEDGER if key in budget]
-    ledger.append(("evidence used", rec.get("evidence_tokens")))
-    if "tokenizer" in budget:
-        ledger.append(("tokenizer", budget["tokenizer"]))
-    cands = _candidates(rec)
-    fates = collections.Counter(c["fate"] for c in cands)
-    rows = []
-    for c in cands:
-        rows.append(
-            f'<tr class="cand" data-fate="{_e(c["fate"])}" data-rank="{c["rank"]}" '
-            f'data-score="{_e(c["score"] if c["score"] is not None else "")}" '
-            f'data-grade="{_e(c["grade"] if c["grade"] is not None else "")}">'
-            f"<td>{c['rank']}</td><td class='id'>{_e(c['id'])}</td><td>{_e(c['title'])}</td>"
-            f'<td class="fate {_e(c["fate"])}">{_e(c["fate"])}</td><td>{_e(c["stage"])}</td>'
-            f"<td>{_num(c['grade'])}</td><td>{_num(c['score'])}</td><td>{_e(c['reason'])}</td>"
-            f"<td>{_e(c['detail'])}</td></tr>"
-        )
+def _cand_row(c: Mapping[str, Any]) -> str:
+    """One candidate's table row (its data attributes drive the page's filter and sort)."""
+    return (
+        f'<tr class="cand" data-fate="{_e(c["fate"])}" data-rank="{c["rank"]}" '
+        f'data-score="{_e(c["score"] if c["score"] is not None else "")}" '
+        f'data-grade="{_e(c["grade"] if c["grade"] is not None else "")}">'
+        f"<td>{c['rank']}</td><td class='id'>{_e(c['id'])}</td><td>{_e(c['title'])}</td>"
+        f'<td class="fate {_e(c["fate"])}">{_e(c["fate"])}</td><td>{_e(c["stage"])}</td>'
+        f"<td>{_num(c['grade'])}</td><td>{_num(c['score'])}</td><td>{_e(c['reason'])}</td>"
+        f"<td>{_e(c['detail'])}</td></tr>"
+    )
+
+
+def _fallbacks_html(rec: Mapping[str, Any]) -> str:
+    """The trace's fallbacks as list items."""
     fallbacks = rec.get("fallbacks") or []
     fb = (
         "".join(
@@ -267,12 +259,22 @@ def _section(rec: Mapping[str, Any], index: int) -> str:
         )
         or "<li>none</li>"
     )
+    return fb
+
+
+def _flags_html(rec: Mapping[str, Any]) -> str:
+    """The trace's flags as list items."""
     flags = rec.get("flags") or {}
     fl = (
         "".join(f"<li><b>{_e(k)}</b>: {_e(', '.join(map(str, v)))}</li>" for k, v in flags.items())
         if isinstance(flags, Mapping)
         else ""
     ) or "<li>none</li>"
+    return fl
+
+
+def _latency_html(rec: Mapping[str, Any]) -> str:
+    """Per-stage latency rows, retrieval's steps first, each with a bar."""
     retrieval = _map(rec, "retrieval")
     latency = {**_map(retrieval, "latency_ms"), **_map(rec, "latency_ms")}  # retrieval's steps first
     total = max([float(v) for v in latency.values() if isinstance(v, int | float)] + [1e-9])
@@ -282,6 +284,11 @@ def _section(rec: Mapping[str, Any], index: int) -> str:
         for k, v in latency.items()
         if isinstance(v, int | float)
     )
+    return lat
+
+
+def _pruner_html(rec: Mapping[str, Any]) -> str:
+    """The pruner's strategy, fallback, error and notes."""
     pruner = _map(rec, "pruner")
     pr = (
         _table(
@@ -295,6 +302,11 @@ def _section(rec: Mapping[str, Any], index: int) -> str:
         if pruner
         else "<p>no pruner ran</p>"
     )
+    return pr
+
+
+def _tools_html(rec: Mapping[str, Any]) -> str:
+    """The tool outputs as list items."""
     tools = [t for t in rec.get("tools", []) if isinstance(t, Mapping)]
     tl = (
         "".join(
@@ -305,6 +317,24 @@ def _section(rec: Mapping[str, Any], index: int) -> str:
         )
         or "<li>none</li>"
     )
+    return tl
+
+
+def _section(rec: Mapping[str, Any], index: int) -> str:
+    rid = str(rec.get("request_id", f"request-{index}"))
+    request = _map(rec, "request")
+    question = rec.get("question") or request.get("question") or "(the question is not in this trace)"
+    route = _map(rec, "route")
+    budget = _map(rec, "budget")
+    ledger = [(label, budget.get(key)) for key, label in _LEDGER if key in budget]
+    ledger.append(("evidence used", rec.get("evidence_tokens")))
+    if "tokenizer" in budget:
+        ledger.append(("tokenizer", budget["tokenizer"]))
+    cands = _candidates(rec)
+    fates = collections.Counter(c["fate"] for c in cands)
+    rows = [_cand_row(c) for c in cands]
+    fb, fl = _fallbacks_html(rec), _flags_html(rec)
+    lat, pr, tl = _latency_html(rec), _pruner_html(rec), _tools_html(rec)
     envelopes = _envelopes(rec)
     hashed = f" (hash <code class='hash'>{_e(rec['request_hash'])}</code>)" if rec.get("request_hash") else ""
     when = f' at <time class="ts" datetime="{_e(t)}">{_e(t)}</time>' if (t := _stamp(rec)) else ""

@@ -280,20 +280,33 @@ def build_cases(
         plans.append(_Plan(q, "answerable", source, principal, gold, fold))
         plans.append(_Plan(q, "near_miss", source, principal, gold, fold, frozenset(near | gold)))
         built[source] = built.get(source, 0) + 1
+    _add_foreign(records, nb, rng, options, plans, built)
+    return plans, built
+
+
+def _add_foreign(
+    records: Sequence[ChunkRecord],
+    nb: _Neighbours,
+    rng: random.Random,
+    options: AdaptOptions,
+    plans: list[_Plan],
+    built: dict[str, int],
+) -> None:
+    """Other products' questions, asked by the tenant with the most chunks (none when no chunk has a tenant)."""
     tenants: dict[str, int] = {}
     for r in records:
         if r.access is not None and r.access.tenant:
             tenants[r.access.tenant] = tenants.get(r.access.tenant, 0) + 1
-    if tenants:
-        tenant = max(tenants, key=lambda t: tenants[t])
-        foreign = _foreign(nb.vocab)
-        rng.shuffle(foreign)
-        # as many as the answerable ones, at least 12: a small knowledge base is not fitted on other products alone
-        n_foreign = min(options.foreign, max(12, sum(1 for p in plans if p.kind == "answerable")))
-        for i, q in enumerate(foreign[:n_foreign]):
-            plans.append(_Plan(q, "foreign", "foreign", Principal(tenant=tenant), frozenset(), i % 2))
-        built["foreign"] = min(len(foreign), n_foreign)
-    return plans, built
+    if not tenants:
+        return
+    tenant = max(tenants, key=lambda t: tenants[t])
+    foreign = _foreign(nb.vocab)
+    rng.shuffle(foreign)
+    # as many as the answerable ones, at least 12: a small knowledge base is not fitted on other products alone
+    n_foreign = min(options.foreign, max(12, sum(1 for p in plans if p.kind == "answerable")))
+    for i, q in enumerate(foreign[:n_foreign]):
+        plans.append(_Plan(q, "foreign", "foreign", Principal(tenant=tenant), frozenset(), i % 2))
+    built["foreign"] = min(len(foreign), n_foreign)
 
 
 def _probe(kb: KnowledgeBase) -> Adaptation:

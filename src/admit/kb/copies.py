@@ -149,6 +149,40 @@ class _Union:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
+def _join_near(longs: Sequence[int], norms: Sequence[str], groups: Sequence[Hashable], union: _Union) -> None:
+    """Join near copies among ``longs`` (one representative per exact class): a banded signature bucket, then
+    the shingles' Jaccard at :data:`NEAR_JACCARD` or more, with the same numbers."""
+    sigs = signatures([norms[i] for i in longs])
+    rows = sigs.shape[1] // _BANDS
+    buckets: dict[tuple[int, Hashable, bytes], list[int]] = defaultdict(list)
+    for k, i in enumerate(longs):
+        for b in range(_BANDS):
+            buckets[(b, groups[i], sigs[k, b * rows : (b + 1) * rows].tobytes())].append(i)
+    sh: dict[int, np.ndarray] = {}
+    nums: dict[int, tuple[str, ...]] = {}
+    tried: set[tuple[int, int]] = set()
+    for members in buckets.values():
+        if len(members) < 2:
+            continue
+        for x_pos, x in enumerate(members):
+            for y in members[x_pos + 1 :]:
+                pair = (min(x, y), max(x, y))
+                if pair in tried or union.find(x) == union.find(y):
+                    continue
+                tried.add(pair)
+                for z in pair:
+                    if z not in sh:
+                        sh[z] = shingles(norms[z])
+                        nums[z] = tuple(sorted(_NUMBER.findall(norms[z])))
+                if nums[x] != nums[y]:  # a port, a limit, a version: a fact, never a copy's noise
+                    continue
+                a, b2 = sh[x], sh[y]
+                inter = len(np.intersect1d(a, b2, assume_unique=True))
+                union_size = len(a) + len(b2) - inter
+                if union_size and inter / union_size >= NEAR_JACCARD:
+                    union.join(x, y)
+
+
 def one_copy(pages: Sequence[PageChunks]) -> Copies:
     """Which chunks of ``pages`` are copies of another, and which copy of each is kept (module docstring).
 
@@ -188,35 +222,7 @@ def one_copy(pages: Sequence[PageChunks]) -> Copies:
     # near copies: one representative per exact class, long enough for shingles
     longs = [i for i in range(n) if long[i] and exact.get((groups[i], norms[i])) == i]
     if len(longs) > 1:
-        sigs = signatures([norms[i] for i in longs])
-        rows = sigs.shape[1] // _BANDS
-        buckets: dict[tuple[int, Hashable, bytes], list[int]] = defaultdict(list)
-        for k, i in enumerate(longs):
-            for b in range(_BANDS):
-                buckets[(b, groups[i], sigs[k, b * rows : (b + 1) * rows].tobytes())].append(i)
-        sh: dict[int, np.ndarray] = {}
-        nums: dict[int, tuple[str, ...]] = {}
-        tried: set[tuple[int, int]] = set()
-        for members in buckets.values():
-            if len(members) < 2:
-                continue
-            for x_pos, x in enumerate(members):
-                for y in members[x_pos + 1 :]:
-                    pair = (min(x, y), max(x, y))
-                    if pair in tried or union.find(x) == union.find(y):
-                        continue
-                    tried.add(pair)
-                    for z in pair:
-                        if z not in sh:
-                            sh[z] = shingles(norms[z])
-                            nums[z] = tuple(sorted(_NUMBER.findall(norms[z])))
-                    if nums[x] != nums[y]:  # a port, a limit, a version: a fact, never a copy's noise
-                        continue
-                    a, b2 = sh[x], sh[y]
-                    inter = len(np.intersect1d(a, b2, assume_unique=True))
-                    union_size = len(a) + len(b2) - inter
-                    if union_size and inter / union_size >= NEAR_JACCARD:
-                        union.join(x, y)
+        _join_near(longs, norms, groups, union)
     classes: dict[int, list[int]] = defaultdict(list)
     for i in range(n):
         if norms[i]:

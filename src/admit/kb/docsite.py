@@ -18,7 +18,7 @@ Three parts, each linear in its input:
   the page states them (title, meta tags, home link, title page, footer), and whether the page is a search,
   index, directory-listing page or a redirect stub. :func:`clean_title` takes the site-name and version suffix
   off the page's title (``Configuration — Black 23.1.0 documentation`` -> ``Configuration``).
-* :class:`HomeVersions` gives a page that states no version the one its site's home page states.
+* :class:`~admit.kb.home.HomeVersions` gives a page that states no version the one its site's home page states.
 """
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ __all__ = [
     "INLINE_TAGS",
     "REDIRECT_MAX_DELAY",
     "SKIP_KINDS",
-    "HomeVersions",
     "PageScan",
     "SiteFilter",
     "SiteTitle",
@@ -166,61 +165,6 @@ class SiteFilter:
             twins = sum(1 for n in txt if f"{n[:-4]}.html" in names)
             known = self._sources[folder] = twins >= 2 and 2 * twins >= len(txt)
         return known
-
-
-_LANG_SUFFIX = _linear.compile(r"^[a-z]{2}(?:[-_][a-z]{2,4})?$", name="docsite.lang_suffix")
-"""A language before a page's ``.html`` (``en``, ``pt-br``, ``zh_cn``)."""
-
-
-@dataclass(slots=True)
-class HomeVersions:
-    """The version a site's home page states, for the pages of the site that state none: ``index.html`` in
-    the page's folder or the nearest folder above it that has one, up to the ingested folder. Each folder's
-    home page is read once (without following links, at most ``max_bytes``); one that cannot be read or
-    parsed gives no version.
-    """
-
-    max_bytes: int = 8 << 20
-    _known: dict[tuple[Path, str], str] = field(default_factory=dict)
-
-    def version_for(self, f: Path, root: Path) -> str:
-        """The version ``f``'s home page states (``""``: none). A page named for its language
-        (``dreq.en.html``, a DocBook build per language) has ``index.en.html`` as its home page, before
-        ``index.html``."""
-        parts = f.name.lower().split(".")
-        lang = parts[-2] if len(parts) == 3 and _LANG_SUFFIX.match(parts[-2]) else ""
-        homes = (f"index.{lang}.html", "index.html") if lang else ("index.html",)
-        folder = f.parent
-        walked: list[Path] = []
-        version = ""
-        while folder.is_relative_to(root):
-            if (folder, lang) in self._known:
-                version = self._known[(folder, lang)]
-                break
-            walked.append(folder)
-            for home in homes:
-                version = self._read(folder / home, root)
-                if version:
-                    break
-            if version or folder == root:
-                break
-            folder = folder.parent
-        for w in walked:
-            self._known[(w, lang)] = version
-        return version
-
-    def _read(self, home: Path, root: Path) -> str:
-        from admit.kb.files import RefusedFileError, read_no_follow
-        from admit.kb.parse import parse_html
-
-        try:
-            target = home.resolve()
-            if not target.is_relative_to(root) or not target.is_file() or target.stat().st_size > self.max_bytes:
-                return ""
-            doc = parse_html(read_no_follow(target, root).decode("utf-8-sig"), fallback_title="")
-        except (OSError, RefusedFileError, ValueError):  # UnicodeDecodeError is a ValueError
-            return ""
-        return doc.site.get("version", "")
 
 
 # ---------------------------------------------------------------------------------------------------- pages
@@ -507,78 +451,101 @@ def scan_page(root: Any) -> PageScan:
     """
     from lxml import etree
 
-    out = PageScan()
-    marks: dict[Any, str] = {}
-    counts = _Counts()
-    frames: list[list[Any]] = []  # [element, chars, link chars, headings] of the open elements
-    quiet: Any = None  # the outermost open element whose text is not counted (hidden, chrome, script...)
-    footer: Any = None  # the outermost open footer
-    footers: list[Any] = []
-    stated: list[Any] = []
-    sidebars: list[Any] = []
-    mains: dict[int, Any] = {}
-    articles = 0
-    markers: set[str] = set()
-    pydoc_extra: list[Any] = []
+    walk = _Walk()
     for event, el in etree.iterwalk(root, events=("start", "end")):
         tag = el.tag.lower() if isinstance(el.tag, str) else ""
         if event == "end":
-            chars, links, heads = frames.pop()[1:]
-            if tag == "a":
-                links = chars
-            counts.chars[el], counts.links[el], counts.heads[el] = chars, links, heads
-            if quiet is el:
-                quiet = None
-            if footer is el:
-                footer = None
-            if frames:
-                parent = frames[-1]
-                parent[1] += chars + (_nonspace(el.tail) if quiet is None else 0)
-                parent[2] += links
-                parent[3] += heads
-            continue
+            walk.end(el, tag)
+        else:
+            walk.start(el, tag)
+    walk.settle_generator()
+    return walk.choose_main(root)
+
+
+@dataclass(slots=True)
+class _Walk:
+    """The state of :func:`scan_page`'s pass over the page's elements."""
+
+    out: PageScan = field(default_factory=PageScan)
+    marks: dict[Any, str] = field(default_factory=dict)
+    counts: _Counts = field(default_factory=_Counts)
+    frames: list[list[Any]] = field(default_factory=list)  # [element, chars, link chars, headings] of the open ones
+    quiet: Any = None  # the outermost open element whose text is not counted (hidden, chrome, script...)
+    footer: Any = None  # the outermost open footer
+    footers: list[Any] = field(default_factory=list)
+    stated: list[Any] = field(default_factory=list)
+    sidebars: list[Any] = field(default_factory=list)
+    mains: dict[int, Any] = field(default_factory=dict)
+    articles: int = 0
+    markers: set[str] = field(default_factory=set)
+    pydoc_extra: list[Any] = field(default_factory=list)
+
+    def end(self, el: Any, tag: str) -> None:
+        """An element closes: its counts go to its parent."""
+        chars, links, heads = self.frames.pop()[1:]
+        if tag == "a":
+            links = chars
+        self.counts.chars[el], self.counts.links[el], self.counts.heads[el] = chars, links, heads
+        if self.quiet is el:
+            self.quiet = None
+        if self.footer is el:
+            self.footer = None
+        if self.frames:
+            parent = self.frames[-1]
+            parent[1] += chars + (_nonspace(el.tail) if self.quiet is None else 0)
+            parent[2] += links
+            parent[3] += heads
+
+    def start(self, el: Any, tag: str) -> None:
+        """An element opens: its mark, its own text, what it says about the page, and whether it is main content."""
         classes = (el.get("class") or "").lower().split() if tag else []  # DSSSL's DocBook: CLASS="NAVHEADER"
         el_id = (el.get("id") or "").lower() if tag else ""
         role = (el.get("role") or "").lower() if tag else ""
         kind = _mark(el, tag, classes, el_id, role)
-        if kind is None and out.generator == "texinfo":
+        if kind is None and self.out.generator == "texinfo":
             kind = _texinfo_mark(el, tag, classes)
-        if kind is None and el_id == "top" and out.generator == "doxygen":
+        if kind is None and el_id == "top" and self.out.generator == "doxygen":
             kind = _WORD  # Doxygen's header block (title area, menus, a project's own header of links)
         if kind is not None:
-            marks[el] = kind
-        if quiet is None and (tag in _QUIET_TAGS or not tag or kind in (_HIDDEN, _PERMALINK, _STRUCTURAL)):
-            quiet = el
-        counted = quiet is None
-        frames.append([el, _nonspace(el.text) if counted else 0, 0, 1 if counted and tag in _HEADING_TAGS else 0])
+            self.marks[el] = kind
+        if self.quiet is None and (tag in _QUIET_TAGS or not tag or kind in (_HIDDEN, _PERMALINK, _STRUCTURAL)):
+            self.quiet = el
+        counted = self.quiet is None
+        self.frames.append([el, _nonspace(el.text) if counted else 0, 0, 1 if counted and tag in _HEADING_TAGS else 0])
         if not tag:
-            continue
+            return
         if tag == "meta":
-            _read_meta(el, out, markers)
-            continue
-        if footer is None and (
+            _read_meta(el, self.out, self.markers)
+            return
+        self._note(el, tag, classes, el_id, role)
+        if self.quiet is None:
+            self._candidate(el, tag, classes, role)
+
+    def _note(self, el: Any, tag: str, classes: list[str], el_id: str, role: str) -> None:
+        """What the element says about the page: a footer, a stated version, a sidebar, the generator, home."""
+        if self.footer is None and (
             tag == "footer" or role == "contentinfo" or el_id in ("footer", "ft", "footer-text")
             or any("footer" in c for c in classes)
         ):  # fmt: skip
-            footer = el
-            footers.append(el)
-        if len(stated) < 4 and (
+            self.footer = el
+            self.footers.append(el)
+        if len(self.stated) < 4 and (
             el_id in ("revnumber", "projectnumber") or not _VERSION_CLASSES.isdisjoint(classes) or "subtitle" in classes
         ):
-            stated.append(el)
-        if len(sidebars) < 2 and "sphinxsidebar" in classes:
-            sidebars.append(el)
-        _read_markers(el, tag, classes, el_id, markers, out)
+            self.stated.append(el)
+        if len(self.sidebars) < 2 and "sphinxsidebar" in classes:
+            self.sidebars.append(el)
+        _read_markers(el, tag, classes, el_id, self.markers, self.out)
         if tag == "td" and "extra" in classes:  # pydoc's heading cell: the index link and the file's local path
-            pydoc_extra.append(el)
-        if not out.home_title and (
+            self.pydoc_extra.append(el)
+        if not self.out.home_title and (
             (tag == "a" and (el.get("accesskey") or "").lower() == "h")
             or (tag == "link" and (el.get("rel") or "").lower() == "home")
         ):  # DocBook's "Home" link and the page head's <link rel="home" title="...">
-            out.home_title = " ".join((el.get("title") or "").split())
-        if quiet is not None:
-            continue
-        # main content candidates, by rank (lower wins; the first in document order within a rank)
+            self.out.home_title = " ".join((el.get("title") or "").split())
+
+    def _candidate(self, el: Any, tag: str, classes: list[str], role: str) -> None:
+        """Main content candidates, by rank (lower wins; the first in document order within a rank)."""
         rank = None
         if _MAIN_CLASSES.intersection(classes) or el.get("itemprop") == "articleBody":
             rank = 0
@@ -587,39 +554,49 @@ def scan_page(root: Any) -> PageScan:
         elif tag == "main":
             rank = 2
         elif tag == "article":
-            articles += 1
+            self.articles += 1
             rank = 3
-        if rank is not None and rank not in mains:
-            mains[rank] = el
-    if out.generator is None and markers:
-        order = ("mkdocs-material", "docusaurus", "mkdocs", "sphinx", "docbook", "javadoc", "pydoc")
-        out.generator = next((g for g in order if g in markers), None)
-    if out.generator is None and "docutils" in markers:
-        out.generator = "docutils"
-    if out.generator == "pydoc":
-        marks.update(dict.fromkeys(pydoc_extra, _STRUCTURAL))
-    if 3 in mains and articles > 1:  # a page of many articles (a blog's list): none of them is the page
-        del mains[3]
-    _read_stated(out, footers, stated, sidebars)
-    if out.generator == "texinfo" and not out.version_stated:
-        out.version_stated = _texinfo_version(root)
-    body = root.find("body")
-    body = body if body is not None else root
-    out.main = mains[min(mains)] if mains else None
-    known = out.generator is not None
-    if out.main is None and known:
-        found = _descend(body, counts, marks)
-        out.main = found if found is not body else None
-    out.container = out.main if out.main is not None else body
-    out.drop, kept = _drops(out.container, marks, counts, words=known)
-    out.drop = _keep_lone_toctrees(out.container, out.drop, marks, counts)
-    visible = counts.words(body) - _link_chrome(body, marks, counts)
-    if kept < GUARD_SHARE * visible and visible - kept >= GUARD_MIN_CHARS:
-        out.guard = f"main content was {kept / visible:.0%} of the page's visible text; its whole visible text is kept"
-        out.main = None
-        out.container = body
-        out.drop, _ = _drops(body, marks, counts, words=False)
-    return out
+        if rank is not None and rank not in self.mains:
+            self.mains[rank] = el
+
+    def settle_generator(self) -> None:
+        """The generator from the markers seen, when no meta tag named it."""
+        out = self.out
+        if out.generator is None and self.markers:
+            order = ("mkdocs-material", "docusaurus", "mkdocs", "sphinx", "docbook", "javadoc", "pydoc")
+            out.generator = next((g for g in order if g in self.markers), None)
+        if out.generator is None and "docutils" in self.markers:
+            out.generator = "docutils"
+        if out.generator == "pydoc":
+            self.marks.update(dict.fromkeys(self.pydoc_extra, _STRUCTURAL))
+
+    def choose_main(self, root: Any) -> PageScan:
+        """The main content, what to drop inside it, and the guard (see :func:`scan_page`)."""
+        out, mains, marks, counts = self.out, self.mains, self.marks, self.counts
+        if 3 in mains and self.articles > 1:  # a page of many articles (a blog's list): none of them is the page
+            del mains[3]
+        _read_stated(out, self.footers, self.stated, self.sidebars)
+        if out.generator == "texinfo" and not out.version_stated:
+            out.version_stated = _texinfo_version(root)
+        body = root.find("body")
+        body = body if body is not None else root
+        out.main = mains[min(mains)] if mains else None
+        known = out.generator is not None
+        if out.main is None and known:
+            found = _descend(body, counts, marks)
+            out.main = found if found is not body else None
+        out.container = out.main if out.main is not None else body
+        out.drop, kept = _drops(out.container, marks, counts, words=known)
+        out.drop = _keep_lone_toctrees(out.container, out.drop, marks, counts)
+        visible = counts.words(body) - _link_chrome(body, marks, counts)
+        if kept < GUARD_SHARE * visible and visible - kept >= GUARD_MIN_CHARS:
+            out.guard = (
+                f"main content was {kept / visible:.0%} of the page's visible text; its whole visible text is kept"
+            )
+            out.main = None
+            out.container = body
+            out.drop, _ = _drops(body, marks, counts, words=False)
+        return out
 
 
 def _mark(el: Any, tag: str, classes: Sequence[str], el_id: str, role: str) -> str | None:
@@ -1007,15 +984,22 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
         if sep in title:
             title, site = title.rsplit(sep, 1)
     if home_title and not version:
-        hm = _DOCS_TITLE.search(home_title)
-        if hm is not None:
-            home_site, version = _site_and_version(hm.group(2))
-            site = site or home_site
-        else:
-            nm = _HOME_VERSION.search(home_title)  # "Privoxy 3.0.34 User Manual"
-            if nm is not None:
-                site, version = site or nm.group(1), nm.group(2).rstrip(".-+")
+        site, version = _from_home(home_title, site)
     return SiteTitle(title=title or heading, site=site, version=version)
+
+
+def _from_home(home_title: str, site: str) -> tuple[str, str]:
+    """The site (``site`` when known) and the version a home link's title names (DocBook's "Home")."""
+    version = ""
+    hm = _DOCS_TITLE.search(home_title)
+    if hm is not None:
+        home_site, version = _site_and_version(hm.group(2))
+        site = site or home_site
+    else:
+        nm = _HOME_VERSION.search(home_title)  # "Privoxy 3.0.34 User Manual"
+        if nm is not None:
+            site, version = site or nm.group(1), nm.group(2).rstrip(".-+")
+    return site, version
 
 
 def _site_and_version(docstitle: str) -> tuple[str, str]:

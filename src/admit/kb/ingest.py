@@ -47,8 +47,9 @@ from admit.errors import ConfigError
 from admit.kb._progress import IngestProgress
 from admit.kb.chunking import DEFAULT_MAX_TOKENS, TextChunk, chunk_document, slugify
 from admit.kb.copies import PageChunks, one_copy
-from admit.kb.docsite import HomeVersions, SiteFilter
+from admit.kb.docsite import SiteFilter
 from admit.kb.files import RefusedFileError, document_name, page_text, read_no_follow
+from admit.kb.home import HomeVersions
 from admit.kb.ingest_types import DEFAULT_MAX_FILE_BYTES, IngestOptions, IngestReport, SourceJob, SourceWriter
 from admit.kb.parse import (
     FORMATS,

@@ -8,12 +8,12 @@ counts it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from admit import _linear
-from admit.errors import ConfigError, MissingExtraError
+from admit.errors import ConfigError, InputError, MissingExtraError
 from admit.kb import docsite
 
 __all__ = [
@@ -265,18 +265,7 @@ def _admonition(el: Any, name: str) -> tuple[str, Any, Any] | None:
     if not classes or name not in ("div", "aside", "details", "section"):
         return None
     if "admonitionblock" in classes:  # AsciiDoc, Asciidoctor
-        table = next((c for c in el if isinstance(c.tag, str) and c.tag.lower() == "table"), None)
-        row = table.find(".//tr") if table is not None else None
-        if row is None:
-            return None
-        cells = [c for c in row if isinstance(c.tag, str)]
-        icon = next((c for c in cells if "icon" in _classes(c)), None)
-        content = next((c for c in cells if "content" in _classes(c)), None)
-        if icon is None or content is None:
-            return None
-        img = icon.find(".//img")
-        label = _text_of(icon) or (img.get("alt") or "" if img is not None else "")
-        return label, icon, content
+        return _asciidoc_admonition(el)
     kinds = _ADMONITION_KINDS.intersection(classes)
     if "admonition" not in classes and not kinds:
         return None
@@ -297,6 +286,73 @@ def _admonition(el: Any, name: str) -> tuple[str, Any, Any] | None:
     return docsite.strip_signs(_text_of(first)), first, el
 
 
+def _asciidoc_admonition(el: Any) -> tuple[str, Any, Any] | None:
+    """AsciiDoc's admonition: a table of an icon cell (its title or image text) and a content cell."""
+    table = next((c for c in el if isinstance(c.tag, str) and c.tag.lower() == "table"), None)
+    row = table.find(".//tr") if table is not None else None
+    if row is None:
+        return None
+    cells = [c for c in row if isinstance(c.tag, str)]
+    icon = next((c for c in cells if "icon" in _classes(c)), None)
+    content = next((c for c in cells if "content" in _classes(c)), None)
+    if icon is None or content is None:
+        return None
+    img = icon.find(".//img")
+    label = _text_of(icon) or (img.get("alt") or "" if img is not None else "")
+    return label, icon, content
+
+
+class _Blocks:
+    """What :func:`_html_blocks` has emitted, the loose text it is gathering and the open admonitions' labels."""
+
+    def __init__(self, credits: list[int] | None) -> None:
+        self.out: list[tuple[int, str] | str] = []
+        self.loose: list[str] = []
+        self.label: list[str] = []  # the open admonition's label, until its first paragraph takes it
+        self.credits = credits
+
+    def emit(self, text: str) -> None:
+        if self.label and self.label[-1]:
+            text = f"{self.label[-1]}:{chr(10) if text.startswith('- ') else ' '}{text}"  # a list stays a list
+            self.label[-1] = ""
+        self.out.append(text)
+
+    def flush(self) -> None:
+        t = " ".join("".join(self.loose).split())
+        self.loose.clear()
+        if t:
+            self.emit(t)
+
+    def block(self, el: Any, name: str) -> None:
+        """A heading or block element, taken whole."""
+        self.flush()
+        if name in _HTML_HEADINGS:
+            text = docsite.strip_signs(_text_of(el))
+            credit = next((_CREDITS[c] for c in _classes(el) if c in _CREDITS), None)
+            if credit is None:
+                self.out.append((int(name[1]), text))
+            elif text:
+                self.emit(f"{credit}{text}")
+                if self.credits is not None:
+                    self.credits.append(len(self.out) - 1)
+        elif name == "tr":
+            cells = [_text_of(c) for c in el if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
+            if any(cells):
+                self.emit(" | ".join(cells))
+        elif name == "pre":
+            t = "".join(el.itertext()).strip("\n")
+            if t.strip():
+                self.emit(t)
+        else:
+            t = _text_of(el)
+            if name == "dt":
+                t = docsite.strip_signs(t)
+            if t:
+                self.emit(("- " + t) if name == "li" else t)
+        if el.tail:
+            self.loose.append(el.tail)
+
+
 def _html_blocks(body: Any, credits: list[int] | None = None) -> list[tuple[int, str] | str]:
     """The headings (``(level, text)``) and paragraphs of an HTML body, in document order, in one walk.
 
@@ -308,22 +364,8 @@ def _html_blocks(body: Any, credits: list[int] | None = None) -> list[tuple[int,
     content, not a section: its label (``Note``) starts its first paragraph (``Note: ...``). A title page's
     author heading is a paragraph (``By ...``); its index goes to ``credits``.
     """
-    out: list[tuple[int, str] | str] = []
-    loose: list[str] = []
-    label: list[str] = []  # the open admonition's label, until its first paragraph takes it
-
-    def emit(text: str) -> None:
-        if label and label[-1]:
-            text = f"{label[-1]}:{chr(10) if text.startswith('- ') else ' '}{text}"  # a list stays a list
-            label[-1] = ""
-        out.append(text)
-
-    def flush() -> None:
-        t = " ".join("".join(loose).split())
-        loose.clear()
-        if t:
-            emit(t)
-
+    acc = _Blocks(credits)
+    loose, label, flush = acc.loose, acc.label, acc.flush
     enter, leave_block, leave_inline, leave_admonition = 0, 1, 2, 3
     stack: list[tuple[Any, int]] = [(body, enter)]
     while stack:
@@ -365,35 +407,9 @@ def _html_blocks(body: Any, credits: list[int] | None = None) -> list[tuple[int,
             stack.append((el, leave_block))
             stack.extend((c, enter) for c in reversed(el))
             continue
-        flush()
-        if name in _HTML_HEADINGS:
-            text = docsite.strip_signs(_text_of(el))
-            credit = next((_CREDITS[c] for c in _classes(el) if c in _CREDITS), None)
-            if credit is not None:
-                if text:
-                    emit(f"{credit}{text}")
-                    if credits is not None:
-                        credits.append(len(out) - 1)
-            else:
-                out.append((int(name[1]), text))
-        elif name == "tr":
-            cells = [_text_of(c) for c in el if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
-            if any(cells):
-                emit(" | ".join(cells))
-        elif name == "pre":
-            t = "".join(el.itertext()).strip("\n")
-            if t.strip():
-                emit(t)
-        else:
-            t = _text_of(el)
-            if name == "dt":
-                t = docsite.strip_signs(t)
-            if t:
-                emit(("- " + t) if name == "li" else t)
-        if el.tail:
-            loose.append(el.tail)
+        acc.block(el, name)
     flush()
-    return out
+    return acc.out
 
 
 def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
@@ -417,7 +433,7 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
     if any("Excessive depth" in e.message for e in parser.error_log):
         # libxml2 stops building the tree at its depth limit and drops what lies deeper: refuse the file
         # (one error line, the rest of the run ingested) rather than store it with text silently missing
-        raise ValueError("HTML nested deeper than the parser's limit (2,048 elements); flatten it to ingest it")
+        raise InputError("HTML nested deeper than the parser's limit (2,048 elements); flatten it to ingest it")
     # a built documentation site's page: its main content, without navigation, sidebars, anchors (one pass;
     # before the scripts go, as Sphinx's documentation_options script says it is Sphinx)
     scan = docsite.scan_page(root)
@@ -441,38 +457,12 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
         home_title=scan.home_title,
     )
     title = named.title
-    # the first heading is the page's title (left out of the heading paths): the single h1 that comes first, or
-    # a heading that says the title with no heading at its level or above after it (DocBook's h2 sections)
-    drop_level = 0
-    if first_heading is not None:
-        if len(h1) == 1 and first_heading[0] == 1:
-            drop_level = 1
-        elif _unnumbered(first_heading[1]) == _unnumbered(title) and all(b[0] > first_heading[0] for b in heads[1:]):
-            drop_level = first_heading[0]
+    drop_level = _title_level(heads, title)
     site = docsite.site_info(scan, named)
     version = site.get("version", "")
     if credits and version and not any(version in b for b in blocks if isinstance(b, str)):
         blocks.insert(credits[-1] + 1, f"Version {version}")  # a title page: its title, authors and version
-    sections: list[Section] = []
-    stack: list[tuple[int, str]] = []
-    current: list[str] = []
-    dropped = False
-    for b in blocks:
-        if isinstance(b, tuple):
-            if current:
-                sections.append(Section(headings=tuple(t for _, t in stack), paragraphs=tuple(current)))
-                current = []
-            if drop_level and not dropped and b is first_heading:
-                dropped = True
-                stack = []
-                continue
-            while stack and stack[-1][0] >= b[0]:
-                stack.pop()
-            stack.append(b)
-        else:
-            current.append(b)
-    if current:
-        sections.append(Section(headings=tuple(t for _, t in stack), paragraphs=tuple(current)))
+    sections = _html_sections(blocks, first_heading if drop_level else None)
     kind = scan.page_kind or ("listing" if raw_title.startswith("Index of /") else None)
     return ParsedDocument(
         title=title or fallback_title,
@@ -483,6 +473,45 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
         page_kind=kind,
         content_guard=scan.guard,
     )
+
+
+def _title_level(heads: Sequence[tuple[int, str]], title: str) -> int:
+    """The level of the heading that is the page's title (left out of the heading paths), 0 when none is: the
+    single h1 that comes first, or a heading that says the title with no heading at its level or above after it
+    (DocBook's h2 sections)."""
+    if not heads:
+        return 0
+    first = heads[0]
+    if first[0] == 1 and sum(1 for b in heads if b[0] == 1) == 1:
+        return 1
+    if _unnumbered(first[1]) == _unnumbered(title) and all(b[0] > first[0] for b in heads[1:]):
+        return first[0]
+    return 0
+
+
+def _html_sections(blocks: Sequence[tuple[int, str] | str], title_heading: tuple[int, str] | None) -> list[Section]:
+    """The blocks as sections under their heading paths; ``title_heading`` (the page's title) starts no path."""
+    sections: list[Section] = []
+    stack: list[tuple[int, str]] = []
+    current: list[str] = []
+    dropped = False
+    for b in blocks:
+        if isinstance(b, tuple):
+            if current:
+                sections.append(Section(headings=tuple(t for _, t in stack), paragraphs=tuple(current)))
+                current = []
+            if title_heading is not None and not dropped and b is title_heading:
+                dropped = True
+                stack = []
+                continue
+            while stack and stack[-1][0] >= b[0]:
+                stack.pop()
+            stack.append(b)
+        else:
+            current.append(b)
+    if current:
+        sections.append(Section(headings=tuple(t for _, t in stack), paragraphs=tuple(current)))
+    return sections
 
 
 def parse_text(text: str, *, fallback_title: str) -> ParsedDocument:

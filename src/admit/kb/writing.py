@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from admit.backends.embedders.base import Embedder, text_key
 from admit.backends.tokenizers import Tokenizer
-from admit.errors import ConfigError
+from admit.errors import ConfigError, InputError
 from admit.features import FEATURES_KEY, FEATURES_VERSION, chunk_features
 from admit.kb._progress import IngestProgress
 from admit.kb.chunking import TextChunk, chunk_document
@@ -106,7 +106,7 @@ def write_source(store: Store, embedder: Embedder, job: SourceJob, options: Inge
     f = Path(job.path)
     raw = read_no_follow(f)  # never through a link swapped in since the walk
     if hashlib.sha256(raw).hexdigest()[:16] != job.content_hash:
-        raise ValueError("the file changed during the ingest run; run it again")
+        raise InputError("the file changed during the ingest run; run it again")
     text = page_text(raw, f.name, options.max_file_bytes)
     doc = parse_document(
         text, job.fmt, fallback_title=Path(document_name(f.name)).stem.replace("-", " ").replace("_", " ")
@@ -137,7 +137,7 @@ def write_source(store: Store, embedder: Embedder, job: SourceJob, options: Inge
     queue.add(pending, added=job.new)
     queue.flush()  # the same embed-and-write path as a local run (one replace_source)
     if errors:
-        raise ValueError(errors[0][1])
+        raise InputError(errors[0][1])
     return {k: counts[k] for k in keys}
 
 
@@ -292,6 +292,58 @@ class EmbedQueue:
             self.counts["chunks_written"] += n
 
 
+def _draft(
+    p: TextChunk,
+    source_id: str,
+    doc_title: str,
+    old: Mapping[str, ChunkRecord],
+    also_at: Mapping[str, Sequence[str]] | None,
+    also_under: Mapping[str, Sequence[str]] | None = None,
+) -> tuple[dict[str, Any], bool]:
+    """One chunk's draft (its vector reused when its text and title are unchanged), and whether it is reused."""
+    cid = f"{source_id}#{p.section_path}"
+    heading_path = (doc_title, *p.headings)
+    title = " › ".join(heading_path) if p.headings else doc_title
+    under = list(also_under.get(p.section_path, ())) if also_under else []
+    title = also_under_title(title, under)
+    th = text_key(p.text)
+    prev = old.get(cid)
+    reuse = prev is not None and prev.text_hash == th and prev.title == title
+    if prev is None:
+        counts_key = "chunks_added"
+    elif prev.text_hash != th:
+        counts_key = "chunks_changed"
+    else:
+        counts_key = "chunks_unchanged"
+    draft = {
+        "id": cid,
+        "text": p.text,
+        "text_hash": th,
+        "title": title,
+        "heading_path": heading_path,
+        "ordinal": p.ordinal,
+        "embedding": prev.embedding if (reuse and prev is not None) else None,
+        "counted": counts_key,
+        "also_at": list(also_at.get(p.section_path, ())) if also_at else [],
+        "also_under": under,
+    }
+    return draft, reuse
+
+
+def _features_and_vectors(d: dict[str, Any], prev: ChunkRecord | None, embedder: Embedder) -> None:
+    """What the pipeline computes on a chunk's first sight (token counts, injection flags, MinHash signature),
+    computed once here and stored with the chunk (handed back on retrieval); a chunk longer than one passage also
+    keeps one vector per passage (the pruner's units), so pruning a search never encodes a stored chunk again. An
+    unchanged chunk keeps what it has."""
+    unchanged = prev is not None and prev.text_hash == d["text_hash"] and prev.title == d["title"]
+    stored = prev.metadata.get(FEATURES_KEY) if unchanged and prev is not None else None
+    fresh = not isinstance(stored, dict) or stored.get("v") != FEATURES_VERSION
+    d["features"] = chunk_features(d["title"], d["text"]) if fresh else stored
+    n_ps = len(d["passages"])
+    kept = prev.metadata.get(PASSAGE_VECTORS_KEY) if unchanged and prev is not None and n_ps > 1 else None
+    d["passage_vectors"] = kept if decode_vectors(kept, embedder.name, n_ps) is not None else None
+
+
 def prepare_source(
     store: Store,
     embedder: Embedder,
@@ -324,34 +376,8 @@ def prepare_source(
     drafts: list[dict[str, Any]] = []
     to_embed: list[int] = []
     for p in pieces:
-        cid = f"{st.source_id}#{p.section_path}"
-        heading_path = (doc.title, *p.headings)
-        title = " › ".join(heading_path) if p.headings else doc.title
-        under = list(also_under.get(p.section_path, ())) if also_under else []
-        title = also_under_title(title, under)
-        th = text_key(p.text)
-        prev = old.get(cid)
-        reuse = prev is not None and prev.text_hash == th and prev.title == title
-        if prev is None:
-            counts_key = "chunks_added"
-        elif prev.text_hash != th:
-            counts_key = "chunks_changed"
-        else:
-            counts_key = "chunks_unchanged"
-        drafts.append(
-            {
-                "id": cid,
-                "text": p.text,
-                "text_hash": th,
-                "title": title,
-                "heading_path": heading_path,
-                "ordinal": p.ordinal,
-                "embedding": prev.embedding if (reuse and prev is not None) else None,
-                "counted": counts_key,
-                "also_at": list(also_at.get(p.section_path, ())) if also_at else [],
-                "also_under": under,
-            }
-        )
+        draft, reuse = _draft(p, st.source_id, doc.title, old, also_at, also_under)
+        drafts.append(draft)
         if not reuse:
             to_embed.append(len(drafts) - 1)
     new_ids = {d["id"] for d in drafts}
@@ -362,18 +388,7 @@ def prepare_source(
     if doc.site:  # a built documentation site's page: its generator, site name and version
         meta["site"] = dict(doc.site)
     for d in drafts:
-        # what the pipeline computes on a chunk's first sight (token counts, injection flags, MinHash
-        # signature), computed once here and stored with the chunk (handed back on retrieval); a chunk longer
-        # than one passage also keeps one vector per passage (the pruner's units), so pruning a search never
-        # encodes a stored chunk again. An unchanged chunk keeps what it has.
-        prev = old.get(d["id"])
-        unchanged = prev is not None and prev.text_hash == d["text_hash"] and prev.title == d["title"]
-        stored = prev.metadata.get(FEATURES_KEY) if unchanged and prev is not None else None
-        fresh = not isinstance(stored, dict) or stored.get("v") != FEATURES_VERSION
-        d["features"] = chunk_features(d["title"], d["text"]) if fresh else stored
-        n_ps = len(d["passages"])
-        kept = prev.metadata.get(PASSAGE_VECTORS_KEY) if unchanged and prev is not None and n_ps > 1 else None
-        d["passage_vectors"] = kept if decode_vectors(kept, embedder.name, n_ps) is not None else None
+        _features_and_vectors(d, old.get(d["id"]), embedder)
     multi = [j for j, d in enumerate(drafts) if len(d["passages"]) > 1 and d["passage_vectors"] is None]
     return PendingSource(
         f=f,

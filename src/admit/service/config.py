@@ -270,11 +270,12 @@ class ServiceSettings(_Strict):
         """The switches that the environment sets where the file does not (0/1, true/false, yes/no, on/off)."""
         if not isinstance(data, Mapping):
             return data
-        named = {
-            "trace_content": "ADMIT_TRACE_CONTENT",
-            "setwise_cross": "ADMIT_SETWISE_CROSS",
-            "setwise_multilingual": "ADMIT_SETWISE_MULTILINGUAL",
-        }
+        from admit.prune.catalogue import strategy_switches
+
+        named = {"trace_content": "ADMIT_TRACE_CONTENT"}
+        for key, (strategy, sw) in strategy_switches().items():  # each strategy's switches, spelled by its spec
+            if key in cls.model_fields:
+                named[key] = sw.env(strategy)
         out = dict(data)
         for key, var in named.items():
             raw = os.environ.get(var, "").strip().lower()
@@ -288,14 +289,12 @@ class ServiceSettings(_Strict):
     def pruner_switches(self) -> dict[str, Any]:
         """The :class:`~admit.prune.spec.PrunerResources` fields these settings choose (``cross``: one cross model
         for every pipeline of the service, its weights read once; ``multilingual``)."""
-        from admit.backends.embedders import e5_available
+        from admit.prune.catalogue import strategy_switches, switch_resources
         from admit.prune.setwise import cross_model
 
-        out: dict[str, Any] = {}
-        if self.setwise_cross is not None:
-            out["cross"] = cross_model() if self.setwise_cross else False
-        if self.setwise_multilingual is not None:
-            out["multilingual"] = self.setwise_multilingual and e5_available()
+        out = switch_resources({k: getattr(self, k) for k in strategy_switches() if k in type(self).model_fields})
+        if out.get("cross") is True:  # one cross model for every pipeline of the service
+            out["cross"] = cross_model()
         return out
 
     def path(self, value: str | None) -> Path | None:

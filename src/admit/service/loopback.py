@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from admit.errors import BackendTimeout
+
 __all__ = ["LoopbackServer"]
 
 
@@ -80,7 +82,7 @@ class LoopbackServer:
                 pass
             if time.monotonic() > deadline or not self._thread.is_alive():
                 self.__exit__(None, None, None)
-                raise RuntimeError(f"server on {self.url} did not answer in {self.startup_timeout_s}s")
+                raise BackendTimeout(f"server on {self.url} did not answer in {self.startup_timeout_s}s")
             time.sleep(0.05)
 
     def __exit__(self, *exc: object) -> None:

@@ -213,7 +213,7 @@ class PruneResponse(BaseModel):
 
     @classmethod
     def from_run(cls, run: PruneRun, trace: Mapping[str, Any], question: str = "") -> PruneResponse:
-        """The answer of a prune run (:meth:`~admit.prune.verdicts.PruneRun.as_dict`, the one prune answer);
+        """The answer of a prune run (:meth:`~admit.decide.PruneRun.as_dict`, the one prune answer);
         ``answerable`` from the kept chunks when the ``question`` is given."""
         return cls.model_validate({**run.as_dict(question or None), "trace": dict(trace)})
 

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from admit.errors import InvalidType, InvalidValue
+
 __all__ = ["MODES", "FaultServer", "RecordedRequest"]
 
 logger = logging.getLogger(__name__)
@@ -303,7 +305,7 @@ class FaultServer:
                 self._script.append(m)
             for k, v in options.items():
                 if k not in {"grade", "delay_s", "hang_s", "retry_after"}:
-                    raise TypeError(f"unknown option {k!r}")
+                    raise InvalidType(f"unknown option {k!r}")
                 setattr(self, k, v)
 
     def reset(self) -> None:
@@ -368,4 +370,4 @@ def _check_mode(mode: str) -> None:
         return
     if mode.startswith("status:") and mode[7:].isdigit() and 400 <= int(mode[7:]) <= 599:
         return
-    raise ValueError(f"unknown fault mode {mode!r}; use one of {', '.join(MODES)} (or status:NNN for any 4xx/5xx)")
+    raise InvalidValue(f"unknown fault mode {mode!r}; use one of {', '.join(MODES)} (or status:NNN for any 4xx/5xx)")

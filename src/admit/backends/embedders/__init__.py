@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from admit.backends.embedders.base import CachedEmbedder, Embedder, l2_normalise, text_key
 from admit.backends.embedders.catalogue import DEFAULT_EMBEDDER, EMBEDDERS, split_embedder_name
 from admit.backends.embedders.spec import EmbedderSpec
+from admit.errors import InvalidType
 
 if TYPE_CHECKING:
     from admit.backends.embedders.fake import FakeEmbedder
@@ -60,7 +61,7 @@ def resolve_embedder(spec: str | Embedder = DEFAULT_EMBEDDER) -> Embedder:
         return EMBEDDERS.get(name).make(option)
     if hasattr(spec, "embed") and hasattr(spec, "dim"):
         return spec
-    raise TypeError(f"expected an embedder name or instance, got {type(spec).__name__}")
+    raise InvalidType(f"expected an embedder name or instance, got {type(spec).__name__}")
 
 
 def __getattr__(name: str) -> object:

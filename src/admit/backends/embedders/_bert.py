@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from admit.errors import InputError, ModelFileError
+
 F32 = npt.NDArray[np.float32]
 
 _DTYPES = {"F32": np.float32, "F16": np.float16, "I64": np.int64, "I32": np.int32, "BF16": None}
@@ -42,10 +44,10 @@ def read_safetensors(path: str | Path) -> dict[str, npt.NDArray[Any]]:
     with p.open("rb") as fh:
         head = fh.read(8)
         if len(head) != 8:
-            raise ValueError(f"{p}: not a safetensors file (shorter than its 8-byte header length)")
+            raise ModelFileError(f"{p}: not a safetensors file (shorter than its 8-byte header length)")
         (n,) = struct.unpack("<Q", head)
         if not 0 < n <= _MAX_HEADER:
-            raise ValueError(f"{p}: not a safetensors file (header length {n})")
+            raise ModelFileError(f"{p}: not a safetensors file (header length {n})")
         header = json.loads(fh.read(n))
     base = 8 + n
     mm = np.memmap(p, dtype=np.uint8, mode="r")
@@ -55,12 +57,12 @@ def read_safetensors(path: str | Path) -> dict[str, npt.NDArray[Any]]:
             continue
         dtype = _DTYPES.get(info["dtype"])
         if dtype is None:
-            raise ValueError(f"{p}: tensor {name!r} has dtype {info['dtype']}, which this reader does not support")
+            raise ModelFileError(f"{p}: tensor {name!r} has dtype {info['dtype']}, which this reader does not support")
         start, end = info["data_offsets"]
         shape = tuple(info["shape"])
         raw = mm[base + start : base + end]
         if raw.size != math.prod(shape) * np.dtype(dtype).itemsize:
-            raise ValueError(f"{p}: tensor {name!r} has {raw.size} bytes, its shape {shape} needs more or less")
+            raise ModelFileError(f"{p}: tensor {name!r} has {raw.size} bytes, its shape {shape} needs more or less")
         out[name] = raw.view(dtype).reshape(shape)
     return out
 
@@ -168,17 +170,17 @@ class BertEncoder:
     def __init__(self, tensors: Mapping[str, npt.NDArray[Any]], config: Mapping[str, Any]) -> None:
         act = config.get("hidden_act", "gelu")
         if act != "gelu":
-            raise ValueError(f"BertEncoder supports hidden_act 'gelu', the model has {act!r}")
+            raise ModelFileError(f"BertEncoder supports hidden_act 'gelu', the model has {act!r}")
         pos_type = config.get("position_embedding_type", "absolute")
         if pos_type != "absolute":
-            raise ValueError(f"BertEncoder supports absolute position embeddings, the model has {pos_type!r}")
+            raise ModelFileError(f"BertEncoder supports absolute position embeddings, the model has {pos_type!r}")
         prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
 
         def t(name: str) -> F32:
             try:
                 arr = tensors[prefix + name]
             except KeyError as exc:
-                raise ValueError(f"the model has no tensor {prefix + name!r}") from exc
+                raise ModelFileError(f"the model has no tensor {prefix + name!r}") from exc
             return np.asarray(arr, dtype=np.float32)
 
         self.hidden = int(config["hidden_size"])
@@ -235,7 +237,7 @@ class BertEncoder:
         """
         b, n = ids.shape
         if n > self.max_positions:
-            raise ValueError(f"sequence length {n} exceeds the model's {self.max_positions} positions")
+            raise InputError(f"sequence length {n} exceeds the model's {self.max_positions} positions")
         h = self.hidden
         emb: F32 = self.word[ids.reshape(-1)].reshape(b, n, h)
         emb += self.position[:n]

@@ -27,6 +27,8 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 
+from admit.errors import ModelFileError
+
 __all__ = [
     "BUILDER_VERSION",
     "Variant",
@@ -79,9 +81,9 @@ def build_model(tensors: Mapping[str, npt.NDArray[Any]], config: Mapping[str, An
     from onnx import TensorProto, checker, helper, numpy_helper
 
     if config.get("hidden_act", "gelu") != "gelu":
-        raise ValueError(f"the ONNX builder supports hidden_act 'gelu', the model has {config.get('hidden_act')!r}")
+        raise ModelFileError(f"the ONNX builder supports hidden_act 'gelu', the model has {config.get('hidden_act')!r}")
     if config.get("position_embedding_type", "absolute") != "absolute":
-        raise ValueError("the ONNX builder supports absolute position embeddings only")
+        raise ModelFileError("the ONNX builder supports absolute position embeddings only")
     prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
     hidden = int(config["hidden_size"])
     heads = int(config["num_attention_heads"])
@@ -93,7 +95,7 @@ def build_model(tensors: Mapping[str, npt.NDArray[Any]], config: Mapping[str, An
         try:
             return np.asarray(tensors[prefix + name], dtype=np.float32)
         except KeyError as exc:
-            raise ValueError(f"the model has no tensor {prefix + name!r}") from exc
+            raise ModelFileError(f"the model has no tensor {prefix + name!r}") from exc
 
     def init(name: str, arr: npt.NDArray[Any]) -> str:
         inits.append(numpy_helper.from_array(np.ascontiguousarray(arr), name))

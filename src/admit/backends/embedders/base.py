@@ -17,6 +17,7 @@ import numpy.typing as npt
 
 from admit import _scope
 from admit._lru import LRU
+from admit.errors import InvalidValue
 
 FloatMatrix = npt.NDArray[np.float32]
 
@@ -94,7 +95,7 @@ class CachedEmbedder:
         seed: Mapping[str, npt.ArrayLike] | None = None,
     ) -> None:
         if max_items < 1:
-            raise ValueError("max_items must be >= 1")
+            raise InvalidValue("max_items must be >= 1")
         self.inner = inner
         self.name = inner.name
         self.dim = inner.dim
@@ -129,7 +130,7 @@ class CachedEmbedder:
             is_hash = len(key) == 40 and all(ch in "0123456789abcdef" for ch in key)
         v = l2_normalise(vec)[0]
         if v.shape[0] != self.dim:
-            raise ValueError(f"seed vector has dim {v.shape[0]}, expected {self.dim}")
+            raise InvalidValue(f"seed vector has dim {v.shape[0]}, expected {self.dim}")
         self._put(self._key(key if is_hash else text_key(key)), v)
 
     def _put(self, key: str, vec: FloatMatrix) -> None:

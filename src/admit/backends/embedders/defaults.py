@@ -20,6 +20,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from admit.errors import InvalidValue
+
 __all__ = ["ENCODERS", "MiniLMDefaults", "check_encoder", "configure_minilm", "minilm_defaults"]
 
 ENCODERS = ("auto", "numpy", "onnx", "onnx-fp32", "onnx-int8")
@@ -53,7 +55,7 @@ def configure_minilm(*, path: str | Path | None = None, threads: int | None = No
     """
     global _DEFAULTS
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-        raise ValueError(f"the embedding threads must be a whole number >= 1, got {threads!r}")
+        raise InvalidValue(f"the embedding threads must be a whole number >= 1, got {threads!r}")
     if encoder is not None:
         encoder = check_encoder(encoder)
     with _LOCK:
@@ -68,7 +70,7 @@ def check_encoder(name: str) -> str:
     """
     low = str(name).strip().lower()
     if low not in ENCODERS:
-        raise ValueError(f"unknown MiniLM encoder {name!r}: choose one of {', '.join(ENCODERS)}")
+        raise InvalidValue(f"unknown MiniLM encoder {name!r}: choose one of {', '.join(ENCODERS)}")
     return low
 
 

@@ -10,7 +10,7 @@ import numpy as np
 from admit import _linear
 from admit.backends.embedders.base import FloatMatrix
 from admit.backends.embedders.spec import EmbedderSpec
-from admit.errors import ConfigError
+from admit.errors import ConfigError, InvalidValue
 
 _TOKEN = _linear.simple(r"\w+")
 
@@ -27,7 +27,7 @@ class FakeEmbedder:
 
     def __init__(self, dim: int = 64) -> None:
         if not 1 <= dim <= 4096:
-            raise ValueError("dim must be between 1 and 4096")
+            raise InvalidValue("dim must be between 1 and 4096")
         self.dim = dim
         self.name = f"fake-{dim}"
         self.calls = 0

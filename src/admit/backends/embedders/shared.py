@@ -9,21 +9,27 @@ from __future__ import annotations
 import threading
 
 from admit.backends.embedders.base import CachedEmbedder, Embedder
+from admit.backends.embedders.defaults import MiniLMDefaults, minilm_defaults
 
 __all__ = ["import_libraries", "shared_embedder"]
 
-_SHARED: dict[str, Embedder] = {}
+_SHARED: dict[tuple[str, MiniLMDefaults], Embedder] = {}
 _LOCK = threading.Lock()
 
 
 def shared_embedder(spec: str = "minilm") -> Embedder:
-    """Return the process-wide embedder for ``spec`` (created on first use)."""
+    """Return the process-wide embedder for ``spec`` (created on first use).
+
+    One per name and MiniLM defaults: ``minilm:numpy`` and ``minilm:onnx-int8`` are two embedders, and a name
+    asked for after :func:`~admit.backends.embedders.defaults.configure_minilm` changed the defaults gets one
+    made with the new defaults, never the one an earlier pipeline holds."""
+    key = (spec, minilm_defaults())
     with _LOCK:
-        if spec not in _SHARED:
+        if key not in _SHARED:
             from admit.backends.embedders import resolve_embedder
 
-            _SHARED[spec] = CachedEmbedder(resolve_embedder(spec), max_items=20_000)
-        return _SHARED[spec]
+            _SHARED[key] = CachedEmbedder(resolve_embedder(spec), max_items=20_000)
+        return _SHARED[key]
 
 
 def import_libraries() -> None:

@@ -36,7 +36,7 @@ from admit._lru import LRU
 from admit._text import bm25_matrix, content_tokens
 from admit.backends.embedders._bert import BertEncoder, _Layer, read_safetensors
 from admit.backends.rerankers.spec import RerankerSpec
-from admit.errors import ConfigError
+from admit.errors import ConfigError, InvalidValue
 from admit.passages import passages, question_text
 from admit.types import Chunk
 
@@ -130,7 +130,7 @@ class CrossEncoder:
         self, path: str | Path | None = None, minilm_path: str | Path | None = None, cache_items: int = 512
     ) -> None:
         if cache_items < 0:
-            raise ValueError(f"cache_items must be >= 0, got {cache_items}")
+            raise InvalidValue(f"cache_items must be >= 0, got {cache_items}")
         self.path = Path(path) if path is not None else default_model_path()
         self.minilm_path = minilm_path
         self.cache_items = cache_items
@@ -299,7 +299,7 @@ class CrossEncoder:
         score: F32 = (head + np.float32(self.maxsim_scale) * maxsim).astype(np.float32)
         if self.feat_w is not None:
             if features is None:
-                raise ValueError("this cross model reads list features (cosine, BM25): pass features=")
+                raise InvalidValue("this cross model reads list features (cosine, BM25): pass features=")
             score = (score + features.astype(np.float32) @ self.feat_w.astype(np.float32)).astype(np.float32)
         self.pairs += b
         return score

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from admit.errors import ConfigError, MissingExtraError
+from admit.errors import ConfigError, InputError, MissingExtraError
 
 __all__ = ["OpenAITokenizer", "encoding_for_model"]
 
@@ -88,7 +88,7 @@ class _RustEncoding:
         if not text:
             return []
         if len(text) >= 1_000_000:
-            raise ValueError("Input too long to encode safely")
+            raise InputError("Input too long to encode safely")
         try:
             tokens = list(self._backend.encode(text))
         except UnicodeEncodeError:

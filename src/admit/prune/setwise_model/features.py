@@ -18,6 +18,7 @@ import numpy.typing as npt
 
 from admit._text import STOPWORDS, bm25_matrix
 from admit.backends.embedders.base import Embedder, l2_normalise
+from admit.errors import BackendOutputError
 from admit.passages import best_passages, nfc, question_text
 from admit.prune.setwise_model import text as tx
 from admit.prune.setwise_model.links import build_links
@@ -186,7 +187,7 @@ def embed_items(
         owners.extend([idx] * len(ps))
     mat = np.asarray(embedder.embed(units), dtype=np.float64)
     if mat.ndim != 2 or mat.shape[0] != len(units):
-        raise ValueError("embedder returned an array of the wrong shape")
+        raise BackendOutputError("embedder returned an array of the wrong shape")
     mat = l2_normalise(mat).astype(np.float64)
     qvec = mat[0]
     pvecs = mat[1:]
@@ -252,6 +253,45 @@ def _identifier_features(question: Question, texts: Sequence[str]) -> tuple[Floa
     return hit, other
 
 
+def _title_features(keys: Sequence[tuple[str, str]], q_low: str, q_set: set[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per item: whether the question says its title (1.0) or its title's head (0.7), and how much of the head's
+    words the question holds."""
+    title_in_q = np.array(
+        [1.0 if tx.contains_phrase(q_low, f) else (0.7 if tx.contains_phrase(q_low, h) else 0.0) for f, h in keys],
+        dtype=np.float64,
+    )
+    title_cov = np.zeros(len(keys), dtype=np.float64)
+    for j, (_, head) in enumerate(keys):
+        ht = [w for w in head.split() if w not in STOPWORDS]
+        if ht:
+            title_cov[j] = sum(w in q_set for w in ht) / len(ht)
+    return title_in_q, title_cov
+
+
+def _question_features(record: Question, n_words: np.ndarray, dense: np.ndarray, wh: np.ndarray) -> np.ndarray:
+    """The list's and the question's own features (:data:`QUESTION_FEATURES` order)."""
+    n = len(dense)
+    question = record.text
+    sd = np.sort(dense)[::-1]
+    return np.array(
+        [
+            math.log(max(n, 1)),
+            math.log1p(float(n_words.mean())) if n else 0.0,
+            math.log1p(len(record.words)),
+            float(len(tx.NESTED.findall(question))),
+            float(len(tx.RELATIVE.findall(question))),
+            float(len(tx.COMPARISON.findall(question)) > 0),
+            float(len(tx.OR_CHOICE.findall(question)) > 0),
+            float(len(set(record.names))),
+            float(sd.std()) if n else 0.0,
+            float(sd[0] - sd[1]) if n > 1 else 0.0,
+            *wh,
+            1.0 if record.identifiers else 0.0,
+        ],
+        dtype=np.float64,
+    )
+
+
 def prepare(question: str | Question, items: Sequence[SetwiseItem], embedder: Embedder) -> Prepared:
     """Computes embeddings, base features, question features and link matrices.
 
@@ -285,15 +325,7 @@ def prepare(question: str | Question, items: Sequence[SetwiseItem], embedder: Em
     ent_sets = [tx.capitalised_tokens(t) | s for t, s in zip(full_texts, doc_sets, strict=True)]
     q_ent_cov = np.array([len(q_ents & e) / max(1, len(q_ents)) for e in ent_sets], dtype=np.float64)
     keys = [tx.title_keys(it.title) for it in items]
-    title_in_q = np.array(
-        [1.0 if tx.contains_phrase(q_low, f) else (0.7 if tx.contains_phrase(q_low, h) else 0.0) for f, h in keys],
-        dtype=np.float64,
-    )
-    title_cov = np.zeros(n, dtype=np.float64)
-    for j, (_, head) in enumerate(keys):
-        ht = [w for w in head.split() if w not in STOPWORDS]
-        if ht:
-            title_cov[j] = sum(w in q_set for w in ht) / len(ht)
+    title_in_q, title_cov = _title_features(keys, q_low, q_set)
     ident_hit, ident_other = _identifier_features(record, full_texts)
     bigram_cov, idf_cov = _phrase_features(q_tokens, doc_tokens, doc_sets)
     wh = np.array([1.0 if pat.search(question) else 0.0 for _, pat in tx.WH_CUES], dtype=np.float64)
@@ -335,24 +367,7 @@ def prepare(question: str | Question, items: Sequence[SetwiseItem], embedder: Em
         else np.zeros((0, len(BASE_FEATURES)))
     )
 
-    sd = np.sort(dense)[::-1]
-    qfeat = np.array(
-        [
-            math.log(max(n, 1)),
-            math.log1p(float(n_words.mean())) if n else 0.0,
-            math.log1p(len(record.words)),
-            float(len(tx.NESTED.findall(question))),
-            float(len(tx.RELATIVE.findall(question))),
-            float(len(tx.COMPARISON.findall(question)) > 0),
-            float(len(tx.OR_CHOICE.findall(question)) > 0),
-            float(len(q_ents)),
-            float(sd.std()) if n else 0.0,
-            float(sd[0] - sd[1]) if n > 1 else 0.0,
-            *wh,
-            1.0 if record.identifiers else 0.0,
-        ],
-        dtype=np.float64,
-    )
+    qfeat = _question_features(record, n_words, dense, wh)
 
     links = build_links(question, items, full_texts, doc_tokens, doc_sets, ent_sets, keys, q_set, q_ents, qvec, vecs)
     labels = [(it.title.strip() or it.id)[:40] for it in items]

@@ -91,12 +91,8 @@ def asked_kind(question: str | Question) -> tuple[str, set[str]]:
     return "", set()
 
 
-def enumeration(text: str) -> tuple[list[str], str]:
-    """(the items a chunk enumerates, the text that leads them in): three or more list items, table rows (their
-    first cell), short term lines each followed by a longer description (a definition list as text), or a
-    comma list of three or more short names ("lz4, zstd, zlib and lzma"); ``([], "")`` when it enumerates
-    nothing. The lead is what precedes the first item (its last 300 characters) plus a table's header row."""
-    lines = [ln.strip() for ln in nfc(text).splitlines() if ln.strip()]
+def _marked_items(lines: list[str]) -> tuple[list[str], int, str]:
+    """List items and table rows (their first cell): the items, the line of the first, a table's header row."""
     items: list[str] = []
     first = -1
     header = ""
@@ -117,32 +113,51 @@ def enumeration(text: str) -> tuple[list[str], str]:
             continue
         if first < 0:
             first = k
+    return items, first, header
+
+
+def _term_lines(lines: list[str]) -> tuple[list[str], int]:
+    """Short term lines each followed by a longer description (a definition list as text), three or more."""
+    terms = [
+        k
+        for k in range(len(lines) - 1)
+        if 0 < len(lines[k].split()) <= 3
+        and not lines[k].endswith((".", ":", "?", "!"))
+        and len(lines[k + 1].split()) >= len(lines[k].split()) + 2
+    ]
+    if len(terms) >= 3:
+        return [lines[k] for k in terms], terms[0]
+    return [], -1
+
+
+def _comma_list(lines: list[str]) -> tuple[list[str], int, str] | None:
+    """The first comma list of three or more short names ("lz4, zstd, zlib and lzma"): its items, its line and
+    what leads them in its sentence."""
+    for k, ln in enumerate(lines):
+        for sentence in ln.split(". "):
+            body = sentence.rsplit(":", 1)[-1]
+            pieces = [p.strip(" `'\"*().") for p in body.replace(" and ", ", ").replace(" or ", ", ").split(",")]
+            pieces = [p for p in pieces if p and p.lower() not in _FILLERS]
+            if len(pieces) >= 3 and len(pieces[0].split()) > 2:  # "Borg supports lz4, zstd, ...": "lz4"
+                pieces[0] = pieces[0].split()[-1]
+            if len(pieces) >= 3 and all(len(p.split()) <= 2 and len(p) <= 30 for p in pieces):
+                return pieces, k, sentence[: sentence.find(pieces[0])]
+    return None
+
+
+def enumeration(text: str) -> tuple[list[str], str]:
+    """(the items a chunk enumerates, the text that leads them in): three or more list items, table rows (their
+    first cell), short term lines each followed by a longer description (a definition list as text), or a
+    comma list of three or more short names ("lz4, zstd, zlib and lzma"); ``([], "")`` when it enumerates
+    nothing. The lead is what precedes the first item (its last 300 characters) plus a table's header row."""
+    lines = [ln.strip() for ln in nfc(text).splitlines() if ln.strip()]
+    items, first, header = _marked_items(lines)
     if len(items) < 3:
-        items, first = [], -1
-        terms = [
-            k
-            for k in range(len(lines) - 1)
-            if 0 < len(lines[k].split()) <= 3
-            and not lines[k].endswith((".", ":", "?", "!"))
-            and len(lines[k + 1].split()) >= len(lines[k].split()) + 2
-        ]
-        if len(terms) >= 3:
-            items, first = [lines[k] for k in terms], terms[0]
+        items, first = _term_lines(lines)
     if len(items) < 3:
-        items, first = [], -1
-        for k, ln in enumerate(lines):
-            for sentence in ln.split(". "):
-                body = sentence.rsplit(":", 1)[-1]
-                pieces = [p.strip(" `'\"*().") for p in body.replace(" and ", ", ").replace(" or ", ", ").split(",")]
-                pieces = [p for p in pieces if p and p.lower() not in _FILLERS]
-                if len(pieces) >= 3 and len(pieces[0].split()) > 2:  # "Borg supports lz4, zstd, ...": "lz4"
-                    pieces[0] = pieces[0].split()[-1]
-                if len(pieces) >= 3 and all(len(p.split()) <= 2 and len(p) <= 30 for p in pieces):
-                    items, first = pieces, k
-                    header = sentence[: sentence.find(pieces[0])]
-                    break
-            if items:
-                break
+        found = _comma_list(lines)
+        if found is not None:
+            items, first, header = found
     if len(items) < 3:
         return [], ""
     lead = "\n".join(lines[:first])[-300:]

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from admit import modelfiles
+from admit.errors import ModelFileError
 from admit.prune.setwise_model.coverage import COVERAGE_FEATURES, DEFAULT_KEEP_BOUNDS, coverage_features
 from admit.prune.setwise_model.features import Prepared
 from admit.prune.setwise_model.stages import stage_feature_names, stage_features
@@ -36,7 +37,7 @@ def _columns(x: FloatArray, have: tuple[str, ...], want: tuple[str, ...]) -> Flo
         return x
     missing = [f for f in want if f not in have]
     if missing:
-        raise ValueError(f"the model reads features this code does not compute: {missing[:5]}")
+        raise ModelFileError(f"the model reads features this code does not compute: {missing[:5]}")
     return x[:, [have.index(f) for f in want]]
 
 
@@ -91,16 +92,16 @@ class SetwiseModel:
             ValueError: If the version is unsupported or the cut points are not 4 decreasing levels.
         """
         if int(d.get("version", 0)) != MODEL_VERSION:
-            raise ValueError(
+            raise ModelFileError(
                 f"unsupported setwise model version {d.get('version')!r} (this code reads {MODEL_VERSION})"
             )
         cuts = tuple(float(c) for c in d["cuts"])
         if len(cuts) != 4 or list(cuts) != sorted(cuts, reverse=True):
-            raise ValueError("cuts must be 4 decreasing coverage levels (grades 2, 3, 4, 5)")
+            raise ModelFileError("cuts must be 4 decreasing coverage levels (grades 2, 3, 4, 5)")
         cov = d.get("coverage")
         bounds = tuple((float(lo), float(hi)) for lo, hi in d.get("keep_bounds", DEFAULT_KEEP_BOUNDS))
         if len(bounds) != 4 or not all(0.0 <= lo <= hi <= 1.0 for lo, hi in bounds):
-            raise ValueError("keep_bounds must be 4 (least, most) shares in [0, 1]")
+            raise ModelFileError("keep_bounds must be 4 (least, most) shares in [0, 1]")
         return cls(
             stages=tuple(TreeEnsemble.from_json(s) for s in d["stages"]),
             coverage=TreeEnsemble.from_json(cov) if cov else None,

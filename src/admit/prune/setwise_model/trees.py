@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from admit.errors import InvalidValue, ModelFileError
+
 __all__ = ["TreeEnsemble"]
 
 FloatArray = npt.NDArray[np.float64]
@@ -79,7 +81,7 @@ class TreeEnsemble:
         if n == 0:
             return np.zeros(0)
         if x.shape[1] != len(self.features):
-            raise ValueError(f"expected {len(self.features)} features, got {x.shape[1]}")
+            raise InvalidValue(f"expected {len(self.features)} features, got {x.shape[1]}")
         # flat gathers (np.take on raveled arrays): the same lookups as [trees, node], without 2-D fancy indexing
         width = self.feature.shape[1]
         base = (np.arange(self.n_trees, dtype=np.intp) * width)[None, :]
@@ -151,13 +153,13 @@ class TreeEnsemble:
         """
         trees = d["trees"]
         if not trees:
-            raise ValueError("a tree ensemble needs at least one tree")
+            raise ModelFileError("a tree ensemble needs at least one tree")
         feature, threshold, left, right, missing, value = _blank(len(trees), max(len(t["f"]) for t in trees))
         n_feat = len(d["features"])
         for i, t in enumerate(trees):
             k = len(t["f"])
             if not all(len(t[key]) == k for key in ("t", "l", "r", "m", "v")):
-                raise ValueError(f"tree {i}: node arrays of different lengths")
+                raise ModelFileError(f"tree {i}: node arrays of different lengths")
             feature[i, :k] = t["f"]
             threshold[i, :k] = t["t"]
             left[i, :k] = t["l"]
@@ -169,7 +171,7 @@ class TreeEnsemble:
                 or left[i, :k].max(initial=0) >= k
                 or right[i, :k].max(initial=0) >= k
             ):
-                raise ValueError(f"tree {i}: index out of range")
+                raise ModelFileError(f"tree {i}: index out of range")
         return cls(
             features=tuple(d["features"]),
             feature=feature,

@@ -1,6 +1,10 @@
-"""Decide per candidate: the one "rerank, prune, decide" path (:func:`prune_candidates`, over ranked candidates
-:func:`prune_ranked`) and its verdict (:class:`PruneVerdict`), the shape every face returns. The run carries the
-answerability stage's record (:attr:`PruneRun.answer`, :func:`admit.answerability.assess_run`).
+"""One decision above the stages: the one "rerank, prune, decide" path (:func:`prune_candidates`, over ranked
+candidates :func:`prune_ranked`) and its verdict (:class:`PruneVerdict`), the shape every face returns. The run
+carries the answerability stage's record (:attr:`PruneRun.answer`, :func:`assess_run`).
+
+It stands above the stages it joins: :mod:`admit.prune` grades the candidates and :mod:`admit.answerability`
+judges what is kept, side by side below it, neither importing the other (contracts in ``pyproject.toml``).
+It was ``admit.prune.verdicts``.
 
 Every face that prunes without packing calls it (the adapters, ``POST /v1/prune`` and the MCP ``prune_context``
 tool, ``admit prune``, the evaluation harness), and :meth:`admit.pipeline.Pipeline.pack` decides through
@@ -14,7 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from admit.answerability import Answerability, assess_run
+from admit.answerability import Answerability, assess_kept
+from admit.answerability.adaptation import Adaptation
 from admit.backends.embedders.base import Embedder
 from admit.backends.rerankers import Reranker
 from admit.errors import ConfigError, RequestError
@@ -28,6 +33,7 @@ from admit.types import Chunk, Decision, Scored
 __all__ = [
     "PruneRun",
     "PruneVerdict",
+    "assess_run",
     "check_unique_ids",
     "prune_candidates",
     "prune_ranked",
@@ -89,7 +95,7 @@ class PruneRun:
     outcome: PruneOutcome | None
     """The pruner's outcome (usage, fallback, error, notes); ``None`` when nothing was pruned."""
     answer: Answerability | None = None
-    """Whether the kept chunks answer the question (the answerability stage, :func:`admit.answerability.assess_run`);
+    """Whether the kept chunks answer the question (the answerability stage, :func:`assess_run`);
     ``None`` until assessed."""
 
     @property
@@ -213,3 +219,22 @@ def _finite(x: float | None) -> float | None:
         return None
     x = float(x)
     return x if math.isfinite(x) else None
+
+
+def assess_run(
+    question: str | Question,
+    run: PruneRun,
+    kept: Sequence[Chunk] | None = None,
+    *,
+    embedder: Embedder | None = None,
+    adaptation: Adaptation | None = None,
+) -> PruneRun:
+    """``run`` with its :attr:`PruneRun.answer`: whether ``kept`` (default: the chunks it kept; the pipeline
+    passes what the source cap leaves) answer the question. The one place the record is made:
+    :func:`prune_candidates` and :meth:`admit.pipeline.Pipeline.pack` call it, every face reads the record.
+    ``embedder``: the encoder that sees a close word of the question's key terms; ``adaptation``: the knowledge
+    base's own thresholds (:func:`admit.answerability.assess`). (It was ``admit.answerability.assess_run``.)"""
+    chunks = [v.chunk for v in run.verdicts if v.kept] if kept is None else kept
+    pool = [v.chunk for v in run.verdicts]
+    answer = assess_kept(question, chunks, run.outcome, pool=pool, embedder=embedder, adaptation=adaptation)
+    return replace(run, answer=answer)
