@@ -138,10 +138,87 @@ def misspelt_in(term: str, vocab: set[str]) -> bool:
     return False
 
 
+#: Irregular past forms of verbs a question about software uses ("undid" asks about "undo"), as base forms.
+_IRREGULAR = {
+    "did": "do",
+    "done": "do",
+    "made": "make",
+    "ran": "run",
+    "wrote": "write",
+    "written": "write",
+    "went": "go",
+    "gone": "go",
+    "got": "get",
+    "gotten": "get",
+    "built": "build",
+    "sent": "send",
+    "kept": "keep",
+    "lost": "lose",
+    "left": "leave",
+    "took": "take",
+    "taken": "take",
+    "gave": "give",
+    "given": "give",
+    "found": "find",
+    "broke": "break",
+    "broken": "break",
+    "chose": "choose",
+    "chosen": "choose",
+    "hid": "hide",
+    "hidden": "hide",
+    "froze": "freeze",
+    "frozen": "freeze",
+    "began": "begin",
+    "begun": "begin",
+    "threw": "throw",
+    "thrown": "throw",
+    "saw": "see",
+    "seen": "see",
+    "shown": "show",
+    "bound": "bind",
+    "fed": "feed",
+    "led": "lead",
+    "read": "read",
+    "split": "split",
+    "set": "set",
+    "put": "put",
+    "cut": "cut",
+    "shut": "shut",
+    "reset": "reset",
+}
+#: Prefixes an irregular form may carry ("undid", "rewrote", "rebuilt").
+_VERB_PREFIXES = ("", "un", "re", "over", "under", "out", "with", "up")
+#: Derivational endings whose base word answers the same question ("readable" and "read", "usability" and "use").
+_DERIVED = ("ability", "ibility", "able", "ible", "ably")
+
+
+def _base_forms(term: str) -> set[str]:
+    """Other forms of ``term`` a passage may hold instead: a short word's plural without its ``s`` ("ids": "id"),
+    the base of an irregular past ("undid": "undo"), of a derived adjective ("readable": "read")."""
+    out: set[str] = set()
+    if term.endswith("s") and len(term) >= 3 and not term.endswith("ss"):
+        out.add(term[:-1])
+    for pre in _VERB_PREFIXES:
+        if term.startswith(pre) and term[len(pre) :] in _IRREGULAR:
+            out.add(pre + _IRREGULAR[term[len(pre) :]])
+    for end in _DERIVED:
+        base = term.removesuffix(end)
+        if base != term and len(base) >= 3:
+            out |= {base, base + "e"}
+            if base[-1] == base[-2]:
+                out.add(base[:-1])
+    return out
+
+
 def _held(term: str, vocab: set[str], prefixes: set[str]) -> bool:
     if term in vocab:
         return True
     if len(term) >= _MORPH_PREFIX and term[:_MORPH_PREFIX] in prefixes:
+        return True
+    if _base_forms(term) & vocab:
+        return True
+    if term.endswith("_") and len(term) >= 3 and any(w.startswith(term) for w in vocab):
+        # a fragment of an identifier family ("LC_" for LC_ALL, LC_MESSAGES ...)
         return True
     return misspelt_in(term, vocab)
 
