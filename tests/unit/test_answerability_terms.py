@@ -161,3 +161,18 @@ def test_a_term_no_form_of_which_is_held_is_still_absent() -> None:
     # "ids" does not make "idea" held, nor "lc_" a word that only contains it
     assert check_terms("What are the IDs?", ["An idea."], ["An idea."]).absent == ("IDs",)
     assert check_terms("Which LC_ variables?", ["The calc_x value."], ["The calc_x value."]).absent == ("LC_",)
+
+
+def test_a_question_asking_for_a_quantity_needs_a_number_beside_its_words() -> None:
+    """ "After how many days ..." and "what is the maximum ..." ask for a number; on main (81b2bf2) evidence that
+    names the words without one was "answered"."""
+    without = ["Snapshots\nOld snapshots are deleted when you run the clean-up command."]
+    held = ["Snapshots\nOld snapshots are deleted after 30 days when you run the clean-up command."]
+    for q in ("After how many days are old snapshots deleted?", "What is the maximum age of the old snapshots?"):
+        assert answer_type_missing(q, without) == "quantity"
+        assert answer_type_missing(q, held) == ""
+        a = assess(q, without, pool=without)
+        assert a.state != "answered"
+        assert "asks for a number" in a.reason
+    # "how many" inside a how-to question asks for the step, not for a number
+    assert answer_type_missing("How do I print how many snapshots are deleted?", without) == ""

@@ -153,7 +153,12 @@ def _agree(state: AnswerState, check: TermCheck, short_held: bool) -> tuple[Answ
     return state, ""
 
 
-_TYPE_WORDS = {"version": "a version", "default": "a default value", "steps": "a step, command or setting"}
+_TYPE_WORDS = {
+    "version": "a version",
+    "default": "a default value",
+    "steps": "a step, command or setting",
+    "quantity": "a number",
+}
 
 
 def _missing(question: Question, texts: Sequence[str], check: TermCheck) -> tuple[str, ...]:
