@@ -139,3 +139,17 @@ def test_a_knowledge_base_reads_its_adaptation_and_marks_it_stale_when_it_change
         assert now is not None and not now.current and "changed since it was fitted" in now.stale
         kb.clear_adaptation()
         assert kb.adaptation() is None
+
+
+def test_the_rules_own_not_answered_does_not_drag_the_threshold_to_the_lowest_probability() -> None:
+    """On main (81b2bf2) the rules' "not answered" of pseudo-questions counted against the threshold's share: past
+    it the threshold fell to the lowest probability (0.018 on gettext's docs, below the shipped 0.06), and the
+    adapted verdict said "answered" where the shipped one did not."""
+    rng = random.Random(1)
+    cases = [_case("answerable", 0.05)] + [_case("answerable", rng.uniform(0.4, 0.9)) for _ in range(99)]
+    cases += [_case("answerable", 0.5, "not_answered") for _ in range(10)]  # a key term no candidate holds
+    cases += [_case("near_miss", rng.uniform(0.0, 0.45)) for _ in range(60)]
+    lo, hi = fit_thresholds(cases, {"lexical": (0.1, 0.2)})["lexical"]
+    assert lo >= 0.4
+    free = [c for c in cases if c.kind == "answerable" and c.state != "not_answered"]
+    assert sum(1 for c in free if final_state(c, lo, hi) == "not_answered") <= MAX_NA_ANSWERABLE * len(free)

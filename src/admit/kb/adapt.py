@@ -17,9 +17,10 @@ answer), and questions about other products (``foreign_questions.txt``, written 
 the knowledge base names is skipped).
 
 **The fit**: ``threshold`` is set so that at most :data:`MAX_NA_ANSWERABLE` of the paraphrased answerable questions
-fall below it ("not answered"); ``answered_at`` so that at most :data:`MAX_UNSURE` of them fall between the two
-("unsure"). Models with too few questions keep the shipped thresholds. The figures
-(before and after, and a two-fold estimate on questions the fit did not see) are stored with it.
+that the rules leave to the probability fall below it ("not answered"; a rule's verdict stands whatever the
+threshold); ``answered_at`` so that at most :data:`MAX_UNSURE` of them fall between the two ("unsure"). Models with
+too few questions keep the shipped thresholds. The figures (before and after, and a two-fold estimate on questions
+the fit did not see) are stored with it.
 """
 
 from __future__ import annotations
@@ -365,14 +366,15 @@ def fit_thresholds(
         if len(pos) < MIN_CASES or len(neg) < MIN_CASES:
             out[name] = ship
             continue
-        forced = sum(1 for c in pos if c.state == "not_answered")
         free = sorted(c.p for c in pos if c.state != "not_answered" and not c.short_held)
         if not free:
             out[name] = ship
             continue
-        # threshold: at most MAX_NA_ANSWERABLE of the answerable ones below it (the rules' own count first)
-        budget = math.floor(MAX_NA_ANSWERABLE * len(pos)) - forced
-        t = free[min(max(budget, 0), len(free) - 1)]
+        # threshold: at most MAX_NA_ANSWERABLE of the answerable ones the rules leave to the probability below it.
+        # The rules' own "not answered" stands whatever the threshold: counted against the threshold's share, they
+        # set it at the lowest probability of all once they pass that share (0.018 on gettext's docs), and the
+        # adapted model then said "answered" where the shipped one did not.
+        t = free[min(math.floor(MAX_NA_ANSWERABLE * len(free)), len(free) - 1)]
         t = min(t, ABSENT_NAME_BELOW * 2)  # never a threshold the fit's extremes alone would set
         # answered_at: at most MAX_UNSURE of the answerable ones between the two
         above = [x for x in free if x >= t]
