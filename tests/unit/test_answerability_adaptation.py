@@ -209,3 +209,12 @@ def test_the_verdict_reads_the_knowledge_base_s_similarity_floor_and_says_so() -
     assert ask(_floored(0.25)).state == "answered"
     assert ask(_floored(0.4, stale="changed")).state == "answered"
     assert Adaptation.from_json(_floored(0.4).to_json()) == _floored(0.4)
+
+
+def test_admit_adapt_show_names_the_similarity_floor() -> None:
+    from admit.cli.adapt import summary
+
+    assert "setwise: not answered when the best passage's similarity to the question is below 0.40" in summary(
+        _floored(0.4)
+    )
+    assert "similarity" not in summary(_floored(None))
