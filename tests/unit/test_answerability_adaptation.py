@@ -10,9 +10,17 @@ import random
 
 import pytest
 
-from admit.answerability import assess, load_models
+from admit.answerability import Answerability, assess, load_models
 from admit.answerability.adaptation import Adaptation, Fingerprint
-from admit.kb.adapt import MAX_NA_ANSWERABLE, AdaptCase, final_state, fit_thresholds, paraphrase
+from admit.kb.adapt import (
+    FLOOR_SHARE,
+    MAX_NA_ANSWERABLE,
+    AdaptCase,
+    final_state,
+    fit_similarity_floor,
+    fit_thresholds,
+    paraphrase,
+)
 
 TEXT = ["Line length\nBlack uses a line length of 88 characters by default; --line-length changes it."]
 Q = "What line length does Black use?"
@@ -139,3 +147,74 @@ def test_a_knowledge_base_reads_its_adaptation_and_marks_it_stale_when_it_change
         assert now is not None and not now.current and "changed since it was fitted" in now.stale
         kb.clear_adaptation()
         assert kb.adaptation() is None
+
+
+def test_the_rules_own_not_answered_does_not_drag_the_threshold_to_the_lowest_probability() -> None:
+    """On main (81b2bf2) the rules' "not answered" of pseudo-questions counted against the threshold's share: past
+    it the threshold fell to the lowest probability (0.018 on gettext's docs, below the shipped 0.06), and the
+    adapted verdict said "answered" where the shipped one did not."""
+    rng = random.Random(1)
+    cases = [_case("answerable", 0.05)] + [_case("answerable", rng.uniform(0.4, 0.9)) for _ in range(99)]
+    cases += [_case("answerable", 0.5, "not_answered") for _ in range(10)]  # a key term no candidate holds
+    cases += [_case("near_miss", rng.uniform(0.0, 0.45)) for _ in range(60)]
+    lo, hi = fit_thresholds(cases, {"lexical": (0.1, 0.2)})["lexical"]
+    assert lo >= 0.4
+    free = [c for c in cases if c.kind == "answerable" and c.state != "not_answered"]
+    assert sum(1 for c in free if final_state(c, lo, hi) == "not_answered") <= MAX_NA_ANSWERABLE * len(free)
+
+
+def _sim_case(kind: str, sim: float, p: float = 0.5) -> AdaptCase:
+    extra = {"gold_retrieved": True, "similarity": sim}
+    return AdaptCase(question="q", kind=kind, model="setwise", p=p, state="answered", extra=extra)
+
+
+def test_the_similarity_floor_is_fitted_on_the_knowledge_base_s_answerable_pseudo_questions() -> None:
+    """Issue 46 item 1: another product's question whose words are common ("the formatter's default line length"
+    asked of MkDocs) reaches a passage far less similar to it than this knowledge base's answers are to theirs.
+    On main (81b2bf2) ``admit adapt`` fitted thresholds only."""
+    rng = random.Random(2)
+    cases = [_sim_case("answerable", rng.uniform(0.45, 0.9)) for _ in range(100)]
+    cases += [_sim_case("foreign", rng.uniform(0.15, 0.4)) for _ in range(40)]
+    floors = fit_similarity_floor(cases, {"setwise": (0.05, 0.05)})
+    assert 0.44 <= floors["setwise"] <= 0.47
+    pos = [c for c in cases if c.kind == "answerable"]
+    assert sum(final_state(c, 0.05, 0.05, floors["setwise"]) == "not_answered" for c in pos) <= FLOOR_SHARE * 100 + 1
+    assert all(final_state(c, 0.05, 0.05, floors["setwise"]) == "not_answered" for c in cases if c.kind == "foreign")
+    # too few answerable cases: no floor
+    assert fit_similarity_floor(cases[:5] + cases[100:], {}) == {}
+
+
+def _floored(floor: float | None, stale: str = "") -> Adaptation:
+    return Adaptation(
+        thresholds={"setwise": (0.01, 0.01)},
+        made="2026-12-07T04:00:00+00:00",
+        chunks=10,
+        stale=stale,
+        similarity_floor={} if floor is None else {"setwise": floor},
+    )
+
+
+def test_the_verdict_reads_the_knowledge_base_s_similarity_floor_and_says_so() -> None:
+    texts = ["Config\nThe server reads its port from the configuration file.", "Run\nStart it with serve.", "Other"]
+    q = "Which port does the server read from the configuration file?"
+    dense, probs = [0.3, 0.2, 0.1], [0.9, 0.8, 0.1]
+
+    def ask(ad: Adaptation) -> Answerability:
+        return assess(q, texts, dense=dense, probs=probs, graded=3, pool=texts, adaptation=ad)
+
+    assert ask(_floored(None)).state == "answered"
+    floored = ask(_floored(0.4))
+    assert floored.state == "not_answered"
+    assert "best similarity 0.30 below this knowledge base's floor 0.40" in floored.reason
+    assert ask(_floored(0.25)).state == "answered"
+    assert ask(_floored(0.4, stale="changed")).state == "answered"
+    assert Adaptation.from_json(_floored(0.4).to_json()) == _floored(0.4)
+
+
+def test_admit_adapt_show_names_the_similarity_floor() -> None:
+    from admit.cli.adapt import summary
+
+    assert "setwise: not answered when the best passage's similarity to the question is below 0.40" in summary(
+        _floored(0.4)
+    )
+    assert "similarity" not in summary(_floored(None))

@@ -84,6 +84,10 @@ class Adaptation:
     """What was measured on the pseudo-questions, before and after (counts and shares)."""
     stale: str = ""
     """Why it is no longer used (the knowledge base changed since), or ``""``."""
+    similarity_floor: Mapping[str, float] = field(default_factory=dict)
+    """Per model name (``setwise``): the best admitted passage's similarity to the question below which the verdict
+    is "not answered" on this knowledge base (fitted on its own answerable pseudo-questions and the other products'
+    questions; absent: no floor)."""
 
     @property
     def current(self) -> bool:
@@ -115,6 +119,7 @@ class Adaptation:
             "thresholds": {k: list(v) for k, v in self.thresholds.items()},
             "figures": dict(self.figures),
             "stale": self.stale,
+            "similarity_floor": dict(self.similarity_floor),
         }
 
     def to_json(self) -> str:
@@ -135,10 +140,14 @@ class Adaptation:
         for name, (lo, hi) in th.items():
             if not (0.0 <= lo <= 1.0 and 0.0 <= hi <= 1.0):
                 raise ModelFileError(f"adaptation thresholds of {name!r} must lie in [0, 1]")
+        floor = {str(k): float(v) for k, v in dict(d.get("similarity_floor") or {}).items()}
+        if any(not -1.0 <= v <= 1.0 for v in floor.values()):
+            raise ModelFileError("an adaptation's similarity floor must lie in [-1, 1]")
         return cls(
             thresholds=th,
             made=str(d["made"]),
             chunks=int(d["chunks"]),
             figures=dict(d.get("figures") or {}),
             stale=str(d.get("stale") or ""),
+            similarity_floor=floor,
         )

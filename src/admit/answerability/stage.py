@@ -22,12 +22,16 @@ if TYPE_CHECKING:
 __all__ = [
     "MIN_SETWISE_LIST",
     "SCRIPT_MIN_SHARE",
+    "SIMILARITY_IN_REASON",
     "NoAnswer",
     "assess",
     "assess_kept",
     "no_answer_fallback",
     "on_no_answer",
 ]
+
+#: How the reason names the best admitted passage's similarity to the question (``admit adapt`` reads it back).
+SIMILARITY_IN_REASON = "best similarity "
 
 #: The setwise model reads the pruner's probabilities only for a graded list at least this long.
 MIN_SETWISE_LIST = 3
@@ -82,10 +86,12 @@ def assess(
     if script is not None:
         return _assess_script(question, texts, script)
     label = ""
+    floors: Mapping[str, float] = {}
     if models is None:
         models = load_models()
         if adaptation is not None and adaptation.current:
             models, label = adaptation.models_over(models), adaptation.label()
+            floors = adaptation.similarity_floor
         elif adaptation is not None:
             label = f"shipped thresholds: the adaptation of {adaptation.made[:10]} is stale ({adaptation.stale})"
     use_setwise = (
@@ -101,6 +107,9 @@ def assess(
     state = model.state(feats)
     check = check_terms(question, texts, pool, embedder)
     state, rule = _agree(state, check, bool(feats["short_held"]))
+    floor = floors.get(model.name)
+    if floor is not None and use_setwise and state != "not_answered" and not feats["short_held"]:
+        state, rule = _below_floor(state, rule, feats["best_dense"], floor)
     if rule:
         head = f"p={p:.2f} ({model.name}): {rule}: {state.replace('_', ' ')}"
     elif feats["short_held"]:
@@ -120,7 +129,7 @@ def assess(
         f"all passages {feats['union_q_cov']:.0%}",
     ]
     if use_setwise:
-        parts.append(f"best similarity {feats['best_dense']:.2f}")
+        parts.append(f"{SIMILARITY_IN_REASON}{feats['best_dense']:.2f}")
     missing = _missing(question, texts, check)
     if missing:
         parts.append(f"no passage names {', '.join(missing)}")
@@ -134,6 +143,14 @@ def assess(
         missing=missing,
         adaptation=label,
     )
+
+
+def _below_floor(state: AnswerState, rule: str, best: float, floor: float) -> tuple[AnswerState, str]:
+    """The knowledge base's similarity floor (``admit adapt``): evidence whose best passage is less similar to the
+    question than this knowledge base's own answers are to theirs is "not answered" (another product's question)."""
+    if best >= floor:
+        return state, rule
+    return "not_answered", f"{SIMILARITY_IN_REASON}{best:.2f} below this knowledge base's floor {floor:.2f}"
 
 
 def _agree(state: AnswerState, check: TermCheck, short_held: bool) -> tuple[AnswerState, str]:
@@ -151,7 +168,12 @@ def _agree(state: AnswerState, check: TermCheck, short_held: bool) -> tuple[Answ
     return state, ""
 
 
-_TYPE_WORDS = {"version": "a version", "default": "a default value", "steps": "a step, command or setting"}
+_TYPE_WORDS = {
+    "version": "a version",
+    "default": "a default value",
+    "steps": "a step, command or setting",
+    "quantity": "a number",
+}
 
 
 def _missing(question: Question, texts: Sequence[str], check: TermCheck) -> tuple[str, ...]:

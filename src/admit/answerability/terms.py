@@ -138,10 +138,87 @@ def misspelt_in(term: str, vocab: set[str]) -> bool:
     return False
 
 
+#: Irregular past forms of verbs a question about software uses ("undid" asks about "undo"), as base forms.
+_IRREGULAR = {
+    "did": "do",
+    "done": "do",
+    "made": "make",
+    "ran": "run",
+    "wrote": "write",
+    "written": "write",
+    "went": "go",
+    "gone": "go",
+    "got": "get",
+    "gotten": "get",
+    "built": "build",
+    "sent": "send",
+    "kept": "keep",
+    "lost": "lose",
+    "left": "leave",
+    "took": "take",
+    "taken": "take",
+    "gave": "give",
+    "given": "give",
+    "found": "find",
+    "broke": "break",
+    "broken": "break",
+    "chose": "choose",
+    "chosen": "choose",
+    "hid": "hide",
+    "hidden": "hide",
+    "froze": "freeze",
+    "frozen": "freeze",
+    "began": "begin",
+    "begun": "begin",
+    "threw": "throw",
+    "thrown": "throw",
+    "saw": "see",
+    "seen": "see",
+    "shown": "show",
+    "bound": "bind",
+    "fed": "feed",
+    "led": "lead",
+    "read": "read",
+    "split": "split",
+    "set": "set",
+    "put": "put",
+    "cut": "cut",
+    "shut": "shut",
+    "reset": "reset",
+}
+#: Prefixes an irregular form may carry ("undid", "rewrote", "rebuilt").
+_VERB_PREFIXES = ("", "un", "re", "over", "under", "out", "with", "up")
+#: Derivational endings whose base word answers the same question ("readable" and "read", "usability" and "use").
+_DERIVED = ("ability", "ibility", "able", "ible", "ably")
+
+
+def _base_forms(term: str) -> set[str]:
+    """Other forms of ``term`` a passage may hold instead: a short word's plural without its ``s`` ("ids": "id"),
+    the base of an irregular past ("undid": "undo"), of a derived adjective ("readable": "read")."""
+    out: set[str] = set()
+    if term.endswith("s") and len(term) >= 3 and not term.endswith("ss"):
+        out.add(term[:-1])
+    for pre in _VERB_PREFIXES:
+        if term.startswith(pre) and term[len(pre) :] in _IRREGULAR:
+            out.add(pre + _IRREGULAR[term[len(pre) :]])
+    for end in _DERIVED:
+        base = term.removesuffix(end)
+        if base != term and len(base) >= 3:
+            out |= {base, base + "e"}
+            if base[-1] == base[-2]:
+                out.add(base[:-1])
+    return out
+
+
 def _held(term: str, vocab: set[str], prefixes: set[str]) -> bool:
     if term in vocab:
         return True
     if len(term) >= _MORPH_PREFIX and term[:_MORPH_PREFIX] in prefixes:
+        return True
+    if _base_forms(term) & vocab:
+        return True
+    if term.endswith("_") and len(term) >= 3 and any(w.startswith(term) for w in vocab):
+        # a fragment of an identifier family ("LC_" for LC_ALL, LC_MESSAGES ...)
         return True
     return misspelt_in(term, vocab)
 
@@ -280,6 +357,36 @@ _STEP = _linear.compile(
 )
 
 
+#: A question that asks for a quantity: "how many/much/long/often ..." at its start (after at most two words: "After
+#: how many days ..."), or "what is the maximum/minimum ...". Not "How do I print how many ...": that asks for a step.
+_QUANTITY_Q = _linear.compile(
+    r"^\s*(?:\w+\s+){0,2}?how\s+(many|much|long|often|big|large|far|old)\b"
+    r"|^\s*(what|which)\s+(is|are|was|were)\s+the\s+(maximum|minimum|max|min|largest|smallest|highest|lowest)\b",
+    re.IGNORECASE,
+    name="answerability.asks_quantity",
+)
+_QUANTITY = _linear.compile(
+    r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|hundred|thousand|once|twice|free|unlimited"
+    r"|no\s+limit|any\s+number)\b",
+    re.IGNORECASE,
+    name="answerability.quantity",
+)
+
+
+def _beside(q: Question, text: str, value: _linear.LinearPattern, extra: tuple[str, ...] = ()) -> bool:
+    """Whether ``text`` holds ``value`` within 60 characters of one of the question's content words (or ``extra``)."""
+    low = tx.nfc(text).lower()
+    anchors = {*extra, *(w for w in q.content_terms if len(w) >= 3 and w not in _FORM_WORDS)}
+    for a in anchors:
+        start = low.find(a)
+        while start >= 0:
+            window = low[max(0, start - _NEAR_VALUE) : start + len(a) + _NEAR_VALUE]
+            if value.search(window):
+                return True
+            start = low.find(a, start + 1)
+    return False
+
+
 def _value_beside(q: Question, text: str) -> bool:
     """Whether ``text`` holds a value (a number, a quoted or code word, true/false/on/off) within 60 characters
     of the word "default" or of one of the question's content words (the option: "listens on port 7443")."""
@@ -298,7 +405,8 @@ def _value_beside(q: Question, text: str) -> bool:
 def answer_type_missing(question: str | Question, texts: Sequence[str]) -> str:
     """The answer type the question states and none of ``texts`` holds: ``version`` (a version string), ``default``
     (a value beside the word "default" or beside one of the question's words), ``steps`` (a command, option, setting
-    or step), or ``""``."""
+    or step), ``quantity`` ("how many", "what is the maximum": a number beside one of the question's words), or
+    ``""``."""
     q = read_question(question)
     question = q.text
     if _VERSION_Q.search(question) and not any(_VERSION.search(t) for t in texts):
@@ -307,4 +415,6 @@ def answer_type_missing(question: str | Question, texts: Sequence[str]) -> str:
         return "default"
     if _HOWTO_Q.search(question) and not any(_STEP.search(t) for t in texts):
         return "steps"
+    if _QUANTITY_Q.search(question) and not any(_beside(q, t, _QUANTITY) for t in texts):
+        return "quantity"
     return ""

@@ -97,6 +97,8 @@ def summary(ad: Adaptation) -> str:
     ]
     for name, (lo, hi) in sorted(ad.thresholds.items()):
         lines.append(f"  {name}: not answered below {lo:.3f}, answered from {hi:.3f}")
+    for name, floor in sorted(ad.similarity_floor.items()):
+        lines.append(f"  {name}: not answered when the best passage's similarity to the question is below {floor:.2f}")
     for label, key in (("shipped thresholds", "shipped"), ("adapted", "fitted"), ("adapted, held out", "two_fold")):
         fig = f.get(key, {})
         lines.append(

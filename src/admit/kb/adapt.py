@@ -17,9 +17,10 @@ answer), and questions about other products (``foreign_questions.txt``, written 
 the knowledge base names is skipped).
 
 **The fit**: ``threshold`` is set so that at most :data:`MAX_NA_ANSWERABLE` of the paraphrased answerable questions
-fall below it ("not answered"); ``answered_at`` so that at most :data:`MAX_UNSURE` of them fall between the two
-("unsure"). Models with too few questions keep the shipped thresholds. The figures
-(before and after, and a two-fold estimate on questions the fit did not see) are stored with it.
+that the rules leave to the probability fall below it ("not answered"; a rule's verdict stands whatever the
+threshold); ``answered_at`` so that at most :data:`MAX_UNSURE` of them fall between the two ("unsure"). Models with
+too few questions keep the shipped thresholds. The figures (before and after, and a two-fold estimate on questions
+the fit did not see) are stored with it.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from admit.answerability import features as answer_features
 from admit.answerability import load_models
 from admit.answerability.adaptation import Adaptation
 from admit.answerability.model import ABSENT_NAME_BELOW
+from admit.answerability.stage import SIMILARITY_IN_REASON
 from admit.errors import ConfigError
 from admit.kb.store import ChunkRecord
 from admit.types import Principal
@@ -47,7 +49,17 @@ from admit.types import Principal
 if TYPE_CHECKING:
     from admit.kb.knowledge_base import KnowledgeBase
 
-__all__ = ["MAX_NA_ANSWERABLE", "MAX_UNSURE", "AdaptCase", "AdaptOptions", "adapt", "build_cases", "fit_thresholds"]
+__all__ = [
+    "FLOOR_SHARE",
+    "MAX_NA_ANSWERABLE",
+    "MAX_UNSURE",
+    "AdaptCase",
+    "AdaptOptions",
+    "adapt",
+    "build_cases",
+    "fit_similarity_floor",
+    "fit_thresholds",
+]
 
 #: The share of the answerable pseudo-questions the fitted threshold may say "not answered" of (below the 5%
 #: target on real questions: the pseudo-questions are easier than a user's, even paraphrased).
@@ -58,6 +70,9 @@ MAX_NA_ANSWERABLE = 0.03
 MAX_UNSURE = 0.0
 #: A model is fitted only with at least this many answerable and unanswerable questions that reached it.
 MIN_CASES = 12
+#: The share of the answerable pseudo-questions (of those the thresholds leave answered) the similarity floor may
+#: say "not answered" of: their best passage is less similar to them than this knowledge base's answers are to theirs.
+FLOOR_SHARE = 0.02
 #: Near copies of a gold chunk: at least this cosine between stored vectors.
 NEAR_COPY = 0.95
 
@@ -325,7 +340,12 @@ def _ask(kb: KnowledgeBase, pipe: Any, plan: _Plan, probe: Adaptation) -> AdaptC
     rec = res.trace.get("answer") or {}
     texts = [f"{p.chunk.title}\n{p.chunk.text}" if p.chunk.title else p.chunk.text for p in res.admitted]
     short = bool(texts) and bool(answer_features(plan.question, texts)["short_held"])
-    names_absent = "in no retrieved candidate" in str(rec.get("reason", ""))
+    reason = str(rec.get("reason", ""))
+    names_absent = "in no retrieved candidate" in reason
+    extra: dict[str, Any] = {"gold_retrieved": found, "names_absent": names_absent}
+    at = reason.find(SIMILARITY_IN_REASON)
+    if at >= 0:
+        extra["similarity"] = float(reason[at + len(SIMILARITY_IN_REASON) :].split(";")[0].split()[0])
     return AdaptCase(
         question=plan.question,
         kind=plan.kind,
@@ -335,28 +355,34 @@ def _ask(kb: KnowledgeBase, pipe: Any, plan: _Plan, probe: Adaptation) -> AdaptC
         state=str(res.answer_state),
         short_held=short,
         fold=plan.fold,
-        extra={"gold_retrieved": found, "names_absent": names_absent},
+        extra=extra,
     )
 
 
-def final_state(case: AdaptCase, threshold: float, answered_at: float) -> str:
-    """The verdict ``case`` gets under these thresholds (its probe ran with both at 0: ``not_answered`` and
-    ``unsure`` there are the rules')."""
+def final_state(case: AdaptCase, threshold: float, answered_at: float, floor: float | None = None) -> str:
+    """The verdict ``case`` gets under these thresholds and similarity floor (its probe ran with both thresholds
+    at 0 and no floor: ``not_answered`` and ``unsure`` there are the rules')."""
     if case.state == "not_answered":
         return "not_answered"
     if case.short_held:
         return case.state
     if case.p < threshold:
         return "not_answered"
+    if floor is not None and float(case.extra.get("similarity", 1.0)) < floor:
+        return "not_answered"
     if case.state == "unsure":
         return "unsure"
     return "answered" if case.p >= max(threshold, answered_at) else "unsure"
 
 
-def _rates(cases: Sequence[AdaptCase], th: Mapping[str, tuple[float, float]]) -> dict[str, Any]:
+def _rates(
+    cases: Sequence[AdaptCase], th: Mapping[str, tuple[float, float]], floors: Mapping[str, float] | None = None
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kind in ("answerable", "near_miss", "foreign"):
-        got = [final_state(c, *th.get(c.model, (0.0, 0.0))) for c in cases if c.kind == kind]
+        got = [
+            final_state(c, *th.get(c.model, (0.0, 0.0)), (floors or {}).get(c.model)) for c in cases if c.kind == kind
+        ]
         out[kind] = {
             "n": len(got),
             "not_answered": round(sum(s == "not_answered" for s in got) / max(1, len(got)), 3),
@@ -378,20 +404,44 @@ def fit_thresholds(
         if len(pos) < MIN_CASES or len(neg) < MIN_CASES:
             out[name] = ship
             continue
-        forced = sum(1 for c in pos if c.state == "not_answered")
         free = sorted(c.p for c in pos if c.state != "not_answered" and not c.short_held)
         if not free:
             out[name] = ship
             continue
-        # threshold: at most MAX_NA_ANSWERABLE of the answerable ones below it (the rules' own count first)
-        budget = math.floor(MAX_NA_ANSWERABLE * len(pos)) - forced
-        t = free[min(max(budget, 0), len(free) - 1)]
+        # threshold: at most MAX_NA_ANSWERABLE of the answerable ones the rules leave to the probability below it.
+        # The rules' own "not answered" stands whatever the threshold: counted against the threshold's share, they
+        # set it at the lowest probability of all once they pass that share (0.018 on gettext's docs), and the
+        # adapted model then said "answered" where the shipped one did not.
+        t = free[min(math.floor(MAX_NA_ANSWERABLE * len(free)), len(free) - 1)]
         t = min(t, ABSENT_NAME_BELOW * 2)  # never a threshold the fit's extremes alone would set
         # answered_at: at most MAX_UNSURE of the answerable ones between the two
         above = [x for x in free if x >= t]
         a = above[min(math.floor(MAX_UNSURE * len(pos)), len(above) - 1)] if above else t
         lo = math.floor(float(t) * 10_000) / 10_000  # rounded down: the case at the threshold stays above it
         out[name] = (lo, max(lo, math.floor(float(a) * 10_000) / 10_000))
+    return out
+
+
+def fit_similarity_floor(cases: Sequence[AdaptCase], thresholds: Mapping[str, tuple[float, float]]) -> dict[str, float]:
+    """Per model that reads similarity (``setwise``): the floor below which at most :data:`FLOOR_SHARE` of the
+    answerable pseudo-questions fall, of those the rules and ``thresholds`` leave "answered" (none with fewer
+    than :data:`MIN_CASES`)."""
+    out: dict[str, float] = {}
+    for name in sorted({c.model for c in cases if "similarity" in c.extra}):
+        th = thresholds.get(name, (0.0, 0.0))
+        pos = sorted(
+            float(c.extra["similarity"])
+            for c in cases
+            if c.model == name
+            and c.kind == "answerable"
+            and "similarity" in c.extra
+            and c.extra.get("gold_retrieved", True)
+            and not c.short_held
+            and final_state(c, *th) != "not_answered"
+        )
+        if len(pos) < MIN_CASES:
+            continue
+        out[name] = math.floor(pos[math.floor(FLOOR_SHARE * len(pos))] * 100) / 100  # rounded down, as shown
     return out
 
 
@@ -423,7 +473,9 @@ def adapt(
             progress(i + 1, len(plans))
     shipped = {n: (m.threshold, m.answered_from) for n, m in load_models().items()}
     fitted = fit_thresholds(cases, shipped)
+    floors = fit_similarity_floor(cases, fitted)
     fold_th = [fit_thresholds([c for c in cases if c.fold != f], shipped) for f in (0, 1)]
+    fold_fl = [fit_similarity_floor([c for c in cases if c.fold != f], fold_th[f]) for f in (0, 1)]
     figures = {
         "questions": {k: sum(1 for c in cases if c.kind == k) for k in ("answerable", "near_miss", "foreign")},
         "built_from": built,
@@ -434,8 +486,8 @@ def adapt(
         ),
         "models": sorted({c.model for c in cases}),
         "shipped": _rates(cases, shipped),
-        "fitted": _rates(cases, fitted),
-        "two_fold": _two_fold(cases, fold_th),
+        "fitted": _rates(cases, fitted, floors),
+        "two_fold": _two_fold(cases, fold_th, fold_fl),
         "paraphrased": options.paraphrase,
     }
     ad = Adaptation(
@@ -443,17 +495,26 @@ def adapt(
         made=datetime.now(UTC).isoformat(timespec="seconds"),
         chunks=fp.count,
         figures=figures,
+        similarity_floor=floors,
     )
     if save:
         kb.save_adaptation(ad, fp)
     return ad, cases
 
 
-def _two_fold(cases: Sequence[AdaptCase], fold_th: Sequence[Mapping[str, tuple[float, float]]]) -> dict[str, Any]:
+def _two_fold(
+    cases: Sequence[AdaptCase],
+    fold_th: Sequence[Mapping[str, tuple[float, float]]],
+    fold_fl: Sequence[Mapping[str, float]] = ({}, {}),
+) -> dict[str, Any]:
     """Each fold scored with the thresholds fitted on the other: the rates on questions the fit did not see."""
     out: dict[str, Any] = {}
     for kind in ("answerable", "near_miss", "foreign"):
-        got = [final_state(c, *fold_th[c.fold].get(c.model, (0.0, 0.0))) for c in cases if c.kind == kind]
+        got = [
+            final_state(c, *fold_th[c.fold].get(c.model, (0.0, 0.0)), fold_fl[c.fold].get(c.model))
+            for c in cases
+            if c.kind == kind
+        ]
         out[kind] = {
             "n": len(got),
             "not_answered": round(sum(s == "not_answered" for s in got) / max(1, len(got)), 3),
