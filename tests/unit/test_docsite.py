@@ -834,7 +834,7 @@ def test_doxygens_generated_indexes_are_index_pages(tmp_path: Path, name: str, k
 def test_a_page_named_for_its_language_takes_its_languages_home_page_version(tmp_path: Path) -> None:
     """maint-guide (DocBook, one build per language): ``dreq.en.html`` states no version; ``index.en.html``'s
     title page does."""
-    from admit.kb.docsite import HomeVersions
+    from admit.kb.home import HomeVersions
 
     gen = '<meta name="generator" content="DocBook XSL Stylesheets Vsnapshot">'
     (tmp_path / "index.en.html").write_text(

@@ -947,20 +947,9 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
     pv = _PAREN_VERSION.search(title) if title else None
     if pv is not None:  # "Welcome to Flask — Flask Documentation (2.2.x)": the version, then the plain docstitle
         title, version = pv.group(1), pv.group(2)
-    if generator == "texinfo" and title:
-        mk = _MAKEINFO_TITLE.search(title)
-        th = _TEXI2HTML_TITLE.search(title) if mk is None else None
-        if mk is not None or th is not None:
-            node, manual = (mk.group(1), mk.group(2)) if mk is not None else (th.group(2), th.group(1))  # type: ignore[union-attr]
-            site, version = _site_and_version(manual)
-            return SiteTitle(title=node if node != "Top" else heading or node, site=site, version=version)
-    if generator == "doxygen" and title:
-        dm = _TEXI2HTML_TITLE.search(title)  # "libxkbcommon: Keymap Components": project: page
-        if dm is not None:
-            return SiteTitle(title=dm.group(2), site=dm.group(1))
-    if generator == "pydoc":
-        pm = _PYDOC_TITLE.search(title)
-        return SiteTitle(title=pm.group(1) if pm is not None else title or heading, site="Python")
+    own = _generator_title(title, heading, generator)
+    if own is not None:
+        return own
     m = _DOCS_TITLE.search(title) if title else None
     alone = m is not None and not m.group(1)  # the docstitle alone: only a Sphinx site's, or one with a version
     if m is not None and (not alone or generator in ("sphinx", "docutils") or _SITE_VERSION.search(m.group(2))):
@@ -986,6 +975,26 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
     if home_title and not version:
         site, version = _from_home(home_title, site)
     return SiteTitle(title=title or heading, site=site, version=version)
+
+
+def _generator_title(title: str, heading: str, generator: str | None) -> SiteTitle | None:
+    """A title in a generator's own form (Texinfo's ``node (manual)``, Doxygen's ``project: page``, pydoc's),
+    ``None`` for the rest."""
+    if generator == "texinfo" and title:
+        mk = _MAKEINFO_TITLE.search(title)
+        th = _TEXI2HTML_TITLE.search(title) if mk is None else None
+        if mk is not None or th is not None:
+            node, manual = (mk.group(1), mk.group(2)) if mk is not None else (th.group(2), th.group(1))  # type: ignore[union-attr]
+            site, version = _site_and_version(manual)
+            return SiteTitle(title=node if node != "Top" else heading or node, site=site, version=version)
+    if generator == "doxygen" and title:
+        dm = _TEXI2HTML_TITLE.search(title)  # "libxkbcommon: Keymap Components": project: page
+        if dm is not None:
+            return SiteTitle(title=dm.group(2), site=dm.group(1))
+    if generator == "pydoc":
+        pm = _PYDOC_TITLE.search(title)
+        return SiteTitle(title=pm.group(1) if pm is not None else title or heading, site="Python")
+    return None
 
 
 def _from_home(home_title: str, site: str) -> tuple[str, str]:

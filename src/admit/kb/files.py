@@ -14,6 +14,8 @@ import stat
 import zlib
 from pathlib import Path
 
+from admit.errors import InputError
+
 __all__ = ["COMPRESSED_SUFFIX", "RefusedFileError", "document_name", "page_text", "read_no_follow"]
 
 COMPRESSED_SUFFIX = ".gz"
@@ -101,9 +103,9 @@ def page_text(raw: bytes, name: str, max_bytes: int) -> str:
         try:
             raw = d.decompress(raw, max_bytes + 1)
         except zlib.error as exc:
-            raise ValueError(f"not gzip data ({exc})") from exc
+            raise InputError(f"not gzip data ({exc})") from exc
         if len(raw) > max_bytes or d.unconsumed_tail:
-            raise ValueError(
+            raise InputError(
                 f"decompresses to over the {max_bytes:,}-byte cap per file (raise --max-file-mb to read it)"
             )
     return raw.decode("utf-8-sig")
