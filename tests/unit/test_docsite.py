@@ -239,6 +239,8 @@ def test_a_site_page_kind_is_recognised_by_its_markup() -> None:
         ("sitemap.xml", "site_assets"),
         ("search/search_index.json", "site_assets"),
         ("fonts/roboto.woff2", "site_assets"),
+        ("html/doxygen_graph.png", "site_assets"),  # Doxygen and Texinfo keep images beside the pages
+        ("figures/arch.SVG", "site_assets"),
         ("genindex.html", "search_index_pages"),
         ("genindex-A.html", "search_index_pages"),
         ("py-modindex.html", "search_index_pages"),

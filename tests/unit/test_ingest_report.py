@@ -17,7 +17,7 @@ def _tree(root: Path) -> Path:
     docs.mkdir()
     (docs / "a.md").write_text("# A\n\nThe alpha page.\n", "utf-8")
     (docs / "bad.md").write_bytes(b"\xff\xfe not utf-8")
-    (docs / "image.png").write_bytes(b"\x89PNG")
+    (docs / "archive.zip").write_bytes(b"PK\x03\x04")  # no format admit reads (an image is a site asset)
     (docs / "dangling.md").symlink_to(root / "nowhere.md")
     outside = root / "secret.md"
     outside.write_text("# Secret\n\nkeep out.\n", "utf-8")

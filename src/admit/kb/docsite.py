@@ -57,7 +57,7 @@ SKIP_KINDS: dict[str, str] = {
     "sphinx_sources": "Sphinx source copies (_sources/)",
     "sphinx_modules": "Sphinx highlighted-source pages (_modules/)",
     "asciidoc_sources": "AsciiDoc sources beside the HTML pages they build (.txt)",
-    "site_assets": "site assets (_static/, _images/, search indexes, sitemaps, scripts, styles, fonts)",
+    "site_assets": "site assets (_static/, _images/, images, search indexes, sitemaps, scripts, styles, fonts)",
     "search_index_pages": "search/index pages (search, genindex, module index, 404, directory listings)",
     "redirects": "redirect stubs (a meta refresh to another page)",
 }
@@ -76,7 +76,10 @@ _ASSET_DIRS = frozenset({"_static", "_images", "_downloads"})
 _ASSET_NAMES = frozenset(
     {"objects.inv", "searchindex.js", "search_index.json", "sitemap.xml", "sitemap.xml.gz", ".buildinfo"}
 )
-_ASSET_SUFFIXES = frozenset({".js", ".mjs", ".css", ".map", ".woff", ".woff2", ".ttf", ".eot", ".otf", ".inv"})
+_ASSET_SUFFIXES = frozenset(
+    {".js", ".mjs", ".css", ".map", ".woff", ".woff2", ".ttf", ".eot", ".otf", ".inv"}
+    | {".png", ".svg", ".gif", ".jpg", ".jpeg", ".webp", ".ico", ".bmp"}  # a page's images, wherever they sit
+)
 _INDEX_PAGES = frozenset({"genindex.html", "py-modindex.html", "modindex.html", "404.html", "404.htm"})
 _SITE_MARKERS = frozenset({"searchindex.js", "objects.inv", "sitemap.xml", "_static", "search"})
 """Names beside a site's root page: a ``search.html`` there is the site's search page (not a page on search)."""
