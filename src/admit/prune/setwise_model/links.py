@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -49,7 +50,7 @@ def build_links(
     full_texts: Sequence[str],
     doc_tokens: Sequence[Sequence[str]],
     doc_sets: Sequence[set[str]],
-    ent_sets: Sequence[set[str]],
+    ent_sets: Sequence[AbstractSet[str]],
     keys: Sequence[tuple[str, str]],
     q_set: set[str],
     q_ents: set[str],
@@ -83,17 +84,23 @@ def build_links(
     for s in ent_sets:
         df.update(s)
     q_phr = tx.entity_phrases(question)
+    rare = max(2, n // 5)
     rare_ents = [
-        {e for e in s if df[e] <= max(2, n // 5) and e not in q_set and e not in q_ents}
+        {e for e in s if df[e] <= rare and e not in q_set and e not in q_ents}
         for s in (tx.capitalised_tokens(t) for t in full_texts)
     ]
     for j, (full, head) in enumerate(keys):
+        # tx.contains_phrase, its padded phrase made once per title: a phrase under 3 characters never matches
+        pf = f" {full} " if len(full) >= 3 else None
+        ph = f" {head} " if head != full and len(head) >= 3 else None
+        if pf is None and ph is None:
+            continue
         for i in range(n):
             if i == j or keys[i][0] == full:
                 continue
-            if tx.contains_phrase(body_low[i], full):
+            if pf is not None and pf in body_low[i]:
                 links[0, i, j] = 1.0
-            elif head != full and tx.contains_phrase(body_low[i], head):
+            elif ph is not None and ph in body_low[i]:
                 links[0, i, j] = 0.7
     links[1] = links[0].T
     phrases = [tx.entity_phrases(t) - q_phr for t in full_texts]
