@@ -187,10 +187,10 @@ def capitalised_tokens(text: str) -> frozenset[str]:
     per text (the setwise features and links both read them)."""
     out: set[str] = set()
     for tok in _WORD.findall(nfc(text)):
+        if len(tok) < 2 or not (tok[0].isupper() or tok.isdigit()):
+            continue  # most words: lower-case, never looked up
         low = tok.lower()
-        if low in STOPWORDS or len(tok) < 2:
-            continue
-        if tok[0].isupper() or tok.isdigit():
+        if low not in STOPWORDS:
             out.add(low)
     return frozenset(out)
 

@@ -104,10 +104,15 @@ def build_links(
                 links[0, i, j] = 0.7
     links[1] = links[0].T
     phrases = [tx.entity_phrases(t) - q_phr for t in full_texts]
+    shared = np.zeros((n, n), dtype=np.float64)  # filled in Python, written to the links in one step
     for i in range(n):
+        ri, pi = rare_ents[i], phrases[i]
+        if not ri and not pi:
+            continue
         for j in range(i + 1, n):
-            shared = len(rare_ents[i] & rare_ents[j]) + 2 * len(phrases[i] & phrases[j])
-            links[2, i, j] = links[2, j, i] = min(1.0, shared / 3.0)
+            shared[i, j] = len(ri & rare_ents[j]) + 2 * len(pi & phrases[j])
+    shared += shared.T
+    links[2] = np.minimum(1.0, shared / 3.0)
     vocab: dict[str, int] = {}
     rows: list[dict[int, float]] = []
     dfl: Counter[str] = Counter()
@@ -121,8 +126,8 @@ def build_links(
         rows.append(row)
     tfidf = np.zeros((n, max(1, len(vocab))), dtype=np.float64)
     for i, row in enumerate(rows):
-        for k, v in row.items():
-            tfidf[i, k] = v
+        if row:
+            tfidf[i, list(row)] = list(row.values())
     tfidf = l2_normalise(tfidf).astype(np.float64)
     lex = tfidf @ tfidf.T
     np.fill_diagonal(lex, 0.0)
