@@ -47,6 +47,7 @@ __all__ = [
     "unreadable_script",
     "versions",
     "words",
+    "written_words",
 ]
 
 #: A dotted version (``3.2.0``, ``v2.1``): one token to a reader, three numbers to a word tokenizer. RE2 has no
@@ -160,6 +161,13 @@ def words(text: str) -> list[str]:
 
 
 @lru_cache(maxsize=4096)
+def written_words(text: str) -> tuple[str, ...]:
+    """The word tokens of ``text`` as written (NFC, case kept, in order), remembered per text: what the capitalised
+    words and the setwise entity phrases read."""
+    return tuple(_WORD.findall(nfc(text)))
+
+
+@lru_cache(maxsize=4096)
 def _words(text: str) -> tuple[str, ...]:
     """:func:`words`, remembered per text (a chunk's words are read by several features and rules of one list)."""
     return tuple(_WORD.findall(nfc(text).lower()))
@@ -186,7 +194,7 @@ def capitalised_tokens(text: str) -> frozenset[str]:
     """Lower-cased tokens written capitalised (or numbers) that are not stopwords (sentence starts too); remembered
     per text (the setwise features and links both read them)."""
     out: set[str] = set()
-    for tok in _WORD.findall(nfc(text)):
+    for tok in written_words(text):
         if len(tok) < 2 or not (tok[0].isupper() or tok.isdigit()):
             continue  # most words: lower-case, never looked up
         low = tok.lower()
@@ -418,6 +426,7 @@ def clear_caches() -> None:
         fn.cache_clear()
     capitalised_tokens.cache_clear()
     _words.cache_clear()
+    written_words.cache_clear()
     for clear in _REGISTERED:
         clear()
 

@@ -118,16 +118,20 @@ def build_links(
     dfl: Counter[str] = Counter()
     for s in doc_sets:
         dfl.update(s)
+    idf: dict[str, float] = {}  # each term's computed once: the same floats
     for toks in doc_tokens:
         tf = Counter(t for t in toks if t not in q_set)
         row: dict[int, float] = {}
         for t, c in tf.items():
-            row[vocab.setdefault(t, len(vocab))] = (1.0 + math.log(c)) * math.log((n + 1) / (dfl[t] + 0.5))
+            w = idf.get(t)
+            if w is None:
+                w = idf[t] = math.log((n + 1) / (dfl[t] + 0.5))
+            row[vocab.setdefault(t, len(vocab))] = (1.0 + math.log(c)) * w
         rows.append(row)
     tfidf = np.zeros((n, max(1, len(vocab))), dtype=np.float64)
-    for i, row in enumerate(rows):
-        if row:
-            tfidf[i, list(row)] = list(row.values())
+    at = [(i, k) for i, row in enumerate(rows) for k in row]
+    if at:
+        tfidf[tuple(np.array(at).T)] = [v for row in rows for v in row.values()]
     tfidf = l2_normalise(tfidf).astype(np.float64)
     lex = tfidf @ tfidf.T
     np.fill_diagonal(lex, 0.0)

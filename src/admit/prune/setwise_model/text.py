@@ -20,6 +20,7 @@ from admit._text import (
     register_cache,
     unreadable_script,
     words,
+    written_words,
 )
 
 __all__ = [
@@ -69,7 +70,7 @@ def entity_phrases(text: str) -> frozenset[str]:
     """Lower-cased runs of two or more capitalised non-stopword words (e.g. "natalie wood"); remembered per text."""
     out: set[str] = set()
     run: list[str] = []
-    for tok in [*_WORD.findall(nfc(text)), ""]:
+    for tok in [*written_words(text), ""]:
         if tok and tok[0].isupper() and tok.lower() not in STOPWORDS:
             run.append(tok.lower())
             continue
