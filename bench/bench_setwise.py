@@ -11,7 +11,8 @@ and RHDH docs chunks), then reports:
 * the same two figures for a plain dense top-N baseline (embed, cosine, sort);
 * peak RSS (``resource``) and peak Python heap during scoring (``tracemalloc``).
 
-Usage: ``python3 bench/bench_setwise.py [DATA_DIR] [--runs 20] [--threads 2] [--mix short|docs|mixed]``
+Usage: ``python3 bench/bench_setwise.py [DATA_DIR] [--runs 20] [--threads 2] [--mix short|docs|mixed] [--live-only]
+[--budgets 2,3]``
 """
 
 from __future__ import annotations
@@ -65,6 +66,12 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--mix", choices=("short", "docs", "mixed"), default="short")
+    ap.add_argument("--live-only", action="store_true", help="only the live-encoding figures (no stored vectors)")
+    ap.add_argument(
+        "--budgets",
+        default="",
+        help="passage budgets per chunk to time live beside the default (every passage), e.g. 2,3",
+    )
     args = ap.parse_args()
     from admit.backends.embedders.base import CachedEmbedder
     from admit.backends.embedders.defaults import configure_minilm
@@ -79,7 +86,21 @@ def main() -> int:
     t0 = time.perf_counter()
     emb = MiniLMEmbedder(threads=args.threads)
     emb.warm_up()
-    scorer = SetwiseScorer(embedder=emb)
+    encoded = {"setwise": 0, "dense": 0}
+
+    class _Counting:
+        """The same embedder, counting the texts setwise hands it (no cache: every list is encoded live)."""
+
+        name, dim = emb.name, emb.dim
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            encoded["setwise"] += len(texts)
+            return emb.embed(texts)
+
+    scorer = SetwiseScorer(embedder=_Counting())  # type: ignore[arg-type]
+    budgets = [int(b) for b in args.budgets.split(",") if b]
+    by_budget = {b: SetwiseScorer(embedder=emb, passage_budget=b) for b in budgets}
+    budget_times: dict[int, list[float]] = {b: [] for b in budgets}
     load_s = time.perf_counter() - t0
     rss_load = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -88,6 +109,7 @@ def main() -> int:
     scorer.score(q0, [SetwiseItem(id=str(i), title=t, text=x) for i, (t, x) in enumerate(c0)])
 
     cold, dense_cold, warm, dense_warm, feat_only = [], [], [], [], []
+    encoded["setwise"] = 0
     for q, chunks in cases[1:]:
         items = [SetwiseItem(id=str(i), title=t, text=x) for i, (t, x) in enumerate(chunks)]
         t = time.perf_counter()
@@ -99,6 +121,13 @@ def main() -> int:
         v = emb.embed(units)
         np.argsort(-(v[1:] @ v[0]))[:5]
         dense_cold.append(time.perf_counter() - t)
+        encoded["dense"] += len(units)
+        for b, sc in by_budget.items():
+            t = time.perf_counter()
+            sc.score(q, items)
+            budget_times[b].append(time.perf_counter() - t)
+        if args.live_only:
+            continue
 
         # precomputed chunk vectors (seeded cache), only the question is encoded
         cache = CachedEmbedder(emb)
@@ -124,6 +153,7 @@ def main() -> int:
         vv = cache.embed(units)
         np.argsort(-(vv[1:] @ vv[0]))[:5]
         dense_warm.append(time.perf_counter() - t)
+    live_texts = encoded["setwise"]  # before the memory pass, which scores one list again
     # memory pass (tracemalloc slows Python down, so it is kept out of the timed loop)
     tracemalloc.start()
     q, chunks = cases[1]
@@ -138,6 +168,19 @@ def main() -> int:
         f"torch threads {args.threads}, cpu count {os.cpu_count()}"
     )
     print(f"model load (MiniLM warm-up + model file): {load_s:.2f} s")
+    print(
+        f"texts encoded per list: setwise {live_texts / (len(cases) - 1):.1f}, "
+        f"dense top-N {encoded['dense'] / (len(cases) - 1):.1f} (question included)"
+    )
+    print(
+        f"setwise live / dense top-N live, p50: {_pct(cold, 50) / _pct(dense_cold, 50):.2f}x "
+        f"(mean {statistics.fmean(cold) / statistics.fmean(dense_cold):.2f}x; budget 2x)"
+    )
+    for b, xs in budget_times.items():
+        print(
+            f"setwise live, passage budget {b} / dense top-N live, p50: {_pct(xs, 50) / _pct(dense_cold, 50):.2f}x "
+            f"(mean {statistics.fmean(xs) / statistics.fmean(dense_cold):.2f}x)"
+        )
     for name, xs in (
         ("setwise, live encoding", cold),
         ("dense top-N, live encoding", dense_cold),
@@ -145,6 +188,8 @@ def main() -> int:
         ("dense top-N, precomputed", dense_warm),
         ("setwise, everything cached (model only)", feat_only),
     ):
+        if not xs:
+            continue
         print(
             f"{name:40s} p50 {_pct(xs, 50) * 1000:8.1f} ms   p95 {_pct(xs, 95) * 1000:8.1f} ms"
             f"   mean {statistics.fmean(xs) * 1000:8.1f} ms"

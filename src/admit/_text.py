@@ -41,12 +41,14 @@ __all__ = [
     "norm_hash",
     "normalize",
     "overlap",
+    "register_cache",
     "sentences",
     "shingles",
     "stem",
     "unreadable_script",
     "versions",
     "words",
+    "written_words",
 ]
 
 #: A dotted version (``3.2.0``, ``v2.1``): one token to a reader, three numbers to a word tokenizer. RE2 has no
@@ -156,7 +158,20 @@ def nfc(text: str) -> str:
 
 def words(text: str) -> list[str]:
     """Lower-cased word tokens (NFC, in order, repeats kept)."""
-    return _WORD.findall(nfc(text).lower())
+    return list(_words(text))
+
+
+@lru_cache(maxsize=4096)
+def written_words(text: str) -> tuple[str, ...]:
+    """The word tokens of ``text`` as written (NFC, case kept, in order), remembered per text: what the capitalised
+    words and the setwise entity phrases read."""
+    return tuple(_WORD.findall(nfc(text)))
+
+
+@lru_cache(maxsize=4096)
+def _words(text: str) -> tuple[str, ...]:
+    """:func:`words`, remembered per text (a chunk's words are read by several features and rules of one list)."""
+    return tuple(_WORD.findall(nfc(text).lower()))
 
 
 def content_tokens(text: str, *, fold: bool = False) -> list[str]:
@@ -175,16 +190,18 @@ def content_words(text: str) -> frozenset[str]:
     return frozenset(stem(w) for w in content_tokens(text, fold=True) if len(w) > 1)
 
 
-def capitalised_tokens(text: str) -> set[str]:
-    """Lower-cased tokens written capitalised (or numbers) that are not stopwords (sentence starts too)."""
+@lru_cache(maxsize=4096)
+def capitalised_tokens(text: str) -> frozenset[str]:
+    """Lower-cased tokens written capitalised (or numbers) that are not stopwords (sentence starts too); remembered
+    per text (the setwise features and links both read them)."""
     out: set[str] = set()
-    for tok in _WORD.findall(nfc(text)):
+    for tok in written_words(text):
+        if len(tok) < 2 or not (tok[0].isupper() or tok.isdigit()):
+            continue  # most words: lower-case, never looked up
         low = tok.lower()
-        if low in STOPWORDS or len(tok) < 2:
-            continue
-        if tok[0].isupper() or tok.isdigit():
+        if low not in STOPWORDS:
             out.add(low)
-    return out
+    return frozenset(out)
 
 
 #: Exact identifiers: letter-digit codes (``E4012``, ``FB-111A``, ``v1.2``) and UPPER_SNAKE names. Applied only
@@ -387,7 +404,8 @@ def signatures(texts: Sequence[str]) -> np.ndarray:
 
 
 def _key_units(text: str) -> frozenset[str]:
-    return frozenset(stem(w, ies=False) for w in (*content_tokens(text), *capitalised_tokens(text)))
+    # each distinct word stemmed once (a passage repeats its words): the same set
+    return frozenset(stem(w, ies=False) for w in {*content_tokens(text), *capitalised_tokens(text)})
 
 
 #: A text's content words and capitalised tokens, stemmed as the answerability models were fitted (``ies=False``):
@@ -395,10 +413,23 @@ def _key_units(text: str) -> frozenset[str]:
 key_units: Memo[frozenset[str]] = Memo(_key_units)
 
 
+_REGISTERED: list[Callable[[], None]] = []
+
+
+def register_cache(clear: Callable[[], None]) -> None:
+    """Have :func:`clear_caches` call ``clear`` too (a higher layer's per-text memo: the setwise model's)."""
+    _REGISTERED.append(clear)
+
+
 def clear_caches() -> None:
     """Forget cached shingles, signatures and hashes (benchmarks measure cold runs with it)."""
     for fn in (normalize, shingles, norm_hash, content_words, signature, shingle_count, stem, key_units):
         fn.cache_clear()
+    capitalised_tokens.cache_clear()
+    _words.cache_clear()
+    written_words.cache_clear()
+    for clear in _REGISTERED:
+        clear()
 
 
 def jaccard_estimates(sig: np.ndarray) -> np.ndarray:

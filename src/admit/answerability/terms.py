@@ -226,7 +226,7 @@ def _held(term: str, vocab: set[str], prefixes: set[str]) -> bool:
 def _vocab(texts: Sequence[str]) -> tuple[set[str], set[str]]:
     vocab: set[str] = set()
     for t in texts:
-        vocab |= {_stem(w) for w in tx.words(t)}
+        vocab |= {_stem(w) for w in set(tx.words(t))}  # each distinct word stemmed once: the same set
     return vocab, {w[:_MORPH_PREFIX] for w in vocab if len(w) >= _MORPH_PREFIX}
 
 

@@ -40,9 +40,11 @@ FloatArray = npt.NDArray[np.float32]
 
 
 def _embed_input(title: str, text: str, ps: Sequence[str]) -> str:
-    """The text embedded for a chunk: for a chunk that is one passage (``ps``: its passages), exactly the passage
-    the setwise pruner embeds (so the stored vector serves both retrieval and pruning); else title and text."""
-    if len(ps) == 1 and ps[0]:
+    """The text embedded for a chunk's own vector: its first passage (``ps``: its passages), exactly what the setwise
+    pruner embeds, so one encoding serves retrieval and pruning. A chunk of several passages is retrieved by its
+    opening, as when its whole text was encoded (MiniLM read only its first 256 word pieces), and that passage's
+    vector is one of those it stores anyway: it costs no encoding of its own."""
+    if ps and ps[0]:
         return ps[0]
     return f"{title}\n{text}" if title else text
 
@@ -64,11 +66,12 @@ def records_from_chunks(chunks: Sequence[Chunk], embedder: Embedder, *, batch_si
     slots: list[tuple[int, int]] = []  # (chunk, -1 for the chunk vector or the passage's index)
     all_ps = [passages(c.title, c.text) for c in chunks]
     for i, (c, ps) in enumerate(zip(chunks, all_ps, strict=True)):
-        texts.append(_embed_input(c.title, c.text, ps))
-        slots.append((i, -1))
-        if len(ps) > 1:
+        if len(ps) > 1:  # the chunk's vector is its first passage's (_embed_input): encoded once, as a passage
             texts.extend(p or "-" for p in ps)
             slots.extend((i, k) for k in range(len(ps)))
+        else:
+            texts.append(_embed_input(c.title, c.text, ps))
+            slots.append((i, -1))
     vecs: list[FloatArray] = []
     for start in range(0, len(texts), max(batch_size, 1)):
         vecs.extend(np.asarray(embedder.embed(texts[start : start + batch_size]), dtype=np.float32))
@@ -79,6 +82,8 @@ def records_from_chunks(chunks: Sequence[Chunk], embedder: Embedder, *, batch_si
             chunk_vec[i] = v
         else:
             per_passage.setdefault(i, []).append(v)
+            if k == 0:
+                chunk_vec[i] = v
     records = []
     for i, c in enumerate(chunks):
         meta: dict[str, Any] = {

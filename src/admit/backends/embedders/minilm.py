@@ -61,6 +61,8 @@ _ORT_HINT = "install it with `pip install 'admit[embed]'` (onnxruntime and onnx)
 
 MAX_BATCH_TOKENS = 4096
 """The most padded tokens one forward batch holds (bounds the attention scores' memory: 16 texts of 256)."""
+PAD_CUT = 0.9
+"""A text shorter than this share of its forward batch's longest starts the next batch (padding is computed too)."""
 
 
 def model_dir(path: str | Path | None = None) -> Path:
@@ -257,12 +259,15 @@ class MiniLMEmbedder:
         return self._pool.limit(limits=self.threads, user_api="blas")  # type: ignore[no-any-return]
 
     def _batches(self, lengths: Sequence[int]) -> Iterator[list[int]]:
-        """Indices grouped by length (longest first), each group within ``batch_size`` and ``MAX_BATCH_TOKENS``."""
+        """Indices grouped by length (longest first), each group within ``batch_size`` and ``MAX_BATCH_TOKENS``; a
+        text :data:`PAD_CUT` shorter than its group's longest (and 16 word pieces or more) starts a group of its own,
+        so no text pays more than a tenth of its group's length in padding."""
         order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
         group: list[int] = []
         for i in order:
             longest = lengths[group[0]] if group else lengths[i]
-            if group and (len(group) >= self.batch_size or longest * (len(group) + 1) > MAX_BATCH_TOKENS):
+            short = lengths[i] < PAD_CUT * longest and longest - lengths[i] >= 16
+            if group and (len(group) >= self.batch_size or longest * (len(group) + 1) > MAX_BATCH_TOKENS or short):
                 yield group
                 group = []
             group.append(i)

@@ -21,9 +21,10 @@ from __future__ import annotations
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
 
 from admit import _linear
-from admit._text import letter_scripts, nfc
+from admit._text import letter_scripts, nfc, register_cache
 from admit.prune.setwise_model import text as tx
 
 __all__ = [
@@ -73,6 +74,7 @@ def _script(text: str, limit: int = 2000) -> str | None:
     return best if counts[best] / letters >= FOREIGN_SHARE else None
 
 
+@lru_cache(maxsize=4096)
 def language_of(text: str) -> str | None:
     """The language (or script) of a text when it is not English, else ``None`` (English, or too short to tell).
 
@@ -91,6 +93,9 @@ def language_of(text: str) -> str | None:
     lang = max(hits, key=lambda k: hits[k])
     # prose in a language is ~20-40% its commonest words; code, YAML and URLs ("com", "do") are not
     return lang if hits[lang] >= max(3.0, 0.08 * len(words)) and hits[lang] > 2 * en else None
+
+
+register_cache(language_of.cache_clear)  # read twice per chunk (e5 and the rule): once
 
 
 def fold(word: str) -> str:

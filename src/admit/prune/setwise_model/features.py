@@ -19,7 +19,7 @@ import numpy.typing as npt
 from admit._text import STOPWORDS, bm25_matrix
 from admit.backends.embedders.base import Embedder, l2_normalise
 from admit.errors import BackendOutputError
-from admit.passages import best_passages, nfc, question_text
+from admit.passages import list_passages, nfc, question_text
 from admit.prune.setwise_model import text as tx
 from admit.prune.setwise_model.links import build_links
 from admit.question import Question, read_question
@@ -163,8 +163,21 @@ def rank_inv(x: FloatArray) -> FloatArray:
     return out
 
 
+def _embed(embedder: Embedder, texts: Sequence[str]) -> FloatArray:
+    """The texts' L2-normalised vectors (float64).
+
+    Raises:
+        ValueError: If the embedder returns an array of the wrong shape.
+    """
+    mat = np.asarray(embedder.embed(list(texts)), dtype=np.float64)
+    if mat.ndim != 2 or mat.shape[0] != len(texts):
+        raise BackendOutputError("embedder returned an array of the wrong shape")
+    out: FloatArray = l2_normalise(mat).astype(np.float64)
+    return out
+
+
 def embed_items(
-    question: str, items: Sequence[SetwiseItem], embedder: Embedder
+    question: str, items: Sequence[SetwiseItem], embedder: Embedder, passage_budget: int | None = None
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
     """Embeds the question and the items' passages in one call.
 
@@ -172,6 +185,8 @@ def embed_items(
         question: The question.
         items: The chunks.
         embedder: The embedder (a knowledge base's cache holds the stored passage vectors).
+        passage_budget: Passages read per chunk of the list (:func:`admit.passages.list_passages`); ``None``:
+            every passage.
 
     Returns:
         (question vector, chunk vectors (n, d), dense max score (n,), dense top-2 mean (n,)).
@@ -179,16 +194,9 @@ def embed_items(
     Raises:
         ValueError: If the embedder returns an array of the wrong shape.
     """
-    units: list[str] = [question_text(question)]
-    owners: list[int] = []
-    for idx, it in enumerate(items):
-        ps, _ = best_passages(question, it.title, it.text)
-        units.extend(p or "-" for p in ps)
-        owners.extend([idx] * len(ps))
-    mat = np.asarray(embedder.embed(units), dtype=np.float64)
-    if mat.ndim != 2 or mat.shape[0] != len(units):
-        raise BackendOutputError("embedder returned an array of the wrong shape")
-    mat = l2_normalise(mat).astype(np.float64)
+    chosen = list_passages(question, [(it.title, it.text) for it in items], per_chunk=passage_budget)
+    mat = _embed(embedder, [question_text(question), *(p or "-" for ps in chosen for p in ps)])
+    owners = [idx for idx, ps in enumerate(chosen) for _ in ps]
     qvec = mat[0]
     pvecs = mat[1:]
     sims = pvecs @ qvec
@@ -292,13 +300,16 @@ def _question_features(record: Question, n_words: np.ndarray, dense: np.ndarray,
     )
 
 
-def prepare(question: str | Question, items: Sequence[SetwiseItem], embedder: Embedder) -> Prepared:
+def prepare(
+    question: str | Question, items: Sequence[SetwiseItem], embedder: Embedder, passage_budget: int | None = None
+) -> Prepared:
     """Computes embeddings, base features, question features and link matrices.
 
     Args:
         question: The question (its record, :func:`admit.question.read_question`, or the text).
         items: The chunks.
         embedder: The embedder.
+        passage_budget: Passages read per chunk (:func:`embed_items`); ``None``: every passage.
 
     Returns:
         The prepared features.
@@ -306,7 +317,7 @@ def prepare(question: str | Question, items: Sequence[SetwiseItem], embedder: Em
     n = len(items)
     record = read_question(question)
     question = record.text
-    qvec, vecs, dense, top2 = embed_items(question, items, embedder)
+    qvec, vecs, dense, top2 = embed_items(question, items, embedder, passage_budget)
 
     q_tokens = list(record.content_terms)
     q_set = set(q_tokens)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -49,7 +50,7 @@ def build_links(
     full_texts: Sequence[str],
     doc_tokens: Sequence[Sequence[str]],
     doc_sets: Sequence[set[str]],
-    ent_sets: Sequence[set[str]],
+    ent_sets: Sequence[AbstractSet[str]],
     keys: Sequence[tuple[str, str]],
     q_set: set[str],
     q_ents: set[str],
@@ -83,39 +84,54 @@ def build_links(
     for s in ent_sets:
         df.update(s)
     q_phr = tx.entity_phrases(question)
+    rare = max(2, n // 5)
     rare_ents = [
-        {e for e in s if df[e] <= max(2, n // 5) and e not in q_set and e not in q_ents}
+        {e for e in s if df[e] <= rare and e not in q_set and e not in q_ents}
         for s in (tx.capitalised_tokens(t) for t in full_texts)
     ]
     for j, (full, head) in enumerate(keys):
+        # tx.contains_phrase, its padded phrase made once per title: a phrase under 3 characters never matches
+        pf = f" {full} " if len(full) >= 3 else None
+        ph = f" {head} " if head != full and len(head) >= 3 else None
+        if pf is None and ph is None:
+            continue
         for i in range(n):
             if i == j or keys[i][0] == full:
                 continue
-            if tx.contains_phrase(body_low[i], full):
+            if pf is not None and pf in body_low[i]:
                 links[0, i, j] = 1.0
-            elif head != full and tx.contains_phrase(body_low[i], head):
+            elif ph is not None and ph in body_low[i]:
                 links[0, i, j] = 0.7
     links[1] = links[0].T
     phrases = [tx.entity_phrases(t) - q_phr for t in full_texts]
+    shared = np.zeros((n, n), dtype=np.float64)  # filled in Python, written to the links in one step
     for i in range(n):
+        ri, pi = rare_ents[i], phrases[i]
+        if not ri and not pi:
+            continue
         for j in range(i + 1, n):
-            shared = len(rare_ents[i] & rare_ents[j]) + 2 * len(phrases[i] & phrases[j])
-            links[2, i, j] = links[2, j, i] = min(1.0, shared / 3.0)
+            shared[i, j] = len(ri & rare_ents[j]) + 2 * len(pi & phrases[j])
+    shared += shared.T
+    links[2] = np.minimum(1.0, shared / 3.0)
     vocab: dict[str, int] = {}
     rows: list[dict[int, float]] = []
     dfl: Counter[str] = Counter()
     for s in doc_sets:
         dfl.update(s)
+    idf: dict[str, float] = {}  # each term's computed once: the same floats
     for toks in doc_tokens:
         tf = Counter(t for t in toks if t not in q_set)
         row: dict[int, float] = {}
         for t, c in tf.items():
-            row[vocab.setdefault(t, len(vocab))] = (1.0 + math.log(c)) * math.log((n + 1) / (dfl[t] + 0.5))
+            w = idf.get(t)
+            if w is None:
+                w = idf[t] = math.log((n + 1) / (dfl[t] + 0.5))
+            row[vocab.setdefault(t, len(vocab))] = (1.0 + math.log(c)) * w
         rows.append(row)
     tfidf = np.zeros((n, max(1, len(vocab))), dtype=np.float64)
-    for i, row in enumerate(rows):
-        for k, v in row.items():
-            tfidf[i, k] = v
+    at = [(i, k) for i, row in enumerate(rows) for k in row]
+    if at:
+        tfidf[tuple(np.array(at).T)] = [v for row in rows for v in row.values()]
     tfidf = l2_normalise(tfidf).astype(np.float64)
     lex = tfidf @ tfidf.T
     np.fill_diagonal(lex, 0.0)

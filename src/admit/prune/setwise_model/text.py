@@ -7,6 +7,7 @@ too for the scorer's modules.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from admit import _linear
 from admit._text import (
@@ -16,8 +17,10 @@ from admit._text import (
     content_tokens,
     identifiers,
     nfc,
+    register_cache,
     unreadable_script,
     words,
+    written_words,
 )
 
 __all__ = [
@@ -62,26 +65,32 @@ WH_CUES: tuple[tuple[str, _linear.LinearPattern], ...] = tuple(
 )
 
 
-def entity_phrases(text: str) -> set[str]:
-    """Lower-cased runs of two or more capitalised non-stopword words (e.g. "natalie wood")."""
+@lru_cache(maxsize=4096)
+def entity_phrases(text: str) -> frozenset[str]:
+    """Lower-cased runs of two or more capitalised non-stopword words (e.g. "natalie wood"); remembered per text."""
     out: set[str] = set()
     run: list[str] = []
-    for tok in [*_WORD.findall(nfc(text)), ""]:
+    for tok in [*written_words(text), ""]:
         if tok and tok[0].isupper() and tok.lower() not in STOPWORDS:
             run.append(tok.lower())
             continue
         if len(run) >= 2:
             out.add(" ".join(run))
         run = []
-    return out
+    return frozenset(out)
 
 
+@lru_cache(maxsize=4096)
 def title_keys(title: str) -> tuple[str, str]:
     """Normalised full title and its head (before a comma or parenthesis)."""
     t = nfc(title).lower()
     full = " ".join(_WORD.findall(_PAREN.sub("", t)))
     head = " ".join(_WORD.findall(_PAREN.sub("", t).split(",")[0]))
     return full, head
+
+
+for _memo in (entity_phrases, title_keys):  # benchmarks forget them with admit.features.clear_caches
+    register_cache(_memo.cache_clear)
 
 
 def contains_phrase(haystack: str, phrase: str) -> bool:
