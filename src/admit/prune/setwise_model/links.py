@@ -31,6 +31,73 @@ FloatArray = npt.NDArray[np.float64]
 LINK_NAMES: tuple[str, ...] = ("title_fwd", "title_bwd", "entity", "lexical", "dense_cond")
 
 
+def _title_links(keys: Sequence[tuple[str, str]], body_low: Sequence[str]) -> FloatArray:
+    """``[i, j]``: chunk ``i``'s body names chunk ``j``'s title (1.0) or its title's head (0.7)."""
+    n = len(keys)
+    out = np.zeros((n, n), dtype=np.float64)
+    for j, (full, head) in enumerate(keys):
+        # tx.contains_phrase, its padded phrase made once per title: a phrase under 3 characters never matches
+        pf = f" {full} " if len(full) >= 3 else None
+        ph = f" {head} " if head != full and len(head) >= 3 else None
+        if pf is None and ph is None:
+            continue
+        for i in range(n):
+            if i == j or keys[i][0] == full:
+                continue
+            if pf is not None and pf in body_low[i]:
+                out[i, j] = 1.0
+            elif ph is not None and ph in body_low[i]:
+                out[i, j] = 0.7
+    return out
+
+
+def _shared_names(
+    full_texts: Sequence[str], rare_ents: Sequence[AbstractSet[str]], q_phr: AbstractSet[str]
+) -> FloatArray:
+    """``[i, j]``: the rare names and entity phrases (not the question's) two chunks share, phrases counting 2."""
+    n = len(full_texts)
+    phrases = [tx.entity_phrases(t) - q_phr for t in full_texts]
+    shared = np.zeros((n, n), dtype=np.float64)  # filled in Python, written to the links in one step
+    for i in range(n):
+        ri, pi = rare_ents[i], phrases[i]
+        if not ri and not pi:
+            continue
+        for j in range(i + 1, n):
+            shared[i, j] = len(ri & rare_ents[j]) + 2 * len(pi & phrases[j])
+    shared += shared.T
+    return shared
+
+
+def _lexical_similarity(
+    doc_tokens: Sequence[Sequence[str]], doc_sets: Sequence[set[str]], q_set: set[str]
+) -> FloatArray:
+    """The chunks' TF-IDF cosine over the words the question does not hold (diagonal zero)."""
+    n = len(doc_tokens)
+    vocab: dict[str, int] = {}
+    rows: list[dict[int, float]] = []
+    dfl: Counter[str] = Counter()
+    for s in doc_sets:
+        dfl.update(s)
+    idf: dict[str, float] = {}  # each term's computed once: the same floats
+    for toks in doc_tokens:
+        tf = Counter(t for t in toks if t not in q_set)
+        row: dict[int, float] = {}
+        for t, c in tf.items():
+            w = idf.get(t)
+            if w is None:
+                w = idf[t] = math.log((n + 1) / (dfl[t] + 0.5))
+            row[vocab.setdefault(t, len(vocab))] = (1.0 + math.log(c)) * w
+        rows.append(row)
+    tfidf = np.zeros((n, max(1, len(vocab))), dtype=np.float64)
+    at = [(i, k) for i, row in enumerate(rows) for k in row]
+    if at:
+        tfidf[tuple(np.array(at).T)] = [v for row in rows for v in row.values()]
+    tfidf = l2_normalise(tfidf).astype(np.float64)
+    lex = tfidf @ tfidf.T
+    np.fill_diagonal(lex, 0.0)
+    return lex
+
+
 def _minmax_offdiag(m: FloatArray) -> FloatArray:
     n = m.shape[0]
     if n < 2:
@@ -89,52 +156,10 @@ def build_links(
         {e for e in s if df[e] <= rare and e not in q_set and e not in q_ents}
         for s in (tx.capitalised_tokens(t) for t in full_texts)
     ]
-    for j, (full, head) in enumerate(keys):
-        # tx.contains_phrase, its padded phrase made once per title: a phrase under 3 characters never matches
-        pf = f" {full} " if len(full) >= 3 else None
-        ph = f" {head} " if head != full and len(head) >= 3 else None
-        if pf is None and ph is None:
-            continue
-        for i in range(n):
-            if i == j or keys[i][0] == full:
-                continue
-            if pf is not None and pf in body_low[i]:
-                links[0, i, j] = 1.0
-            elif ph is not None and ph in body_low[i]:
-                links[0, i, j] = 0.7
+    links[0] = _title_links(keys, body_low)
     links[1] = links[0].T
-    phrases = [tx.entity_phrases(t) - q_phr for t in full_texts]
-    shared = np.zeros((n, n), dtype=np.float64)  # filled in Python, written to the links in one step
-    for i in range(n):
-        ri, pi = rare_ents[i], phrases[i]
-        if not ri and not pi:
-            continue
-        for j in range(i + 1, n):
-            shared[i, j] = len(ri & rare_ents[j]) + 2 * len(pi & phrases[j])
-    shared += shared.T
-    links[2] = np.minimum(1.0, shared / 3.0)
-    vocab: dict[str, int] = {}
-    rows: list[dict[int, float]] = []
-    dfl: Counter[str] = Counter()
-    for s in doc_sets:
-        dfl.update(s)
-    idf: dict[str, float] = {}  # each term's computed once: the same floats
-    for toks in doc_tokens:
-        tf = Counter(t for t in toks if t not in q_set)
-        row: dict[int, float] = {}
-        for t, c in tf.items():
-            w = idf.get(t)
-            if w is None:
-                w = idf[t] = math.log((n + 1) / (dfl[t] + 0.5))
-            row[vocab.setdefault(t, len(vocab))] = (1.0 + math.log(c)) * w
-        rows.append(row)
-    tfidf = np.zeros((n, max(1, len(vocab))), dtype=np.float64)
-    at = [(i, k) for i, row in enumerate(rows) for k in row]
-    if at:
-        tfidf[tuple(np.array(at).T)] = [v for row in rows for v in row.values()]
-    tfidf = l2_normalise(tfidf).astype(np.float64)
-    lex = tfidf @ tfidf.T
-    np.fill_diagonal(lex, 0.0)
+    links[2] = np.minimum(1.0, _shared_names(full_texts, rare_ents, q_phr) / 3.0)
+    lex = _lexical_similarity(doc_tokens, doc_sets, q_set)
     links[3] = _minmax_offdiag(lex)
     expanded = l2_normalise(vecs + qvec[None, :]).astype(np.float64)
     cond = expanded @ vecs.T
