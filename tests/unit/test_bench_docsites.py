@@ -127,3 +127,19 @@ def test_rows_of_separate_runs_are_scored_together(
     rows = json.loads(summary.read_text("utf-8"))
     assert [r["site"] for r in rows] == ["git", "gbp", "all"]
     assert rows[-1]["na_unanswerable"] == 1 and rows[-1]["answer_kept"] == 1
+
+
+def test_the_held_out_sites_are_apart_and_asked_by_default(bench: ModuleType, questions: list[dict[str, Any]]) -> None:
+    path = ROOT / "bench" / "docsites" / "holdout.jsonl"
+    held = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+    sites = set(bench.sites_of(held))
+    assert sites == {q["site"] for q in held} and len(sites) >= 3
+    assert not sites & {q["site"] for q in questions}
+    assert len({bench.SITES[s].generator.split(" (")[0] for s in sites}) >= 3
+    assert len({q["id"] for q in held}) == len(held)
+    for s in sites:
+        mine = [q for q in held if q["site"] == s]
+        assert sum(q["answerable"] for q in mine) >= 20 and sum(not q["answerable"] for q in mine) >= 10
+    for q in held:
+        assert q["question"].strip().endswith("?") and q["answerable"] == bool(q["answers"]), q["id"]
+    assert bench.sites_of(questions) == ["black", "mkdocs", "git", "structlog", "gbp", "gettext"]
