@@ -177,3 +177,50 @@ def test_the_process_pool_pauses_the_floods_short_jobs_while_a_quiet_tenants_job
     during, after, paused = asyncio.run(main())
     assert during == ["T", "T"] and paused == 2
     assert "T" not in after
+
+
+_KEPT: list[bytes] = []
+
+
+def _grow(mb: int, keep: bool, hold_s: float) -> int:
+    """Touch ``mb`` MB of private memory in the worker (kept alive past the job when ``keep``), hold it a while."""
+    import time
+
+    block = b"x" * (mb << 20)
+    if keep:
+        _KEPT.append(block)
+    time.sleep(hold_s)
+    return len(block) >> 20
+
+
+def test_a_worker_past_its_memory_bound_is_stopped_with_a_413_and_one_left_big_is_replaced() -> None:
+    """The pool enforces the stated bound on each worker's private memory: a request that takes its worker
+    past ``max_memory_mb`` is stopped with the process (413 through the service's error table), a worker a
+    request left over half of it is replaced after answering, and the next request is served."""
+    import asyncio
+    import functools
+    import time
+    import types
+
+    from admit.errors import LimitExceeded
+    from admit.service.procs import ProcessPool
+
+    async def main() -> tuple[str, int, int, int]:
+        pool = ProcessPool(types.SimpleNamespace(metrics=None, inspect=None), 1, reserve=1, max_memory_mb=200)
+        try:
+            at = time.monotonic() + 120
+            try:
+                await pool.run("big", functools.partial(_grow, 400, False, 30.0), deadline_at=at)
+                refused = "served"
+            except LimitExceeded as exc:
+                refused = str(exc)
+            kept = await pool.run("half", functools.partial(_grow, 150, True, 0.0), deadline_at=at)
+            after = await pool.run("small", functools.partial(_grow, 1, False, 0.0), deadline_at=at)
+            return refused, kept, after, pool.stats.over_memory * 10 + pool.stats.recycled
+        finally:
+            pool.close()
+
+    refused, kept, after, counts = asyncio.run(main())
+    assert "max_worker_memory_mb=200" in refused
+    assert kept == 150 and after == 1
+    assert counts == 11  # one stopped over the bound, one replaced after answering over half of it

@@ -53,10 +53,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from admit.errors import BackendError, Overloaded
+from admit.errors import BackendError, LimitExceeded, Overloaded
 from admit.service.fairq import FairQueue, TenantQueue
 from admit.service.sched import Core
-from admit.service.worker import HEADER, cores, dumps_job, proc_cpu, replay_effects, worker_main, worker_state
+from admit.service.worker import (
+    HEADER,
+    cores,
+    dumps_job,
+    proc_cpu,
+    proc_memory_mb,
+    replay_effects,
+    worker_main,
+    worker_state,
+)
 
 __all__ = ["PoolSnapshot", "PoolStats", "ProcessPool", "worker_state"]
 
@@ -112,7 +121,9 @@ class PoolStats:
     How jobs ended: ``ok`` (a result), ``errors`` (the job raised: a 4xx or 5xx), ``timed_out`` (killed at their
     deadline), ``abandoned`` (killed with their caller), ``lost`` (their worker died twice, or once past their
     deadline). ``dead``: worker processes found dead (idle in the free list, or at the hand-off of a job) and
-    replaced (counted in ``respawned`` too); ``retried``: jobs handed to a fresh worker after theirs died."""
+    replaced (counted in ``respawned`` too); ``retried``: jobs handed to a fresh worker after theirs died.
+    ``over_memory``: jobs stopped with their process past ``max_memory_mb``; ``recycled``: workers replaced
+    after a job left them over half of it."""
 
     dispatched: int = 0
     completed: int = 0
@@ -128,6 +139,8 @@ class PoolStats:
     lost: int = 0
     dead: int = 0
     retried: int = 0
+    over_memory: int = 0
+    recycled: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,9 +171,10 @@ class ProcessPool:
         max_queued_per_tenant: int = 64,
         max_queued_per_key: int = 64,
         max_queued: int = 1024,
+        max_memory_mb: float = 2048,
     ) -> None:
         """``0`` sizes to the cores: ``processes`` = cores, ``reserve`` = half of them (at least 1),
-        ``per_tenant`` = half the cores (at least 1)."""
+        ``per_tenant`` = half the cores (at least 1). ``max_memory_mb``: a worker's private memory bound."""
         n = cores()
         self.state = state
         self.cores = n
@@ -183,6 +197,7 @@ class ProcessPool:
         )
         """Which job starts, which long job runs (:mod:`admit.service.sched`, shared with the thread pool)."""
         self.tick_s = tick_s
+        self.max_memory_mb = max_memory_mb
         self.stats = PoolStats()
         self._workers: list[_Worker] = []
         self._free: list[_Worker] = []
@@ -440,8 +455,12 @@ class ProcessPool:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(w.proc.pid, signal.SIGCONT)
                 job.stopped = False
-            if len(self._workers) > self.size:
-                self._retire(w)  # an extra process: ended once its job is done
+            half = self.max_memory_mb / 2
+            if len(self._workers) > self.size or proc_memory_mb(w.proc.pid, half) > half:
+                self._retire(w)  # an extra process, or one a job left big: ended once its job is done
+                if len(self._workers) < self.size and not self._closed:
+                    self._spawn()
+                    self.stats.recycled += 1
             else:
                 self._free.append(w)
         self._dispatch()
@@ -484,15 +503,20 @@ class ProcessPool:
             if w.job is job:
                 self.stats.timed_out += 1
                 self._kill(w, proc_cpu(w.proc.pid) - job.cpu0)
+        for job, w in held.items():  # the memory bound: a job past it is stopped with its process
+            if w.job is job and proc_memory_mb(w.proc.pid, self.max_memory_mb) > self.max_memory_mb:
+                self.stats.over_memory += 1
+                why = f"the request needed over max_worker_memory_mb={self.max_memory_mb:g}; send less at once"
+                self._kill(w, proc_cpu(w.proc.pid) - job.cpu0, LimitExceeded(why))
         self._arm_tick(bool(held))
 
-    def _kill(self, w: _Worker, used: float) -> None:
+    def _kill(self, w: _Worker, used: float, why: BaseException | None = None) -> None:
         job = w.job
         if job is None:
             return
         self._finish(job, cpu=used, replace=True)
         if not job.future.done():
-            job.future.set_exception(TimeoutError())
+            job.future.set_exception(why or TimeoutError())
 
     def _arm_tick(self, needed: bool) -> None:
         if self._ticker is not None or not needed or self._loop is None or self._closed:
