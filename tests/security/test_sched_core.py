@@ -134,9 +134,17 @@ def test_a_quiet_tenants_job_runs_first_and_the_backlogged_short_jobs_wait_for_i
     assert core.plan(dict.fromkeys(core.running, 0.02), 0.02).pause == set()
 
 
-def _states(pids: list[int]) -> list[str]:
-    """Each process's state letter (``T``: stopped), read from ``/proc``."""
-    return [open(f"/proc/{p}/stat", encoding="ascii").read().rsplit(")", 1)[1].split()[0] for p in pids]
+def _states(pids: list[int], settle: bool = False) -> list[str]:
+    """Each process's state letter (``T``: stopped), read from ``/proc``; ``settle``: read again (bounded) until
+    every one is stopped (a stop is delivered once the process is next scheduled: later on a loaded machine)."""
+    for _ in range(3000 if settle else 1):
+        states = [open(f"/proc/{p}/stat", encoding="ascii").read().rsplit(")", 1)[1].split()[0] for p in pids]
+        if not settle or all(s == "T" for s in states):
+            break
+        import time
+
+        time.sleep(0.01)
+    return states
 
 
 def test_the_process_pool_pauses_the_floods_short_jobs_while_a_quiet_tenants_job_runs() -> None:
@@ -166,7 +174,7 @@ def test_the_process_pool_pauses_the_floods_short_jobs_while_a_quiet_tenants_job
             for j in pool.core.running:
                 j.quiet = False  # their tenants' backlogs are queued behind them now
             pids = [w.proc.pid for w in pool._workers if w.job is not None]
-            during = await pool.run("acme", functools.partial(_states, pids), deadline_at=at)
+            during = await pool.run("acme", functools.partial(_states, pids, True), deadline_at=at)
             return during, _states(pids), pool.stats.paused
         finally:
             for f in flood:
