@@ -9,6 +9,7 @@ back, and one heavy tenant's long prune runs beside them. The prune's CPU is wha
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -138,7 +139,7 @@ def _states(pids: list[int], settle: bool = False) -> list[str]:
     """Each process's state letter (``T``: stopped), read from ``/proc``; ``settle``: read again (bounded) until
     every one is stopped (a stop is delivered once the process is next scheduled: later on a loaded machine)."""
     for _ in range(3000 if settle else 1):
-        states = [open(f"/proc/{p}/stat", encoding="ascii").read().rsplit(")", 1)[1].split()[0] for p in pids]
+        states = [Path(f"/proc/{p}/stat").read_text("ascii").rsplit(")", 1)[1].split()[0] for p in pids]
         if not settle or all(s == "T" for s in states):
             break
         import time
