@@ -8,6 +8,7 @@ deadline must pass it is one that has already passed.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import threading
 import time
@@ -231,7 +232,7 @@ def test_long_requests_take_turns() -> None:
         t.join(120)
     stop.set()
     assert trail.count("old") == 300 and trail.count("new") == 300
-    switches = sum(1 for a, b in zip(trail, trail[1:], strict=False) if a != b)
+    switches = sum(1 for a, b in itertools.pairwise(trail) if a != b)
     assert switches >= 2  # they took turns, neither ran through while the other waited
 
 
@@ -636,3 +637,31 @@ def test_every_json_line_writer_escapes_unicode_line_breaks(tmp_path: Path) -> N
     assert [json.loads(x) for x in lines] == [value, value]
     for text in (dumps(value), json_line(value)):
         assert len(text.splitlines()) == 1 and json.loads(text) == value
+
+
+def test_in_the_thread_pool_a_backlogged_short_request_waits_at_its_checkpoint_while_a_quiet_one_runs() -> None:
+    """Two cores, a quiet tenant's request running: a backlogged tenant's short request waits at its next
+    checkpoint (paused by the core) and goes on once the quiet one has ended."""
+    pool = WorkPool(size=4, per_tenant=2, cores=2)
+    backlog = _running(pool, "flood", long=False)
+    quiet = _running(pool, "acme", long=False)
+    quiet.quiet = True
+    pool._quiet = 1
+    trail: list[str] = []
+
+    def short_side() -> None:
+        with _deadline.scheduled(lambda: pool._checkpoint(backlog, None)):
+            _deadline.checkpoint()
+        trail.append("passed")
+
+    t = threading.Thread(target=short_side)
+    t.start()
+    for _ in range(6000):  # bounded: until the core has paused it
+        if backlog.stopped:
+            break
+        time.sleep(0.01)
+    assert backlog.stopped and not trail
+    trail.append("quiet ended")
+    pool._release(quiet)
+    t.join(60)
+    assert trail == ["quiet ended", "passed"]

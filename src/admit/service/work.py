@@ -68,12 +68,13 @@ class WorkPool:
     threads) as long as fewer than ``reserve`` requests are short. While long requests run, short ones start only
     up to :func:`admit.service.sched.short_cap`: long work keeps its share.
 
-    **CPU** (which running request gets the interpreter): a request that has run longer than ``long_s`` is long;
-    at its checkpoints (every regex call and the long loops call :func:`admit._deadline.checkpoint`) it waits
-    while the core pauses it: of the long requests, :func:`admit.service.sched.lanes_for` run at once, never
-    fewer than one, taking turns of ``slice_s`` (the one paused longest next), so however many long requests are
-    in flight a short one competes with few of them for the interpreter, and none stays paused longer than
-    :func:`admit.service.sched.max_pause_s`.
+    **CPU** (which running request gets the interpreter): while a quiet tenant's request runs, the backlogged
+    tenants' short requests wait at their checkpoints as the core says; a request that has run longer than
+    ``long_s`` is long; at its checkpoints (every regex call and the long loops call
+    :func:`admit._deadline.checkpoint`) it waits while the core pauses it: of the long requests,
+    :func:`admit.service.sched.lanes_for` run at once, never fewer than one, taking turns of ``slice_s`` (the
+    one paused longest next), so however many long requests are in flight a short one competes with few of them
+    for the interpreter, and none stays paused longer than :func:`admit.service.sched.max_pause_s`.
     """
 
     def __init__(
@@ -114,6 +115,8 @@ class WorkPool:
         """Guards the core: the loop starts and ends jobs, the worker threads ask it at their checkpoints."""
         self._holder: Job | None = None
         self._holder_since = 0.0
+        self._quiet = 0
+        """Quiet tenants' requests running: while any does, the others' short ones ask the core at checkpoints."""
         self.quantum_s = 0.02
         """How often a running long request asks the core again (lock-free in between)."""
 
@@ -136,6 +139,7 @@ class WorkPool:
                 job = nxt[0]
                 job.start = time.monotonic()
                 self.core.started(job, job.start)
+                self._quiet += job.quiet
                 assert job.event is not None
                 job.event.set()
 
@@ -143,6 +147,8 @@ class WorkPool:
         with self._cpu:
             if time.monotonic() - job.start > self.long_s:
                 self.queue.mark_long(job.tenant, max(job.cpu, self.long_s))
+            if job in self.core.running:
+                self._quiet -= job.quiet
             self.core.ended(job, job.cpu)
             self._cpu.notify_all()
         self._dispatch()
@@ -208,9 +214,10 @@ class WorkPool:
     def _checkpoint(self, job: Job, deadline_at: float | None) -> None:
         now = time.monotonic()
         if job.young:
-            if now - job.start <= self.long_s:
-                return
-            job.young = False
+            if now - job.start <= self.long_s and (job.quiet or not self._quiet):
+                return  # short, and no quiet tenant's request runs ahead of it: no lock
+            if now - job.start > self.long_s:
+                job.young = False
         if self._holder is job and now - self._holder_since < self.quantum_s:
             return  # the common case: the running long request keeps its turn, no lock
         with self._cpu:
