@@ -129,6 +129,12 @@ def test_a_request_refused_before_its_body_is_read_has_its_connection_closed(hel
         status, headers, closed = _answer_then_closed(srv.port, "evil-key", BIG)
         assert status == 429 and int(headers["retry-after"]) >= 1
         assert headers.get("connection") == "close" and closed  # the 1.8 MB it announced is never read
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=60) as s:
+            s.sendall(_head("evil-key", BIG) + b" " * BIG)  # a client that sends its whole body anyway
+            raw = b""
+            while part := s.recv(65536):
+                raw += part
+        assert raw.startswith(b"HTTP/1.1 429") and raw.endswith(b"}")  # it reads the whole answer, then the end
         status, headers, closed = _answer_then_closed(srv.port, "quiet-key", 3_000_000)
         assert status == 413 and closed  # over max_body_bytes by its Content-Length: closed as well
         with httpx.Client(base_url=srv.url, timeout=60, headers={"X-API-Key": "quiet-key"}) as c:
