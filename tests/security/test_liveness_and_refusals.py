@@ -1,5 +1,4 @@
-"""Issue 47, ``/healthz`` under every flood: the probe is answered at the ASGI layer before any middleware, and a
-request refused before its body is read never has that body read (its connection is closed with the answer).
+"""Issue 47, ``/healthz`` under every flood: the probe is answered at the ASGI layer before any middleware.
 
 Every server here runs on a free loopback port and is waited for on ``/readyz``; nothing reads the clock.
 """
@@ -25,7 +24,6 @@ from admit.service.server import ServerLimits
 KEYS = {"evil": {"key_env": "K_EVIL", "tenant": "evil"}, "quiet": {"key_env": "K_QUIET", "tenant": "acme"}}
 ENV = {"K_EVIL": "evil-key", "K_QUIET": "quiet-key"}
 SLOW = ServerLimits(header_timeout_s=300, body_timeout_s=300, max_connections=500, keep_alive_s=300)
-BIG = 1_800_000
 
 
 def _app(**limits: Any) -> Any:
@@ -90,53 +88,3 @@ def test_healthz_is_answered_before_every_middleware_while_the_gate_holds_pendin
     assert "default-src 'none'" in answers[0].headers["content-security-policy"]
     assert 'admit_http_requests_total{method="GET",route="/healthz",status="200"} 5.0' in metrics
     assert state.admission.in_flight() == 12  # the pending bodies were still held while it answered
-
-
-def _answer_then_closed(port: int, key: str, length: int) -> tuple[int, dict[str, str], bool]:
-    """Send only the headers of a ``length``-byte request; read its answer; then whether the server closed the
-    connection (instead of keeping it to read the body it announced)."""
-    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
-        s.sendall(_head(key, length))
-        raw = b""
-        while b"\r\n\r\n" not in raw:
-            part = s.recv(65536)
-            if not part:
-                break
-            raw += part
-        head, _, rest = raw.partition(b"\r\n\r\n")
-        lines = head.decode("latin-1").split("\r\n")
-        headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-        need = int(headers.get("content-length", "0")) - len(rest)
-        while need > 0:
-            part = s.recv(65536)
-            if not part:
-                break
-            need -= len(part)
-        s.settimeout(30)
-        try:
-            closed = s.recv(1) == b""
-        except ConnectionResetError:
-            closed = True
-        except TimeoutError:
-            closed = False
-    return int(lines[0].split()[1]), headers, closed
-
-
-def test_a_request_refused_before_its_body_is_read_has_its_connection_closed(held: list[socket.socket]) -> None:
-    app = _app(max_in_flight_per_key=1, max_body_bytes=2_000_000)
-    with LoopbackServer(app, limits=SLOW, ready_path="/readyz") as srv:
-        _pending(srv.port, 1, held, app.state.admit)
-        status, headers, closed = _answer_then_closed(srv.port, "evil-key", BIG)
-        assert status == 429 and int(headers["retry-after"]) >= 1
-        assert headers.get("connection") == "close" and closed  # the 1.8 MB it announced is never read
-        with socket.create_connection(("127.0.0.1", srv.port), timeout=60) as s:
-            s.sendall(_head("evil-key", BIG) + b" " * BIG)  # a client that sends its whole body anyway
-            raw = b""
-            while part := s.recv(65536):
-                raw += part
-        assert raw.startswith(b"HTTP/1.1 429") and raw.endswith(b"}")  # it reads the whole answer, then the end
-        status, headers, closed = _answer_then_closed(srv.port, "quiet-key", 3_000_000)
-        assert status == 413 and closed  # over max_body_bytes by its Content-Length: closed as well
-        with httpx.Client(base_url=srv.url, timeout=60, headers={"X-API-Key": "quiet-key"}) as c:
-            body = {"question": "What is alpha?", "candidates": [{"id": "a", "text": "alpha is a letter"}]}
-            assert c.post("/v1/prune", json=body).status_code == 200  # the quiet tenant is served as before

@@ -77,11 +77,8 @@ def error_response(
     return JSONResponse(body, status_code=status, headers=headers)
 
 
-async def _send(send: Send, resp: JSONResponse, *, close: bool = False) -> None:
-    """Send ``resp``; ``close``: with ``Connection: close``, so a body the request still has to send is never
-    read (the server closes the connection once the answer is out instead of draining it for keep-alive)."""
-    headers = [*resp.raw_headers, (b"connection", b"close")] if close else resp.raw_headers
-    await send({"type": "http.response.start", "status": resp.status_code, "headers": headers})
+async def _send(send: Send, resp: JSONResponse) -> None:
+    await send({"type": "http.response.start", "status": resp.status_code, "headers": resp.raw_headers})
     await send({"type": "http.response.body", "body": resp.body})
 
 
@@ -200,7 +197,7 @@ class Gate:
         )
         declared = _content_length(scope)
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await _send(send, too_big, close=True)
+            await _send(send, too_big)
             return
         if scope.get("method") in ("GET", "HEAD", "DELETE"):
             await self.app(scope, receive, send)  # no body to bound (a GET may hold an event stream open)
@@ -229,7 +226,7 @@ class Gate:
             f"{why.detail}; retry after {why.retry_after_s} s",
             headers={"Retry-After": str(why.retry_after_s)},
         )
-        await _send(send, resp, close=True)  # its body (up to max_body_bytes) is never read
+        await _send(send, resp)
 
     async def _read_and_run(self, scope: Scope, receive: Receive, send: Send, too_big: JSONResponse) -> None:
         limit = self.max_body_bytes

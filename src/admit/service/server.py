@@ -8,8 +8,6 @@ headers never end, nor one whose body drips: 19,985 such connections used every 
   request) to the end of the request headers; past it the connection is closed;
 * **body read deadline** (``body_timeout_s``): from the end of the headers to the end of the body, whatever
   the pace of the bytes; past it the connection is closed (the route sees a disconnect);
-* **lingering close**: an answer sent with ``Connection: close`` before the request's body was read (the gate's
-  429 and 413) closes only the writing side; the rest of the body is dropped unread, never parsed;
 * **connection cap** (``max_connections``): every connection counts, with a key or without: at the cap, a new
   connection first evicts the oldest connection still sending its request (headers or body: the slow ones, and
   one answered early, a 401 or 413, whose body still drips in), else the oldest idle keep-alive connection,
@@ -68,7 +66,6 @@ def guarded_protocol(limits: ServerLimits) -> type[asyncio.Protocol]:
         _timer: asyncio.TimerHandle | None = None
         _phase = "headers"
         _refused = False
-        _dropping = False
 
         def connection_made(self, transport: Any) -> None:
             # the cap counts every connection the server holds (``live``), not uvicorn's set, which a closed but
@@ -81,7 +78,6 @@ def guarded_protocol(limits: ServerLimits) -> type[asyncio.Protocol]:
                     return
                 victim._evict()
             super().connection_made(transport)
-            self.transport = _Lingering(self, transport)  # type: ignore[assignment]  # a proxy of it
             live[self] = None
             self._headers_phase()
 
@@ -93,8 +89,8 @@ def guarded_protocol(limits: ServerLimits) -> type[asyncio.Protocol]:
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
-            if self._refused or self._dropping:
-                return  # answered and closing: what the client still sends of its body is dropped unread
+            if self._refused:
+                return
             super().data_received(data)
             state = self.conn.their_state
             if state is h11.IDLE:
@@ -162,31 +158,6 @@ def guarded_protocol(limits: ServerLimits) -> type[asyncio.Protocol]:
                 self.transport.close()
 
     return GuardedH11Protocol
-
-
-class _Lingering:
-    """A connection's transport whose ``close`` lingers while the request's body is still coming (the gate
-    answered 429 or 413 with ``Connection: close`` before reading it): only the writing side is closed, so the
-    client reads the whole answer instead of a reset, and what it still sends is dropped unread (never parsed)
-    until it closes its side, or the body deadline or the keep-alive timer closes the connection for good."""
-
-    def __init__(self, proto: Any, transport: Any) -> None:
-        self._proto = proto
-        self._transport = transport
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
-
-    def close(self) -> None:
-        import h11
-
-        p, t = self._proto, self._transport
-        if p._dropping or t.is_closing() or p.conn.their_state is not h11.SEND_BODY or not t.can_write_eof():
-            t.close()
-            return
-        p._dropping = True
-        t.resume_reading()
-        t.write_eof()
 
 
 def uvicorn_config(app: Any, *, host: str, port: int = 0, limits: ServerLimits, **kwargs: Any) -> Any:
