@@ -120,6 +120,10 @@ class Limits(_Strict):
     core in ``admit serve`` and ``admit mcp``, threads in an app built in-process by
     :func:`~admit.service.http.create_app`; ``0``: threads always; ``N``: ``N`` processes (plus a reserve for light
     tenants)."""
+    max_worker_memory_mb: int = Field(default=2048, gt=0)
+    """Most private memory (resident, not shared with the server it was forked from) of one worker process: a
+    request that takes its worker past it is stopped with the process (413) and the worker replaced; a worker
+    left over half of it by a request is replaced once it has answered (its memory returned)."""
     max_queued_per_tenant: int = Field(default=64, gt=0)
     """Most requests of one tenant waiting for a worker; past it 429 with ``Retry-After``."""
     max_queued_per_key: int = Field(default=64, gt=0)

@@ -10,6 +10,7 @@ method (else ``other``) and a status code, so random methods or paths cannot gro
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Collection
 
@@ -22,7 +23,16 @@ from admit.service.config import KeyRing
 from admit.service.metrics import ServiceMetrics
 from admit.service.schemas import ErrorBody
 
-__all__ = ["API_CSP", "KNOWN_METHODS", "Gate", "SecurityHeaders", "error_response", "method_label", "status_label"]
+__all__ = [
+    "API_CSP",
+    "KNOWN_METHODS",
+    "Gate",
+    "Liveness",
+    "SecurityHeaders",
+    "error_response",
+    "method_label",
+    "status_label",
+]
 
 KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"})
 """The HTTP methods a metric label may carry; anything else is counted as ``other``."""
@@ -250,6 +260,54 @@ class Gate:
 
 API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 """The Content-Security-Policy of every answer that sets none itself: JSON and text load nothing and run nothing."""
+
+
+class Liveness:
+    """``GET /healthz`` (and ``HEAD``) answered at the ASGI layer, outermost: before the gate, the router and any
+    middleware that reads a body or takes a lock, so a liveness probe waits behind nothing the app does, only
+    for its turn of the event loop. The answer is ``body()`` as JSON, with the headers every answer carries
+    (:class:`SecurityHeaders`'), counted in ``metrics`` like any request.
+
+    Args:
+        app: The wrapped ASGI app (every other request goes to it).
+        body: The answer's fields, read per probe (cheap: no I/O, no lock).
+        metrics: Where the probe is counted (``None``: not counted).
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        body: Callable[[], dict[str, object]],
+        metrics: ServiceMetrics | None = None,
+        path: str = "/healthz",
+        csp: str = API_CSP,
+    ) -> None:
+        self.app = app
+        self.body = body
+        self.metrics = metrics
+        self.path = path
+        self.csp = csp.encode("latin-1")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method = scope.get("method")
+        if scope["type"] != "http" or scope.get("path") != self.path or method not in ("GET", "HEAD"):
+            await self.app(scope, receive, send)
+            return
+        t0 = time.perf_counter()
+        data = json.dumps(self.body(), separators=(",", ":")).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(data)).encode()),
+            (b"cache-control", b"no-store"),
+            (b"x-content-type-options", b"nosniff"),
+            (b"content-security-policy", self.csp),
+        ]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": data if method == "GET" else b""})
+        if self.metrics is not None:
+            self.metrics.requests.labels(route=self.path, method=str(method), status="200").inc()
+            self.metrics.latency.labels(route=self.path).observe(time.perf_counter() - t0)
 
 
 class SecurityHeaders:

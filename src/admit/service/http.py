@@ -53,7 +53,7 @@ from admit.schema import describe_validation_errors
 from admit.service.config import ServiceSettings
 from admit.service.core import Caller, PruneAnswer, PruneQuery, SearchQuery, Service, trace_summary
 from admit.service.errors import answer_for
-from admit.service.gate import Gate, SecurityHeaders, error_response
+from admit.service.gate import Gate, Liveness, SecurityHeaders, error_response
 from admit.service.jsonio import dumps, parse_body
 from admit.service.limits import check_pack_limits, resolve_model
 from admit.service.loopback import LoopbackServer
@@ -177,12 +177,9 @@ def create_app(
         known_routes=ROUTES,
         admission=state.admission,
     )
-    app.add_middleware(SecurityHeaders)  # added last: outermost, so every answer (the gate's too) carries them
-    _add_error_handlers(app)
+    app.add_middleware(SecurityHeaders)  # outermost but one, so every answer (the gate's too) carries them
 
-    @app.get("/healthz", tags=["ops"])
-    async def healthz() -> dict[str, Any]:
-        """Liveness: the process answers. ``ready`` tells whether the models are loaded (see ``/readyz``)."""
+    def health() -> dict[str, Any]:
         return {
             "status": "ok",
             "ready": state.readiness.status == "ready",
@@ -191,6 +188,16 @@ def create_app(
             "shadow": state.shadow is not None,
             "kb": state.kb is not None,
         }
+
+    # outermost: a liveness probe is answered before the gate, the router and every other middleware
+    app.add_middleware(Liveness, body=health, metrics=state.metrics)
+    _add_error_handlers(app)
+
+    @app.get("/healthz", tags=["ops"])
+    async def healthz() -> dict[str, Any]:
+        """Liveness: the process answers. ``ready`` tells whether the models are loaded (see ``/readyz``).
+        Answered at the ASGI layer, before any middleware (:class:`~admit.service.gate.Liveness`)."""
+        return health()
 
     @app.get("/readyz", tags=["ops"], responses={503: {"description": "Still loading its models, or failed to."}})
     async def readyz() -> JSONResponse:

@@ -11,12 +11,13 @@ the CPU its jobs really cost, so one sending 2-second packs is served a 40th as 
 searches. One tenant holds at most ``per_tenant`` processes; the last ``reserve`` processes go only to *light*
 tenants (whose recent jobs cost less than ``long_cpu_s`` of CPU each).
 
-**CPU: least attained service across processes.** Every ``tick_s`` the pool reads each busy process's CPU time
-(``/proc``): jobs that have used less than ``long_cpu_s`` run; of the others at most ``cores - short - 1`` run
-at once but never fewer than one (long work's guaranteed share, whatever the core count), taking turns of
-``slice_s``; the rest are paused (``SIGSTOP``) until their turn (``SIGCONT``), never longer than
-:func:`admit.service.sched.max_pause_s`. A heavy tenant's job is dispatched while no long job runs, even when
-light tenants keep every process busy.
+**CPU: the scheduler core** (:class:`admit.service.sched.Core`, the same rules as the thread pool's). Every
+``tick_s`` the pool reads each busy process's CPU time (``/proc``) and the core says which long jobs run (the
+others are paused with ``SIGSTOP`` until their turn, ``SIGCONT``, never longer than
+:func:`admit.service.sched.max_pause_s`); while long jobs run, short ones start only up to
+:func:`admit.service.sched.short_cap`, so long work keeps its share of the cores however many short jobs wait,
+and a heavy tenant's job starts whenever no long job holds the long lane, first once a turn of every worker
+has passed it.
 
 **Deadlines.** A job still running at its deadline has its process killed (``SIGKILL``) and replaced by a fresh
 fork; the CPU it used is charged to its tenant. No job outlives its deadline by more than one tick. Past the
@@ -52,10 +53,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from admit.errors import BackendError, Overloaded
+from admit.errors import BackendError, LimitExceeded, Overloaded
 from admit.service.fairq import FairQueue, TenantQueue
-from admit.service.sched import LaneJob, lanes_for, long_lanes
-from admit.service.worker import HEADER, cores, dumps_job, proc_cpu, replay_effects, worker_main, worker_state
+from admit.service.sched import Core
+from admit.service.worker import (
+    HEADER,
+    cores,
+    dumps_job,
+    proc_cpu,
+    proc_memory_mb,
+    replay_effects,
+    worker_main,
+    worker_state,
+)
 
 __all__ = ["PoolSnapshot", "PoolStats", "ProcessPool", "worker_state"]
 
@@ -70,9 +80,6 @@ class _Worker:
     proc: Any
     conn: socket.socket
     job: _Job | None = None
-    stopped: bool = False
-    since: float = 0.0
-    """When it was last paused or resumed (or its job started): a long job's turn is timed from it."""
     sending: asyncio.Future[None] | None = None
     inbox: bytearray = field(default_factory=bytearray)
     """The answer read so far (the loop never blocks on a worker: a paused one may be mid-answer)."""
@@ -97,7 +104,10 @@ class _Job:
     long: bool = False
     """It has used more than ``long_cpu_s`` of CPU (it may be paused while short jobs run)."""
     heavy: bool = False  # dispatched as a heavy tenant's
-    queued: float = field(default_factory=time.monotonic)
+    quiet: bool = False  # its tenant had nothing else waiting or running: it runs first while short
+    stopped: bool = False
+    since: float = 0.0
+    """When it was last paused or resumed (or started): a long job's turn is timed from it."""
 
 
 @dataclass(slots=True)
@@ -111,7 +121,9 @@ class PoolStats:
     How jobs ended: ``ok`` (a result), ``errors`` (the job raised: a 4xx or 5xx), ``timed_out`` (killed at their
     deadline), ``abandoned`` (killed with their caller), ``lost`` (their worker died twice, or once past their
     deadline). ``dead``: worker processes found dead (idle in the free list, or at the hand-off of a job) and
-    replaced (counted in ``respawned`` too); ``retried``: jobs handed to a fresh worker after theirs died."""
+    replaced (counted in ``respawned`` too); ``retried``: jobs handed to a fresh worker after theirs died.
+    ``over_memory``: jobs stopped with their process past ``max_memory_mb``; ``recycled``: workers replaced
+    after a job left them over half of it."""
 
     dispatched: int = 0
     completed: int = 0
@@ -127,6 +139,8 @@ class PoolStats:
     lost: int = 0
     dead: int = 0
     retried: int = 0
+    over_memory: int = 0
+    recycled: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,9 +171,10 @@ class ProcessPool:
         max_queued_per_tenant: int = 64,
         max_queued_per_key: int = 64,
         max_queued: int = 1024,
+        max_memory_mb: float = 2048,
     ) -> None:
         """``0`` sizes to the cores: ``processes`` = cores, ``reserve`` = half of them (at least 1),
-        ``per_tenant`` = half the cores (at least 1)."""
+        ``per_tenant`` = half the cores (at least 1). ``max_memory_mb``: a worker's private memory bound."""
         n = cores()
         self.state = state
         self.cores = n
@@ -177,10 +192,12 @@ class ProcessPool:
             max_queued=max_queued,
         )
         """The waiting jobs, by tenant (start-time fair queuing)."""
+        self.core: Core[_Job] = Core(
+            self.queue, cores=n, regular=self.regular, reserve=self.reserve, long_cpu_s=long_cpu_s
+        )
+        """Which job starts, which long job runs (:mod:`admit.service.sched`, shared with the thread pool)."""
         self.tick_s = tick_s
-        self.slice_s, self.lane_wait_s = 0.25, 1.0
-        """How long a long job keeps its lane once resumed (before the one paused longest takes it), and the longest
-        a heavy tenant waits behind light ones while no long job runs."""
+        self.max_memory_mb = max_memory_mb
         self.stats = PoolStats()
         self._workers: list[_Worker] = []
         self._free: list[_Worker] = []
@@ -263,7 +280,7 @@ class ProcessPool:
                         "pid": w.proc.pid,
                         "cpu_s": proc_cpu(w.proc.pid) - j.cpu0,
                         "to_deadline_s": None if j.deadline_at is None else j.deadline_at - now,
-                        "paused": w.stopped,
+                        "paused": j.stopped,
                     }
                 )
         return out
@@ -283,7 +300,7 @@ class ProcessPool:
         return PoolSnapshot(
             workers=sum(1 for w in self._workers if w.proc.is_alive()),
             busy=sum(1 for w in self._workers if w.job is not None),
-            paused=sum(1 for w in self._workers if w.stopped),
+            paused=sum(1 for w in self._workers if w.job is not None and w.job.stopped),
             queued=queued,
             stats=dataclasses.replace(self.stats),
         )
@@ -292,9 +309,6 @@ class ProcessPool:
 
     def _tenant(self, name: str) -> TenantQueue[_Job]:
         return self.queue.tenant(name)
-
-    def _short_running(self) -> int:
-        return sum(1 for w in self._workers if w.job is not None and not w.job.long)
 
     def _replace_dead_free(self) -> None:
         """Replace each free worker whose process has died (killed from outside, out of memory) before a job is
@@ -310,32 +324,13 @@ class ProcessPool:
     def _dispatch(self) -> None:
         while True:
             self._replace_dead_free()
-            if not self._free:
-                # all held: a quiet tenant may start in an extra process (up to ``hard_cap``) while few jobs are short
-                if len(self._workers) >= self.hard_cap or self._short_running() >= self.reserve:
-                    return
-                if self.queue.fresh() is None:
-                    return
+            nxt = self.core.next_job(free=len(self._free), can_grow=len(self._workers) < self.hard_cap)
+            if nxt is None:
+                return
+            job, extra = nxt
+            if extra:  # every process is held: a quiet tenant starts in an extra one (up to ``hard_cap``)
                 self._spawn()
                 self.stats.extra += 1
-            busy = sum(1 for w in self._workers if w.job is not None)
-            # the reserve (the processes past ``regular``) is kept for quiet tenants: one job waiting, none running
-            light = self.queue.head("light") if busy < self.regular else self.queue.fresh()
-            # a heavy tenant starts while regular processes are free, and first once it has waited ``lane_wait_s``
-            # while no long job runs (long work's lane)
-            heavy = self.queue.head("heavy")
-            lane = heavy is not None and heavy[1].waiting[0].queued + self.lane_wait_s <= time.monotonic()
-            lane = lane and not any(w.job is not None and (w.job.long or w.job.heavy) for w in self._workers)
-            heavy = heavy if busy < self.regular or lane else None
-            if light is None and heavy is None:
-                return
-            if light is not None and (heavy is None or (light[0] <= heavy[0] and not lane)):
-                tag, t, which = light[0], light[1], "light"
-            else:
-                assert heavy is not None
-                tag, t, which = heavy[0], heavy[1], "heavy"
-            job = self.queue.pop(which, tag, t)
-            job.heavy = which == "heavy"
             self._start_job(job)
 
     def _start_job(self, job: _Job) -> None:
@@ -343,7 +338,8 @@ class ProcessPool:
         w.job = job
         job.worker = w
         job.cpu0 = proc_cpu(w.proc.pid)
-        job.started = w.since = time.monotonic()
+        job.started = time.monotonic()
+        self.core.started(job, job.started)
         self.stats.dispatched += 1
         assert self._loop is not None
         payload = self._payloads.pop(job)
@@ -385,7 +381,7 @@ class ProcessPool:
         self.stats.retried += 1
         self._payloads[job] = job.payload
         job.payload = b""
-        self.queue.undo(job)  # not charged, first in its tenant's queue: it already waited its turn
+        self.core.requeue(job)  # not charged, first in its tenant's queue: it already waited its turn
         self._dispatch()
         self._schedule_cpu()
 
@@ -443,7 +439,7 @@ class ProcessPool:
                 self._loop.remove_reader(w.conn.fileno())
         cpu = max(0.0, cpu)
         job.cpu = cpu
-        self.queue.done(job, cpu)
+        self.core.ended(job, cpu)
         self.stats.completed += 1
         if replace:
             if died:
@@ -455,12 +451,16 @@ class ProcessPool:
                 self._spawn()
                 self.stats.respawned += 1
         else:
-            if w.stopped:
+            if job.stopped:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(w.proc.pid, signal.SIGCONT)
-                w.stopped = False
-            if len(self._workers) > self.size:
-                self._retire(w)  # an extra process: ended once its job is done
+                job.stopped = False
+            half = self.max_memory_mb / 2
+            if len(self._workers) > self.size or proc_memory_mb(w.proc.pid, half) > half:
+                self._retire(w)  # an extra process, or one a job left big: ended once its job is done
+                if len(self._workers) < self.size and not self._closed:
+                    self._spawn()
+                    self.stats.recycled += 1
             else:
                 self._free.append(w)
         self._dispatch()
@@ -488,61 +488,35 @@ class ProcessPool:
 
     def _schedule_once(self) -> None:
         now = time.monotonic()
-        running = [w for w in self._workers if w.job is not None]
-        short: list[_Worker] = []
-        long: list[_Worker] = []
-        expired: list[tuple[_Worker, float]] = []
-        for w in running:
-            job = w.job
-            if job is None:
-                continue
-            used = proc_cpu(w.proc.pid) - job.cpu0
-            if job.deadline_at is not None and now >= job.deadline_at:
-                expired.append((w, used))
-                continue
-            if used < self.long_cpu_s:
-                short.append(w)
-                continue
-            long.append(w)
-            if not job.long:
-                job.long = True
-                self.queue.mark_long(job.tenant, used)  # heavy from now on, not only once the job ends
-        # long jobs: the cores short ones leave but one (for the loop), never fewer than one lane, in turns (sched)
-        lanes = lanes_for(self.cores, len(short))
-        seen = [
-            LaneJob(i, not w.stopped, w.since, (w.job and w.job.deadline_at) or float("inf"))
-            for i, w in enumerate(long)
-        ]
-        run = long_lanes(seen, lanes, now, self.slice_s)
-        for i, w in enumerate(long):
-            self._pause(w, i not in run)
-        for w in short:
-            self._pause(w, False)
-        for w, used in expired:
-            if w.job is not None:
+        held = {w.job: w for w in self._workers if w.job is not None}
+        plan = self.core.plan({j: proc_cpu(w.proc.pid) - j.cpu0 for j, w in held.items()}, now)
+        for job, w in held.items():
+            if job not in plan.expired and job.stopped != (job in plan.pause):
+                try:
+                    os.kill(w.proc.pid, signal.SIGSTOP if not job.stopped else signal.SIGCONT)
+                except ProcessLookupError:
+                    continue
+                self.core.paused(job, not job.stopped, now)
+                self.stats.paused += job.stopped
+        for job in plan.expired:
+            w = held[job]
+            if w.job is job:
                 self.stats.timed_out += 1
-                self._kill(w, used)
-        self._arm_tick(bool(running))
+                self._kill(w, proc_cpu(w.proc.pid) - job.cpu0)
+        for job, w in held.items():  # the memory bound: a job past it is stopped with its process
+            if w.job is job and proc_memory_mb(w.proc.pid, self.max_memory_mb) > self.max_memory_mb:
+                self.stats.over_memory += 1
+                why = f"the request needed over max_worker_memory_mb={self.max_memory_mb:g}; send less at once"
+                self._kill(w, proc_cpu(w.proc.pid) - job.cpu0, LimitExceeded(why))
+        self._arm_tick(bool(held))
 
-    def _pause(self, w: _Worker, stop: bool) -> None:
-        if stop == w.stopped:
-            return
-        try:
-            os.kill(w.proc.pid, signal.SIGSTOP if stop else signal.SIGCONT)
-        except ProcessLookupError:
-            return
-        w.stopped = stop
-        w.since = time.monotonic()
-        if stop:
-            self.stats.paused += 1
-
-    def _kill(self, w: _Worker, used: float) -> None:
+    def _kill(self, w: _Worker, used: float, why: BaseException | None = None) -> None:
         job = w.job
         if job is None:
             return
         self._finish(job, cpu=used, replace=True)
         if not job.future.done():
-            job.future.set_exception(TimeoutError())
+            job.future.set_exception(why or TimeoutError())
 
     def _arm_tick(self, needed: bool) -> None:
         if self._ticker is not None or not needed or self._loop is None or self._closed:

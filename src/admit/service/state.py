@@ -152,6 +152,7 @@ class ServiceState:
                 max_queued_per_tenant=lim.max_queued_per_tenant,
                 max_queued_per_key=lim.max_queued_per_key,
                 max_queued=lim.max_queued,
+                max_memory_mb=lim.max_worker_memory_mb,
             )
             self.metrics.watch_pool(self.procs)
         return self.procs

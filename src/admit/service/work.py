@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import os
 import sys
 import threading
@@ -16,7 +15,8 @@ import anyio
 from anyio.lowlevel import RunVar
 
 from admit import _deadline
-from admit.errors import Overloaded
+from admit.service.fairq import FairQueue
+from admit.service.sched import Core
 
 __all__ = ["SWITCH_INTERVAL_S", "Job", "WorkPool", "responsive_interpreter"]
 
@@ -38,49 +38,43 @@ def responsive_interpreter() -> None:
 
 @dataclass(slots=True, eq=False)
 class Job:
-    """One admitted request: its tenant, when it started, and whether it still counts as short."""
+    """One request in the pool: its tenant, when it started, and what the scheduler core reads of it."""
 
     tenant: str
     start: float = field(default_factory=time.monotonic)
     young: bool = True
-
-
-@dataclass(slots=True, eq=False)
-class _Waiter:
-    tenant: str
-    seq: int
-    event: anyio.Event = field(default_factory=anyio.Event)
-    job: Job | None = None
-
-
-@dataclass(slots=True)
-class _Admission:
-    """The per-event-loop admission state (counts, the queue)."""
-
-    in_flight: dict[str, int] = field(default_factory=dict)
-    jobs: set[Job] = field(default_factory=set)
-    waiting: list[_Waiter] = field(default_factory=list)
+    key: str = ""
+    size: int = 0
+    estimate: float = 0.0
+    deadline_at: float | None = None
+    long: bool = False
+    heavy: bool = False
+    quiet: bool = False
+    stopped: bool = False
+    since: float = 0.0
+    cpu: float = 0.0
+    event: anyio.Event | None = None
 
 
 class WorkPool:
-    """The worker threads request work runs in, shared fairly between tenants.
+    """The worker threads request work runs in, shared fairly between tenants by the scheduler core both pools
+    use (:class:`admit.service.sched.Core`).
 
-    **Admission** (which waiting request gets a worker next): waiting requests are served tenant by tenant: a
-    tenant with nothing in flight goes ahead of tenants already holding workers, a tenant whose requests have
-    lately run long (over ``long_s``) after those, and within a class the tenant that has waited longest. One
-    tenant holds at most ``per_tenant`` workers; all tenants together at most ``size - reserve``. The last
-    ``reserve`` workers go only to a tenant with nothing in flight that has not lately run long, so a set of
-    tenants (one customer's eight accounts) that keeps expensive requests in flight never takes the last
-    workers; while every worker is held, such a tenant may still start (up to ``hard_cap`` threads) as long as
-    fewer than ``reserve`` requests are short (the long ones yield the interpreter, see below).
+    **Admission** (which waiting request gets a worker next): start-time fair queuing by tenant, a tenant charged
+    its threads' CPU time. One tenant holds at most ``per_tenant`` workers; all tenants together at most
+    ``size - reserve``; the last ``reserve`` workers go only to a quiet tenant (one request waiting, none in
+    flight), so a set of tenants (one customer's eight accounts) that keeps expensive requests in flight never
+    takes the last workers; while every worker is held, a quiet tenant may still start (up to ``hard_cap``
+    threads) as long as fewer than ``reserve`` requests are short. While long requests run, short ones start only
+    up to :func:`admit.service.sched.short_cap`: long work keeps its share.
 
-    **CPU** (which running request gets the interpreter): a request that has run longer than ``long_s`` waits
-    at its next checkpoint (every regex call and the long loops call :func:`admit._deadline.checkpoint`) while
-    a request that has not (a short search beside a long pack) is running, so short requests keep close to their
-    quiet latency however many long ones are in flight (least-attained-service scheduling). Long requests share
-    what is left, inside their deadline, one at a time, the oldest first (the earliest deadline): however many
-    long requests are in flight, a short one competes with one of them for the interpreter, not with all, and
-    the long ones finish in turn instead of all running past their deadline together.
+    **CPU** (which running request gets the interpreter): while a quiet tenant's request runs, the backlogged
+    tenants' short requests wait at their checkpoints as the core says; a request that has run longer than
+    ``long_s`` is long; at its checkpoints (every regex call and the long loops call
+    :func:`admit._deadline.checkpoint`) it waits while the core pauses it: of the long requests,
+    :func:`admit.service.sched.lanes_for` run at once, never fewer than one, taking turns of ``slice_s`` (the
+    one paused longest next), so however many long requests are in flight a short one competes with few of them
+    for the interpreter, and none stays paused longer than :func:`admit.service.sched.max_pause_s`.
     """
 
     def __init__(
@@ -92,150 +86,104 @@ class WorkPool:
         long_s: float = 0.25,
         max_queued_per_tenant: int = 64,
         max_queued: int = 1024,
+        cores: int = 0,
     ) -> None:
         """``0`` sizes to the machine (see :class:`~admit.service.config.Limits`)."""
-        cores = os.cpu_count() or 2
-        self.size = size or min(64, max(4, 4 * cores))
+        n = cores or os.cpu_count() or 2
+        self.size = size or min(64, max(4, 4 * n))
         """Worker threads at once (plus up to ``reserve`` while every one is held by long requests)."""
         self.reserve = min(self.size - 1, reserve or max(1, self.size // 4)) if self.size > 1 else 0
         """Workers only a tenant with nothing in flight (and no recent long request) may take."""
-        self.per_tenant = min(self.size - self.reserve or 1, per_tenant or max(1, cores // 2))
+        self.per_tenant = min(self.size - self.reserve or 1, per_tenant or max(1, n // 2))
         """Of those, the most one tenant holds."""
         self.hard_cap = max(64, 2 * self.size)
         """Most threads at once, fresh tenants' included."""
         self.long_s = long_s
         """A request running longer than this is a long one (it yields the interpreter to short ones)."""
-        self.heavy_for_s = 60.0
-        """How long a tenant whose request ran long is served after the others."""
-        self._heavy_until: dict[str, float] = {}
-        self._state: RunVar[_Admission] = RunVar(f"admit-work-{id(self)}")
-        self._seq = itertools.count()
+        self.queue: FairQueue[Job] = FairQueue(
+            per_tenant=self.per_tenant,
+            long_cpu_s=long_s,
+            max_queued_per_tenant=max_queued_per_tenant,
+            max_queued_per_key=max_queued_per_tenant,
+            max_queued=max_queued,
+        )
+        self.core: Core[Job] = Core(
+            self.queue, cores=n, regular=max(1, self.size - self.reserve), reserve=self.reserve, long_cpu_s=long_s
+        )
+        """Which request starts, which long one runs (:mod:`admit.service.sched`, shared with the process pool)."""
         self._cpu = threading.Condition()
-        self._young: dict[Job, None] = {}
+        """Guards the core: the loop starts and ends jobs, the worker threads ask it at their checkpoints."""
         self._holder: Job | None = None
-        self._holder_since = self._holder_seen = 0.0
-        self._queued: dict[Job, None] = {}
+        self._holder_since = 0.0
+        self._quiet = 0
+        """Quiet tenants' requests running: while any does, the others' short ones ask the core at checkpoints."""
         self.quantum_s = 0.02
-        """How often the running long request looks for an older one waiting (lock-free in between)."""
-        self.idle_s = 0.1
-        """A turn whose holder has not reached a checkpoint for this long (I/O) is given to the next."""
-        self.max_queued_per_tenant = max_queued_per_tenant
-        """Most requests of one tenant waiting; past it :class:`~admit.errors.Overloaded` (429)."""
-        self.max_queued = max_queued
-        self.reserved_queue = 4
-        """Requests of one tenant (waiting and running) let in however full the queue is: its own share."""
-        """Most requests waiting in all (so a re-rank of the waiters stays bounded); past it 429."""
+        """How often a running long request asks the core again (lock-free in between)."""
 
     # ------------------------------------------------------------------ admission (on the event loop)
 
-    def _admission(self) -> _Admission:
-        try:
-            return self._state.get()
-        except LookupError:
-            st = _Admission()
-            self._state.set(st)
-            return st
-
-    def heavy(self, tenant: str, now: float | None = None) -> bool:
-        """Whether ``tenant`` had a request run long lately (it is served after the others)."""
-        until = self._heavy_until.get(tenant)
-        return until is not None and (now if now is not None else time.monotonic()) < until
-
-    def _admissible(self, st: _Admission, tenant: str, now: float) -> bool:
-        held = st.in_flight.get(tenant, 0)
-        if held >= self.per_tenant:
-            return False
-        total = len(st.jobs)
-        if total < self.size - self.reserve:
-            return True
-        if held or self.heavy(tenant, now):
-            return False
-        if total < self.size:
-            return True
-        # every worker is held: a fresh tenant may still start while few requests are short (the held ones
-        # are long and yield the interpreter to it), up to ``hard_cap`` threads
-        young = sum(1 for j in st.jobs if j.young and now - j.start <= self.long_s)
-        return young < self.reserve and total < self.hard_cap
-
-    def _rank(self, st: _Admission, w: _Waiter, now: float) -> tuple[int, int, int, int]:
-        held = st.in_flight.get(w.tenant, 0)
-        return (held > 0, self.heavy(w.tenant, now), held, w.seq)
-
-    def _dispatch(self, st: _Admission) -> None:
-        now = time.monotonic()
-        while st.waiting:
-            for w in sorted(st.waiting, key=lambda w: self._rank(st, w, now)):
-                if self._admissible(st, w.tenant, now):
-                    st.waiting.remove(w)
-                    w.job = self._take(st, w.tenant)
-                    w.event.set()
-                    break
-            else:
-                return
-
-    def _take(self, st: _Admission, tenant: str) -> Job:
-        job = Job(tenant)
-        st.jobs.add(job)
-        st.in_flight[tenant] = st.in_flight.get(tenant, 0) + 1
-        with self._cpu:
-            self._young[job] = None
-        return job
-
-    def _release(self, st: _Admission, job: Job) -> None:
-        st.jobs.discard(job)
-        left = st.in_flight.get(job.tenant, 1) - 1
-        if left:
-            st.in_flight[job.tenant] = left
-        else:
-            st.in_flight.pop(job.tenant, None)
-        if time.monotonic() - job.start > self.long_s:
-            self._mark_heavy(job.tenant)
-        with self._cpu:
-            self._young.pop(job, None)
-            self._cpu.notify_all()
-        self._dispatch(st)
-
     def _mark_heavy(self, tenant: str) -> None:
-        now = time.monotonic()
-        self._heavy_until[tenant] = now + self.heavy_for_s
-        if len(self._heavy_until) > 10_000:  # bounded: a burst of tenants cannot grow it without limit
-            for key in [k for k, v in list(self._heavy_until.items()) if v < now]:  # a snapshot: workers write too
-                self._heavy_until.pop(key, None)
+        """``tenant``'s requests ran long lately: it is served as a heavy tenant."""
+        with self._cpu:
+            self.queue.mark_long(tenant, self.long_s)
+
+    def _dispatch(self) -> None:
+        with self._cpu:
+            now = time.monotonic()
+            self.core.plan({j: now - j.start for j in self.core.running}, now)  # young requests age into long
+            while True:
+                free = self.size - len(self.core.running)
+                nxt = self.core.next_job(free=free, can_grow=len(self.core.running) < self.hard_cap)
+                if nxt is None:
+                    return
+                job = nxt[0]
+                job.start = time.monotonic()
+                self.core.started(job, job.start)
+                self._quiet += job.quiet
+                assert job.event is not None
+                job.event.set()
+
+    def _release(self, job: Job) -> None:
+        with self._cpu:
+            if time.monotonic() - job.start > self.long_s:
+                self.queue.mark_long(job.tenant, max(job.cpu, self.long_s))
+            if job in self.core.running:
+                self._quiet -= job.quiet
+            self.core.ended(job, job.cpu)
+            self._cpu.notify_all()
+        self._dispatch()
 
     @asynccontextmanager
     async def slot(self, tenant: str) -> AsyncIterator[Job]:
         """Hold a worker for ``tenant`` (waiting in the fair queue for it) while the block runs."""
-        st = self._admission()
-        crowded = len(st.waiting) >= min(self.max_queued, self.max_queued_per_tenant)
-        mine = sum(1 for x in st.waiting if x.tenant == tenant) if crowded else 0
-        full = len(st.waiting) >= self.max_queued and mine + st.in_flight.get(tenant, 0) >= self.reserved_queue
-        if full or mine >= self.max_queued_per_tenant:  # (a tenant inside its own share is never refused for others)
-            raise Overloaded("too many requests waiting for a worker; retry after 1 s", retry_after_s=1.0)
-        w = _Waiter(tenant, next(self._seq))
-        st.waiting.append(w)
-        self._dispatch(st)
+        job = Job(tenant, key=f"tenant:{tenant}", event=anyio.Event())
+        with self._cpu:
+            self.queue.check(tenant, job.key)  # past a bound: Overloaded (429)
+            self.queue.add(job)
+        self._dispatch()
+        assert job.event is not None
         try:
-            while not w.event.is_set():
+            while not job.event.is_set():
                 # young requests age: a tenant held back by them is reconsidered as they do
                 with anyio.move_on_after(self.long_s / 2):
-                    await w.event.wait()
-                if not w.event.is_set():
-                    self._dispatch(st)
+                    await job.event.wait()
+                if not job.event.is_set():
+                    self._dispatch()
         except BaseException:
-            if w.job is None:
-                st.waiting.remove(w)
-            else:
-                self._release(st, w.job)
+            with self._cpu:
+                waiting = self.queue.remove(job)
+            if not waiting:
+                self._release(job)
             raise
-        assert w.job is not None
         try:
-            yield w.job
+            yield job
         finally:
-            self._release(st, w.job)
+            self._release(job)
 
     async def run(self, tenant: str, fn: Callable[[], T], *, deadline_at: float | None = None) -> T:
         """Run ``fn`` in a worker thread in ``tenant``'s fair share, cancelled (abandoned) with its caller."""
         async with self.slot(tenant) as job:
+            job.deadline_at = deadline_at
             return await anyio.to_thread.run_sync(
                 self._in_thread, job, fn, deadline_at, abandon_on_cancel=True, limiter=self._threads()
             )
@@ -252,12 +200,13 @@ class WorkPool:
     # ------------------------------------------------------------------ CPU share (in the worker threads)
 
     def _in_thread(self, job: Job, fn: Callable[[], T], deadline_at: float | None) -> T:
+        cpu0 = time.thread_time()
         try:
             with _deadline.deadline(deadline_at), _deadline.scheduled(lambda: self._checkpoint(job, deadline_at)):
                 return fn()
         finally:
+            job.cpu = time.thread_time() - cpu0
             with self._cpu:
-                self._young.pop(job, None)
                 if self._holder is job:
                     self._holder = None
                 self._cpu.notify_all()
@@ -265,48 +214,31 @@ class WorkPool:
     def _checkpoint(self, job: Job, deadline_at: float | None) -> None:
         now = time.monotonic()
         if job.young:
-            if now - job.start <= self.long_s:
-                return
-            job.young = False
-            self._heavy_until[job.tenant] = now + self.heavy_for_s
-            with self._cpu:
-                self._young.pop(job, None)
-                self._cpu.notify_all()
-        if not self._young and self._holder is job and now - self._holder_since < self.quantum_s:
-            self._holder_seen = now  # the common case: the running long request keeps its turn, no lock
-            return
+            if now - job.start <= self.long_s and (job.quiet or not self._quiet):
+                return  # short, and no quiet tenant's request runs ahead of it: no lock
+            if now - job.start > self.long_s:
+                job.young = False
+        if self._holder is job and now - self._holder_since < self.quantum_s:
+            return  # the common case: the running long request keeps its turn, no lock
         with self._cpu:
             while True:
                 now = time.monotonic()
-                for j in [j for j in self._young if now - j.start > self.long_s]:
-                    del self._young[j]  # a short job that stopped calling checkpoints ages all the same
                 if deadline_at is not None and now > deadline_at:
-                    if self._holder is job:
-                        self._holder = None
-                        self._cpu.notify_all()
                     return  # the checkpoint raises DeadlineExceeded
-                if self._young:
+                if job not in self.core.running:
+                    return  # released (its caller gone): it ends at its deadline's next checkpoint
+                plan = self.core.plan({j: now - j.start for j in self.core.running}, now)
+                if job not in plan.pause:
+                    if job.stopped:
+                        self.core.paused(job, False, now)
+                    self._holder, self._holder_since = job, now
+                    return
+                if not job.stopped:
+                    self.core.paused(job, True, now)
                     if self._holder is job:
                         self._holder = None
-                        self._cpu.notify_all()
-                elif self._holder is job:
-                    first = min(self._queued, key=lambda j: j.start, default=job)
-                    if first.start >= job.start:
-                        self._holder_seen, self._holder_since = now, now
-                        return
-                    self._holder = None  # an older long request (an earlier deadline) is waiting: its turn
                     self._cpu.notify_all()
-                elif self._holder is None or now - self._holder_seen > self.idle_s:
-                    # free, or its holder is off the CPU (waiting on I/O) for a while: the oldest waiter takes it
-                    first = min(self._queued, key=lambda j: j.start, default=job)
-                    if first.start >= job.start:
-                        self._holder, self._holder_since, self._holder_seen = job, now, now
-                        return
-                self._queued[job] = None
-                try:
-                    self._cpu.wait(0.01)
-                finally:
-                    self._queued.pop(job, None)
+                self._cpu.wait(0.01)
 
 
 _THREADS: RunVar[anyio.CapacityLimiter] = RunVar("admit-work-threads")

@@ -34,6 +34,7 @@ __all__ = [
     "dumps_job",
     "install_capture",
     "proc_cpu",
+    "proc_memory_mb",
     "replay_effects",
     "worker_main",
     "worker_state",
@@ -73,6 +74,26 @@ def proc_cpu(pid: int) -> float:
         return (int(fields[11]) + int(fields[12])) / _CLK_TCK
     except (IndexError, ValueError):
         return 0.0
+
+
+_PAGE_MB = (os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096) / 2**20
+
+
+def proc_memory_mb(pid: int, above: float = 0.0) -> float:
+    """The memory (MB) of process ``pid`` that counts against a bound of ``above``: its resident size when that is
+    under the bound (cheap, ``/proc/PID/statm``), else its private memory, resident and not shared with the server
+    it was forked from (``Private_Clean + Private_Dirty`` of ``/proc/PID/smaps_rollup``). 0.0 when it is gone."""
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as fh:
+            rss = int(fh.read().split()[1]) * _PAGE_MB
+        if rss <= above:
+            return rss
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+            lines = fh.read().splitlines()
+    except (OSError, IndexError, ValueError):
+        return 0.0
+    private = sum(int(ln.split()[1]) for ln in lines if ln.startswith((b"Private_Clean:", b"Private_Dirty:"))) / 1024
+    return min(rss, private) if private else rss
 
 
 # ---------------------------------------------------------------------------------------------- pickling
