@@ -14,7 +14,13 @@ from admit.backends.embedders.base import CachedEmbedder, Embedder
 from admit.backends.rerankers.cross import CrossEncoder, chunk_passage, default_model_path
 from admit.errors import ConfigError
 from admit.prune.setwise_model import crosslang
-from admit.prune.setwise_model.coverage import DEEP_LIST, coverage_before, grade_of_prob
+from admit.prune.setwise_model.coverage import (
+    CLEAR_RATIO,
+    DEEP_LIST,
+    clear_answer_cap,
+    coverage_before,
+    grade_of_prob,
+)
 from admit.prune.setwise_model.coverage import grades as grade_list
 from admit.prune.setwise_model.features import Prepared, SetwiseItem, prepare
 from admit.prune.setwise_model.fusion import fuse
@@ -69,7 +75,7 @@ class SetwiseScores:
     ruled: tuple[bool, ...] = ()
 
 
-_BY_THE_LIST = ("the list's coverage", "the deep-list cut-off")
+_BY_THE_LIST = ("the list's coverage", "the deep-list cut-off", "the clear-answer cap")
 
 
 def _reason(j: int, prep: Prepared, stage0: FloatArray, final: FloatArray, grade: int) -> str:
@@ -215,6 +221,10 @@ class SetwiseScorer:
             an instance with ``embed`` and ``embed_query``, or ``None`` (default) for :func:`multilingual_by_default`.
     """
 
+    clear_answer = True
+    """Whether the clear-answer cap (:func:`.coverage.clear_answer_cap`) runs on the list's grades (the fit script and
+    an A/B run switch it off)."""
+
     def __init__(
         self,
         embedder: Embedder | None = None,
@@ -353,6 +363,17 @@ class SetwiseScorer:
                         f"; deep list of {prep.n}: graded as a list of its best {DEEP_LIST} would be "
                         f"(grade {by_share[j]} by a share of the whole list)"
                     )
+        if self.clear_answer:
+            capped = clear_answer_cap(final, grades)
+            top = float(final.max())
+            for j in range(prep.n):
+                if capped[j] != grades[j]:
+                    setby[j] = "the clear-answer cap"
+                    reasons[j] += (
+                        f"; grade {capped[j]} (was {grades[j]}): the list has a clear answer (best p={top:.2f}) and "
+                        f"this chunk's p={float(final[j]):.2f} is under {CLEAR_RATIO:g} of it"
+                    )
+            grades = capped
         if prep.ident_hit.any():
             asked = ", ".join(sorted(record.identifiers))
             before = list(grades)
