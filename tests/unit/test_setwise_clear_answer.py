@@ -50,8 +50,9 @@ QUESTION = "How long does the replication queue keep entries?"
 
 
 def test_the_cap_lowers_only_chunks_far_below_a_clear_answer() -> None:
-    probs = np.array([0.9, 0.03, 0.2, 0.05, 0.089])
-    assert clear_answer_cap(probs, [5, 4, 4, 3, 3]) == [5, CLEAR_CAP_GRADE, 4, CLEAR_CAP_GRADE, CLEAR_CAP_GRADE]
+    under, over = 0.9 * CLEAR_RATIO * 0.99, 0.9 * CLEAR_RATIO * 1.01
+    probs = np.array([0.9, 0.01, 0.2, under, over])
+    assert clear_answer_cap(probs, [5, 4, 4, 3, 3]) == [5, CLEAR_CAP_GRADE, 4, CLEAR_CAP_GRADE, 3]
     assert clear_answer_cap(probs, [5, 1, 4, 2, 1]) == [5, 1, 4, 2, 1]  # never lifts
     unsure = np.array([CLEAR_BEST_P - 0.01, 0.01, 0.01])
     assert clear_answer_cap(unsure, [5, 4, 3]) == [5, 4, 3]  # no clear answer: the list's grades stand

@@ -65,11 +65,12 @@ PROB_GRADE_CUTS: tuple[float, float, float, float] = (0.02, 0.05, 0.15, 0.4)
 #: stage was fitted on lists that are mostly two-hop and kept 3-5 chunks of a 10-chunk documentation list whose
 #: answer is one section (p 0.9 beside p 0.03). Both values are fitted by ``scripts/fit_clear_answer.py`` on 255
 #: ../shared/train lists (MedQuAD, doc2dial, PolicyQA, QMSum: families the trees never saw; HotpotQA and MuSiQue as
-#: the multi-hop guard): the fewest chunks kept at threshold 3 with at most one list per family losing its answer
-#: (docs/pruning.md, "Clear answers"). At least ``setwise.UNSURE_BEST_P``: an unsure list has no clear answer.
+#: the multi-hop guard): the fewest chunks kept at threshold 3 with at most one list per family losing its answer and
+#: no guard list losing a gold chunk (docs/pruning.md, "Clear answers"). At least ``setwise.UNSURE_BEST_P``: an unsure
+#: list has no clear answer.
 CLEAR_BEST_P = 0.4
 #: The share of the best probability under which a chunk is not needed beside a clear answer.
-CLEAR_RATIO = 0.1
+CLEAR_RATIO = 0.05
 #: The most a chunk under a clear answer is graded: under the default threshold (3), at the lowest one kept (2).
 CLEAR_CAP_GRADE = 2
 
