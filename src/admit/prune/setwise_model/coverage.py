@@ -67,7 +67,7 @@ PROB_GRADE_CUTS: tuple[float, float, float, float] = (0.02, 0.05, 0.15, 0.4)
 #: ../shared/train lists (MedQuAD, doc2dial, PolicyQA, QMSum: families the trees never saw; HotpotQA and MuSiQue as
 #: the multi-hop guard): the fewest chunks kept at threshold 3 with at most one list per family losing its answer and
 #: no guard list losing a gold chunk (docs/pruning.md, "Clear answers"). At least ``setwise.UNSURE_BEST_P``: an unsure
-#: list has no clear answer.
+#: list has no clear answer. Off by default (``SetwiseScorer.clear_answer``): it cost R@68 on ../shared/data.
 CLEAR_BEST_P = 0.4
 #: The share of the best probability under which a chunk is not needed beside a clear answer.
 CLEAR_RATIO = 0.05
