@@ -18,12 +18,16 @@ import numpy.typing as npt
 from admit.prune.setwise_model.features import QUESTION_FEATURES
 
 __all__ = [
+    "CLEAR_BEST_P",
+    "CLEAR_CAP_GRADE",
+    "CLEAR_RATIO",
     "COVERAGE_FEATURES",
     "DEEP_LIST",
     "DEFAULT_KEEP_BOUNDS",
     "LEAST_KEEP_CAP",
     "PROB_GRADE_CUTS",
     "SHORT_LIST",
+    "clear_answer_cap",
     "coverage_before",
     "coverage_features",
     "deep_cap",
@@ -55,6 +59,20 @@ DEEP_LIST = 50
 #: differs from it (the list's coverage, the deep-list cut-off, a rule). Chosen as the cut points (on a grid) that
 #: agree most with the grades of 40 lists each of hotpotqa_distractor and rhdh_docs: 667 of 800 chunks (83%).
 PROB_GRADE_CUTS: tuple[float, float, float, float] = (0.02, 0.05, 0.15, 0.4)
+
+#: A list has a clear answer when its best chunk reaches this probability; then a chunk whose probability is under
+#: :data:`CLEAR_RATIO` of the best is graded at most :data:`CLEAR_CAP_GRADE` (:func:`clear_answer_cap`). The coverage
+#: stage was fitted on lists that are mostly two-hop and kept 3-5 chunks of a 10-chunk documentation list whose
+#: answer is one section (p 0.9 beside p 0.03). Both values are fitted by ``scripts/fit_clear_answer.py`` on 255
+#: ../shared/train lists (MedQuAD, doc2dial, PolicyQA, QMSum: families the trees never saw; HotpotQA and MuSiQue as
+#: the multi-hop guard): the fewest chunks kept at threshold 3 with at most one list per family losing its answer and
+#: no guard list losing a gold chunk (docs/pruning.md, "Clear answers"). At least ``setwise.UNSURE_BEST_P``: an unsure
+#: list has no clear answer. Off by default (``SetwiseScorer.clear_answer``): it cost R@68 on ../shared/data.
+CLEAR_BEST_P = 0.4
+#: The share of the best probability under which a chunk is not needed beside a clear answer.
+CLEAR_RATIO = 0.05
+#: The most a chunk under a clear answer is graded: under the default threshold (3), at the lowest one kept (2).
+CLEAR_CAP_GRADE = 2
 
 COVERAGE_FEATURES: tuple[str, ...] = (
     "log_r",
@@ -214,3 +232,25 @@ def grades(
         keep = min(max(keep, least), most)
         out[rank < keep] = g
     return [int(v) for v in out]
+
+
+def clear_answer_cap(
+    probs: FloatArray, grades: Sequence[int], best_p: float = CLEAR_BEST_P, ratio: float = CLEAR_RATIO
+) -> list[int]:
+    """``grades`` with the chunks far below a clear answer graded at most :data:`CLEAR_CAP_GRADE`.
+
+    When the list's best probability reaches ``best_p``, every other chunk whose probability is under ``ratio`` of
+    it is graded at most :data:`CLEAR_CAP_GRADE`; the best chunk and every chunk of a list without a clear answer
+    keep their grades. The rules (an identifier, a release, an enumeration) run after it and may lift a chunk again.
+    """
+    out = [int(g) for g in grades]
+    if probs.size == 0 or probs.size != len(out):
+        return out
+    best = int(np.argmax(probs))
+    top = float(probs[best])
+    if top < best_p:
+        return out
+    for j in range(len(out)):
+        if j != best and float(probs[j]) < ratio * top:
+            out[j] = min(out[j], CLEAR_CAP_GRADE)
+    return out
