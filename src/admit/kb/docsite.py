@@ -950,9 +950,9 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
     pv = _PAREN_VERSION.search(title) if title else None
     if pv is not None:  # "Welcome to Flask — Flask Documentation (2.2.x)": the version, then the plain docstitle
         title, version = pv.group(1), pv.group(2)
-    own = _generator_title(title, heading, generator)
-    if own is not None:
-        return own
+    generated = _generator_title(title, heading, generator)
+    if generated is not None:
+        return generated
     m = _DOCS_TITLE.search(title) if title else None
     alone = m is not None and not m.group(1)  # the docstitle alone: only a Sphinx site's, or one with a version
     if m is not None and (not alone or generator in ("sphinx", "docutils") or _SITE_VERSION.search(m.group(2))):
