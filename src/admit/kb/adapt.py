@@ -16,17 +16,15 @@ of 0.95 or more to a gold chunk) removed from the candidates (near misses: the d
 answer), and questions about other products (``foreign_questions.txt``, written for this; a question whose product
 the knowledge base names is skipped).
 
-**The fit**: ``threshold`` is set so that at least :data:`MAX_NA_ANSWERABLE` and at most :data:`MAX_NA_SEPARATING`
-of the paraphrased answerable questions that the rules leave to the probability fall below it ("not answered"; a
-rule's verdict stands whatever the threshold), where it best separates them from the unanswerable ones;
-``answered_at`` so that at most :data:`MAX_UNSURE` of them fall between the two ("unsure"). Models with too few
-questions keep the shipped thresholds. The figures (before and after, and a two-fold estimate on questions
+**The fit**: ``threshold`` is set so that at most :data:`MAX_NA_ANSWERABLE` of the paraphrased answerable questions
+that the rules leave to the probability fall below it ("not answered"; a rule's verdict stands whatever the
+threshold); ``answered_at`` so that at most :data:`MAX_UNSURE` of them fall between the two ("unsure"). Models with
+too few questions keep the shipped thresholds. The figures (before and after, and a two-fold estimate on questions
 the fit did not see) are stored with it.
 """
 
 from __future__ import annotations
 
-import bisect
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
@@ -55,7 +53,6 @@ if TYPE_CHECKING:
 __all__ = [
     "FLOOR_SHARE",
     "MAX_NA_ANSWERABLE",
-    "MAX_NA_SEPARATING",
     "MAX_UNSURE",
     "AdaptCase",
     "AdaptOptions",
@@ -68,9 +65,6 @@ __all__ = [
 #: The share of the answerable pseudo-questions the fitted threshold may say "not answered" of (below the 5%
 #: target on real questions: the pseudo-questions are easier than a user's, even paraphrased).
 MAX_NA_ANSWERABLE = 0.03
-#: The most the threshold may say "not answered" of the answerable pseudo-questions when that separates them better
-#: from the unanswerable ones (:func:`_separating`).
-MAX_NA_SEPARATING = 0.10
 #: The share of the answerable pseudo-questions the fitted band may leave "unsure" (0: the adapted thresholds say
 #: yes or no; "unsure" stays the rules' word, a key term no admitted chunk holds. A band of 5% left real answerable
 #: questions of the docs sites unsure and caught no unanswerable one).
@@ -407,7 +401,6 @@ def fit_thresholds(
         # set it at the lowest probability of all once they pass that share (0.018 on gettext's docs), and the
         # adapted model then said "answered" where the shipped one did not.
         t = free[min(math.floor(MAX_NA_ANSWERABLE * len(free)), len(free) - 1)]
-        t = _separating(t, free, sorted(c.p for c in neg if c.state != "not_answered" and not c.short_held))
         t = min(t, ABSENT_NAME_BELOW * 2)  # never a threshold the fit's extremes alone would set
         # answered_at: at most MAX_UNSURE of the answerable ones between the two
         above = [x for x in free if x >= t]
@@ -415,24 +408,6 @@ def fit_thresholds(
         lo = math.floor(float(t) * 10_000) / 10_000  # rounded down: the case at the threshold stays above it
         out[name] = (lo, max(lo, math.floor(float(a) * 10_000) / 10_000))
     return out
-
-
-def _separating(low: float, pos: Sequence[float], neg: Sequence[float]) -> float:
-    """The threshold, from ``low`` (the :data:`MAX_NA_ANSWERABLE` quantile of the answerable pseudo-questions' ``pos``)
-    up to their :data:`MAX_NA_SEPARATING` quantile, that best separates them from the unanswerable ones' ``neg``
-    (the share of ``neg`` below it less the share of ``pos``; the lowest of equals). Paraphrased pseudo-questions
-    reach lower probabilities than a user's real ones: their low quantiles sit under the real answerable questions'
-    (a first probe on Network UPS Tools' docs, issue 46: a threshold at the 2-10% quantile said "not answered" to
-    7-8 of 9 real unanswerable questions and 0-1 of 23 answerable ones)."""
-    if len(neg) < MIN_CASES:
-        return low
-    top = pos[min(math.floor(MAX_NA_SEPARATING * len(pos)), len(pos) - 1)]
-    best, best_gain = low, -1.0
-    for t in sorted({x for x in pos if low <= x <= top}):
-        gain = bisect.bisect_left(neg, t) / len(neg) - bisect.bisect_left(pos, t) / len(pos)
-        if gain > best_gain + 1e-9:
-            best, best_gain = t, gain
-    return best
 
 
 def fit_similarity_floor(cases: Sequence[AdaptCase], thresholds: Mapping[str, tuple[float, float]]) -> dict[str, float]:
