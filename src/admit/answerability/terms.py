@@ -249,7 +249,9 @@ def _vocab(texts: Sequence[str]) -> tuple[set[str], set[str]]:
 #: own questions (a user's word the docs never use: "throwaway"), so one is not enough.
 KB_ABSENT_MIN = 2
 #: Function words the content-word reader keeps that say nothing of the topic: not read against the knowledge base.
-_FUNCTION_WORDS = frozenset("while during after before since until through across yet upon onto towards".split())
+_FUNCTION_WORDS = frozenset(
+    ["while", "during", "after", "before", "since", "until", "through", "across", "yet", "upon", "onto", "towards"]
+)
 #: The words a knowledge base's vocabulary keeps (:func:`kb_vocabulary`): alphabetic, of this many letters.
 _VOCAB_LEN = (3, 30)
 
