@@ -69,6 +69,9 @@ def test_the_adaptation_is_stored_with_its_date_chunk_count_and_figures(kb_path:
         assert figs["questions"]["foreign"] >= min(12, figs["questions"]["answerable"])
         assert set(figs["shipped"]) == set(figs["fitted"]) == {"answerable", "near_miss", "foreign"}
         assert set(ad.thresholds) >= {"setwise", "lexical"}
+        # the knowledge base's vocabulary (issue 46): stored with it, its size in the figures
+        assert {"stage", "commit", "index"} <= ad.vocabulary and figs["vocabulary"] == len(ad.vocabulary)
+        assert set(figs["words_nowhere"]) == {"answerable", "near_miss", "foreign"}
 
 
 def test_every_search_of_the_knowledge_base_reads_it_and_the_trace_names_it(kb_path: Path) -> None:

@@ -218,3 +218,64 @@ def test_admit_adapt_show_names_the_similarity_floor() -> None:
         _floored(0.4)
     )
     assert "similarity" not in summary(_floored(None))
+
+
+DOCS = [
+    "Config\nThe server reads its port from the configuration file.",
+    "Run\nStart the server with serve; it listens until stopped.",
+    "Logs\nLog files rotate daily and are kept for a week.",
+]
+
+
+def _vocabulary_ad(stale: str = "") -> Adaptation:
+    from admit.answerability.terms import kb_vocabulary
+
+    return Adaptation(
+        thresholds={}, made="2026-12-07T04:00:00+00:00", chunks=3, stale=stale, vocabulary=kb_vocabulary(DOCS)
+    )
+
+
+def test_words_the_knowledge_base_holds_nowhere_are_read_any_case_and_in_any_form() -> None:
+    """Issue 46, another product's question: its words may be common English ("photos", "travel"), which the key
+    terms leave out, yet the user's whole knowledge base holds none of them. Another form of a word it holds, or a
+    misspelling of one, is held."""
+    from admit.answerability.terms import kb_absent_words, kb_vocabulary
+
+    vocab = kb_vocabulary(DOCS)
+    assert kb_absent_words("How do I back up my Photos while travelling?", vocab) == (
+        "back",
+        "Photos",
+        "travelling",
+    )
+    assert kb_absent_words("How do I configure the servers' listening ports?", vocab) == ()
+    assert kb_absent_words("Which port is in the confguration file?", vocab) == ()  # misspelt
+    assert kb_absent_words("Which port does the server read?", frozenset()) == ()
+
+
+def test_a_question_whose_words_the_knowledge_base_holds_nowhere_is_not_answered() -> None:
+    """On main (81b2bf2) the verdict read the question against the retrieved candidates only, and only its
+    uncommon words: "keep my photos safe while travelling" asked of a server's docs was "answered" where one
+    passage held "kept" and "safe"-less common words."""
+    q = "How long are log files kept while travelling with photos?"
+    texts = DOCS[2:]
+    without = assess(q, texts, pool=DOCS)
+    assert without.state != "not_answered"
+    got = assess(q, texts, pool=DOCS, adaptation=_vocabulary_ad())
+    assert got.state == "not_answered"
+    assert "travelling, photos nowhere in this knowledge base" in got.reason
+    # one such word is not enough (a user's word the docs never use), and a stale adaptation is not read
+    assert assess(
+        "How long are log files kept while travelling?", texts, pool=DOCS, adaptation=_vocabulary_ad()
+    ).state != ("not_answered")
+    assert assess(q, texts, pool=DOCS, adaptation=_vocabulary_ad(stale="changed")).state != "not_answered"
+
+
+def test_the_vocabulary_is_stored_with_the_adaptation_and_shown_by_its_size() -> None:
+    from admit.cli.adapt import summary
+
+    ad = _vocabulary_ad()
+    back = Adaptation.from_json(ad.to_json())
+    assert back == ad and back.vocabulary == ad.vocabulary and back.prefixes == ad.prefixes
+    assert ad.as_dict()["vocabulary"] == len(ad.vocabulary)
+    assert "2 or more of the question's words are nowhere in this knowledge base" in summary(ad)
+    assert Adaptation.from_json(_ad(0.3, 0.4).to_json()).vocabulary == frozenset()

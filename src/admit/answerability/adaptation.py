@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from admit.answerability.model import AnswerabilityModel
+from admit.answerability.terms import vocabulary_prefixes
 from admit.errors import ModelFileError
 
 __all__ = ["FINGERPRINT_KEY", "META_KEY", "STALE_SHARE", "Adaptation", "Fingerprint"]
@@ -88,6 +89,14 @@ class Adaptation:
     """Per model name (``setwise``): the best admitted passage's similarity to the question below which the verdict
     is "not answered" on this knowledge base (fitted on its own answerable pseudo-questions and the other products'
     questions; absent: no floor)."""
+    vocabulary: frozenset[str] = frozenset()
+    """The stems of every word the knowledge base holds (:func:`~admit.answerability.terms.kb_vocabulary`): a
+    question with :data:`~admit.answerability.terms.KB_ABSENT_MIN` or more words it holds in no form is "not
+    answered" (empty: no such rule; an adaptation made before it)."""
+    prefixes: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "prefixes", vocabulary_prefixes(self.vocabulary))
 
     @property
     def current(self) -> bool:
@@ -110,8 +119,9 @@ class Adaptation:
         """This adaptation, marked stale for ``why``."""
         return replace(self, stale=why)
 
-    def as_dict(self) -> dict[str, Any]:
-        """The stored form, as a dict (``admit adapt --json``)."""
+    def as_dict(self, *, words: bool = False) -> dict[str, Any]:
+        """The stored form, as a dict (``admit adapt --json``: the vocabulary's size, not its words, unless
+        ``words``)."""
         return {
             "version": _VERSION,
             "made": self.made,
@@ -120,11 +130,12 @@ class Adaptation:
             "figures": dict(self.figures),
             "stale": self.stale,
             "similarity_floor": dict(self.similarity_floor),
+            "vocabulary": sorted(self.vocabulary) if words else len(self.vocabulary),
         }
 
     def to_json(self) -> str:
         """The stored form."""
-        return json.dumps(self.as_dict(), sort_keys=True)
+        return json.dumps(self.as_dict(words=True), sort_keys=True)
 
     @classmethod
     def from_json(cls, text: str) -> Adaptation:
@@ -141,6 +152,7 @@ class Adaptation:
             if not (0.0 <= lo <= 1.0 and 0.0 <= hi <= 1.0):
                 raise ModelFileError(f"adaptation thresholds of {name!r} must lie in [0, 1]")
         floor = {str(k): float(v) for k, v in dict(d.get("similarity_floor") or {}).items()}
+        vocab = d.get("vocabulary")
         if any(not -1.0 <= v <= 1.0 for v in floor.values()):
             raise ModelFileError("an adaptation's similarity floor must lie in [-1, 1]")
         return cls(
@@ -150,4 +162,5 @@ class Adaptation:
             figures=dict(d.get("figures") or {}),
             stale=str(d.get("stale") or ""),
             similarity_floor=floor,
+            vocabulary=frozenset(w for w in vocab if isinstance(w, str)) if isinstance(vocab, list) else frozenset(),
         )

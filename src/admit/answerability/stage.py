@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from admit.answerability.features import SETWISE, features, missing_terms
 from admit.answerability.model import ABSENT_NAME_BELOW, AnswerabilityModel, load_models
 from admit.answerability.record import Answerability
-from admit.answerability.terms import TermCheck, check_terms
+from admit.answerability.terms import KB_ABSENT_MIN, TermCheck, check_terms, kb_absent_words
 from admit.question import Question, read_question
 from admit.types import AnswerState, Chunk, Decision, Fallback, Scored
 
@@ -87,6 +87,9 @@ def assess(
         return _assess_script(question, texts, script)
     label = ""
     floors: Mapping[str, float] = {}
+    unknown: tuple[str, ...] = ()
+    if adaptation is not None and adaptation.current and adaptation.vocabulary:
+        unknown = kb_absent_words(question, adaptation.vocabulary, adaptation.prefixes)
     if models is None:
         models = load_models()
         if adaptation is not None and adaptation.current:
@@ -110,6 +113,8 @@ def assess(
     floor = floors.get(model.name)
     if floor is not None and use_setwise and state != "not_answered" and not feats["short_held"]:
         state, rule = _below_floor(state, rule, feats["best_dense"], floor)
+    if len(unknown) >= KB_ABSENT_MIN and state != "not_answered" and not feats["short_held"]:
+        state, rule = "not_answered", f"{', '.join(unknown)} nowhere in this knowledge base"
     if rule:
         head = f"p={p:.2f} ({model.name}): {rule}: {state.replace('_', ' ')}"
     elif feats["short_held"]:

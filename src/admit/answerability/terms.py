@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -27,7 +28,18 @@ from admit._lru import LRU
 from admit.backends.embedders.base import Embedder
 from admit.question import Question, read_question
 
-__all__ = ["NEAR_COSINE", "TermCheck", "answer_type_missing", "check_terms", "misspelt_in", "question_terms"]
+__all__ = [
+    "KB_ABSENT_MIN",
+    "NEAR_COSINE",
+    "TermCheck",
+    "answer_type_missing",
+    "check_terms",
+    "kb_absent_words",
+    "kb_vocabulary",
+    "misspelt_in",
+    "question_terms",
+    "vocabulary_prefixes",
+]
 
 #: A word of an admitted chunk whose MiniLM cosine with the question's term is at least this is the term's synonym
 #: or variant ("licence"/"license" 0.8+, "reformatted"/"reformat"); unrelated words of one domain stay below it.
@@ -121,7 +133,7 @@ def _within(a: str, b: str, limit: int) -> bool:
     return prev[-1] <= limit
 
 
-def misspelt_in(term: str, vocab: set[str]) -> bool:
+def misspelt_in(term: str, vocab: AbstractSet[str]) -> bool:
     """Whether ``term`` is a misspelling of a word of ``vocab`` with the same first and last letters: one edit away
     (two for a word of seven letters or more, three from twelve; for one of four, a letter left out or added only:
     "chrt" and "chart", not "borg" and "born")."""
@@ -210,7 +222,7 @@ def _base_forms(term: str) -> set[str]:
     return out
 
 
-def _held(term: str, vocab: set[str], prefixes: set[str]) -> bool:
+def _held(term: str, vocab: AbstractSet[str], prefixes: AbstractSet[str]) -> bool:
     if term in vocab:
         return True
     if len(term) >= _MORPH_PREFIX and term[:_MORPH_PREFIX] in prefixes:
@@ -228,6 +240,56 @@ def _vocab(texts: Sequence[str]) -> tuple[set[str], set[str]]:
     for t in texts:
         vocab |= {_stem(w) for w in set(tx.words(t))}  # each distinct word stemmed once: the same set
     return vocab, {w[:_MORPH_PREFIX] for w in vocab if len(w) >= _MORPH_PREFIX}
+
+
+#: A question with at least this many words (common ones included) that the whole knowledge base holds in no form
+#: (:func:`kb_absent_words`) is not one its docs answer. Measured on ``../shared/train``'s documentation files, each
+#: file's candidates as the knowledge base: two or more such words in 0-1.3% of a file's own questions (Doc2Dial,
+#: MedQuAD, API Zoo, PolicyQA, QMSum) and in 6-43% of the other files' questions; one such word in 0-10% of the
+#: own questions (a user's word the docs never use: "throwaway"), so one is not enough.
+KB_ABSENT_MIN = 2
+#: Function words the content-word reader keeps that say nothing of the topic: not read against the knowledge base.
+_FUNCTION_WORDS = frozenset(
+    ["while", "during", "after", "before", "since", "until", "through", "across", "yet", "upon", "onto", "towards"]
+)
+#: The words a knowledge base's vocabulary keeps (:func:`kb_vocabulary`): alphabetic, of this many letters.
+_VOCAB_LEN = (3, 30)
+
+
+def kb_vocabulary(texts: Iterable[str]) -> frozenset[str]:
+    """The stems of the alphabetic words of ``texts`` (a knowledge base's chunks, titles included), lower-cased:
+    what :func:`kb_absent_words` reads a question against."""
+    lo, hi = _VOCAB_LEN
+    out: set[str] = set()
+    for t in texts:
+        out |= {_stem(w) for w in tx.words(t) if w.isalpha() and lo <= len(w) <= hi}
+    return frozenset(out)
+
+
+def vocabulary_prefixes(vocabulary: AbstractSet[str]) -> frozenset[str]:
+    """The prefixes :func:`kb_absent_words` reads another form of a word by ("configur" for "configuring")."""
+    return frozenset(w[:_MORPH_PREFIX] for w in vocabulary if len(w) >= _MORPH_PREFIX)
+
+
+def kb_absent_words(
+    question: str | Question, vocabulary: AbstractSet[str], prefixes: AbstractSet[str] | None = None
+) -> tuple[str, ...]:
+    """The question's content words (any case, common ones included; not the words of its form, "how", "use" ...)
+    that ``vocabulary`` (:func:`kb_vocabulary`: the whole knowledge base) holds in no form: not as written, not as
+    another form of the word, not misspelt. As the question writes them, in its order."""
+    q = read_question(question)
+    if q.script is not None or not vocabulary:
+        return ()
+    pre = prefixes if prefixes is not None else vocabulary_prefixes(vocabulary)
+    lo, hi = _VOCAB_LEN
+    out: dict[str, None] = {}
+    for w in q.content_terms:
+        st = _stem(w)
+        if not w.isalpha() or not lo <= len(w) <= hi or w in _FORM_WORDS or st in _FORM_WORDS or w in _FUNCTION_WORDS:
+            continue
+        if not _held(st, vocabulary, pre):
+            out[st] = None
+    return _as_written(q.text, list(out))
 
 
 _VEC_LOCK = threading.Lock()

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from admit.answerability.terms import KB_ABSENT_MIN
 from admit.cli._common import echo_json, handle_errors, json_option, open_kb, stdout_console
 
 if TYPE_CHECKING:
@@ -99,6 +100,11 @@ def summary(ad: Adaptation) -> str:
         lines.append(f"  {name}: not answered below {lo:.3f}, answered from {hi:.3f}")
     for name, floor in sorted(ad.similarity_floor.items()):
         lines.append(f"  {name}: not answered when the best passage's similarity to the question is below {floor:.2f}")
+    if ad.vocabulary:
+        lines.append(
+            f"  not answered when {KB_ABSENT_MIN} or more of the question's words are nowhere in this knowledge base "
+            f"({len(ad.vocabulary):,} words)"
+        )
     for label, key in (("shipped thresholds", "shipped"), ("adapted", "fitted"), ("adapted, held out", "two_fold")):
         fig = f.get(key, {})
         lines.append(

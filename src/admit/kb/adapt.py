@@ -42,6 +42,7 @@ from admit.answerability import load_models
 from admit.answerability.adaptation import Adaptation
 from admit.answerability.model import ABSENT_NAME_BELOW
 from admit.answerability.stage import SIMILARITY_IN_REASON
+from admit.answerability.terms import KB_ABSENT_MIN, kb_absent_words, kb_vocabulary, vocabulary_prefixes
 from admit.errors import ConfigError
 from admit.kb.store import ChunkRecord
 from admit.types import Principal
@@ -474,6 +475,8 @@ def adapt(
     shipped = {n: (m.threshold, m.answered_from) for n, m in load_models().items()}
     fitted = fit_thresholds(cases, shipped)
     floors = fit_similarity_floor(cases, fitted)
+    vocabulary = kb_vocabulary(f"{r.title}\n{r.text}" for r in records)
+    prefixes = vocabulary_prefixes(vocabulary)
     fold_th = [fit_thresholds([c for c in cases if c.fold != f], shipped) for f in (0, 1)]
     fold_fl = [fit_similarity_floor([c for c in cases if c.fold != f], fold_th[f]) for f in (0, 1)]
     figures = {
@@ -489,6 +492,20 @@ def adapt(
         "fitted": _rates(cases, fitted, floors),
         "two_fold": _two_fold(cases, fold_th, fold_fl),
         "paraphrased": options.paraphrase,
+        # the share of each kind with KB_ABSENT_MIN or more words the knowledge base holds nowhere ("not answered")
+        "words_nowhere": {
+            k: round(
+                sum(
+                    1
+                    for c in cases
+                    if c.kind == k and len(kb_absent_words(c.question, vocabulary, prefixes)) >= KB_ABSENT_MIN
+                )
+                / max(1, sum(1 for c in cases if c.kind == k)),
+                3,
+            )
+            for k in ("answerable", "near_miss", "foreign")
+        },
+        "vocabulary": len(vocabulary),
     }
     ad = Adaptation(
         thresholds=fitted,
@@ -496,6 +513,7 @@ def adapt(
         chunks=fp.count,
         figures=figures,
         similarity_floor=floors,
+        vocabulary=vocabulary,
     )
     if save:
         kb.save_adaptation(ad, fp)
