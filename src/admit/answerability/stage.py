@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from admit.answerability.features import SETWISE, features, missing_terms
 from admit.answerability.model import ABSENT_NAME_BELOW, AnswerabilityModel, load_models
@@ -91,12 +91,7 @@ def assess(
     if adaptation is not None and adaptation.current and adaptation.vocabulary:
         unknown = kb_absent_words(question, adaptation.vocabulary, adaptation.prefixes)
     if models is None:
-        models = load_models()
-        if adaptation is not None and adaptation.current:
-            models, label = adaptation.models_over(models), adaptation.label()
-            floors = adaptation.similarity_floor
-        elif adaptation is not None:
-            label = f"shipped thresholds: the adaptation of {adaptation.made[:10]} is stale ({adaptation.stale})"
+        models, label, floors = _adapted_models(adaptation)
     use_setwise = (
         dense is not None
         and probs is not None
@@ -115,19 +110,7 @@ def assess(
         state, rule = _below_floor(state, rule, feats["best_dense"], floor)
     if len(unknown) >= KB_ABSENT_MIN and state != "not_answered" and not feats["short_held"]:
         state, rule = "not_answered", f"{', '.join(unknown)} nowhere in this knowledge base"
-    if rule:
-        head = f"p={p:.2f} ({model.name}): {rule}: {state.replace('_', ' ')}"
-    elif feats["short_held"]:
-        head = f"short question whose key terms a passage holds: answered (p={p:.2f}, {model.name})"
-    else:
-        band = "<" if state == "not_answered" else (">=" if state == "answered" else "between")
-        span = f"[{model.threshold:.2f}, {model.answered_from:.2f}]"
-        head = f"p={p:.2f} {band} {span} ({model.name}): {state.replace('_', ' ')}"
-        if state == "not_answered" and p >= model.threshold and model.names_absent(feats, p):
-            head = (
-                f"p={p:.2f} < {ABSENT_NAME_BELOW} and a name the question asks about is in no retrieved candidate "
-                f"({model.name}): not answered"
-            )
+    head = _head(p, model, state, rule, feats)
     parts = [
         head,
         f"best passage holds {feats['best_q_cov']:.0%} of the question's content words, "
@@ -148,6 +131,37 @@ def assess(
         missing=missing,
         adaptation=label,
     )
+
+
+def _adapted_models(
+    adaptation: Adaptation | None,
+) -> tuple[Mapping[str, AnswerabilityModel], str, Mapping[str, float]]:
+    """The shipped models, under the knowledge base's adaptation when it is current: (models, the trace's label,
+    the similarity floors)."""
+    models = load_models()
+    if adaptation is not None and adaptation.current:
+        return adaptation.models_over(models), adaptation.label(), adaptation.similarity_floor
+    if adaptation is not None:
+        return models, f"shipped thresholds: the adaptation of {adaptation.made[:10]} is stale ({adaptation.stale})", {}
+    return models, "", {}
+
+
+def _head(p: float, model: AnswerabilityModel, state: AnswerState, rule: str, feats: Mapping[str, Any]) -> str:
+    """The reason's first part: the probability, the band or rule that set the state, and the state."""
+    if rule:
+        head = f"p={p:.2f} ({model.name}): {rule}: {state.replace('_', ' ')}"
+    elif feats["short_held"]:
+        head = f"short question whose key terms a passage holds: answered (p={p:.2f}, {model.name})"
+    else:
+        band = "<" if state == "not_answered" else (">=" if state == "answered" else "between")
+        span = f"[{model.threshold:.2f}, {model.answered_from:.2f}]"
+        head = f"p={p:.2f} {band} {span} ({model.name}): {state.replace('_', ' ')}"
+        if state == "not_answered" and p >= model.threshold and model.names_absent(feats, p):
+            head = (
+                f"p={p:.2f} < {ABSENT_NAME_BELOW} and a name the question asks about is in no retrieved candidate "
+                f"({model.name}): not answered"
+            )
+    return head
 
 
 def _below_floor(state: AnswerState, rule: str, best: float, floor: float) -> tuple[AnswerState, str]:

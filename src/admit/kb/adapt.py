@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from importlib import resources
@@ -492,19 +493,7 @@ def adapt(
         "fitted": _rates(cases, fitted, floors),
         "two_fold": _two_fold(cases, fold_th, fold_fl),
         "paraphrased": options.paraphrase,
-        # the share of each kind with KB_ABSENT_MIN or more words the knowledge base holds nowhere ("not answered")
-        "words_nowhere": {
-            k: round(
-                sum(
-                    1
-                    for c in cases
-                    if c.kind == k and len(kb_absent_words(c.question, vocabulary, prefixes)) >= KB_ABSENT_MIN
-                )
-                / max(1, sum(1 for c in cases if c.kind == k)),
-                3,
-            )
-            for k in ("answerable", "near_miss", "foreign")
-        },
+        "words_nowhere": _words_nowhere(cases, vocabulary, prefixes),
         "vocabulary": len(vocabulary),
     }
     ad = Adaptation(
@@ -518,6 +507,19 @@ def adapt(
     if save:
         kb.save_adaptation(ad, fp)
     return ad, cases
+
+
+def _words_nowhere(
+    cases: Sequence[AdaptCase], vocabulary: AbstractSet[str], prefixes: AbstractSet[str]
+) -> dict[str, float]:
+    """The share of each kind with :data:`KB_ABSENT_MIN` or more words the knowledge base holds nowhere (the cases
+    the rule says "not answered" to)."""
+    out: dict[str, float] = {}
+    for kind in ("answerable", "near_miss", "foreign"):
+        asked = [c for c in cases if c.kind == kind]
+        nowhere = sum(1 for c in asked if len(kb_absent_words(c.question, vocabulary, prefixes)) >= KB_ABSENT_MIN)
+        out[kind] = round(nowhere / max(1, len(asked)), 3)
+    return out
 
 
 def _two_fold(
