@@ -893,3 +893,30 @@ def test_a_split_pages_numbered_heading_that_says_its_title_is_the_title_not_a_s
     # a heading that only starts like a number is another section
     _, _, headings, _ = _texts(page.format(title="Wanted", heading="I Wanted"))
     assert headings == [("I Wanted",)]
+
+
+def test_a_project_theme_with_mkdocs_search_is_read_as_mkdocs() -> None:
+    """Django REST framework's own MkDocs theme names no generator: its search box says MkDocs, so the page's title
+    loses the site's suffix and the navigation bar is no chunk (before: 'Views - Django REST framework' and a
+    'GitHub Next Previous Search ...' chunk on every page)."""
+    page = """<html><head><title>Views - Django REST framework</title></head><body>
+    <div class="navbar"><div class="container"><a href="https://github.com/x">GitHub</a>
+      <ul class="nav"><li><a href="../x/">Next</a></li><li><a href="../y/">Previous</a></li>
+      <li><a href="#mkdocs_search_modal">Search</a></li></ul>
+      <a class="brand" href="/">Django REST framework</a>
+      <ul class="dropdown-menu"><li><a href="/a/">Home</a></li><li><a href="/b/">Tutorial</a></li>
+      <li><a href="/c/">Serializers</a></li><li><a href="/d/">Views</a></li></ul></div></div>
+    <div class="container"><div class="side-nav"><ul><li><a href="#cbv">Class-based Views</a></li></ul></div>
+    <div id="main-content" class="span9">
+      <h1 id="class-based-views">Class-based Views</h1>
+      <p>REST framework provides an APIView class, which subclasses Django's View class, and differs from it.</p>
+      <p>Requests passed to the handler methods will be REST framework's Request instances.</p>
+    </div></div>
+    <div class="modal" id="mkdocs_search_modal"><input id="mkdocs-search-query" placeholder="Search"></div>
+    </body></html>"""
+    doc = parse_html(page, fallback_title="views")
+    assert doc.title == "Views"
+    assert doc.site.get("generator") == "mkdocs" and doc.site.get("site") == "Django REST framework"
+    text = " ".join(str(s) for s in doc.sections)
+    assert "APIView class" in text
+    assert "Previous" not in text and "Tutorial" not in text

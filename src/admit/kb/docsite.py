@@ -680,6 +680,8 @@ def _read_markers(el: Any, tag: str, classes: Sequence[str], el_id: str, markers
         out.page_kind = "search"
     elif el_id == "__docusaurus":
         markers.add("docusaurus")
+    elif el_id in ("mkdocs_search_modal", "mkdocs-search-query", "mkdocs-search-results"):
+        markers.add("mkdocs")  # MkDocs' search box, in a project's own theme too (Django REST framework's)
     if tag == "a" and (el.get("title") or "").startswith("Permalink to this"):  # Sphinx's (MkDocs': Permanent)
         markers.add("sphinx")
 

@@ -43,7 +43,7 @@ PARSER_REVISIONS: dict[str, str] = {"html": "docsite-3"}
 """Parsers whose output changed for the same file (HTML: a built site's main content, titles without the site's
 suffix, inline elements joined; docsite-2: main content by structure and text with the guard, text outside
 blocks, hidden regions, admonitions as text, the version from a footer or title page; docsite-3: Texinfo's and
-Doxygen's navigation and titles, a definition term's classifier after a colon): part of a source's
+Doxygen's navigation and titles, a definition term's classifier after a colon, MkDocs known by its search box): part of a source's
 ingest key, so a re-ingest re-reads files it would otherwise call unchanged."""
 
 _HEADING = _linear.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", name="ingest.heading")
