@@ -24,7 +24,7 @@ import asyncio
 import enum
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Generic, Literal, TypedDict, TypeVar, overload
+from typing import Any, Generic, Literal, TypedDict, TypeVar, get_type_hints, overload
 
 from admit.adapters._core import SETTINGS, AdmitFilter, Doc, EmbeddingUse, FilterRun, as_score, check_names
 from admit.backends.rerankers import Reranker
@@ -52,6 +52,10 @@ class PrunerOutput(TypedDict):
     """The verdict's probability (``None`` when not assessed)."""
     answer_state: AnswerState | None
     """The verdict: ``answered``, ``unsure`` or ``not_answered`` (``None``: not assessed)."""
+
+
+_SOCKETS: dict[str, Any] = get_type_hints(PrunerOutput)
+"""The component's output sockets: :class:`PrunerOutput`'s keys and types (one declaration for both)."""
 
 
 class _Keep(enum.Enum):
@@ -209,13 +213,7 @@ class AdmitPruner:
         ]
         return self._filter.run(query, docs, top_k=top_k)
 
-    @component.output_types(  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
-        documents=list[Document],
-        dropped=list[Document],
-        answerable=bool | None,
-        answerability=float | None,
-        answer_state=AnswerState | None,
-    )
+    @component.output_types(**_SOCKETS)  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra
     def run(self, query: str, documents: list[Document], top_k: int | None = None) -> PrunerOutput:
         """Return ``{"documents": kept, "dropped": the others, "answerable", "answerability", "answer_state"}``: the
         documents each in input order, with ``meta["admit"]``; whether the kept ones answer the query (``True``,
@@ -237,13 +235,7 @@ class AdmitPruner:
             answer_state=res.answer_state,
         )
 
-    @component.output_types(  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra installed
-        documents=list[Document],
-        dropped=list[Document],
-        answerable=bool | None,
-        answerability=float | None,
-        answer_state=AnswerState | None,
-    )
+    @component.output_types(**_SOCKETS)  # type: ignore[untyped-decorator, unused-ignore]  # untyped without the extra
     async def run_async(self, query: str, documents: list[Document], top_k: int | None = None) -> PrunerOutput:
         """As :meth:`run`, in a worker thread: a cold first call (model load) never blocks the event loop."""
         await asyncio.to_thread(self._filter.warm_up_quietly)  # a cold call loads the model without full GC passes

@@ -8,12 +8,15 @@ is read (precedence: the option, then the variable, then the library's default),
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
-__all__ = ["setwise_options", "setwise_pruner_options", "trace_content_option"]
+from admit.cli._common import llm_options, llm_pruner_options
+
+__all__ = ["llm_and_setwise_options", "setwise_options", "setwise_pruner_options", "trace_content_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -63,6 +66,33 @@ def setwise_pruner_options(cross: bool | None, multilingual: bool | None) -> dic
     from admit.prune.catalogue import switch_resources
 
     return switch_resources({"setwise_cross": cross, "setwise_multilingual": multilingual})
+
+
+def llm_and_setwise_options() -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """The ``--llm-*`` (:func:`~admit.cli._common.llm_options`) and ``--setwise-*`` (:func:`setwise_options`)
+    options, handed to the command as one argument, ``pruner_options``: the pruner options they stand for
+    (:func:`~admit.cli._common.llm_pruner_options` and :func:`setwise_pruner_options`; empty when none was given)."""
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def command(
+            *args: Any,
+            llm_base_url: str | None,
+            llm_model: str | None,
+            llm_api_key_env: str,
+            setwise_cross: bool | None,
+            setwise_multilingual: bool | None,
+            **kwargs: Any,
+        ) -> Any:
+            opts = {
+                **llm_pruner_options(llm_base_url, llm_model, llm_api_key_env),
+                **setwise_pruner_options(setwise_cross, setwise_multilingual),
+            }
+            return fn(*args, pruner_options=opts, **kwargs)
+
+        return llm_options()(setwise_options()(command))
+
+    return deco
 
 
 def trace_content_option() -> Callable[[F], F]:

@@ -18,15 +18,13 @@ from admit.cli._common import (
     engine_option,
     handle_errors,
     json_option,
-    llm_options,
-    llm_pruner_options,
     policy_option,
     prune_option,
     reranker_option,
     stdout_console,
 )
 from admit.cli._progress import done_bar
-from admit.cli._resources import setwise_options, setwise_pruner_options
+from admit.cli._resources import llm_and_setwise_options
 from admit.errors import ConfigError
 
 __all__ = ["eval_cmd", "replay_cmd"]
@@ -111,8 +109,7 @@ def _summary_table(run: Any, prices_note: str, console: Any) -> None:
 @click.option("--no-cache", is_flag=True, help="Compute everything; keep nothing.")
 @click.option("--workers", default=1, show_default=True, type=int, help="Local worker processes.")
 @engine_option('local processes, or Ray Data (pip install "admit[ray]").')
-@llm_options()
-@setwise_options()
+@llm_and_setwise_options()
 @click.option("--limit", type=int, default=None, help="Use only the first N questions of each file.")
 @policy_option(what="Policy file used to classify questions into query classes")
 @click.option(
@@ -140,11 +137,7 @@ def eval_cmd(
     no_cache: bool,
     workers: int,
     engine: str,
-    llm_base_url: str | None,
-    llm_model: str | None,
-    llm_api_key_env: str,
-    setwise_cross: bool | None,
-    setwise_multilingual: bool | None,
+    pruner_options: dict[str, Any],
     limit: int | None,
     policy_path: str | None,
     x_axis: str,
@@ -163,12 +156,11 @@ def eval_cmd(
     from admit.eval.sweep import EvalOptions, configs_for, parse_assignments, parse_sweep, run_eval
 
     records = load_datasets(expand_paths([*data, *more_data]), limit=limit)
-    opts = {
-        **llm_pruner_options(llm_base_url, llm_model, llm_api_key_env),
-        **setwise_pruner_options(setwise_cross, setwise_multilingual),
-    }
     configs, notes = configs_for(
-        strategies, parse_sweep(sweeps), parse_assignments(params), llm_available=bool(llm_base_url)
+        strategies,
+        parse_sweep(sweeps),
+        parse_assignments(params),
+        llm_available=bool(pruner_options.get("llm_base_url")),
     )
     for n in notes:
         click.echo(f"note: {n}", err=True)
@@ -178,7 +170,7 @@ def eval_cmd(
         generator_model=generator_model,
         prices=prices,
         cache=None if no_cache else (cache_dir or default_cache_dir()),
-        pruner_options=opts,
+        pruner_options=pruner_options,
         policy=policy_path,
     )
     eng = make_engine(engine, workers=workers)
@@ -221,8 +213,7 @@ def eval_cmd(
 @click.option("--out", "out_dir", required=True, type=click.Path(file_okay=False), help="Output folder.")
 @reranker_option(default=None, default_help="Default: the pipeline's.")
 @click.option("--prices", "prices_path", type=click.Path(exists=True, dir_okay=False), help="Price table.")
-@llm_options()
-@setwise_options()
+@llm_and_setwise_options()
 @json_option("the output paths and the replay summary")
 @handle_errors
 def replay_cmd(
@@ -231,11 +222,7 @@ def replay_cmd(
     out_dir: str,
     reranker: str | None,
     prices_path: str | None,
-    llm_base_url: str | None,
-    llm_model: str | None,
-    llm_api_key_env: str,
-    setwise_cross: bool | None,
-    setwise_multilingual: bool | None,
+    pruner_options: dict[str, Any],
     as_json: bool,
 ) -> None:
     """Shadow-replay logged requests under a new policy and report the diff.
@@ -245,13 +232,9 @@ def replay_cmd(
     from admit.eval.metrics import CostRates
     from admit.eval.replay import replay_file, write_replay
 
-    opts = {
-        **llm_pruner_options(llm_base_url, llm_model, llm_api_key_env),
-        **setwise_pruner_options(setwise_cross, setwise_multilingual),
-    }
     t0 = time.perf_counter()
     prices = CostRates.load(prices_path)
-    report = replay_file(traces, policy_path, reranker=reranker, pruner_options=opts, prices=prices)
+    report = replay_file(traces, policy_path, reranker=reranker, pruner_options=pruner_options, prices=prices)
     if not report.summary.get("requests") and report.skipped:  # nothing to replay: one error, not one per line
         _, why = report.skipped[0]
         more = f" (and {len(report.skipped) - 1} more lines like it)" if len(report.skipped) > 1 else ""

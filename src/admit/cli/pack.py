@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -11,8 +11,6 @@ from admit.cli._common import (
     echo_json,
     handle_errors,
     json_option,
-    llm_options,
-    llm_pruner_options,
     logging_pipeline,
     policy_option,
     prune_option,
@@ -21,7 +19,7 @@ from admit.cli._common import (
     stdout_console,
     trace_file_option,
 )
-from admit.cli._resources import setwise_options, setwise_pruner_options, trace_content_option
+from admit.cli._resources import llm_and_setwise_options, trace_content_option
 
 if TYPE_CHECKING:
     from admit.policy import PolicySet
@@ -34,8 +32,7 @@ __all__ = ["pack_cmd", "policy_cmd", "schema_cmd"]
 @policy_option()
 @prune_option(default_help="Default: the request's `prune`, else the policy's (the shipped policy prunes nothing).")
 @reranker_option(default=None, default_help="Default: retriever (the candidates' own scores).")
-@llm_options()
-@setwise_options()
+@llm_and_setwise_options()
 @trace_file_option()
 @trace_content_option()
 @click.option("--human", is_flag=True, help="A readable view: admitted passages and every candidate's fate.")
@@ -46,11 +43,7 @@ def pack_cmd(
     policy_path: str | None,
     prune: str | None,
     reranker: str | None,
-    llm_base_url: str | None,
-    llm_model: str | None,
-    llm_api_key_env: str,
-    setwise_cross: bool | None,
-    setwise_multilingual: bool | None,
+    pruner_options: dict[str, Any],
     trace_file: str | None,
     trace_content: bool,
     human: bool,
@@ -73,10 +66,7 @@ def pack_cmd(
     pipe = logging_pipeline(
         policy_path=policy_path,
         trace_file=trace_file,
-        pruner_options={
-            **llm_pruner_options(llm_base_url, llm_model, llm_api_key_env),
-            **setwise_pruner_options(setwise_cross, setwise_multilingual),
-        },
+        pruner_options=pruner_options,
         reranker=reranker,
         trace_content=trace_content,
     )

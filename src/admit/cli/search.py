@@ -15,8 +15,6 @@ from admit.cli._common import (
     echo_json,
     handle_errors,
     json_option,
-    llm_options,
-    llm_pruner_options,
     logging_pipeline,
     open_kb,
     policy_option,
@@ -26,7 +24,7 @@ from admit.cli._common import (
     trace_file_option,
 )
 from admit.cli._progress import progress_option, show_progress, status
-from admit.cli._resources import setwise_options, setwise_pruner_options, trace_content_option
+from admit.cli._resources import llm_and_setwise_options, trace_content_option
 from admit.errors import ConfigError
 
 __all__ = ["search_cmd"]
@@ -73,8 +71,7 @@ def _explain_nothing(kb: Any, kb_path: str, principal: Any, *, filtered: bool) -
 @click.option("--language", "languages", multiple=True, help="Only chunks in this language (repeatable).")
 @click.option("--updated-after", default=None, help="Only chunks modified on or after this ISO date.")
 @click.option("--embedder", default=None, help="Override the embedder the KB was built with.")
-@llm_options()
-@setwise_options()
+@llm_and_setwise_options()
 @trace_file_option()
 @trace_content_option()
 @click.option("--show-prompt", is_flag=True, help="Also print the rendered evidence block.")
@@ -95,11 +92,7 @@ def search_cmd(
     languages: tuple[str, ...],
     updated_after: str | None,
     embedder: str | None,
-    llm_base_url: str | None,
-    llm_model: str | None,
-    llm_api_key_env: str,
-    setwise_cross: bool | None,
-    setwise_multilingual: bool | None,
+    pruner_options: dict[str, Any],
     trace_file: str | None,
     trace_content: bool,
     show_prompt: bool,
@@ -127,15 +120,11 @@ def search_cmd(
         assert isinstance(kb, KnowledgeBase)
         try:
             pipeline = None
-            more = {
-                **llm_pruner_options(llm_base_url, llm_model, llm_api_key_env),
-                **setwise_pruner_options(setwise_cross, setwise_multilingual),
-            }
-            if trace_file or trace_content or more:
+            if trace_file or trace_content or pruner_options:
                 pipeline = logging_pipeline(
                     policy_path=policy_path,
                     trace_file=trace_file,
-                    pruner_options={"embedder": kb.cached_embedder, **more},
+                    pruner_options={"embedder": kb.cached_embedder, **pruner_options},
                     trace_content=trace_content,
                 )
             # load the models before the request, so the trace's latencies are the request's own

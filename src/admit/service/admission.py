@@ -5,15 +5,16 @@ and before it reads a byte of its body: a request over a bound is answered 429 w
 a flood of large bodies is never buffered (the server holds at most the bytes it has let in). A request holds
 its :class:`Ticket` from its headers to its answer; nothing sleeps while holding one.
 
-**Each tenant owns a share of the queue.** The first ``reserved`` requests of a tenant (and up to its own byte
-bound) are let in whatever the others hold; only what a tenant has beyond its share comes out of the shared part
-(``max_in_flight`` requests, ``max_bytes`` bytes). So however many tenants fill the shared part, a quiet tenant
-is never refused: it is inside its own share.
+**Each tenant owns a share of the queue.** The first ``reserved_per_tenant`` requests of a tenant (and up to its
+own byte bound) are let in whatever the others hold; only what a tenant has beyond its share comes out of the
+shared part (``max_in_flight`` requests, ``max_in_flight_bytes`` bytes; the names are ``[service.limits]``'s). So
+however many tenants fill the shared part, a quiet tenant is never refused: it is inside its own share.
 
 **Bytes.** A request counts its declared ``Content-Length``, else the largest body it may send
-(``max_body_bytes``). Bound on the bodies held at once: ``max_bytes + tenants * min(per_tenant_bytes,
-reserved * max_body_bytes)`` (the shared part plus every tenant's own share; tenants are the configured keys'),
-with no more than ``per_tenant_bytes`` for any one tenant.
+(``max_body_bytes``). Bound on the bodies held at once: ``max_in_flight_bytes + tenants *
+min(max_in_flight_bytes_per_tenant, reserved_per_tenant * max_body_bytes)`` (the shared part plus every tenant's
+own share; tenants are the configured keys'), with no more than ``max_in_flight_bytes_per_tenant`` for any one
+tenant.
 """
 
 from __future__ import annotations
@@ -52,22 +53,11 @@ class Ticket:
 class Admission:
     """Requests in flight by key, by tenant and in all (module docstring). Used on the event loop only."""
 
-    def __init__(
-        self,
-        *,
-        per_key: int,
-        per_tenant: int,
-        total: int,
-        reserved: int,
-        per_tenant_bytes: int,
-        total_bytes: int,
-    ) -> None:
-        self.per_key = per_key
-        self.per_tenant = per_tenant
-        self.total = total
-        self.reserved = min(reserved, per_tenant)
-        self.per_tenant_bytes = per_tenant_bytes
-        self.total_bytes = total_bytes
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        """The bounds: ``[service.limits]``'s ``max_in_flight*`` and ``reserved_per_tenant``."""
+        self.reserved = min(limits.reserved_per_tenant, limits.max_in_flight_per_tenant)
+        """Requests of one tenant let in however full the shared part is: its own share."""
         self.by_key: collections.Counter[str] = collections.Counter()
         self.by_tenant: collections.Counter[str] = collections.Counter()
         self.bytes_by_tenant: collections.Counter[str] = collections.Counter()
@@ -76,18 +66,6 @@ class Admission:
         self.shared_bytes = 0
         self.refused: collections.Counter[str] = collections.Counter()
         """Refusals by scope (``key``, ``tenant``, ``server``)."""
-
-    @classmethod
-    def from_limits(cls, limits: Limits) -> Admission:
-        """The bounds of ``[service.limits]`` (``max_in_flight*``, ``reserved_per_tenant``)."""
-        return cls(
-            per_key=limits.max_in_flight_per_key,
-            per_tenant=limits.max_in_flight_per_tenant,
-            total=limits.max_in_flight,
-            reserved=limits.reserved_per_tenant,
-            per_tenant_bytes=limits.max_in_flight_bytes_per_tenant,
-            total_bytes=limits.max_in_flight_bytes,
-        )
 
     def in_flight(self) -> int:
         """Requests in flight in all."""
@@ -99,17 +77,24 @@ class Admission:
 
     def enter(self, key: str, tenant: str, size: int) -> Ticket | Refusal:
         """Let a request in (a :class:`Ticket`, to :meth:`release` when it is answered) or refuse it."""
+        lim = self.limits
         held = self.by_tenant[tenant]
         retry = self._retry(held)
         why: Refusal | None = None
-        if self.by_key[key] >= self.per_key:
-            why = Refusal("key", f"too many requests of this key in flight ({self.per_key})", retry)
-        elif held >= self.per_tenant:
-            why = Refusal("tenant", f"too many requests of this tenant in flight ({self.per_tenant})", retry)
-        elif held and self.bytes_by_tenant[tenant] + size > self.per_tenant_bytes:
+        if self.by_key[key] >= lim.max_in_flight_per_key:
+            why = Refusal("key", f"too many requests of this key in flight ({lim.max_in_flight_per_key})", retry)
+        elif held >= lim.max_in_flight_per_tenant:
+            why = Refusal(
+                "tenant", f"too many requests of this tenant in flight ({lim.max_in_flight_per_tenant})", retry
+            )
+        elif held and self.bytes_by_tenant[tenant] + size > lim.max_in_flight_bytes_per_tenant:
             why = Refusal("tenant", "too many body bytes of this tenant in flight", retry)
         shared = held >= self.reserved
-        if why is None and shared and (self.shared >= self.total or self.shared_bytes + size > self.total_bytes):
+        if (
+            why is None
+            and shared
+            and (self.shared >= lim.max_in_flight or self.shared_bytes + size > lim.max_in_flight_bytes)
+        ):
             why = Refusal("server", "the server's shared queue is full", retry)
         if why is not None:
             self.refused[why.scope] += 1
@@ -136,7 +121,7 @@ class Admission:
 
     def _retry(self, held: int) -> int:
         """Seconds a refused client should wait: one, two once its tenant holds its whole bound."""
-        return 1 + min(4, held // max(1, self.per_tenant))
+        return 1 + min(4, held // max(1, self.limits.max_in_flight_per_tenant))
 
 
 def _drop(counter: collections.Counter[str], name: str, n: int) -> None:

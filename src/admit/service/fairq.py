@@ -54,40 +54,31 @@ class TenantQueue(Generic[J]):
     queued_in: str | None = None
 
 
+@dataclass(eq=False, repr=False, kw_only=True)
 class FairQueue(Generic[J]):
     """Waiting jobs by tenant, dispatched by start-time fair queuing (module docstring)."""
 
-    def __init__(
-        self,
-        *,
-        per_tenant: int,
-        long_cpu_s: float,
-        max_queued_per_tenant: int,
-        max_queued_per_key: int,
-        max_queued: int,
-        reserved: int = 4,
-        light_bytes: int = 256_000,
-        cpu_per_byte: float = 2e-6,
-    ) -> None:
-        self.per_tenant = per_tenant
-        """Most jobs of one tenant running at once (a tenant at it is not in a heap)."""
-        self.long_cpu_s = long_cpu_s
-        self.max_queued_per_tenant = max_queued_per_tenant
-        self.max_queued_per_key = max_queued_per_key
-        self.max_queued = max_queued
-        self.reserved = reserved
-        """Jobs of one tenant (waiting and running) let in however full the queue is: its own share."""
-        self.light_bytes = light_bytes
-        """A job this big (pickled, the body in it) is never a light tenant's: it does not take the reserve."""
-        self.cpu_per_byte = cpu_per_byte
-        """The first estimate of a job's CPU seconds per byte of it (2 s per MB), before its tenant's jobs tell."""
-        self.tenants: dict[str, TenantQueue[J]] = {}
-        self.heaps: dict[str, list[tuple[float, int, int, TenantQueue[J]]]] = {"light": [], "heavy": []}
-        self.queued = 0
-        """Jobs waiting in all."""
-        self.by_key: collections.Counter[str] = collections.Counter()
-        self.vtime = 0.0
-        self._seq = itertools.count()
+    per_tenant: int
+    """Most jobs of one tenant running at once (a tenant at it is not in a heap)."""
+    long_cpu_s: float
+    max_queued_per_tenant: int
+    max_queued_per_key: int
+    max_queued: int
+    reserved: int = 4
+    """Jobs of one tenant (waiting and running) let in however full the queue is: its own share."""
+    light_bytes: int = 256_000
+    """A job this big (pickled, the body in it) is never a light tenant's: it does not take the reserve."""
+    cpu_per_byte: float = 2e-6
+    """The first estimate of a job's CPU seconds per byte of it (2 s per MB), before its tenant's jobs tell."""
+    tenants: dict[str, TenantQueue[J]] = field(init=False, default_factory=dict)
+    heaps: dict[str, list[tuple[float, int, int, TenantQueue[J]]]] = field(
+        init=False, default_factory=lambda: {"light": [], "heavy": []}
+    )
+    queued: int = field(init=False, default=0)
+    """Jobs waiting in all."""
+    by_key: collections.Counter[str] = field(init=False, default_factory=collections.Counter)
+    vtime: float = field(init=False, default=0.0)
+    _seq: itertools.count[int] = field(init=False, default_factory=itertools.count)
 
     def tenant(self, name: str) -> TenantQueue[J]:
         """The tenant's entry (made on first sight; idle tenants are forgotten past 10,000)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Collection
+from dataclasses import KW_ONLY, dataclass
 
 import anyio
 from fastapi.responses import JSONResponse
@@ -99,6 +100,7 @@ def _content_length(scope: Scope) -> str | None:
     return None
 
 
+@dataclass(eq=False, repr=False)
 class Gate:
     """API-key auth and a bounded body for protected paths; metrics for every request (when given).
 
@@ -115,26 +117,18 @@ class Gate:
             holding no slot and no body: a client that retries at once cannot keep the event loop answering it.
     """
 
-    def __init__(
-        self,
-        app: ASGIApp,
-        *,
-        keyring: Callable[[], KeyRing],
-        max_body_bytes: int,
-        protected: Callable[[str], bool] = lambda path: True,
-        metrics: ServiceMetrics | None = None,
-        known_routes: Collection[str] = (),
-        admission: Admission | None = None,
-        refusal_delay_s: float = 1.0,
-    ) -> None:
-        self.app = app
-        self.admission = admission
-        self.refusal_delay_s = refusal_delay_s
-        self.keyring = keyring
-        self.max_body_bytes = max_body_bytes
-        self.protected = protected
-        self.metrics = metrics
-        self.known_routes = frozenset(known_routes)
+    app: ASGIApp
+    _: KW_ONLY
+    keyring: Callable[[], KeyRing]
+    max_body_bytes: int
+    protected: Callable[[str], bool] = lambda path: True
+    metrics: ServiceMetrics | None = None
+    known_routes: Collection[str] = ()
+    admission: Admission | None = None
+    refusal_delay_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        self.known_routes = frozenset(self.known_routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

@@ -128,7 +128,7 @@ class ServiceState:
     def __post_init__(self) -> None:
         """Size the worker pool and the gate's admission from the limits."""
         if self.admission is None:
-            self.admission = Admission.from_limits(self.limits)
+            self.admission = Admission(self.limits)
         if self.work is None:
             lim = self.limits
             self.work = WorkPool(

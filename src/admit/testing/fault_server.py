@@ -23,7 +23,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -247,6 +247,7 @@ def _completion(content: str, model: str) -> dict[str, Any]:
     }
 
 
+@dataclass(eq=False, repr=False)
 class FaultServer:
     """The fault-injecting server. Use as a context manager; ``base_url`` is ``http://127.0.0.1:PORT/v1``.
 
@@ -263,35 +264,28 @@ class FaultServer:
             Lets other clients' prompt formats (benchmarks of other libraries) get answers they parse.
     """
 
-    def __init__(
-        self,
-        default: str = "ok",
-        *,
-        script: Iterable[str] = (),
-        grade: int = 4,
-        delay_s: float = 2.0,
-        hang_s: float = 30.0,
-        retry_after: float | None = None,
-        drip_s: float = 0.2,
-        answer: Callable[[Mapping[str, Any]], str | Mapping[str, Any] | None] | None = None,
-    ) -> None:
-        for m in [default, *script]:
+    default: str = "ok"
+    _: KW_ONLY
+    script: InitVar[Iterable[str]] = ()
+    grade: int = 4
+    delay_s: float = 2.0
+    hang_s: float = 30.0
+    retry_after: float | None = None
+    drip_s: float = 0.2
+    answer: Callable[[Mapping[str, Any]], str | Mapping[str, Any] | None] | None = None
+    served_s: float = field(init=False, default=0.0)
+    """Seconds spent on ``ok`` requests, from reading the body to the last byte written (the server's time)."""
+    _script: deque[str] = field(init=False)
+    _lock: threading.Lock = field(init=False, default_factory=threading.Lock)
+    _stop: threading.Event = field(init=False, default_factory=threading.Event)
+    requests: list[RecordedRequest] = field(init=False, default_factory=list)
+    _httpd: _Server | None = field(init=False, default=None)
+    _thread: threading.Thread | None = field(init=False, default=None)
+
+    def __post_init__(self, script: Iterable[str]) -> None:
+        for m in [self.default, *script]:
             _check_mode(m)
-        self.default = default
-        self.grade = grade
-        self.delay_s = delay_s
-        self.hang_s = hang_s
-        self.retry_after = retry_after
-        self.drip_s = drip_s
-        self.answer = answer
-        self.served_s = 0.0
-        """Seconds spent on ``ok`` requests, from reading the body to the last byte written (the server's time)."""
-        self._script: deque[str] = deque(script)
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self.requests: list[RecordedRequest] = []
-        self._httpd: _Server | None = None
-        self._thread: threading.Thread | None = None
+        self._script = deque(script)
 
     # -- control ---------------------------------------------------------------------------------------------
     def set(self, default: str | None = None, *, script: Iterable[str] = (), **options: Any) -> None:

@@ -105,6 +105,18 @@ def build_model(tensors: Mapping[str, npt.NDArray[Any]], config: Mapping[str, An
         nodes.append(helper.make_node(op, ins, [out], name=out, domain=domain, **attrs))
         return out
 
+    def skip_ln(y: str, x: str, out: str, block: str, bias: str) -> str:
+        """``LayerNorm(x + y + bias)`` with ``block``'s ``LayerNorm`` and ``dense.bias`` (a post-LayerNorm residual)."""
+        gamma = init(out + "_g", t(block + ".LayerNorm.weight"))
+        beta = init(out + "_b", t(block + ".LayerNorm.bias"))
+        return node(
+            "SkipLayerNormalization",
+            [y, x, gamma, beta, init(bias, t(block + ".dense.bias"))],
+            out,
+            domain=_MS,
+            epsilon=eps,
+        )
+
     # embeddings: word + position (0..n-1) + token type 0, LayerNorm
     word = init("word_embeddings", t("embeddings.word_embeddings.weight"))
     pos_table = init("position_embeddings", t("embeddings.position_embeddings.weight"))
@@ -143,35 +155,11 @@ def build_model(tensors: Mapping[str, npt.NDArray[Any]], config: Mapping[str, An
             num_heads=heads,
         )
         proj = node("MatMul", [ctx, init(p + "out_w", t(pre + "attention.output.dense.weight").T)], p + "proj")
-        x = node(
-            "SkipLayerNormalization",
-            [
-                proj,
-                x,
-                init(p + "ln1_g", t(pre + "attention.output.LayerNorm.weight")),
-                init(p + "ln1_b", t(pre + "attention.output.LayerNorm.bias")),
-                init(p + "out_b", t(pre + "attention.output.dense.bias")),
-            ],
-            p + "ln1",
-            domain=_MS,
-            epsilon=eps,
-        )
+        x = skip_ln(proj, x, p + "ln1", pre + "attention.output", p + "out_b")
         up = node("MatMul", [x, init(p + "up_w", t(pre + "intermediate.dense.weight").T)], p + "up")
         act = node("BiasGelu", [up, init(p + "up_b", t(pre + "intermediate.dense.bias"))], p + "gelu", domain=_MS)
         down = node("MatMul", [act, init(p + "down_w", t(pre + "output.dense.weight").T)], p + "down")
-        x = node(
-            "SkipLayerNormalization",
-            [
-                down,
-                x,
-                init(p + "ln2_g", t(pre + "output.LayerNorm.weight")),
-                init(p + "ln2_b", t(pre + "output.LayerNorm.bias")),
-                init(p + "down_b", t(pre + "output.dense.bias")),
-            ],
-            p + "ln2",
-            domain=_MS,
-            epsilon=eps,
-        )
+        x = skip_ln(down, x, p + "ln2", pre + "output", p + "down_b")
 
     # mean over the real tokens, then L2-normalise (sentence-transformers' Pooling and Normalize modules)
     node("Cast", ["attention_mask"], "mask_f", to=TensorProto.FLOAT)

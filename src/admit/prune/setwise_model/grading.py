@@ -64,6 +64,17 @@ class Grading:
         if self.out[j] != before:
             self.marks[j] = rule
 
+    def lift_reason(self, j: int, note: str) -> None:
+        """Append ``note`` to chunk ``j``'s reason, which a lift makes no longer ``unrelated``."""
+        self.why[j] = self.why[j].removeprefix("unrelated: ") + note
+
+    def keep(self, j: int, rule: str, note: str) -> None:
+        """Grade chunk ``j`` :data:`KEEP_GRADE` by ``rule``, its reason saying why (``note``)."""
+        before = self.out[j]
+        self.out[j] = KEEP_GRADE
+        self.mark(j, before, rule)
+        self.lift_reason(j, note)
+
 
 def bigram_rule(g: Grading) -> str | None:
     """A question in a script MiniLM does not read: every grade by character bigrams; returns the script."""
@@ -128,10 +139,10 @@ def cross_language_rule(g: Grading, e5: FloatArray | None) -> None:
                 f"text in {unreadable} script, which MiniLM does not read: graded by the question's words it "
                 f"holds ({held}){lost}{e5_note}"
             )
-        elif g.out[j] != before:
-            if g.why[j].startswith("unrelated: "):  # the model's grade 1, which this rule lifted
-                g.why[j] = g.why[j][len("unrelated: ") :]
-            g.why[j] += f"; in {lang}, which MiniLM reads poorly: graded by what it shares ({held}){lost}{e5_note}"
+        elif g.out[j] != before:  # the model's grade 1 ("unrelated"), which this rule lifted
+            g.lift_reason(
+                j, f"; in {lang}, which MiniLM reads poorly: graded by what it shares ({held}){lost}{e5_note}"
+            )
 
 
 def release_rule(g: Grading) -> None:
@@ -178,12 +189,7 @@ def enumeration_rule(g: Grading) -> None:
         kind = lists.enumerates_kind(g.question, it.title, it.text)
         if kind is None:
             continue
-        before = g.out[j]
-        g.out[j] = KEEP_GRADE
-        g.mark(j, before, "the enumeration rule")
-        if g.why[j].startswith("unrelated: "):
-            g.why[j] = g.why[j][len("unrelated: ") :]
-        g.why[j] += f"; enumerates the {kind} the question asks for"
+        g.keep(j, "the enumeration rule", f"; enumerates the {kind} the question asks for")
 
 
 def comparison_rule(g: Grading) -> None:
@@ -195,12 +201,7 @@ def comparison_rule(g: Grading) -> None:
     for j, it in enumerate(g.items):
         if g.out[j] >= KEEP_GRADE or not lists.holds_both(terms, it.title, it.text):
             continue
-        before = g.out[j]
-        g.out[j] = KEEP_GRADE
-        g.mark(j, before, "the comparison rule")
-        if g.why[j].startswith("unrelated: "):
-            g.why[j] = g.why[j][len("unrelated: ") :]
-        g.why[j] += f"; names both {terms[0]!r} and {terms[1]!r}, which the question compares"
+        g.keep(j, "the comparison rule", f"; names both {terms[0]!r} and {terms[1]!r}, which the question compares")
 
 
 def named_heading_rule(g: Grading) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -133,6 +133,16 @@ def identifier_grades(grades: Sequence[int], hit: FloatArray, other: FloatArray)
             out[j] = min(out[j], IDENT_OTHER_MAX_GRADE)
     top = max(g for g, h in zip(out, hit, strict=True) if h)
     return [g if h else min(g, top) for g, h in zip(out, hit, strict=True)]
+
+
+def _note_moves(
+    old: Sequence[int], new: Sequence[int], setby: list[str], reasons: list[str], stage: str, note: Callable[[int], str]
+) -> None:
+    """Where a grade moved from ``old`` to ``new``: ``stage`` set it, and its reason gains ``note(j)``."""
+    for j, (was, now) in enumerate(zip(old, new, strict=True)):
+        if was != now:
+            setby[j] = stage
+            reasons[j] += note(j)
 
 
 def agreement_notes(
@@ -367,23 +377,31 @@ class SetwiseScorer:
             grades = self._deep_grades(record, items, final, embedder, cs)
             # a chunk the whole list's model grades as answering by its own probability is never cut off below it
             grades = [max(g, answering_floor(float(p))) for g, p in zip(grades, final, strict=True)]
-            for j in range(prep.n):
-                if grades[j] != by_share[j]:
-                    setby[j] = "the deep-list cut-off"
-                    reasons[j] += (
-                        f"; deep list of {prep.n}: graded as a list of its best {DEEP_LIST} would be "
-                        f"(grade {by_share[j]} by a share of the whole list)"
-                    )
+            _note_moves(
+                by_share,
+                grades,
+                setby,
+                reasons,
+                "the deep-list cut-off",
+                lambda j: (
+                    f"; deep list of {prep.n}: graded as a list of its best {DEEP_LIST} would be "
+                    f"(grade {by_share[j]} by a share of the whole list)"
+                ),
+            )
         if self.clear_answer:
             capped = clear_answer_cap(final, grades)
             top = float(final.max())
-            for j in range(prep.n):
-                if capped[j] != grades[j]:
-                    setby[j] = "the clear-answer cap"
-                    reasons[j] += (
-                        f"; grade {capped[j]} (was {grades[j]}): the list has a clear answer (best p={top:.2f}) and "
-                        f"this chunk's p={float(final[j]):.2f} is under {CLEAR_RATIO:g} of it"
-                    )
+            _note_moves(
+                grades,
+                capped,
+                setby,
+                reasons,
+                "the clear-answer cap",
+                lambda j: (
+                    f"; grade {capped[j]} (was {grades[j]}): the list has a clear answer (best p={top:.2f}) "
+                    f"and this chunk's p={float(final[j]):.2f} is under {CLEAR_RATIO:g} of it"
+                ),
+            )
             grades = capped
         if prep.ident_hit.any():
             asked = ", ".join(sorted(record.identifiers))
