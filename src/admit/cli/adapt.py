@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from admit.answerability.terms import KB_ABSENT_MIN
 from admit.cli._common import echo_json, handle_errors, json_option, open_kb, stdout_console
 
 if TYPE_CHECKING:
@@ -101,6 +100,8 @@ def summary(ad: Adaptation) -> str:
     for name, floor in sorted(ad.similarity_floor.items()):
         lines.append(f"  {name}: not answered when the best passage's similarity to the question is below {floor:.2f}")
     if ad.vocabulary:
+        from admit.answerability.terms import KB_ABSENT_MIN  # here: `admit --help` imports no numpy
+
         lines.append(
             f"  not answered when {KB_ABSENT_MIN} or more of the question's words are nowhere in this knowledge base "
             f"({len(ad.vocabulary):,} words)"
