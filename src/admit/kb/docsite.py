@@ -969,10 +969,8 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
         title = page if page.lower() not in _NO_TITLE else ""
         if not title:
             title = heading
-    elif heading and title.startswith(heading) and title != heading:
-        rest = _SEPARATOR.search(title[len(heading) :])
-        if rest is not None:
-            title, site = heading, rest.group(1)
+    elif heading and title.startswith(heading) and (rest := _SEPARATOR.search(title[len(heading) :])) is not None:
+        title, site = heading, rest.group(1)  # a heading that is a word of the title ("Schema") goes on below
     elif generator in ("mkdocs", "mkdocs-material", "docusaurus", "hugo") and title:
         sep = " | " if generator in ("docusaurus", "hugo") else " - "
         if sep in title:
