@@ -452,16 +452,7 @@ def _beside(q: Question, text: str, value: _linear.LinearPattern, extra: tuple[s
 def _value_beside(q: Question, text: str) -> bool:
     """Whether ``text`` holds a value (a number, a quoted or code word, true/false/on/off) within 60 characters
     of the word "default" or of one of the question's content words (the option: "listens on port 7443")."""
-    low = tx.nfc(text).lower()
-    anchors = {"default", *(w for w in q.content_terms if len(w) >= 3 and w not in _FORM_WORDS)}
-    for a in anchors:
-        start = low.find(a)
-        while start >= 0:
-            window = low[max(0, start - _NEAR_VALUE) : start + len(a) + _NEAR_VALUE]
-            if _VALUE.search(window):
-                return True
-            start = low.find(a, start + 1)
-    return False
+    return _beside(q, text, _VALUE, ("default",))
 
 
 def answer_type_missing(question: str | Question, texts: Sequence[str]) -> str:
