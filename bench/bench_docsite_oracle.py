@@ -78,6 +78,7 @@ SITES: dict[str, str] = {
     "borgbackup": "borgbackup-doc",
     "xarray": "python-xarray-doc",
     "nbclient": "python-nbclient-doc",
+    "tornado": "python-tornado-doc",
 }
 """Site -> Debian package (each ships a built Sphinx site with its ``_sources``); ``PACKAGE:FOLDER`` where the
 package holds more than one site (groonga-doc: one per language)."""
