@@ -184,18 +184,19 @@ class ProcessPool:
         self.hard_cap = self.regular + self.reserve + max(2, n)
         """Most processes at once, the extra ones for light tenants included."""
         self.long_cpu_s = long_cpu_s
-        self.queue: FairQueue[_Job] = FairQueue(
+        self.core: Core[_Job] = Core.with_queue(
+            cores=n,
+            regular=self.regular,
+            reserve=self.reserve,
             per_tenant=self.per_tenant,
             long_cpu_s=long_cpu_s,
             max_queued_per_tenant=max_queued_per_tenant,
             max_queued_per_key=max_queued_per_key,
             max_queued=max_queued,
         )
-        """The waiting jobs, by tenant (start-time fair queuing)."""
-        self.core: Core[_Job] = Core(
-            self.queue, cores=n, regular=self.regular, reserve=self.reserve, long_cpu_s=long_cpu_s
-        )
         """Which job starts, which long job runs (:mod:`admit.service.sched`, shared with the thread pool)."""
+        self.queue: FairQueue[_Job] = self.core.queue
+        """The waiting jobs, by tenant (start-time fair queuing)."""
         self.tick_s = tick_s
         self.max_memory_mb = max_memory_mb
         self.stats = PoolStats()

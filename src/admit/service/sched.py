@@ -139,6 +139,30 @@ class Core(Generic[J]):
         """Short jobs that may start ahead of a heavy one while the long lane is free (one turn of every worker)."""
         self.passed = 0
 
+    @classmethod
+    def with_queue(
+        cls,
+        *,
+        cores: int,
+        regular: int,
+        reserve: int,
+        per_tenant: int,
+        long_cpu_s: float,
+        max_queued_per_tenant: int,
+        max_queued_per_key: int,
+        max_queued: int,
+    ) -> Core[J]:
+        """A core over a new fair queue (:class:`~admit.service.fairq.FairQueue`, start-time fair queuing by
+        tenant): what both pools build."""
+        queue: FairQueue[J] = FairQueue(
+            per_tenant=per_tenant,
+            long_cpu_s=long_cpu_s,
+            max_queued_per_tenant=max_queued_per_tenant,
+            max_queued_per_key=max_queued_per_key,
+            max_queued=max_queued,
+        )
+        return cls(queue, cores=cores, regular=regular, reserve=reserve, long_cpu_s=long_cpu_s)
+
     def longs(self) -> int:
         """Running jobs that are long (or a heavy tenant's)."""
         return sum(1 for j in self.running if j.long or j.heavy)

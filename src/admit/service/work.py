@@ -100,16 +100,17 @@ class WorkPool:
         """Most threads at once, fresh tenants' included."""
         self.long_s = long_s
         """A request running longer than this is a long one (it yields the interpreter to short ones)."""
-        self.queue: FairQueue[Job] = FairQueue(
+        self.core: Core[Job] = Core.with_queue(
+            cores=n,
+            regular=max(1, self.size - self.reserve),
+            reserve=self.reserve,
             per_tenant=self.per_tenant,
             long_cpu_s=long_s,
             max_queued_per_tenant=max_queued_per_tenant,
             max_queued_per_key=max_queued_per_tenant,
             max_queued=max_queued,
         )
-        self.core: Core[Job] = Core(
-            self.queue, cores=n, regular=max(1, self.size - self.reserve), reserve=self.reserve, long_cpu_s=long_s
-        )
+        self.queue: FairQueue[Job] = self.core.queue
         """Which request starts, which long one runs (:mod:`admit.service.sched`, shared with the process pool)."""
         self._cpu = threading.Condition()
         """Guards the core: the loop starts and ends jobs, the worker threads ask it at their checkpoints."""
