@@ -236,7 +236,7 @@ def _cli_env_options() -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
 
     def walk(cmd: click.Command, path: str) -> None:
-        for p in cmd.params:
+        for p in cmd.get_params(click.Context(cmd)):  # a strategy's switches are made here, from its spec
             if isinstance(p, click.Option) and isinstance(p.envvar, str):
                 HELP.setdefault(p.envvar, " ".join((p.help or "").split()))
                 out.setdefault(p.envvar, []).append(
@@ -248,6 +248,17 @@ def _cli_env_options() -> dict[str, list[str]]:
 
     walk(cli_main, "admit")
     return out
+
+
+def _switch_env_vars() -> dict[str, tuple[list[str], str]]:
+    """The variables of the strategies' switches (spelled from each spec, not in the code): where they are read."""
+    from admit.prune.catalogue import BUILTIN_STRATEGIES, declared_switches
+
+    return {
+        sw.env(strategy): ([f"`{BUILTIN_STRATEGIES[strategy].replace(':', '.')}.switches`"], sw.help)
+        for strategy, sw in declared_switches().values()
+        if strategy in BUILTIN_STRATEGIES
+    }
 
 
 def configuration_page() -> str:
@@ -309,7 +320,7 @@ def configuration_page() -> str:
         "|---|---|---|---|",
     ]
     cli = _cli_env_options()
-    for var, (where, doc) in sorted(_env_vars().items()):
+    for var, (where, doc) in sorted({**_switch_env_vars(), **_env_vars()}.items()):
         options = ", ".join(sorted(set(cli.get(var, []))))
         doc = HELP.get(var) or doc
         out.append(f"| `{var}` | {_cell(options or 'read directly')} | {_cell(', '.join(where))} | {_cell(doc)} |")

@@ -24,7 +24,7 @@ from admit.cli._common import (
     stdout_console,
 )
 from admit.cli._progress import done_bar
-from admit.cli._resources import llm_and_setwise_options
+from admit.cli._resources import SwitchCommand, llm_and_setwise_options
 from admit.errors import ConfigError
 
 __all__ = ["eval_cmd", "replay_cmd"]
@@ -67,7 +67,7 @@ def _summary_table(run: Any, prices_note: str, console: Any) -> None:
     console.print(t)
 
 
-@click.command("eval")
+@click.command("eval", cls=SwitchCommand)
 @click.option(
     "--data",
     "data",
@@ -205,7 +205,7 @@ def eval_cmd(
         console.print(f"{k}: {v}", highlight=False, markup=False)
 
 
-@click.command("replay")
+@click.command("replay", cls=SwitchCommand)
 @click.argument("traces", type=click.Path(exists=True, dir_okay=False))
 @click.option(
     "--policy", "policy_path", required=True, type=click.Path(exists=True, dir_okay=False), help="The new policy TOML."

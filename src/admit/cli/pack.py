@@ -19,7 +19,7 @@ from admit.cli._common import (
     stdout_console,
     trace_file_option,
 )
-from admit.cli._resources import llm_and_setwise_options, trace_content_option
+from admit.cli._resources import SwitchCommand, llm_and_setwise_options, trace_content_option
 
 if TYPE_CHECKING:
     from admit.policy import PolicySet
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["pack_cmd", "policy_cmd", "schema_cmd"]
 
 
-@click.command("pack")
+@click.command("pack", cls=SwitchCommand)
 @click.argument("request", type=click.Path(allow_dash=True))
 @policy_option()
 @prune_option(default_help="Default: the request's `prune`, else the policy's (the shipped policy prunes nothing).")

@@ -37,7 +37,7 @@ from admit.cli._common import (
     reranker_option,
 )
 from admit.cli._progress import progress_option, record_bar, show_progress, status
-from admit.cli._resources import setwise_options, setwise_pruner_options
+from admit.cli._resources import SwitchCommand, strategy_switch_options, switch_pruner_options
 from admit.errors import AdmitError, ConfigError, RequestError
 from admit.prune.settings import PruneSettings
 from admit.types import Chunk, check_question_length
@@ -154,7 +154,7 @@ def _scoring_reranker(name: str | None) -> Any:
     return RERANKERS.get(spec.fallback).make()
 
 
-@click.command("prune")
+@click.command("prune", cls=SwitchCommand)
 @jsonl_path_option("--input", "input_path", "JSONL records with id, question, candidates (- for stdin).")
 @jsonl_path_option("--output", "output_path", "JSONL output, one line per input line (- for stdout).")
 @prune_option(default_help="Default: setwise (this command always prunes).")
@@ -176,7 +176,7 @@ def _scoring_reranker(name: str | None) -> Any:
     help="SQLite file caching LLM pruner results.",
 )
 @reranker_option(default=None, default_help="Default: dense if available, else bm25.")
-@setwise_options()
+@strategy_switch_options()
 @click.option(
     "--workers", default=1, show_default=True, type=click.IntRange(1, 64), help="Records pruned concurrently."
 )
@@ -195,8 +195,6 @@ def prune_cmd(
     llm_api_key_env: str,
     cache_path: str | None,
     reranker: str | None,
-    setwise_cross: bool | None,
-    setwise_multilingual: bool | None,
     workers: int,
     progress: bool | None,
     as_json: bool,
@@ -226,7 +224,7 @@ def prune_cmd(
             llm_api_key_env=llm_api_key_env,
             cache=cache_path or None,
             reranker=rr,
-            **setwise_pruner_options(setwise_cross, setwise_multilingual),
+            **switch_pruner_options(),
         )
         try:
             spec = get_strategy(strategy)

@@ -24,7 +24,7 @@ from admit.cli._common import (
     trace_file_option,
 )
 from admit.cli._progress import progress_option, show_progress, status
-from admit.cli._resources import llm_and_setwise_options, trace_content_option
+from admit.cli._resources import SwitchCommand, llm_and_setwise_options, trace_content_option
 from admit.errors import ConfigError
 
 __all__ = ["search_cmd"]
@@ -57,7 +57,7 @@ def _explain_nothing(kb: Any, kb_path: str, principal: Any, *, filtered: bool) -
     )
 
 
-@click.command("search")
+@click.command("search", cls=SwitchCommand)
 @click.argument("question")
 @click.option("--kb", "kb_path", required=True, envvar="ADMIT_KB", help="Knowledge base file or store URL.")
 @principal_option()

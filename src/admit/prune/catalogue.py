@@ -15,7 +15,11 @@ to load is left out with a warning, so a broken plug-in never breaks admit.
 
 from __future__ import annotations
 
+import ast
+import importlib.util
+import sys
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from admit._plugins import SpecCatalogue
@@ -29,6 +33,7 @@ __all__ = [
     "BUILTIN_STRATEGIES",
     "DEFAULT_STRATEGY",
     "ENTRY_POINT_GROUP",
+    "declared_switches",
     "find_strategy",
     "get_strategy",
     "reload_strategies",
@@ -98,6 +103,71 @@ use_params_lookup(_params)  # the settings below check strategy parameters again
 def strategy_switches() -> dict[str, tuple[str, Switch]]:
     """Every strategy's switches by key (``setwise_cross``), with the strategy's name: what the faces spell."""
     return {sw.key(spec.name): (spec.name, sw) for spec in strategy_specs() for sw in spec.switches}
+
+
+def declared_switches() -> dict[str, tuple[str, Switch]]:
+    """:func:`strategy_switches` for a help text: read from each spec's source where it declares its switches as
+    literals (the way setuptools reads ``attr:`` values without importing the module), else from the imported spec.
+
+    ``admit search --help`` lists ``--setwise-cross`` without loading setwise (numpy); a spec built by code is
+    imported. Only ``resource`` and ``help`` are read this way (:meth:`Switch.value` needs the imported spec:
+    :func:`switch_resources` imports it).
+    """
+    out: dict[str, tuple[str, Switch]] = {}
+    refs = _CATALOGUE.plugins.refs()
+    for name in strategy_names():
+        switches = _literal_switches(refs[name])
+        if switches is None:
+            spec = find_strategy(name)
+            switches = spec.switches if spec is not None else ()
+        out.update({sw.key(name): (name, sw) for sw in switches})
+    return out
+
+
+def _literal_switches(ref: str) -> tuple[Switch, ...] | None:
+    """The switches of the ``module:NAME = StrategySpec(...)`` that ``ref`` names, read from the module's source;
+    ``None`` when the module is loaded already (its spec is at hand) or the declaration is not literal."""
+    module, _, attr = ref.partition(":")
+    if not attr.isidentifier() or module in sys.modules:
+        return None
+    try:
+        found = importlib.util.find_spec(module)
+        source = Path(found.origin).read_text(encoding="utf-8") if found and found.origin else ""
+        tree = ast.parse(source)
+    except (ImportError, ValueError, OSError, SyntaxError):
+        return None
+    call = next((v for n in tree.body if (v := _assigned(n, attr)) is not None), None)
+    if not isinstance(call, ast.Call) or _called(call) != "StrategySpec" or any(k.arg is None for k in call.keywords):
+        return None  # built by a function, or with ``**kwargs``: not literal
+    declared = next((k.value for k in call.keywords if k.arg == "switches"), ast.Tuple(elts=[]))
+    if not isinstance(declared, ast.Tuple | ast.List):
+        return None
+    try:
+        return tuple(_literal_switch(el) for el in declared.elts)
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _assigned(node: ast.stmt, name: str) -> ast.expr | None:
+    """The value ``node`` assigns to ``name`` (``NAME = ...`` or ``NAME: T = ...``), else ``None``."""
+    if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+        return node.value
+    if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+        return node.value
+    return None
+
+
+def _called(call: ast.Call) -> str:
+    """The name a call calls (``Switch`` for ``Switch(...)`` and ``spec.Switch(...)``)."""
+    return str(getattr(call.func, "id", getattr(call.func, "attr", "")))
+
+
+def _literal_switch(node: ast.expr) -> Switch:
+    """``Switch(resource="...", help="...", ...)`` as a :class:`Switch` of those two (``TypeError``: not that)."""
+    if not isinstance(node, ast.Call) or node.args or _called(node) != "Switch":
+        raise TypeError("not a literal Switch(...)")
+    given = {k.arg: k.value for k in node.keywords}
+    return Switch(resource=str(ast.literal_eval(given["resource"])), help=str(ast.literal_eval(given["help"])))
 
 
 def switch_resources(values: Mapping[str, bool | None]) -> dict[str, Any]:
