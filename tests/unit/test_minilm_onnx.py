@@ -185,10 +185,11 @@ def test_the_encoder_reaches_the_embedder_through_the_command_line(monkeypatch: 
 
 
 def test_eval_worker_processes_get_the_parents_encoder() -> None:
-    from admit.eval.engine import _init_worker
+    from admit.backends.embedders.defaults import EncoderConfig
+    from admit.eval.engine import RunSpec, _Worker, worker_spec
 
-    try:
-        _init_worker(2, None, "numpy")  # what a spawned `admit eval --workers N` process runs first
-        assert minilm_defaults().encoder == "numpy" and minilm_defaults().threads == 2
-    finally:
-        configure_minilm()
+    # what a spawned `admit eval --workers N` process builds its embedder from: the work, not its own globals
+    spec = RunSpec.from_json(worker_spec(RunSpec(minilm=EncoderConfig(encoder="numpy")), threads=2).to_json())
+    emb = _Worker(spec).embedder().inner.inner
+    assert (emb.encoder, emb.threads) == ("numpy", 2)
+    assert minilm_defaults().encoder is None and minilm_defaults().threads is None

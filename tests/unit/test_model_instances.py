@@ -1,10 +1,13 @@
-"""No process globals for models: the MiniLM encoder is held by the embedder instance (``minilm:ENCODER``), two
-pipelines in one process each keep theirs, and an evaluation's worker gets the parent's choice with the work
-(:class:`~admit.eval.engine.RunSpec`), not from the process it starts in."""
+"""No process globals for models: the MiniLM encoder, model folder and threads are held by the embedder instance
+(``minilm:ENCODER``, :class:`~admit.backends.embedders.defaults.EncoderConfig`), two pipelines in one process each
+keep theirs, and an evaluation's worker gets the parent's configuration with the work
+(:class:`~admit.eval.engine.RunSpec`), not from the process it starts in, and sets nothing process-wide."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -12,10 +15,11 @@ import pytest
 
 from admit import Pipeline
 from admit.backends.embedders import resolve_embedder
-from admit.backends.embedders.defaults import configure_minilm, minilm_defaults
+from admit.backends.embedders.defaults import EncoderConfig, configure_minilm, minilm_defaults
+from admit.backends.embedders.minilm import MissingModelError
 from admit.backends.embedders.shared import shared_embedder
 from admit.errors import ConfigError
-from admit.eval.engine import RunSpec, Task
+from admit.eval.engine import RunSpec, Task, run_tasks, worker_spec
 
 
 @pytest.fixture(autouse=True)
@@ -85,4 +89,76 @@ def test_an_evaluation_hands_its_workers_the_encoder_with_the_work(tmp_path: Any
     with pytest.raises(KeyError):  # the capturing engine computes nothing: the join finds no scores
         run_eval([record], [Config(strategy="top_n")], EvalOptions(reranker="bm25"), engine=engine)
     (spec,) = engine.specs
-    assert spec.encoder == "numpy" and spec.minilm_dir == str(tmp_path)
+    assert spec.minilm == EncoderConfig(encoder="numpy", path=tmp_path)
+    # named on the options (what `admit eval` hands on from its root options), the process's fallback is not read
+    mine = EncoderConfig(encoder="onnx-int8", threads=1)
+    with pytest.raises(KeyError):
+        run_eval([record], [Config(strategy="top_n")], EvalOptions(reranker="bm25", minilm=mine), engine=engine)
+    assert engine.specs[-1].minilm == mine
+
+
+def test_the_model_folder_and_threads_are_the_instances(tmp_path: Any) -> None:
+    from admit.backends.embedders.minilm import MiniLMEmbedder
+
+    mine = EncoderConfig(path=tmp_path, threads=3, encoder="numpy")
+    emb = MiniLMEmbedder(config=mine)
+    assert (emb.config, emb.threads, emb.encoder) == (mine, 3, "numpy")
+    assert MiniLMEmbedder(config=mine, threads=1, encoder="onnx").threads == 1  # an argument wins
+    with pytest.raises(MissingModelError, match=f"{tmp_path} has no model"):
+        emb.warm_up()  # the instance's folder, not the package's
+    assert minilm_defaults() == EncoderConfig()  # nothing process-wide was set
+    other: Any = resolve_embedder("minilm:numpy")
+    assert other.config == EncoderConfig()
+    assert other.embed(["the signing key"]).shape == (1, 384)  # the package's folder, beside the broken one
+    # one shared embedder per name and configuration
+    assert shared_embedder("minilm:numpy", mine) is shared_embedder("minilm:numpy", mine)
+    assert shared_embedder("minilm:numpy", mine) is not shared_embedder("minilm:numpy")
+    shared: Any = shared_embedder("minilm:numpy", mine)
+    assert shared.inner.config == mine
+    assert getattr(resolve_embedder("fake:8", config=mine), "dim", 0) == 8  # an embedder that takes none
+
+
+def test_a_bad_configuration_is_refused_when_made() -> None:
+    with pytest.raises(ValueError, match="threads must be a whole number >= 1, got 0"):
+        EncoderConfig(threads=0)
+    with pytest.raises(ValueError, match="unknown MiniLM encoder 'gpu'"):
+        EncoderConfig(encoder="gpu")
+    assert EncoderConfig.from_json({"path": "/m", "threads": 2, "encoder": "ONNX"}) == EncoderConfig(
+        path=Path("/m"), threads=2, encoder="onnx"
+    )
+
+
+def test_an_evaluation_worker_builds_its_embedder_from_the_work_and_sets_no_global(tmp_path: Any) -> None:
+    from admit.eval.dataset import PruneInput
+    from admit.types import Chunk
+
+    spec = worker_spec(RunSpec(reranker="dense", minilm=EncoderConfig(path=tmp_path, encoder="numpy")), threads=2)
+    assert spec.minilm == EncoderConfig(path=tmp_path, threads=2, encoder="numpy")
+    assert RunSpec.from_json(json.loads(json.dumps(spec.to_json()))) == spec  # what a worker process receives
+    chunk = Chunk(id="c1", source_id="s", text="the signing key rotates daily")
+    task = Task(input=PruneInput(id="r1", question="How do I rotate the key?", candidates=(chunk,)))
+    with pytest.raises(MissingModelError, match=f"{tmp_path} has no model"):  # the work's folder is read
+        run_tasks([task], spec)
+    assert minilm_defaults() == EncoderConfig()
+
+
+def test_the_root_options_are_one_configuration_on_the_commands_context(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from admit.cli import main
+    from admit.cli._common import minilm_config
+
+    seen: list[EncoderConfig | None] = []
+
+    @main.command("_probe_config", hidden=True)
+    def probe() -> None:
+        seen.append(minilm_config())
+
+    try:
+        args = ["--minilm-dir", str(tmp_path), "--embed-threads", "2", "--encoder", "NumPy", "_probe_config"]
+        assert CliRunner().invoke(main, args, standalone_mode=False).exit_code == 0
+        assert seen[-1] == EncoderConfig(path=tmp_path, threads=2, encoder="numpy")
+        assert CliRunner().invoke(main, ["_probe_config"], standalone_mode=False).exit_code == 0
+        assert seen[-1] is None
+    finally:
+        main.commands.pop("_probe_config")

@@ -22,13 +22,17 @@ import logging
 import os
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from admit._jsonl import json_line
 from admit.errors import AdmitError, AuthorizationError, ConfigError, MissingExtraError
 from admit.prune.catalogue import DEFAULT_STRATEGY
+
+if TYPE_CHECKING:
+    from admit.backends.embedders.defaults import EncoderConfig
 
 __all__ = [
     "DEFAULT_STRATEGY",
@@ -44,6 +48,7 @@ __all__ = [
     "llm_options",
     "llm_pruner_options",
     "logging_pipeline",
+    "minilm_config",
     "open_kb",
     "policy_option",
     "principal_option",
@@ -423,17 +428,35 @@ def configure_backends(
     llm_base_url: str | None,
     encoder: str | None = None,
 ) -> None:
-    """Hand the process-wide backend defaults the root options read (``ADMIT_MINILM_DIR``, ``ADMIT_EMBED_THREADS``
+    """Hand the backend defaults the root options read (``ADMIT_MINILM_DIR``, ``ADMIT_EMBED_THREADS``
     / ``ADMIT_TORCH_THREADS``, ``ADMIT_ENCODER``, ``ADMIT_LLM_MODEL`` / ``ADMIT_LLM_BASE_URL``) to the library,
-    which reads none of them itself; nothing is imported when none is set."""
-    if minilm_dir is not None or embed_threads is not None or encoder is not None:
-        from admit.backends.embedders.defaults import configure_minilm
+    which reads none of them itself; nothing is imported when none is set.
 
-        configure_minilm(path=minilm_dir, threads=embed_threads, encoder=encoder)
+    The MiniLM ones become one :class:`~admit.backends.embedders.defaults.EncoderConfig`, kept on the command's
+    context (:func:`minilm_config`: a command hands it with its work, as ``admit eval`` does to its workers) and
+    set as the process's fallback for what a command makes by name (a pipeline's, the service's)."""
+    if minilm_dir is not None or embed_threads is not None or encoder is not None:
+        from admit.backends.embedders.defaults import EncoderConfig, configure_minilm
+
+        config = EncoderConfig(path=Path(minilm_dir) if minilm_dir else None, threads=embed_threads, encoder=encoder)
+        click.get_current_context().meta[_MINILM] = config
+        configure_minilm(path=config.path, threads=config.threads, encoder=config.encoder)
     if llm_model or llm_base_url:
         from admit.backends.llms import configure_llm
 
         configure_llm(model=llm_model, base_url=llm_base_url)
+
+
+_MINILM = "admit.minilm"
+"""Where the root options' MiniLM configuration is kept (``ctx.meta``, shared by the command's contexts)."""
+
+
+def minilm_config() -> EncoderConfig | None:
+    """The MiniLM configuration the root options named (``admit --minilm-dir/--embed-threads/--encoder``), or
+    ``None`` when they named none."""
+    ctx = click.get_current_context(silent=True)
+    config: EncoderConfig | None = ctx.meta.get(_MINILM) if ctx is not None else None
+    return config
 
 
 def llm_options() -> Callable[[F], F]:

@@ -18,6 +18,7 @@ from admit.cli._common import (
     engine_option,
     handle_errors,
     json_option,
+    minilm_config,
     policy_option,
     prune_option,
     reranker_option,
@@ -172,6 +173,7 @@ def eval_cmd(
         cache=None if no_cache else (cache_dir or default_cache_dir()),
         pruner_options=pruner_options,
         policy=policy_path,
+        minilm=minilm_config(),
     )
     eng = make_engine(engine, workers=workers)
     click.echo(f"{len(records)} questions x {len(configs)} configurations, engine {engine}", err=True)

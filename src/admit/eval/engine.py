@@ -18,6 +18,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from admit.backends.embedders.defaults import EncoderConfig
 from admit.errors import ConfigError, MissingExtraError
 from admit.eval.dataset import PruneInput
 from admit.prune.base import PruneOutcome
@@ -35,6 +36,7 @@ __all__ = [
     "rank_order",
     "run_tasks",
     "settings_for",
+    "worker_spec",
 ]
 
 logger = logging.getLogger(__name__)
@@ -55,21 +57,22 @@ class RunSpec:
     the worker adds its shared embedder."""
     torch_threads: int | None = None
     """Torch threads per worker (default: cores / workers)."""
-    minilm_dir: str | None = None
-    """The MiniLM folder the parent process was configured with (``admit --minilm-dir``): a worker process
-    starts bare, so it travels here (``None``: the package's)."""
-    encoder: str | None = None
-    """The MiniLM encoder the parent chose (``admit --encoder``), travelling with the work as the folder does
-    (``None``: ``auto``); a Ray worker reads it here too."""
+    minilm: EncoderConfig | None = None
+    """The MiniLM folder, threads and encoder the worker's embedder is made with (``admit --minilm-dir``,
+    ``--embed-threads``, ``--encoder``): they travel with the work, so a worker process (local or Ray) sets nothing
+    process-wide and two runs in one process keep theirs (``None``: the worker process's fallback)."""
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON-ready dict."""
-        return asdict(self)
+        d = asdict(self)
+        d["minilm"] = self.minilm.to_json() if self.minilm is not None else None
+        return d
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> RunSpec:
         """Inverse of :meth:`to_json`."""
-        return cls(**d)
+        minilm = d.get("minilm")
+        return cls(**{**d, "minilm": EncoderConfig.from_json(minilm) if minilm is not None else None})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -109,6 +112,14 @@ def settings_for(params: Mapping[str, Any], strategy: str = "") -> PruneSettings
         rest = {k: v for k, v in params.items() if k not in SETTING_KEYS}
         return PruneSettings(strategy="custom", params=rest).with_overrides(fields)
     return PruneSettings(strategy=strategy).with_overrides(params)
+
+
+def worker_spec(spec: RunSpec, threads: int) -> RunSpec:
+    """``spec`` as a worker process of a pool gets it: its MiniLM threads are ``threads`` (the cores / workers, or
+    ``torch_threads``), the folder and the encoder the parent's."""
+    from dataclasses import replace
+
+    return replace(spec, minilm=replace(spec.minilm or EncoderConfig(), threads=threads))
 
 
 # ---------------------------------------------------------------------------------------------- worker side
@@ -152,7 +163,7 @@ class _Worker:
         if self._embedder is None:
             from admit.backends.embedders import CachedEmbedder, resolve_embedder
 
-            self._timed = TimedEmbedder(resolve_embedder(self.spec.embedder))
+            self._timed = TimedEmbedder(resolve_embedder(self.spec.embedder, config=self.spec.minilm))
             self._embedder = CachedEmbedder(self._timed, max_items=20_000)
         return self._embedder
 
@@ -256,13 +267,8 @@ def _run_json(payloads: Sequence[str], spec_json: str) -> list[str]:
     return [json.dumps(r) for r in run_tasks([Task.from_json(json.loads(p)) for p in payloads], spec)]
 
 
-def _init_worker(  # pragma: no cover - runs in child processes
-    threads: int | None, minilm_dir: str | None, encoder: str | None = None
-) -> None:
-    from admit.backends.embedders.defaults import configure_minilm
-
-    # a spawned process starts bare: the parent's MiniLM defaults travel as arguments
-    configure_minilm(path=minilm_dir, threads=threads or None, encoder=encoder)
+def _init_worker(threads: int | None) -> None:  # pragma: no cover - runs in child processes
+    # the MiniLM configuration travels in the RunSpec; the thread count also reaches the libraries that read it
     if threads:
         os.environ.setdefault("OMP_NUM_THREADS", str(threads))
 
@@ -307,10 +313,9 @@ class LocalEngine:
         import multiprocessing
 
         threads = spec.torch_threads or max(1, (os.cpu_count() or 1) // self.workers)
-        spec_json = json.dumps(spec.to_json(), default=str)
+        spec_json = json.dumps(worker_spec(spec, threads).to_json())
         ctx = multiprocessing.get_context("spawn")
-        init = (threads, spec.minilm_dir, spec.encoder)
-        with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker, initargs=init) as ex:
+        with ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_init_worker, initargs=(threads,)) as ex:
             pending: set[Future[list[str]]] = {
                 ex.submit(_run_json, [json.dumps(t.to_json()) for t in b], spec_json)
                 for b in _batches(tasks, self.batch_size)
@@ -322,12 +327,7 @@ class LocalEngine:
 
 
 def _ray_batch(batch: Mapping[str, Any], spec_json: str) -> dict[str, list[str]]:  # pragma: no cover - in Ray
-    from admit.backends.embedders.defaults import MiniLMDefaults, configure_minilm, minilm_defaults
-
-    spec = json.loads(spec_json)
-    if (spec.get("minilm_dir") or spec.get("encoder")) and minilm_defaults() == MiniLMDefaults():  # starts bare
-        configure_minilm(path=spec.get("minilm_dir"), threads=spec.get("torch_threads"), encoder=spec.get("encoder"))
-    return {"result": _run_json([str(x) for x in batch["task"]], spec_json)}
+    return {"result": _run_json([str(x) for x in batch["task"]], spec_json)}  # the MiniLM configuration in it
 
 
 class RayEngine:

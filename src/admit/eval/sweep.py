@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from admit.backends.embedders.defaults import minilm_defaults
+from admit.backends.embedders.defaults import EncoderConfig, minilm_defaults
 from admit.backends.rerankers import RERANKERS, SCORING_RERANKER
 from admit.errors import ConfigError
 from admit.eval.cache import EvalCache, outcome_key, record_digest, score_key, token_key
@@ -163,6 +163,9 @@ class EvalOptions:
     ``fallback``: ``dense`` to ``bm25``)."""
     embedder: str = "minilm"
     """Embedder of the dense reranker and the setwise pruner."""
+    minilm: EncoderConfig | None = None
+    """Its MiniLM folder, threads and encoder, handed to every worker with the work (``None``: this process's
+    fallback, :func:`~admit.backends.embedders.defaults.minilm_defaults`, read when the run starts)."""
     generator_model: str = "gpt-4o"
     """Tokenizer for token compression and savings."""
     prices: CostRates = field(default_factory=CostRates)
@@ -454,13 +457,11 @@ def run_eval(
             if missing or cached_scores is None:
                 sc = tuple(cached_scores["scores"]) if cached_scores is not None else None
                 tasks.append(Task(input=inp, scores=sc, jobs=missing))
-        defaults = minilm_defaults()
         spec = RunSpec(
             reranker=reranker,
             embedder=options.embedder,
             pruner_options=dict(options.pruner_options),
-            minilm_dir=str(defaults.path) if defaults.path is not None else None,
-            encoder=defaults.encoder,
+            minilm=options.minilm if options.minilm is not None else minilm_defaults(),
         )
         done = len(records) - len(tasks)
         if progress:

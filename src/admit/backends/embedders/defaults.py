@@ -1,28 +1,37 @@
-"""The process-wide defaults of the MiniLM embedders: where the model files are, how many threads encode, which
-encoder runs them.
+"""The MiniLM embedders' configuration: where the model files are, how many threads encode, which encoder runs
+them (:class:`EncoderConfig`), held by each embedder and handed with the work to whatever makes one.
 
-The library reads no environment variable for them: a face sets them from its own options (``admit --minilm-dir
-DIR --embed-threads N --encoder E``, which read ``ADMIT_MINILM_DIR``, ``ADMIT_EMBED_THREADS`` /
-``ADMIT_TORCH_THREADS`` and ``ADMIT_ENCODER``),
-a program calls :func:`configure_minilm`, or passes ``path=`` / ``threads=`` to the embedder itself. Nothing here
-imports numpy, so a face can set them before any model loads.
+An embedder holds its own: ``MiniLMEmbedder(config=EncoderConfig(...))``,
+``resolve_embedder("minilm", config=...)`` or ``shared_embedder("minilm", config)`` (one shared embedder per name
+and configuration), and ``admit eval`` hands its worker processes the configuration in the work's
+:class:`~admit.eval.engine.RunSpec`, so two configurations run side by side in one process and a worker process
+sets nothing process-wide. An embedder made without one takes the process's fallback, :func:`minilm_defaults`
+(built-in unless :func:`configure_minilm` set it: the command line sets it from its root options for the faces
+that make embedders by name, the service among them).
+
+The library reads no environment variable for these: a face reads its own options (``admit --minilm-dir DIR
+--embed-threads N --encoder E``, which read ``ADMIT_MINILM_DIR``, ``ADMIT_EMBED_THREADS`` / ``ADMIT_TORCH_THREADS``
+and ``ADMIT_ENCODER``). Nothing here imports numpy, so a face can build one before any model loads.
 
 Example:
-    >>> configure_minilm(threads=2)
-    >>> minilm_defaults().threads
-    2
-    >>> configure_minilm()  # back to the built-in defaults
+    >>> config = EncoderConfig(threads=2, encoder="NumPy")
+    >>> config.encoder, config.threads
+    ('numpy', 2)
+    >>> EncoderConfig.from_json(config.to_json()) == config
+    True
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from admit.errors import InvalidValue
 
-__all__ = ["ENCODERS", "MiniLMDefaults", "check_encoder", "configure_minilm", "minilm_defaults"]
+__all__ = ["ENCODERS", "EncoderConfig", "MiniLMDefaults", "check_encoder", "configure_minilm", "minilm_defaults"]
 
 ENCODERS = ("auto", "numpy", "onnx", "onnx-fp32", "onnx-int8")
 """The MiniLM encoders by name: ``auto`` (``onnx`` when ``onnxruntime`` is installed, else ``numpy``), ``numpy``
@@ -31,8 +40,14 @@ weights: faster, a little further from the float32 vectors)."""
 
 
 @dataclass(frozen=True, slots=True)
-class MiniLMDefaults:
-    """What a MiniLM embedder made without ``path`` / ``threads`` uses."""
+class EncoderConfig:
+    """What a MiniLM embedder reads its model with: the folder, the threads, the encoder (``None``: built-in).
+
+    Checked when made (threads >= 1, a known encoder, in lower case); JSON round trip for a worker process.
+
+    Raises:
+        InvalidValue: ``threads`` is below 1, or ``encoder`` is not one of :data:`ENCODERS`.
+    """
 
     path: Path | None = None
     """The folder with ``model.safetensors``, ``config.json`` and ``tokenizer.json`` (``None``: the
@@ -42,24 +57,50 @@ class MiniLMDefaults:
     encoder: str | None = None
     """One of :data:`ENCODERS` (``None``: ``auto``)."""
 
+    def __post_init__(self) -> None:
+        """Check the threads and the encoder; a path given as text becomes a :class:`~pathlib.Path`."""
+        t = self.threads
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int) or t < 1):
+            raise InvalidValue(f"the embedding threads must be a whole number >= 1, got {t!r}")
+        if self.encoder is not None:
+            object.__setattr__(self, "encoder", check_encoder(self.encoder))
+        if self.path is not None and not isinstance(self.path, Path):
+            object.__setattr__(self, "path", Path(self.path))
+
+    def to_json(self) -> dict[str, str | int | None]:
+        """A JSON-ready dict (the path as text)."""
+        return {
+            "path": str(self.path) if self.path is not None else None,
+            "threads": self.threads,
+            "encoder": self.encoder,
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> EncoderConfig:
+        """Inverse of :meth:`to_json`."""
+        path = d.get("path")
+        return cls(path=Path(path) if path is not None else None, threads=d.get("threads"), encoder=d.get("encoder"))
+
+
+MiniLMDefaults = EncoderConfig
+"""The older name of :class:`EncoderConfig`."""
+
 
 _LOCK = threading.Lock()
-_DEFAULTS = MiniLMDefaults()
+_DEFAULTS = EncoderConfig()
 
 
 def configure_minilm(*, path: str | Path | None = None, threads: int | None = None, encoder: str | None = None) -> None:
-    """Set the defaults of the MiniLM embedders made from now on in this process (``None``: the built-in one).
+    """Set the process's fallback: the configuration of MiniLM embedders made from now on without one of their own
+    (``None``: the built-in one). An embedder given an :class:`EncoderConfig` never reads it.
 
     Raises:
         ValueError: ``threads`` is below 1, or ``encoder`` is not one of :data:`ENCODERS`.
     """
     global _DEFAULTS
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-        raise InvalidValue(f"the embedding threads must be a whole number >= 1, got {threads!r}")
-    if encoder is not None:
-        encoder = check_encoder(encoder)
+    config = EncoderConfig(path=Path(path) if path is not None else None, threads=threads, encoder=encoder)
     with _LOCK:
-        _DEFAULTS = MiniLMDefaults(path=Path(path) if path is not None else None, threads=threads, encoder=encoder)
+        _DEFAULTS = config
 
 
 def check_encoder(name: str) -> str:
@@ -74,7 +115,7 @@ def check_encoder(name: str) -> str:
     return low
 
 
-def minilm_defaults() -> MiniLMDefaults:
-    """The defaults :func:`configure_minilm` set."""
+def minilm_defaults() -> EncoderConfig:
+    """The process's fallback configuration (:func:`configure_minilm`; built-in unless it was called)."""
     with _LOCK:
         return _DEFAULTS

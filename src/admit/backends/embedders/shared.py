@@ -9,26 +9,28 @@ from __future__ import annotations
 import threading
 
 from admit.backends.embedders.base import CachedEmbedder, Embedder
-from admit.backends.embedders.defaults import MiniLMDefaults, minilm_defaults
+from admit.backends.embedders.defaults import EncoderConfig, minilm_defaults
 
 __all__ = ["import_libraries", "shared_embedder"]
 
-_SHARED: dict[tuple[str, MiniLMDefaults], Embedder] = {}
+_SHARED: dict[tuple[str, EncoderConfig], Embedder] = {}
 _LOCK = threading.Lock()
 
 
-def shared_embedder(spec: str = "minilm") -> Embedder:
-    """Return the process-wide embedder for ``spec`` (created on first use).
+def shared_embedder(spec: str = "minilm", config: EncoderConfig | None = None) -> Embedder:
+    """Return the process-wide embedder for ``spec`` and ``config`` (created on first use).
 
-    One per name and MiniLM defaults: ``minilm:numpy`` and ``minilm:onnx-int8`` are two embedders, and a name
-    asked for after :func:`~admit.backends.embedders.defaults.configure_minilm` changed the defaults gets one
-    made with the new defaults, never the one an earlier pipeline holds."""
-    key = (spec, minilm_defaults())
+    One per name and configuration (``config``, else the process's fallback
+    :func:`~admit.backends.embedders.defaults.minilm_defaults`): ``minilm:numpy`` and ``minilm:onnx-int8`` are two
+    embedders, two model folders are two, and a name asked for after
+    :func:`~admit.backends.embedders.defaults.configure_minilm` changed the fallback gets one made with it, never
+    the one an earlier pipeline holds."""
+    key = (spec, config if config is not None else minilm_defaults())
     with _LOCK:
         if key not in _SHARED:
             from admit.backends.embedders import resolve_embedder
 
-            _SHARED[key] = CachedEmbedder(resolve_embedder(spec), max_items=20_000)
+            _SHARED[key] = CachedEmbedder(resolve_embedder(spec, config=key[1]), max_items=20_000)
         return _SHARED[key]
 
 
