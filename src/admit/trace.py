@@ -366,17 +366,37 @@ def build_prune_record(
     total_ms: float,
 ) -> TraceRecord:
     """The record of a prune without a pack (``POST /v1/prune``, the MCP ``prune_context`` tool)."""
+    latency = latency_record(latency_ms, total_ms)
+    rec = _required_keys(
+        request_id, request_hash, route, policy_version, candidate_count, accepted_ids, pruner, latency
+    )
+    rec["kill_switch"] = kill_switch
+    return rec
+
+
+def _required_keys(
+    request_id: str,
+    request_hash: str | None,
+    route: RouteRecord,
+    policy_version: str,
+    candidate_count: int,
+    accepted_ids: Sequence[str],
+    pruner: PrunerRecord | None,
+    latency_ms: dict[str, float],
+    /,
+) -> TraceRecord:
+    """The keys every record carries (:class:`TraceRecord`'s required ones, in its order), and ``request_hash``
+    when known: both builders start from them."""
     rec: TraceRecord = {
         "request_id": request_id,
         "ts": time.time(),
         "query_class": route["query_class"],
         "route": route,
         "policy_version": policy_version,
-        "kill_switch": kill_switch,
         "candidate_count": candidate_count,
         "accepted_chunk_ids": list(accepted_ids),
         "pruner": pruner,
-        "latency_ms": latency_record(latency_ms, total_ms),
+        "latency_ms": latency_ms,
     }
     if request_hash is not None:
         rec["request_hash"] = request_hash
@@ -422,29 +442,22 @@ def build_record(
     accepted = (
         list(accepted_ids) if accepted_ids is not None else [d.chunk_id for d in decisions if d.state == "admitted"]
     )
-    rec: TraceRecord = {
-        "request_id": request_id,
-        "ts": time.time(),
-        "query_class": route["query_class"],
-        "route": route,
-        "policy_version": policy_version,
-        "evidence_budget": budget.evidence_budget,
-        "answer_reserve": budget.answer_reserve,
-        "budget": budget.as_dict(),
-        "candidate_count": len(candidate_ids),
-        "reranked_count": len(reranked_ids),
-        "candidate_ids": list(candidate_ids),
-        "reranked_ids": list(reranked_ids),
-        "accepted_chunk_ids": accepted,
-        "evidence_tokens": evidence_tokens,
-        "dropped": dict(sorted(dropped.items())),
-        "decisions": [d.as_dict() for d in decisions],
-        "fallbacks": [f.as_dict() for f in fallbacks],
-        "latency_ms": latency_record(latency_ms, total_ms),
-        "pruner": pruner,
-    }
-    if request_hash is not None:
-        rec["request_hash"] = request_hash
+    latency = latency_record(latency_ms, total_ms)
+    rec = _required_keys(request_id, request_hash, route, policy_version, len(candidate_ids), accepted, pruner, latency)
+    rec.update(
+        {
+            "evidence_budget": budget.evidence_budget,
+            "answer_reserve": budget.answer_reserve,
+            "budget": budget.as_dict(),
+            "reranked_count": len(reranked_ids),
+            "candidate_ids": list(candidate_ids),
+            "reranked_ids": list(reranked_ids),
+            "evidence_tokens": evidence_tokens,
+            "dropped": dict(sorted(dropped.items())),
+            "decisions": [d.as_dict() for d in decisions],
+            "fallbacks": [f.as_dict() for f in fallbacks],
+        }
+    )
     if question_tokens is not None:
         rec["question_tokens"] = question_tokens
     if flags is not None:
