@@ -20,6 +20,7 @@ from admit.eval.metrics import (
 )
 from admit.eval.report import pareto_front
 from admit.prune.savings import net_saving_usd
+from admit.types import Usage
 
 
 def _q(rid: str, cands: dict[str, int], kept: list[str], required: list[str], **kw: object) -> QuestionResult:
@@ -62,11 +63,17 @@ def test_summarize_hand_computed() -> None:
         ["x", "y"],
         latency_s=0.020,
         source="s1",
-        prompt_tokens=1000,
-        completion_tokens=100,
-        calls=1,
+        usage=Usage(prompt_tokens=1000, completion_tokens=100, calls=1),
     )
-    q3 = _q("q3", {"p": 10, "q": 10, "r": 10}, ["p"], ["p", "gone"], latency_s=0.030, source="s2", cost_usd=0.01)
+    q3 = _q(
+        "q3",
+        {"p": 10, "q": 10, "r": 10},
+        ["p"],
+        ["p", "gone"],
+        latency_s=0.030,
+        source="s2",
+        usage=Usage(cost_usd=0.01),
+    )
     prices = CostRates(generator_input_per_mtok=2.0, pruner_input_per_mtok=1.0, pruner_output_per_mtok=4.0)
     m = summarize([q1, q2, q3], prices)
     assert m["questions"] == 3
@@ -136,7 +143,7 @@ def test_recall_at_reads_unnamed_curves_as_the_report_reads_fronts() -> None:
 
 def test_the_net_cost_change_is_the_one_saving_with_its_sign_turned() -> None:
     prices = CostRates(generator_input_per_mtok=2.0)
-    costly = _q("q1", {"a": 100, "b": 100}, ["a"], ["a"], cost_usd=0.01)  # saves 100 tokens, costs 0.01
+    costly = _q("q1", {"a": 100, "b": 100}, ["a"], ["a"], usage=Usage(cost_usd=0.01))  # saves 100 tokens, costs 0.01
     m = summarize([costly], prices)
     saving = net_saving_usd(m["generator_cost_saved_per_query_usd"], m["pruner_cost_per_query_usd"])
     assert saving == pytest.approx(100 * 2.0 / 1e6 - 0.01) and saving < 0  # a loss

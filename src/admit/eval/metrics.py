@@ -33,7 +33,7 @@ from typing import Any
 
 from admit.errors import ConfigError
 from admit.prune.savings import net_saving_usd
-from admit.types import AnswerState, answerable_of
+from admit.types import AnswerState, Usage, answerable_of
 
 __all__ = [
     "DIAGNOSES",
@@ -138,14 +138,8 @@ class QuestionResult:
     """admit's query class for the question."""
     latency_s: float = 0.0
     """Pruner wall time."""
-    prompt_tokens: int = 0
-    """Pruner LLM prompt tokens."""
-    completion_tokens: int = 0
-    """Pruner LLM completion tokens."""
-    calls: int = 0
-    """Pruner LLM calls."""
-    cost_usd: float = 0.0
-    """The pruner's own reported cost (0 when it reports none)."""
+    usage: Usage = field(default_factory=Usage)
+    """The pruner's LLM tokens and calls, and its own reported cost (``cost_usd`` 0 when it reports none)."""
     error: str | None = None
     """The pruner failure, if one happened (on_error applied)."""
     cited: frozenset[str] | None = None
@@ -264,12 +258,13 @@ def recall_at(points: Sequence[tuple[float, float] | tuple[float, float, str]], 
 
 def pruner_cost(r: QuestionResult, prices: CostRates) -> float:
     """The pruner's cost for one question: its own figure, else its tokens and time priced."""
-    if r.cost_usd > 0:
-        return r.cost_usd
+    u = r.usage
+    if u.cost_usd > 0:
+        return u.cost_usd
     return (
-        r.prompt_tokens * prices.pruner_input_per_mtok / 1e6
-        + r.completion_tokens * prices.pruner_output_per_mtok / 1e6
-        + r.calls * prices.pruner_per_call
+        u.prompt_tokens * prices.pruner_input_per_mtok / 1e6
+        + u.completion_tokens * prices.pruner_output_per_mtok / 1e6
+        + u.calls * prices.pruner_per_call
         + r.latency_s * prices.pruner_per_cpu_second
     )
 
@@ -325,9 +320,9 @@ def summarize(results: Sequence[QuestionResult], prices: CostRates | None = None
         "latency_ms_p50": percentile(lat_ms, 50),
         "latency_ms_p95": percentile(lat_ms, 95),
         **_verdict_shares(results),
-        "pruner_prompt_tokens": sum(r.prompt_tokens for r in results),
-        "pruner_completion_tokens": sum(r.completion_tokens for r in results),
-        "pruner_calls": sum(r.calls for r in results),
+        "pruner_prompt_tokens": sum(r.usage.prompt_tokens for r in results),
+        "pruner_completion_tokens": sum(r.usage.completion_tokens for r in results),
+        "pruner_calls": sum(r.usage.calls for r in results),
         "pruner_errors": sum(1 for r in results if r.error),
         "pruner_cost_usd": sum(costs),
         "pruner_cost_per_query_usd": cost_pq,

@@ -30,7 +30,7 @@ from admit.policy import load_policy_set
 from admit.prune import PrunerResources, find_strategy, get_strategy, strategy_names, strategy_specs
 from admit.prune.base import PruneOutcome, apply_threshold, fallback_outcome
 from admit.prune.settings import SETTING_KEYS, PruneSettings
-from admit.types import Scored
+from admit.types import Scored, Usage
 
 __all__ = [
     "Config",
@@ -398,10 +398,12 @@ def _question_result(
         question_type=r.question_type,
         query_class=qclass[r.id],
         latency_s=float(o.get("latency_s", 0.0)),
-        prompt_tokens=int(o.get("prompt_tokens", 0)),
-        completion_tokens=int(o.get("completion_tokens", 0)),
-        calls=int(o.get("calls", 0)),
-        cost_usd=float(o.get("cost_usd", 0.0)),
+        usage=Usage(
+            prompt_tokens=int(o.get("prompt_tokens", 0)),
+            completion_tokens=int(o.get("completion_tokens", 0)),
+            calls=int(o.get("calls", 0)),
+            cost_usd=float(o.get("cost_usd", 0.0)),
+        ),
         error=o.get("error"),
         grades={k: int(v) for k, v in o.get("grades", {}).items()},
         answer_state=o.get("answer_state"),
