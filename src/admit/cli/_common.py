@@ -21,7 +21,7 @@ import json
 import logging
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -41,6 +41,7 @@ __all__ = [
     "check_question",
     "check_strategy",
     "check_tenant",
+    "choice_option",
     "configure_backends",
     "echo_json",
     "handle_errors",
@@ -399,9 +400,14 @@ def policy_option(*, required: bool = False, what: str = "Policy TOML") -> Calla
     )
 
 
+def choice_option(flag: str, choices: Sequence[str], what: str) -> Callable[[F], F]:
+    """``--FLAG`` one of ``choices``, the first by default (shown in the help; ``what``: the help)."""
+    return click.option(flag, type=click.Choice(list(choices)), default=choices[0], show_default=True, help=what)
+
+
 def engine_option(what: str) -> Callable[[F], F]:
     """``--engine local|ray`` (dest ``engine``, default ``local``): where the work runs (``what``: the help)."""
-    return click.option("--engine", type=click.Choice(["local", "ray"]), default="local", show_default=True, help=what)
+    return choice_option("--engine", ("local", "ray"), what)
 
 
 def jsonl_path_option(flag: str, dest: str, what: str, *, required: bool = True) -> Callable[[F], F]:

@@ -14,6 +14,7 @@ from admit.backends.rerankers.catalogue import SCORING_RERANKER
 from admit.cli._common import (
     DEFAULT_STRATEGY,
     check_strategy,
+    choice_option,
     echo_json,
     engine_option,
     handle_errors,
@@ -113,13 +114,7 @@ def _summary_table(run: Any, prices_note: str, console: Any) -> None:
 @llm_and_setwise_options()
 @click.option("--limit", type=int, default=None, help="Use only the first N questions of each file.")
 @policy_option(what="Policy file used to classify questions into query classes")
-@click.option(
-    "--x-axis",
-    type=click.Choice(["chunk", "token"]),
-    default="chunk",
-    show_default=True,
-    help="Compression on the plot's x axis.",
-)
+@choice_option("--x-axis", ("chunk", "token"), "Compression on the plot's x axis.")
 @click.option("--progress/--no-progress", default=True, help="Show a progress bar on stderr.")
 @json_option("the output paths and every configuration's overall metrics")
 @handle_errors

@@ -16,6 +16,7 @@ import click
 from admit.cli._common import (
     check_port_free,
     check_tenant,
+    choice_option,
     handle_errors,
     open_kb,
     principal_option,
@@ -101,12 +102,10 @@ def serve_cmd(kb_path: str | None, host: str, port: int, config_path: str | None
 @click.option("--tenant", default=None, hidden=True, help="Deprecated: use --principal tenant:T.")
 @click.option("--group", "groups", multiple=True, hidden=True, help="Deprecated: use --principal tenant:T,group:G.")
 @prune_option(default_help="Default: the config's prune_strategy (setwise); search_knowledge_base prunes by default.")
-@click.option(
+@choice_option(
     "--transport",
-    type=click.Choice(["stdio", "streamable-http"]),
-    default="stdio",
-    show_default=True,
-    help="stdio for a local agent that starts the server; streamable-http to serve MCP over HTTP.",
+    ("stdio", "streamable-http"),
+    "stdio for a local agent that starts the server; streamable-http to serve MCP over HTTP.",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface (streamable-http only).")
 @click.option("--port", default=8090, show_default=True, type=click.IntRange(0, 65535), help="Port (streamable-http).")
