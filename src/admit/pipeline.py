@@ -20,6 +20,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 from admit.answerability import Answerability, no_answer_fallback, on_no_answer
 from admit.answerability.adaptation import Adaptation
 from admit.backends.embedders.base import Embedder
+from admit.backends.embedders.defaults import EncoderConfig
 from admit.backends.rerankers import Reranker, resolve_reranker
 from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.budget import compute_budget
@@ -171,6 +172,7 @@ class Pipeline:
         baseline_policies: PolicySet | str | Path | None = None,
         trace_content: bool | None = None,
         redactor: Redactor | None = None,
+        minilm: EncoderConfig | None = None,
     ) -> None:
         """Create a pipeline.
 
@@ -190,6 +192,10 @@ class Pipeline:
                 read ``ADMIT_TRACE_CONTENT``).
             redactor: What tool outputs are redacted with (default: :meth:`Redactor.default`, secrets and
                 e-mail addresses).
+            minilm: The MiniLM folder, threads and encoder of the embedders this pipeline makes by name (its
+                reranker's, its pruners'); ``None``: the process's fallback
+                (:func:`~admit.backends.embedders.defaults.minilm_defaults`). Two pipelines with two
+                configurations in one process each keep theirs.
         """
         self.policies = policies if isinstance(policies, PolicySet) else load_policy_set(policies)
         self.baseline_policies: PolicySet | None = (
@@ -197,17 +203,27 @@ class Pipeline:
             if isinstance(baseline_policies, PolicySet) or baseline_policies is None
             else load_policy_set(baseline_policies)
         )
-        self.reranker = resolve_reranker(reranker)
         self._pruner = pruner
         if resources is not None and pruner_options:
             raise ConfigError("Pipeline takes resources= or pruner_options=, not both.")
         self.resources = resources if resources is not None else PrunerResources.from_options(pruner_options)
+        self.reranker = resolve_reranker(reranker) if minilm is None else self._with_minilm(reranker, minilm)
         self._pruners: dict[str, Pruner] = {}
         self.sink = sink
         self.tracer = tracer or NullTracer()
         self.authority = dict(authority or {})
         self.trace_content = bool(trace_content)
         self.redactor = redactor or Redactor.default()
+
+    def _with_minilm(self, reranker: Reranker | str | None, minilm: EncoderConfig) -> Reranker:
+        """The reranker, its embedder and the pruners' embedder made by name with ``minilm`` (shared per name and
+        configuration); an instance given stays as it is."""
+        from admit.backends.embedders.shared import shared_embedder
+
+        named = self.resources.embedder
+        if named is None or isinstance(named, str):
+            self.resources = replace(self.resources, embedder=shared_embedder(named or "minilm", minilm))
+        return resolve_reranker(reranker, embedder=shared_embedder("minilm", minilm))
 
     def pruner_for(self, strategy: str) -> Pruner:
         """Return (and cache) the pruner of a strategy."""

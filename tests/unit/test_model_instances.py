@@ -162,3 +162,24 @@ def test_the_root_options_are_one_configuration_on_the_commands_context(tmp_path
         assert seen[-1] is None
     finally:
         main.commands.pop("_probe_config")
+
+
+def test_two_pipelines_with_different_model_folders_keep_theirs(tmp_path: Path) -> None:
+    from admit.kb import KnowledgeBase
+
+    broken = EncoderConfig(path=tmp_path, encoder="numpy")
+    mine = Pipeline(reranker="dense", minilm=broken)
+    plain = Pipeline(reranker="dense")
+    emb: Any = mine.term_encoder("setwise")
+    assert emb.inner.config == broken and getattr(mine.reranker, "embedder", None) is shared_embedder("minilm", broken)
+    other: Any = plain.term_encoder("setwise")
+    assert other.inner.config == EncoderConfig() and other is not emb
+    with pytest.raises(MissingModelError, match=f"{tmp_path} has no model"):
+        emb.embed(["which folder?"])  # this pipeline's folder
+    assert other.embed(["which folder?"]).shape == (1, 384)  # the other's: the package's, in the same process
+    assert minilm_defaults() == EncoderConfig()
+    # an embedder instance given stays the pipeline's; the knowledge base makes its own by name with its config
+    given = resolve_embedder("fake:8")
+    assert Pipeline(minilm=broken, pruner_options={"embedder": given}).term_encoder("setwise") is given
+    kb: Any = KnowledgeBase(minilm=EncoderConfig(encoder="numpy", threads=1))
+    assert (kb.embedder.encoder, kb.embedder.threads) == ("numpy", 1)

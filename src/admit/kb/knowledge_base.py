@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from admit._lru import LRU
 from admit.answerability.adaptation import FINGERPRINT_KEY, META_KEY, STALE_SHARE, Adaptation, Fingerprint
 from admit.backends.embedders import CachedEmbedder, Embedder, resolve_embedder
+from admit.backends.embedders.defaults import EncoderConfig
 from admit.errors import AuthorizationError, ConfigError
 from admit.features import FEATURES_KEY, seed_features
 from admit.kb.ingest import (
@@ -96,6 +97,8 @@ class KnowledgeBase:
         embedder: An embedder or its name; default: the one the KB was built with, else ``minilm``.
         store: A store instance (then ``path_or_url`` is only a label).
         max_tokens: The most cl100k tokens a chunk may have at ingest.
+        minilm: The MiniLM folder, threads and encoder of an embedder made by name (``None``: the process's
+            fallback, :func:`~admit.backends.embedders.defaults.minilm_defaults`).
     """
 
     def __init__(
@@ -105,12 +108,13 @@ class KnowledgeBase:
         embedder: Embedder | str | None = None,
         store: Store | None = None,
         max_tokens: int = DEFAULT_MAX_TOKENS,
+        minilm: EncoderConfig | None = None,
     ) -> None:
         self.location = str(path_or_url)
         # the store answers which embedder built it (every store, not only SQLite); a new one takes the default
         built_with = (store.get_meta("embedder_spec") if store is not None else stored_embedder(self.location)) or None
         spec: Embedder | str = embedder if embedder is not None else (built_with or DEFAULT_EMBEDDER)
-        self.embedder = resolve_embedder(spec)
+        self.embedder = resolve_embedder(spec, config=minilm)
         self.store: Store = store if store is not None else open_store(path_or_url, dim=self.embedder.dim)
         if self.store.dim != self.embedder.dim:
             raise ConfigError(

@@ -142,10 +142,8 @@ def _literal_switches(ref: str) -> tuple[Switch, ...] | None:
     declared = next((k.value for k in call.keywords if k.arg == "switches"), ast.Tuple(elts=[]))
     if not isinstance(declared, ast.Tuple | ast.List):
         return None
-    try:
-        return tuple(_literal_switch(el) for el in declared.elts)
-    except (ValueError, TypeError, KeyError):
-        return None
+    switches = [_literal_switch(el) for el in declared.elts]
+    return tuple(sw for sw in switches if sw is not None) if None not in switches else None
 
 
 def _assigned(node: ast.stmt, name: str) -> ast.expr | None:
@@ -162,12 +160,16 @@ def _called(call: ast.Call) -> str:
     return str(getattr(call.func, "id", getattr(call.func, "attr", "")))
 
 
-def _literal_switch(node: ast.expr) -> Switch:
-    """``Switch(resource="...", help="...", ...)`` as a :class:`Switch` of those two (``TypeError``: not that)."""
+def _literal_switch(node: ast.expr) -> Switch | None:
+    """``Switch(resource="...", help="...", ...)`` as a :class:`Switch` of those two; ``None``: not that."""
     if not isinstance(node, ast.Call) or node.args or _called(node) != "Switch":
-        raise TypeError("not a literal Switch(...)")
+        return None
     given = {k.arg: k.value for k in node.keywords}
-    return Switch(resource=str(ast.literal_eval(given["resource"])), help=str(ast.literal_eval(given["help"])))
+    try:
+        resource, text = ast.literal_eval(given["resource"]), ast.literal_eval(given["help"])
+    except (KeyError, ValueError, TypeError, SyntaxError):  # absent, or not a literal
+        return None
+    return Switch(resource=resource, help=text) if isinstance(resource, str) and isinstance(text, str) else None
 
 
 def switch_resources(values: Mapping[str, bool | None]) -> dict[str, Any]:
