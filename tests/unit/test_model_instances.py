@@ -183,3 +183,27 @@ def test_two_pipelines_with_different_model_folders_keep_theirs(tmp_path: Path) 
     assert Pipeline(minilm=broken, pruner_options={"embedder": given}).term_encoder("setwise") is given
     kb: Any = KnowledgeBase(minilm=EncoderConfig(encoder="numpy", threads=1))
     assert (kb.embedder.encoder, kb.embedder.threads) == ("numpy", 1)
+
+
+def test_a_ray_ingest_worker_gets_the_knowledge_bases_minilm_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    import admit.kb
+    import admit.kb.ray_ingest as ray_ingest
+    from admit.kb import KnowledgeBase
+
+    mine = EncoderConfig(encoder="numpy", threads=1)
+    kb = KnowledgeBase(embedder="minilm", minilm=mine)
+    handed: dict[str, Any] = {}
+
+    class _Writer:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            handed.update(kwargs)
+            raise RuntimeError("captured")
+
+    monkeypatch.setattr(ray_ingest, "RayWriter", _Writer)
+    with pytest.raises(RuntimeError, match="captured"):
+        ray_ingest.ingest_with_ray(kb, [])
+    assert handed["minilm"] == mine
+    # the actor, in its own bare process, builds its embedder from what it is handed
+    monkeypatch.setattr(admit.kb, "open_store", lambda url, dim: object())
+    worker: Any = ray_ingest._SourceWorker("postgresql://x", 384, "minilm", {}, mine.to_json())
+    assert worker.embedder.config == mine and minilm_defaults() == EncoderConfig()

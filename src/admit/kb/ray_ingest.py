@@ -27,6 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from admit.backends.embedders.defaults import EncoderConfig
 from admit.errors import ConfigError, MissingExtraError
 from admit.kb.ingest import IngestOptions, IngestReport, SourceJob, SourceSettings, write_source
 
@@ -63,12 +64,20 @@ def _job_from_json(s: str) -> SourceJob:
 class _SourceWorker:
     """A Ray actor: the embedder and a store connection, kept for every batch of sources it is given."""
 
-    def __init__(self, store_url: str, dim: int, embedder: str, options: Mapping[str, Any]):
+    def __init__(
+        self,
+        store_url: str,
+        dim: int,
+        embedder: str,
+        options: Mapping[str, Any],
+        minilm: Mapping[str, Any] | None = None,
+    ):
         from admit.backends.embedders import resolve_embedder
         from admit.kb import open_store
 
         self.store = open_store(store_url, dim=dim)
-        self.embedder = resolve_embedder(embedder)
+        # the knowledge base's MiniLM folder, threads and encoder come with the work: an actor's process starts bare
+        self.embedder = resolve_embedder(embedder, config=EncoderConfig.from_json(minilm) if minilm else None)
         self.options = IngestOptions(**options)
 
     def __call__(self, batch: Mapping[str, Any]) -> dict[str, list[str]]:
@@ -101,6 +110,7 @@ class RayWriter:
         workers: int = 2,
         sources_per_batch: int = 2,
         address: str | None = None,
+        minilm: EncoderConfig | None = None,
     ) -> None:
         try:
             import ray
@@ -124,6 +134,7 @@ class RayWriter:
         self.sources_per_batch = sources_per_batch
         self.options = options
         self.address = address
+        self.minilm = minilm
 
     def __call__(self, jobs: Sequence[SourceJob]) -> Iterator[tuple[SourceJob, Mapping[str, int] | str]]:
         """Write the planned sources on the workers; yield each with its counts or its error."""
@@ -149,6 +160,7 @@ class RayWriter:
                 "dim": self.dim,
                 "embedder": self.embedder,
                 "options": self.options.as_json(),
+                "minilm": self.minilm.to_json() if self.minilm is not None else None,
             },
         )
         for row in out.iter_rows():
@@ -170,7 +182,8 @@ def ingest_with_ray(
     """Ingest into ``kb`` (a server store opened by URL) with parse, chunk, embed and write on Ray workers.
 
     ``options`` and ``fields`` as :meth:`KnowledgeBase.ingest` takes them. The knowledge base must have been
-    opened with an embedder spec (``KnowledgeBase(url, embedder="minilm")``): each worker resolves the same spec.
+    opened with an embedder spec (``KnowledgeBase(url, embedder="minilm")``): each worker resolves the same spec,
+    with the knowledge base's embedder's MiniLM configuration (its folder, threads and encoder).
     """
     spec = kb.embedder_spec
     if not spec:
@@ -186,5 +199,6 @@ def ingest_with_ray(
         workers=workers,
         sources_per_batch=sources_per_batch,
         address=address,
+        minilm=config if isinstance(config := getattr(kb.embedder, "config", None), EncoderConfig) else None,
     )
     return kb.ingest(paths, opts, progress=progress, writer=writer)
