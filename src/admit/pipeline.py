@@ -21,7 +21,7 @@ from admit.answerability import Answerability, no_answer_fallback, on_no_answer
 from admit.answerability.adaptation import Adaptation
 from admit.backends.embedders.base import Embedder
 from admit.backends.embedders.defaults import EncoderConfig
-from admit.backends.rerankers import Reranker, resolve_reranker
+from admit.backends.rerankers import DEFAULT_RERANKER, RERANKERS, Reranker, resolve_reranker
 from admit.backends.tokenizers import Tokenizer, resolve_tokenizer
 from admit.budget import compute_budget
 from admit.decide import (
@@ -207,7 +207,9 @@ class Pipeline:
         if resources is not None and pruner_options:
             raise ConfigError("Pipeline takes resources= or pruner_options=, not both.")
         self.resources = resources if resources is not None else PrunerResources.from_options(pruner_options)
-        self.reranker = resolve_reranker(reranker) if minilm is None else self._with_minilm(reranker, minilm)
+        self.minilm = minilm
+        """The MiniLM configuration of the embedders it makes by name (``None``: the process's fallback)."""
+        self.reranker = self._named_reranker(reranker)
         self._pruners: dict[str, Pruner] = {}
         self.sink = sink
         self.tracer = tracer or NullTracer()
@@ -215,22 +217,33 @@ class Pipeline:
         self.trace_content = bool(trace_content)
         self.redactor = redactor or Redactor.default()
 
-    def _with_minilm(self, reranker: Reranker | str | None, minilm: EncoderConfig) -> Reranker:
-        """The reranker, its embedder and the pruners' embedder made by name with ``minilm`` (shared per name and
-        configuration); an instance given stays as it is."""
+    def _named_reranker(self, reranker: Reranker | str | None) -> Reranker:
+        """The reranker; one made by name that reads an embedder gets the shared ``minilm`` made with
+        :attr:`minilm` (none is made for one that reads none)."""
+        if self.minilm is None or not (reranker is None or isinstance(reranker, str)):
+            return resolve_reranker(reranker)
+        spec = RERANKERS.get(reranker or DEFAULT_RERANKER)
+        return spec.make(self._shared_embedder("minilm")) if spec.needs_embedder else spec.make()
+
+    def _shared_embedder(self, name: str) -> Embedder:
+        """The process's shared embedder of ``name`` with this pipeline's :attr:`minilm`."""
         from admit.backends.embedders.shared import shared_embedder
 
-        named = self.resources.embedder
-        if named is None or isinstance(named, str):
-            self.resources = replace(self.resources, embedder=shared_embedder(named or "minilm", minilm))
-        return resolve_reranker(reranker, embedder=shared_embedder("minilm", minilm))
+        return shared_embedder(name, self.minilm)
 
     def pruner_for(self, strategy: str) -> Pruner:
         """Return (and cache) the pruner of a strategy."""
         if self._pruner is not None:
             return self._pruner
         if strategy not in self._pruners:
-            self._pruners[strategy] = get_strategy(strategy).build(self.resources)
+            spec, res = get_strategy(strategy), self.resources
+            if (
+                spec.reads_embedder
+                and self.minilm is not None
+                and (res.embedder is None or isinstance(res.embedder, str))
+            ):
+                res = replace(res, embedder=self._shared_embedder(res.embedder or "minilm"))
+            self._pruners[strategy] = spec.build(res)
         return self._pruners[strategy]
 
     def _rerank_keep(self, policy: Policy, n: int) -> int:
@@ -251,9 +264,7 @@ class Pipeline:
         if emb is not None and not isinstance(emb, str):
             return emb
         if strategy == "setwise" and self._pruner is None:
-            from admit.backends.embedders.shared import shared_embedder
-
-            return shared_embedder(emb or "minilm")
+            return self._shared_embedder(emb or "minilm")
         return None
 
     def policies_for(self, request_id: str) -> PolicySet:

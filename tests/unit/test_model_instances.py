@@ -178,6 +178,12 @@ def test_two_pipelines_with_different_model_folders_keep_theirs(tmp_path: Path) 
         emb.embed(["which folder?"])  # this pipeline's folder
     assert other.embed(["which folder?"]).shape == (1, 384)  # the other's: the package's, in the same process
     assert minilm_defaults() == EncoderConfig()
+    # a strategy that reads no embedder gets none, and a reranker that reads none makes none
+    lean = Pipeline(minilm=broken)
+    assert lean.term_encoder("top_n") is None and lean.pruner_for("top_n") is not None
+    assert not hasattr(lean.reranker, "embedder")
+    setwise: Any = mine.pruner_for("setwise")
+    assert setwise.scorer.embedder is shared_embedder("minilm", broken)
     # an embedder instance given stays the pipeline's; the knowledge base makes its own by name with its config
     given = resolve_embedder("fake:8")
     assert Pipeline(minilm=broken, pruner_options={"embedder": given}).term_encoder("setwise") is given
