@@ -136,7 +136,10 @@ def test_the_environment_reaches_the_embedder_through_the_command_line_only(
 
     @main.command("_probe_defaults", hidden=True)
     def probe() -> None:
-        seen.append(minilm_defaults())
+        from admit.cli._common import minilm_config
+
+        seen.append(minilm_config())  # the command's, handed to what it builds
+        assert minilm_defaults() == MiniLMDefaults()  # the process's fallback stays built-in
 
     try:
         monkeypatch.setenv("ADMIT_EMBED_THREADS", "3")

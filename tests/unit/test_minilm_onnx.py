@@ -167,7 +167,11 @@ def test_the_encoder_reaches_the_embedder_through_the_command_line(monkeypatch: 
 
     @main.command("_probe_encoder", hidden=True)
     def probe() -> None:
-        seen.append(minilm_defaults().encoder)
+        from admit.cli._common import minilm_config
+
+        config = minilm_config()  # the command's, handed to what it builds; the process's fallback stays built-in
+        seen.append(config.encoder if config is not None else None)
+        assert minilm_defaults().encoder is None
 
     try:
         monkeypatch.setenv("ADMIT_ENCODER", "numpy")

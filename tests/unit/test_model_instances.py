@@ -213,3 +213,46 @@ def test_a_ray_ingest_worker_gets_the_knowledge_bases_minilm_configuration(monke
     monkeypatch.setattr(admit.kb, "open_store", lambda url, dim: object())
     worker: Any = ray_ingest._SourceWorker("postgresql://x", 384, "minilm", {}, mine.to_json())
     assert worker.embedder.config == mine and minilm_defaults() == EncoderConfig()
+
+
+@pytest.mark.parametrize("command", ["pack", "prune", "prune-dense", "ingest"])
+def test_the_root_options_reach_each_commands_models_and_set_no_global(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from admit.cli import main
+
+    root = Path(__file__).resolve().parents[2]
+    empty = tmp_path / "empty-model"
+    empty.mkdir()
+    records = tmp_path / "in.jsonl"
+    chunk = {"id": "c1", "source_id": "s", "text": "The signing key rotates every 90 days."}
+    records.write_text(json.dumps({"id": "q1", "question": "How often?", "candidates": [chunk]}) + "\n")
+    args = {
+        "pack": ["pack", str(root / "examples" / "request.json"), "--prune", "setwise"],
+        "prune": ["prune", "--input", str(records), "--output", str(tmp_path / "out.jsonl"), "--reranker", "bm25"],
+        "prune-dense": [
+            *("prune", "--input", str(records), "--output", str(tmp_path / "o.jsonl")),
+            *("--prune", "top_n", "--reranker", "dense"),
+        ],
+        "ingest": ["ingest", str(root / "examples" / "docs"), "--kb", str(tmp_path / "kb.db"), "--access", "tenant:t"],
+    }[command]
+    monkeypatch.delenv("ADMIT_MINILM_DIR", raising=False)
+    res = CliRunner().invoke(main, ["--minilm-dir", str(empty), *args])
+    # a failed pruner is a recorded fallback (pack answers, naming the error); the others stop on it
+    assert (res.exit_code == 0) == (command == "pack") and f"{empty} has no model.safetensors" in res.output
+    assert minilm_defaults() == EncoderConfig()  # the command's models took it; the process holds nothing
+
+
+def test_only_the_service_commands_set_the_process_fallback(tmp_path: Path) -> None:
+    import click
+
+    from admit.cli._common import configure_backends, minilm_config, service_minilm
+
+    with click.Context(click.Command("probe")):
+        configure_backends(minilm_dir=str(tmp_path), embed_threads=2, llm_model=None, llm_base_url=None)
+        assert minilm_config() == EncoderConfig(path=tmp_path, threads=2)
+        assert minilm_defaults() == EncoderConfig()  # every other command hands it on
+        service_minilm()  # admit serve, admit mcp: the service makes its embedders by name
+        assert minilm_defaults() == EncoderConfig(path=tmp_path, threads=2)

@@ -50,6 +50,7 @@ __all__ = [
     "llm_pruner_options",
     "logging_pipeline",
     "minilm_config",
+    "minilm_embedder",
     "open_kb",
     "policy_option",
     "principal_option",
@@ -57,6 +58,7 @@ __all__ = [
     "quiet_model_loading",
     "read_json",
     "reranker_option",
+    "service_minilm",
     "stdout_console",
     "trace_file_option",
 ]
@@ -222,7 +224,7 @@ def open_kb(kb: str, embedder: str | None = None, *, must_exist: bool = False) -
     except ImportError as exc:
         raise MissingExtraError("admit knowledge base dependencies", "kb") from exc
     try:
-        return KnowledgeBase(kb, embedder=embedder)
+        return KnowledgeBase(kb, embedder=embedder, minilm=minilm_config())
     except (ImportError, ValueError) as exc:
         raise ConfigError(str(exc)) from exc
 
@@ -439,14 +441,14 @@ def configure_backends(
     which reads none of them itself; nothing is imported when none is set.
 
     The MiniLM ones become one :class:`~admit.backends.embedders.defaults.EncoderConfig`, kept on the command's
-    context (:func:`minilm_config`: a command hands it with its work, as ``admit eval`` does to its workers) and
-    set as the process's fallback for what a command makes by name (a pipeline's, the service's)."""
+    context (:func:`minilm_config`), which each command hands to what it builds: its pipeline
+    (``Pipeline(minilm=...)``), knowledge base, reranker, evaluation workers (``EvalOptions(minilm=...)``). Only
+    ``admit serve`` and ``admit mcp`` set the process's fallback with it: the service makes its models by name."""
     if minilm_dir is not None or embed_threads is not None or encoder is not None:
-        from admit.backends.embedders.defaults import EncoderConfig, configure_minilm
+        from admit.backends.embedders.defaults import EncoderConfig
 
         config = EncoderConfig(path=Path(minilm_dir) if minilm_dir else None, threads=embed_threads, encoder=encoder)
         click.get_current_context().meta[_MINILM] = config
-        configure_minilm(path=config.path, threads=config.threads, encoder=config.encoder)
     if llm_model or llm_base_url:
         from admit.backends.llms import configure_llm
 
@@ -463,6 +465,24 @@ def minilm_config() -> EncoderConfig | None:
     ctx = click.get_current_context(silent=True)
     config: EncoderConfig | None = ctx.meta.get(_MINILM) if ctx is not None else None
     return config
+
+
+def minilm_embedder() -> Any:
+    """``minilm``, the process's shared one, with the root options' configuration (:func:`minilm_config`): what
+    a command hands a reranker or a pruner it builds by name."""
+    from admit.backends.embedders.shared import shared_embedder
+
+    return shared_embedder("minilm", minilm_config())
+
+
+def service_minilm() -> None:
+    """Set the process's MiniLM fallback to the root options' configuration, for ``admit serve`` and ``admit mcp``:
+    the service makes its embedders by name from its settings, which hold no MiniLM configuration yet."""
+    config = minilm_config()
+    if config is not None:
+        from admit.backends.embedders.defaults import configure_minilm
+
+        configure_minilm(path=config.path, threads=config.threads, encoder=config.encoder)
 
 
 def llm_options() -> Callable[[F], F]:
@@ -515,4 +535,5 @@ def logging_pipeline(
         reranker=reranker,
         pruner_options=pruner_options,
         trace_content=trace_content,
+        minilm=minilm_config(),
     )

@@ -231,7 +231,9 @@ def replay_cmd(
 
     t0 = time.perf_counter()
     prices = CostRates.load(prices_path)
-    report = replay_file(traces, policy_path, reranker=reranker, pruner_options=pruner_options, prices=prices)
+    report = replay_file(
+        traces, policy_path, reranker=reranker, pruner_options=pruner_options, prices=prices, minilm=minilm_config()
+    )
     if not report.summary.get("requests") and report.skipped:  # nothing to replay: one error, not one per line
         _, why = report.skipped[0]
         more = f" (and {len(report.skipped) - 1} more lines like it)" if len(report.skipped) > 1 else ""

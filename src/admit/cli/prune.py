@@ -33,6 +33,8 @@ from admit.cli._common import (
     json_option,
     jsonl_path_option,
     llm_options,
+    minilm_config,
+    minilm_embedder,
     prune_option,
     reranker_option,
 )
@@ -140,18 +142,23 @@ def _scoring_reranker(name: str | None) -> Any:
     from admit.backends.rerankers import RERANKERS, SCORING_RERANKER
 
     if name:
-        return RERANKERS.get(name).make()
+        return _made(RERANKERS.get(name))
     spec = RERANKERS.get(SCORING_RERANKER)
     try:
         why = spec.unavailable()
         if why is None:
-            return spec.make()
+            return _made(spec)
     except (ImportError, AdmitError, OSError) as exc:
         why = str(exc)
     if spec.fallback is None:
         raise ConfigError(f"reranker {spec.name!r} is not available here ({why}).")
     click.echo(f"note: {spec.name} reranker unavailable ({why}); using {spec.fallback}", err=True)
-    return RERANKERS.get(spec.fallback).make()
+    return _made(RERANKERS.get(spec.fallback))
+
+
+def _made(spec: Any) -> Any:
+    """The reranker of ``spec``, over ``minilm`` with the root options' configuration when it reads an embedder."""
+    return spec.make(minilm_embedder()) if spec.needs_embedder else spec.make()
 
 
 @click.command("prune", cls=SwitchCommand)
@@ -224,6 +231,7 @@ def prune_cmd(
             llm_api_key_env=llm_api_key_env,
             cache=cache_path or None,
             reranker=rr,
+            embedder=minilm_embedder() if minilm_config() is not None else None,  # the root options' MiniLM
             **switch_pruner_options(),
         )
         try:

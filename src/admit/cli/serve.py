@@ -21,6 +21,7 @@ from admit.cli._common import (
     open_kb,
     principal_option,
     prune_option,
+    service_minilm,
     terminal_logging,
 )
 from admit.errors import MissingExtraError
@@ -78,6 +79,7 @@ def serve_cmd(kb_path: str | None, host: str, port: int, config_path: str | None
 
     settings = load_settings(config_path)
     check_port_free(host, port)
+    service_minilm()
     app = create_app(settings, kb=open_kb(kb_path, must_exist=True) if kb_path else None, processes=True)
     terminal_logging(log_level, "%(asctime)s %(levelname)s %(name)s: %(message)s")
     from admit.service.work import responsive_interpreter
@@ -148,6 +150,7 @@ def mcp_cmd(
         settings = settings.model_copy(update={"prune_strategy": prune})
     if transport == "streamable-http":
         check_port_free(host, port)
+    service_minilm()
     kb = open_kb(kb_path, must_exist=True) if kb_path else None
     chosen = principal or settings.mcp_principal()
     if kb is not None and chosen is not None and transport == "stdio":

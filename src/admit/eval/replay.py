@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from admit._jsonl import json_line
+from admit.backends.embedders.defaults import EncoderConfig
 from admit.errors import ConfigError, RequestError
 from admit.eval.metrics import CostRates
 from admit.pipeline import PackRequest, Pipeline
@@ -165,17 +166,19 @@ def replay_records(
     pruner_options: Mapping[str, Any] | None = None,
     prices: CostRates | None = None,
     pipeline: Pipeline | None = None,
+    minilm: EncoderConfig | None = None,
     where: str = "<replay>",
     skipped: list[tuple[int, str]] | None = None,
 ) -> ReplayReport:
     """Re-pack each logged request under ``policies`` and diff against the logged decision.
 
     With ``skipped`` (lines already found unreadable), a request that cannot be parsed or packed is added to it
-    and skipped; without it, the first one raises."""
+    and skipped; without it, the first one raises. ``minilm``: the MiniLM configuration of the pipeline made here
+    (``Pipeline(minilm=...)``)."""
     from admit.schema import parse_pack_request
 
     prices = prices or CostRates()
-    pipe = pipeline or Pipeline(policies=policies, reranker=reranker, pruner_options=pruner_options)
+    pipe = pipeline or Pipeline(policies=policies, reranker=reranker, pruner_options=pruner_options, minilm=minilm)
     diffs: list[dict[str, Any]] = []
     for n, obj in lines:
         trace = obj["trace"]
@@ -258,6 +261,7 @@ def replay_file(
     reranker: str | None = None,
     pruner_options: Mapping[str, Any] | None = None,
     prices: CostRates | None = None,
+    minilm: EncoderConfig | None = None,
 ) -> ReplayReport:
     """Replay a :class:`ReplayLog` file under a policy file (or set); unreadable lines are skipped and listed in
     ``report.skipped`` (and counted in ``summary["skipped_lines"]``)."""
@@ -269,6 +273,7 @@ def replay_file(
         reranker=reranker,
         pruner_options=pruner_options,
         prices=prices,
+        minilm=minilm,
         where=str(traces),
         skipped=skipped,
     )

@@ -6,8 +6,8 @@ An embedder holds its own: ``MiniLMEmbedder(config=EncoderConfig(...))``,
 and configuration), and ``admit eval`` hands its worker processes the configuration in the work's
 :class:`~admit.eval.engine.RunSpec`, so two configurations run side by side in one process and a worker process
 sets nothing process-wide. An embedder made without one takes the process's fallback, :func:`minilm_defaults`
-(built-in unless :func:`configure_minilm` set it: the command line sets it from its root options for the faces
-that make embedders by name, the service among them).
+(built-in unless :func:`configure_minilm` set it: of the command line's commands, only ``admit serve`` and
+``admit mcp`` do, since the service makes its embedders by name from settings that hold no configuration yet).
 
 The library reads no environment variable for these: a face reads its own options (``admit --minilm-dir DIR
 --embed-threads N --encoder E``, which read ``ADMIT_MINILM_DIR``, ``ADMIT_EMBED_THREADS`` / ``ADMIT_TORCH_THREADS``
