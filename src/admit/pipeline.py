@@ -464,7 +464,9 @@ class Pipeline:
         grades = {v.chunk.id: v.grade for v in run.verdicts} if run.outcome is not None else {}
         decisions.update((v.chunk.id, v.decision()) for v in run.verdicts if not v.kept)
         kept = [s for s, v in zip(unique, run.verdicts, strict=True) if v.kept]
-        survivors, capped = source_cap(kept, policy, grades, question=question.text)
+        signals = run.outcome.signals if run.outcome is not None else {}
+        probs = {cid: float(sig[1]) for cid, sig in signals.items()}  # the pruner's finer order within a grade
+        survivors, capped = source_cap(kept, policy, grades, question=question.text, probs=probs)
         decisions.update((d.chunk_id, d) for d in capped)
         run = assess_run(
             question,
