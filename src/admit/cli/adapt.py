@@ -106,6 +106,13 @@ def summary(ad: Adaptation) -> str:
             f"  not answered when {KB_ABSENT_MIN} or more of the question's words are nowhere in this knowledge base "
             f"({len(ad.vocabulary):,} words)"
         )
+    for name, params in sorted(ad.prune_params.items()):
+        cut = f.get("cut", {})
+        lines.append(
+            f"  {name} pruner: keeps at most its {params.get('keep_most', 0)} most probable chunks above the threshold "
+            f"(the section of {cut.get('gold_kept', '-')} of {cut.get('questions', '-')} answerable pseudo-questions; "
+            f"{cut.get('chunks', '-')} chunks a question, uncut {cut.get('chunks_uncut', '-')})"
+        )
     for label, key in (("shipped thresholds", "shipped"), ("adapted", "fitted"), ("adapted, held out", "two_fold")):
         fig = f.get(key, {})
         lines.append(
