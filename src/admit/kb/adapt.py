@@ -575,9 +575,16 @@ def fit_keep_most(cases: Sequence[AdaptCase]) -> tuple[int, dict[str, Any]]:
         return 0, figures
     uncut = sum(len(xs) for xs in lists) / len(lists)
     figures["chunks_uncut"] = round(uncut, 2)
-    for k in range(1, CUT_MAX + 1):
-        held = sum(1 for xs in lists if any(g for _, g in xs[:k])) / len(lists)
-        chunks = sum(min(k, len(xs)) for xs in lists) / len(lists)
+    curve = [
+        (
+            sum(1 for xs in lists if any(g for _, g in xs[:k])) / len(lists),
+            sum(min(k, len(xs)) for xs in lists) / len(lists),
+        )
+        for k in range(1, CUT_MAX + 1)
+    ]
+    # the sections kept and the chunks a question at each count, for `admit adapt --json`
+    figures["by_count"] = {str(k): [round(h, 3), round(c, 2)] for k, (h, c) in enumerate(curve, start=1)}
+    for k, (held, chunks) in enumerate(curve, start=1):
         if held >= CUT_GOLD_SHARE:
             if chunks >= uncut:
                 break  # the cut would keep everything anyway
