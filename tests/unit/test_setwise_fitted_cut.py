@@ -150,3 +150,50 @@ def test_a_knowledge_base_s_search_prunes_with_its_fitted_cut_and_the_trace_says
         cut = kb.search(q, who, prune="setwise")
         assert "keep_most=1" in cut.trace["pruner"]["notes"]
         assert len(cut.admitted) <= 2 <= len(shipped.admitted)  # the most probable (and the reranked first)
+
+
+def test_adapt_fits_the_verdicts_thresholds_on_what_the_fitted_cut_admits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The verdict reads the admitted chunks: once a cut is fitted, every pseudo-question is asked again with it,
+    and the thresholds are fitted on those answers (fitted uncut, they said "not answered" to answerable questions
+    whose admitted set the cut had shrunk)."""
+    from admit.backends.embedders import FakeEmbedder
+    from admit.kb import KnowledgeBase
+    from admit.kb import adapt as adapt_mod
+    from admit.types import Access
+
+    probes: list[dict[str, object]] = []
+
+    def fake_ask(kb: object, pipe: object, plan: object, probe: Adaptation, rec: object = None) -> AdaptCase:
+        probes.append(dict(probe.prune_params))
+        cut = bool(probe.prune_params)
+        kind = getattr(plan, "kind")
+        return AdaptCase(
+            question=getattr(plan, "question"),
+            kind=kind,
+            model="setwise",
+            p=(0.2 if cut else 0.6) if kind == "answerable" else 0.01,
+            state="answered",
+            extra={"admitted_p": [(0.9, False), (0.5, True), (0.2, False), (0.1, False)], "gold_retrieved": True},
+        )
+
+    monkeypatch.setattr(adapt_mod, "_ask", fake_ask)
+    words = ["backup", "restore", "mirror", "archive", "snapshot", "rotation", "compression", "retention"]
+    texts = [f"The {w} job number {i} copies the database to disk {i}." for i in range(5) for w in words]
+    with KnowledgeBase(":memory:", embedder=FakeEmbedder()) as kb:
+        kb.add_chunks(
+            [
+                Chunk(
+                    id=f"s#{i}",
+                    source_id=f"s{i}",
+                    title=f"{t.split()[1].title()} settings {i}",
+                    text=t,
+                    access=Access(tenant="t"),
+                )
+                for i, t in enumerate(texts)
+            ]
+        )
+        ad, cases = adapt_mod.adapt(kb, adapt_mod.AdaptOptions(sections=30, foreign=20), save=False)
+    n = len(cases)
+    assert ad.prune_params == {"setwise": {"keep_most": 2}}
+    assert probes[:n] == [{}] * n and probes[n:] == [{"setwise": {"keep_most": 2}}] * n  # uncut, then cut
+    assert ad.thresholds["setwise"][0] <= 0.2  # fitted on the cut's probabilities (0.2), not the uncut ones (0.6)

@@ -404,6 +404,28 @@ def _ask(kb: KnowledgeBase, pipe: Any, plan: _Plan, probe: Adaptation, recorder:
     )
 
 
+def _ask_all(
+    kb: KnowledgeBase,
+    pipe: Any,
+    plans: Sequence[_Plan],
+    probe: Adaptation,
+    progress: Callable[[int, int], None] | None,
+) -> list[AdaptCase]:
+    """Ask every plan under ``probe`` (thresholds at 0; its pruner parameters), recording the setwise pruner's
+    probabilities of what each answerable question admitted."""
+    cases: list[AdaptCase] = []
+    rec = _Recorder()
+    rec.attach(pipe)
+    try:
+        for i, plan in enumerate(plans):
+            cases.append(_ask(kb, pipe, plan, probe, rec))
+            if progress is not None:
+                progress(i + 1, len(plans))
+    finally:
+        rec.detach()
+    return cases
+
+
 def final_state(case: AdaptCase, threshold: float, answered_at: float, floor: float | None = None) -> str:
     """The verdict ``case`` gets under these thresholds and similarity floor (its probe ran with both thresholds
     at 0 and no floor: ``not_answered`` and ``unsure`` there are the rules')."""
@@ -511,22 +533,16 @@ def adapt(
     plans, built = build_cases(kb, records, options)
     pipe = kb._pipeline(None)
     probe = _probe(kb)
-    cases: list[AdaptCase] = []
-    rec = _Recorder()
-    rec.attach(pipe)
-    try:
-        for i, plan in enumerate(plans):
-            cases.append(_ask(kb, pipe, plan, probe, rec))
-            if progress is not None:
-                progress(i + 1, len(plans))
-    finally:
-        rec.detach()
+    cases = _ask_all(kb, pipe, plans, probe, progress)
+    most, cut_figures = fit_keep_most(cases)
+    if most:
+        # the verdict reads what the pruner admits: its thresholds are fitted on the lists the cut leaves
+        cases = _ask_all(kb, pipe, plans, replace(probe, prune_params={"setwise": {"keep_most": most}}), progress)
     shipped = {n: (m.threshold, m.answered_from) for n, m in load_models().items()}
     fitted = fit_thresholds(cases, shipped)
     floors = fit_similarity_floor(cases, fitted)
     vocabulary = kb_vocabulary(f"{r.title}\n{r.text}" for r in records)
     prefixes = vocabulary_prefixes(vocabulary)
-    most, cut_figures = fit_keep_most(cases)
     fold_th = [fit_thresholds([c for c in cases if c.fold != f], shipped) for f in (0, 1)]
     fold_fl = [fit_similarity_floor([c for c in cases if c.fold != f], fold_th[f]) for f in (0, 1)]
     figures = {
