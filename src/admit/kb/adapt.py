@@ -21,6 +21,10 @@ that the rules leave to the probability fall below it ("not answered"; a rule's 
 threshold); ``answered_at`` so that at most :data:`MAX_UNSURE` of them fall between the two ("unsure"). Models with
 too few questions keep the shipped thresholds. The figures (before and after, and a two-fold estimate on questions
 the fit did not see) are stored with it.
+
+**The pruner's cut** (:func:`fit_keep_most`, setwise's ``keep_most``): the smallest count of most probable admitted
+chunks that still holds the section of :data:`CUT_GOLD_SHARE` of the answerable questions. Once one is fitted, every
+question is asked again with it and the thresholds are fitted on those answers (the verdict reads what is admitted).
 """
 
 from __future__ import annotations
