@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -163,12 +164,12 @@ def test_adapt_fits_the_verdicts_thresholds_on_what_the_fitted_cut_admits(monkey
 
     probes: list[dict[str, object]] = []
 
-    def fake_ask(kb: object, pipe: object, plan: object, probe: Adaptation, rec: object = None) -> AdaptCase:
+    def fake_ask(kb: object, pipe: object, plan: Any, probe: Adaptation, rec: object = None) -> AdaptCase:
         probes.append(dict(probe.prune_params))
         cut = bool(probe.prune_params)
-        kind = getattr(plan, "kind")
+        kind = plan.kind
         return AdaptCase(
-            question=getattr(plan, "question"),
+            question=plan.question,
             kind=kind,
             model="setwise",
             p=(0.2 if cut else 0.6) if kind == "answerable" else 0.01,
@@ -197,3 +198,22 @@ def test_adapt_fits_the_verdicts_thresholds_on_what_the_fitted_cut_admits(monkey
     assert ad.prune_params == {"setwise": {"keep_most": 2}}
     assert probes[:n] == [{}] * n and probes[n:] == [{"setwise": {"keep_most": 2}}] * n  # uncut, then cut
     assert ad.thresholds["setwise"][0] <= 0.2  # fitted on the cut's probabilities (0.2), not the uncut ones (0.6)
+
+
+def test_no_cut_fits_the_verdict_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from admit.cli import adapt as cli_adapt
+    from admit.cli import main
+
+    seen: list[bool] = []
+
+    def fake_run(kb: object, **kw: object) -> Adaptation:
+        seen.append(bool(kw["cut"]))
+        return _ad()
+
+    monkeypatch.setattr(cli_adapt, "run_adapt", fake_run)
+    for flag, want in (("--no-cut", False), ("--cut", True)):
+        out = CliRunner().invoke(main, ["adapt", "--kb", ":memory:", flag, "--json"])
+        assert out.exit_code == 0, out.output
+        assert seen[-1] is want

@@ -114,6 +114,8 @@ class AdaptOptions:
     """The sampling and paraphrase seed (the same knowledge base and seed give the same questions)."""
     paraphrase: bool = True
     """Paraphrase the answerable questions (off only to measure what it changes)."""
+    cut: bool = True
+    """Fit the setwise pruner's cut (``keep_most``; off: the verdict only, the pruner keeps its shipped cut)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -538,7 +540,7 @@ def adapt(
     pipe = kb._pipeline(None)
     probe = _probe(kb)
     cases = _ask_all(kb, pipe, plans, probe, progress)
-    most, cut_figures = fit_keep_most(cases)
+    most, cut_figures = fit_keep_most(cases) if options.cut else (0, {"fitted": False})
     if most:
         # the verdict reads what the pruner admits: its thresholds are fitted on the lists the cut leaves
         cases = _ask_all(kb, pipe, plans, replace(probe, prune_params={"setwise": {"keep_most": most}}), progress)
