@@ -11,8 +11,9 @@
 * Superseded versions: chunks of the same source that carry an older version or date lose to the newest
   (``superseded_by``) unless the class keeps history (``policy.keep_superseded``).
 * Per-source cap (:func:`source_cap`): at most ``policy.per_source_limit`` passages of one source, best grades
-  first (then best ranks). The pipeline caps *after* pruning, so a useful chunk is never capped away while a
-  weaker one of the same source survives; :func:`dedupe` caps by rank when no pruner runs after it. For a
+  first (then the pruner's probability, then best ranks). The pipeline caps *after* pruning, so a useful chunk
+  is never capped away while a weaker one of the same source survives; :func:`dedupe` caps by rank when no
+  pruner runs after it. For a
   question of several facets (a comparison's sides, a multi-part question's parts) each facet first keeps
   its best section, over the cap, so a comparison never loses a side to a page's intro.
 """
@@ -191,17 +192,31 @@ def source_cap(
     grades: Mapping[str, int] | None = None,
     *,
     question: str = "",
+    probs: Mapping[str, float] | None = None,
 ) -> tuple[list[Scored], list[Decision]]:
-    """At most ``policy.per_source_limit`` of ``items`` per source: the best graded stay (then the best ranked).
+    """At most ``policy.per_source_limit`` of ``items`` per source: the best graded stay (then, among equal grades,
+    the pruner's most probable where it gives ``probs``, then the best ranked).
+
+    Grades are coarse: on a long page three sections of one grade compete for two slots, and the retriever's rank
+    (which the pruner overrode when it graded them) is the worst tie-break; the pruner's probability is its own
+    finer order (``setwise``: the answering section at p 0.10 beside its page's introduction at 0.05).
 
     With a ``question`` of several facets (:func:`admit.pack.split_facets`), each facet's best section
     (:func:`facet_keepers`) stays first, even over the cap; the other slots go by grade, then rank.
     Returns the kept items in input order and a ``source_cap`` drop for each other one, in input order.
     """
     g = grades or {}
+    pr = probs or {}
     protected = facet_keepers(items, question, g) if question else set()
     order = sorted(
-        range(len(items)), key=lambda i: (i not in protected, -g.get(items[i].chunk.id, 0), items[i].rank, i)
+        range(len(items)),
+        key=lambda i: (
+            i not in protected,
+            -g.get(items[i].chunk.id, 0),
+            -pr.get(items[i].chunk.id, 0.0),
+            items[i].rank,
+            i,
+        ),
     )
     per_source: dict[str, int] = defaultdict(int)
     over: set[int] = set()

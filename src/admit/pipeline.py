@@ -487,11 +487,13 @@ class Pipeline:
         """Prune the unique candidates with the policy's strategy, cap each source by grade, assess the survivors."""
         pruner = self.pruner_for(policy.prune.strategy) if policy.prune.strategy != "none" and unique else None
         shown_to_llm = unique if pruner is not None and shows_text_to_llm(pruner) else ()
-        run = prune_ranked(question, unique, settings=policy.prune, pruner=pruner)
+        run = prune_ranked(question, unique, settings=adapted_prune(policy.prune, adaptation), pruner=pruner)
         grades = {v.chunk.id: v.grade for v in run.verdicts} if run.outcome is not None else {}
         decisions.update((v.chunk.id, v.decision()) for v in run.verdicts if not v.kept)
         kept = [s for s, v in zip(unique, run.verdicts, strict=True) if v.kept]
-        survivors, capped = source_cap(kept, policy, grades, question=question.text)
+        signals = run.outcome.signals if run.outcome is not None else {}
+        probs = {cid: float(sig[1]) for cid, sig in signals.items()}  # the pruner's finer order within a grade
+        survivors, capped = source_cap(kept, policy, grades, question=question.text, probs=probs)
         decisions.update((d.chunk_id, d) for d in capped)
         run = assess_run(
             question,
@@ -649,3 +651,12 @@ def pack(
         instructions=instructions, conversation=conversation, query_class=query_class, prune=prune,
     )  # fmt: skip
     return (pipeline or Pipeline()).pack(request)
+
+
+def adapted_prune(settings: PruneSettings, adaptation: Adaptation | None) -> PruneSettings:
+    """``settings`` with the pruner parameters the knowledge base's current adaptation fitted for its strategy
+    (``admit adapt``: setwise's ``keep_most``), where the policy or the request did not set them."""
+    if adaptation is None or not adaptation.current:
+        return settings
+    fitted = {k: v for k, v in adaptation.prune_params.get(settings.strategy, {}).items() if k not in settings.params}
+    return settings.with_overrides(fitted) if fitted else settings

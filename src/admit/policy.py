@@ -79,7 +79,8 @@ class Policy:
     evidence_ceiling: int | None = None
     """A ceiling on evidence tokens below the model's limit."""
     per_source_limit: int = 2
-    """At most this many passages per source."""
+    """At most this many passages per source (after pruning: the best graded, then the pruner's most probable, then
+    the best ranked)."""
     keep_superseded: bool = False
     """Keep older versions beside the newest (history questions)."""
     recency_weight: float = 0.0

@@ -56,6 +56,11 @@ def test_the_library_call_asks_every_kind_of_pseudo_question(kb_path: Path, tmp_
     assert sum(c.kind == "answerable" for c in cases) == sum(c.kind == "near_miss" for c in cases) <= 6
     assert all(c.model in {"setwise", "lexical", "empty"} for c in cases)
     assert ad.figures["questions"]["foreign"] == sum(c.kind == "foreign" for c in cases)
+    # the pruner's cut (issue 46 item 1): the admitted chunks' probabilities are recorded on the answerable ones
+    recorded = [c.extra["admitted_p"] for c in cases if c.kind == "answerable" and "admitted_p" in c.extra]
+    assert recorded and all(0.0 <= p <= 1.0 for xs in recorded for p, _ in xs)
+    assert "admitted_p" not in {k for c in cases if c.kind != "answerable" for k in c.extra}
+    assert ad.figures["cut"]["share"] > 0.9
 
 
 def test_the_adaptation_is_stored_with_its_date_chunk_count_and_figures(kb_path: Path) -> None:

@@ -93,6 +93,10 @@ class Adaptation:
     """The stems of every word the knowledge base holds (:func:`~admit.answerability.terms.kb_vocabulary`): a
     question with :data:`~admit.answerability.terms.KB_ABSENT_MIN` or more words it holds in no form is "not
     answered" (empty: no such rule; an adaptation made before it)."""
+    prune_params: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    """Per pruner strategy (``setwise``): the parameters fitted on this knowledge base's own questions
+    (``keep_most``: the fitted cut, :data:`admit.prune.setwise.KEEP_MOST`); a search's pruner reads them unless its
+    policy or request sets them (empty: the shipped cut)."""
     prefixes: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
 
     def __post_init__(self) -> None:
@@ -131,6 +135,7 @@ class Adaptation:
             "stale": self.stale,
             "similarity_floor": dict(self.similarity_floor),
             "vocabulary": sorted(self.vocabulary) if words else len(self.vocabulary),
+            "prune_params": {k: dict(v) for k, v in self.prune_params.items()},
         }
 
     def to_json(self) -> str:
@@ -153,6 +158,11 @@ class Adaptation:
                 raise ModelFileError(f"adaptation thresholds of {name!r} must lie in [0, 1]")
         floor = {str(k): float(v) for k, v in dict(d.get("similarity_floor") or {}).items()}
         vocab = d.get("vocabulary")
+        prune_params = {
+            str(k): {str(p): int(v) for p, v in dict(ps).items()} for k, ps in dict(d.get("prune_params") or {}).items()
+        }
+        if any(v < 0 for ps in prune_params.values() for v in ps.values()):
+            raise ModelFileError("an adaptation's pruner parameters must not be negative")
         if any(not -1.0 <= v <= 1.0 for v in floor.values()):
             raise ModelFileError("an adaptation's similarity floor must lie in [-1, 1]")
         return cls(
@@ -163,4 +173,5 @@ class Adaptation:
             stale=str(d.get("stale") or ""),
             similarity_floor=floor,
             vocabulary=frozenset(w for w in vocab if isinstance(w, str)) if isinstance(vocab, list) else frozenset(),
+            prune_params=prune_params,
         )

@@ -28,9 +28,16 @@ __all__ = ["adapt_cmd", "run_adapt", "summary"]
 @click.option("--seed", type=int, default=13, show_default=True, help="The sampling and paraphrase seed.")
 @click.option("--show", is_flag=True, help="Show the stored adaptation (and whether it is stale); fit nothing.")
 @click.option("--clear", is_flag=True, help="Remove the stored adaptation: the shipped thresholds decide again.")
+@click.option(
+    "--cut/--no-cut",
+    default=True,
+    show_default=True,
+    help="Fit the setwise pruner's cut (keep_most) too; --no-cut fits the verdict only and the pruner keeps its "
+    "shipped cut.",
+)
 @json_option("the adaptation")
 @handle_errors
-def adapt_cmd(kb_path: str, sections: int, seed: int, show: bool, clear: bool, as_json: bool) -> None:
+def adapt_cmd(kb_path: str, sections: int, seed: int, show: bool, clear: bool, cut: bool, as_json: bool) -> None:
     """Fit the answerability verdict's thresholds to this knowledge base's own documentation.
 
     Builds answerable pseudo-questions from the ingested chunks (headings, lead sentences, definition terms,
@@ -58,7 +65,7 @@ def adapt_cmd(kb_path: str, sections: int, seed: int, show: bool, clear: bool, a
             else:
                 click.echo(summary(ad) if ad is not None else f"{kb_path}: not adapted (shipped thresholds)")
             return
-        ad = run_adapt(kb, sections=sections, seed=seed, quiet=as_json)
+        ad = run_adapt(kb, sections=sections, seed=seed, quiet=as_json, cut=cut)
     finally:
         kb.close()
     if as_json:
@@ -67,7 +74,9 @@ def adapt_cmd(kb_path: str, sections: int, seed: int, show: bool, clear: bool, a
         stdout_console().print(summary(ad), highlight=False, markup=False)
 
 
-def run_adapt(kb: KnowledgeBase, *, sections: int = 150, seed: int = 13, quiet: bool = False) -> Adaptation:
+def run_adapt(
+    kb: KnowledgeBase, *, sections: int = 150, seed: int = 13, quiet: bool = False, cut: bool = True
+) -> Adaptation:
     """Adapt ``kb`` (a progress line on stderr every 50 questions unless ``quiet``) and return the adaptation."""
     from admit.kb.adapt import AdaptOptions, adapt
 
@@ -75,7 +84,7 @@ def run_adapt(kb: KnowledgeBase, *, sections: int = 150, seed: int = 13, quiet: 
         if not quiet and (done % 50 == 0 or done == total):
             click.echo(f"  adapt: {done}/{total} questions asked", err=True)
 
-    ad, _ = adapt(kb, AdaptOptions(sections=sections, seed=seed), progress=progress)
+    ad, _ = adapt(kb, AdaptOptions(sections=sections, seed=seed, cut=cut), progress=progress)
     return ad
 
 
@@ -105,6 +114,13 @@ def summary(ad: Adaptation) -> str:
         lines.append(
             f"  not answered when {KB_ABSENT_MIN} or more of the question's words are nowhere in this knowledge base "
             f"({len(ad.vocabulary):,} words)"
+        )
+    for name, params in sorted(ad.prune_params.items()):
+        cut = f.get("cut", {})
+        lines.append(
+            f"  {name} pruner: keeps at most its {params.get('keep_most', 0)} most probable chunks above the threshold "
+            f"(the section of {cut.get('gold_kept', '-')} of {cut.get('questions', '-')} answerable pseudo-questions; "
+            f"{cut.get('chunks', '-')} chunks a question, uncut {cut.get('chunks_uncut', '-')})"
         )
     for label, key in (("shipped thresholds", "shipped"), ("adapted", "fitted"), ("adapted, held out", "two_fold")):
         fig = f.get(key, {})

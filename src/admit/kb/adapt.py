@@ -21,6 +21,10 @@ that the rules leave to the probability fall below it ("not answered"; a rule's 
 threshold); ``answered_at`` so that at most :data:`MAX_UNSURE` of them fall between the two ("unsure"). Models with
 too few questions keep the shipped thresholds. The figures (before and after, and a two-fold estimate on questions
 the fit did not see) are stored with it.
+
+**The pruner's cut** (:func:`fit_keep_most`, setwise's ``keep_most``): the smallest count of most probable admitted
+chunks that still holds the section of :data:`CUT_GOLD_SHARE` of the answerable questions. Once one is fitted, every
+question is asked again with it and the thresholds are fitted on those answers (the verdict reads what is admitted).
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ if TYPE_CHECKING:
     from admit.kb.knowledge_base import KnowledgeBase
 
 __all__ = [
+    "CUT_GOLD_SHARE",
     "FLOOR_SHARE",
     "MAX_NA_ANSWERABLE",
     "MAX_UNSURE",
@@ -59,6 +64,7 @@ __all__ = [
     "AdaptOptions",
     "adapt",
     "build_cases",
+    "fit_keep_most",
     "fit_similarity_floor",
     "fit_thresholds",
 ]
@@ -75,6 +81,11 @@ MIN_CASES = 12
 #: The share of the answerable pseudo-questions (of those the thresholds leave answered) the similarity floor may
 #: say "not answered" of: their best passage is less similar to them than this knowledge base's answers are to theirs.
 FLOOR_SHARE = 0.02
+#: The fitted cut (setwise's ``keep_most``) keeps at least this share of the answerable pseudo-questions whose
+#: section the uncut pruner admitted: the smallest count that does is the knowledge base's cut.
+CUT_GOLD_SHARE = 0.99
+#: The largest cut tried; a knowledge base that needs more keeps the shipped (uncut) behaviour.
+CUT_MAX = 8
 #: Near copies of a gold chunk: at least this cosine between stored vectors.
 NEAR_COPY = 0.95
 
@@ -103,6 +114,8 @@ class AdaptOptions:
     """The sampling and paraphrase seed (the same knowledge base and seed give the same questions)."""
     paraphrase: bool = True
     """Paraphrase the answerable questions (off only to measure what it changes)."""
+    cut: bool = True
+    """Fit the setwise pruner's cut (``keep_most``; off: the verdict only, the pruner keeps its shipped cut)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -331,11 +344,42 @@ def _probe(kb: KnowledgeBase) -> Adaptation:
     return Adaptation(thresholds=dict.fromkeys(shipped, (0.0, 0.0)), made="probe", chunks=0)
 
 
-def _ask(kb: KnowledgeBase, pipe: Any, plan: _Plan, probe: Adaptation) -> AdaptCase:
+class _Recorder:
+    """Records the setwise pruner's probabilities of the last list it graded (``admit adapt`` fits its cut on them);
+    :meth:`attach` wraps the pipeline's pruner instance for the run and :meth:`detach` restores it."""
+
+    def __init__(self) -> None:
+        self.probs: dict[str, float] = {}
+        self._pruner: Any = None
+
+    def attach(self, pipe: Any) -> None:
+        try:
+            pruner = pipe.pruner_for("setwise")
+        except Exception:  # no setwise pruner: no cut to fit
+            return
+        inner = pruner.prune
+
+        def prune(question: Any, candidates: Any, settings: Any) -> Any:
+            out = inner(question, candidates, settings)
+            self.probs = {cid: float(sig[1]) for cid, sig in dict(out.signals).items()}
+            return out
+
+        pruner.prune = prune
+        self._pruner = pruner
+
+    def detach(self) -> None:
+        if self._pruner is not None:
+            del self._pruner.prune  # the class's method again
+            self._pruner = None
+
+
+def _ask(kb: KnowledgeBase, pipe: Any, plan: _Plan, probe: Adaptation, recorder: _Recorder | None = None) -> AdaptCase:
     resolved = kb.resolve(pipe, plan.question, prune=True)
     req = kb.search_request(plan.question, plan.principal, resolved=resolved, prune=kb.forced_strategy(True))
     cands = list(req.candidates)
     found = bool(plan.gold & {c.id for c in cands})
+    if recorder is not None:
+        recorder.probs = {}
     if plan.drop:
         cands = [c for c in cands if c.id not in plan.drop]
     res = pipe.pack(replace(req, candidates=cands, adaptation=probe), resolved=resolved)
@@ -345,6 +389,11 @@ def _ask(kb: KnowledgeBase, pipe: Any, plan: _Plan, probe: Adaptation) -> AdaptC
     reason = str(rec.get("reason", ""))
     names_absent = "in no retrieved candidate" in reason
     extra: dict[str, Any] = {"gold_retrieved": found, "names_absent": names_absent}
+    if recorder is not None and recorder.probs and plan.kind == "answerable":
+        # the admitted chunks' probabilities, gold or not: what the fitted cut would keep of them
+        extra["admitted_p"] = [
+            (recorder.probs[p.chunk.id], p.chunk.id in plan.gold) for p in res.admitted if p.chunk.id in recorder.probs
+        ]
     at = reason.find(SIMILARITY_IN_REASON)
     if at >= 0:
         extra["similarity"] = float(reason[at + len(SIMILARITY_IN_REASON) :].split(";")[0].split()[0])
@@ -359,6 +408,28 @@ def _ask(kb: KnowledgeBase, pipe: Any, plan: _Plan, probe: Adaptation) -> AdaptC
         fold=plan.fold,
         extra=extra,
     )
+
+
+def _ask_all(
+    kb: KnowledgeBase,
+    pipe: Any,
+    plans: Sequence[_Plan],
+    probe: Adaptation,
+    progress: Callable[[int, int], None] | None,
+) -> list[AdaptCase]:
+    """Ask every plan under ``probe`` (thresholds at 0; its pruner parameters), recording the setwise pruner's
+    probabilities of what each answerable question admitted."""
+    cases: list[AdaptCase] = []
+    rec = _Recorder()
+    rec.attach(pipe)
+    try:
+        for i, plan in enumerate(plans):
+            cases.append(_ask(kb, pipe, plan, probe, rec))
+            if progress is not None:
+                progress(i + 1, len(plans))
+    finally:
+        rec.detach()
+    return cases
 
 
 def final_state(case: AdaptCase, threshold: float, answered_at: float, floor: float | None = None) -> str:
@@ -468,11 +539,11 @@ def adapt(
     plans, built = build_cases(kb, records, options)
     pipe = kb._pipeline(None)
     probe = _probe(kb)
-    cases: list[AdaptCase] = []
-    for i, plan in enumerate(plans):
-        cases.append(_ask(kb, pipe, plan, probe))
-        if progress is not None:
-            progress(i + 1, len(plans))
+    cases = _ask_all(kb, pipe, plans, probe, progress)
+    most, cut_figures = fit_keep_most(cases) if options.cut else (0, {"fitted": False})
+    if most:
+        # the verdict reads what the pruner admits: its thresholds are fitted on the lists the cut leaves
+        cases = _ask_all(kb, pipe, plans, replace(probe, prune_params={"setwise": {"keep_most": most}}), progress)
     shipped = {n: (m.threshold, m.answered_from) for n, m in load_models().items()}
     fitted = fit_thresholds(cases, shipped)
     floors = fit_similarity_floor(cases, fitted)
@@ -495,6 +566,7 @@ def adapt(
         "paraphrased": options.paraphrase,
         "words_nowhere": _words_nowhere(cases, vocabulary, prefixes),
         "vocabulary": len(vocabulary),
+        "cut": cut_figures,
     }
     ad = Adaptation(
         thresholds=fitted,
@@ -503,10 +575,44 @@ def adapt(
         figures=figures,
         similarity_floor=floors,
         vocabulary=vocabulary,
+        prune_params={"setwise": {"keep_most": most}} if most else {},
     )
     if save:
         kb.save_adaptation(ad, fp)
     return ad, cases
+
+
+def fit_keep_most(cases: Sequence[AdaptCase]) -> tuple[int, dict[str, Any]]:
+    """setwise's ``keep_most`` for this knowledge base, and the figures it was chosen by: the smallest count whose
+    most probable admitted chunks still hold the section of at least :data:`CUT_GOLD_SHARE` of the answerable
+    pseudo-questions the uncut pruner admitted it for (0, no cut: fewer than :data:`MIN_CASES` such questions, or
+    no count up to :data:`CUT_MAX` keeps that share while admitting fewer chunks)."""
+    lists = [
+        sorted(c.extra["admitted_p"], key=lambda t: -t[0])
+        for c in cases
+        if c.kind == "answerable" and c.extra.get("admitted_p") and any(g for _, g in c.extra["admitted_p"])
+    ]
+    figures: dict[str, Any] = {"questions": len(lists), "share": CUT_GOLD_SHARE}
+    if len(lists) < MIN_CASES:
+        return 0, figures
+    uncut = sum(len(xs) for xs in lists) / len(lists)
+    figures["chunks_uncut"] = round(uncut, 2)
+    curve = [
+        (
+            sum(1 for xs in lists if any(g for _, g in xs[:k])) / len(lists),
+            sum(min(k, len(xs)) for xs in lists) / len(lists),
+        )
+        for k in range(1, CUT_MAX + 1)
+    ]
+    # the sections kept and the chunks a question at each count, for `admit adapt --json`
+    figures["by_count"] = {str(k): [round(h, 3), round(c, 2)] for k, (h, c) in enumerate(curve, start=1)}
+    for k, (held, chunks) in enumerate(curve, start=1):
+        if held >= CUT_GOLD_SHARE:
+            if chunks >= uncut:
+                break  # the cut would keep everything anyway
+            figures.update(keep_most=k, gold_kept=round(held, 3), chunks=round(chunks, 2))
+            return k, figures
+    return 0, figures
 
 
 def _words_nowhere(

@@ -25,6 +25,7 @@ from typing import Any
 from admit.backends.embedders.base import Embedder
 from admit.backends.rerankers.cross import CrossEncoder
 from admit.prune.base import PruneOutcome, apply_threshold
+from admit.prune.checks import int_at_least
 from admit.prune.settings import PruneSettings
 from admit.prune.setwise_model import SetwiseItem, SetwiseScorer
 from admit.prune.setwise_model.text import identifiers
@@ -32,7 +33,11 @@ from admit.prune.spec import PrunerResources, StrategySpec, Switch, file_digest
 from admit.question import Question
 from admit.types import Scored
 
-__all__ = ["SPEC", "SetwisePruner", "identifiers"]
+__all__ = ["KEEP_MOST", "SPEC", "SetwisePruner", "identifiers", "keep_most_cut"]
+
+#: The strategy parameter of the knowledge base's fitted cut (``admit adapt`` fits it; a policy may set it): keep at
+#: most this many of the chunks graded at or above the threshold, the most probable first (0: no cut).
+KEEP_MOST = "keep_most"
 
 
 class SetwisePruner:
@@ -96,13 +101,26 @@ class SetwisePruner:
             if after != before:
                 reasons[j] += f"; grade {after} (was {before}): {retriever_reason(len(candidates), scores.probs)}"
         grades = lifted
+        most = int(settings.params.get(KEEP_MOST, 0) or 0)
+        notes = [f"expected_needed={scores.expected_needed:.2f}"]
+        if most > 0:
+            ruled = list(scores.ruled) if len(scores.ruled) == len(grades) else [False] * len(grades)
+            cut = keep_most_cut(grades, scores.probs, ruled, settings.threshold, most)
+            for j, (before, after) in enumerate(zip(grades, cut, strict=True)):
+                if after != before:
+                    reasons[j] += (
+                        f"; grade {after} (was {before}): the fitted cut keeps the {most} most probable "
+                        f"(p={scores.probs[j]:.2f} is not among them)"
+                    )
+            grades = cut
+            notes.append(f"keep_most={most}")
         out = apply_threshold(
             self.name,
             candidates,
             grades,
             settings,
             reasons=reasons,
-            notes=(f"expected_needed={scores.expected_needed:.2f}",),
+            notes=tuple(notes),
             unrelated=[g == 1 for g in grades],  # SPEC.top_k_keeps_unrelated = False
         )
         signals: dict[str, tuple[float, float]] = {}
@@ -156,6 +174,23 @@ def retriever_floor(
         max(int(g), RETRIEVER_FLOOR_GRADE) if r < top and not u else int(g)
         for g, r, u in zip(grades, ranks, unrelated, strict=True)
     ]
+
+
+def keep_most_cut(
+    grades: Sequence[int], probs: Sequence[float], ruled: Sequence[bool], threshold: int, most: int
+) -> list[int]:
+    """``grades`` with the chunks graded at or above ``threshold`` past the ``most`` most probable (by ``probs``;
+    ties: the earlier) graded one under ``threshold`` (at least 1), unless a rule set their grade (``ruled``: an
+    identifier the question names, an asked release; they stay and count among the ``most``). ``most`` of 0: no
+    cut. The per-knowledge-base cut ``admit adapt`` fits (:data:`KEEP_MOST`): where the model's best chunks hold the
+    answer of that knowledge base's own questions, its weaker chunks above the threshold only dilute the evidence.
+    """
+    if most <= 0:
+        return [int(g) for g in grades]
+    above = [j for j, g in enumerate(grades) if g >= threshold]
+    order = sorted(above, key=lambda j: (not ruled[j], -probs[j], j))
+    cut = set(order[most:]) - {j for j in above if ruled[j]}
+    return [max(1, min(int(g), threshold - 1)) if j in cut else int(g) for j, g in enumerate(grades)]
 
 
 def cross_model() -> CrossEncoder:
@@ -229,6 +264,7 @@ SPEC = StrategySpec(
         "admit.backends.rerankers.cross",
     ),
     identity=_identity,
+    params={KEEP_MOST: int_at_least(0)},
     default_params={"threshold": 3, "keep_top_k": 1},
     default_grid={"threshold": [2, 3, 4, 5], "keep_top_k": [0, 1, 2]},
     color="#d62728",
