@@ -51,7 +51,7 @@ def test_the_library_call_asks_every_kind_of_pseudo_question(kb_path: Path, tmp_
     copy = tmp_path / "lib.kb"
     shutil.copy2(kb_path, copy)
     with KnowledgeBase(copy) as kb:
-        ad, cases = adapt(kb, AdaptOptions(sections=6, foreign=6), save=False)
+        ad, cases = adapt(kb, AdaptOptions(sections=6, foreign=6, cut=True), save=False)
     assert {c.kind for c in cases} == {"answerable", "near_miss", "foreign"}
     assert sum(c.kind == "answerable" for c in cases) == sum(c.kind == "near_miss" for c in cases) <= 6
     assert all(c.model in {"setwise", "lexical", "empty"} for c in cases)

@@ -193,7 +193,7 @@ def test_adapt_fits_the_verdicts_thresholds_on_what_the_fitted_cut_admits(monkey
                 for i, t in enumerate(texts)
             ]
         )
-        ad, cases = adapt_mod.adapt(kb, adapt_mod.AdaptOptions(sections=30, foreign=20), save=False)
+        ad, cases = adapt_mod.adapt(kb, adapt_mod.AdaptOptions(sections=30, foreign=20, cut=True), save=False)
     n = len(cases)
     assert ad.prune_params == {"setwise": {"keep_most": 2}}
     assert probes[:n] == [{}] * n and probes[n:] == [{"setwise": {"keep_most": 2}}] * n  # uncut, then cut
@@ -213,7 +213,7 @@ def test_no_cut_fits_the_verdict_only(monkeypatch: pytest.MonkeyPatch) -> None:
         return _ad()
 
     monkeypatch.setattr(cli_adapt, "run_adapt", fake_run)
-    for flag, want in (("--no-cut", False), ("--cut", True)):
+    for flag, want in (("--no-cut", False), ("--cut", True)):  # the default is --no-cut: below
         out = CliRunner().invoke(main, ["adapt", "--kb", ":memory:", flag, "--json"])
         assert out.exit_code == 0, out.output
         assert seen[-1] is want

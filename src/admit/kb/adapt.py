@@ -114,7 +114,7 @@ class AdaptOptions:
     """The sampling and paraphrase seed (the same knowledge base and seed give the same questions)."""
     paraphrase: bool = True
     """Paraphrase the answerable questions (off only to measure what it changes)."""
-    cut: bool = True
+    cut: bool = False
     """Fit the setwise pruner's cut (``keep_most``; off: the verdict only, the pruner keeps its shipped cut)."""
 
 
