@@ -99,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
                 for q, a, b, k in runs
             ]
             th = ", ".join(f"{m} {lo:.3f}" for m, (lo, _) in sorted(ad.thresholds.items()))
+            th += f"; pseudo AUROC {ad.figures['separation']:.2f}"
             _row(path.stem, f"adapted ({th})", len(sample), again)
             for row, (_, a, b, _) in zip(rows[-len(again) :], again, strict=True):
                 row["adapted_kept_state"] = a.answer.state if a.answer else None

@@ -10,8 +10,8 @@ import pytest
 from admit import Chunk, Pipeline
 from admit.backends.embedders import FakeEmbedder
 from admit.errors import ConfigError
-from admit.eval.adapt import ListAdaptOptions, adapt_to_passages
-from admit.kb.adapt import Neighbours, pseudo_questions
+from admit.eval.adapt import ListAdaptOptions, adapt_to_passages, guarded_thresholds, separation
+from admit.kb.adapt import AdaptCase, Neighbours, pseudo_questions
 from admit.prune import PrunerResources
 
 TOPICS = [
@@ -78,3 +78,22 @@ def test_pseudo_questions_of_a_passage_and_the_neighbours_of_any_texts() -> None
     assert "Retention policy" in qs[0][1]
     nb = Neighbours(FakeEmbedder(), [c.text for c in _passages()])
     assert "repository" in nb.words  # words of two or more texts, from plain texts (no knowledge base needed)
+
+
+def _case(kind: str, p: float) -> AdaptCase:
+    return AdaptCase(question="q", kind=kind, model="setwise", p=p, state="answered", extra={"gold_retrieved": True})
+
+
+def test_the_thresholds_are_fitted_only_where_the_model_separates_the_sets_own_near_misses() -> None:
+    shipped = {"setwise": (0.06, 0.17)}
+    apart = [_case("answerable", 0.5 + i / 100) for i in range(20)] + [_case("near_miss", i / 100) for i in range(20)]
+    assert separation(apart) == 1.0
+    lo, _ = guarded_thresholds(apart, shipped)["setwise"]
+    assert 0.5 <= lo < 0.52  # fitted: the 3% quantile of the answerable ones
+    # the same answerable ones, near misses as likely as they are (RHDH's documentation lists: 0.53): shipped
+    mixed = [_case("answerable", 0.5 + i / 100) for i in range(20)] + [
+        _case("near_miss", 0.5 + i / 100) for i in range(20)
+    ]
+    assert separation(mixed) == 0.5
+    assert guarded_thresholds(mixed, shipped) == shipped
+    assert separation([]) == 0.5
