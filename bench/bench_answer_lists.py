@@ -9,9 +9,14 @@ For a seeded sample of each file's lists, the setwise pruner grades the list as 
   answer): "not answered" there is right (target at least 60%).
 
 Retention is not touched by the verdict (``on_no_answer = note`` admits what was packed), so R@68 is the same.
+``AUROC``: how well the model's probability tells the gold-kept lists from the gold-removed ones within the file.
 
-Run: ``python bench/bench_answer_lists.py [--data ../shared/data] [--per-file 60] [--json PATH]``; run it once per
-checkout (``PYTHONPATH=<checkout>/src``) to compare two.
+``--adapt``: the thresholds are also adapted to the passages of the file's sampled lists, without their labels
+(:func:`admit.eval.adapt.adapt_to_passages`), and each file gets a second row, ``adapted``, with those verdicts (the
+same pruning: only the verdict's thresholds differ).
+
+Run: ``python bench/bench_answer_lists.py [--data ../shared/data] [--per-file 60] [--adapt] [--json PATH]``; run it
+once per checkout (``PYTHONPATH=<checkout>/src``) to compare two.
 """
 
 from __future__ import annotations
@@ -33,21 +38,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-file", type=int, default=60)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--adapt", action="store_true", help="also adapt the thresholds to each file's passages")
     args = ap.parse_args(argv)
 
     from admit import Chunk, Pipeline
+    from admit.decide import assess_run
     from admit.trace import new_request_id
 
     pipe = Pipeline()
     rows: list[dict[str, Any]] = []
-    print("| file | lists | gold kept: not answered | unsure | gold removed: not answered | unsure |")
-    print("|---|---|---|---|---|---|")
+    head = "| file | thresholds | lists | gold kept: not answered | unsure | gold removed: not answered | unsure |"
+    print(f"{head} AUROC |")
+    print("|---|---|---|---|---|---|---|---|")
     for path in sorted(args.data.glob("*.jsonl")):
         recs = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
         rng = random.Random(args.seed)
         sample = rng.sample(recs, min(args.per_file, len(recs)))
-        kept_states: list[str] = []
-        removed_states: list[str] = []
+        runs: list[tuple[str, Any, Any, bool]] = []
         for r in sample:
             gold = set(r.get("required") or [])
             cands = [
@@ -64,32 +71,67 @@ def main(argv: list[str] | None = None) -> int:
             settings = pipe.resolve(r["question"], strategy="setwise", request_id=new_request_id()).policy.prune
             scores = [float(len(cands) - i) for i in range(len(cands))]
             run = pipe.prune(r["question"], cands, settings, scores=scores)
-            if gold <= set(run.kept_ids) and run.answer is not None:
-                kept_states.append(run.answer.state)
             rest = [c for c in cands if c.id not in gold]
             run2 = pipe.prune(r["question"], rest, settings, scores=scores[: len(rest)])
-            if run2.answer is not None:
-                removed_states.append(run2.answer.state)
+            runs.append((r["question"], run, run2, gold <= set(run.kept_ids)))
             rows.append(
                 {
                     "file": path.stem,
                     "id": r["id"],
                     "gold_kept_state": run.answer.state if gold <= set(run.kept_ids) and run.answer else None,
                     "gold_removed_state": run2.answer.state if run2.answer else None,
+                    "gold_kept_p": run.answer.probability if run.answer else None,
+                    "gold_removed_p": run2.answer.probability if run2.answer else None,
                 }
             )
 
-        def share(xs: list[str], s: str) -> str:
-            return f"{sum(x == s for x in xs)}/{len(xs)} ({sum(x == s for x in xs) / max(1, len(xs)):.0%})"
+        _row(path.stem, "shipped", len(sample), runs)
+        if args.adapt:
+            from admit.eval.adapt import ListAdaptOptions, adapt_to_passages
 
-        print(
-            f"| {path.stem} | {len(sample)} | {share(kept_states, 'not_answered')} | {share(kept_states, 'unsure')} "
-            f"| {share(removed_states, 'not_answered')} | {share(removed_states, 'unsure')} |",
-            flush=True,
-        )
+            passages = [v.chunk for _, a, _, _ in runs for v in a.verdicts]
+            lens = sorted(len(run.verdicts) for _, run, _, _ in runs)
+            opts = ListAdaptOptions(list_len=lens[len(lens) // 2] if lens else 10)
+            ad, _ = adapt_to_passages(passages, pipe, opts)
+            enc = pipe.term_encoder("setwise")
+            again = [
+                (q, assess_run(q, a, embedder=enc, adaptation=ad), assess_run(q, b, embedder=enc, adaptation=ad), k)
+                for q, a, b, k in runs
+            ]
+            th = ", ".join(f"{m} {lo:.3f}" for m, (lo, _) in sorted(ad.thresholds.items()))
+            th += f"; pseudo AUROC {ad.figures['separation']:.2f}"
+            _row(path.stem, f"adapted ({th})", len(sample), again)
+            for row, (_, a, b, _) in zip(rows[-len(again) :], again, strict=True):
+                row["adapted_kept_state"] = a.answer.state if a.answer else None
+                row["adapted_removed_state"] = b.answer.state if b.answer else None
     if args.json:
         args.json.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     return 0
+
+
+def _share(xs: list[str], s: str) -> str:
+    return f"{sum(x == s for x in xs)}/{len(xs)} ({sum(x == s for x in xs) / max(1, len(xs)):.0%})"
+
+
+def auroc(pos: list[float], neg: list[float]) -> float:
+    """The chance that a positive scores above a negative (ties count half); NaN without both."""
+    if not pos or not neg:
+        return float("nan")
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def _row(name: str, label: str, n: int, runs: list[tuple[str, Any, Any, bool]]) -> None:
+    """One table row: the verdicts of the gold-kept lists whose gold the pruner kept, and of the gold-removed ones."""
+    kept = [a.answer for _, a, _, all_kept in runs if all_kept and a.answer is not None]
+    removed = [b.answer for _, _, b, _ in runs if b.answer is not None]
+    ks, rs = [x.state for x in kept], [x.state for x in removed]
+    auc = auroc([x.probability for x in kept], [x.probability for x in removed])
+    print(
+        f"| {name} | {label} | {n} | {_share(ks, 'not_answered')} | {_share(ks, 'unsure')} "
+        f"| {_share(rs, 'not_answered')} | {_share(rs, 'unsure')} | {auc:.3f} |",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

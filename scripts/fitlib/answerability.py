@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from admit import answerability as an
+from admit.answerability.features import KNOWN_FEATURES
 from admit.prune import setwise_model as sm
 from fitlib.args import FitArgs, arg
 from fitlib.data import TRAIN, VALID, Record, family, read_folder
@@ -238,6 +239,7 @@ def fit_model(
     max_false_alarm: float,
     max_family_false_alarm: float,
     max_unsure: float,
+    extra: Sequence[str] = (),
 ) -> an.AnswerabilityModel:
     """Logistic regression on the families' cases, then the two thresholds:
 
@@ -246,8 +248,10 @@ def fit_model(
       set it for another, and none pays for the others);
     * ``answered_at`` ("answered" at or above it): the highest value that leaves at most ``max_unsure`` of all cases
       between the two thresholds: "unsure" is the exception, not the default.
+
+    ``extra``: features read besides the kind's own (:data:`admit.answerability.features.KNOWN_FEATURES`).
     """
-    feats = an.FEATURES[kind]
+    feats = (*an.FEATURES[kind], *(f for f in extra if f not in an.FEATURES[kind]))
     tr = [c for k in families for c in data[k]]
     x = np.array([[f[n] for n in feats] for f, _ in tr])
     y = np.array([lab > 0 for _, lab in tr], dtype=np.float64)
@@ -300,6 +304,7 @@ class AnswerabilityArgs(FitArgs):
     # what no chunk holds (an artist, an image), and a cap there sets the threshold for every other family
     max_family_false_alarm: float = arg(1.0, help="... and at most this share of any one family's")
     max_unsure: float = arg(0.15, help="at most this share of all cases is 'unsure'")
+    setwise_extra: str = arg("", help="comma-separated features the setwise model reads besides its own")
 
 
 def compute_cases(
@@ -336,13 +341,21 @@ def write_models(
     fit_on = [k for k in train if k in TRAIN_FILES]
     out: dict[str, Any] = {"version": 2, "models": {}, "meta": {"trained_on": {k: len(train[k]) for k in fit_on}}}
     report: dict[str, Any] = {}
+    extra = {"setwise": tuple(f for f in args.setwise_extra.split(",") if f), "lexical": ()}
+    unknown = [f for f in extra["setwise"] if f not in KNOWN_FEATURES]
+    if unknown:
+        raise SystemExit(f"unknown features {unknown}")
     for kind in ("setwise", "lexical"):
-        model = fit_model(kind, data[kind], fit_on, **limits)
+        model = fit_model(kind, data[kind], fit_on, **limits, extra=extra[kind])
         out["models"][kind] = model.to_json()
         # leave one family out: each family scored by a model (and thresholds) fitted without it
         lofo = {}
         for k in [*train, *valid]:
-            m = fit_model(kind, data[kind], [f for f in fit_on if f != k], **limits) if k in fit_on else model
+            m = (
+                fit_model(kind, data[kind], [f for f in fit_on if f != k], **limits, extra=extra[kind])
+                if k in fit_on
+                else model
+            )
             lofo[k] = figures(m, data[kind][k])
         report[kind] = {"thresholds": [model.threshold, model.answered_at], "leave_one_family_out": lofo}
     out["meta"]["figures"] = report

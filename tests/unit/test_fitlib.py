@@ -107,3 +107,28 @@ def test_augmented_lists_come_from_the_training_records_only() -> None:
     assert len(rs) == 2 and all(len(r["candidates"]) == 10 for r in rs)
     assert all({"c0", "c1"} <= {c["id"] for c in r["candidates"]} for r in rs)  # the gold kept
     assert augment({"train_musique": [mus]}, seed=1) == out  # seeded
+
+
+def test_the_answerability_fit_reads_extra_features_when_asked() -> None:
+    """``fit_answerability.py --setwise-extra best_prob_share``: the setwise model reads it besides its own."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from fitlib.answerability import fit_model
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    from admit.answerability import FEATURES
+
+    rng = np.random.default_rng(3)
+    names = (*FEATURES["setwise"], "best_prob_share")
+    rows = []
+    for i in range(200):
+        label = 2 if i % 2 else 0
+        f = {n: float(rng.random()) for n in names}
+        f["best_prob_share"] = 0.8 + 0.2 * rng.random() if label else 0.6 * rng.random()  # it alone separates
+        rows.append((f, label))
+    lim = {"max_false_alarm": 0.05, "max_family_false_alarm": 1.0, "max_unsure": 0.15}
+    plain = fit_model("setwise", {"x": rows}, ["x"], **lim)
+    more = fit_model("setwise", {"x": rows}, ["x"], **lim, extra=("best_prob_share",))
+    assert "best_prob_share" not in plain.features
+    assert more.features == names
+    assert more.coef[-1] > 1.0  # the separating feature carries the fit

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from admit import _linear
 from admit import _text as tx
 from admit._text import char_bigrams, unreadable_script
-from admit.answerability.terms import misspelt_in
+from admit.answerability.terms import common_words, misspelt_in
 from admit.question import Question, read_question
 
 __all__ = ["FEATURES", "KNOWN_FEATURES", "SETWISE", "features", "is_short", "key_terms", "missing_terms"]
@@ -29,6 +29,13 @@ _LEXICAL = ("best_q_cov", "union_q_cov", "best_entity_cov", "union_entity_cov", 
 #: word that no candidate holds is one the knowledge base most likely lacks ("back up to S3" where nothing names S3).
 _POOL = ("pool_q_cov", "pool_entity_cov")
 
+#: How the question's words sit in ONE passage: the share of its rare words (not among the common English words) the
+#: best passage holds, and the share of its key-word pairs that one passage holds within :data:`PAIR_WINDOW` words
+#: of each other (the answer's sentence names them together; a near miss spreads them over several passages).
+_TOGETHER = ("best_rare_cov", "best_pair_window")
+#: Two words of the question this close (in content words) in one passage are held together.
+PAIR_WINDOW = 10
+
 #: Feature names per model.
 FEATURES: dict[str, tuple[str, ...]] = {
     "lexical": (*_LEXICAL, *_POOL),
@@ -36,8 +43,8 @@ FEATURES: dict[str, tuple[str, ...]] = {
     # with the cross model's scores of the kept chunks (setwise with ``cross`` on)
     "cross": (*_LEXICAL, "cross_best", "cross_second", "cross_margin"),
 }
-#: Every feature some model reads.
-KNOWN_FEATURES = frozenset(f for names in FEATURES.values() for f in names)
+#: Every feature some model can read (the ones no shipped model reads yet included: a refit may pick them).
+KNOWN_FEATURES = frozenset(f for names in FEATURES.values() for f in names) | frozenset((*_TOGETHER, "best_prob_share"))
 
 
 def _stem(w: str) -> str:
@@ -112,8 +119,9 @@ def features(
     q_units = _q_units(question, script)
     q_ents = _entities(question) if script is None else set()
     q_pairs = set(itertools.pairwise(q_units)) if script is None else set()
+    q_rare = _rare_units(question) if script is None else set()
     asked = question.identifiers
-    best_cov = union = best_ent = best_pair = 0.0
+    best_cov = union = best_ent = best_pair = best_rare = best_window = 0.0
     hit_any: set[str] = set()
     ent_any: set[str] = set()
     found_ident = False
@@ -125,9 +133,13 @@ def features(
         if q_ents:
             best_ent = max(best_ent, len(q_ents & units) / len(q_ents))
             ent_any |= q_ents & units
+        if q_rare:
+            best_rare = max(best_rare, len(q_rare & units) / len(q_rare))
         if q_pairs:
             toks = [_stem(w) for w in tx.content_tokens(t)]
             best_pair = max(best_pair, len(set(itertools.pairwise(toks)) & q_pairs) / len(q_pairs))
+            if len(held) >= 2:
+                best_window = max(best_window, _pairs_within(toks, held, PAIR_WINDOW) / math.comb(len(q_units), 2))
         if asked and not found_ident and asked & tx.identifiers(t):
             found_ident = True
     union = len(hit_any) / max(1, len(q_units))
@@ -141,6 +153,8 @@ def features(
         "union_entity_cov": len(ent_any) / len(q_ents) if q_ents else union,
         "ident_missing": 1.0 if asked and texts and not found_ident else 0.0,
         "best_bigram_cov": best_pair if q_pairs else best_cov,
+        "best_rare_cov": best_rare if q_rare else best_cov,
+        "best_pair_window": best_window if q_pairs else best_cov,
         "pool_q_cov": pool_cov,
         "pool_entity_cov": pool_ent,
         # how many names of the question (capitalised words past the first, numbers) no candidate holds: read by the
@@ -152,6 +166,26 @@ def features(
         "short_held": short_held,
         **_cross_signals(cross),
     }
+
+
+def _rare_units(question: Question) -> set[str]:
+    """The question's content words that are not common English words (stemmed): the ones that name its topic."""
+    common = common_words()
+    return {_stem(w) for w in question.content_terms if w not in common}
+
+
+def _pairs_within(toks: Sequence[str], held: set[str], window: int) -> int:
+    """How many pairs of the ``held`` words occur within ``window`` tokens of each other in ``toks``."""
+    last: dict[str, int] = {}
+    near: set[tuple[str, str]] = set()
+    for i, w in enumerate(toks):
+        if w not in held:
+            continue
+        for o, j in last.items():
+            if o != w and i - j <= window:
+                near.add((o, w) if o < w else (w, o))
+        last[w] = i
+    return len(near)
 
 
 def _short_held(question: Question, texts: Sequence[str]) -> float:
@@ -176,6 +210,8 @@ def _pruner_signals(
         "best_dense": d[0] if d else 0.0,
         "mean_dense_top2": sum(d[:2]) / len(d[:2]) if d else 0.0,
         "best_prob": max(p) if p else 0.0,
+        # how much of the kept chunks' probability the best one holds: one chunk that answers, or several half-way
+        "best_prob_share": max(p) / sum(p) if p and sum(p) > 0 else 0.0,
         "log_expected": math.log(max(expected_needed or 0.0, 1e-3)),
     }
 

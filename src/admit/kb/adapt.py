@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -53,6 +53,7 @@ from admit.kb.store import ChunkRecord
 from admit.types import Principal
 
 if TYPE_CHECKING:
+    from admit.backends.embedders import Embedder
     from admit.kb.knowledge_base import KnowledgeBase
 
 __all__ = [
@@ -62,11 +63,15 @@ __all__ = [
     "MAX_UNSURE",
     "AdaptCase",
     "AdaptOptions",
+    "Neighbours",
     "adapt",
     "build_cases",
+    "final_state",
     "fit_keep_most",
     "fit_similarity_floor",
     "fit_thresholds",
+    "paraphrase",
+    "pseudo_questions",
 ]
 
 #: The share of the answerable pseudo-questions the fitted threshold may say "not answered" of (below the 5%
@@ -171,15 +176,19 @@ def _lead_sentence(text: str) -> str:
 
 def _pseudo_questions(sec: _Section, rng: random.Random) -> list[tuple[str, str]]:
     """``(how it was built, question)`` pairs of one section."""
+    return pseudo_questions(sec.heading, sec.records[0].text, "\n".join(r.text for r in sec.records), rng)
+
+
+def pseudo_questions(heading: str, first: str, text: str, rng: random.Random) -> list[tuple[str, str]]:
+    """``(how it was built, question)`` pairs of a section with this ``heading``, first chunk's text and whole
+    ``text`` (a passage alone: its title, its text twice)."""
     out: list[tuple[str, str]] = []
-    first = sec.records[0].text
-    if _good_heading(sec.heading):
-        out.append(("heading", rng.choice(_TEMPLATES["heading"]).format(x=sec.heading.strip(" :."))))
+    if _good_heading(heading):
+        out.append(("heading", rng.choice(_TEMPLATES["heading"]).format(x=heading.strip(" :."))))
         lead = _lead_sentence(first)
-        head_words = {tx.stem(w) for w in tx.content_tokens(sec.heading)}
+        head_words = {tx.stem(w) for w in tx.content_tokens(heading)}
         if lead and head_words & {tx.stem(w) for w in tx.content_tokens(lead)}:
             out.append(("lead", rng.choice(_TEMPLATES["lead"]).format(x=lead[0].lower() + lead[1:])))
-    text = "\n".join(r.text for r in sec.records)
     options = list(dict.fromkeys(m.group(1) for m in _OPTION_LINE.finditer(text)))
     if options:
         out.append(("option", rng.choice(_TEMPLATES["option"]).format(x=rng.choice(options[:8]))))
@@ -190,13 +199,13 @@ def _pseudo_questions(sec: _Section, rng: random.Random) -> list[tuple[str, str]
     return out
 
 
-class _Neighbours:
-    """The knowledge base's frequent words and their near neighbours by the encoder."""
+class Neighbours:
+    """The knowledge base's (or a passage set's) frequent words and their near neighbours by the encoder."""
 
-    def __init__(self, kb: KnowledgeBase, records: Sequence[ChunkRecord], size: int = 2500) -> None:
+    def __init__(self, embedder: Embedder, texts: Iterable[str], size: int = 2500) -> None:
         df: dict[str, int] = {}
-        for r in records:
-            for w in set(tx.content_tokens(f"{r.title}\n{r.text}")):
+        for t in texts:
+            for w in set(tx.content_tokens(t)):
                 if w.isalpha() and 4 <= len(w) <= 20:
                     df[w] = df.get(w, 0) + 1
         self.words = [w for w, n in sorted(df.items(), key=lambda kv: (-kv[1], kv[0])) if n >= 2][:size]
@@ -205,9 +214,9 @@ class _Neighbours:
         if self.words:
             from admit.answerability.terms import word_vectors
 
-            self.vecs = word_vectors(kb.embedder, self.words)
+            self.vecs = word_vectors(embedder, self.words)
         else:
-            self.vecs = np.zeros((0, kb.embedder.dim), dtype=np.float32)
+            self.vecs = np.zeros((0, embedder.dim), dtype=np.float32)
 
     def near(self, word: str, k: int = 5) -> list[str]:
         i = self.index.get(word)
@@ -275,7 +284,7 @@ def build_cases(
     rng = random.Random(options.seed)
     secs = [s for s in _sections(records) if any(r.access is not None and r.access.tenant for r in s.records)]
     rng.shuffle(secs)
-    nb = _Neighbours(kb, records)
+    nb = Neighbours(kb.embedder, (f"{r.title}\n{r.text}" for r in records))
     vec_of = {r.id: r.embedding for r in records}
     by_heading: dict[str, set[str]] = {}
     for s in secs:
@@ -316,7 +325,7 @@ def build_cases(
 
 def _add_foreign(
     records: Sequence[ChunkRecord],
-    nb: _Neighbours,
+    nb: Neighbours,
     rng: random.Random,
     options: AdaptOptions,
     plans: list[_Plan],
