@@ -11,6 +11,7 @@ sentence marks that cut the passages whose vectors the knowledge base stores).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import math
 import re
 import unicodedata
@@ -403,14 +404,36 @@ def signatures(texts: Sequence[str]) -> np.ndarray:
     return stacked
 
 
+def _key_stems(text: str) -> tuple[str, ...]:
+    return tuple(stem(w, ies=False) for w in content_tokens(text))
+
+
+#: A text's content words (:func:`content_tokens`) in order, stemmed as the answerability models were fitted
+#: (``ies=False``): its word pairs are the bigram feature's; remembered per text, seedable (:mod:`admit.features`).
+key_stems: Memo[tuple[str, ...]] = Memo(_key_stems)
+
+
 def _key_units(text: str) -> frozenset[str]:
-    # each distinct word stemmed once (a passage repeats its words): the same set
-    return frozenset(stem(w, ies=False) for w in {*content_tokens(text), *capitalised_tokens(text)})
+    # the content words' stems, and each distinct capitalised token stemmed once: the same set as stemming
+    # {*content_tokens(text), *capitalised_tokens(text)}
+    return frozenset(key_stems(text)).union(stem(w, ies=False) for w in capitalised_tokens(text))
 
 
 #: A text's content words and capitalised tokens, stemmed as the answerability models were fitted (``ies=False``):
 #: what the "is it answered" stage reads of each passage, once per text.
 key_units: Memo[frozenset[str]] = Memo(_key_units)
+
+#: The pairs of consecutive :data:`key_stems` of a text (the answerability's bigram feature), once per text.
+key_pairs: Memo[frozenset[tuple[str, str]]] = Memo(lambda text: frozenset(itertools.pairwise(key_stems(text))))
+
+
+def _word_stems(text: str) -> frozenset[str]:
+    return frozenset(stem(w, ies=False) for w in set(_words(text)))  # each distinct word stemmed once
+
+
+#: The stems (``ies=False``) of every word of a text, stop words included: the term check's vocabulary of a
+#: passage, once per text (seedable).
+word_stems: Memo[frozenset[str]] = Memo(_word_stems)
 
 
 _REGISTERED: list[Callable[[], None]] = []
@@ -423,7 +446,9 @@ def register_cache(clear: Callable[[], None]) -> None:
 
 def clear_caches() -> None:
     """Forget cached shingles, signatures and hashes (benchmarks measure cold runs with it)."""
-    for fn in (normalize, shingles, norm_hash, content_words, signature, shingle_count, stem, key_units):
+    for fn in (normalize, shingles, norm_hash, content_words, signature, shingle_count, stem, key_units, key_stems):
+        fn.cache_clear()
+    for fn in (key_pairs, word_stems):
         fn.cache_clear()
     capitalised_tokens.cache_clear()
     _words.cache_clear()

@@ -1,7 +1,9 @@
 """What the pipeline computes once per chunk, computed at ingest and stored with the chunk.
 
 A chunk's first sight in :meth:`~admit.pipeline.Pipeline.pack` costs token counts (its envelope lines, per
-target encoding), the injection scan (its flag kinds) and a MinHash signature. :func:`chunk_features` computes
+target encoding), the injection scan (its flag kinds), a MinHash signature and the words the answerability stage
+reads of it (its stemmed content words, capitalised words and word stems: ``terms``, versioned apart, so features
+stored before they were are still used, the words then read on first sight). :func:`chunk_features` computes
 them; the knowledge base stores them in the chunk's metadata under :data:`FEATURES_KEY` at ingest and
 :func:`seed_features` hands them to the pipeline's caches when the chunk is retrieved, so a chunk that came
 from the store is never cold. Stored features are keyed by the text they were computed from: a changed text
@@ -16,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from admit import _scope
+from admit import _text as tx
 from admit._lru import LRU
 from admit._text import norm_hash, seed_signature, shingle_count, signature
 from admit.backends.tokenizers.base import count_lines, seed_counts
@@ -27,10 +30,12 @@ __all__ = [
     "FEATURES_KEY",
     "FEATURES_VERSION",
     "LEARNED_KIND",
+    "TERMS_VERSION",
     "chunk_features",
     "chunk_flags",
     "clear_caches",
     "envelope_lines",
+    "features_current",
     "learned_flags",
     "seed_features",
 ]
@@ -40,6 +45,9 @@ FEATURES_KEY = "admit_features"
 FEATURES_VERSION = f"2:{RULES_VERSION}"
 """The stored form's version and the injection rule set's (:data:`admit.security.RULES_VERSION`): features
 stored under another version, such as flags computed by an older scanner, are ignored and recomputed."""
+TERMS_VERSION = 1
+"""The version of the stored ``terms`` (the answerability stage's words of a chunk): stored under another, they are
+ignored and read from the text."""
 ENCODINGS = ("o200k_base", "cl100k_base")
 """Encodings whose counts are stored (the ones whose line counts add up; see ``count_by_lines``)."""
 
@@ -104,13 +112,34 @@ def envelope_lines(text: str) -> list[str]:
     return count_lines(clean_text(text).strip() + "\n")
 
 
+def answer_text(title: str, text: str) -> str:
+    """What the answerability stage reads of a chunk: its title, a line break, its text (the text alone untitled)."""
+    return f"{title}\n{text}" if title else text
+
+
+def terms_features(title: str, text: str) -> dict[str, Any]:
+    """The words the answerability stage reads of a chunk, JSON-ready: its stemmed content words in order
+    (:data:`admit._text.key_stems`), and the stems its capitalised words (:data:`~admit._text.key_units`) and all
+    its words (:data:`~admit._text.word_stems`) add to them."""
+    t = answer_text(title, text)
+    stems = tx.key_stems(t)
+    own = set(stems)
+    return {
+        "v": TERMS_VERSION,
+        "stems": list(stems),
+        "caps": sorted(tx.key_units(t) - own),
+        "words": sorted(tx.word_stems(t) - own),
+    }
+
+
 def chunk_features(title: str, text: str, encodings: Iterable[str] = ENCODINGS) -> dict[str, Any]:
-    """The JSON-ready features of a chunk: flag kinds, MinHash signature, envelope line counts per encoding.
+    """The JSON-ready features of a chunk: flag kinds, MinHash signature, envelope line counts per encoding, and the
+    answerability stage's words (``terms``).
 
     Example:
         >>> f = chunk_features("Ports", "The server listens on port 8080.")
-        >>> f["flags"], len(f["sig"]), f["shingles"], f["tokens"]["o200k_base"]
-        ([], 512, 4, [9])
+        >>> f["flags"], len(f["sig"]), f["shingles"], f["tokens"]["o200k_base"], f["terms"]["stems"]
+        ([], 512, 4, [9], ['port', 'server', 'listen', 'port', '8080'])
     """
     from admit.backends.tokenizers import resolve_tokenizer
 
@@ -126,14 +155,25 @@ def chunk_features(title: str, text: str, encodings: Iterable[str] = ENCODINGS) 
         "shingles": shingle_count(text),
         "hash": norm_hash(text),
         "tokens": tokens,
+        "terms": terms_features(title, text),
     }
+
+
+def features_current(features: Any) -> bool:
+    """Whether stored features are this version's, the answerability stage's words included (an ingest keeps them
+    for an unchanged chunk, else computes them again)."""
+    if not isinstance(features, Mapping) or features.get("v") != FEATURES_VERSION:
+        return False
+    terms = features.get("terms")
+    return isinstance(terms, Mapping) and terms.get("v") == TERMS_VERSION
 
 
 def seed_features(title: str, text: str, features: Any) -> bool:
     """Hand stored features to the pipeline's caches; ``False`` (and nothing seeded) if they do not fit.
 
     Features that do not match the text (another version, a different line count, a malformed signature)
-    are ignored rather than trusted.
+    are ignored rather than trusted. Stored ``terms`` of another version (or none: stored before they were) are
+    left out, the rest seeded.
     """
     if not isinstance(features, Mapping) or features.get("v") != FEATURES_VERSION:
         return False
@@ -155,7 +195,22 @@ def seed_features(title: str, text: str, features: Any) -> bool:
     _FLAGS.put((_scope.current(), title, text), tuple(flags))
     for enc, ns in counts.items():
         seed_counts(enc, zip(lines, ns, strict=True))
+    _seed_terms(answer_text(title, text), features.get("terms"))
     return True
+
+
+def _seed_terms(text: str, terms: Any) -> None:
+    """Seed the answerability stage's words of ``text`` from stored ``terms`` of this version (else nothing)."""
+    if not isinstance(terms, Mapping) or terms.get("v") != TERMS_VERSION:
+        return
+    parts = [terms.get(k) for k in ("stems", "caps", "words")]
+    if not all(isinstance(p, list) and all(isinstance(w, str) for w in p) for p in parts):
+        return
+    stems, caps, words = parts
+    own = frozenset(stems)
+    tx.key_stems.seed(text, tuple(stems))
+    tx.key_units.seed(text, own.union(caps))
+    tx.word_stems.seed(text, own.union(words))
 
 
 def clear_caches() -> None:
