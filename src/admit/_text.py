@@ -11,13 +11,12 @@ sentence marks that cut the passages whose vectors the knowledge base stores).
 from __future__ import annotations
 
 import hashlib
-import itertools
 import math
 import re
 import unicodedata
 import zlib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Generic, Literal, TypeVar
 
@@ -423,8 +422,29 @@ def _key_units(text: str) -> frozenset[str]:
 #: what the "is it answered" stage reads of each passage, once per text.
 key_units: Memo[frozenset[str]] = Memo(_key_units)
 
-#: The pairs of consecutive :data:`key_stems` of a text (the answerability's bigram feature), once per text.
-key_pairs: Memo[frozenset[tuple[str, str]]] = Memo(lambda text: frozenset(itertools.pairwise(key_stems(text))))
+
+
+def pairs_held(text: str, pairs: Iterable[tuple[str, str]]) -> int:
+    """How many of ``pairs`` are consecutive :data:`key_stems` of ``text`` (the answerability's bigram feature):
+    ``len(set(itertools.pairwise(key_stems(text))) & set(pairs))``, a pair looked for only when the text holds both
+    of its words."""
+    units = key_units(text)
+    stems: tuple[str, ...] = ()
+    held = 0
+    for a, b in set(pairs):
+        if a not in units or b not in units:
+            continue
+        stems = stems or key_stems(text)
+        at = -1
+        while True:
+            try:
+                at = stems.index(a, at + 1)
+            except ValueError:
+                break
+            if at + 1 < len(stems) and stems[at + 1] == b:
+                held += 1
+                break
+    return held
 
 
 def _word_stems(text: str) -> frozenset[str]:
@@ -448,8 +468,7 @@ def clear_caches() -> None:
     """Forget cached shingles, signatures and hashes (benchmarks measure cold runs with it)."""
     for fn in (normalize, shingles, norm_hash, content_words, signature, shingle_count, stem, key_units, key_stems):
         fn.cache_clear()
-    for fn in (key_pairs, word_stems):
-        fn.cache_clear()
+    word_stems.cache_clear()
     capitalised_tokens.cache_clear()
     _words.cache_clear()
     written_words.cache_clear()

@@ -25,6 +25,7 @@ import logging
 import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from admit._clean import citation_id, clean_attr, clean_text
 from admit.backends.tokenizers.base import Tokenizer
@@ -57,6 +58,8 @@ BOUNDARY_DIGITS = 20
 """Length of the boundary token (decimal digits: about 66 bits)."""
 _REFERENCE = "40637189225186430571"  # a fixed boundary whose token cost every draw must match
 _MAX_DRAWS = 256
+#: :func:`clean_text` of passage texts, remembered: a chunk is rendered in every request that admits it.
+_clean_body = lru_cache(maxsize=4096)(clean_text)
 
 
 def make_boundary() -> str:
@@ -107,17 +110,24 @@ class EvidenceRenderer:
             clean_attr(access),
         )
 
-    def envelope(self, chunk: Chunk, text: str, *, excerpt: bool = False) -> str:
-        """Render one passage's envelope."""
+    def head(self, chunk: Chunk, *, excerpt: bool = False) -> str:
+        """An envelope's first line (its opening tag with the chunk's attributes), without its newline."""
         cid, source, title, when, access = self.attributes(chunk)
         # a timestamp is not a version: without one, the envelope says when the source was last updated
         label = "version" if chunk.version or not chunk.updated_at else "updated"
         mark = ' excerpt="anchored"' if excerpt else ""
-        head = (
+        return (
             f'<passage-{self.boundary} id="{cid}" source="{source}" title="{title}" {label}="{when}" '
             f'access="{access}"{mark}>'
         )
-        return f"{head}\n{clean_text(text).strip()}\n</passage-{self.boundary}>"
+
+    def tail(self) -> str:
+        """An envelope's last line (its closing tag)."""
+        return f"</passage-{self.boundary}>"
+
+    def envelope(self, chunk: Chunk, text: str, *, excerpt: bool = False) -> str:
+        """Render one passage's envelope: :meth:`head`, the cleaned text, :meth:`tail`, one line break apart."""
+        return f"{self.head(chunk, excerpt=excerpt)}\n{_clean_body(text).strip()}\n{self.tail()}"
 
     def block(self, envelopes: Sequence[str], *, notes: Sequence[str] = ()) -> str:
         """Render the whole block around ``envelopes``; ``notes`` (admit's scope notes) go after the preamble."""
@@ -147,7 +157,7 @@ class EvidenceRenderer:
         rendered: list[str] = []
         for c in chunks:
             rendered.extend(cls.attributes(c))
-            rendered.append(clean_text(c.text))
+            rendered.append(_clean_body(c.text))
         return cls(choose_boundary(rendered, tokenizer), tokenizer=tokenizer)
 
 

@@ -126,7 +126,7 @@ def features(
             best_ent = max(best_ent, len(q_ents & units) / len(q_ents))
             ent_any |= q_ents & units
         if q_pairs:
-            best_pair = max(best_pair, len(tx.key_pairs(t) & q_pairs) / len(q_pairs))  # once per text
+            best_pair = max(best_pair, tx.pairs_held(t, q_pairs) / len(q_pairs))
         if asked and not found_ident and asked & tx.identifiers(t):
             found_ident = True
     union = len(hit_any) / max(1, len(q_units))
