@@ -423,7 +423,6 @@ def _key_units(text: str) -> frozenset[str]:
 key_units: Memo[frozenset[str]] = Memo(_key_units)
 
 
-
 def pairs_held(text: str, pairs: Iterable[tuple[str, str]]) -> int:
     """How many of ``pairs`` are consecutive :data:`key_stems` of ``text`` (the answerability's bigram feature):
     ``len(set(itertools.pairwise(key_stems(text))) & set(pairs))``, a pair looked for only when the text holds both

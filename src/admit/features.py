@@ -21,8 +21,8 @@ from admit import _scope
 from admit import _text as tx
 from admit._lru import LRU
 from admit._text import norm_hash, seed_signature, shingle_count, signature
-from admit.backends.tokenizers.base import count_lines, seed_counts
-from admit.render import clean_text
+from admit.backends.tokenizers.base import seed_counts
+from admit.render import body_lines
 from admit.security import RULES_VERSION, chunk_kinds
 
 __all__ = [
@@ -109,7 +109,7 @@ def learned_flags(chunks: Iterable[Any], embedder: Any) -> list[str]:
 
 def envelope_lines(text: str) -> list[str]:
     """The pieces of a chunk's text that the exact block count looks up (its lines as rendered in an envelope)."""
-    return count_lines(clean_text(text).strip() + "\n")
+    return list(body_lines(text))
 
 
 def answer_text(title: str, text: str) -> str:

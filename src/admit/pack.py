@@ -22,17 +22,16 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
 
 import numpy as np
 
 from admit import _deadline, _linear
 from admit._text import content_words, jaccard_estimates, sentences, signatures
 from admit.backends.tokenizers import Tokenizer
-from admit.backends.tokenizers.base import cached_count, count_by_lines, count_lines, line_additive
+from admit.backends.tokenizers.base import cached_count, count_by_lines, line_additive
 from admit.budget import evidence_message_tokens
 from admit.policy import Policy
-from admit.render import EvidenceRenderer, clean_text
+from admit.render import EvidenceRenderer, body_lines, clean_text
 from admit.types import AdmittedPassage, Budget, Chunk, Decision, Fallback, Scored
 
 __all__ = ["PackOutcome", "anchored_excerpt", "covers", "pack", "split_facets"]
@@ -140,22 +139,11 @@ def anchored_excerpt(question: str, text: str, max_tokens: int, tokenizer: Token
     return None
 
 
-@lru_cache(maxsize=8192)
-def _body_lines(text: str) -> tuple[str, ...] | None:
-    """The lines :func:`count_by_lines` reads of ``text`` inside an envelope (its cleaned text and the newline after
-    it), remembered per text; ``None`` when the envelope's head would run into them (a body that is empty or starts
-    with ``/``: the line cut happens only before other characters)."""
-    body = clean_text(text).strip()
-    if not body or body[0] == "/":
-        return None
-    return tuple(count_lines(body + "\n"))
-
-
 def _envelope_count(tok: Tokenizer, renderer: EvidenceRenderer, chunk: Chunk) -> int:
     """``count_by_lines(tok, renderer.envelope(chunk, chunk.text))`` for a line-additive tokenizer, the text's lines
     split once per text: the head line (its newline included), the body's lines, the closing tag."""
-    lines = _body_lines(chunk.text)
-    if lines is None:
+    lines = body_lines(chunk.text)
+    if lines[0][0] in "/\n":  # an empty body, or one starting with "/": the head's line break is no cut there
         return count_by_lines(tok, renderer.envelope(chunk, chunk.text))
     head = cached_count(tok, renderer.head(chunk) + "\n")
     return head + sum(cached_count(tok, line) for line in lines) + cached_count(tok, renderer.tail())

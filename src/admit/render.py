@@ -26,9 +26,12 @@ import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from admit._clean import citation_id, clean_attr, clean_text
-from admit.backends.tokenizers.base import Tokenizer
+from admit._lru import LRU
+from admit._text import Memo, register_cache
+from admit.backends.tokenizers.base import Tokenizer, count_lines
 from admit.errors import AdmitError
 from admit.types import Chunk
 
@@ -60,6 +63,20 @@ _REFERENCE = "40637189225186430571"  # a fixed boundary whose token cost every d
 _MAX_DRAWS = 256
 #: :func:`clean_text` of passage texts, remembered: a chunk is rendered in every request that admits it.
 _clean_body = lru_cache(maxsize=4096)(clean_text)
+_ATTRIBUTES: LRU[tuple[Any, ...], tuple[str, str, str, str, str]] = LRU(8192)
+register_cache(_clean_body.cache_clear)
+
+
+def _body_lines(text: str) -> tuple[str, ...]:
+    return tuple(count_lines(_clean_body(text).strip() + "\n"))
+
+
+#: The lines a line-additive token count reads of a passage's text inside its envelope (the cleaned text and the
+#: newline after it; :func:`~admit.backends.tokenizers.base.count_lines`), once per text: the pack's costs and the
+#: stored features' token counts read them.
+body_lines: Memo[tuple[str, ...]] = Memo(_body_lines)
+register_cache(body_lines.cache_clear)
+register_cache(_ATTRIBUTES.clear)
 
 
 def make_boundary() -> str:
@@ -93,22 +110,13 @@ class EvidenceRenderer:
 
     @staticmethod
     def attributes(chunk: Chunk) -> tuple[str, str, str, str, str]:
-        """The five attribute values of a chunk's envelope, as rendered."""
-        # a document version when the source has one; else when it was last updated (registry or file time)
-        if chunk.version:
-            when = chunk.version
-        elif chunk.updated_at:
-            when = chunk.updated_at.isoformat(timespec="seconds")
-        else:
-            when = "unknown"
-        access = chunk.access.display() if chunk.access else "unknown"
-        return (
-            citation_id(chunk.id),
-            clean_attr(chunk.source_id),
-            clean_attr(chunk.title),
-            clean_attr(when),
-            clean_attr(access),
-        )
+        """The five attribute values of a chunk's envelope, as rendered (remembered: a chunk recurs)."""
+        key = (chunk.id, chunk.source_id, chunk.title, chunk.version, chunk.updated_at, chunk.access)
+        hit = _ATTRIBUTES.get(key)
+        if hit is None:
+            hit = _attributes(chunk)
+            _ATTRIBUTES.put(key, hit)
+        return hit
 
     def head(self, chunk: Chunk, *, excerpt: bool = False) -> str:
         """An envelope's first line (its opening tag with the chunk's attributes), without its newline."""
@@ -159,6 +167,25 @@ class EvidenceRenderer:
             rendered.extend(cls.attributes(c))
             rendered.append(_clean_body(c.text))
         return cls(choose_boundary(rendered, tokenizer), tokenizer=tokenizer)
+
+
+def _attributes(chunk: Chunk) -> tuple[str, str, str, str, str]:
+    """:meth:`EvidenceRenderer.attributes`, computed."""
+    # a document version when the source has one; else when it was last updated (registry or file time)
+    if chunk.version:
+        when = chunk.version
+    elif chunk.updated_at:
+        when = chunk.updated_at.isoformat(timespec="seconds")
+    else:
+        when = "unknown"
+    access = chunk.access.display() if chunk.access else "unknown"
+    return (
+        citation_id(chunk.id),
+        clean_attr(chunk.source_id),
+        clean_attr(chunk.title),
+        clean_attr(when),
+        clean_attr(access),
+    )
 
 
 def _frame(b: str) -> str:
