@@ -84,8 +84,9 @@ def entity_phrases(text: str) -> frozenset[str]:
 def title_keys(title: str) -> tuple[str, str]:
     """Normalised full title and its head (before a comma or parenthesis)."""
     t = nfc(title).lower()
-    full = " ".join(_WORD.findall(_PAREN.sub("", t)))
-    head = " ".join(_WORD.findall(_PAREN.sub("", t).split(",")[0]))
+    bare = _PAREN.sub("", t) if "(" in t else t  # a title without a parenthesis has none to remove
+    full = " ".join(_WORD.findall(bare))
+    head = " ".join(_WORD.findall(bare.split(",")[0])) if "," in bare else full
     return full, head
 
 
