@@ -33,6 +33,7 @@ __all__ = [
     "char_bigrams",
     "content_tokens",
     "content_words",
+    "entity_phrases",
     "identifiers",
     "jaccard_estimates",
     "letter_scripts",
@@ -42,6 +43,7 @@ __all__ = [
     "normalize",
     "overlap",
     "register_cache",
+    "seed_words",
     "sentences",
     "shingles",
     "stem",
@@ -168,10 +170,18 @@ def written_words(text: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(nfc(text)))
 
 
-@lru_cache(maxsize=4096)
-def _words(text: str) -> tuple[str, ...]:
-    """:func:`words`, remembered per text (a chunk's words are read by several features and rules of one list)."""
+def _words_of(text: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(nfc(text).lower()))
+
+
+#: :func:`words`, remembered per text (a chunk's words are read by several features and rules of one list);
+#: seedable (:mod:`admit.features`).
+_words: Memo[tuple[str, ...]] = Memo(_words_of, 4096)
+
+
+def seed_words(text: str, found: Sequence[str]) -> None:
+    """Remember ``found`` as :func:`words` of ``text`` (stored with a chunk at ingest: :mod:`admit.features`)."""
+    _words.seed(text, tuple(found))
 
 
 def content_tokens(text: str, *, fold: bool = False) -> list[str]:
@@ -190,10 +200,7 @@ def content_words(text: str) -> frozenset[str]:
     return frozenset(stem(w) for w in content_tokens(text, fold=True) if len(w) > 1)
 
 
-@lru_cache(maxsize=4096)
-def capitalised_tokens(text: str) -> frozenset[str]:
-    """Lower-cased tokens written capitalised (or numbers) that are not stopwords (sentence starts too); remembered
-    per text (the setwise features and links both read them)."""
+def _capitalised(text: str) -> frozenset[str]:
     out: set[str] = set()
     for tok in written_words(text):
         if len(tok) < 2 or not (tok[0].isupper() or tok.isdigit()):
@@ -202,6 +209,29 @@ def capitalised_tokens(text: str) -> frozenset[str]:
         if low not in STOPWORDS:
             out.add(low)
     return frozenset(out)
+
+
+#: Lower-cased tokens written capitalised (or numbers) that are not stopwords (sentence starts too); remembered
+#: per text (the setwise features and links both read them), seedable.
+capitalised_tokens: Memo[frozenset[str]] = Memo(_capitalised, 4096)
+
+
+def _entity_phrases(text: str) -> frozenset[str]:
+    out: set[str] = set()
+    run: list[str] = []
+    for tok in [*written_words(text), ""]:
+        if tok and tok[0].isupper() and tok.lower() not in STOPWORDS:
+            run.append(tok.lower())
+            continue
+        if len(run) >= 2:
+            out.add(" ".join(run))
+        run = []
+    return frozenset(out)
+
+
+#: Lower-cased runs of two or more capitalised non-stopword words (e.g. "natalie wood"): the setwise entity
+#: links'; remembered per text, seedable.
+entity_phrases: Memo[frozenset[str]] = Memo(_entity_phrases, 4096)
 
 
 #: Exact identifiers: letter-digit codes (``E4012``, ``FB-111A``, ``v1.2``) and UPPER_SNAKE names. Applied only
@@ -468,6 +498,7 @@ def clear_caches() -> None:
     for fn in (normalize, shingles, norm_hash, content_words, signature, shingle_count, stem, key_units, key_stems):
         fn.cache_clear()
     word_stems.cache_clear()
+    entity_phrases.cache_clear()
     capitalised_tokens.cache_clear()
     _words.cache_clear()
     written_words.cache_clear()

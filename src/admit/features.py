@@ -2,8 +2,9 @@
 
 A chunk's first sight in :meth:`~admit.pipeline.Pipeline.pack` costs token counts (its envelope lines, per
 target encoding), the injection scan (its flag kinds), a MinHash signature and the words the answerability stage
-reads of it (its stemmed content words, capitalised words and word stems: ``terms``, versioned apart, so features
-stored before they were are still used, the words then read on first sight). :func:`chunk_features` computes
+reads of it (its stemmed content words, capitalised words and word stems: ``terms``) and the setwise pruner's
+(its words, capitalised words and entity phrases: ``words``), each versioned apart, so features stored before
+them are still used, those words then read on first sight. :func:`chunk_features` computes
 them; the knowledge base stores them in the chunk's metadata under :data:`FEATURES_KEY` at ingest and
 :func:`seed_features` hands them to the pipeline's caches when the chunk is retrieved, so a chunk that came
 from the store is never cold. Stored features are keyed by the text they were computed from: a changed text
@@ -12,7 +13,7 @@ simply finds nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ __all__ = [
     "FEATURES_VERSION",
     "LEARNED_KIND",
     "TERMS_VERSION",
+    "WORDS_VERSION",
     "chunk_features",
     "chunk_flags",
     "clear_caches",
@@ -46,6 +48,9 @@ FEATURES_VERSION = f"2:{RULES_VERSION}"
 """The stored form's version and the injection rule set's (:data:`admit.security.RULES_VERSION`): features
 stored under another version, such as flags computed by an older scanner, are ignored and recomputed."""
 TERMS_VERSION = 1
+WORDS_VERSION = 1
+"""The version of the stored ``words`` (a chunk's words, capitalised words and entity phrases, which the setwise
+pruner reads): stored under another, they are ignored and read from the text."""
 """The version of the stored ``terms`` (the answerability stage's words of a chunk): stored under another, they are
 ignored and read from the text."""
 ENCODINGS = ("o200k_base", "cl100k_base")
@@ -132,6 +137,24 @@ def terms_features(title: str, text: str) -> dict[str, Any]:
     }
 
 
+def words_features(title: str, text: str) -> dict[str, Any]:
+    """A chunk's words as the setwise pruner reads them, JSON-ready: the lower-cased words of its title and text
+    (:func:`admit._text.words`), how many of them are the title's (when the two read apart give the same words),
+    its capitalised words and its entity phrases."""
+    t = answer_text(title, text)
+    found = tx.words(t)
+    out: dict[str, Any] = {
+        "v": WORDS_VERSION,
+        "words": found,
+        "caps": sorted(tx.capitalised_tokens(t)),
+        "phrases": sorted(tx.entity_phrases(t)),
+    }
+    head = tx.words(title) if title else []
+    if head + tx.words(text) == found:
+        out["title"] = len(head)
+    return out
+
+
 def chunk_features(title: str, text: str, encodings: Iterable[str] = ENCODINGS) -> dict[str, Any]:
     """The JSON-ready features of a chunk: flag kinds, MinHash signature, envelope line counts per encoding, and the
     answerability stage's words (``terms``).
@@ -156,6 +179,7 @@ def chunk_features(title: str, text: str, encodings: Iterable[str] = ENCODINGS) 
         "hash": norm_hash(text),
         "tokens": tokens,
         "terms": terms_features(title, text),
+        "words": words_features(title, text),
     }
 
 
@@ -164,8 +188,13 @@ def features_current(features: Any) -> bool:
     for an unchanged chunk, else computes them again)."""
     if not isinstance(features, Mapping) or features.get("v") != FEATURES_VERSION:
         return False
-    terms = features.get("terms")
-    return isinstance(terms, Mapping) and terms.get("v") == TERMS_VERSION
+    terms, found = features.get("terms"), features.get("words")
+    return (
+        isinstance(terms, Mapping)
+        and terms.get("v") == TERMS_VERSION
+        and isinstance(found, Mapping)
+        and found.get("v") == WORDS_VERSION
+    )
 
 
 def seed_features(title: str, text: str, features: Any) -> bool:
@@ -196,15 +225,42 @@ def seed_features(title: str, text: str, features: Any) -> bool:
     for enc, ns in counts.items():
         seed_counts(enc, zip(lines, ns, strict=True))
     _seed_terms(answer_text(title, text), features.get("terms"))
+    _seed_words(title, text, features.get("words"))
     return True
+
+
+def _str_lists(stored: Mapping[str, Any], keys: Sequence[str]) -> list[list[str]] | None:
+    """The lists of strings under ``keys``, else ``None`` (stored data of another shape is not trusted)."""
+    parts = [stored.get(k) for k in keys]
+    if not all(isinstance(p, list) and all(isinstance(w, str) for w in p) for p in parts):
+        return None
+    return [list(p) for p in parts if isinstance(p, list)]
+
+
+def _seed_words(title: str, text: str, stored: Any) -> None:
+    """Seed a chunk's words, capitalised words and entity phrases from stored ``words`` of this version."""
+    if not isinstance(stored, Mapping) or stored.get("v") != WORDS_VERSION:
+        return
+    parts = _str_lists(stored, ("words", "caps", "phrases"))
+    if parts is None:
+        return
+    found, caps, phrases = parts
+    t = answer_text(title, text)
+    tx.seed_words(t, found)
+    tx.capitalised_tokens.seed(t, frozenset(caps))
+    tx.entity_phrases.seed(t, frozenset(phrases))
+    n = stored.get("title")
+    if title and isinstance(n, int) and 0 <= n <= len(found):  # the title's and the text's words read apart
+        tx.seed_words(title, found[:n])
+        tx.seed_words(text, found[n:])
 
 
 def _seed_terms(text: str, terms: Any) -> None:
     """Seed the answerability stage's words of ``text`` from stored ``terms`` of this version (else nothing)."""
     if not isinstance(terms, Mapping) or terms.get("v") != TERMS_VERSION:
         return
-    parts = [terms.get(k) for k in ("stems", "caps", "words")]
-    if not all(isinstance(p, list) and all(isinstance(w, str) for w in p) for p in parts):
+    parts = _str_lists(terms, ("stems", "caps", "words"))
+    if parts is None:
         return
     stems, caps, words = parts
     own = frozenset(stems)
