@@ -68,30 +68,44 @@ def _shared_names(
     return shared
 
 
+_LOG_TF: dict[int, float] = {}
+
+
+def _log_tf(c: int) -> float:
+    """``1 + log(c)``, the damped term frequency, computed once per count."""
+    v = _LOG_TF.get(c)
+    if v is None:
+        v = _LOG_TF[c] = 1.0 + math.log(c)
+    return v
+
+
 def _lexical_similarity(
     doc_tokens: Sequence[Sequence[str]], doc_sets: Sequence[set[str]], q_set: set[str]
 ) -> FloatArray:
     """The chunks' TF-IDF cosine over the words the question does not hold (diagonal zero)."""
     n = len(doc_tokens)
     vocab: dict[str, int] = {}
-    rows: list[dict[int, float]] = []
     dfl: Counter[str] = Counter()
     for s in doc_sets:
         dfl.update(s)
     idf: dict[str, float] = {}  # each term's computed once: the same floats
-    for toks in doc_tokens:
-        tf = Counter(t for t in toks if t not in q_set)
-        row: dict[int, float] = {}
-        for t, c in tf.items():
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    for i, toks in enumerate(doc_tokens):
+        # every word counted at once (the question's then skipped: the same terms in the same order)
+        for t, c in Counter(toks).items():
+            if t in q_set:
+                continue
             w = idf.get(t)
             if w is None:
                 w = idf[t] = math.log((n + 1) / (dfl[t] + 0.5))
-            row[vocab.setdefault(t, len(vocab))] = (1.0 + math.log(c)) * w
-        rows.append(row)
+            rows.append(i)
+            cols.append(vocab.setdefault(t, len(vocab)))
+            vals.append(_log_tf(c) * w)
     tfidf = np.zeros((n, max(1, len(vocab))), dtype=np.float64)
-    at = [(i, k) for i, row in enumerate(rows) for k in row]
-    if at:
-        tfidf[tuple(np.array(at).T)] = [v for row in rows for v in row.values()]
+    if vals:
+        tfidf[rows, cols] = vals
     tfidf = l2_normalise(tfidf).astype(np.float64)
     lex = tfidf @ tfidf.T
     np.fill_diagonal(lex, 0.0)

@@ -90,9 +90,12 @@ class TreeEnsemble:
         feature, threshold = self.feature.ravel(), self.threshold.ravel()
         missing_left, left, right = self.missing_left.ravel(), self.left.ravel(), self.right.ravel()
         at = np.broadcast_to(base, (n, self.n_trees)).copy()  # flat index of each (row, tree)'s node
+        nan = bool(np.isnan(xs).any())  # without a missing value, no node's missing direction is read
         for _ in range(self.depth):
             v = np.take(xs, rows + np.take(feature, at))
-            go_left = (v <= np.take(threshold, at)) | (np.isnan(v) & np.take(missing_left, at))
+            go_left = v <= np.take(threshold, at)
+            if nan:
+                go_left |= np.isnan(v) & np.take(missing_left, at)
             at = base + np.where(go_left, np.take(left, at), np.take(right, at))
         out: FloatArray = self.baseline + np.take(self.value.ravel(), at).sum(axis=1)
         return out
