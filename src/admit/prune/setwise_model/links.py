@@ -12,6 +12,7 @@ Each link matrix is n x n, row ``i`` pointing at column ``j``, values in [0, 1],
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -68,44 +69,36 @@ def _shared_names(
     return shared
 
 
-_LOG_TF: dict[int, float] = {}
-
-
-def _log_tf(c: int) -> float:
-    """``1 + log(c)``, the damped term frequency, computed once per count."""
-    v = _LOG_TF.get(c)
-    if v is None:
-        v = _LOG_TF[c] = 1.0 + math.log(c)
-    return v
-
-
 def _lexical_similarity(
     doc_tokens: Sequence[Sequence[str]], doc_sets: Sequence[set[str]], q_set: set[str]
 ) -> FloatArray:
     """The chunks' TF-IDF cosine over the words the question does not hold (diagonal zero)."""
     n = len(doc_tokens)
-    vocab: dict[str, int] = {}
     dfl: Counter[str] = Counter()
     for s in doc_sets:
         dfl.update(s)
-    idf: dict[str, float] = {}  # each term's computed once: the same floats
-    rows: list[int] = []
-    cols: list[int] = []
-    vals: list[float] = []
-    for i, toks in enumerate(doc_tokens):
-        # every word counted at once (the question's then skipped: the same terms in the same order)
-        for t, c in Counter(toks).items():
-            if t in q_set:
-                continue
-            w = idf.get(t)
-            if w is None:
-                w = idf[t] = math.log((n + 1) / (dfl[t] + 0.5))
-            rows.append(i)
-            cols.append(vocab.setdefault(t, len(vocab)))
-            vals.append(_log_tf(c) * w)
-    tfidf = np.zeros((n, max(1, len(vocab))), dtype=np.float64)
-    if vals:
-        tfidf[rows, cols] = vals
+    tfs = [Counter(toks) for toks in doc_tokens]
+    # the columns: every word but the question's, in the order the chunks first use them
+    order = dict.fromkeys(itertools.chain.from_iterable(tfs))
+    for t in q_set:
+        order.pop(t, None)
+    col = {t: j for j, t in enumerate(order)}
+    col.update(dict.fromkeys(q_set, -1))
+    # a term's idf depends on its document frequency alone, its weight on its count alone: each computed once (in
+    # Python's float arithmetic, as before), then looked up; a weight is (1 + log count) * idf, one multiplication
+    idf_of_df = np.array([0.0, *(math.log((n + 1) / (d + 0.5)) for d in range(1, n + 1))], dtype=np.float64)
+    idf = idf_of_df[np.fromiter(map(dfl.__getitem__, order), dtype=np.intp, count=len(order))]
+    most = max((max(tf.values()) for tf in tfs if tf), default=1)
+    log_tf = np.array([0.0, *(1.0 + math.log(c) for c in range(1, most + 1))], dtype=np.float64)
+    tfidf = np.zeros((n, max(1, len(order))), dtype=np.float64)
+    for i, tf in enumerate(tfs):
+        if not tf:
+            continue
+        cols = np.fromiter(map(col.__getitem__, tf), dtype=np.intp, count=len(tf))
+        counts = np.fromiter(tf.values(), dtype=np.intp, count=len(tf))
+        keep = cols >= 0
+        cols, counts = cols[keep], counts[keep]
+        tfidf[i, cols] = log_tf[counts] * idf[cols]
     tfidf = l2_normalise(tfidf).astype(np.float64)
     lex = tfidf @ tfidf.T
     np.fill_diagonal(lex, 0.0)
