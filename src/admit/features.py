@@ -188,13 +188,18 @@ def features_current(features: Any) -> bool:
     for an unchanged chunk, else computes them again)."""
     if not isinstance(features, Mapping) or features.get("v") != FEATURES_VERSION:
         return False
-    terms, found = features.get("terms"), features.get("words")
-    return (
-        isinstance(terms, Mapping)
-        and terms.get("v") == TERMS_VERSION
-        and isinstance(found, Mapping)
-        and found.get("v") == WORDS_VERSION
+    return _usable(features.get("terms"), TERMS_VERSION, _TERMS) and _usable(
+        features.get("words"), WORDS_VERSION, _WORDS
     )
+
+
+_TERMS = ("stems", "caps", "words")
+_WORDS = ("words", "caps", "phrases")
+
+
+def _usable(stored: Any, version: int, keys: Sequence[str]) -> bool:
+    """Whether stored ``terms`` or ``words`` are of ``version`` and hold lists of strings under ``keys``."""
+    return isinstance(stored, Mapping) and stored.get("v") == version and _str_lists(stored, keys) is not None
 
 
 def seed_features(title: str, text: str, features: Any) -> bool:
@@ -241,7 +246,7 @@ def _seed_words(title: str, text: str, stored: Any) -> None:
     """Seed a chunk's words, capitalised words and entity phrases from stored ``words`` of this version."""
     if not isinstance(stored, Mapping) or stored.get("v") != WORDS_VERSION:
         return
-    parts = _str_lists(stored, ("words", "caps", "phrases"))
+    parts = _str_lists(stored, _WORDS)
     if parts is None:
         return
     found, caps, phrases = parts
@@ -259,7 +264,7 @@ def _seed_terms(text: str, terms: Any) -> None:
     """Seed the answerability stage's words of ``text`` from stored ``terms`` of this version (else nothing)."""
     if not isinstance(terms, Mapping) or terms.get("v") != TERMS_VERSION:
         return
-    parts = _str_lists(terms, ("stems", "caps", "words"))
+    parts = _str_lists(terms, _TERMS)
     if parts is None:
         return
     stems, caps, words = parts
