@@ -131,9 +131,9 @@ def terms_features(title: str, text: str) -> dict[str, Any]:
     own = set(stems)
     return {
         "v": TERMS_VERSION,
-        "stems": list(stems),
-        "caps": sorted(tx.key_units(t) - own),
-        "words": sorted(tx.word_stems(t) - own),
+        "stems": " ".join(stems),  # words hold no space: one string, a third smaller than a list in JSON
+        "caps": " ".join(sorted(tx.key_units(t) - own)),
+        "words": " ".join(sorted(tx.word_stems(t) - own)),
     }
 
 
@@ -145,8 +145,8 @@ def words_features(title: str, text: str) -> dict[str, Any]:
     found = tx.words(t)
     out: dict[str, Any] = {
         "v": WORDS_VERSION,
-        "words": found,
-        "caps": sorted(tx.capitalised_tokens(t)),
+        "words": " ".join(found),
+        "caps": " ".join(sorted(tx.capitalised_tokens(t))),
         "phrases": sorted(tx.entity_phrases(t)),
     }
     head = tx.words(title) if title else []
@@ -162,7 +162,7 @@ def chunk_features(title: str, text: str, encodings: Iterable[str] = ENCODINGS) 
     Example:
         >>> f = chunk_features("Ports", "The server listens on port 8080.")
         >>> f["flags"], len(f["sig"]), f["shingles"], f["tokens"]["o200k_base"], f["terms"]["stems"]
-        ([], 512, 4, [9], ['port', 'server', 'listen', 'port', '8080'])
+        ([], 512, 4, [9], 'port server listen port 8080')
     """
     from admit.backends.tokenizers import resolve_tokenizer
 
@@ -199,7 +199,7 @@ _WORDS = ("words", "caps", "phrases")
 
 def _usable(stored: Any, version: int, keys: Sequence[str]) -> bool:
     """Whether stored ``terms`` or ``words`` are of ``version`` and hold lists of strings under ``keys``."""
-    return isinstance(stored, Mapping) and stored.get("v") == version and _str_lists(stored, keys) is not None
+    return isinstance(stored, Mapping) and stored.get("v") == version and _word_lists(stored, keys) is not None
 
 
 def seed_features(title: str, text: str, features: Any) -> bool:
@@ -234,19 +234,26 @@ def seed_features(title: str, text: str, features: Any) -> bool:
     return True
 
 
-def _str_lists(stored: Mapping[str, Any], keys: Sequence[str]) -> list[list[str]] | None:
-    """The lists of strings under ``keys``, else ``None`` (stored data of another shape is not trusted)."""
-    parts = [stored.get(k) for k in keys]
-    if not all(isinstance(p, list) and all(isinstance(w, str) for w in p) for p in parts):
-        return None
-    return [list(p) for p in parts if isinstance(p, list)]
+def _word_lists(stored: Mapping[str, Any], keys: Sequence[str]) -> list[list[str]] | None:
+    """The word lists under ``keys`` (words joined by spaces; ``phrases``: a list of strings), else ``None``
+    (stored data of another shape is not trusted)."""
+    out: list[list[str]] = []
+    for k in keys:
+        v = stored.get(k)
+        if k == "phrases" and isinstance(v, list) and all(isinstance(w, str) for w in v):
+            out.append(v)
+        elif k != "phrases" and isinstance(v, str):
+            out.append(v.split(" ") if v else [])
+        else:
+            return None
+    return out
 
 
 def _seed_words(title: str, text: str, stored: Any) -> None:
     """Seed a chunk's words, capitalised words and entity phrases from stored ``words`` of this version."""
     if not isinstance(stored, Mapping) or stored.get("v") != WORDS_VERSION:
         return
-    parts = _str_lists(stored, _WORDS)
+    parts = _word_lists(stored, _WORDS)
     if parts is None:
         return
     found, caps, phrases = parts
@@ -264,7 +271,7 @@ def _seed_terms(text: str, terms: Any) -> None:
     """Seed the answerability stage's words of ``text`` from stored ``terms`` of this version (else nothing)."""
     if not isinstance(terms, Mapping) or terms.get("v") != TERMS_VERSION:
         return
-    parts = _str_lists(terms, _TERMS)
+    parts = _word_lists(terms, _TERMS)
     if parts is None:
         return
     stems, caps, words = parts

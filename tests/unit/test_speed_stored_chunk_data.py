@@ -138,10 +138,10 @@ def test_stored_words_of_another_version_or_shape_are_not_trusted() -> None:
     good = chunk_features(c.title, c.text)
     assert features_current(good) and good["v"] == FEATURES_VERSION
     for bad in (
-        {**good, "terms": {**good["terms"], "v": TERMS_VERSION + 1, "stems": ["wrong"]}},
-        {**good, "terms": {**good["terms"], "stems": "not a list"}},
-        {**good, "words": {**good["words"], "v": WORDS_VERSION + 1, "words": ["wrong"]}},
-        {**good, "words": {**good["words"], "caps": [1, 2]}},
+        {**good, "terms": {**good["terms"], "v": TERMS_VERSION + 1, "stems": "wrong"}},
+        {**good, "terms": {**good["terms"], "stems": ["not", "a", "string"]}},
+        {**good, "words": {**good["words"], "v": WORDS_VERSION + 1, "words": "wrong"}},
+        {**good, "words": {**good["words"], "phrases": [1, 2]}},
     ):
         clear_caches()
         assert seed_features(c.title, c.text, bad)  # the rest is still seeded
