@@ -114,6 +114,10 @@ class Memo(Generic[T]):
         """``fn(text)``, computed once per text."""
         hit = self._data.get(text, _MISSING)
         if hit is not _MISSING:
+            if type(hit) is _Later:
+                made: T = hit.make()  # type: ignore[assignment]  # seeded for later: made on first use
+                self._data.put(text, made)
+                return made
             return hit  # type: ignore[return-value]
         value = self._fn(text)
         self._data.put(text, value)
@@ -123,12 +127,25 @@ class Memo(Generic[T]):
         """Remember ``value`` as ``fn(text)``."""
         self._data.put(text, value)
 
+    def seed_later(self, text: str, make: Callable[[], T]) -> None:
+        """Remember that ``make()`` is ``fn(text)``, called on the first use (stored data parsed only if read)."""
+        self._data.put(text, _Later(make))  # type: ignore[arg-type]
+
     def cache_clear(self) -> None:
         """Forget everything."""
         self._data.clear()
 
 
 _MISSING = object()
+
+
+class _Later:
+    """A seeded value not made yet (:meth:`Memo.seed_later`)."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], object]) -> None:
+        self.make = make
 
 
 def _norm_hash(text: str) -> str:
@@ -179,9 +196,10 @@ def _words_of(text: str) -> tuple[str, ...]:
 _words: Memo[tuple[str, ...]] = Memo(_words_of, 4096)
 
 
-def seed_words(text: str, found: Sequence[str]) -> None:
-    """Remember ``found`` as :func:`words` of ``text`` (stored with a chunk at ingest: :mod:`admit.features`)."""
-    _words.seed(text, tuple(found))
+def seed_words(text: str, found: Callable[[], Sequence[str]]) -> None:
+    """Remember ``found()`` as :func:`words` of ``text``, made on first use (stored with a chunk at ingest:
+    :mod:`admit.features`)."""
+    _words.seed_later(text, lambda: tuple(found()))
 
 
 def content_tokens(text: str, *, fold: bool = False) -> list[str]:

@@ -14,6 +14,7 @@ simply finds nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
@@ -249,36 +250,44 @@ def _word_lists(stored: Mapping[str, Any], keys: Sequence[str]) -> list[list[str
     return out
 
 
+def _split(joined: str) -> list[str]:
+    return joined.split(" ") if joined else []
+
+
 def _seed_words(title: str, text: str, stored: Any) -> None:
-    """Seed a chunk's words, capitalised words and entity phrases from stored ``words`` of this version."""
+    """Seed a chunk's words, capitalised words and entity phrases from stored ``words`` of this version, each read
+    from its stored string on first use (a pack reads none of them, a setwise score all)."""
     if not isinstance(stored, Mapping) or stored.get("v") != WORDS_VERSION:
         return
-    parts = _word_lists(stored, _WORDS)
-    if parts is None:
+    found, caps, phrases = (stored.get(k) for k in _WORDS)
+    if not (isinstance(found, str) and isinstance(caps, str) and isinstance(phrases, list)):
         return
-    found, caps, phrases = parts
+    if not all(isinstance(p, str) for p in phrases):
+        return
     t = answer_text(title, text)
-    tx.seed_words(t, found)
-    tx.capitalised_tokens.seed(t, frozenset(caps))
-    tx.entity_phrases.seed(t, frozenset(phrases))
+    every = cache(partial(_split, found))  # split once for the three seeds that read it
+    tx.seed_words(t, every)
+    tx.capitalised_tokens.seed_later(t, lambda: frozenset(_split(caps)))
+    tx.entity_phrases.seed_later(t, lambda: frozenset(phrases))
     n = stored.get("title")
-    if title and isinstance(n, int) and 0 <= n <= len(found):  # the title's and the text's words read apart
-        tx.seed_words(title, found[:n])
-        tx.seed_words(text, found[n:])
+    if title and isinstance(n, int) and 0 <= n <= (found.count(" ") + 1 if found else 0):
+        # the title's and the text's words read apart: the first n words and the rest
+        tx.seed_words(title, lambda: every()[:n])
+        tx.seed_words(text, lambda: every()[n:])
 
 
 def _seed_terms(text: str, terms: Any) -> None:
-    """Seed the answerability stage's words of ``text`` from stored ``terms`` of this version (else nothing)."""
+    """Seed the answerability stage's words of ``text`` from stored ``terms`` of this version (else nothing), each
+    read from its stored string on first use."""
     if not isinstance(terms, Mapping) or terms.get("v") != TERMS_VERSION:
         return
-    parts = _word_lists(terms, _TERMS)
-    if parts is None:
+    stems, caps, words = (terms.get(k) for k in _TERMS)
+    if not (isinstance(stems, str) and isinstance(caps, str) and isinstance(words, str)):
         return
-    stems, caps, words = parts
-    own = frozenset(stems)
-    tx.key_stems.seed(text, tuple(stems))
-    tx.key_units.seed(text, own.union(caps))
-    tx.word_stems.seed(text, own.union(words))
+    own = cache(lambda: frozenset(_split(stems)))
+    tx.key_stems.seed_later(text, lambda: tuple(_split(stems)))
+    tx.key_units.seed_later(text, lambda: own().union(_split(caps)))
+    tx.word_stems.seed_later(text, lambda: own().union(_split(words)))
 
 
 def clear_caches() -> None:
