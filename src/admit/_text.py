@@ -127,6 +127,11 @@ class Memo(Generic[T]):
         """Remember ``value`` as ``fn(text)``."""
         self._data.put(text, value)
 
+    def peek(self, text: str) -> T | None:
+        """``fn(text)`` when it is remembered and made, else ``None`` (nothing is computed)."""
+        hit = self._data.get(text, None)
+        return None if hit is None or type(hit) is _Later else hit
+
     def seed_later(self, text: str, make: Callable[[], T]) -> None:
         """Remember that ``make()`` is ``fn(text)``, called on the first use (stored data parsed only if read)."""
         self._data.put(text, _Later(make))  # type: ignore[arg-type]

@@ -24,7 +24,7 @@ from admit import _text as tx
 from admit._lru import LRU
 from admit._text import norm_hash, seed_signature, shingle_count, signature
 from admit.backends.tokenizers.base import seed_counts
-from admit.render import body_lines
+from admit.render import body_lines, on_body_lines
 from admit.security import RULES_VERSION, chunk_kinds
 
 __all__ = [
@@ -220,16 +220,18 @@ def seed_features(title: str, text: str, features: Any) -> bool:
             return False
         n_shingles = int(features["shingles"])
         digest = str(features["hash"])
-        lines = envelope_lines(text)
-        counts = {enc: [int(n) for n in ns] for enc, ns in tokens.items() if len(ns) == len(lines)}
+        counts = {str(enc): [int(n) for n in ns] for enc, ns in tokens.items()}
     except (KeyError, TypeError, ValueError):
         return False
     seed_signature(text, sig)
     shingle_count.seed(text, n_shingles)
     norm_hash.seed(text, digest)
     _FLAGS.put((_scope.current(), title, text), tuple(flags))
-    for enc, ns in counts.items():
-        seed_counts(enc, zip(lines, ns, strict=True))
+    lines = body_lines.peek(text)
+    if lines is not None:
+        _seed_line_counts(lines, counts)
+    else:  # seeded when the text's lines are first split (a text never rendered is never split)
+        _COUNTS.put(text, counts)
     _seed_terms(answer_text(title, text), features.get("terms"))
     _seed_words(title, text, features.get("words"))
     return True
@@ -248,6 +250,26 @@ def _word_lists(stored: Mapping[str, Any], keys: Sequence[str]) -> list[list[str
         else:
             return None
     return out
+
+
+_COUNTS: LRU[str, dict[str, list[int]]] = LRU(_FLAGS_MAX)
+"""Stored token counts of texts whose lines are not split yet, per encoding."""
+
+
+def _seed_line_counts(lines: tuple[str, ...], counts: Mapping[str, list[int]]) -> None:
+    """Seed each encoding's stored counts of ``lines`` (counts of another line count are not trusted)."""
+    for enc, ns in counts.items():
+        if len(ns) == len(lines):
+            seed_counts(enc, zip(lines, ns, strict=True))
+
+
+def _lines_split(text: str, lines: tuple[str, ...]) -> None:
+    counts = _COUNTS.pop(text)
+    if counts is not None:
+        _seed_line_counts(lines, counts)
+
+
+on_body_lines(_lines_split)
 
 
 def _split(joined: str) -> list[str]:
@@ -299,3 +321,4 @@ def clear_caches() -> None:
     clear_count_cache()
     _FLAGS.clear()
     _LEARNED.clear()
+    _COUNTS.clear()

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -67,8 +67,20 @@ _ATTRIBUTES: LRU[tuple[Any, ...], tuple[str, str, str, str, str]] = LRU(8192)
 register_cache(_clean_body.cache_clear)
 
 
+_LINE_HOOKS: list[Callable[[str, tuple[str, ...]], None]] = []
+
+
+def on_body_lines(hook: Callable[[str, tuple[str, ...]], None]) -> None:
+    """Call ``hook(text, lines)`` whenever a text's :data:`body_lines` are split (the stored token counts of its
+    lines are seeded then: :mod:`admit.features`)."""
+    _LINE_HOOKS.append(hook)
+
+
 def _body_lines(text: str) -> tuple[str, ...]:
-    return tuple(count_lines(_clean_body(text).strip() + "\n"))
+    lines = tuple(count_lines(_clean_body(text).strip() + "\n"))
+    for hook in _LINE_HOOKS:
+        hook(text, lines)
+    return lines
 
 
 #: The lines a line-additive token count reads of a passage's text inside its envelope (the cleaned text and the

@@ -278,3 +278,25 @@ def test_the_language_of_a_text_is_read_as_before() -> None:
     for text, lang in texts.items():
         crosslang.language_of.cache_clear()
         assert crosslang.language_of(text) == lang
+
+
+def test_a_seeded_chunk_s_lines_are_never_counted_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from admit.render import body_lines
+
+    chunks = _chunks()
+    stored = _stored(chunks)
+    tok = resolve_tokenizer("gpt-4o")
+    counted: list[str] = []
+    real = type(tok).count
+
+    def count(self: Any, text: str) -> int:
+        counted.append(text)
+        return real(self, text)  # type: ignore[no-any-return]
+
+    clear_caches()
+    for c, f in zip(chunks, stored, strict=True):
+        seed_features(c.title, c.text, f)
+    monkeypatch.setattr(type(tok), "count", count)
+    _pack(Pipeline(), QUESTIONS[0], chunks)
+    lines = {line for c in chunks for line in body_lines(c.text)}
+    assert counted and not lines & set(counted)  # the envelopes' heads are counted, the stored lines are not
