@@ -300,3 +300,32 @@ def test_a_seeded_chunk_s_lines_are_never_counted_again(monkeypatch: pytest.Monk
     _pack(Pipeline(), QUESTIONS[0], chunks)
     lines = {line for c in chunks for line in body_lines(c.text)}
     assert counted and not lines & set(counted)  # the envelopes' heads are counted, the stored lines are not
+
+
+def _raw_before(e: Any, x: np.ndarray) -> np.ndarray:
+    """The tree walk of main 41326bb: every level, both children gathered, the missing direction always read."""
+    width = e.feature.shape[1]
+    base = (np.arange(e.n_trees, dtype=np.intp) * width)[None, :]
+    xs = np.ascontiguousarray(x, dtype=np.float64).ravel()
+    rows = (np.arange(x.shape[0], dtype=np.intp) * x.shape[1])[:, None]
+    at = np.broadcast_to(base, (x.shape[0], e.n_trees)).copy()
+    for _ in range(e.depth):
+        v = np.take(xs, rows + np.take(e.feature.ravel(), at))
+        go_left = (v <= np.take(e.threshold.ravel(), at)) | (np.isnan(v) & np.take(e.missing_left.ravel(), at))
+        at = base + np.where(go_left, np.take(e.left.ravel(), at), np.take(e.right.ravel(), at))
+    out: np.ndarray = e.baseline + np.take(e.value.ravel(), at).sum(axis=1)
+    return out
+
+
+def test_the_shipped_trees_walk_as_before_with_and_without_missing_values() -> None:
+    from admit.prune.setwise_model import trees
+
+    scorer = SetwiseScorer(embedder=FakeEmbedder(dim=64), cross=False, multilingual=False)
+    ensembles = [*scorer.model.stages, scorer.model.coverage]
+    assert ensembles and all(isinstance(e, trees.TreeEnsemble) for e in ensembles)
+    rng = np.random.default_rng(9)
+    for e in ensembles:
+        x = rng.normal(size=(30, len(e.features)))
+        assert np.array_equal(e.raw(x), _raw_before(e, x))
+        x[rng.random(x.shape) < 0.1] = np.nan
+        assert np.array_equal(e.raw(x), _raw_before(e, x))

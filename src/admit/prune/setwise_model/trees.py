@@ -102,7 +102,10 @@ class TreeEnsemble:
             go_left = v <= np.take(threshold, at)
             if nan:
                 go_left |= np.isnan(v) & np.take(missing_left, at)
-            at = base + np.take(children, 2 * at + ~go_left)  # the left child, or the right one beside it
+            step = base + np.take(children, 2 * at + ~go_left)  # the left child, or the right one beside it
+            if np.array_equal(step, at):
+                break  # every walk is at its leaf (a leaf is its own child): the rest of the levels change nothing
+            at = step
         out: FloatArray = self.baseline + np.take(self.value.ravel(), at).sum(axis=1)
         return out
 
