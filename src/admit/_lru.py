@@ -23,6 +23,7 @@ __all__ = ["LRU"]
 K = TypeVar("K")
 V = TypeVar("V")
 D = TypeVar("D")
+_ABSENT = object()
 
 
 class LRU(Generic[K, V]):
@@ -46,10 +47,11 @@ class LRU(Generic[K, V]):
     def get(self, key: K, default: object = None) -> object:
         """The value under ``key`` (now the most recent), else ``default``."""
         with self._lock:
-            if key not in self._data:
+            value = self._data.get(key, _ABSENT)  # two lookups of the key, not three
+            if value is _ABSENT:
                 return default
             self._data.move_to_end(key)
-            return self._data[key]
+            return value
 
     def get_many(self, keys: Iterable[K]) -> dict[K, V]:
         """The held ones of ``keys`` and their values (each now the most recent), under one lock."""

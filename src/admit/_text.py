@@ -16,7 +16,7 @@ import re
 import unicodedata
 import zlib
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from typing import Generic, Literal, TypeVar
 
@@ -33,6 +33,7 @@ __all__ = [
     "char_bigrams",
     "content_tokens",
     "content_words",
+    "entity_phrases",
     "identifiers",
     "jaccard_estimates",
     "letter_scripts",
@@ -42,6 +43,7 @@ __all__ = [
     "normalize",
     "overlap",
     "register_cache",
+    "seed_words",
     "sentences",
     "shingles",
     "stem",
@@ -112,6 +114,10 @@ class Memo(Generic[T]):
         """``fn(text)``, computed once per text."""
         hit = self._data.get(text, _MISSING)
         if hit is not _MISSING:
+            if type(hit) is _Later:
+                made: T = hit.make()  # type: ignore[assignment]  # seeded for later: made on first use
+                self._data.put(text, made)
+                return made
             return hit  # type: ignore[return-value]
         value = self._fn(text)
         self._data.put(text, value)
@@ -121,12 +127,30 @@ class Memo(Generic[T]):
         """Remember ``value`` as ``fn(text)``."""
         self._data.put(text, value)
 
+    def peek(self, text: str) -> T | None:
+        """``fn(text)`` when it is remembered and made, else ``None`` (nothing is computed)."""
+        hit = self._data.get(text, None)
+        return None if hit is None or type(hit) is _Later else hit
+
+    def seed_later(self, text: str, make: Callable[[], T]) -> None:
+        """Remember that ``make()`` is ``fn(text)``, called on the first use (stored data parsed only if read)."""
+        self._data.put(text, _Later(make))  # type: ignore[arg-type]
+
     def cache_clear(self) -> None:
         """Forget everything."""
         self._data.clear()
 
 
 _MISSING = object()
+
+
+class _Later:
+    """A seeded value not made yet (:meth:`Memo.seed_later`)."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], object]) -> None:
+        self.make = make
 
 
 def _norm_hash(text: str) -> str:
@@ -168,10 +192,19 @@ def written_words(text: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(nfc(text)))
 
 
-@lru_cache(maxsize=4096)
-def _words(text: str) -> tuple[str, ...]:
-    """:func:`words`, remembered per text (a chunk's words are read by several features and rules of one list)."""
+def _words_of(text: str) -> tuple[str, ...]:
     return tuple(_WORD.findall(nfc(text).lower()))
+
+
+#: :func:`words`, remembered per text (a chunk's words are read by several features and rules of one list);
+#: seedable (:mod:`admit.features`).
+_words: Memo[tuple[str, ...]] = Memo(_words_of, 4096)
+
+
+def seed_words(text: str, found: Callable[[], Sequence[str]]) -> None:
+    """Remember ``found()`` as :func:`words` of ``text``, made on first use (stored with a chunk at ingest:
+    :mod:`admit.features`)."""
+    _words.seed_later(text, lambda: tuple(found()))
 
 
 def content_tokens(text: str, *, fold: bool = False) -> list[str]:
@@ -190,10 +223,7 @@ def content_words(text: str) -> frozenset[str]:
     return frozenset(stem(w) for w in content_tokens(text, fold=True) if len(w) > 1)
 
 
-@lru_cache(maxsize=4096)
-def capitalised_tokens(text: str) -> frozenset[str]:
-    """Lower-cased tokens written capitalised (or numbers) that are not stopwords (sentence starts too); remembered
-    per text (the setwise features and links both read them)."""
+def _capitalised(text: str) -> frozenset[str]:
     out: set[str] = set()
     for tok in written_words(text):
         if len(tok) < 2 or not (tok[0].isupper() or tok.isdigit()):
@@ -202,6 +232,29 @@ def capitalised_tokens(text: str) -> frozenset[str]:
         if low not in STOPWORDS:
             out.add(low)
     return frozenset(out)
+
+
+#: Lower-cased tokens written capitalised (or numbers) that are not stopwords (sentence starts too); remembered
+#: per text (the setwise features and links both read them), seedable.
+capitalised_tokens: Memo[frozenset[str]] = Memo(_capitalised, 4096)
+
+
+def _entity_phrases(text: str) -> frozenset[str]:
+    out: set[str] = set()
+    run: list[str] = []
+    for tok in [*written_words(text), ""]:
+        if tok and tok[0].isupper() and tok.lower() not in STOPWORDS:
+            run.append(tok.lower())
+            continue
+        if len(run) >= 2:
+            out.add(" ".join(run))
+        run = []
+    return frozenset(out)
+
+
+#: Lower-cased runs of two or more capitalised non-stopword words (e.g. "natalie wood"): the setwise entity
+#: links'; remembered per text, seedable.
+entity_phrases: Memo[frozenset[str]] = Memo(_entity_phrases, 4096)
 
 
 #: Exact identifiers: letter-digit codes (``E4012``, ``FB-111A``, ``v1.2``) and UPPER_SNAKE names. Applied only
@@ -403,14 +456,56 @@ def signatures(texts: Sequence[str]) -> np.ndarray:
     return stacked
 
 
+def _key_stems(text: str) -> tuple[str, ...]:
+    return tuple(stem(w, ies=False) for w in content_tokens(text))
+
+
+#: A text's content words (:func:`content_tokens`) in order, stemmed as the answerability models were fitted
+#: (``ies=False``): its word pairs are the bigram feature's; remembered per text, seedable (:mod:`admit.features`).
+key_stems: Memo[tuple[str, ...]] = Memo(_key_stems)
+
+
 def _key_units(text: str) -> frozenset[str]:
-    # each distinct word stemmed once (a passage repeats its words): the same set
-    return frozenset(stem(w, ies=False) for w in {*content_tokens(text), *capitalised_tokens(text)})
+    # the content words' stems, and each distinct capitalised token stemmed once: the same set as stemming
+    # {*content_tokens(text), *capitalised_tokens(text)}
+    return frozenset(key_stems(text)).union(stem(w, ies=False) for w in capitalised_tokens(text))
 
 
 #: A text's content words and capitalised tokens, stemmed as the answerability models were fitted (``ies=False``):
 #: what the "is it answered" stage reads of each passage, once per text.
 key_units: Memo[frozenset[str]] = Memo(_key_units)
+
+
+def pairs_held(text: str, pairs: Iterable[tuple[str, str]]) -> int:
+    """How many of ``pairs`` are consecutive :data:`key_stems` of ``text`` (the answerability's bigram feature):
+    ``len(set(itertools.pairwise(key_stems(text))) & set(pairs))``, a pair looked for only when the text holds both
+    of its words."""
+    units = key_units(text)
+    stems: tuple[str, ...] = ()
+    held = 0
+    for a, b in set(pairs):
+        if a not in units or b not in units:
+            continue
+        stems = stems or key_stems(text)
+        at = -1
+        while True:
+            try:
+                at = stems.index(a, at + 1)
+            except ValueError:
+                break
+            if at + 1 < len(stems) and stems[at + 1] == b:
+                held += 1
+                break
+    return held
+
+
+def _word_stems(text: str) -> frozenset[str]:
+    return frozenset(stem(w, ies=False) for w in set(_words(text)))  # each distinct word stemmed once
+
+
+#: The stems (``ies=False``) of every word of a text, stop words included: the term check's vocabulary of a
+#: passage, once per text (seedable).
+word_stems: Memo[frozenset[str]] = Memo(_word_stems)
 
 
 _REGISTERED: list[Callable[[], None]] = []
@@ -423,8 +518,10 @@ def register_cache(clear: Callable[[], None]) -> None:
 
 def clear_caches() -> None:
     """Forget cached shingles, signatures and hashes (benchmarks measure cold runs with it)."""
-    for fn in (normalize, shingles, norm_hash, content_words, signature, shingle_count, stem, key_units):
+    for fn in (normalize, shingles, norm_hash, content_words, signature, shingle_count, stem, key_units, key_stems):
         fn.cache_clear()
+    word_stems.cache_clear()
+    entity_phrases.cache_clear()
     capitalised_tokens.cache_clear()
     _words.cache_clear()
     written_words.cache_clear()

@@ -64,13 +64,13 @@ def _candidate_pairs(items: Sequence[Scored], sizes: Sequence[int]) -> set[tuple
     """Pairs worth an exact check: MinHash LSH (8 bands x 4 rows, ~60% Jaccard) plus same-source pairs."""
     sig = signatures([s.chunk.text for s in items])
     out: set[tuple[int, int]] = set()
+    live = np.flatnonzero(np.asarray(sizes, dtype=np.int64) > 0)
     for band in range(8):
-        buckets: dict[bytes, list[int]] = defaultdict(list)
-        rows = sig[:, band * 4 : band * 4 + 4]
-        for i in range(len(items)):
-            if sizes[i]:
-                buckets[rows[i].tobytes()].append(i)
-        for ids in buckets.values():
+        # each live item's band as one 32-byte key; the items of a key that more than one has, in index order
+        keys = np.ascontiguousarray(sig[live, band * 4 : band * 4 + 4]).view(np.dtype((np.void, 32))).ravel()
+        _, group, counts = np.unique(keys, return_inverse=True, return_counts=True)
+        for g in np.flatnonzero(counts > 1):
+            ids = [int(i) for i in live[group.ravel() == g]]
             out.update((ids[a], ids[b]) for a in range(len(ids)) for b in range(a + 1, len(ids)))
     by_source: dict[str, list[int]] = defaultdict(list)
     for i, s in enumerate(items):
@@ -120,9 +120,14 @@ def _near_duplicates(items: Sequence[Scored], dropped: dict[int, Decision], sh: 
     """Texts at least ``thr`` alike (shingles; short texts by ratio): the best representative of each stays."""
     sims = _similar_pairs(items, dropped, sh, thr)
     # best representatives first; each later chunk that duplicates a kept representative is dropped
+    partners: dict[int, set[int]] = defaultdict(set)
+    for a, b in sims:
+        partners[a].add(b)
+        partners[b].add(a)
     reps: list[int] = []
     for i in sorted((i for i in range(len(items)) if i not in dropped), key=lambda i: _better(items[i])):
-        rep = next((r for r in reps if (min(i, r), max(i, r)) in sims), None)
+        alike = partners.get(i)  # the first representative it is alike to (most chunks are alike to none)
+        rep = next((r for r in reps if r in alike), None) if alike else None
         if rep is None:
             reps.append(i)
         else:

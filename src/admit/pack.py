@@ -31,8 +31,8 @@ from admit.backends.tokenizers import Tokenizer
 from admit.backends.tokenizers.base import cached_count, count_by_lines, line_additive
 from admit.budget import evidence_message_tokens
 from admit.policy import Policy
-from admit.render import EvidenceRenderer, clean_text
-from admit.types import AdmittedPassage, Budget, Decision, Fallback, Scored
+from admit.render import EvidenceRenderer, body_lines, clean_text
+from admit.types import AdmittedPassage, Budget, Chunk, Decision, Fallback, Scored
 
 __all__ = ["PackOutcome", "anchored_excerpt", "covers", "pack", "split_facets"]
 
@@ -137,6 +137,16 @@ def anchored_excerpt(question: str, text: str, max_tokens: int, tokenizer: Token
         tries += 1
         added = added[:-1] if tries < 8 else added[: len(added) // 2]
     return None
+
+
+def _envelope_count(tok: Tokenizer, renderer: EvidenceRenderer, chunk: Chunk) -> int:
+    """``count_by_lines(tok, renderer.envelope(chunk, chunk.text))`` for a line-additive tokenizer, the text's lines
+    split once per text: the head line (its newline included), the body's lines, the closing tag."""
+    lines = body_lines(chunk.text)
+    if lines[0][0] in "/\n":  # an empty body, or one starting with "/": the head's line break is no cut there
+        return count_by_lines(tok, renderer.envelope(chunk, chunk.text))
+    head = cached_count(tok, renderer.head(chunk) + "\n")
+    return head + sum(cached_count(tok, line) for line in lines) + cached_count(tok, renderer.tail())
 
 
 def _checked(value: frozenset[str]) -> frozenset[str]:
@@ -295,7 +305,7 @@ class _Packer:
         if i not in self._cost:
             c, tok, r = self.items[i].chunk, self.tokenizer, self.renderer
             if line_additive(tok):  # exact, and its lines are the ones the final count looks up
-                self._cost[i] = count_by_lines(tok, r.envelope(c, c.text)) + self.sep_cost
+                self._cost[i] = _envelope_count(tok, r, c) + self.sep_cost
             else:
                 frame = tok.count(r.envelope(c, ""))
                 self._cost[i] = frame + cached_count(tok, clean_text(c.text).strip()) + self.sep_cost

@@ -23,11 +23,15 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 from admit._clean import citation_id, clean_attr, clean_text
-from admit.backends.tokenizers.base import Tokenizer
+from admit._lru import LRU
+from admit._text import Memo, register_cache
+from admit.backends.tokenizers.base import Tokenizer, count_lines
 from admit.errors import AdmitError
 from admit.types import Chunk
 
@@ -57,6 +61,34 @@ BOUNDARY_DIGITS = 20
 """Length of the boundary token (decimal digits: about 66 bits)."""
 _REFERENCE = "40637189225186430571"  # a fixed boundary whose token cost every draw must match
 _MAX_DRAWS = 256
+#: :func:`clean_text` of passage texts, remembered: a chunk is rendered in every request that admits it.
+_clean_body = lru_cache(maxsize=4096)(clean_text)
+_ATTRIBUTES: LRU[tuple[Any, ...], tuple[str, str, str, str, str]] = LRU(8192)
+register_cache(_clean_body.cache_clear)
+
+
+_LINE_HOOKS: list[Callable[[str, tuple[str, ...]], None]] = []
+
+
+def on_body_lines(hook: Callable[[str, tuple[str, ...]], None]) -> None:
+    """Call ``hook(text, lines)`` whenever a text's :data:`body_lines` are split (the stored token counts of its
+    lines are seeded then: :mod:`admit.features`)."""
+    _LINE_HOOKS.append(hook)
+
+
+def _body_lines(text: str) -> tuple[str, ...]:
+    lines = tuple(count_lines(_clean_body(text).strip() + "\n"))
+    for hook in _LINE_HOOKS:
+        hook(text, lines)
+    return lines
+
+
+#: The lines a line-additive token count reads of a passage's text inside its envelope (the cleaned text and the
+#: newline after it; :func:`~admit.backends.tokenizers.base.count_lines`), once per text: the pack's costs and the
+#: stored features' token counts read them.
+body_lines: Memo[tuple[str, ...]] = Memo(_body_lines)
+register_cache(body_lines.cache_clear)
+register_cache(_ATTRIBUTES.clear)
 
 
 def make_boundary() -> str:
@@ -90,34 +122,32 @@ class EvidenceRenderer:
 
     @staticmethod
     def attributes(chunk: Chunk) -> tuple[str, str, str, str, str]:
-        """The five attribute values of a chunk's envelope, as rendered."""
-        # a document version when the source has one; else when it was last updated (registry or file time)
-        if chunk.version:
-            when = chunk.version
-        elif chunk.updated_at:
-            when = chunk.updated_at.isoformat(timespec="seconds")
-        else:
-            when = "unknown"
-        access = chunk.access.display() if chunk.access else "unknown"
-        return (
-            citation_id(chunk.id),
-            clean_attr(chunk.source_id),
-            clean_attr(chunk.title),
-            clean_attr(when),
-            clean_attr(access),
-        )
+        """The five attribute values of a chunk's envelope, as rendered (remembered: a chunk recurs)."""
+        key = (chunk.id, chunk.source_id, chunk.title, chunk.version, chunk.updated_at, chunk.access)
+        hit = _ATTRIBUTES.get(key)
+        if hit is None:
+            hit = _attributes(chunk)
+            _ATTRIBUTES.put(key, hit)
+        return hit
 
-    def envelope(self, chunk: Chunk, text: str, *, excerpt: bool = False) -> str:
-        """Render one passage's envelope."""
+    def head(self, chunk: Chunk, *, excerpt: bool = False) -> str:
+        """An envelope's first line (its opening tag with the chunk's attributes), without its newline."""
         cid, source, title, when, access = self.attributes(chunk)
         # a timestamp is not a version: without one, the envelope says when the source was last updated
         label = "version" if chunk.version or not chunk.updated_at else "updated"
         mark = ' excerpt="anchored"' if excerpt else ""
-        head = (
+        return (
             f'<passage-{self.boundary} id="{cid}" source="{source}" title="{title}" {label}="{when}" '
             f'access="{access}"{mark}>'
         )
-        return f"{head}\n{clean_text(text).strip()}\n</passage-{self.boundary}>"
+
+    def tail(self) -> str:
+        """An envelope's last line (its closing tag)."""
+        return f"</passage-{self.boundary}>"
+
+    def envelope(self, chunk: Chunk, text: str, *, excerpt: bool = False) -> str:
+        """Render one passage's envelope: :meth:`head`, the cleaned text, :meth:`tail`, one line break apart."""
+        return f"{self.head(chunk, excerpt=excerpt)}\n{_clean_body(text).strip()}\n{self.tail()}"
 
     def block(self, envelopes: Sequence[str], *, notes: Sequence[str] = ()) -> str:
         """Render the whole block around ``envelopes``; ``notes`` (admit's scope notes) go after the preamble."""
@@ -147,8 +177,27 @@ class EvidenceRenderer:
         rendered: list[str] = []
         for c in chunks:
             rendered.extend(cls.attributes(c))
-            rendered.append(clean_text(c.text))
+            rendered.append(_clean_body(c.text))
         return cls(choose_boundary(rendered, tokenizer), tokenizer=tokenizer)
+
+
+def _attributes(chunk: Chunk) -> tuple[str, str, str, str, str]:
+    """:meth:`EvidenceRenderer.attributes`, computed."""
+    # a document version when the source has one; else when it was last updated (registry or file time)
+    if chunk.version:
+        when = chunk.version
+    elif chunk.updated_at:
+        when = chunk.updated_at.isoformat(timespec="seconds")
+    else:
+        when = "unknown"
+    access = chunk.access.display() if chunk.access else "unknown"
+    return (
+        citation_id(chunk.id),
+        clean_attr(chunk.source_id),
+        clean_attr(chunk.title),
+        clean_attr(when),
+        clean_attr(access),
+    )
 
 
 def _frame(b: str) -> str:

@@ -23,16 +23,24 @@ from admit.answerability.model import AnswerabilityModel
 from admit.answerability.terms import vocabulary_prefixes
 from admit.errors import ModelFileError
 
-__all__ = ["FINGERPRINT_KEY", "META_KEY", "STALE_SHARE", "Adaptation", "Fingerprint"]
+__all__ = ["DIGEST_KEY", "FINGERPRINT_KEY", "META_KEY", "STALE_SHARE", "Adaptation", "Fingerprint", "digest"]
 
 #: The metadata key the adaptation is stored under, and the key of the fingerprint of the chunks it was fitted on.
 META_KEY = "answerability_adaptation"
 FINGERPRINT_KEY = "answerability_adaptation_fingerprint"
+#: The metadata key of the stored adaptation's :func:`digest`, written after it: a search reads these few bytes, not
+#: the adaptation (tens of KB with its vocabulary), to tell whether it changed.
+DIGEST_KEY = "answerability_adaptation_digest"
 #: Past this share of chunks changed (added, removed or edited) since it was fitted, an adaptation is stale.
 STALE_SHARE = 0.2
 #: The most chunk keys a fingerprint keeps (a sample of a bigger knowledge base, the same keys every time).
 _FINGERPRINT_SIZE = 4000
 _VERSION = 1
+
+
+def digest(raw: str) -> str:
+    """The digest of an adaptation's stored form (:data:`DIGEST_KEY`)."""
+    return hashlib.sha1(raw.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True)

@@ -136,9 +136,9 @@ def features(
         if q_rare:
             best_rare = max(best_rare, len(q_rare & units) / len(q_rare))
         if q_pairs:
-            toks = [_stem(w) for w in tx.content_tokens(t)]
-            best_pair = max(best_pair, len(set(itertools.pairwise(toks)) & q_pairs) / len(q_pairs))
+            best_pair = max(best_pair, tx.pairs_held(t, q_pairs) / len(q_pairs))
             if len(held) >= 2:
+                toks = tx.key_stems(t)  # the stemmed content words in order (stored at ingest, memoised)
                 best_window = max(best_window, _pairs_within(toks, held, PAIR_WINDOW) / math.comb(len(q_units), 2))
         if asked and not found_ident and asked & tx.identifiers(t):
             found_ident = True

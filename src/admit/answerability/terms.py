@@ -238,7 +238,7 @@ def _held(term: str, vocab: AbstractSet[str], prefixes: AbstractSet[str]) -> boo
 def _vocab(texts: Sequence[str]) -> tuple[set[str], set[str]]:
     vocab: set[str] = set()
     for t in texts:
-        vocab |= {_stem(w) for w in set(tx.words(t))}  # each distinct word stemmed once: the same set
+        vocab |= tx.word_stems(t)  # each distinct word stemmed once, once per text: the same set
     return vocab, {w[:_MORPH_PREFIX] for w in vocab if len(w) >= _MORPH_PREFIX}
 
 

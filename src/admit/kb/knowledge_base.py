@@ -10,7 +10,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from admit._lru import LRU
-from admit.answerability.adaptation import FINGERPRINT_KEY, META_KEY, STALE_SHARE, Adaptation, Fingerprint
+from admit.answerability.adaptation import (
+    DIGEST_KEY,
+    FINGERPRINT_KEY,
+    META_KEY,
+    STALE_SHARE,
+    Adaptation,
+    Fingerprint,
+    digest,
+)
 from admit.backends.embedders import CachedEmbedder, Embedder, resolve_embedder
 from admit.backends.embedders.defaults import EncoderConfig
 from admit.errors import AuthorizationError, ConfigError
@@ -229,8 +237,8 @@ class KnowledgeBase:
             return ad
         # the count is read when the stored record changed and then every _COUNT_EVERY searches (a large store
         # counts slowly); an ingest through this class checks the chunks themselves and stores the verdict
-        raw, calls, n = self._count_check
-        if raw != self._adapted[0] or calls >= _COUNT_EVERY:
+        seen, calls, n = self._count_check
+        if seen != self._adapted[0] or calls >= _COUNT_EVERY:
             n, calls = self.store.count(), 0
         self._count_check = (self._adapted[0], calls + 1, n)
         if abs(n - ad.chunks) > STALE_SHARE * max(ad.chunks, 1):
@@ -238,29 +246,42 @@ class KnowledgeBase:
         return ad
 
     def _stored_adaptation(self) -> Adaptation | None:
-        raw = self.store.get_meta(META_KEY)
-        if not raw:
-            return None
-        if raw != self._adapted[0]:
-            try:
-                parsed: Adaptation | None = Adaptation.from_json(raw)
-            except (ValueError, KeyError, TypeError) as exc:
-                logger.warning(
-                    "kb %s: answerability adaptation ignored (%s); run `admit adapt` again", self.location, exc
-                )
-                parsed = None
-            self._adapted = (raw, parsed)
+        # a search reads the stored digest (a few bytes), and the adaptation itself (tens of KB with its vocabulary)
+        # only when the digest is not the one parsed last; the parsed adaptation is kept per knowledge base. A store
+        # adapted before the digest was written has none: its adaptation is read and hashed on every search, and
+        # parsed only when it changed, until check_adaptation (any ingest) or admit adapt writes the digest
+        key = self.store.get_meta(DIGEST_KEY)
+        if key is not None and key == self._adapted[0]:
+            return self._adapted[1]
+        raw = self.store.get_meta(META_KEY) or ""
+        now = digest(raw)  # the digest of what was read: a writer between the two reads is seen next time
+        if now != self._adapted[0]:
+            parsed: Adaptation | None = None
+            if raw:
+                try:
+                    parsed = Adaptation.from_json(raw)
+                except (ValueError, KeyError, TypeError) as exc:
+                    logger.warning(
+                        "kb %s: answerability adaptation ignored (%s); run `admit adapt` again", self.location, exc
+                    )
+            self._adapted = (now, parsed)
         return self._adapted[1]
+
+    def _put_adaptation(self, raw: str) -> None:
+        """Store an adaptation's stored form, then its digest (a reader that sees the new digest finds the new
+        form)."""
+        self.store.set_meta(META_KEY, raw)
+        self.store.set_meta(DIGEST_KEY, digest(raw))
 
     def save_adaptation(self, adaptation: Adaptation, fingerprint: Fingerprint) -> None:
         """Store an adaptation and the fingerprint of the chunks it was fitted on."""
         self.store.set_meta(FINGERPRINT_KEY, fingerprint.to_json())
-        self.store.set_meta(META_KEY, adaptation.to_json())
+        self._put_adaptation(adaptation.to_json())
         self._count_check = ("", 0, 0)
 
     def clear_adaptation(self) -> None:
         """Remove the stored adaptation: the shipped thresholds decide again."""
-        self.store.set_meta(META_KEY, "")
+        self._put_adaptation("")
         self.store.set_meta(FINGERPRINT_KEY, "")
 
     def check_adaptation(self) -> Adaptation | None:
@@ -269,6 +290,8 @@ class KnowledgeBase:
         back to the shipped thresholds and the trace says why). Return the adaptation as it now stands."""
         self._count_check = ("", 0, 0)
         ad = self._stored_adaptation()
+        if ad is not None and self.store.get_meta(DIGEST_KEY) is None:
+            self.store.set_meta(DIGEST_KEY, self._adapted[0])  # adapted before the digest was stored: store it now
         raw_fp = self.store.get_meta(FINGERPRINT_KEY)
         if ad is None or not ad.current or not raw_fp:
             return self.adaptation()
@@ -279,7 +302,7 @@ class KnowledgeBase:
         share = then.changed_share(self.fingerprint(then.modulus))
         if share > STALE_SHARE:
             ad = ad.marked_stale(f"{share:.0%} of the chunks changed since it was fitted")
-            self.store.set_meta(META_KEY, ad.to_json())
+            self._put_adaptation(ad.to_json())
         return ad
 
     # -- retrieval -----------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import numpy.typing as npt
 from admit.backends.embedders.base import Embedder, text_key
 from admit.backends.tokenizers import Tokenizer
 from admit.errors import ConfigError, InputError
-from admit.features import FEATURES_KEY, FEATURES_VERSION, chunk_features
+from admit.features import FEATURES_KEY, chunk_features, features_current
 from admit.kb._progress import IngestProgress
 from admit.kb.chunking import TextChunk, chunk_document
 from admit.kb.copies import ALSO_AT_KEY, ALSO_UNDER_KEY, also_under_title
@@ -342,7 +342,7 @@ def _features_and_vectors(d: dict[str, Any], prev: ChunkRecord | None, embedder:
     unchanged chunk keeps what it has."""
     unchanged = prev is not None and prev.text_hash == d["text_hash"] and prev.title == d["title"]
     stored = prev.metadata.get(FEATURES_KEY) if unchanged and prev is not None else None
-    fresh = not isinstance(stored, dict) or stored.get("v") != FEATURES_VERSION
+    fresh = not features_current(stored)
     d["features"] = chunk_features(d["title"], d["text"]) if fresh else stored
     n_ps = len(d["passages"])
     kept = prev.metadata.get(PASSAGE_VECTORS_KEY) if unchanged and prev is not None and n_ps > 1 else None

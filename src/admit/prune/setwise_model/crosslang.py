@@ -64,7 +64,9 @@ _MAYBE_NOT_LATIN = _linear.simple(r"[\u00aa\u00b5\u00ba]+|[^\W\d_\x00-\u024f]+")
 
 
 def _script(text: str, limit: int = 2000) -> str | None:
-    if not text or _MAYBE_NOT_LATIN.search(text) is None:
+    if not text or (max(text) < "\u0250" and not any(c in text for c in "\u00aa\u00b5\u00ba")):
+        return None  # no character the class below matches: no regex pass either
+    if _MAYBE_NOT_LATIN.search(text) is None:
         return None  # Latin letters only: no other script to count, no letter-by-letter pass
     letters, counts = letter_scripts(text, limit=limit)
     counts.pop("LATIN", None)
@@ -88,7 +90,7 @@ def language_of(text: str) -> str | None:
         return f"{script} script"
     words = tx.words(text)[:400]
     seen = Counter(words)  # each stop word looked up once, not each word in every language's list
-    hits = {lang: sum(seen[w] for w in stop if w in seen) for lang, stop in _STOP.items()}
+    hits = {lang: sum(map(seen.__getitem__, stop & seen.keys())) for lang, stop in _STOP.items()}
     en = hits.pop("English")
     lang = max(hits, key=lambda k: hits[k])
     # prose in a language is ~20-40% its commonest words; code, YAML and URLs ("com", "do") are not

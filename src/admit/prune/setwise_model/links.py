@@ -12,6 +12,7 @@ Each link matrix is n x n, row ``i`` pointing at column ``j``, values in [0, 1],
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter
 from collections.abc import Sequence
@@ -73,25 +74,31 @@ def _lexical_similarity(
 ) -> FloatArray:
     """The chunks' TF-IDF cosine over the words the question does not hold (diagonal zero)."""
     n = len(doc_tokens)
-    vocab: dict[str, int] = {}
-    rows: list[dict[int, float]] = []
     dfl: Counter[str] = Counter()
     for s in doc_sets:
         dfl.update(s)
-    idf: dict[str, float] = {}  # each term's computed once: the same floats
-    for toks in doc_tokens:
-        tf = Counter(t for t in toks if t not in q_set)
-        row: dict[int, float] = {}
-        for t, c in tf.items():
-            w = idf.get(t)
-            if w is None:
-                w = idf[t] = math.log((n + 1) / (dfl[t] + 0.5))
-            row[vocab.setdefault(t, len(vocab))] = (1.0 + math.log(c)) * w
-        rows.append(row)
-    tfidf = np.zeros((n, max(1, len(vocab))), dtype=np.float64)
-    at = [(i, k) for i, row in enumerate(rows) for k in row]
-    if at:
-        tfidf[tuple(np.array(at).T)] = [v for row in rows for v in row.values()]
+    tfs = [Counter(toks) for toks in doc_tokens]
+    # the columns: every word but the question's, in the order the chunks first use them
+    order = dict.fromkeys(itertools.chain.from_iterable(tfs))
+    for t in q_set:
+        order.pop(t, None)
+    col = {t: j for j, t in enumerate(order)}
+    col.update(dict.fromkeys(q_set, -1))
+    # a term's idf depends on its document frequency alone, its weight on its count alone: each computed once (in
+    # Python's float arithmetic, as before), then looked up; a weight is (1 + log count) * idf, one multiplication
+    idf_of_df = np.array([0.0, *(math.log((n + 1) / (d + 0.5)) for d in range(1, n + 1))], dtype=np.float64)
+    idf = idf_of_df[np.fromiter(map(dfl.__getitem__, order), dtype=np.intp, count=len(order))]
+    most = max((max(tf.values()) for tf in tfs if tf), default=1)
+    log_tf = np.array([0.0, *(1.0 + math.log(c) for c in range(1, most + 1))], dtype=np.float64)
+    tfidf = np.zeros((n, max(1, len(order))), dtype=np.float64)
+    for i, tf in enumerate(tfs):
+        if not tf:
+            continue
+        cols = np.fromiter(map(col.__getitem__, tf), dtype=np.intp, count=len(tf))
+        counts = np.fromiter(tf.values(), dtype=np.intp, count=len(tf))
+        keep = cols >= 0
+        cols, counts = cols[keep], counts[keep]
+        tfidf[i, cols] = log_tf[counts] * idf[cols]
     tfidf = l2_normalise(tfidf).astype(np.float64)
     lex = tfidf @ tfidf.T
     np.fill_diagonal(lex, 0.0)

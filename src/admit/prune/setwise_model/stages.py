@@ -61,17 +61,22 @@ def _novel_coverage(prep: Prepared, p: FloatArray) -> FloatArray:
     n_all = float(hits.shape[1])
     n_ent = float(ent.sum())
     order = np.argsort(-p, kind="stable")
-    for j in range(n):
-        top = int(order[0]) if int(order[0]) != j else (int(order[1]) if n > 1 else j)
-        new_top = hits[j] * (1.0 - hits[top]) if top != j else hits[j]
-        strong = [i for i in range(n) if i != j and p[i] > p[j] and (p[i] >= 0.3 or i == int(order[0]))]
-        covered = hits[strong].max(axis=0) if strong else np.zeros(hits.shape[1])
-        new_strong = hits[j] * (1.0 - covered)
-        out[j, 0] = new_top.sum() / n_all
-        out[j, 2] = new_strong.sum() / n_all
-        if n_ent > 0:
-            out[j, 1] = (new_top * ent).sum() / n_ent
-            out[j, 3] = (new_strong * ent).sum() / n_ent
+    first = int(order[0])
+    idx = np.arange(n)
+    # each chunk's top other chunk: the most probable, or the second for the most probable itself
+    top = np.full(n, first)
+    top[first] = int(order[1]) if n > 1 else first
+    new_top = np.where((top != idx)[:, None], hits * (1.0 - hits[top]), hits)
+    # strong[j, i]: chunk i is more probable than j and itself >= 0.3 (or the top one); the hits are 0/1, so the
+    # words some strong chunk holds are those whose count over the strong chunks is positive
+    strong = (p[None, :] > p[:, None]) & ((p >= 0.3) | (idx == first))[None, :] & (idx[None, :] != idx[:, None])
+    covered = ((strong.astype(np.float64) @ hits) > 0).astype(np.float64)
+    new_strong = hits * (1.0 - covered)
+    out[:, 0] = new_top.sum(axis=1) / n_all
+    out[:, 2] = new_strong.sum(axis=1) / n_all
+    if n_ent > 0:
+        out[:, 1] = (new_top * ent).sum(axis=1) / n_ent
+        out[:, 3] = (new_strong * ent).sum(axis=1) / n_ent
     return out
 
 

@@ -11,16 +11,15 @@ from functools import lru_cache
 
 from admit import _linear
 from admit._text import (
-    STOPWORDS,
     capitalised_tokens,
     char_bigrams,
     content_tokens,
+    entity_phrases,
     identifiers,
     nfc,
     register_cache,
     unreadable_script,
     words,
-    written_words,
 )
 
 __all__ = [
@@ -66,31 +65,16 @@ WH_CUES: tuple[tuple[str, _linear.LinearPattern], ...] = tuple(
 
 
 @lru_cache(maxsize=4096)
-def entity_phrases(text: str) -> frozenset[str]:
-    """Lower-cased runs of two or more capitalised non-stopword words (e.g. "natalie wood"); remembered per text."""
-    out: set[str] = set()
-    run: list[str] = []
-    for tok in [*written_words(text), ""]:
-        if tok and tok[0].isupper() and tok.lower() not in STOPWORDS:
-            run.append(tok.lower())
-            continue
-        if len(run) >= 2:
-            out.add(" ".join(run))
-        run = []
-    return frozenset(out)
-
-
-@lru_cache(maxsize=4096)
 def title_keys(title: str) -> tuple[str, str]:
     """Normalised full title and its head (before a comma or parenthesis)."""
     t = nfc(title).lower()
-    full = " ".join(_WORD.findall(_PAREN.sub("", t)))
-    head = " ".join(_WORD.findall(_PAREN.sub("", t).split(",")[0]))
+    bare = _PAREN.sub("", t) if "(" in t else t  # a title without a parenthesis has none to remove
+    full = " ".join(_WORD.findall(bare))
+    head = " ".join(_WORD.findall(bare.split(",")[0])) if "," in bare else full
     return full, head
 
 
-for _memo in (entity_phrases, title_keys):  # benchmarks forget them with admit.features.clear_caches
-    register_cache(_memo.cache_clear)
+register_cache(title_keys.cache_clear)  # benchmarks forget it with admit.features.clear_caches
 
 
 def contains_phrase(haystack: str, phrase: str) -> bool:

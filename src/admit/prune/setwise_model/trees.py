@@ -8,7 +8,7 @@ of depth 8 is a handful of vectorised numpy operations (well under a millisecond
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -62,6 +62,12 @@ class TreeEnsemble:
     value: FloatArray
     baseline: float
     depth: int
+    children: IntArray = field(init=False, repr=False, compare=False)
+    """Each (tree, node)'s left and right child side by side (flat: ``2 * node`` left, ``2 * node + 1`` right)."""
+
+    def __post_init__(self) -> None:
+        pairs = np.stack([self.left.ravel(), self.right.ravel()], axis=1).ravel()
+        object.__setattr__(self, "children", pairs.astype(np.intp))
 
     @property
     def n_trees(self) -> int:
@@ -88,12 +94,18 @@ class TreeEnsemble:
         xs = np.ascontiguousarray(x, dtype=np.float64).ravel()
         rows = (np.arange(n, dtype=np.intp) * x.shape[1])[:, None]
         feature, threshold = self.feature.ravel(), self.threshold.ravel()
-        missing_left, left, right = self.missing_left.ravel(), self.left.ravel(), self.right.ravel()
+        missing_left, children = self.missing_left.ravel(), self.children
         at = np.broadcast_to(base, (n, self.n_trees)).copy()  # flat index of each (row, tree)'s node
+        nan = bool(np.isnan(xs).any())  # without a missing value, no node's missing direction is read
         for _ in range(self.depth):
             v = np.take(xs, rows + np.take(feature, at))
-            go_left = (v <= np.take(threshold, at)) | (np.isnan(v) & np.take(missing_left, at))
-            at = base + np.where(go_left, np.take(left, at), np.take(right, at))
+            go_left = v <= np.take(threshold, at)
+            if nan:
+                go_left |= np.isnan(v) & np.take(missing_left, at)
+            step = base + np.take(children, 2 * at + ~go_left)  # the left child, or the right one beside it
+            if np.array_equal(step, at):
+                break  # every walk is at its leaf (a leaf is its own child): the rest of the levels change nothing
+            at = step
         out: FloatArray = self.baseline + np.take(self.value.ravel(), at).sum(axis=1)
         return out
 
