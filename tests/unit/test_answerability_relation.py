@@ -30,28 +30,24 @@ def _ad(texts: list[str]) -> Adaptation:
     )
 
 
-def test_a_word_is_held_by_its_forms_not_by_a_word_it_starts_like() -> None:
+def test_forms_of_one_word_differ_only_by_endings() -> None:
+    """What :func:`words_apart` reads as one word of the question in a passage."""
     from admit.answerability.terms import forms_of_one_word
 
-    vocab = kb_vocabulary(DOCS)
-    got = kb_absent_words("What is the price of an enterprise license?", vocab)
-    assert got == ("price", "enterprise")
-    # forms of one word still count: another ending, a doubled consonant, a dropped "e"
-    assert kb_absent_words("How is configuration of formatters done?", vocab) == ()
     assert forms_of_one_word("configuring", "configuration")
-    assert forms_of_one_word("formatter", "format")
-    assert forms_of_one_word("compiling", "compile")
+    assert forms_of_one_word("formatter", "format")  # a doubled consonant
+    assert forms_of_one_word("compiling", "compile")  # a dropped "e"
     assert not forms_of_one_word("enterprise", "enter")
     assert not forms_of_one_word("internet", "interact")
-    # a misspelling with a letter left out still counts
-    assert kb_absent_words("Which licnse is it under?", vocab) == ()
 
 
-def test_two_unknown_words_by_their_forms_are_not_answered() -> None:
-    texts = [DOCS[1]]
-    a = assess("How do I get an enterprise license at a student price?", texts, pool=DOCS, adaptation=_ad(DOCS))
-    assert a.state == "not_answered"
-    assert "enterprise, student, price nowhere in this knowledge base" in a.reason
+def test_the_words_of_a_conversation_are_not_read_against_the_knowledge_base() -> None:
+    """ "Hello, ..." and "If yes, how?" (Doc2Dial, PolicyQA) are no words of the topic a knowledge base lacks; on
+    main (41326bb) two of them made the question "not answered"."""
+    vocab = kb_vocabulary(DOCS)
+    assert kb_absent_words("Hello, if yes, how do I install the formatter?", vocab) == ()
+    a = assess("Hello, if yes, how do I install the formatter?", [DOCS[0]], pool=DOCS, adaptation=_ad(DOCS))
+    assert "nowhere in this knowledge base" not in a.reason
 
 
 def test_one_unknown_word_with_the_question_s_words_apart_is_not_answered() -> None:

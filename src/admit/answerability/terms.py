@@ -139,17 +139,17 @@ def _within(a: str, b: str, limit: int) -> bool:
     return prev[-1] <= limit
 
 
-def misspelt_in(term: str, vocab: AbstractSet[str], *, substitute_from: int = 5) -> bool:
+def misspelt_in(term: str, vocab: AbstractSet[str]) -> bool:
     """Whether ``term`` is a misspelling of a word of ``vocab`` with the same first and last letters: one edit away
-    (two for a word of seven letters or more, three from twelve; for one shorter than ``substitute_from``, a letter
-    left out or added only: "chrt" and "chart", not "borg" and "born")."""
+    (two for a word of seven letters or more, three from twelve; for one of four, a letter left out or added only:
+    "chrt" and "chart", not "borg" and "born")."""
     if len(term) < 4:
         return False
     limit = 3 if len(term) >= 12 else 2 if len(term) >= 7 else 1
     for w in vocab:
         if len(w) < 3 or w[0] != term[0] or w[-1] != term[-1] or abs(len(w) - len(term)) > limit:
             continue
-        if len(term) < substitute_from and len(w) == len(term):
+        if len(term) < 5 and len(w) == len(term):
             continue
         if _within(term, w, limit):
             return True
@@ -256,7 +256,12 @@ def _vocab(texts: Sequence[str]) -> tuple[set[str], set[str]]:
 KB_ABSENT_MIN = 2
 #: Function words the content-word reader keeps that say nothing of the topic: not read against the knowledge base.
 _FUNCTION_WORDS = frozenset(
-    ["while", "during", "after", "before", "since", "until", "through", "across", "yet", "upon", "onto", "towards"]
+    [
+        *("while", "during", "after", "before", "since", "until", "through", "across", "yet", "upon", "onto"),
+        "towards",
+        # the words of a conversation, not of its topic ("Hello, ...", "If yes, how?")
+        *("yes", "hello", "hi", "hey", "thanks", "thank", "okay", "ok", "dear", "sir", "madam"),
+    ]
 )
 #: The words a knowledge base's vocabulary keeps (:func:`kb_vocabulary`): alphabetic, of this many letters.
 _VOCAB_LEN = (3, 30)
@@ -282,19 +287,18 @@ def kb_absent_words(
 ) -> tuple[str, ...]:
     """The question's content words (any case, common ones included; not the words of its form, "how", "use" ...)
     that ``vocabulary`` (:func:`kb_vocabulary`: the whole knowledge base) holds in no form: not as written, not as
-    another form of the word, not misspelt (:func:`_kb_holds`). As the question writes them, in its order.
-    ``prefixes`` is no longer read (the forms are read from ``vocabulary``); it stays for callers that pass it."""
-    del prefixes  # the forms are read from the vocabulary itself
+    another form of the word, not misspelt. As the question writes them, in its order."""
     q = read_question(question)
     if q.script is not None or not vocabulary:
         return ()
+    pre = prefixes if prefixes is not None else vocabulary_prefixes(vocabulary)
     lo, hi = _VOCAB_LEN
     out: dict[str, None] = {}
     for w in q.content_terms:
         st = _stem(w)
         if not w.isalpha() or not lo <= len(w) <= hi or w in _FORM_WORDS or st in _FORM_WORDS or w in _FUNCTION_WORDS:
             continue
-        if not _kb_holds(st, vocabulary):
+        if not _held(st, vocabulary, pre):
             out[st] = None
     return _as_written(q.text, list(out))
 
@@ -306,7 +310,7 @@ _ENDINGS = frozenset(
     """
     e s es ed d ing ings er ers or ors ion ions ation ations ment ments able ible ability ibility ity ive ively ly al
     ally ure ures ence ences ance ances ent ents ant ants ize ise izes ises ized ised izing ising ization isation y ies
-    ied ness ic ical ative ator ators ual ually ful ism ist ists
+    ied ness ic ical ative ator ators ual ually ful ism ist ists tion tions sion sions tive tor tors
     """.split()  # noqa: SIM905
 ) | {""}
 #: Two forms of one word share at least this many first letters (:func:`forms_of_one_word`).
@@ -334,27 +338,6 @@ def forms_of_one_word(a: str, b: str) -> bool:
         return True
     # a dropped "e" splits the shared start one letter early: "compil-e"/"compil-ing" read as "compile"/"compiling"
     return n > _SHARED_START and a[n - 1 :] in _ENDINGS and b[n - 1 :] in _ENDINGS
-
-
-@lru_cache(maxsize=16)
-def _by_start(vocabulary: frozenset[str]) -> dict[str, tuple[str, ...]]:
-    out: dict[str, list[str]] = {}
-    for w in vocabulary:
-        out.setdefault(w[:_SHARED_START], []).append(w)
-    return {k: tuple(v) for k, v in out.items()}
-
-
-def _kb_holds(term: str, vocabulary: AbstractSet[str]) -> bool:
-    """Whether a knowledge base's vocabulary holds ``term`` in some form: as written, as another form of the word
-    (:func:`forms_of_one_word`, :func:`_base_forms`), or misspelt (a letter changed only in a word of seven letters
-    or more: "price" is no misspelling of "prime"). Stricter than the admitted chunks' check (:func:`_held`): over
-    thousands of words, a shared start alone ("enter" for "enterprise") finds some word for almost any term."""
-    if term in vocabulary or _base_forms(term) & vocabulary:
-        return True
-    index = _by_start(vocabulary if isinstance(vocabulary, frozenset) else frozenset(vocabulary))
-    if any(forms_of_one_word(term, w) for w in index.get(term[:_SHARED_START], ())):
-        return True
-    return misspelt_in(term, vocabulary, substitute_from=7)
 
 
 #: Two of the question's consecutive content words stand together in a passage when at most this many words apart.
@@ -465,8 +448,17 @@ _COMPOUND = _linear.compile(r"\b[A-Za-z]{2,}(?:-[A-Za-z]{2,})+\b", name="answera
 _COMPOUND_END = 2
 
 
+#: Parts that make a compound of any word ("multi-location", "video-based", "non-empty"): no term of their own.
+_AFFIX_PARTS = frozenset(
+    """
+    multi non pre post anti auto co self semi sub super inter intra cross based like related specific friendly wise
+    free style aware enabled level driven oriented only
+    """.split()  # noqa: SIM905
+)
+
+
 def compounds(question: str | Question) -> list[str]:
-    """The hyphenated compounds the question writes ("two-factor", "read-only", "machine-translate"), lower-cased:
+    """The hyphenated compounds the question writes ("two-factor", "patch-queue", "machine-translate"), lower-cased:
     one term each, which a passage holds only as such (hyphenated, spaced or joined), not as its parts apart. A
     compound of stop words and form words only ("how-to") is none."""
     q = read_question(question)
@@ -474,7 +466,7 @@ def compounds(question: str | Question) -> list[str]:
     for m in _COMPOUND.finditer(tx.nfc(q.text)):
         c = m.group(0).lower()
         parts = c.split("-")
-        if all(p in tx.STOPWORDS or p in _FORM_WORDS for p in parts):
+        if all(p in tx.STOPWORDS or p in _FORM_WORDS for p in parts) or set(parts) & _AFFIX_PARTS:
             continue
         out[c] = None
     return list(out)
