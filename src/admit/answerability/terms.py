@@ -27,7 +27,7 @@ from admit import _linear, modelfiles
 from admit import _text as tx
 from admit._lru import LRU
 from admit.backends.embedders.base import Embedder
-from admit.question import Question, read_question
+from admit.question import Question, read_question, releases_in
 
 __all__ = [
     "ABSENT_TYPES",
@@ -522,32 +522,38 @@ def check_terms(
     ids_missing += [c for c in compounds(q) if not _holds_compound(c, texts)]
     id_stems = {_stem(w) for i in ids_missing for w in tx.words(i)}
     lacking = [t for t in lacking if t not in id_stems]
-    absent: list[str] = []
-    if lacking or ids_missing:
-        everything = list(texts) + [t for t in pool or () if t not in set(texts)]
-        pvocab, pprefixes = _vocab(everything)
-        low_pool = " ".join(tx.nfc(t).lower() for t in everything)
-        absent = [t for t in lacking if not _held(t, pvocab, pprefixes)]
-        absent_ids = [
-            i for i in ids_missing if (not _holds_compound(i, everything) if "-" in i else i.lower() not in low_pool)
-        ]
-    else:
-        absent_ids = []
-    answer_type = answer_type_missing(q, texts)
-    # an answer type no retrieved candidate holds says the knowledge base lacks the answer (a price, the release's
-    # section, the thing counted, a stated default): that is the reason given
     everything = list(texts) + [t for t in pool or () if t not in set(texts)]
-    absent_type = answer_type_missing(q, everything, absent=True)
-    if absent_type:
-        answer_type = absent_type
-    type_absent = bool(absent_type)
+    absent: list[str] = []
+    absent_ids: list[str] = []
+    if lacking or ids_missing:
+        pvocab, pprefixes = _vocab(everything)
+        absent = [t for t in lacking if not _held(t, pvocab, pprefixes)]
+        absent_ids = _ids_absent(ids_missing, everything)
+    answer_type, type_absent = _answer_type(q, texts, everything)
+    unit = _counted(q)
     return TermCheck(
         missing=(*ids_missing, *_as_written(question, lacking)),
         absent=(*absent_ids, *_as_written(question, absent)),
         answer_type=answer_type,
         type_absent=type_absent,
-        counted=_as_written(question, [_counted(q)])[0] if _counted(q) else "",
+        counted=_as_written(question, [unit])[0] if unit else "",
     )
+
+
+def _ids_absent(ids_missing: Sequence[str], everything: Sequence[str]) -> list[str]:
+    """The identifiers and compounds the admitted passages lack that no retrieved candidate holds either."""
+    low_pool = " ".join(tx.nfc(t).lower() for t in everything)
+    return [i for i in ids_missing if (not _holds_compound(i, everything) if "-" in i else i.lower() not in low_pool)]
+
+
+def _answer_type(q: Question, texts: Sequence[str], everything: Sequence[str]) -> tuple[str, bool]:
+    """The answer type the admitted ``texts`` lack, and whether it is one no retrieved candidate (``everything``)
+    holds either, which says the knowledge base lacks the answer (a price, the release's section, the thing
+    counted, a stated default): then that type is the reason given."""
+    absent_type = answer_type_missing(q, everything, absent=True)
+    if absent_type:
+        return absent_type, True
+    return answer_type_missing(q, texts), False
 
 
 _VERSION_Q = _linear.compile(
@@ -669,8 +675,6 @@ def _heads(text: str) -> list[str]:
 
 
 def _names_release_section(q: Question, text: str) -> bool:
-    from admit.question import releases_in
-
     return any(q.asked_in(releases_in(h)) is not None for h in _heads(text) if h.strip())
 
 
