@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from admit.answerability.features import SETWISE, features, missing_terms
 from admit.answerability.model import ABSENT_NAME_BELOW, AnswerabilityModel, load_models
 from admit.answerability.record import Answerability
-from admit.answerability.terms import KB_ABSENT_MIN, TermCheck, check_terms, kb_absent_words
+from admit.answerability.terms import KB_ABSENT_MIN, TermCheck, check_terms, kb_absent_words, words_apart
 from admit.question import Question, read_question
 from admit.types import AnswerState, Chunk, Decision, Fallback, Scored
 
@@ -108,8 +108,8 @@ def assess(
     floor = floors.get(model.name)
     if floor is not None and use_setwise and state != "not_answered" and not feats["short_held"]:
         state, rule = _below_floor(state, rule, feats["best_dense"], floor)
-    if len(unknown) >= KB_ABSENT_MIN and state != "not_answered" and not feats["short_held"]:
-        state, rule = "not_answered", f"{', '.join(unknown)} nowhere in this knowledge base"
+    if unknown and state != "not_answered" and not feats["short_held"]:
+        state, rule = _unknown_words(state, rule, unknown, question, texts)
     head = _head(p, model, state, rule, feats)
     parts = [
         head,
@@ -172,12 +172,36 @@ def _below_floor(state: AnswerState, rule: str, best: float, floor: float) -> tu
     return "not_answered", f"{SIMILARITY_IN_REASON}{best:.2f} below this knowledge base's floor {floor:.2f}"
 
 
+def _unknown_words(
+    state: AnswerState, rule: str, unknown: Sequence[str], question: Question, texts: Sequence[str]
+) -> tuple[AnswerState, str]:
+    """The knowledge base's vocabulary (``admit adapt``): two or more of the question's words it holds in no form
+    say "not answered"; one does when the admitted passages also hold no two of the question's words together
+    (:func:`~.terms.words_apart`): the word is missing and what is held is its words one at a time, not the
+    relation asked about."""
+    if len(unknown) >= KB_ABSENT_MIN:
+        return "not_answered", f"{', '.join(unknown)} nowhere in this knowledge base"
+    if words_apart(question, texts):
+        return "not_answered", (
+            f"{', '.join(unknown)} nowhere in this knowledge base, and no admitted passage holds two of the "
+            "question's words together"
+        )
+    return state, rule
+
+
 def _agree(state: AnswerState, check: TermCheck, short_held: bool) -> tuple[AnswerState, str]:
     """The verdict that agrees with its reason, and the rule that changed it (``""``: none did)."""
     if state == "not_answered":
         return state, ""
     if check.absent:
         return "not_answered", f"{', '.join(check.absent)} in no retrieved candidate"
+    if check.answer_type and check.type_absent:
+        if check.answer_type == "unit":
+            return "not_answered", f"the question counts {check.counted} and no retrieved candidate names them"
+        return (
+            "not_answered",
+            f"the question asks for {_TYPE_WORDS[check.answer_type]} and no retrieved candidate holds one",
+        )
     if state != "answered":
         return state, ""
     if check.missing and not short_held:
@@ -192,6 +216,9 @@ _TYPE_WORDS = {
     "default": "a default value",
     "steps": "a step, command or setting",
     "quantity": "a number",
+    "price": "a price",
+    "release": "a section of the release it names",
+    "unit": "a count of a thing",
 }
 
 

@@ -13,6 +13,7 @@ setting.
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from collections.abc import Iterable, Sequence
@@ -26,19 +27,24 @@ from admit import _linear, modelfiles
 from admit import _text as tx
 from admit._lru import LRU
 from admit.backends.embedders.base import Embedder
-from admit.question import Question, read_question
+from admit.question import Question, read_question, releases_in
 
 __all__ = [
+    "ABSENT_TYPES",
     "KB_ABSENT_MIN",
     "NEAR_COSINE",
+    "RELATION_WINDOW",
     "TermCheck",
     "answer_type_missing",
     "check_terms",
+    "compounds",
+    "forms_of_one_word",
     "kb_absent_words",
     "kb_vocabulary",
     "misspelt_in",
     "question_terms",
     "vocabulary_prefixes",
+    "words_apart",
 ]
 
 #: A word of an admitted chunk whose MiniLM cosine with the question's term is at least this is the term's synonym
@@ -250,7 +256,12 @@ def _vocab(texts: Sequence[str]) -> tuple[set[str], set[str]]:
 KB_ABSENT_MIN = 2
 #: Function words the content-word reader keeps that say nothing of the topic: not read against the knowledge base.
 _FUNCTION_WORDS = frozenset(
-    ["while", "during", "after", "before", "since", "until", "through", "across", "yet", "upon", "onto", "towards"]
+    [
+        *("while", "during", "after", "before", "since", "until", "through", "across", "yet", "upon", "onto"),
+        "towards",
+        # the words of a conversation, not of its topic ("Hello, ...", "If yes, how?")
+        *("yes", "hello", "hi", "hey", "thanks", "thank", "okay", "ok", "dear", "sir", "madam"),
+    ]
 )
 #: The words a knowledge base's vocabulary keeps (:func:`kb_vocabulary`): alphabetic, of this many letters.
 _VOCAB_LEN = (3, 30)
@@ -290,6 +301,80 @@ def kb_absent_words(
         if not _held(st, vocabulary, pre):
             out[st] = None
     return _as_written(q.text, list(out))
+
+
+#: Endings by which two words of one stem are forms of one word ("configuring" and "configuration", "formatter"
+#: and "format"); what is left after a shared start that is not one of these ("enterprise" and "enter",
+#: "internet" and "interact", "colleague" and "collect") makes another word.
+_ENDINGS = frozenset(
+    """
+    e s es ed d ing ings er ers or ors ion ions ation ations ment ments able ible ability ibility ity ive ively ly al
+    ally ure ures ence ences ance ances ent ents ant ants ize ise izes ises ized ised izing ising ization isation y ies
+    ied ness ic ical ative ator ators ual ually ful ism ist ists tion tions sion sions tive tor tors
+    """.split()  # noqa: SIM905
+) | {""}
+#: Two forms of one word share at least this many first letters (:func:`forms_of_one_word`).
+_SHARED_START = 4
+
+
+def _ending(rest: str, last: str) -> bool:
+    return rest in _ENDINGS or (len(rest) > 1 and rest[0] == last and rest[1:] in _ENDINGS)  # "formatter": t+er
+
+
+def forms_of_one_word(a: str, b: str) -> bool:
+    """Whether ``a`` and ``b`` (lower-case, stemmed) are forms of one word: they share their first letters (four
+    or more) and differ only by endings (:data:`_ENDINGS`; a doubled last consonant and a dropped ``e`` allowed)."""
+    if a == b:
+        return True
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    if n < _SHARED_START:
+        return False
+    last = a[n - 1]
+    if _ending(a[n:], last) and _ending(b[n:], last):
+        return True
+    # a dropped "e" splits the shared start one letter early: "compil-e"/"compil-ing" read as "compile"/"compiling"
+    return n > _SHARED_START and a[n - 1 :] in _ENDINGS and b[n - 1 :] in _ENDINGS
+
+
+#: Two of the question's consecutive content words stand together in a passage when at most this many words apart.
+RELATION_WINDOW = 4
+
+
+def _relation_words(q: Question) -> list[str]:
+    out: dict[str, None] = {}
+    for w in q.content_terms:
+        st = _stem(w)
+        if len(w) < 3 or w.isdigit() or w in _FORM_WORDS or st in _FORM_WORDS or w in _FUNCTION_WORDS:
+            continue
+        out[st] = None
+    return list(out)
+
+
+def words_apart(question: str | Question, texts: Sequence[str]) -> bool:
+    """Whether the question's words stand apart in ``texts``: it has two content words or more (not the words of
+    its form), and no passage holds two that follow each other in the question (in any form,
+    :func:`forms_of_one_word`) within :data:`RELATION_WINDOW` words. A near miss's passages name its words one at a
+    time ("archive" in one, "read-only" in another), not the relation the question asks about."""
+    q = read_question(question)
+    ws = _relation_words(q)
+    pairs = list(itertools.pairwise(ws))
+    if not pairs:
+        return False
+    for t in texts:
+        toks = [_stem(w) for w in tx.words(t)]
+        at: dict[str, list[int]] = {w: [] for w in ws}
+        for i, tok in enumerate(toks):
+            for w in ws:
+                if tok[:_SHARED_START] == w[:_SHARED_START] and forms_of_one_word(w, tok):
+                    at[w].append(i)
+        for a, b in pairs:
+            if any(abs(i - j) <= RELATION_WINDOW for i in at[a] for j in at[b]):
+                return False
+    return True
 
 
 _VEC_LOCK = threading.Lock()
@@ -348,7 +433,64 @@ class TermCheck:
     absent: tuple[str, ...] = ()
     """Those of :attr:`missing` that no retrieved candidate holds either (the knowledge base lacks them)."""
     answer_type: str = ""
-    """The answer type the question states and no admitted chunk holds (``version``, ``default``, ``steps``)."""
+    """The answer type the question states and no admitted chunk holds (``version``, ``default``, ``steps``,
+    ``quantity``, ``price``, ``release``)."""
+    type_absent: bool = False
+    """Whether no retrieved candidate holds :attr:`answer_type` either, where that is evidence the knowledge base
+    lacks the answer (:data:`ABSENT_TYPES`: a price, a release's changes, the thing a count counts)."""
+    counted: str = ""
+    """The word a count question counts ("days" of "after how many days"), when it asks for a count."""
+
+
+_COMPOUND = _linear.compile(r"\b[A-Za-z]{2,}(?:-[A-Za-z]{2,})+\b", name="answerability.compound")
+#: The last part of a compound may end otherwise ("single-quoted" and "single quotes"): its first letters, less
+#: this many, are read (at least four).
+_COMPOUND_END = 2
+
+
+#: Parts that make a compound of any word ("multi-location", "video-based", "non-empty"): no term of their own.
+_AFFIX_PARTS = frozenset(
+    """
+    multi non pre post anti auto co self semi sub super inter intra cross based like related specific friendly wise
+    free style aware enabled level driven oriented only
+    """.split()  # noqa: SIM905
+)
+
+
+def compounds(question: str | Question) -> list[str]:
+    """The hyphenated compounds the question writes ("two-factor", "patch-queue", "machine-translate"), lower-cased:
+    one term each, which a passage holds only as such (hyphenated, spaced or joined), not as its parts apart. A
+    compound of stop words and form words only ("how-to") is none."""
+    q = read_question(question)
+    out: dict[str, None] = {}
+    for m in _COMPOUND.finditer(tx.nfc(q.text)):
+        c = m.group(0).lower()
+        parts = c.split("-")
+        if all(p in tx.STOPWORDS or p in _FORM_WORDS for p in parts) or set(parts) & _AFFIX_PARTS:
+            continue
+        out[c] = None
+    return list(out)
+
+
+def _holds_compound(compound: str, texts: Sequence[str]) -> bool:
+    """Whether one of ``texts`` holds ``compound`` hyphenated, spaced or joined, its last part in any ending."""
+    parts = compound.split("-")
+    last = parts[-1][: max(4, len(parts[-1]) - _COMPOUND_END)]
+    joined = "".join(parts[:-1]) + last
+    n = len(parts)
+    for t in texts:
+        ws = tx.words(t)
+        for i, w in enumerate(ws):
+            if w.startswith(joined):
+                return True
+            if (
+                w == parts[0]
+                and i + n <= len(ws)
+                and ws[i + 1 : i + n - 1] == parts[1:-1]
+                and ws[i + n - 1].startswith(last)
+            ):
+                return True
+    return False
 
 
 def _as_written(question: str, stems: Sequence[str]) -> tuple[str, ...]:
@@ -377,22 +519,41 @@ def check_terms(
         lacking = [t for t in lacking if t not in near]
     low_text = " ".join(tx.nfc(t).lower() for t in texts)
     ids_missing = [i for i in asked_ids if i.lower() not in low_text]
+    ids_missing += [c for c in compounds(q) if not _holds_compound(c, texts)]
     id_stems = {_stem(w) for i in ids_missing for w in tx.words(i)}
     lacking = [t for t in lacking if t not in id_stems]
+    everything = list(texts) + [t for t in pool or () if t not in set(texts)]
     absent: list[str] = []
+    absent_ids: list[str] = []
     if lacking or ids_missing:
-        everything = list(texts) + [t for t in pool or () if t not in set(texts)]
         pvocab, pprefixes = _vocab(everything)
-        low_pool = " ".join(tx.nfc(t).lower() for t in everything)
         absent = [t for t in lacking if not _held(t, pvocab, pprefixes)]
-        absent_ids = [i for i in ids_missing if i.lower() not in low_pool]
-    else:
-        absent_ids = []
+        absent_ids = _ids_absent(ids_missing, everything)
+    answer_type, type_absent = _answer_type(q, texts, everything)
+    unit = _counted(q)
     return TermCheck(
         missing=(*ids_missing, *_as_written(question, lacking)),
         absent=(*absent_ids, *_as_written(question, absent)),
-        answer_type=answer_type_missing(q, texts),
+        answer_type=answer_type,
+        type_absent=type_absent,
+        counted=_as_written(question, [unit])[0] if unit else "",
     )
+
+
+def _ids_absent(ids_missing: Sequence[str], everything: Sequence[str]) -> list[str]:
+    """The identifiers and compounds the admitted passages lack that no retrieved candidate holds either."""
+    low_pool = " ".join(tx.nfc(t).lower() for t in everything)
+    return [i for i in ids_missing if (not _holds_compound(i, everything) if "-" in i else i.lower() not in low_pool)]
+
+
+def _answer_type(q: Question, texts: Sequence[str], everything: Sequence[str]) -> tuple[str, bool]:
+    """The answer type the admitted ``texts`` lack, and whether it is one no retrieved candidate (``everything``)
+    holds either, which says the knowledge base lacks the answer (a price, the release's section, the thing
+    counted, a stated default): then that type is the reason given."""
+    absent_type = answer_type_missing(q, everything, absent=True)
+    if absent_type:
+        return absent_type, True
+    return answer_type_missing(q, texts), False
 
 
 _VERSION_Q = _linear.compile(
@@ -449,19 +610,126 @@ def _beside(q: Question, text: str, value: _linear.LinearPattern, extra: tuple[s
     return False
 
 
+_DEFAULT_WORD = _linear.compile(r"\bdefault(s|ed)?\b", re.IGNORECASE, name="answerability.default_word")
+#: How far (characters) a stated default's value and the question's word may stand from the word "default".
+_NEAR_DEFAULT = 80
+
+
+def _states_default(q: Question, text: str) -> bool:
+    """Whether ``text`` states a default of what the question asks about: the word "default" with a value and one of
+    the question's content words (not "default") within 80 characters of it ("port (default: 8000)")."""
+    low = tx.nfc(text).lower()
+    anchors = [w[:_MORPH_PREFIX] for w in _relation_words(q) if not w.startswith("default")]
+    for m in _DEFAULT_WORD.finditer(low):
+        window = low[max(0, m.start() - _NEAR_DEFAULT) : m.end() + _NEAR_DEFAULT]
+        if _VALUE.search(window) and any(a in window for a in anchors):
+            return True
+    return False
+
+
 def _value_beside(q: Question, text: str) -> bool:
     """Whether ``text`` holds a value (a number, a quoted or code word, true/false/on/off) within 60 characters
     of the word "default" or of one of the question's content words (the option: "listens on port 7443")."""
     return _beside(q, text, _VALUE, ("default",))
 
 
-def answer_type_missing(question: str | Question, texts: Sequence[str]) -> str:
+_PRICE_Q = _linear.compile(
+    r"\bhow\s+much\b[^?]*\b(cost|costs|charge|charges|pay|price|priced)\b"
+    r"|\b(what|which)(\s+(is|are|was|were)|'s)\s+the\s+(price|prices|pricing|cost|costs|fee|fees)\b"
+    r"|\bprice\s+of\b",
+    re.IGNORECASE,
+    name="answerability.asks_price",
+)
+_PRICE = _linear.compile(
+    "[$\u20ac\u00a3\u00a5]"
+    r"\s?\d|\d\s?(usd|eur|gbp|dollars?|euros?|cents?)\b|\bfree\s+of\s+charge\b|\bno\s+(cost|charge)\b"
+    r"|\b(is|are|for)\s+free\b|\bgratis\b|\bpric(e|es|ing)\b[^.\n]{0,40}\d",
+    re.IGNORECASE,
+    name="answerability.price",
+)
+#: A question about a release's changes: "What changed in 23.1.0?", "What's new in psycopg 3.2?", "the release
+#: notes of 1.4". It names the release (:attr:`Question.releases`).
+_RELEASE_Q = _linear.compile(
+    r"\b(what|which)(\s+|'s\s+|\s+is\s+|\s+are\s+|\s+was\s+|\s+were\s+)(new|changed|changes|fixed|added|removed)\b"
+    r"|\b(changes|changelog|release\s+notes?)\s+(in|of|for)\b",
+    re.IGNORECASE,
+    name="answerability.asks_release",
+)
+#: The thing a count counts: "how many days", "the maximum number of patches".
+_UNIT_Q = _linear.compile(
+    r"^\s*(?:\w+\s+){0,2}?how\s+many\s+(\w+)"
+    r"|^\s*(?:what|which)(?:\s+(?:is|are|was|were)|'s)\s+the\s+(?:maximum|minimum|max|min|total)\s+number\s+of\s+(\w+)",
+    re.IGNORECASE,
+    name="answerability.counted_unit",
+)
+#: The answer types whose absence from every retrieved candidate says the knowledge base lacks the answer: no
+#: price anywhere, no section of the release asked about, the counted thing nowhere, no candidate stating a default
+#: of what the question names (a question asking for a default, not a how-to).
+ABSENT_TYPES = frozenset({"price", "release", "unit", "default"})
+
+
+def _heads(text: str) -> list[str]:
+    """A passage's title (its first line) and its heading lines ("## 1.4.0", "Version 1.4.0 (2022-09-27)")."""
+    lines = tx.nfc(text).splitlines()
+    return lines[:1] + [ln for ln in lines[1:] if ln.lstrip().startswith("#") or len(ln.split()) <= 6]
+
+
+def _names_release_section(q: Question, text: str) -> bool:
+    return any(q.asked_in(releases_in(h)) is not None for h in _heads(text) if h.strip())
+
+
+def _counted(q: Question) -> str:
+    """The word a count question counts ("days" of "after how many days"), stemmed; ``""`` when none."""
+    m = _UNIT_Q.search(q.text)
+    if m is None:
+        return ""
+    w = (m.group(1) or m.group(2) or "").lower()
+    if w in tx.STOPWORDS or w in _FORM_WORDS or w in _NOT_UNITS or len(w) < 3:
+        return ""
+    return _stem(w)
+
+
+#: Words after "how many" that count occurrences or time, not a thing a passage names beside its number.
+_NOT_UNITS = frozenset({"times", "time", "more", "fewer", "less", "ways"})
+
+
+def _holds_word(texts: Sequence[str], word: str) -> bool:
+    for t in texts:
+        for tok in set(tx.words(t)):
+            st = _stem(tok)
+            if st[:_SHARED_START] == word[:_SHARED_START] and forms_of_one_word(word, st):
+                return True
+            if st == word:
+                return True
+    return False
+
+
+def answer_type_missing(question: str | Question, texts: Sequence[str], *, absent: bool = False) -> str:
     """The answer type the question states and none of ``texts`` holds: ``version`` (a version string), ``default``
     (a value beside the word "default" or beside one of the question's words), ``steps`` (a command, option, setting
-    or step), ``quantity`` ("how many", "what is the maximum": a number beside one of the question's words), or
-    ``""``."""
+    or step), ``quantity`` ("how many", "what is the maximum": a number beside one of the question's words),
+    ``price`` ("how much does it cost": an amount of money, or "free"), ``release`` ("what changed in 23.1.0": a
+    title or heading naming that release), ``unit`` ("how many days": the counted word in no passage), or ``""``.
+
+    ``absent``: read only the types of :data:`ABSENT_TYPES` (over a whole retrieved list); a default there is the
+    word "default" with a value and one of the question's words beside it (:func:`_states_default`)."""
     q = read_question(question)
     question = q.text
+    if _PRICE_Q.search(question) and not any(_PRICE.search(t) for t in texts):
+        return "price"
+    if q.releases and _RELEASE_Q.search(question) and not any(_names_release_section(q, t) for t in texts):
+        return "release"
+    unit = _counted(q)
+    if absent:
+        if unit and not _holds_word(texts, unit):
+            return "unit"
+        if (
+            _DEFAULT_Q.search(question)
+            and not _HOWTO_Q.search(question)
+            and not any(_states_default(q, t) for t in texts)
+        ):
+            return "default"
+        return ""
     if _VERSION_Q.search(question) and not any(_VERSION.search(t) for t in texts):
         return "version"
     if _DEFAULT_Q.search(question) and not any(_value_beside(q, t) for t in texts):
@@ -470,4 +738,6 @@ def answer_type_missing(question: str | Question, texts: Sequence[str]) -> str:
         return "steps"
     if _QUANTITY_Q.search(question) and not any(_beside(q, t, _QUANTITY) for t in texts):
         return "quantity"
+    if unit and not _holds_word(texts, unit):
+        return "unit"
     return ""
