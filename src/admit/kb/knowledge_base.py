@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from admit._lru import LRU
 from admit.answerability.adaptation import FINGERPRINT_KEY, META_KEY, STALE_SHARE, Adaptation, Fingerprint
-from admit.backends.embedders import CachedEmbedder, Embedder, resolve_embedder
+from admit.backends.embedders import CachedEmbedder, Embedder, for_vectors, resolve_embedder
 from admit.errors import AuthorizationError, ConfigError
 from admit.features import FEATURES_KEY, seed_features
 from admit.kb.ingest import (
@@ -118,12 +118,19 @@ class KnowledgeBase:
                 f"{self.embedder.dim}-d."
             )
         stored = self.store.get_meta("embedder")
+        self._spec = spec if isinstance(spec, str) else None
+        if stored is not None and stored != self.embedder.name and isinstance(spec, str):
+            # MiniLM left to choose its encoder takes the one whose vectors the store holds (float32 or int8); the
+            # spec names it, so that the Ray engine's workers encode as this process does
+            matching = for_vectors(self.embedder, stored)
+            if matching is not None:
+                self.embedder = matching
+                self._spec = f"{spec.split(':')[0]}:{getattr(matching, 'encoder', '')}"
         if stored is not None and stored != self.embedder.name:
             raise ConfigError(
                 f"Knowledge base {self.location!r} was built with embedder {stored!r}, not {self.embedder.name!r}; "
                 "open it with the same embedder or ingest into a new knowledge base."
             )
-        self._spec = spec if isinstance(spec, str) else None
         self.max_tokens = max_tokens
         self._query_cache = CachedEmbedder(self.embedder, max_items=20_000)
         self._pipelines: LRU[Any, tuple[Any, Any]] = LRU(_MAX_PIPELINES)
