@@ -158,6 +158,8 @@ class MiniLMEmbedder:
         ValueError: If an argument is out of range.
     """
 
+    name = FP32_NAME
+    """The float32 vectors' name (the torch embedder's too); an instance sets its own (see ``__init__``)."""
     dim = 384
 
     def __init__(
