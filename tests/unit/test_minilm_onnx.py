@@ -1,5 +1,5 @@
 """MiniLM on onnxruntime: the graph built from the packaged weights agrees with the numpy encoder, is cached by the
-weights' digest, is chosen (int8) when onnxruntime is installed, and falls back to numpy (saying why) when it is not;
+weights' digest, is chosen when onnxruntime is installed, and falls back to numpy (saying why) when it is not;
 int8 and float32 vectors carry different names, so a knowledge base never mixes them."""
 
 from __future__ import annotations
@@ -118,9 +118,9 @@ def test_auto_takes_onnx_when_onnxruntime_is_installed(cache: Path) -> None:
     _ort()
     assert minilm_defaults().encoder is None
     emb = MiniLMEmbedder(threads=1)
-    assert emb.encoder == "auto" and emb.name == INT8_NAME  # known before the model loads
+    assert emb.encoder == "auto" and emb.name == FP32_NAME  # known before the model loads
     emb.warm_up()
-    assert emb.backend == "onnx-int8" and emb.fallback is None and emb.name == INT8_NAME
+    assert emb.backend == "onnx-fp32" and emb.fallback is None and emb.name == FP32_NAME
     configure_minilm(encoder="numpy")
     try:
         chosen = MiniLMEmbedder(threads=1)
@@ -209,50 +209,50 @@ def _chunks() -> list[Any]:
 
 
 def test_a_knowledge_base_keeps_the_vectors_it_was_built_with(cache: Path, tmp_path: Path) -> None:
-    """A KB built with float32 vectors opens with the float32 encoder when the encoder is left to choose (the
-    default is int8 now), and refuses a named int8 encoder; an int8 KB refuses the numpy encoder. Stored passage
-    vectors of one are never read by the other."""
+    """A KB built with int8 vectors opens with the int8 encoder when the encoder is left to choose (``auto``:
+    float32), and refuses a named float32 one; a float32 KB refuses a named int8 encoder. Stored passage vectors
+    of one kind are never read as the other's."""
     _ort()
     from admit.kb import KnowledgeBase
     from admit.passages import PASSAGE_VECTORS_KEY, decode_vectors
     from admit.types import Principal
 
-    path = tmp_path / "fp32.kb"
-    configure_minilm(encoder="numpy", threads=1)
+    path = tmp_path / "int8.kb"
+    configure_minilm(encoder="onnx-int8", threads=1)
     try:
         with KnowledgeBase(path) as kb:
             kb.add_chunks(_chunks())
-            assert kb.embedder.name == FP32_NAME
+            assert kb.embedder.name == INT8_NAME
     finally:
         configure_minilm()
-    with KnowledgeBase(path) as kb:  # auto: int8 where onnxruntime is installed, but this KB holds float32
+    with KnowledgeBase(path) as kb:  # auto: float32 where onnxruntime is installed, but this KB holds int8
         emb = kb.embedder
-        assert isinstance(emb, MiniLMEmbedder) and emb.encoder == "onnx-fp32" and emb.name == FP32_NAME
-        assert kb.embedder_spec == "minilm:onnx-fp32"  # what the Ray engine's workers resolve
+        assert isinstance(emb, MiniLMEmbedder) and emb.encoder == "onnx-int8" and emb.name == INT8_NAME
+        assert kb.embedder_spec == "minilm:onnx-int8"  # what the Ray engine's workers resolve
         hits = kb.hits("How do I rotate the signing key?", Principal(tenant="acme"), k=1)
-        assert hits[0].record.id == "c4" and emb.backend == "onnx-fp32"  # the question encoded as the chunks were
+        assert hits[0].record.id == "c4" and emb.backend == "onnx-int8"  # the question encoded as the chunks were
         metas = [r.metadata for i in range(1, 5) for r in kb.store.get_source_chunks(f"s{i}", "acme")]
         stored = [m[PASSAGE_VECTORS_KEY] for m in metas if PASSAGE_VECTORS_KEY in m]  # the chunks of passages
         assert stored
         for v in stored:
             n = int(np.frombuffer(base64.b64decode(v["b64"]), dtype=np.float32).size) // int(v["dim"])
-            assert decode_vectors(v, FP32_NAME, n) is not None and decode_vectors(v, INT8_NAME, n) is None
-    configure_minilm(encoder="onnx-int8", threads=1)
+            assert decode_vectors(v, INT8_NAME, n) is not None and decode_vectors(v, FP32_NAME, n) is None
+    configure_minilm(encoder="numpy", threads=1)
     try:
-        with pytest.raises(ConfigError, match="built with embedder 'all-MiniLM-L6-v2', not 'all-MiniLM-L6-v2-int8'"):
+        with pytest.raises(ConfigError, match="built with embedder 'all-MiniLM-L6-v2-int8', not 'all-MiniLM-L6-v2'"):
             KnowledgeBase(path)
     finally:
         configure_minilm()
 
-    int8_path = tmp_path / "int8.kb"
-    with KnowledgeBase(int8_path) as kb:
+    fp32_path = tmp_path / "fp32.kb"
+    with KnowledgeBase(fp32_path) as kb:
         kb.add_chunks(_chunks())
-        assert kb.embedder.name == INT8_NAME
-    configure_minilm(encoder="numpy", threads=1)
+        assert kb.embedder.name == FP32_NAME
+    configure_minilm(encoder="onnx-int8", threads=1)
     try:
-        with pytest.raises(ConfigError, match="built with embedder 'all-MiniLM-L6-v2-int8'"):
-            KnowledgeBase(int8_path)
+        with pytest.raises(ConfigError, match="built with embedder 'all-MiniLM-L6-v2', not 'all-MiniLM-L6-v2-int8'"):
+            KnowledgeBase(fp32_path)
     finally:
         configure_minilm()
-    with KnowledgeBase(int8_path) as kb:
-        assert kb.embedder.name == INT8_NAME and kb.embedder_spec == "minilm"
+    with KnowledgeBase(fp32_path) as kb:
+        assert kb.embedder.name == FP32_NAME and kb.embedder_spec == "minilm"

@@ -12,12 +12,14 @@ Texts are sorted by token count and batched by length, so a batch pads to its ow
 Two encoders run the forward pass (``encoder=``, default :func:`~admit.backends.embedders.defaults.configure_minilm`'s,
 else ``auto``): ``numpy`` above, and ``onnx``, the same graph built from the same weights for ``onnxruntime``
 (:mod:`admit.backends.embedders._onnx_bert`; float32 with ``onnx-fp32``, or int8 weights with ``onnx-int8``).
-``auto`` takes ``onnx-int8`` when ``onnxruntime`` is installed and the graph builds, else ``numpy`` (the float32
-fallback), and records why in :attr:`MiniLMEmbedder.fallback`.
+``auto`` takes ``onnx-fp32`` when ``onnxruntime`` is installed and the graph builds, else ``numpy``, and records
+why in :attr:`MiniLMEmbedder.fallback`. int8 is not the default: under it the ``setwise`` trees, fitted on float32
+vectors, keep 1.4 points less of MuSiQue at R@68 (``docs/results.md``, issue 48).
 
 int8 vectors are not float32 vectors (mean cosine 0.997 between them): the embedder's :attr:`~MiniLMEmbedder.name`
 says which it gives (:data:`FP32_NAME`, :data:`INT8_NAME`), and a knowledge base records it, so the vectors of
-the two are never compared with each other (:func:`for_vectors`).
+the two are never compared with each other: a knowledge base opened with the encoder left to ``auto`` takes the
+encoder of its vectors (:func:`for_vectors`), and refuses a named encoder of the other kind.
 """
 
 from __future__ import annotations
@@ -151,7 +153,7 @@ class MiniLMEmbedder:
         device: Only ``"cpu"`` (kept for the signature of the torch embedder).
         path: The folder with the model files (default: see :func:`model_dir`).
         encoder: ``auto``, ``numpy``, ``onnx`` (= ``onnx-fp32``) or ``onnx-int8`` (default: the configured one,
-            else ``auto``: ``onnx-int8`` when ``onnxruntime`` is installed, else ``numpy``). The encoder chosen is
+            else ``auto``: ``onnx-fp32`` when ``onnxruntime`` is installed, else ``numpy``). The encoder chosen is
             :attr:`backend` once loaded; :attr:`name` says whose vectors it gives.
 
     Raises:
@@ -194,11 +196,9 @@ class MiniLMEmbedder:
         self._tokenizer: Any = None
         self._pool: Any = None
         self._lock = threading.Lock()
-        int8 = self.encoder == "onnx-int8" or (self.encoder == "auto" and _ort_installed())
-        self.name = INT8_NAME if int8 else FP32_NAME
-        """Whose vectors it gives: :data:`INT8_NAME` for ``onnx-int8`` (and ``auto`` where ``onnxruntime`` is
-        installed), else :data:`FP32_NAME`; once loaded, the encoder that runs decides (``auto`` that fell back to
-        ``numpy`` gives float32 vectors)."""
+        self.name = INT8_NAME if self.encoder == "onnx-int8" else FP32_NAME
+        """Whose vectors it gives: :data:`INT8_NAME` for ``onnx-int8``, else :data:`FP32_NAME` (known before the
+        model loads)."""
         self.batches = 0
         """Forward batches run so far (tests count work with it)."""
 
@@ -248,7 +248,7 @@ class MiniLMEmbedder:
             self.backend = "numpy"
             self.name = FP32_NAME
             return None
-        variant: Literal["fp32", "int8"] = "int8" if self.encoder in ("onnx-int8", "auto") else "fp32"
+        variant: Literal["fp32", "int8"] = "int8" if self.encoder == "onnx-int8" else "fp32"
         named = self.encoder != "auto"
         try:
             import onnxruntime  # noqa: F401  (the session needs it: imported here once)
@@ -399,6 +399,6 @@ SPEC = EmbedderSpec(
     name="minilm",
     build=_build,
     takes_option=True,
-    summary="all-MiniLM-L6-v2 on onnxruntime (int8) when installed, else numpy; the default (minilm:ENCODER names one)",
+    summary="all-MiniLM-L6-v2 on onnxruntime when installed, else numpy; the default (minilm:ENCODER names one)",
 )
 """The ``minilm`` embedder's spec."""
