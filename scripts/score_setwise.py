@@ -4,7 +4,7 @@
 Usage::
 
     python3 scripts/score_setwise.py [DATA_DIR] [--vectors /tmp/setwise_cache/vecs.npz] [--json OUT]
-        [--encoder numpy|onnx-fp32|onnx-int8] [--save-vectors OUT.npz]
+        [--encoder numpy|onnx-fp32|onnx-int8 | --recipe RECIPE] [--save-vectors OUT.npz]
 
 For every record of every ``*.jsonl(.gz)`` file in ``DATA_DIR`` (default ``../shared/data``) the pruner grades
 the candidates (through :class:`admit.prune.setwise.SetwisePruner`, the class ``admit prune`` runs); the script
@@ -51,6 +51,25 @@ class _Recording:
         return out
 
 
+def _use_recipe(model: Any, recipe: str) -> None:
+    """Run ``model`` (loaded here) on the session of ``recipe`` (``bench/bench_int8_recipes.py``)."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from bench_int8_recipes import _model
+
+    from admit.backends.embedders._bert import read_safetensors
+    from admit.backends.embedders._onnx_bert import build_model, make_session
+    from admit.backends.embedders.minilm import model_dir
+
+    folder = model_dir()
+    config = json.loads((folder / "config.json").read_text("utf-8"))
+    model.warm_up()
+    fp32 = build_model(read_safetensors(folder / "model.safetensors"), config)
+    model._session = make_session(_model(recipe, fp32, int(config["num_hidden_layers"])), model.threads)
+    model.backend = recipe
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("data_dir", nargs="?", default=VALID)
@@ -58,10 +77,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", dest="json_out", default=None)
     ap.add_argument("--encoder", default=None, help="the MiniLM encoder (numpy, onnx-fp32, onnx-int8; default auto)")
     ap.add_argument("--save-vectors", default=None, help="write every vector used (seeded or computed) to this .npz")
+    ap.add_argument("--recipe", default=None, help="a recipe of bench/bench_int8_recipes.py, not --encoder")
     args = ap.parse_args(argv)
     from admit.backends.embedders.minilm import MiniLMEmbedder
 
-    inner = _Recording(MiniLMEmbedder(encoder=args.encoder))
+    model = MiniLMEmbedder(encoder="onnx-fp32" if args.recipe else args.encoder)
+    if args.recipe:
+        _use_recipe(model, args.recipe)
+    inner = _Recording(model)
     emb = CachedEmbedder(inner, max_items=2_000_000)
     if args.vectors and Path(args.vectors).exists():
         z = np.load(args.vectors)
