@@ -126,10 +126,13 @@ class KnowledgeBase:
             if matching is not None:
                 self.embedder = matching
                 self._spec = f"{spec.split(':')[0]}:{getattr(matching, 'encoder', '')}"
+        minilm = {stored, self.embedder.name} <= {"all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8"}
         if stored is not None and stored != self.embedder.name:
             raise ConfigError(
                 f"Knowledge base {self.location!r} was built with embedder {stored!r}, not {self.embedder.name!r}; "
-                "open it with the same embedder or ingest into a new knowledge base."
+                "open it with the same embedder or ingest into a new knowledge base"
+                + (" (MiniLM's int8 and float32 vectors are of two kinds: leave --encoder to auto)" if minilm else "")
+                + "."
             )
         self.max_tokens = max_tokens
         self._query_cache = CachedEmbedder(self.embedder, max_items=20_000)
