@@ -15,8 +15,8 @@ Retention is not touched by the verdict (``on_no_answer = note`` admits what was
 (:func:`admit.eval.adapt.adapt_to_passages`), and each file gets a second row, ``adapted``, with those verdicts (the
 same pruning: only the verdict's thresholds differ).
 
-Run: ``python bench/bench_answer_lists.py [--data ../shared/data] [--per-file 60] [--adapt] [--json PATH]``; run it
-once per checkout (``PYTHONPATH=<checkout>/src``) to compare two.
+Run: ``python bench/bench_answer_lists.py [--data ../shared/data] [--per-file 60] [--adapt] [--json PATH]
+[--encoder E]``; run it once per checkout (``PYTHONPATH=<checkout>/src``) or encoder to compare two.
 """
 
 from __future__ import annotations
@@ -39,13 +39,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--adapt", action="store_true", help="also adapt the thresholds to each file's passages")
+    ap.add_argument("--encoder", default=None, help="MiniLM's encoder (numpy, onnx-fp32, onnx-int8; default: admit's)")
     args = ap.parse_args(argv)
 
     from admit import Chunk, Pipeline
     from admit.decide import assess_run
     from admit.trace import new_request_id
 
-    pipe = Pipeline()
+    from admit.backends.embedders.defaults import EncoderConfig
+
+    pipe = Pipeline(minilm=EncoderConfig(encoder=args.encoder) if args.encoder else None)
     rows: list[dict[str, Any]] = []
     head = "| file | thresholds | lists | gold kept: not answered | unsure | gold removed: not answered | unsure |"
     print(f"{head} AUROC |")

@@ -93,8 +93,9 @@ class OneLineErrors(click.Group):
     show_envvar=True,
     default=None,
     type=click.Choice(["auto", "numpy", "onnx", "onnx-fp32", "onnx-int8"], case_sensitive=False),
-    help="What runs MiniLM: onnx (onnxruntime, float32; onnx-int8: int8 weights, faster, a little less exact), "
-    "numpy, or auto: onnx when onnxruntime is installed (the embed extra), else numpy.",
+    help="What runs MiniLM: onnx = onnx-fp32 (onnxruntime, float32), onnx-int8 (onnxruntime, int8 weights: about "
+    "twice numpy's speed, vectors of their own kind), numpy (float32), or auto: onnx-fp32 when onnxruntime is "
+    "installed (the embed extra), else numpy; a knowledge base keeps the kind of vectors it was built with.",
 )
 @click.option(
     "--torch-threads",

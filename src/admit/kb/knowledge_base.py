@@ -19,7 +19,7 @@ from admit.answerability.adaptation import (
     Fingerprint,
     digest,
 )
-from admit.backends.embedders import CachedEmbedder, Embedder, resolve_embedder
+from admit.backends.embedders import CachedEmbedder, Embedder, for_vectors, resolve_embedder
 from admit.backends.embedders.defaults import EncoderConfig
 from admit.errors import AuthorizationError, ConfigError
 from admit.features import FEATURES_KEY, seed_features
@@ -130,12 +130,22 @@ class KnowledgeBase:
                 f"{self.embedder.dim}-d."
             )
         stored = self.store.get_meta("embedder")
+        self._spec = spec if isinstance(spec, str) else None
+        if stored is not None and stored != self.embedder.name and isinstance(spec, str):
+            # MiniLM left to choose its encoder takes the one whose vectors the store holds (float32 or int8); the
+            # spec names it, so that the Ray engine's workers encode as this process does
+            matching = for_vectors(self.embedder, stored)
+            if matching is not None:
+                self.embedder = matching
+                self._spec = f"{spec.split(':')[0]}:{getattr(matching, 'encoder', '')}"
+        both_minilm = {stored, self.embedder.name} <= {"all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8"}
         if stored is not None and stored != self.embedder.name:
             raise ConfigError(
                 f"Knowledge base {self.location!r} was built with embedder {stored!r}, not {self.embedder.name!r}; "
-                "open it with the same embedder or ingest into a new knowledge base."
+                "open it with the same embedder or ingest into a new knowledge base"
+                + (" (MiniLM's int8 and float32 vectors are of two kinds: leave --encoder to auto)" if both_minilm else "")
+                + "."
             )
-        self._spec = spec if isinstance(spec, str) else None
         self.max_tokens = max_tokens
         self._query_cache = CachedEmbedder(self.embedder, max_items=20_000)
         self._pipelines: LRU[Any, tuple[Any, Any]] = LRU(_MAX_PIPELINES)

@@ -26,6 +26,7 @@ __all__ = [
     "MiniLMEmbedder",
     "MiniLMTorchEmbedder",
     "e5_available",
+    "for_vectors",
     "l2_normalise",
     "resolve_embedder",
     "text_key",
@@ -66,6 +67,19 @@ def resolve_embedder(spec: str | Embedder = DEFAULT_EMBEDDER, *, config: Encoder
     if hasattr(spec, "embed") and hasattr(spec, "dim"):
         return spec
     raise InvalidType(f"expected an embedder name or instance, got {type(spec).__name__}")
+
+
+def for_vectors(embedder: Embedder, name: str) -> Embedder | None:
+    """An embedder like ``embedder`` that gives the vectors called ``name`` (a knowledge base's), or ``None``.
+
+    Only MiniLM left to choose its encoder (``auto``) changes: float32 vectors get the float32 encoder, int8
+    vectors the int8 one (:func:`admit.backends.embedders.minilm.for_vectors`); any other embedder stays itself.
+    """
+    if type(embedder).__name__ != "MiniLMEmbedder":  # MiniLM not loaded: nothing to change, nothing imported
+        return None
+    from admit.backends.embedders.minilm import for_vectors as minilm_for
+
+    return minilm_for(embedder, name)
 
 
 def __getattr__(name: str) -> object:

