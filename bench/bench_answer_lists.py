@@ -43,10 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     from admit import Chunk, Pipeline
+    from admit.backends.embedders.defaults import EncoderConfig
     from admit.decide import assess_run
     from admit.trace import new_request_id
-
-    from admit.backends.embedders.defaults import EncoderConfig
 
     pipe = Pipeline(minilm=EncoderConfig(encoder=args.encoder) if args.encoder else None)
     rows: list[dict[str, Any]] = []

@@ -107,7 +107,7 @@ def run(args: CrossAnswerabilityArgs) -> int:
         fam = name.split(" ")[0]
         data[fam] = [c for lst in lists for c in cases(lst, np.asarray(scores[f"{name}:{lst.qid}"]))]
         print(f"  {fam}: {len(data[fam])} cases", file=sys.stderr)
-    limits = {
+    limits: dict[str, Any] = {
         "max_false_alarm": args.max_false_alarm,
         "max_family_false_alarm": args.max_family_false_alarm,
         "max_unsure": args.max_unsure,

@@ -143,7 +143,11 @@ class KnowledgeBase:
             raise ConfigError(
                 f"Knowledge base {self.location!r} was built with embedder {stored!r}, not {self.embedder.name!r}; "
                 "open it with the same embedder or ingest into a new knowledge base"
-                + (" (MiniLM's int8 and float32 vectors are of two kinds: leave --encoder to auto)" if both_minilm else "")
+                + (
+                    " (MiniLM's int8 and float32 vectors are of two kinds: leave --encoder to auto)"
+                    if both_minilm
+                    else ""
+                )
                 + "."
             )
         self.max_tokens = max_tokens
