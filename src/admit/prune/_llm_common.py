@@ -19,7 +19,7 @@ import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from admit.backends.llms import LLM, PriceTable
@@ -292,7 +292,7 @@ class LLMPrunerBase:
         if self.supports_second_pass and _truthy(ctx.get("second_pass", False)):
             usage = usage + self._second_pass(question, candidates, grades, reasons, notes, ctx)
         self._finish(candidates, grades, reasons, notes, ctx)
-        usage = _with_latency(usage, time.perf_counter() - t0)
+        usage = replace(usage, latency_s=time.perf_counter() - t0)  # the prune's wall time (windows run concurrently)
         if self.cache is not None and key is not None:
             self.cache.put(key, {"grades": grades, "reasons": reasons})
         return apply_threshold(self.name, candidates, grades, settings, reasons=reasons, usage=usage, notes=notes)
@@ -478,18 +478,6 @@ class LLMPrunerBase:
 
 def _truthy(v: Any) -> bool:
     return v.strip().lower() in {"1", "true", "yes", "on"} if isinstance(v, str) else bool(v)
-
-
-def _with_latency(usage: Usage, wall_s: float) -> Usage:
-    """Usage with ``latency_s`` set to the wall time of the prune (windows run concurrently)."""
-    return Usage(
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        calls=usage.calls,
-        cost_usd=usage.cost_usd,
-        latency_s=wall_s,
-        cached=usage.cached,
-    )
 
 
 def _user_message(question: str, window: Sequence[Rendered], boundary: str, task: str) -> str:
