@@ -18,8 +18,9 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
+from admit._ray import import_ray, start_ray
 from admit.backends.embedders.defaults import EncoderConfig
-from admit.errors import ConfigError, MissingExtraError
+from admit.errors import ConfigError
 from admit.eval.dataset import PruneInput
 from admit.prune.base import PruneOutcome
 from admit.prune.settings import SETTING_KEYS, PruneSettings
@@ -341,28 +342,17 @@ class RayEngine:
 
     def __init__(self, *, num_cpus: int | None = 2, address: str | None = None, batch_size: int = 4) -> None:
         """Create the engine."""
-        try:
-            import ray
-            import ray.data  # noqa: F401
-        except ImportError as exc:
-            raise MissingExtraError("ray[data]", "ray") from exc
+        import_ray()
         self.num_cpus = num_cpus
         self.address = address
         self.batch_size = batch_size
 
     def run(self, tasks: Sequence[Task], spec: RunSpec) -> Iterator[list[dict[str, Any]]]:
         """Yield results batch by batch."""
-        import ray
-
         if not tasks:
             return
-        if not ray.is_initialized():
-            if self.address:
-                ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
-            else:
-                ray.init(num_cpus=self.num_cpus, include_dashboard=False, log_to_driver=False)
-        ctx = ray.data.DataContext.get_current()
-        ctx.enable_progress_bars = False
+        ray = import_ray()
+        start_ray(ray, address=self.address, num_cpus=self.num_cpus)
         ds = ray.data.from_items([{"task": json.dumps(t.to_json())} for t in tasks])
         spec_json = json.dumps(spec.to_json(), default=str)
         out = ds.map_batches(

@@ -27,8 +27,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from admit._ray import import_ray, start_ray
 from admit.backends.embedders.defaults import EncoderConfig
-from admit.errors import ConfigError, MissingExtraError
+from admit.errors import ConfigError
 from admit.kb.ingest import IngestOptions, IngestReport, SourceJob, SourceSettings, write_source
 
 if TYPE_CHECKING:
@@ -112,11 +113,7 @@ class RayWriter:
         address: str | None = None,
         minilm: EncoderConfig | None = None,
     ) -> None:
-        try:
-            import ray
-            import ray.data
-        except ImportError as exc:
-            raise MissingExtraError("ray[data]", "ray") from exc
+        ray = import_ray()
         if not str(store_url).startswith(SHARED_SCHEMES):
             raise ConfigError(
                 f"`--engine ray` writes from several processes, so the store must be a server: got {store_url!r}; "
@@ -141,13 +138,7 @@ class RayWriter:
         ray = self._ray
         if not jobs:
             return
-        if not ray.is_initialized():
-            if self.address:
-                ray.init(address=self.address, include_dashboard=False, log_to_driver=False)
-            else:
-                ray.init(num_cpus=self.workers, include_dashboard=False, log_to_driver=False)
-        ctx = ray.data.DataContext.get_current()
-        ctx.enable_progress_bars = False
+        start_ray(ray, address=self.address, num_cpus=self.workers)
         by_json = {_job_json(j): j for j in jobs}
         ds = ray.data.from_items([{"job": s} for s in by_json])
         out = ds.map_batches(
