@@ -17,7 +17,7 @@ import unicodedata
 import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from functools import lru_cache
+from functools import lru_cache, update_wrapper
 from typing import Generic, Literal, TypeVar
 
 import numpy as np
@@ -109,6 +109,7 @@ class Memo(Generic[T]):
         """Memoise ``fn``, keeping the ``maxsize`` most recently used texts."""
         self._fn = fn
         self._data: LRU[str, T] = LRU(maxsize)
+        update_wrapper(self, fn)  # __wrapped__, __name__ and __doc__ of fn, as functools.lru_cache gives
 
     def __call__(self, text: str) -> T:
         """``fn(text)``, computed once per text."""
