@@ -56,8 +56,10 @@ from typing import Any, TypeVar
 from admit.errors import BackendError, LimitExceeded, Overloaded
 from admit.service.fairq import FairQueue, TenantQueue
 from admit.service.sched import Core
+from admit.service.timing import marks
 from admit.service.worker import (
     HEADER,
+    WORKER_NICENESS,
     cores,
     dumps_job,
     proc_cpu,
@@ -83,6 +85,8 @@ class _Worker:
     sending: asyncio.Future[None] | None = None
     inbox: bytearray = field(default_factory=bytearray)
     """The answer read so far (the loop never blocks on a worker: a paused one may be mid-answer)."""
+    prompt: bool = False
+    """It runs at the server's priority (the reserve, for quiet tenants), not ``WORKER_NICENESS`` nicer."""
 
 
 @dataclass(slots=True, eq=False)
@@ -108,6 +112,10 @@ class _Job:
     stopped: bool = False
     since: float = 0.0
     """When it was last paused or resumed (or started): a long job's turn is timed from it."""
+    used: float = 0.0
+    """CPU seconds it had used at the last tick (read from ``/proc`` on the ticks only)."""
+    stages: dict[str, float] | None = None
+    """The request's ``Server-Timing`` marks (:mod:`admit.service.timing`; ``None``: off)."""
 
 
 @dataclass(slots=True)
@@ -211,6 +219,8 @@ class ProcessPool:
         self._payloads: dict[_Job, bytes] = {}
         self._scheduling = False
         self._again = False
+        self._measure = False
+        """The next scheduling pass is a tick's: it reads the busy processes' CPU and memory (``/proc``)."""
 
     # ---------------------------------------------------------------- processes
 
@@ -228,14 +238,28 @@ class ProcessPool:
             self._spawn()
 
     def _spawn(self) -> None:
+        """Fork a worker: a prompt one (at the server's priority) while fewer than ``reserve`` are, or beyond the
+        pool's size (an extra process is for a quiet tenant), else one ``WORKER_NICENESS`` nicer."""
+        prompt = len(self._workers) >= self.size or sum(w.prompt for w in self._workers) < self.reserve
         parent, child = socket.socketpair()
-        proc = self._ctx.Process(target=worker_main, args=(self.state, child), name="admit-worker", daemon=True)
+        args = (self.state, child, 0 if prompt else WORKER_NICENESS)
+        proc = self._ctx.Process(target=worker_main, args=args, name="admit-worker", daemon=True)
         proc.start()
         child.close()
         parent.setblocking(False)
-        w = _Worker(proc, parent)
+        w = _Worker(proc, parent, prompt=prompt)
         self._workers.append(w)
         self._free.append(w)
+
+    def _take_free(self) -> _Worker:
+        """A free worker for the job starting now: a prompt one when it starts in the reserve (``regular``
+        processes are busy: only a quiet tenant's job starts there), a niced one otherwise (the other kind when
+        none of that kind is free)."""
+        prompt = len(self._workers) - len(self._free) >= self.regular
+        for i in range(len(self._free) - 1, -1, -1):
+            if self._free[i].prompt == prompt:
+                return self._free.pop(i)
+        return self._free.pop()
 
     def _retire(self, w: _Worker) -> None:
         with contextlib.suppress(Exception):
@@ -335,11 +359,13 @@ class ProcessPool:
             self._start_job(job)
 
     def _start_job(self, job: _Job) -> None:
-        w = self._free.pop()
+        w = self._take_free()
         w.job = job
         job.worker = w
         job.cpu0 = proc_cpu(w.proc.pid)
         job.started = time.monotonic()
+        if job.stages is not None:
+            job.stages["started"] = job.started
         self.core.started(job, job.started)
         self.stats.dispatched += 1
         assert self._loop is not None
@@ -403,7 +429,7 @@ class ProcessPool:
             raw = bytes(w.inbox[HEADER.size : HEADER.size + n])
             w.inbox.clear()
             loop.remove_reader(w.conn.fileno())
-            ok, value, effects, cpu = pickle.loads(raw)
+            ok, value, effects, cpu, walls = pickle.loads(raw)
         except (BlockingIOError, InterruptedError):
             return
         except Exception as exc:
@@ -414,6 +440,8 @@ class ProcessPool:
             return
         if job is None:
             return
+        if job.stages is not None:
+            job.stages.update(worker_start=walls[0], worker_end=walls[1], cpu=float(cpu), answered=time.monotonic())
         replay_effects(self.state, effects)
         if ok:
             self.stats.ok += 1
@@ -490,7 +518,11 @@ class ProcessPool:
     def _schedule_once(self) -> None:
         now = time.monotonic()
         held = {w.job: w for w in self._workers if w.job is not None}
-        plan = self.core.plan({j: proc_cpu(w.proc.pid) - j.cpu0 for j, w in held.items()}, now)
+        measure, self._measure = self._measure, False
+        if measure:  # a tick: each busy process's CPU time, once (a pass between two ticks uses the last reading)
+            for job, w in held.items():
+                job.used = proc_cpu(w.proc.pid) - job.cpu0
+        plan = self.core.plan({j: j.used for j in held}, now)
         for job, w in held.items():
             if job not in plan.expired and job.stopped != (job in plan.pause):
                 try:
@@ -504,7 +536,7 @@ class ProcessPool:
             if w.job is job:
                 self.stats.timed_out += 1
                 self._kill(w, proc_cpu(w.proc.pid) - job.cpu0)
-        for job, w in held.items():  # the memory bound: a job past it is stopped with its process
+        for job, w in held.items() if measure else ():  # the memory bound (on a tick): past it, the job is stopped
             if w.job is job and proc_memory_mb(w.proc.pid, self.max_memory_mb) > self.max_memory_mb:
                 self.stats.over_memory += 1
                 why = f"the request needed over max_worker_memory_mb={self.max_memory_mb:g}; send less at once"
@@ -523,12 +555,17 @@ class ProcessPool:
         if self._ticker is not None or not needed or self._loop is None or self._closed:
             return
 
-        def tick() -> None:  # jobs waiting are looked at again: a job long now frees the reserve, a lane is due
-            self._ticker = None
-            self._dispatch()
-            self._schedule_cpu()
+        self._ticker = self._loop.call_later(self.tick_s, self._on_tick)
 
-        self._ticker = self._loop.call_later(self.tick_s, tick)
+    def _on_tick(self) -> None:
+        """Every ``tick_s`` while jobs run: the busy processes' CPU and memory are read (``/proc``, here only, not
+        on every scheduling pass), and the jobs waiting looked at again (a job long now frees the reserve, a lane
+        is due)."""
+        self._ticker = None
+        self._measure = True
+        self._dispatch()
+        self._schedule_cpu()
+        self._measure = False
 
     # ---------------------------------------------------------------- the entry point
 
@@ -554,6 +591,9 @@ class ProcessPool:
             raise
         payload = dumps_job((fn, deadline_at), self.state)
         job = _Job(tenant, k, deadline_at, loop.create_future(), next(self._seq), size=len(payload))
+        job.stages = marks()
+        if job.stages is not None:
+            job.stages["queued"] = time.monotonic()
         self._payloads[job] = payload
         self.queue.add(job)
         self._dispatch()

@@ -20,6 +20,7 @@ all run through :func:`uvicorn_config`. Behind a proxy, set the proxy's own time
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +67,8 @@ def guarded_protocol(limits: ServerLimits) -> type[asyncio.Protocol]:
         _timer: asyncio.TimerHandle | None = None
         _phase = "headers"
         _refused = False
+        _first: float | None = None  # when the current request's first bytes came in (Server-Timing's start)
+        _cycle: Any = None
 
         def connection_made(self, transport: Any) -> None:
             # the cap counts every connection the server holds (``live``), not uvicorn's set, which a closed but
@@ -91,7 +94,15 @@ def guarded_protocol(limits: ServerLimits) -> type[asyncio.Protocol]:
         def data_received(self, data: bytes) -> None:
             if self._refused:
                 return
+            if self._first is None and self.conn.their_state is h11.IDLE:
+                self._first = time.monotonic()
             super().data_received(data)
+            if self.cycle is not None and self.cycle is not self._cycle:  # a request begun: its scope has the time
+                self._cycle = self.cycle
+                if self._first is not None:
+                    scope: dict[str, Any] = self.cycle.scope  # type: ignore[assignment]
+                    scope["admit.received"] = self._first
+                self._first = None
             state = self.conn.their_state
             if state is h11.IDLE:
                 if self._phase != "headers":  # a keep-alive request's first bytes: its headers are timed
