@@ -242,7 +242,7 @@ class ServiceSettings(_Strict):
     ``admit replay TRACE_FILE`` can re-run it under a new policy. Off by default: the trace holds no text."""
     server_timing: bool = False
     """Answer every ``/v1`` call with a ``Server-Timing`` header: the stages of the request on the server in ms
-    (the loop's backlog, the gate, the fair queue, the worker, the way back; :mod:`admit.service.timing`)."""
+    (the loop's backlog, the gate, the fair queue, the worker, the way back; see docs/http.md)."""
     inspect_requests: int = Field(default=200, ge=0)
     """How many of each tenant's latest requests ``/inspect`` shows (kept in memory with their candidates' text,
     each tenant seeing only its own; ``0``: none)."""

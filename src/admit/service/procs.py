@@ -12,7 +12,8 @@ searches. One tenant holds at most ``per_tenant`` processes; the last ``reserve`
 tenants (whose recent jobs cost less than ``long_cpu_s`` of CPU each).
 
 **CPU: the scheduler core** (:class:`admit.service.sched.Core`, the same rules as the thread pool's). Every
-``tick_s`` the pool reads each busy process's CPU time (``/proc``) and the core says which long jobs run (the
+``tick_s`` the pool reads each busy process's CPU time and memory (``/proc``: on the tick only, a scheduling
+pass between two ticks uses the last reading) and the core says which long jobs run (the
 others are paused with ``SIGSTOP`` until their turn, ``SIGCONT``, never longer than
 :func:`admit.service.sched.max_pause_s`); while long jobs run, short ones start only up to
 :func:`admit.service.sched.short_cap`, so long work keeps its share of the cores however many short jobs wait,
@@ -22,6 +23,9 @@ has passed it.
 **Deadlines.** A job still running at its deadline has its process killed (``SIGKILL``) and replaced by a fresh
 fork; the CPU it used is charged to its tenant. No job outlives its deadline by more than one tick. Past the
 fair queue's bounds a job is refused at once with :class:`~admit.errors.Overloaded` (429, ``Retry-After``).
+
+**Priorities.** The regular processes run ``WORKER_NICENESS`` nicer than the server (its event loop keeps a
+core); the reserve's (*prompt*) ones run at the server's priority and take a quiet tenant's job first.
 
 **Workers.** What runs in a worker process (the fork, the pickled jobs and their frames, the capture of what a
 job changes in the service: metrics, the inspector's records, the trace file, replayed by the server when the
@@ -251,11 +255,11 @@ class ProcessPool:
         self._workers.append(w)
         self._free.append(w)
 
-    def _take_free(self) -> _Worker:
-        """A free worker for the job starting now: a prompt one when it starts in the reserve (``regular``
-        processes are busy: only a quiet tenant's job starts there), a niced one otherwise (the other kind when
-        none of that kind is free)."""
-        prompt = len(self._workers) - len(self._free) >= self.regular
+    def _take_free(self, job: _Job) -> _Worker:
+        """A free worker for ``job``: a prompt one for a quiet tenant's job, or one that starts in the reserve
+        (``regular`` processes busy: only a quiet tenant's job starts there), a niced one otherwise (the other
+        kind when none of that kind is free)."""
+        prompt = job.quiet or len(self._workers) - len(self._free) >= self.regular
         for i in range(len(self._free) - 1, -1, -1):
             if self._free[i].prompt == prompt:
                 return self._free.pop(i)
@@ -359,7 +363,7 @@ class ProcessPool:
             self._start_job(job)
 
     def _start_job(self, job: _Job) -> None:
-        w = self._take_free()
+        w = self._take_free(job)
         w.job = job
         job.worker = w
         job.cpu0 = proc_cpu(w.proc.pid)
