@@ -277,3 +277,43 @@ def test_a_server_with_worker_processes_freezes_its_loaded_heap_once_ready() -> 
     finally:
         gc.unfreeze()
         state.procs.close()
+
+
+def test_a_liveness_probe_is_answered_where_it_is_read_without_entering_the_app(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``GET /healthz`` in one read is answered by the HTTP server where it reads the bytes: no task, no ASGI
+    call (the ASGI layer's answerer is never entered), so it waits for no turn of a busy event loop. The
+    connection stays usable: probes, a ``HEAD``, then a ``/v1`` call on the same keep-alive connection, and a
+    probe asking to close is closed after its answer."""
+    import socket
+
+    entered: list[str] = []
+    real = gate_module.Liveness.__call__
+
+    async def counted(self: Any, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") == "http" and scope.get("path") == "/healthz":
+            entered.append(scope["method"])
+        await real(self, scope, receive, send)
+
+    monkeypatch.setattr(gate_module.Liveness, "__call__", counted)
+    for url in _server():
+        entered.clear()  # the server's own readiness poll
+        with httpx.Client(base_url=url, timeout=60) as c:
+            probes = [c.get("/healthz") for _ in range(3)]
+            head = c.head("/healthz")
+            v1 = c.post("/v1/prune", json={"question": "q?", "candidates": "x"}, headers={"X-API-Key": "quiet-key"})
+            again = c.get("/healthz")
+        host, port = url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=60) as s:
+            s.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            raw = b""
+            while part := s.recv(65536):
+                raw += part
+    assert [p.status_code for p in probes] == [200, 200, 200] and again.status_code == 200
+    assert probes[0].json()["status"] == "ok"
+    assert probes[0].headers["x-content-type-options"] == "nosniff"
+    assert head.status_code == 200 and head.content == b""
+    assert v1.status_code == 422  # the same connection, read by uvicorn as before
+    assert raw.startswith(b"HTTP/1.1 200") and raw.endswith(b'"kb":false}')  # answered, then closed
+    assert entered == []

@@ -300,14 +300,19 @@ API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-act
 
 class Liveness:
     """``GET /healthz`` (and ``HEAD``) answered at the ASGI layer, outermost: before the gate, the router and any
-    middleware that reads a body or takes a lock, so a liveness probe waits behind nothing the app does, only
-    for its turn of the event loop. The answer is ``body()`` as JSON, with the headers every answer carries
-    (:class:`SecurityHeaders`'), counted in ``metrics`` like any request.
+    middleware that reads a body or takes a lock, so a liveness probe waits behind nothing the app does. The
+    answer is ``body()`` as JSON, with the headers every answer carries (:class:`SecurityHeaders`'), counted in
+    ``metrics`` like any request.
+
+    The HTTP server answers the same probe earlier still (:func:`admit.service.server.guarded_protocol`, given
+    :meth:`answer` through ``app.state.liveness``): where its bytes are read, with no task started and no turn of
+    the event loop waited for; this class answers a probe that did not come in one piece.
 
     Args:
         app: The wrapped ASGI app (every other request goes to it).
         body: The answer's fields, read per probe (cheap: no I/O, no lock).
         metrics: Where the probe is counted (``None``: not counted).
+        server_timing: Answer with ``Server-Timing`` (``read``: the loop's backlog before the probe ran, ``total``).
     """
 
     def __init__(
@@ -326,14 +331,11 @@ class Liveness:
         self.path = path
         self.csp = csp.encode("latin-1")
         self.server_timing = server_timing
-        """Answer with ``Server-Timing``: ``read`` (the loop's backlog before the probe ran) and ``total``."""
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        method = scope.get("method")
-        if scope["type"] != "http" or scope.get("path") != self.path or method not in ("GET", "HEAD"):
-            await self.app(scope, receive, send)
-            return
-        t0 = time.perf_counter()
+    def answer(self, method: str, received: float | None = None) -> tuple[list[tuple[bytes, bytes]], bytes]:
+        """The probe's answer (headers, body; no body for ``HEAD``), counted; ``received``: when its bytes came
+        in (``Server-Timing``)."""
+        t0 = time.monotonic()
         data = json.dumps(self.body(), separators=(",", ":")).encode()
         headers = [
             (b"content-type", b"application/json"),
@@ -343,14 +345,22 @@ class Liveness:
             (b"content-security-policy", self.csp),
         ]
         if self.server_timing:
-            now = time.monotonic()
-            stages = {"received": float(scope.get("admit.received", now)), "app": now, "response": now}
+            stages = {"received": t0 if received is None else received, "app": t0, "response": time.monotonic()}
             headers.append((b"server-timing", server_timing(stages)))
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": data if method == "GET" else b""})
         if self.metrics is not None:
-            self.metrics.requests.labels(route=self.path, method=str(method), status="200").inc()
-            self.metrics.latency.labels(route=self.path).observe(time.perf_counter() - t0)
+            self.metrics.requests.labels(route=self.path, method=method, status="200").inc()
+            self.metrics.latency.labels(route=self.path).observe(time.monotonic() - t0)
+        return headers, data if method == "GET" else b""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method = scope.get("method")
+        if scope["type"] != "http" or scope.get("path") != self.path or method not in ("GET", "HEAD"):
+            await self.app(scope, receive, send)
+            return
+        received = scope.get("admit.received")
+        headers, data = self.answer(str(method), float(received) if received is not None else None)
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": data})
 
 
 class SecurityHeaders:

@@ -193,7 +193,9 @@ def create_app(
         }
 
     # outermost: a liveness probe is answered before the gate, the router and every other middleware
+    probe = Liveness(_no_app, body=health, metrics=state.metrics, server_timing=state.settings.server_timing)
     app.add_middleware(Liveness, body=health, metrics=state.metrics, server_timing=state.settings.server_timing)
+    app.state.liveness = probe  # the HTTP server answers a probe where it reads it (admit.service.server)
     _add_error_handlers(app)
 
     @app.get("/healthz", tags=["ops"])
@@ -290,6 +292,10 @@ def create_app(
 
     _document_bodies(app)
     return app
+
+
+async def _no_app(scope: Scope, receive: Receive, send: Send) -> None:  # pragma: no cover - never called
+    raise RuntimeError("the probe answerer wraps no app")
 
 
 def _search_answer(query: SearchQuery, res: PackResult) -> bytes:
