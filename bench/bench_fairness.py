@@ -35,6 +35,16 @@ niced on a shared machine and read the ratios:
     nice -n 10 python bench/bench_fairness.py --modes processes --scenarios flood:17,bodies:8,conns:400 \
         --long-prune --deadline-s 3
     nice -n 10 python bench/bench_fairness.py --modes traced --scenarios tools5k:4
+
+Where the quiet tenant's time goes: ``--stages`` turns the server's ``server_timing`` on and prints, per phase,
+each stage of its searches (``Server-Timing``: the loop's backlog, gate, route, fair queue, hand-off, the
+worker's wall and CPU time, the way back; ``client``: its time outside the server's total) as the median and the
+mean of its slowest tenth, the CPU the server, its workers and the flood's client used (% of a core), and
+``/healthz``'s p99 at the server. ``--flood-nice N`` runs each ``flood``, ``bodies`` and ``conns`` phase twice:
+its client process at the server's priority (as before), then niced by N (as a flood from other machines would
+be, not competing for the server's cores); both rows are printed (``n10``):
+
+    nice -n 10 python bench/bench_fairness.py --modes processes --scenarios flood:17 --stages --flood-nice 10
 """
 
 from __future__ import annotations
