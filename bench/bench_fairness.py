@@ -35,11 +35,22 @@ niced on a shared machine and read the ratios:
     nice -n 10 python bench/bench_fairness.py --modes processes --scenarios flood:17,bodies:8,conns:400 \
         --long-prune --deadline-s 3
     nice -n 10 python bench/bench_fairness.py --modes traced --scenarios tools5k:4
+
+Where the quiet tenant's time goes: ``--stages`` turns the server's ``server_timing`` on and prints, per phase,
+each stage of its searches (``Server-Timing``: the loop's backlog, gate, route, fair queue, hand-off, the
+worker's wall and CPU time, the way back; ``client``: its time outside the server's total) as the median and the
+mean of its slowest tenth, the CPU the server, its workers and the flood's client used (% of a core), and
+``/healthz``'s p99 at the server. ``--flood-nice N`` runs each ``flood``, ``bodies`` and ``conns`` phase twice:
+its client process at the server's priority (as before), then niced by N (as a flood from other machines would
+be, not competing for the server's cores); both rows are printed (``n10``):
+
+    nice -n 10 python bench/bench_fairness.py --modes processes --scenarios flood:17 --stages --flood-nice 10
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -147,22 +158,63 @@ def _pct(xs: list[float], p: float) -> float:
     return s[min(len(s) - 1, int(p * len(s)))]
 
 
-def _victim(url: str, n: int, budget_s: float, codes: Counter[str] | None = None) -> list[float]:
+def _victim(
+    url: str,
+    n: int,
+    budget_s: float,
+    codes: Counter[str] | None = None,
+    stages: list[dict[str, float]] | None = None,
+) -> list[float]:
     """Up to ``n`` sequential searches within ``budget_s``; latencies in ms (an error counts as inf); each
-    answer's status counted in ``codes``."""
+    answer's status counted in ``codes``; each answer's ``Server-Timing`` stages (ms) in ``stages``, with
+    ``client``: the client's time outside the server's ``total``."""
     out: list[float] = []
     end = time.monotonic() + budget_s
     with httpx.Client(base_url=url, headers={"X-API-Key": VICTIM_KEY}, timeout=120) as c:
         while len(out) < n and time.monotonic() < end:
             t = time.perf_counter()
+            timing = ""
             try:
-                status = str(c.post("/v1/search", json={"question": QUESTION, "top_k": 10}).status_code)
+                r = c.post("/v1/search", json={"question": QUESTION, "top_k": 10})
+                status, timing = str(r.status_code), r.headers.get("server-timing", "")
             except httpx.HTTPError as exc:
                 status = type(exc).__name__
             if codes is not None:
                 codes[status] += 1
-            out.append((time.perf_counter() - t) * 1000 if status == "200" else float("inf"))
+            ms = (time.perf_counter() - t) * 1000 if status == "200" else float("inf")
+            out.append(ms)
+            if stages is not None and timing:
+                parsed = _parse_timing(timing)
+                parsed["client"] = ms - parsed.get("total", 0.0)
+                parsed["ms"] = ms
+                stages.append(parsed)
     return out
+
+
+STAGE_NAMES = ("client", "read", "gate", "route", "queue", "hand", "work", "cpu", "back", "resume")
+"""The stages printed (``Server-Timing``, :mod:`admit.service.timing`; ``client``: outside the server)."""
+
+
+def _parse_timing(value: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for part in value.split(","):
+        name, _, dur = part.strip().partition(";dur=")
+        if dur:
+            out[name] = float(dur)
+    return out
+
+
+def _stage_line(stages: list[dict[str, float]]) -> str:
+    """The median of each stage over all the victim's answers, and the mean over its slowest tenth."""
+    if not stages:
+        return "-"
+    tail = sorted(stages, key=lambda s: s["ms"])[-max(1, len(stages) // 10) :]
+    cols = []
+    for name in STAGE_NAMES:
+        med = statistics.median(s.get(name, 0.0) for s in stages)
+        slow = statistics.fmean(s.get(name, 0.0) for s in tail)
+        cols.append(f"{name} {med:.1f}/{slow:.1f}")
+    return ", ".join(cols)
 
 
 def _tree(pid: int) -> list[int]:
@@ -230,9 +282,14 @@ class MemoryWatch:
         return peaks
 
     def _run(self) -> None:
-        while not self._stop.wait(0.25):
+        pids: list[int] = []
+        for i in itertools.count():
+            if self._stop.wait(0.25):
+                return
+            if i % 8 == 0:  # the tree walks all of /proc: every 2 s, not every sample (it shares the victim's GIL)
+                pids = _tree(self.pid)
             server = _rss_mb(self.pid)
-            total = sum(_rss_mb(p) for p in _tree(self.pid))
+            total = sum(_rss_mb(p) for p in pids)
             self.peak_server = max(self.peak_server, server)
             self.peak_total = max(self.peak_total, total)
 
@@ -240,21 +297,28 @@ class MemoryWatch:
         self._stop.set()
 
 
-def _health(url: str, stop: threading.Event, out: list[float]) -> None:
+def _health(url: str, stop: threading.Event, out: list[float], server: list[float] | None = None) -> None:
+    """Poll ``/healthz`` every 50 ms: its latencies in ``out`` (ms), the server's ``total`` in ``server`` (when
+    it sends ``Server-Timing``)."""
     with httpx.Client(base_url=url, timeout=30) as c:
         while not stop.is_set():
             t = time.perf_counter()
             try:
-                c.get("/healthz")
+                r = c.get("/healthz")
                 out.append((time.perf_counter() - t) * 1000)
+                timing = r.headers.get("server-timing")
+                if server is not None and timing:
+                    server.append(_parse_timing(timing).get("total", 0.0))
             except httpx.HTTPError:
                 out.append(float("inf"))
             stop.wait(0.05)
 
 
-def _config(tmp: Path, tenants: int, timeout_s: float, mode: str) -> tuple[Path, dict[str, str]]:
+def _config(tmp: Path, tenants: int, timeout_s: float, mode: str, timing: bool = False) -> tuple[Path, dict[str, str]]:
     workers = "worker_processes = 0\n" if mode == "threads" else ""
     traced = f'trace_file = "{tmp / "trace.jsonl"}"\ntrace_requests = true\n' if mode == "traced" else ""
+    if timing:
+        traced += "server_timing = true\n"
     lines = [
         f'[service]\nprune_strategy = "setwise"\n{traced}',  # setwise loaded before the workers fork
         f"[service.limits]\nrequest_timeout_s = {timeout_s}\n{workers}",
@@ -291,8 +355,13 @@ def _hostile_threads(url: str, kind: str, n: int, stop: threading.Event, ended: 
     return [threading.Thread(target=hostile, args=(i,), daemon=True) for i in range(n)]
 
 
-def _conns_main(url: str, keys: list[str], n: int, route: str, body: bytes, stop: Any, results: Any) -> None:
+def _conns_main(
+    url: str, keys: list[str], n: int, route: str, body: bytes, stop: Any, results: Any, nice: int = 0
+) -> None:
     import asyncio
+
+    if nice:
+        os.nice(nice)  # as a flood from other machines would be: not competing with the server for its cores
 
     ended: Counter[str] = Counter()
 
@@ -330,7 +399,13 @@ def _conns_main(url: str, keys: list[str], n: int, route: str, body: bytes, stop
 
 
 def _connections_thread(
-    url: str, n: int, stop: threading.Event, ended: Counter[str], kind: str = "conns", tenants: int = 1
+    url: str,
+    n: int,
+    stop: threading.Event,
+    ended: Counter[str],
+    kind: str = "conns",
+    tenants: int = 1,
+    nice: int = 0,
 ) -> list[threading.Thread]:
     """``tenants`` keys (``hostile-key-0`` ..) each holding ``n`` connections, each sending ``kind``'s request back
     to back, from a process of their own (a client in the benchmark's process would compete with the victim's
@@ -341,10 +416,11 @@ def _connections_thread(
     mp_stop, results = ctx.Event(), ctx.Queue()
     route, make = MANY.get(kind, ("/v1/search", search_body))
     keys = [f"hostile-key-{i}" for i in range(tenants)]
-    proc = ctx.Process(target=_conns_main, args=(url, keys, n, route, make(), mp_stop, results), daemon=True)
+    proc = ctx.Process(target=_conns_main, args=(url, keys, n, route, make(), mp_stop, results, nice), daemon=True)
 
     def watch() -> None:
         proc.start()
+        _GEN_PIDS.append(proc.pid)
         stop.wait()
         mp_stop.set()
         try:
@@ -386,15 +462,20 @@ def _serve(kb: str, cfg: Path, keys: dict[str, str], watch: MemoryWatch | None =
 
 
 def _phase(
-    url: str, args: argparse.Namespace, kind: str | None, n: int
+    url: str,
+    args: argparse.Namespace,
+    kind: str | None,
+    n: int,
+    nice: int = 0,
+    stages: list[dict[str, float]] | None = None,
 ) -> tuple[list[float], list[float], Counter[str]]:
     stop, hstop = threading.Event(), threading.Event()
     ended: Counter[str] = Counter()
     threads: list[threading.Thread] = []
     if kind == "conns":
-        threads = _connections_thread(url, n, stop, ended)
+        threads = _connections_thread(url, n, stop, ended, nice=nice)
     elif kind in MANY:
-        threads = _connections_thread(url, args.conns, stop, ended, kind=kind, tenants=n)
+        threads = _connections_thread(url, args.conns, stop, ended, kind=kind, tenants=n, nice=nice)
     elif kind is not None:
         threads = _hostile_threads(url, kind, n, stop, ended)
     for t in threads:
@@ -402,10 +483,16 @@ def _phase(
     if threads:
         time.sleep(3.0 + (0.25 * n if kind not in ("conns", *MANY) else 5.0))  # every hostile tenant is in
     health: list[float] = []
-    ht = threading.Thread(target=_health, args=(url, hstop, health), daemon=True)
+    hserver: list[float] = []
+    ht = threading.Thread(target=_health, args=(url, hstop, health, hserver), daemon=True)
     ht.start()
     codes: Counter[str] = Counter()
-    lat = _victim(url, args.victims, args.phase_s, codes)
+    cpu0, t0 = _cpu_split(_PIDS[url]), time.perf_counter()
+    lat = _victim(url, args.victims, args.phase_s, codes, stages)
+    cpu1, took = _cpu_split(_PIDS[url]), time.perf_counter() - t0
+    _CPU.append(tuple(100 * (b - a) / took for a, b in zip(cpu0, cpu1, strict=True)))  # type: ignore[arg-type]
+    _GEN_PIDS.clear()
+    _HEALTH_SERVER.append(hserver)
     ended.update({f"victim {k}": v for k, v in codes.items() if k != "200"})
     hstop.set()
     stop.set()
@@ -537,6 +624,28 @@ def _deadlines(kb: str, tmp: Path, deadline_s: float) -> list[tuple[str, float, 
 
 
 _PIDS: dict[str, int] = {}
+_GEN_PIDS: list[int] = []
+_CPU: list[tuple[float, float, float]] = []
+_HEALTH_SERVER: list[list[float]] = []
+"""Per phase, ``/healthz``'s time at the server (``Server-Timing`` total, ms)."""
+"""Per phase, % of one core while the victim ran: the server's process, its workers, the flood's client."""
+"""The flood clients' processes started (their CPU is read while they run)."""
+
+
+def _proc_cpu(pid: int) -> float:
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return 0.0
+    f = raw[raw.rfind(b")") + 2 :].split()
+    return (int(f[11]) + int(f[12])) / tick
+
+
+def _cpu_split(server: int) -> tuple[float, float, float]:
+    """CPU seconds so far: the server's process, its workers (live ones), the flood clients running now."""
+    main = _proc_cpu(server)
+    return main, _tree_cpu(server) - main, sum(_proc_cpu(p) for p in _GEN_PIDS)
 
 
 def _server_pid(url: str) -> int:
@@ -558,10 +667,22 @@ def main() -> None:
     ap.add_argument("--conns", type=int, default=70, help="connections per tenant in flood and bodies")
     ap.add_argument("--long-prune", action="store_true", help="time a setwise prune alone and beside 3 light tenants")
     ap.add_argument("--deadline-s", type=float, default=0.0, help="check work past this deadline (HTTP and MCP)")
+    ap.add_argument(
+        "--stages",
+        action="store_true",
+        help="server_timing on: print where the victim's time went (median / mean of its slowest tenth, ms)",
+    )
+    ap.add_argument(
+        "--flood-nice",
+        type=int,
+        default=0,
+        help="also run each flood, bodies and conns phase with its client process niced by this much",
+    )
     args = ap.parse_args()
     scenarios = _scenarios(args)
     most = max([n for k, n in scenarios if k != "conns"] + [3])
     rows: list[tuple[str, str, list[float], list[float], Counter[str], tuple[float, float]]] = []
+    stage_rows: list[tuple[str, str, list[dict[str, float]]]] = []
     prunes: list[tuple[str, float, float, Counter[str]]] = []
     deadlines: list[tuple[str, float, str, float]] = []
     load0 = os.getloadavg()[0]
@@ -573,16 +694,25 @@ def main() -> None:
         with KnowledgeBase(kb) as k:
             k.ingest(REPO / "examples" / "docs", registry=REPO / "examples" / "sources.toml")
         for mode in [m.strip() for m in args.modes.split(",") if m.strip()]:
-            cfg, keys = _config(tmp, most, args.timeout_s, mode)
+            cfg, keys = _config(tmp, most, args.timeout_s, mode, args.stages)
             watch = MemoryWatch()
             with _serve(kb, cfg, keys, watch) as url:
                 _victim(url, 5, 30)  # warm up
                 watch.reset()
-                lat, health, ended = _phase(url, args, None, 0)
+                stages: list[dict[str, float]] = []
+                lat, health, ended = _phase(url, args, None, 0, stages=stages)
                 rows.append((mode, "quiet", lat, health, ended, watch.reset()))
+                stage_rows.append((mode, "quiet", stages))
                 for kind, n in scenarios:
-                    lat, health, ended = _phase(url, args, kind, n)
-                    rows.append((mode, f"{kind}:{n}", lat, health, ended, watch.reset()))
+                    # the flood's client at the server's priority, then (--flood-nice) niced, as a flood from
+                    # other machines would be: both figures printed
+                    nices = [0, args.flood_nice] if args.flood_nice and kind in (*MANY, "conns") else [0]
+                    for nice in nices:
+                        name = f"{kind}:{n}" + (f" n{nice}" if nice else "")
+                        stages = []
+                        lat, health, ended = _phase(url, args, kind, n, nice, stages)
+                        rows.append((mode, name, lat, health, ended, watch.reset()))
+                        stage_rows.append((mode, name, stages))
                 if args.long_prune:
                     alone, beside, ended = _long_prune(url)
                     prunes.append((mode, alone, beside, ended))
@@ -594,7 +724,7 @@ def main() -> None:
         f"{os.getloadavg()[0]:.1f} at end; {os.cpu_count()} CPUs)"
     )
     print(
-        f"{'mode':<10} {'phase':<12} {'n':>4} {'p50 ms':>9} {'p99 ms':>9} {'p50 x':>7} {'p99 x':>7} "
+        f"{'mode':<10} {'phase':<16} {'n':>4} {'p50 ms':>9} {'p99 ms':>9} {'p50 x':>7} {'p99 x':>7} "
         f"{'healthz p99':>12} {'peak MB srv/all':>16}  requests ended"
     )
     base: dict[str, tuple[float, float]] = {}
@@ -606,9 +736,18 @@ def main() -> None:
         hp99 = _pct(health, 0.99) if health else float("nan")
         done = ", ".join(f"{k}: {v}" for k, v in sorted(ended.items())) or "-"
         print(
-            f"{mode:<10} {name:<12} {len(lat):>4} {p50:>9.1f} {p99:>9.1f} {p50 / q50:>7.2f} {p99 / q99:>7.2f} "
+            f"{mode:<10} {name:<16} {len(lat):>4} {p50:>9.1f} {p99:>9.1f} {p50 / q50:>7.2f} {p99 / q99:>7.2f} "
             f"{hp99:>10.1f}ms {mem_server:>7.0f}/{mem_all:<8.0f}  {done}"
         )
+    if args.stages:
+        print("victim's time by stage, ms: median / mean of the slowest tenth (client: outside the server's total)")
+        for (mode, name, stages), (srv, workers, gen), hs in zip(stage_rows, _CPU, _HEALTH_SERVER, strict=False):
+            print(f"{mode:<10} {name:<16} {_stage_line(stages)}")
+            at_server = f"{_pct(hs, 0.99):.1f}" if hs else "-"
+            print(
+                f"{'':<10} {'':<16} CPU, % of a core: server {srv:.0f}, workers {workers:.0f}, flood client "
+                f"{gen:.0f}; /healthz p99 at the server {at_server} ms"
+            )
     for mode, alone, beside, ended in prunes:
         done = ", ".join(f"{k}: {v}" for k, v in sorted(ended.items())) or "-"
         print(

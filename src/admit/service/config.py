@@ -8,6 +8,7 @@ Example ``admit.toml``::
     kill_switch = false                    # true: no pruning anywhere, the reranked top within budget
     trace_file = "traces/admit.jsonl"      # optional: one JSON line per request
     trace_requests = false                 # true: each line also holds the request, so `admit replay` reads it
+    server_timing = false                  # true: each /v1 answer says where its time went (Server-Timing)
     reranker = "retriever"
     prune_strategy = "top_n"               # strategy of /v1/prune and prune=true searches (default: the catalogue's)
 
@@ -239,6 +240,9 @@ class ServiceSettings(_Strict):
     trace_requests: bool = False
     """Also write each request (question, principal, candidates with their text) into its trace line, so
     ``admit replay TRACE_FILE`` can re-run it under a new policy. Off by default: the trace holds no text."""
+    server_timing: bool = False
+    """Answer every ``/v1`` call with a ``Server-Timing`` header: the stages of the request on the server in ms
+    (the loop's backlog, the gate, the fair queue, the worker, the way back; see docs/http.md)."""
     inspect_requests: int = Field(default=200, ge=0)
     """How many of each tenant's latest requests ``/inspect`` shows (kept in memory with their candidates' text,
     each tenant seeing only its own; ``0``: none)."""

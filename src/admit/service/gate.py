@@ -23,6 +23,7 @@ from admit.service.admission import Admission, Refusal
 from admit.service.config import KeyRing
 from admit.service.metrics import ServiceMetrics
 from admit.service.schemas import ErrorBody
+from admit.service.timing import STAGES, server_timing
 
 __all__ = [
     "API_CSP",
@@ -84,12 +85,17 @@ async def _send(send: Send, resp: JSONResponse) -> None:
 
 
 def _presented_key(scope: Scope) -> str | None:
-    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-    key = headers.get("x-api-key")
-    if key is None:
-        auth = headers.get("authorization", "")
-        if auth[:7].lower() == "bearer ":
-            key = auth[7:].strip()
+    """``X-API-Key``, else a bearer token (the headers scanned once; nothing built per header)."""
+    key: str | None = None
+    auth = ""
+    for k, v in scope.get("headers", []):
+        name = k.lower()
+        if name == b"x-api-key" and key is None:
+            key = v.decode("latin-1")
+        elif name == b"authorization" and not auth:
+            auth = v.decode("latin-1")
+    if key is None and auth[:7].lower() == "bearer ":
+        key = auth[7:].strip()
     return key
 
 
@@ -115,6 +121,8 @@ class Gate:
             bound is answered 429 with ``Retry-After`` before its body is read.
         refusal_delay_s: How long a refused request waits before its 429 goes out (at most its ``Retry-After``),
             holding no slot and no body: a client that retries at once cannot keep the event loop answering it.
+        server_timing: Answer with a ``Server-Timing`` header: where the request's time went on the server
+            (:mod:`admit.service.timing`).
     """
 
     app: ASGIApp
@@ -126,14 +134,19 @@ class Gate:
     known_routes: Collection[str] = ()
     admission: Admission | None = None
     refusal_delay_s: float = 1.0
+    server_timing: bool = False
 
     def __post_init__(self) -> None:
         self.known_routes = frozenset(self.known_routes)
+        self._answers: dict[object, JSONResponse] = {}
+        """The gate's own answers (413, and 429 by reason), built once."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if self.server_timing:
+            send = self._timed(scope, send)
         if self.metrics is None:
             await self._handle(scope, receive, send)
             return
@@ -154,6 +167,21 @@ class Gate:
                 route=route, method=method_label(scope.get("method")), status=status_label(status_box[0])
             ).inc()
             m.latency.labels(route=route).observe(time.perf_counter() - t0)
+
+    def _timed(self, scope: Scope, send: Send) -> Send:
+        """Start the request's marks (:mod:`admit.service.timing`); its answer carries them as ``Server-Timing``."""
+        now = time.monotonic()
+        stages = {"received": float(scope.get("admit.received", now)), "app": now}
+        STAGES.set(stages)
+
+        async def send_timed(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                stages["response"] = time.monotonic()
+                headers = [*message.get("headers", []), (b"server-timing", server_timing(stages))]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        return send_timed
 
     def route_label(self, scope: Scope) -> str:
         """The route template the router matched, else a bounded label for the path."""
@@ -186,18 +214,15 @@ class Gate:
         scope["state"]["principal"] = principal
         scope["state"]["key_label"] = label
         limit = self.max_body_bytes
-        too_big = error_response(
-            413, "payload_too_large", f"request body over max_body_bytes={limit}; send fewer or shorter candidates"
-        )
         declared = _content_length(scope)
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await _send(send, too_big)
+            await _send(send, self._too_big())
             return
         if scope.get("method") in ("GET", "HEAD", "DELETE"):
             await self.app(scope, receive, send)  # no body to bound (a GET may hold an event stream open)
             return
         if self.admission is None:
-            await self._read_and_run(scope, receive, send, too_big)
+            await self._read_and_run(scope, receive, send)
             return
         size = int(declared) if declared is not None and declared.isdigit() else limit
         ticket = self.admission.enter(f"key:{label}", principal.tenant, size)
@@ -205,24 +230,38 @@ class Gate:
             await self._refuse(send, ticket)
             return
         try:
-            await self._read_and_run(scope, receive, send, too_big)
+            await self._read_and_run(scope, receive, send)
         finally:
             self.admission.release(ticket)
 
+    def _too_big(self) -> JSONResponse:
+        """The 413 answer (built once: a request under the limit builds nothing)."""
+        resp = self._answers.get(413)
+        if resp is None:
+            limit = self.max_body_bytes
+            detail = f"request body over max_body_bytes={limit}; send fewer or shorter candidates"
+            resp = self._answers[413] = error_response(413, "payload_too_large", detail)
+        return resp
+
     async def _refuse(self, send: Send, why: Refusal) -> None:
-        """429 with ``Retry-After``, the body unread; sent after a short wait that holds no slot."""
+        """429 with ``Retry-After``, the body unread; sent after a short wait that holds no slot. The answer is
+        built once per reason and reused (a flood's refusals build nothing on the loop)."""
         if self.metrics is not None:
             self.metrics.refused.labels(scope=why.scope).inc()
         await anyio.sleep(min(self.refusal_delay_s, why.retry_after_s))
-        resp = error_response(
-            429,
-            "overloaded",
-            f"{why.detail}; retry after {why.retry_after_s} s",
-            headers={"Retry-After": str(why.retry_after_s)},
-        )
+        resp = self._answers.get(why)
+        if resp is None:
+            if len(self._answers) > 64:  # bounded: the reasons are a handful of fixed texts
+                self._answers.clear()
+            resp = self._answers[why] = error_response(
+                429,
+                "overloaded",
+                f"{why.detail}; retry after {why.retry_after_s} s",
+                headers={"Retry-After": str(why.retry_after_s)},
+            )
         await _send(send, resp)
 
-    async def _read_and_run(self, scope: Scope, receive: Receive, send: Send, too_big: JSONResponse) -> None:
+    async def _read_and_run(self, scope: Scope, receive: Receive, send: Send) -> None:
         limit = self.max_body_bytes
         # buffer the body (bounded), so a body without Content-Length is held to the limit too
         chunks: list[bytes] = []
@@ -235,12 +274,15 @@ class Gate:
             body = message.get("body", b"")
             size += len(body)
             if size > limit:
-                await _send(send, too_big)
+                await _send(send, self._too_big())
                 return
             chunks.append(body)
             more = bool(message.get("more_body", False))
         data = b"".join(chunks)
         sent = False
+        stages = STAGES.get()
+        if stages is not None:
+            stages["admitted"] = time.monotonic()
 
         async def replay() -> Message:
             nonlocal sent
@@ -258,14 +300,19 @@ API_CSP = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-act
 
 class Liveness:
     """``GET /healthz`` (and ``HEAD``) answered at the ASGI layer, outermost: before the gate, the router and any
-    middleware that reads a body or takes a lock, so a liveness probe waits behind nothing the app does, only
-    for its turn of the event loop. The answer is ``body()`` as JSON, with the headers every answer carries
-    (:class:`SecurityHeaders`'), counted in ``metrics`` like any request.
+    middleware that reads a body or takes a lock, so a liveness probe waits behind nothing the app does. The
+    answer is ``body()`` as JSON, with the headers every answer carries (:class:`SecurityHeaders`'), counted in
+    ``metrics`` like any request.
+
+    The HTTP server answers the same probe earlier still (:func:`admit.service.server.guarded_protocol`, given
+    :meth:`answer` through ``app.state.liveness``): where its bytes are read, with no task started and no turn of
+    the event loop waited for; this class answers a probe that did not come in one piece.
 
     Args:
         app: The wrapped ASGI app (every other request goes to it).
         body: The answer's fields, read per probe (cheap: no I/O, no lock).
         metrics: Where the probe is counted (``None``: not counted).
+        server_timing: Answer with ``Server-Timing`` (``read``: the loop's backlog before the probe ran, ``total``).
     """
 
     def __init__(
@@ -276,19 +323,19 @@ class Liveness:
         metrics: ServiceMetrics | None = None,
         path: str = "/healthz",
         csp: str = API_CSP,
+        server_timing: bool = False,
     ) -> None:
         self.app = app
         self.body = body
         self.metrics = metrics
         self.path = path
         self.csp = csp.encode("latin-1")
+        self.server_timing = server_timing
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        method = scope.get("method")
-        if scope["type"] != "http" or scope.get("path") != self.path or method not in ("GET", "HEAD"):
-            await self.app(scope, receive, send)
-            return
-        t0 = time.perf_counter()
+    def answer(self, method: str, received: float | None = None) -> tuple[list[tuple[bytes, bytes]], bytes]:
+        """The probe's answer (headers, body; no body for ``HEAD``), counted; ``received``: when its bytes came
+        in (``Server-Timing``)."""
+        t0 = time.monotonic()
         data = json.dumps(self.body(), separators=(",", ":")).encode()
         headers = [
             (b"content-type", b"application/json"),
@@ -297,11 +344,23 @@ class Liveness:
             (b"x-content-type-options", b"nosniff"),
             (b"content-security-policy", self.csp),
         ]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": data if method == "GET" else b""})
+        if self.server_timing:
+            stages = {"received": t0 if received is None else received, "app": t0, "response": time.monotonic()}
+            headers.append((b"server-timing", server_timing(stages)))
         if self.metrics is not None:
-            self.metrics.requests.labels(route=self.path, method=str(method), status="200").inc()
-            self.metrics.latency.labels(route=self.path).observe(time.perf_counter() - t0)
+            self.metrics.requests.labels(route=self.path, method=method, status="200").inc()
+            self.metrics.latency.labels(route=self.path).observe(time.monotonic() - t0)
+        return headers, data if method == "GET" else b""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method = scope.get("method")
+        if scope["type"] != "http" or scope.get("path") != self.path or method not in ("GET", "HEAD"):
+            await self.app(scope, receive, send)
+            return
+        received = scope.get("admit.received")
+        headers, data = self.answer(str(method), float(received) if received is not None else None)
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": data})
 
 
 class SecurityHeaders:

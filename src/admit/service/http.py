@@ -108,7 +108,9 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 _api_key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="API key mapped to a principal.")
 
 
-def _principal(request: Request, _key: str | None = Depends(_api_key_header)) -> Principal:
+async def _principal(request: Request, _key: str | None = Depends(_api_key_header)) -> Principal:
+    # a coroutine: FastAPI runs a plain function dependency in its thread pool, a hop to a thread and back to
+    # the loop for every /v1 request (issue 47: the largest server-side stage of a quiet search under a flood)
     principal = getattr(request.state, "principal", None)
     if not isinstance(principal, Principal):  # the gate always sets it; fail closed anyway
         raise AuthorizationError("no principal for this request")
@@ -176,6 +178,7 @@ def create_app(
         metrics=state.metrics,
         known_routes=ROUTES,
         admission=state.admission,
+        server_timing=state.settings.server_timing,
     )
     app.add_middleware(SecurityHeaders)  # outermost but one, so every answer (the gate's too) carries them
 
@@ -190,7 +193,9 @@ def create_app(
         }
 
     # outermost: a liveness probe is answered before the gate, the router and every other middleware
-    app.add_middleware(Liveness, body=health, metrics=state.metrics)
+    probe = Liveness(_no_app, body=health, metrics=state.metrics, server_timing=state.settings.server_timing)
+    app.add_middleware(Liveness, body=health, metrics=state.metrics, server_timing=state.settings.server_timing)
+    app.state.liveness = probe  # the HTTP server answers a probe where it reads it (admit.service.server)
     _add_error_handlers(app)
 
     @app.get("/healthz", tags=["ops"])
@@ -287,6 +292,10 @@ def create_app(
 
     _document_bodies(app)
     return app
+
+
+async def _no_app(scope: Scope, receive: Receive, send: Send) -> None:  # pragma: no cover - never called
+    raise RuntimeError("the probe answerer wraps no app")
 
 
 def _search_answer(query: SearchQuery, res: PackResult) -> bytes:

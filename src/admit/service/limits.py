@@ -21,6 +21,7 @@ from admit.pipeline import PackRequest
 from admit.service.config import Limits, ServiceSettings
 from admit.service.procs import ProcessPool
 from admit.service.state import ServiceState
+from admit.service.timing import mark
 
 __all__ = [
     "check_candidates",
@@ -133,6 +134,7 @@ async def run_bounded(
             procs: ProcessPool | None = getattr(state, "procs", None)  # a stand-in state (tests) has none
             if procs is not None:
                 return await procs.run(tenant or "-", partial(_in_scope, tenant, fn), deadline_at=at, key=key)
+            mark("queued")  # Server-Timing (the process pool marks its own stages)
             return await pool.run(tenant or "-", partial(_in_scope, tenant, fn), deadline_at=at)
     except TimeoutError as exc:
         loading = ""

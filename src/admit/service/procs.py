@@ -12,7 +12,8 @@ searches. One tenant holds at most ``per_tenant`` processes; the last ``reserve`
 tenants (whose recent jobs cost less than ``long_cpu_s`` of CPU each).
 
 **CPU: the scheduler core** (:class:`admit.service.sched.Core`, the same rules as the thread pool's). Every
-``tick_s`` the pool reads each busy process's CPU time (``/proc``) and the core says which long jobs run (the
+``tick_s`` the pool reads each busy process's CPU time and memory (``/proc``: on the tick only, a scheduling
+pass between two ticks uses the last reading) and the core says which long jobs run (the
 others are paused with ``SIGSTOP`` until their turn, ``SIGCONT``, never longer than
 :func:`admit.service.sched.max_pause_s`); while long jobs run, short ones start only up to
 :func:`admit.service.sched.short_cap`, so long work keeps its share of the cores however many short jobs wait,
@@ -22,6 +23,9 @@ has passed it.
 **Deadlines.** A job still running at its deadline has its process killed (``SIGKILL``) and replaced by a fresh
 fork; the CPU it used is charged to its tenant. No job outlives its deadline by more than one tick. Past the
 fair queue's bounds a job is refused at once with :class:`~admit.errors.Overloaded` (429, ``Retry-After``).
+
+**Priorities.** The regular processes run ``WORKER_NICENESS`` nicer than the server (its event loop keeps a
+core); the reserve's (*prompt*) ones run at the server's priority and take a quiet tenant's job first.
 
 **Workers.** What runs in a worker process (the fork, the pickled jobs and their frames, the capture of what a
 job changes in the service: metrics, the inspector's records, the trace file, replayed by the server when the
@@ -56,8 +60,10 @@ from typing import Any, TypeVar
 from admit.errors import BackendError, LimitExceeded, Overloaded
 from admit.service.fairq import FairQueue, TenantQueue
 from admit.service.sched import Core
+from admit.service.timing import marks
 from admit.service.worker import (
     HEADER,
+    WORKER_NICENESS,
     cores,
     dumps_job,
     proc_cpu,
@@ -83,6 +89,8 @@ class _Worker:
     sending: asyncio.Future[None] | None = None
     inbox: bytearray = field(default_factory=bytearray)
     """The answer read so far (the loop never blocks on a worker: a paused one may be mid-answer)."""
+    prompt: bool = False
+    """It runs at the server's priority (the reserve, for quiet tenants), not ``WORKER_NICENESS`` nicer."""
 
 
 @dataclass(slots=True, eq=False)
@@ -108,6 +116,10 @@ class _Job:
     stopped: bool = False
     since: float = 0.0
     """When it was last paused or resumed (or started): a long job's turn is timed from it."""
+    used: float = 0.0
+    """CPU seconds it had used at the last tick (read from ``/proc`` on the ticks only)."""
+    stages: dict[str, float] | None = None
+    """The request's ``Server-Timing`` marks (:mod:`admit.service.timing`; ``None``: off)."""
 
 
 @dataclass(slots=True)
@@ -211,6 +223,8 @@ class ProcessPool:
         self._payloads: dict[_Job, bytes] = {}
         self._scheduling = False
         self._again = False
+        self._measure = False
+        """The next scheduling pass is a tick's: it reads the busy processes' CPU and memory (``/proc``)."""
 
     # ---------------------------------------------------------------- processes
 
@@ -228,14 +242,28 @@ class ProcessPool:
             self._spawn()
 
     def _spawn(self) -> None:
+        """Fork a worker: a prompt one (at the server's priority) while fewer than ``reserve`` are, or beyond the
+        pool's size (an extra process is for a quiet tenant), else one ``WORKER_NICENESS`` nicer."""
+        prompt = len(self._workers) >= self.size or sum(w.prompt for w in self._workers) < self.reserve
         parent, child = socket.socketpair()
-        proc = self._ctx.Process(target=worker_main, args=(self.state, child), name="admit-worker", daemon=True)
+        args = (self.state, child, 0 if prompt else WORKER_NICENESS)
+        proc = self._ctx.Process(target=worker_main, args=args, name="admit-worker", daemon=True)
         proc.start()
         child.close()
         parent.setblocking(False)
-        w = _Worker(proc, parent)
+        w = _Worker(proc, parent, prompt=prompt)
         self._workers.append(w)
         self._free.append(w)
+
+    def _take_free(self, job: _Job) -> _Worker:
+        """A free worker for ``job``: a prompt one for a quiet tenant's job, or one that starts in the reserve
+        (``regular`` processes busy: only a quiet tenant's job starts there), a niced one otherwise (the other
+        kind when none of that kind is free)."""
+        prompt = job.quiet or len(self._workers) - len(self._free) >= self.regular
+        for i in range(len(self._free) - 1, -1, -1):
+            if self._free[i].prompt == prompt:
+                return self._free.pop(i)
+        return self._free.pop()
 
     def _retire(self, w: _Worker) -> None:
         with contextlib.suppress(Exception):
@@ -335,11 +363,13 @@ class ProcessPool:
             self._start_job(job)
 
     def _start_job(self, job: _Job) -> None:
-        w = self._free.pop()
+        w = self._take_free(job)
         w.job = job
         job.worker = w
         job.cpu0 = proc_cpu(w.proc.pid)
         job.started = time.monotonic()
+        if job.stages is not None:
+            job.stages["started"] = job.started
         self.core.started(job, job.started)
         self.stats.dispatched += 1
         assert self._loop is not None
@@ -403,7 +433,7 @@ class ProcessPool:
             raw = bytes(w.inbox[HEADER.size : HEADER.size + n])
             w.inbox.clear()
             loop.remove_reader(w.conn.fileno())
-            ok, value, effects, cpu = pickle.loads(raw)
+            ok, value, effects, cpu, walls = pickle.loads(raw)
         except (BlockingIOError, InterruptedError):
             return
         except Exception as exc:
@@ -414,6 +444,8 @@ class ProcessPool:
             return
         if job is None:
             return
+        if job.stages is not None:
+            job.stages.update(worker_start=walls[0], worker_end=walls[1], cpu=float(cpu), answered=time.monotonic())
         replay_effects(self.state, effects)
         if ok:
             self.stats.ok += 1
@@ -490,7 +522,11 @@ class ProcessPool:
     def _schedule_once(self) -> None:
         now = time.monotonic()
         held = {w.job: w for w in self._workers if w.job is not None}
-        plan = self.core.plan({j: proc_cpu(w.proc.pid) - j.cpu0 for j, w in held.items()}, now)
+        measure, self._measure = self._measure, False
+        if measure:  # a tick: each busy process's CPU time, once (a pass between two ticks uses the last reading)
+            for job, w in held.items():
+                job.used = proc_cpu(w.proc.pid) - job.cpu0
+        plan = self.core.plan({j: j.used for j in held}, now)
         for job, w in held.items():
             if job not in plan.expired and job.stopped != (job in plan.pause):
                 try:
@@ -504,7 +540,7 @@ class ProcessPool:
             if w.job is job:
                 self.stats.timed_out += 1
                 self._kill(w, proc_cpu(w.proc.pid) - job.cpu0)
-        for job, w in held.items():  # the memory bound: a job past it is stopped with its process
+        for job, w in held.items() if measure else ():  # the memory bound (on a tick): past it, the job is stopped
             if w.job is job and proc_memory_mb(w.proc.pid, self.max_memory_mb) > self.max_memory_mb:
                 self.stats.over_memory += 1
                 why = f"the request needed over max_worker_memory_mb={self.max_memory_mb:g}; send less at once"
@@ -523,12 +559,17 @@ class ProcessPool:
         if self._ticker is not None or not needed or self._loop is None or self._closed:
             return
 
-        def tick() -> None:  # jobs waiting are looked at again: a job long now frees the reserve, a lane is due
-            self._ticker = None
-            self._dispatch()
-            self._schedule_cpu()
+        self._ticker = self._loop.call_later(self.tick_s, self._on_tick)
 
-        self._ticker = self._loop.call_later(self.tick_s, tick)
+    def _on_tick(self) -> None:
+        """Every ``tick_s`` while jobs run: the busy processes' CPU and memory are read (``/proc``, here only, not
+        on every scheduling pass), and the jobs waiting looked at again (a job long now frees the reserve, a lane
+        is due)."""
+        self._ticker = None
+        self._measure = True
+        self._dispatch()
+        self._schedule_cpu()
+        self._measure = False
 
     # ---------------------------------------------------------------- the entry point
 
@@ -554,6 +595,9 @@ class ProcessPool:
             raise
         payload = dumps_job((fn, deadline_at), self.state)
         job = _Job(tenant, k, deadline_at, loop.create_future(), next(self._seq), size=len(payload))
+        job.stages = marks()
+        if job.stages is not None:
+            job.stages["queued"] = time.monotonic()
         self._payloads[job] = payload
         self.queue.add(job)
         self._dispatch()

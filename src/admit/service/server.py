@@ -20,6 +20,7 @@ all run through :func:`uvicorn_config`. Behind a proxy, set the proxy's own time
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
@@ -53,8 +54,12 @@ class ServerLimits:
         )
 
 
-def guarded_protocol(limits: ServerLimits) -> type[asyncio.Protocol]:
-    """uvicorn's h11 protocol with ``limits`` applied (one class per server: the slow set is its own)."""
+def guarded_protocol(limits: ServerLimits, probe: Any = None) -> type[asyncio.Protocol]:
+    """uvicorn's h11 protocol with ``limits`` applied (one class per server: the slow set is its own).
+
+    ``probe``: a :class:`~admit.service.gate.Liveness` whose ``GET``/``HEAD`` of its path is answered where the
+    request's bytes are read (the whole request in one read, no body): no task, no ASGI scope, no turn of the
+    event loop waited for, so a liveness probe is not queued behind the requests the loop has in hand."""
     import h11
     from uvicorn.protocols.http.h11_impl import H11Protocol
 
@@ -66,6 +71,8 @@ def guarded_protocol(limits: ServerLimits) -> type[asyncio.Protocol]:
         _timer: asyncio.TimerHandle | None = None
         _phase = "headers"
         _refused = False
+        _first: float | None = None  # when the current request's first bytes came in (Server-Timing's start)
+        _cycle: Any = None
 
         def connection_made(self, transport: Any) -> None:
             # the cap counts every connection the server holds (``live``), not uvicorn's set, which a closed but
@@ -91,7 +98,17 @@ def guarded_protocol(limits: ServerLimits) -> type[asyncio.Protocol]:
         def data_received(self, data: bytes) -> None:
             if self._refused:
                 return
+            if probe is not None and self._probe_answered(data):
+                return
+            if self._first is None and self.conn.their_state is h11.IDLE:
+                self._first = time.monotonic()
             super().data_received(data)
+            if self.cycle is not None and self.cycle is not self._cycle:  # a request begun: its scope has the time
+                self._cycle = self.cycle
+                if self._first is not None:
+                    scope: dict[str, Any] = self.cycle.scope  # type: ignore[assignment]
+                    scope["admit.received"] = self._first
+                self._first = None
             state = self.conn.their_state
             if state is h11.IDLE:
                 if self._phase != "headers":  # a keep-alive request's first bytes: its headers are timed
@@ -105,6 +122,51 @@ def guarded_protocol(limits: ServerLimits) -> type[asyncio.Protocol]:
                 idle.pop(self, None)
                 self._phase = "done"
                 self._cancel()
+
+        def _probe_answered(self, data: bytes) -> bool:
+            """Answer a liveness probe that came in one piece, here; ``False``: not one (uvicorn reads it)."""
+            if self.conn.their_state is not h11.IDLE or self.conn.our_state is not h11.IDLE:
+                return False
+            if self.cycle is not None and not self.cycle.response_complete:
+                return False
+            head, sep, rest = data.partition(b"\r\n\r\n")
+            if not sep or rest:
+                return False
+            method, _, tail = head.partition(b"\r\n")[0].partition(b" ")
+            if method not in (b"GET", b"HEAD") or tail.partition(b" ")[0] != probe.path.encode():
+                return False
+            lowered = head.lower()
+            if b"content-length" in lowered or b"transfer-encoding" in lowered or b"upgrade" in lowered:
+                return False
+            received = time.monotonic()
+            self._unset_keepalive_if_required()
+            self.conn.receive_data(data)
+            try:
+                request = self.conn.next_event()
+                end = self.conn.next_event()
+            except h11.RemoteProtocolError:
+                self.transport.close()  # a malformed probe: closed (uvicorn would answer 400 and close)
+                return True
+            if not isinstance(request, h11.Request) or not isinstance(end, h11.EndOfMessage):
+                self.transport.close()
+                return True
+            self._cancel()
+            slow.pop(self, None)
+            idle.pop(self, None)
+            self._phase = "done"
+            headers, body = probe.answer(method.decode(), received)
+            head_out = self.conn.send(
+                h11.Response(status_code=200, headers=self.server_state.default_headers + headers)
+            )
+            out = [head_out or b""]
+            if body:
+                out.append(self.conn.send(h11.Data(data=body)) or b"")
+            out.append(self.conn.send(h11.EndOfMessage()) or b"")
+            self.transport.write(b"".join(out))
+            if self.conn.our_state is h11.MUST_CLOSE:  # type: ignore[comparison-overlap]  # changed by the sends
+                self.transport.close()
+            self.on_response_complete()
+            return True
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -168,7 +230,7 @@ def uvicorn_config(app: Any, *, host: str, port: int = 0, limits: ServerLimits, 
         app,
         host=host,
         port=port,
-        http=guarded_protocol(limits),
+        http=guarded_protocol(limits, getattr(getattr(app, "state", None), "liveness", None)),
         timeout_keep_alive=max(1, round(limits.keep_alive_s)),
         **kwargs,
     )

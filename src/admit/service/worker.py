@@ -182,16 +182,20 @@ def _close_inherited_sockets(keep: int) -> None:
 
 WORKER_NICENESS = 3
 """How much nicer than the server a worker process runs: the server's event loop (``/healthz``, the gate's
-refusals, moving bodies to workers) wins a core over its own busy workers, whose jobs still share the rest."""
+refusals, moving bodies to workers) wins a core over its own busy workers, whose jobs still share the rest.
+The pool's *prompt* workers (its reserve, for quiet tenants) run at the server's own priority instead: a quiet
+tenant's search is not slowed by whatever else runs at the server's priority (issue 47)."""
 
 
-def worker_main(state: Any, conn: socket.socket) -> None:
-    """A worker process: run jobs from ``conn`` one at a time until it closes (or the server kills it)."""
+def worker_main(state: Any, conn: socket.socket, niceness: int = WORKER_NICENESS) -> None:
+    """A worker process: run jobs from ``conn`` one at a time until it closes (or the server kills it);
+    ``niceness``: how much nicer than the server it runs."""
     global _WORKER_STATE
     with contextlib.suppress(ValueError, OSError):
         signal.set_wakeup_fd(-1)
-    with contextlib.suppress(OSError):
-        os.nice(WORKER_NICENESS)
+    if niceness:
+        with contextlib.suppress(OSError):
+            os.nice(niceness)
     conn.setblocking(True)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's to handle; it ends its workers
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -232,6 +236,7 @@ def _serve(conn: socket.socket, effects: list[tuple[Any, ...]]) -> None:
             return
         effects.clear()
         cpu0 = time.process_time()
+        wall0 = time.monotonic()
         ok = True
         value: Any
         try:
@@ -241,13 +246,14 @@ def _serve(conn: socket.socket, effects: list[tuple[Any, ...]]) -> None:
         except BaseException as exc:  # every failure goes back to the server
             ok, value = False, exc
         cpu = time.process_time() - cpu0
+        walls = (wall0, time.monotonic())  # the server's Server-Timing (the same system-wide clock)
         try:
-            out = pickle.dumps((ok, value, list(effects), cpu), protocol=pickle.HIGHEST_PROTOCOL)
+            out = pickle.dumps((ok, value, list(effects), cpu, walls), protocol=pickle.HIGHEST_PROTOCOL)
             pickle.loads(out)  # an exception whose class cannot be rebuilt must not fail the server's read
         except Exception as exc:
             err: BaseException = value if not ok and isinstance(value, AdmitError) else exc
             msg = f"{type(err).__name__}: {err}"
-            out = pickle.dumps((False, BackendError(msg[:500]), list(effects), cpu))
+            out = pickle.dumps((False, BackendError(msg[:500]), list(effects), cpu, walls))
         try:
             conn.sendall(HEADER.pack(len(out)) + out)
         except (OSError, ValueError):
