@@ -245,14 +245,105 @@ def test_the_root_options_reach_each_commands_models_and_set_no_global(
     assert minilm_defaults() == EncoderConfig()  # the command's models took it; the process holds nothing
 
 
-def test_only_the_service_commands_set_the_process_fallback(tmp_path: Path) -> None:
-    import click
+def _in_a_worker(state: Any) -> tuple[int, Any, Any, Any, Any, str]:
+    """Run in a service worker process: what its pipeline builds by name, and what the process holds."""
+    import os
 
-    from admit.cli._common import configure_backends, minilm_config, service_minilm
+    emb: Any = state.pipeline.term_encoder("setwise")
+    reranker_emb: Any = state.pipeline.reranker.embedder
+    try:
+        emb.embed(["which folder?"])
+        error = ""
+    except MissingModelError as exc:
+        error = str(exc)
+    return os.getpid(), state.settings.minilm, emb.inner.config, reranker_emb is emb, minilm_defaults(), error
 
-    with click.Context(click.Command("probe")):
-        configure_backends(minilm_dir=str(tmp_path), embed_threads=2, llm_model=None, llm_base_url=None)
-        assert minilm_config() == EncoderConfig(path=tmp_path, threads=2)
-        assert minilm_defaults() == EncoderConfig()  # every other command hands it on
-        service_minilm()  # admit serve, admit mcp: the service makes its embedders by name
-        assert minilm_defaults() == EncoderConfig(path=tmp_path, threads=2)
+
+def test_a_service_worker_process_builds_its_embedders_from_the_settings(tmp_path: Path) -> None:
+    import asyncio
+    import functools
+    import os
+
+    from admit.service.config import ServiceSettings
+    from admit.service.procs import ProcessPool
+    from admit.service.state import build_state
+
+    empty = EncoderConfig(path=tmp_path, encoder="numpy", threads=1)
+    state = build_state(ServiceSettings(minilm=empty, reranker="dense"))
+    assert state.pipeline.minilm == empty  # the settings' configuration, held by the service's pipeline
+    pool = ProcessPool(state, 1, reserve=1)
+
+    async def main() -> Any:
+        return await pool.run("t", functools.partial(_in_a_worker, state))
+
+    try:
+        pid, settings_minilm, built, shared, fallback, error = asyncio.run(main())
+    finally:
+        pool.close()
+    assert pid != os.getpid()  # it ran in a forked worker
+    assert settings_minilm == empty and built == empty and shared  # the reranker and the pruner share one
+    assert f"{tmp_path} has no model.safetensors" in error  # the worker read the settings' (empty) folder
+    assert fallback == EncoderConfig() and minilm_defaults() == EncoderConfig()  # no process global, anywhere
+
+
+def test_the_service_settings_hold_an_encoder_config_only(tmp_path: Path) -> None:
+    from admit.service.config import ServiceSettings, settings_from_dict
+
+    with pytest.raises(ConfigError, match="--minilm-dir"):
+        settings_from_dict({"service": {"minilm": {"path": str(tmp_path)}}})
+    with pytest.raises(ValueError, match="EncoderConfig"):
+        ServiceSettings(minilm={"path": str(tmp_path)})
+    assert ServiceSettings().minilm is None and "minilm" not in ServiceSettings().model_dump()
+    # the one cross model the service's pipelines share reads its bottom layers from the settings' folder too
+    cross = ServiceSettings(minilm=EncoderConfig(path=tmp_path), setwise_cross=True).pruner_switches()["cross"]
+    assert cross.minilm_path == tmp_path
+
+
+@pytest.mark.parametrize("command", ["serve", "mcp"])
+def test_the_service_commands_put_the_root_options_in_the_settings_and_set_no_global(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    import admit.cli.serve as serve_cli
+    import admit.service.mcp as service_mcp
+    import admit.service.work as service_work
+    from admit.cli import main
+
+    seen: dict[str, Any] = {}
+    if command == "serve":
+        import uvicorn
+
+        def run(server: Any) -> None:
+            seen["state"] = server.config.app.state.admit
+
+        monkeypatch.setattr(uvicorn.Server, "run", run)
+        monkeypatch.setattr(service_work, "responsive_interpreter", lambda: None)
+    else:
+
+        def run_mcp(settings: Any, **kwargs: Any) -> None:
+            seen["state"] = service_mcp.build_state(settings, kb=kwargs.get("kb"))
+
+        monkeypatch.setattr(service_mcp, "run_mcp", run_mcp)
+    monkeypatch.setattr(serve_cli, "terminal_logging", lambda *a: None)
+    for var in ("ADMIT_MINILM_DIR", "ADMIT_EMBED_THREADS", "ADMIT_TORCH_THREADS", "ADMIT_ENCODER"):
+        monkeypatch.delenv(var, raising=False)
+    args = ["--minilm-dir", str(tmp_path), "--embed-threads", "2", command, "--port", "0"]
+    res = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert res.exit_code == 0, res.output
+    mine = EncoderConfig(path=tmp_path, threads=2)
+    state = seen["state"]
+    assert state.settings.minilm == mine and state.pipeline.minilm == mine
+    assert state.pipeline.term_encoder("setwise").inner.config == mine
+    assert minilm_defaults() == EncoderConfig()  # the service's startup set nothing process-wide
+
+
+def test_the_torch_embedder_takes_its_configuration_like_minilm(tmp_path: Path) -> None:
+    from admit.backends.embedders.minilm_torch import MiniLMTorchEmbedder
+
+    mine = EncoderConfig(path=tmp_path, threads=3)
+    emb: Any = resolve_embedder("minilm-torch", config=mine)
+    assert isinstance(emb, MiniLMTorchEmbedder) and (emb.config, emb.threads) == (mine, 3)
+    assert MiniLMTorchEmbedder(1, config=mine).threads == 1  # an argument wins
+    configure_minilm(threads=2)  # the fallback, read only by one made without a configuration
+    assert MiniLMTorchEmbedder().threads == 2 and MiniLMTorchEmbedder(config=mine).threads == 3

@@ -58,7 +58,6 @@ __all__ = [
     "quiet_model_loading",
     "read_json",
     "reranker_option",
-    "service_minilm",
     "stdout_console",
     "trace_file_option",
 ]
@@ -442,8 +441,9 @@ def configure_backends(
 
     The MiniLM ones become one :class:`~admit.backends.embedders.defaults.EncoderConfig`, kept on the command's
     context (:func:`minilm_config`), which each command hands to what it builds: its pipeline
-    (``Pipeline(minilm=...)``), knowledge base, reranker, evaluation workers (``EvalOptions(minilm=...)``). Only
-    ``admit serve`` and ``admit mcp`` set the process's fallback with it: the service makes its models by name."""
+    (``Pipeline(minilm=...)``), knowledge base, reranker, evaluation workers (``EvalOptions(minilm=...)``), the
+    service's settings (``ServiceSettings.minilm``, for ``admit serve`` and ``admit mcp``). None sets the
+    process's fallback."""
     if minilm_dir is not None or embed_threads is not None or encoder is not None:
         from admit.backends.embedders.defaults import EncoderConfig
 
@@ -473,16 +473,6 @@ def minilm_embedder() -> Any:
     from admit.backends.embedders.shared import shared_embedder
 
     return shared_embedder("minilm", minilm_config())
-
-
-def service_minilm() -> None:
-    """Set the process's MiniLM fallback to the root options' configuration, for ``admit serve`` and ``admit mcp``:
-    the service makes its embedders by name from its settings, which hold no MiniLM configuration yet."""
-    config = minilm_config()
-    if config is not None:
-        from admit.backends.embedders.defaults import configure_minilm
-
-        configure_minilm(path=config.path, threads=config.threads, encoder=config.encoder)
 
 
 def llm_options() -> Callable[[F], F]:

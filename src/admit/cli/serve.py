@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -18,13 +18,16 @@ from admit.cli._common import (
     check_tenant,
     choice_option,
     handle_errors,
+    minilm_config,
     open_kb,
     principal_option,
     prune_option,
-    service_minilm,
     terminal_logging,
 )
 from admit.errors import MissingExtraError
+
+if TYPE_CHECKING:
+    from admit.service.config import ServiceSettings
 
 __all__ = ["mcp_cmd", "serve_cmd"]
 
@@ -55,6 +58,15 @@ def _config_option(what: str) -> Callable[[F], F]:
     )
 
 
+def _settings(config_path: str | None) -> ServiceSettings:
+    """The ``[service]`` settings of ``--config``, holding the root options' MiniLM configuration
+    (:func:`~admit.cli._common.minilm_config`): the service's pipelines and its worker processes build their
+    embedders with it; nothing process-wide is set."""
+    from admit.service.config import load_settings
+
+    return load_settings(config_path).model_copy(update={"minilm": minilm_config()})
+
+
 @click.command("serve")
 @_kb_option("for /v1/search")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
@@ -74,12 +86,10 @@ def serve_cmd(kb_path: str | None, host: str, port: int, config_path: str | None
         import uvicorn
     except ImportError as exc:
         raise MissingExtraError("uvicorn", "service") from exc
-    from admit.service.config import load_settings
     from admit.service.http import create_app
 
-    settings = load_settings(config_path)
+    settings = _settings(config_path)
     check_port_free(host, port)
-    service_minilm()
     app = create_app(settings, kb=open_kb(kb_path, must_exist=True) if kb_path else None, processes=True)
     terminal_logging(log_level, "%(asctime)s %(levelname)s %(name)s: %(message)s")
     from admit.service.work import responsive_interpreter
@@ -128,7 +138,6 @@ def mcp_cmd(
         import mcp  # noqa: F401  # the SDK (extra `service`): one line naming the extra, not a traceback
     except ImportError as exc:
         raise MissingExtraError("mcp", "service") from exc
-    from admit.service.config import load_settings
     from admit.service.mcp import run_mcp
     from admit.types import Principal
 
@@ -145,12 +154,11 @@ def mcp_cmd(
         principal = Principal(tenant=tenant, groups=groups)
     if prune == "none":
         raise click.UsageError("admit mcp cannot turn pruning off for every call; an agent passes prune=false.")
-    settings = load_settings(config_path)
+    settings = _settings(config_path)
     if prune is not None:
         settings = settings.model_copy(update={"prune_strategy": prune})
     if transport == "streamable-http":
         check_port_free(host, port)
-    service_minilm()
     kb = open_kb(kb_path, must_exist=True) if kb_path else None
     chosen = principal or settings.mcp_principal()
     if kb is not None and chosen is not None and transport == "stdio":

@@ -193,10 +193,11 @@ def keep_most_cut(
     return [max(1, min(int(g), threshold - 1)) if j in cut else int(g) for j, g in enumerate(grades)]
 
 
-def cross_model() -> CrossEncoder:
+def cross_model(minilm_path: str | Path | None = None) -> CrossEncoder:
     """The split cross-encoder ``setwise`` fuses in, its weights read once: a face builds one and hands it to every
-    pipeline as :attr:`~admit.prune.spec.PrunerResources.cross` (the service's main and shadow pipelines share it)."""
-    return CrossEncoder()
+    pipeline as :attr:`~admit.prune.spec.PrunerResources.cross` (the service's main and shadow pipelines share it);
+    ``minilm_path``: the MiniLM folder its bottom layers are read from (default: the package's)."""
+    return CrossEncoder(minilm_path=minilm_path)
 
 
 def _models(res: PrunerResources) -> dict[str, Any]:

@@ -262,6 +262,13 @@ class ServiceSettings(_Strict):
     tools: ToolSettings = Field(default_factory=ToolSettings)
     base_dir: str = Field(default=".", exclude=True)
     """Folder relative paths are resolved against (the config file's folder)."""
+    minilm: Any = Field(default=None, exclude=True)
+    """The MiniLM folder, threads and encoder of every embedder the service makes by name (its pipelines' reranker
+    and pruners, in the server and in each worker process, which gets it with the state it is forked with);
+    ``None``: the process's fallback. Not read from the file: ``admit serve``/``admit mcp`` set it from the root
+    options (``admit --minilm-dir DIR --embed-threads N --encoder E``), a program with ``ServiceSettings(minilm=...)``.
+    An :class:`~admit.backends.embedders.defaults.EncoderConfig` (typed ``Any`` here so that reading the settings
+    imports no model code)."""
     # -- the switches the environment may set (the service's edge reads it, the library never does)
     trace_content: bool = False
     """Record the question and the prompt in the trace records (``$ADMIT_TRACE_CONTENT`` when not set here)."""
@@ -271,6 +278,16 @@ class ServiceSettings(_Strict):
     setwise_multilingual: bool | None = None
     """Whether ``setwise`` reads multilingual e5, when installed, for lists that mix languages
     (``$ADMIT_SETWISE_MULTILINGUAL`` when not set here; default: when installed)."""
+
+    @field_validator("minilm")
+    @classmethod
+    def _encoder_config(cls, v: Any) -> Any:
+        """``None`` or an :class:`~admit.backends.embedders.defaults.EncoderConfig`."""
+        from admit.backends.embedders.defaults import EncoderConfig
+
+        if v is not None and not isinstance(v, EncoderConfig):
+            raise ValueError(f"minilm must be an EncoderConfig or None, got {type(v).__name__}")
+        return v
 
     @model_validator(mode="before")
     @classmethod
@@ -302,7 +319,7 @@ class ServiceSettings(_Strict):
 
         out = switch_resources({k: getattr(self, k) for k in strategy_switches() if k in type(self).model_fields})
         if out.get("cross") is True:  # one cross model for every pipeline of the service
-            out["cross"] = cross_model()
+            out["cross"] = cross_model(self.minilm.path if self.minilm is not None else None)
         return out
 
     def path(self, value: str | None) -> Path | None:
@@ -376,7 +393,7 @@ def _first_error(exc: ValidationError, where: str) -> ConfigError:
     owner = model_at(ServiceSettings, path[:-1]) if err.get("type") == "extra_forbidden" else None
     if owner is not None:
         table = ".".join(["service", *(str(p) for p in path[:-1])])
-        known = [k for k in owner.model_fields if k != "base_dir"]
+        known = [k for k, f in owner.model_fields.items() if not f.exclude]  # base_dir, minilm: not from a file
         return ConfigError(f"{where}: [{table}]: {unknown_name('setting', str(path[-1]), known)}{more}")
     return ConfigError(f"{where}: service.{loc}: {err.get('msg', 'invalid')}{more}")
 
@@ -386,11 +403,12 @@ def _check_tables(data: Mapping[str, Any], where: str) -> None:
     for key in data:
         if key == "service":
             continue
-        if key in ServiceSettings.model_fields:
+        if key in ServiceSettings.model_fields and not ServiceSettings.model_fields[key].exclude:
             raise ConfigError(f"{where}: {key!r} is a service setting: put it under [service].")
         import difflib
 
-        close = difflib.get_close_matches(str(key), list(ServiceSettings.model_fields), n=1)
+        fields = [k for k, f in ServiceSettings.model_fields.items() if not f.exclude]
+        close = difflib.get_close_matches(str(key), fields, n=1)
         if close:
             raise ConfigError(f"{where}: {key!r} above [service]: did you mean [service] {close[0]}?")
         raise ConfigError(f"{where}: {unknown_name('table', str(key), ['service'])}.")
@@ -404,6 +422,11 @@ def settings_from_dict(
     raw = data.get("service", {})
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{where}: [service] must be a table.")
+    if "minilm" in raw:
+        raise ConfigError(
+            f"{where}: [service] minilm is not read from the file; "
+            "give `admit --minilm-dir DIR --embed-threads N --encoder E serve` (or ADMIT_MINILM_DIR, ...)."
+        )
     try:
         return ServiceSettings.model_validate({**raw, "base_dir": str(base_dir)})
     except ValidationError as exc:

@@ -16,7 +16,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from admit.backends.rerankers import resolve_reranker
 from admit.backends.tokenizers import resolve_tokenizer
 from admit.inspector.log import InspectLog
 from admit.pipeline import Pipeline
@@ -34,6 +33,7 @@ from admit.trace import JsonlSink, TraceSink
 from admit.types import Principal
 
 if TYPE_CHECKING:
+    from admit.backends.embedders.defaults import EncoderConfig
     from admit.kb import KnowledgeBase
 
 __all__ = [
@@ -362,22 +362,23 @@ def build_state(
     )
     switches = settings.pruner_switches()  # the [service] setwise_* switches ($ADMIT_SETWISE_*), unless given
     resources = replace(resources, **{k: v for k, v in switches.items() if getattr(resources, k) is None})
-    reranker = resolve_reranker(settings.reranker)
     redactor = tool_redactor(settings)
     inspect_log = InspectLog(
         RequestLog(sink, log_requests=settings.trace_requests, redactor=redactor) if sink is not None else None,
         keep=settings.inspect_requests,
     )
-    # the current and the shadow pipeline share every part but their policies and the trace sink
+    # the current and the shadow pipeline share every part but their policies and the trace sink; the embedders
+    # they make by name read the settings' MiniLM configuration (held by the pipelines, so each worker process
+    # forked with this state builds its models with it: nothing process-wide is set)
     build = functools.partial(
         Pipeline,
-        reranker=reranker,
         pruner=pruner,
         resources=resources,
         redactor=redactor,
         trace_content=settings.trace_content,
+        minilm=settings.minilm,
     )
-    pipeline = build(policies=policies, sink=inspect_log)
+    pipeline = build(policies=policies, sink=inspect_log, reranker=settings.reranker)
     shadow_policies = None
     if settings.shadow_policy:
         shadow_policies = _policy_set(
@@ -385,7 +386,9 @@ def build_state(
         )
     if pruner is None:  # a given pruner runs whatever the strategy says
         check_strategies(settings, [policies] + ([shadow_policies] if shadow_policies is not None else []))
-    shadow = build(policies=shadow_policies, sink=None) if shadow_policies is not None else None
+    shadow = None
+    if shadow_policies is not None:
+        shadow = build(policies=shadow_policies, sink=None, reranker=pipeline.reranker)
     if kb is not None:
         warn_unknown_tenants(settings, kb)
     return ServiceState(
@@ -415,8 +418,9 @@ def warn_unknown_tenants(settings: ServiceSettings, kb: KnowledgeBase) -> list[s
     return out
 
 
-def open_kb(location: str | None) -> KnowledgeBase | None:
-    """Open the knowledge base at a path or store URL (``None``: no knowledge base).
+def open_kb(location: str | None, minilm: EncoderConfig | None = None) -> KnowledgeBase | None:
+    """Open the knowledge base at a path or store URL (``None``: no knowledge base); ``minilm``: the MiniLM
+    configuration of its embedder made by name (a service's :attr:`ServiceSettings.minilm`).
 
     A path must exist (the service never creates an empty knowledge base); a URL (``postgresql://``,
     ``qdrant://``, ...) opens that store, as ``admit ingest`` and ``admit search`` do.
@@ -441,7 +445,7 @@ def open_kb(location: str | None) -> KnowledgeBase | None:
     except ImportError as exc:
         raise MissingExtraError("admit knowledge base dependencies", "kb") from exc
     try:
-        return KnowledgeBase(location)
+        return KnowledgeBase(location, minilm=minilm)
     except MissingExtraError:
         raise
     except (ImportError, ValueError) as exc:

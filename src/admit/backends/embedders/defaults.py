@@ -4,10 +4,12 @@ them (:class:`EncoderConfig`), held by each embedder and handed with the work to
 An embedder holds its own: ``MiniLMEmbedder(config=EncoderConfig(...))``,
 ``resolve_embedder("minilm", config=...)`` or ``shared_embedder("minilm", config)`` (one shared embedder per name
 and configuration), and ``admit eval`` hands its worker processes the configuration in the work's
-:class:`~admit.eval.engine.RunSpec`, so two configurations run side by side in one process and a worker process
-sets nothing process-wide. An embedder made without one takes the process's fallback, :func:`minilm_defaults`
-(built-in unless :func:`configure_minilm` set it: of the command line's commands, only ``admit serve`` and
-``admit mcp`` do, since the service makes its embedders by name from settings that hold no configuration yet).
+:class:`~admit.eval.engine.RunSpec`, the service holds it in its settings
+(:attr:`~admit.service.config.ServiceSettings.minilm`, read by its pipelines in the server and in the worker
+processes forked with them), so two configurations run side by side in one process and a worker process sets
+nothing process-wide. An embedder made without one takes the process's fallback, :func:`minilm_defaults`
+(built-in unless :func:`configure_minilm` set it; no command of the command line does: it is a thin setter for
+a library user who wants one configuration for every embedder made from then on).
 
 The library reads no environment variable for these: a face reads its own options (``admit --minilm-dir DIR
 --embed-threads N --encoder E``, which read ``ADMIT_MINILM_DIR``, ``ADMIT_EMBED_THREADS`` / ``ADMIT_TORCH_THREADS``
@@ -93,6 +95,9 @@ _DEFAULTS = EncoderConfig()
 def configure_minilm(*, path: str | Path | None = None, threads: int | None = None, encoder: str | None = None) -> None:
     """Set the process's fallback: the configuration of MiniLM embedders made from now on without one of their own
     (``None``: the built-in one). An embedder given an :class:`EncoderConfig` never reads it.
+
+    A thin convenience for a library user; admit's own faces never call it (they hand an :class:`EncoderConfig`
+    to what they build: ``Pipeline(minilm=...)``, ``KnowledgeBase(minilm=...)``, ``ServiceSettings(minilm=...)``).
 
     Raises:
         ValueError: ``threads`` is below 1, or ``encoder`` is not one of :data:`ENCODERS`.

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from admit.backends.embedders.base import FloatMatrix, l2_normalise
-from admit.backends.embedders.defaults import minilm_defaults
+from admit.backends.embedders.defaults import EncoderConfig, minilm_defaults
 from admit.backends.embedders.minilm import MiniLMEmbedder
 from admit.backends.embedders.spec import EmbedderSpec
 from admit.errors import MissingExtraError
@@ -40,21 +40,33 @@ class MiniLMTorchEmbedder:
     site-packages; nothing is downloaded (``HF_HUB_OFFLINE=1`` is set while loading).
 
     Args:
-        threads: Torch intra-op threads (default: the CPU count, at most 4. On an idle 2-core machine two
-            threads encoded 15 chunks in 406 ms p50 against 807 ms for one; on a machine shared with other
-            busy processes one thread was faster, 1.16 s vs 2.04 s: ``configure_minilm(threads=1)`` there, or
-            ``ADMIT_TORCH_THREADS=1`` for the command line).
+        threads: Torch intra-op threads (default: the configuration's, else the CPU count, at most 4. On an idle
+            2-core machine two threads encoded 15 chunks in 406 ms p50 against 807 ms for one; on a machine shared
+            with other busy processes one thread was faster, 1.16 s vs 2.04 s: ``config=EncoderConfig(threads=1)``
+            there, or ``ADMIT_TORCH_THREADS=1`` for the command line).
         batch_size: The encoding batch size.
         max_seq_length: Word-piece limit per text (the model was trained with 256).
         device: The torch device.
+        config: The folder and threads this embedder takes where the arguments above are not given, as
+            :class:`~admit.backends.embedders.minilm.MiniLMEmbedder` does (its ``encoder`` names a numpy or
+            onnxruntime encoder and is not read here; default: the process's fallback,
+            :func:`~admit.backends.embedders.defaults.minilm_defaults`, read now); kept as :attr:`config`.
     """
 
     name, dim = MiniLMEmbedder.name, MiniLMEmbedder.dim  # the same model
 
     def __init__(
-        self, threads: int | None = None, *, batch_size: int = 32, max_seq_length: int = 256, device: str = "cpu"
+        self,
+        threads: int | None = None,
+        *,
+        batch_size: int = 32,
+        max_seq_length: int = 256,
+        device: str = "cpu",
+        config: EncoderConfig | None = None,
     ) -> None:
-        self.threads = threads or minilm_defaults().threads or max(1, min(4, os.cpu_count() or 1))
+        self.config = config if config is not None else minilm_defaults()
+        """The configuration it was made with (its fallback for the folder and ``threads``)."""
+        self.threads = threads or self.config.threads or max(1, min(4, os.cpu_count() or 1))
         self.batch_size, self.max_seq_length, self.device = batch_size, max_seq_length, device
         self._model: Any = None
         self._lock = threading.Lock()
@@ -75,7 +87,7 @@ class MiniLMTorchEmbedder:
         with self._lock:
             if self._model is not None:
                 return
-            path = _model_dir()
+            path = str(self.config.path) if self.config.path is not None else _model_dir()
             try:
                 import torch
                 from sentence_transformers import SentenceTransformer
@@ -115,6 +127,7 @@ class MiniLMTorchEmbedder:
 SPEC = EmbedderSpec(
     name="minilm-torch",
     build=MiniLMTorchEmbedder,
+    takes_config=True,
     summary="all-MiniLM-L6-v2 through sentence-transformers (admit[fit])",
 )
 """The ``minilm-torch`` embedder's spec."""
