@@ -834,6 +834,13 @@ def test_a_list_of_links_to_the_pages_own_sections_is_chrome() -> None:
     assert "SHELL GRAMMAR" in " ".join(" ".join(_texts(links)[1]).split())
     described = MAN2HTML_PAGE.replace("</A><DD>", "</A><DD>what this section of the manual says")
     assert "what this section of the manual says" in "\n".join(_texts(described)[1])
+    # aiohttp's "Hierarchy of exceptions": links to the classes the page documents, written by its authors
+    hierarchy = """<html><body><h2>Client exceptions</h2><p>Exceptions the client raises.</p>
+    <h3>Hierarchy of exceptions</h3><ul><li><a href="#aiohttp.ClientError"><code>ClientError</code></a><ul>
+    <li><a href="#aiohttp.ClientResponseError"><code>ClientResponseError</code></a></li>
+    <li><a href="#aiohttp.ClientPayloadError"><code>ClientPayloadError</code></a></li></ul></li></ul></body></html>"""
+    _, paragraphs, headings, _ = _texts(hierarchy)
+    assert "ClientPayloadError" in "\n".join(paragraphs) and headings[-1][-1] == "Hierarchy of exceptions"
 
 
 def test_a_split_texinfo_pages_title_is_its_nodes_and_names_the_manual_and_version() -> None:

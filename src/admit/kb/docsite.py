@@ -432,6 +432,13 @@ _IN_PAGE_SHARE = 0.9
 "Jump to:" label may stand between them) ..."""
 _IN_PAGE_MIN_LINKS = 3
 """... and at least this many such links."""
+_CODE_TAGS = ("code", "tt", "samp", "kbd", "var")
+
+
+def _names_code(link: Any) -> bool:
+    """A link whose text is code: a cross-reference to an API object documented on the page (aiohttp's
+    "Hierarchy of exceptions", a nested list of ``ClientError`` links), content rather than a page's index."""
+    return any(isinstance(c.tag, str) and c.tag.lower() in _CODE_TAGS for c in link.iterdescendants())
 
 
 @dataclass(slots=True)
@@ -501,7 +508,7 @@ class _Walk:
         chars, links, heads, anchors, n_anchors = self.frames.pop()[1:]
         if tag == "a":
             links = chars
-            if (el.get("href") or "").startswith("#") and chars:
+            if (el.get("href") or "").startswith("#") and chars and not _names_code(el):
                 anchors, n_anchors = chars, 1
         self.counts.chars[el], self.counts.links[el], self.counts.heads[el] = chars, links, heads
         if (
