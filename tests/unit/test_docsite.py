@@ -753,6 +753,96 @@ def test_a_texinfo_manuals_navigation_and_tables_of_contents_are_chrome() -> Non
     assert headings[-1] == ("1.1 The Purpose of GNU gettext",)
 
 
+# bash-doc's bashref.html (makeinfo 6.8), cut down: a section, then the Indexes appendix with one @printindex
+# (its "Jump to:" rows of summary letters around a table of entry -> section links).
+MAKEINFO_INDEX_PAGE = """<html><head><title>Bash Reference Manual</title><meta name="Generator" content="makeinfo">
+</head><body lang="en"><div class="section" id="Special-Parameters"><h3 class="section">3.4.2 Special Parameters</h3>
+<p>The shell treats several parameters specially.  These parameters may only be referenced.</p></div>
+<div class="appendix" id="Indexes"><h2 class="appendix">Appendix D Indexes</h2>
+<div class="appendixsec" id="Variable-Index"><h3 class="appendixsec">D.3 Parameter and Variable Index</h3>
+<table><tr><th valign="top">Jump to: &nbsp; </th><td><a class="summary-letter" href="#Variable-Index_vr_symbol-1">
+<b>!</b></a> &nbsp; <a class="summary-letter" href="#Variable-Index_vr_letter-B"><b>B</b></a> &nbsp;
+<a class="summary-letter" href="#Variable-Index_vr_letter-P"><b>P</b></a></td></tr></table>
+<table class="index-vr" border="0">
+<tr><td></td><th align="left">Index Entry</th><td>&nbsp;</td><th align="left"> Section</th></tr>
+<tr><th id="Variable-Index_vr_symbol-1">!</th><td></td><td></td></tr>
+<tr><td></td><td valign="top"><a href="#index-_0021-1"><code>!</code></a>:</td><td>&nbsp;</td>
+<td valign="top"><a href="#Special-Parameters">Special Parameters</a></td></tr>
+<tr><th id="Variable-Index_vr_letter-B">B</th><td></td><td></td></tr>
+<tr><td></td><td valign="top"><a href="#index-BASH_005fALIASES"><code>BASH_ALIASES</code></a>:</td><td>&nbsp;</td>
+<td valign="top"><a href="#Bash-Variables">Bash Variables</a></td></tr>
+<tr><th id="Variable-Index_vr_letter-P">P</th><td></td><td></td></tr>
+<tr><td></td><td valign="top"><a href="#index-PATH"><code>PATH</code></a>:</td><td>&nbsp;</td>
+<td valign="top"><a href="#Bourne-Shell-Variables">Bourne Shell Variables</a></td></tr></table>
+<table><tr><th valign="top">Jump to: &nbsp; </th><td><a class="summary-letter" href="#Variable-Index_vr_symbol-1">
+<b>!</b></a> &nbsp; <a class="summary-letter" href="#Variable-Index_vr_letter-B"><b>B</b></a></td></tr></table>
+</div></div></body></html>"""
+
+# bash-doc's bash.html (man2html), cut down: a section, then the page's index (a list of links to its own
+# sections) under its heading, and the credit line.
+MAN2HTML_PAGE = """Content-type: text/html; charset=UTF-8
+
+<!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN">
+<HTML><HEAD><TITLE>Man page of BASH</TITLE></HEAD><BODY><H1>BASH</H1>
+Section: User Commands  (1)<BR>Updated: 2022 September 19<BR><A HREF="#index">Index</A><HR>
+<A NAME="lbAB">&nbsp;</A><H2>NAME</H2>bash - GNU Bourne-Again SHell
+<A NAME="lbAC">&nbsp;</A><H2>SYNOPSIS</H2><B>bash</B> [options] [command_string | file]
+<A NAME="lbAK">&nbsp;</A><H2>SHELL GRAMMAR</H2><A NAME="lbAL">&nbsp;</A><H3>Simple Commands</H3><P>
+A <I>simple command</I> is a sequence of optional variable assignments followed by blank-separated words.
+<HR><A NAME="index">&nbsp;</A><H2>Index</H2>
+<DL>
+<DT><A HREF="#lbAB">NAME</A><DD>
+<DT><A HREF="#lbAC">SYNOPSIS</A><DD>
+<DT><A HREF="#lbAK">SHELL GRAMMAR</A><DD>
+<DL>
+<DT><A HREF="#lbAL">Simple Commands</A><DD>
+</DL>
+</DL>
+<HR>
+This document was created by
+<A HREF="/cgi-bin/man/man2html">man2html</A>,
+using the manual pages.<BR>
+Time: 12:06:21 GMT, January 02, 2023
+</BODY></HTML>"""
+
+
+def test_a_texinfo_manuals_generated_index_is_chrome() -> None:
+    """The newcomer test after issue 45: bashref.html's five @printindex tables were stored as 21 chunks titled
+    ``Appendix D Indexes › D.3 Parameter and Variable Index`` (and admitted as evidence)."""
+    _, paragraphs, headings, _ = _texts(MAKEINFO_INDEX_PAGE)
+    text = "\n".join(paragraphs)
+    for chrome in ("Jump to", "Index Entry", "BASH_ALIASES", "Bourne Shell Variables"):
+        assert chrome not in text, chrome
+    assert not [h for h in headings if "D.3 Parameter and Variable Index" in h], headings
+    assert "The shell treats several parameters specially." in text
+    # the same table on a page no Texinfo made is a table like any other
+    plain = MAKEINFO_INDEX_PAGE.replace('<meta name="Generator" content="makeinfo">', "")
+    assert "Index Entry" in "\n".join(_texts(plain)[1])
+
+
+def test_a_list_of_links_to_the_pages_own_sections_is_chrome() -> None:
+    """man2html's page index (``<H2>Index</H2>`` over a ``<DL>`` of ``#lbAB`` links): chrome on any page, with
+    the heading that heads only it; a list of links to other pages, or with text of its own, stays."""
+    _, paragraphs, headings, _ = _texts(MAN2HTML_PAGE)
+    text = "\n".join(paragraphs)
+    assert not [h for h in headings if h and h[-1] == "Index"], headings
+    assert "NAME SYNOPSIS" not in " ".join(text.split()), text
+    assert "bash - GNU Bourne-Again SHell" in text and "optional variable assignments" in text
+    assert ("SHELL GRAMMAR", "Simple Commands") in headings
+    assert "man2html" not in text and "12:06:21" not in text  # the credit line after it is no section's text
+    links = MAN2HTML_PAGE.replace('HREF="#lbA', 'HREF="other.html#lbA')
+    assert "SHELL GRAMMAR" in " ".join(" ".join(_texts(links)[1]).split())
+    described = MAN2HTML_PAGE.replace("</A><DD>", "</A><DD>what this section of the manual says")
+    assert "what this section of the manual says" in "\n".join(_texts(described)[1])
+    # aiohttp's "Hierarchy of exceptions": links to the classes the page documents, written by its authors
+    hierarchy = """<html><body><h2>Client exceptions</h2><p>Exceptions the client raises.</p>
+    <h3>Hierarchy of exceptions</h3><ul><li><a href="#aiohttp.ClientError"><code>ClientError</code></a><ul>
+    <li><a href="#aiohttp.ClientResponseError"><code>ClientResponseError</code></a></li>
+    <li><a href="#aiohttp.ClientPayloadError"><code>ClientPayloadError</code></a></li></ul></li></ul></body></html>"""
+    _, paragraphs, headings, _ = _texts(hierarchy)
+    assert "ClientPayloadError" in "\n".join(paragraphs) and headings[-1][-1] == "Hierarchy of exceptions"
+
+
 def test_a_split_texinfo_pages_title_is_its_nodes_and_names_the_manual_and_version() -> None:
     named = clean_title(
         "Patterns (Lexical Analysis With Flex, for Flex 2.6.4)", heading="6 Patterns", generator="texinfo"

@@ -377,6 +377,9 @@ class PageScan:
     guard: str = ""
     """Non-empty when the guard caught the page: why (the main content was under half its visible text); the
     whole visible text is read then."""
+    credit: Any = None
+    """man2html's closing rule: the ``<hr>`` after which its parent holds only the credit line (``This document
+    was created by man2html, using the manual pages. Time: ...``), dropped with it."""
 
 
 def _generator_of(content: str) -> str | None:
@@ -420,6 +423,22 @@ def _nonspace(text: str | None) -> int:
 _HIDDEN, _PERMALINK, _STRUCTURAL, _WORD = "hidden", "permalink", "structural", "word"
 """Why an element is chrome: the first three on every page; ``word`` (a class or id a generator's theme gives
 its chrome) only on a recognised generator's page, and only where the element is provably chrome."""
+_IN_PAGE = "in-page"
+"""A list whose text is nothing but links to the page's own anchors (a page index, an in-page table of
+contents: man2html's ``Index``): chrome on every page, found when the list closes (:meth:`_Walk.end`)."""
+_LIST_TAGS = frozenset({"ul", "ol", "dl", "table", "menu"})
+_IN_PAGE_SHARE = 0.9
+"""... at least this share of the list's visible characters inside ``href="#..."`` links (separators, a
+"Jump to:" label may stand between them) ..."""
+_IN_PAGE_MIN_LINKS = 3
+"""... and at least this many such links."""
+_CODE_TAGS = ("code", "tt", "samp", "kbd", "var")
+
+
+def _names_code(link: Any) -> bool:
+    """A link whose text is code: a cross-reference to an API object documented on the page (aiohttp's
+    "Hierarchy of exceptions", a nested list of ``ClientError`` links), content rather than a page's index."""
+    return any(isinstance(c.tag, str) and c.tag.lower() in _CODE_TAGS for c in link.iterdescendants())
 
 
 @dataclass(slots=True)
@@ -472,7 +491,8 @@ class _Walk:
     out: PageScan = field(default_factory=PageScan)
     marks: dict[Any, str] = field(default_factory=dict)
     counts: _Counts = field(default_factory=_Counts)
-    frames: list[list[Any]] = field(default_factory=list)  # [element, chars, link chars, headings] of the open ones
+    # [element, chars, link chars, headings, in-page link chars, in-page links] of the open elements
+    frames: list[list[Any]] = field(default_factory=list)
     quiet: Any = None  # the outermost open element whose text is not counted (hidden, chrome, script...)
     footer: Any = None  # the outermost open footer
     footers: list[Any] = field(default_factory=list)
@@ -485,10 +505,19 @@ class _Walk:
 
     def end(self, el: Any, tag: str) -> None:
         """An element closes: its counts go to its parent."""
-        chars, links, heads = self.frames.pop()[1:]
+        chars, links, heads, anchors, n_anchors = self.frames.pop()[1:]
         if tag == "a":
             links = chars
+            if (el.get("href") or "").startswith("#") and chars and not _names_code(el):
+                anchors, n_anchors = chars, 1
         self.counts.chars[el], self.counts.links[el], self.counts.heads[el] = chars, links, heads
+        if (
+            tag in _LIST_TAGS
+            and n_anchors >= _IN_PAGE_MIN_LINKS
+            and anchors >= _IN_PAGE_SHARE * chars
+            and el not in self.marks
+        ):
+            self._in_page(el)
         if self.quiet is el:
             self.quiet = None
         if self.footer is el:
@@ -498,6 +527,25 @@ class _Walk:
             parent[1] += chars + (_nonspace(el.tail) if self.quiet is None else 0)
             parent[2] += links
             parent[3] += heads
+            parent[4] += anchors
+            parent[5] += n_anchors
+
+    def _in_page(self, el: Any) -> None:
+        """A list of links to the page's own anchors is chrome; so is a heading right above it that heads nothing
+        else (the list is its parent's last element, or a rule follows it: man2html's ``<H2>Index</H2><DL>``)."""
+        self.marks[el] = _IN_PAGE
+        after = el.getnext()
+        if after is not None and not (isinstance(after.tag, str) and after.tag.lower() == "hr"):
+            return
+        head = el.getprevious()
+        if (
+            head is not None
+            and isinstance(head.tag, str)
+            and head.tag.lower() in _HEADING_TAGS
+            and not (head.tail or "").strip()
+            and head not in self.marks
+        ):
+            self.marks[head] = _IN_PAGE
 
     def start(self, el: Any, tag: str) -> None:
         """An element opens: its mark, its own text, what it says about the page, and whether it is main content."""
@@ -507,6 +555,10 @@ class _Walk:
         kind = _mark(el, tag, classes, el_id, role)
         if kind is None and self.out.generator == "texinfo":
             kind = _texinfo_mark(el, tag, classes)
+            if "summary-letter" in classes:  # an index's "Jump to: A B C" row: the table that holds it
+                row = next(el.iterancestors("table", "TABLE"), None)
+                if row is not None and row not in self.marks:
+                    self.marks[row] = _WORD
         if kind is None and el_id == "top" and self.out.generator == "doxygen":
             kind = _WORD  # Doxygen's header block (title area, menus, a project's own header of links)
         if kind is not None:
@@ -514,7 +566,9 @@ class _Walk:
         if self.quiet is None and (tag in _QUIET_TAGS or not tag or kind in (_HIDDEN, _PERMALINK, _STRUCTURAL)):
             self.quiet = el
         counted = self.quiet is None
-        self.frames.append([el, _nonspace(el.text) if counted else 0, 0, 1 if counted and tag in _HEADING_TAGS else 0])
+        self.frames.append(
+            [el, _nonspace(el.text) if counted else 0, 0, 1 if counted and tag in _HEADING_TAGS else 0, 0, 0]
+        )
         if not tag:
             return
         if tag == "meta":
@@ -539,6 +593,8 @@ class _Walk:
         if len(self.sidebars) < 2 and "sphinxsidebar" in classes:
             self.sidebars.append(el)
         _read_markers(el, tag, classes, el_id, self.markers, self.out)
+        if tag == "a" and self.out.credit is None and (el.get("href") or "").endswith("/man2html"):
+            self.out.credit = _man2html_credit(el)
         if tag == "td" and "extra" in classes:  # pydoc's heading cell: the index link and the file's local path
             self.pydoc_extra.append(el)
         if not self.out.home_title and (
@@ -629,11 +685,22 @@ def _texinfo_mark(el: Any, tag: str, classes: Sequence[str]) -> str | None:
     chrome, as a theme's chrome words are."""
     if not _TEXINFO_CLASSES.isdisjoint(classes):
         return _WORD
+    if any(c.startswith("index-") or c.endswith("printindex") for c in classes) and tag in ("table", "div"):
+        return _WORD  # @printindex's table of entries (index-cp, index-fn, custom index-bt; 7: cp-entries-printindex)
     if tag == "table" and (el.get("cellpadding"), el.get("cellspacing"), el.get("border")) == ("1", "1", "0"):
         return _WORD
     if tag in ("font", "p") and (el.text or "").strip().lower().startswith(_TEXINFO_GENERATED):
         return _WORD
     return None
+
+
+def _man2html_credit(link: Any) -> Any:
+    """The ``<hr>`` before man2html's credit (``<HR>This document was created by <A HREF=".../man2html">``) when
+    only the credit's last lines follow it in its parent (the link, a break, the time), else ``None``."""
+    rule = link.getprevious()
+    if rule is None or rule.tag != "hr" or "created by" not in (rule.tail or "").lower():
+        return None
+    return rule if sum(1 for _ in zip(range(5), rule.itersiblings(), strict=False)) <= 4 else None
 
 
 def _texinfo_version(root: Any) -> str:
@@ -882,6 +949,10 @@ def drop_chrome(scan: PageScan) -> None:
     neighbours; a ``div``, a break, for any other): no text moves, so the work is the size of what is dropped,
     however many marked elements stand side by side.
     """
+    if scan.credit is not None:
+        scan.credit.tail = None
+        for el in list(scan.credit.itersiblings()):
+            el.getparent().remove(el)
     for el in scan.drop:
         tail = el.tail
         inline = isinstance(el.tag, str) and el.tag.lower() in INLINE_TAGS
