@@ -295,7 +295,7 @@ def create_app(
 
 
 async def _no_app(scope: Scope, receive: Receive, send: Send) -> None:  # pragma: no cover - never called
-    raise RuntimeError("the probe answerer wraps no app")
+    raise AdmitError("the probe answerer wraps no app")
 
 
 def _search_answer(query: SearchQuery, res: PackResult) -> bytes:
