@@ -18,7 +18,7 @@ from admit._text import char_bigrams, unreadable_script
 from admit.answerability.terms import common_words, misspelt_in
 from admit.question import Question, read_question
 
-__all__ = ["FEATURES", "KNOWN_FEATURES", "SETWISE", "features", "is_short", "key_terms", "missing_terms"]
+__all__ = ["FEATURES", "KNOWN_FEATURES", "SETWISE", "TOGETHER", "features", "is_short", "key_terms", "missing_terms"]
 
 #: The model of evidence the setwise pruner graded is named after it.
 SETWISE = "setwise"  # SetwisePruner.name: answerability reads no pruner module (admit.decide joins them)
@@ -32,7 +32,7 @@ _POOL = ("pool_q_cov", "pool_entity_cov")
 #: How the question's words sit in ONE passage: the share of its rare words (not among the common English words) the
 #: best passage holds, and the share of its key-word pairs that one passage holds within :data:`PAIR_WINDOW` words
 #: of each other (the answer's sentence names them together; a near miss spreads them over several passages).
-_TOGETHER = ("best_rare_cov", "best_pair_window")
+TOGETHER = ("best_rare_cov", "best_pair_window")
 #: Two words of the question this close (in content words) in one passage are held together.
 PAIR_WINDOW = 10
 
@@ -44,7 +44,7 @@ FEATURES: dict[str, tuple[str, ...]] = {
     "cross": (*_LEXICAL, "cross_best", "cross_second", "cross_margin"),
 }
 #: Every feature some model can read (the ones no shipped model reads yet included: a refit may pick them).
-KNOWN_FEATURES = frozenset(f for names in FEATURES.values() for f in names) | frozenset((*_TOGETHER, "best_prob_share"))
+KNOWN_FEATURES = frozenset(f for names in FEATURES.values() for f in names) | frozenset((*TOGETHER, "best_prob_share"))
 
 
 def _stem(w: str) -> str:
@@ -107,19 +107,22 @@ def features(
     expected_needed: float | None = None,
     cross: Sequence[float] | None = None,
     pool: Sequence[str] | None = None,
+    together: bool = True,
 ) -> dict[str, float]:
     """The answerability features of an evidence set (``texts``: the admitted passages, title included).
 
     ``dense`` and ``probs`` (one per text) and ``expected_needed`` are the setwise pruner's absolute cosine,
     probability and expected number of needed chunks; without them only the lexical features are meaningful.
     ``pool``: every candidate the evidence was chosen from (default: ``texts``), for the ``pool_*`` features.
+    ``together``: compute ``best_rare_cov`` and ``best_pair_window`` (a model that reads neither passes ``False``:
+    they then stand at ``best_q_cov``'s value, as for a question without rare words or word pairs).
     """
     question = read_question(question)
     script = question.script
     q_units = _q_units(question, script)
     q_ents = _entities(question) if script is None else set()
     q_pairs = set(itertools.pairwise(q_units)) if script is None else set()
-    q_rare = _rare_units(question) if script is None else set()
+    q_rare = _rare_units(question) if script is None and together else set()
     asked = question.identifiers
     best_cov = union = best_ent = best_pair = best_rare = best_window = 0.0
     hit_any: set[str] = set()
@@ -137,7 +140,7 @@ def features(
             best_rare = max(best_rare, len(q_rare & units) / len(q_rare))
         if q_pairs:
             best_pair = max(best_pair, tx.pairs_held(t, q_pairs) / len(q_pairs))
-            if len(held) >= 2:
+            if together and len(held) >= 2:
                 toks = tx.key_stems(t)  # the stemmed content words in order (stored at ingest, memoised)
                 best_window = max(best_window, _pairs_within(toks, held, PAIR_WINDOW) / math.comb(len(q_units), 2))
         if asked and not found_ident and asked & tx.identifiers(t):
@@ -154,7 +157,7 @@ def features(
         "ident_missing": 1.0 if asked and texts and not found_ident else 0.0,
         "best_bigram_cov": best_pair if q_pairs else best_cov,
         "best_rare_cov": best_rare if q_rare else best_cov,
-        "best_pair_window": best_window if q_pairs else best_cov,
+        "best_pair_window": best_window if q_pairs and together else best_cov,
         "pool_q_cov": pool_cov,
         "pool_entity_cov": pool_ent,
         # how many names of the question (capitalised words past the first, numbers) no candidate holds: read by the

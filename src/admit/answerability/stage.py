@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from admit.answerability.features import SETWISE, features, missing_terms
+from admit.answerability.features import SETWISE, TOGETHER, features, missing_terms
 from admit.answerability.model import ABSENT_NAME_BELOW, AnswerabilityModel, load_models
 from admit.answerability.record import Answerability
 from admit.answerability.terms import KB_ABSENT_MIN, TermCheck, check_terms, kb_absent_words, words_apart
@@ -100,7 +100,17 @@ def assess(
     )
     use_cross = cross is not None and len(cross) == len(texts) and "cross" in models
     model = models["cross" if use_cross else SETWISE if use_setwise else "lexical"]
-    feats = features(question, texts, dense=dense, probs=probs, expected_needed=expected_needed, cross=cross, pool=pool)
+    together = any(f in model.features for f in TOGETHER)  # the shipped models read neither: not computed
+    feats = features(
+        question,
+        texts,
+        dense=dense,
+        probs=probs,
+        expected_needed=expected_needed,
+        cross=cross,
+        pool=pool,
+        together=together,
+    )
     p = model.probability(feats)
     state = model.state(feats)
     check = check_terms(question, texts, pool, embedder)
