@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--encoder", default=None, help="MiniLM's encoder (numpy, onnx-fp32, onnx-int8; default: admit's)")
     args = ap.parse_args(argv)
 
-    from admit import Chunk, Pipeline
+    from admit import Pipeline
     from admit.backends.embedders.defaults import EncoderConfig
     from admit.decide import assess_run
     from admit.trace import new_request_id
@@ -59,15 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         runs: list[tuple[str, Any, Any, bool]] = []
         for r in sample:
             gold = set(r.get("required") or [])
-            cands = [
-                Chunk(
-                    id=c["id"],
-                    source_id=c.get("source_id") or c["id"],
-                    text=c.get("text") or " ",
-                    title=c.get("title") or "",
-                )
-                for c in r["candidates"]
-            ]
+            cands = candidates(r)
             if not gold or not gold & {c.id for c in cands}:
                 continue
             settings = pipe.resolve(r["question"], strategy="setwise", request_id=new_request_id()).policy.prune
@@ -113,6 +105,21 @@ def main(argv: list[str] | None = None) -> int:
 
 def _share(xs: list[str], s: str) -> str:
     return f"{sum(x == s for x in xs)}/{len(xs)} ({sum(x == s for x in xs) / max(1, len(xs)):.0%})"
+
+
+def candidates(record: dict[str, Any]) -> list[Any]:
+    """A labelled record's candidate list as admit chunks (labels are not read here)."""
+    from admit import Chunk
+
+    return [
+        Chunk(
+            id=c["id"],
+            source_id=c.get("source_id") or c["id"],
+            text=c.get("text") or " ",
+            title=c.get("title") or "",
+        )
+        for c in record["candidates"]
+    ]
 
 
 def auroc(pos: list[float], neg: list[float]) -> float:

@@ -21,6 +21,9 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE.parent.parent / "shared" / "data"
+sys.path.insert(0, str(HERE))
+
+from bench_answer_lists import candidates  # noqa: E402
 
 
 def _text(c: Any) -> str:
@@ -29,7 +32,7 @@ def _text(c: Any) -> str:
 
 def graded_lists(data: Path, per_file: int, seed: int) -> list[dict[str, Any]]:
     """Each sampled list, with and without its gold chunks, as the shipped pipeline grades it."""
-    from admit import Chunk, Pipeline
+    from admit import Pipeline
     from admit.trace import new_request_id
 
     pipe = Pipeline()
@@ -38,15 +41,7 @@ def graded_lists(data: Path, per_file: int, seed: int) -> list[dict[str, Any]]:
         recs = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
         for r in random.Random(seed).sample(recs, min(per_file, len(recs))):
             gold = set(r.get("required") or [])
-            cands = [
-                Chunk(
-                    id=c["id"],
-                    source_id=c.get("source_id") or c["id"],
-                    text=c.get("text") or " ",
-                    title=c.get("title") or "",
-                )
-                for c in r["candidates"]
-            ]
+            cands = candidates(r)
             if not gold & {c.id for c in cands}:
                 continue
             settings = pipe.resolve(r["question"], strategy="setwise", request_id=new_request_id()).policy.prune
