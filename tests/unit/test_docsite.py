@@ -15,7 +15,7 @@ import pytest
 pytest.importorskip("lxml")
 
 from admit.kb.docsite import SiteFilter, clean_title, skip_line
-from admit.kb.parse import parse_html
+from admit.kb.parse import parse_html, strip_cgi_header
 
 BODY = "<p>The body text of the page.</p><h2>Options{anchor}</h2><p>Set <code>line-length</code> to 100.</p>"
 
@@ -1012,3 +1012,13 @@ def test_a_project_theme_with_mkdocs_search_is_read_as_mkdocs() -> None:
     text = " ".join(str(s) for s in doc.sections)
     assert "APIView class" in text
     assert "Previous" not in text and "Tutorial" not in text
+
+
+def test_a_cgi_header_before_the_markup_is_no_text() -> None:
+    """bash-doc's bash.html opens with man2html's ``Content-type: text/html; charset=UTF-8`` line and a blank
+    line: it was the first words of the page's first chunk. Header lines before markup go; a page that opens with
+    prose, or a header with no markup after it, keeps its text."""
+    assert "Content-type" not in "\n".join(_texts(MAN2HTML_PAGE)[1])
+    assert strip_cgi_header("\ufeffContent-Type: text/html\r\nStatus: 200\r\n\r\n<html><p>x</p>") == "<html><p>x</p>"
+    for kept in ("Note: read this first\n\n<p>x</p>", "Content-type: text/html\n\nplain words", "<p>a</p>\n\n<p>"):
+        assert strip_cgi_header(kept) == kept

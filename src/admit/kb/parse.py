@@ -412,6 +412,29 @@ def _html_blocks(body: Any, credits: list[int] | None = None) -> list[tuple[int,
     return acc.out
 
 
+_HEADER_NAME = _linear.compile(r"[A-Za-z][A-Za-z0-9-]*:", name="cgi-header")
+
+
+def strip_cgi_header(text: str) -> str:
+    """The page without HTTP header lines a CGI wrote before its markup (man2html's ``Content-type: text/html``).
+
+    Only header lines at the very start (at most 8), with a ``Content-Type`` among them, ending at a blank line
+    and followed by markup: a page that starts with prose such as ``Note: ...`` keeps it.
+    """
+    lines = text[:4096].split("\n", 9)
+    for i, line in enumerate(lines[:9]):
+        if line.strip():
+            if not _HEADER_NAME.match(line.lstrip("\ufeff")):
+                return text
+            continue
+        heads = [h.lstrip("\ufeff").lower() for h in lines[:i]]
+        if not any(h.startswith("content-type:") for h in heads):
+            return text
+        body = text[sum(len(h) + 1 for h in lines[: i + 1]) :]
+        return body if body.lstrip()[:1] == "<" else text
+    return text
+
+
 def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
     """Split HTML into sections by ``h1``..``h6``; paragraphs are ``p``, ``li``, ``pre``, table rows, ...
 
@@ -423,6 +446,7 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
         from lxml import html as lxml_html
     except ImportError as exc:
         raise MissingExtraError("lxml", "kb") from exc
+    text = strip_cgi_header(text)
     if not text.strip():
         return ParsedDocument(title=fallback_title, sections=())
     parser = lxml_html.HTMLParser(encoding="utf-8", huge_tree=True, remove_comments=True, remove_pis=True)
