@@ -1022,3 +1022,23 @@ def test_a_cgi_header_before_the_markup_is_no_text() -> None:
     assert strip_cgi_header("\ufeffContent-Type: text/html\r\nStatus: 200\r\n\r\n<html><p>x</p>") == "<html><p>x</p>"
     for kept in ("Note: read this first\n\n<p>x</p>", "Content-type: text/html\n\nplain words", "<p>a</p>\n\n<p>"):
         assert strip_cgi_header(kept) == kept
+
+
+def test_a_sphinx_sites_release_is_read_from_its_documentation_options(tmp_path: Path) -> None:
+    """python-pytest-doc 7.2.1 (Sphinx): no page states the release; ``_static/documentation_options.js`` does
+    (``VERSION: '7.2'``), and every chunk of the site was stored with no version."""
+    from admit.kb.home import HomeVersions
+
+    (tmp_path / "index.html").write_text(
+        "<html><head><title>pytest documentation</title></head><body><h1>pytest</h1><p>Text.</p></body></html>",
+        "utf-8",
+    )
+    (tmp_path / "how-to").mkdir()
+    (tmp_path / "_static").mkdir()
+    options = tmp_path / "_static" / "documentation_options.js"
+    options.write_text("var DOCUMENTATION_OPTIONS = {\n    URL_ROOT: '',\n    VERSION: '7.2',\n    LANGUAGE: 'en',\n};")
+    assert HomeVersions().version_for(tmp_path / "how-to" / "fixtures.html", tmp_path) == "7.2"
+    options.write_text("var DOCUMENTATION_OPTIONS = {VERSION: '', LANGUAGE: 'en'};")  # none stated: none read
+    assert HomeVersions().version_for(tmp_path / "how-to" / "fixtures.html", tmp_path) == ""
+    options.write_text("var DOCUMENTATION_OPTIONS = {VERSION: '" + "9" * 5000 + "'};")  # not a release
+    assert HomeVersions().version_for(tmp_path / "how-to" / "fixtures.html", tmp_path) == ""

@@ -15,6 +15,12 @@ from admit.kb.parse import parse_html
 
 __all__ = ["HomeVersions"]
 
+_SPHINX_VERSION = _linear.compile(
+    r"""\bVERSION:\s*['"]([0-9][0-9A-Za-z.+_-]{0,39})['"]""", name="docsite.sphinx_version"
+)
+"""The release in Sphinx's ``_static/documentation_options.js`` (``VERSION: '7.2'``): Sphinx 4 and later write
+it there only, not into the page."""
+
 _LANG_SUFFIX = _linear.compile(r"^[a-z]{2}(?:[-_][a-z]{2,4})?$", name="docsite.lang_suffix")
 """A language before a page's ``.html`` (``en``, ``pt-br``, ``zh_cn``)."""
 
@@ -49,12 +55,26 @@ class HomeVersions:
                 version = self._read(folder / home, root)
                 if version:
                     break
+            if not version:
+                version = self._sphinx_options(folder, root)
             if version or folder == root:
                 break
             folder = folder.parent
         for w in walked:
             self._known[(w, lang)] = version
         return version
+
+    def _sphinx_options(self, folder: Path, root: Path) -> str:
+        """The release Sphinx's ``_static/documentation_options.js`` in ``folder`` states (``""``: none)."""
+        options = folder / "_static" / "documentation_options.js"
+        try:
+            target = options.resolve()
+            if not target.is_relative_to(root) or not target.is_file() or target.stat().st_size > 64 << 10:
+                return ""
+            m = _SPHINX_VERSION.search(read_no_follow(target, root).decode("utf-8", "replace"))
+        except (OSError, RefusedFileError):
+            return ""
+        return m.group(1) if m else ""
 
     def _read(self, home: Path, root: Path) -> str:
         try:
