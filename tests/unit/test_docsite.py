@@ -1042,3 +1042,37 @@ def test_a_sphinx_sites_release_is_read_from_its_documentation_options(tmp_path:
     assert HomeVersions().version_for(tmp_path / "how-to" / "fixtures.html", tmp_path) == ""
     options.write_text("var DOCUMENTATION_OPTIONS = {VERSION: '" + "9" * 5000 + "'};")  # not a release
     assert HomeVersions().version_for(tmp_path / "how-to" / "fixtures.html", tmp_path) == ""
+
+
+# sqlite3-doc 3.40.1's wal.html, cut down: the site's banner, menus and search box, and the page's own table of
+# contents, each inside ``<div class=nosearch>`` (what sqlite.org's own search leaves out); no generator is named.
+SQLITE_PAGE = """<!DOCTYPE html><html><head><title>Write-Ahead Logging</title></head><body>
+<div class=nosearch><a href="index.html"><img class="logo" src="images/sqlite370_banner.gif" alt="SQLite"></a>
+<div class="tagline desktoponly">Small. Fast. Reliable.<br>Choose any three.</div>
+<div class="menu mainmenu"><ul><li><a href="index.html">Home</a><li><a href='about.html'>About</a>
+<li><a href="docs.html">Documentation</a><li><a href="download.html">Download</a></ul></div>
+<div class="searchmenu" id="searchmenu"><form method="GET" action="search"><input type="text" name="q"></form></div>
+</div>
+<div class=fancy><div class=nosearch><div class="fancy_title">Write-Ahead Logging</div>
+<div class="fancy_toc"><a onclick="toggle_toc()"><span class="fancy_toc_mark">&#x25ba;</span>Table Of Contents</a>
+<div id="toc_sub"><div class="fancy-toc1"><a href="#overview">1. Overview</a></div>
+<div class="fancy-toc1"><a href="#activating">2. Activating And Configuring WAL Mode</a></div></div></div></div>
+<h1 id="overview"><span>1. </span>Overview</h1>
+<p>The default method by which SQLite implements atomic commit and rollback is a rollback journal.</p>
+<h1 id="activating"><span>2. </span>Activating And Configuring WAL Mode</h1>
+<p>An SQLite database connection defaults to journal_mode=DELETE. To convert to WAL mode, use the following
+pragma: PRAGMA journal_mode=WAL;</p></div></body></html>"""
+
+
+def test_what_a_sites_own_search_leaves_out_is_chrome() -> None:
+    """sqlite3-doc: 139 of its chunks began with the banner and menus (``Small. Fast. Reliable. Choose any
+    three. - Home - Menu - About ...``), and each page's table of contents was text."""
+    title, paragraphs, headings, _ = _texts(SQLITE_PAGE)
+    text = "\n".join(paragraphs)
+    for chrome in ("Small. Fast. Reliable", "Home", "Download", "Table Of Contents", "1. Overview"):
+        assert chrome not in text, chrome
+    assert title == "Write-Ahead Logging"
+    assert "PRAGMA journal_mode=WAL;" in text and "rollback journal" in text
+    assert ("2. Activating And Configuring WAL Mode",) in headings
+    # the same page without the mark keeps its words (no generator: a theme's class words are not trusted)
+    assert "Small. Fast. Reliable" in "\n".join(_texts(SQLITE_PAGE.replace("nosearch", "banner-box"))[1])

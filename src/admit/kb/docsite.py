@@ -220,6 +220,9 @@ _DROP_IDS = frozenset(
 _DROP_IDS = frozenset(i.lower() for i in _DROP_IDS)
 _SECTIONS = frozenset({"section", "h1", "h2", "h3", "h4", "h5", "h6", "dt"})
 _DROP_ROLES = frozenset({"navigation", "search", "banner", "contentinfo", "complementary"})
+_NOT_SEARCHED = frozenset({"nosearch", "no-search"})
+"""A site's own mark for what its search leaves out (sqlite.org's banner, menus and a page's table of contents):
+chrome on any page, as ``<nav>`` is (the page's title is its ``<title>``)."""
 _DROP_TAGS = frozenset({"button", "input", "select", "dialog", "nav", "footer"})
 """Tags that are chrome on any page (``nav`` and ``footer``: the page's navigation and footer by HTML's own word)."""
 _QUIET_TAGS = frozenset({"script", "style", "noscript", "template", "svg", "head", "title"})
@@ -666,7 +669,7 @@ def _mark(el: Any, tag: str, classes: Sequence[str], el_id: str, role: str) -> s
         return _HIDDEN
     if tag == "a" and _is_permalink(el, classes):
         return _PERMALINK
-    if tag in _DROP_TAGS or role in _DROP_ROLES:
+    if tag in _DROP_TAGS or role in _DROP_ROLES or _NOT_SEARCHED.intersection(classes):
         return _STRUCTURAL
     if tag == "form":
         return _WORD  # a search box's form on a site; on a plain page, what a form holds is its text
