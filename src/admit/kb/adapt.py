@@ -64,6 +64,7 @@ __all__ = [
     "AdaptCase",
     "AdaptOptions",
     "Neighbours",
+    "SampleOptions",
     "adapt",
     "build_cases",
     "final_state",
@@ -108,17 +109,24 @@ _TEMPLATES = {
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AdaptOptions:
-    """What ``admit adapt`` asks and how it fits."""
+class SampleOptions:
+    """How pseudo-questions are sampled, for a knowledge base (:class:`AdaptOptions`) and for an evaluated set's
+    passages (:class:`admit.eval.adapt.ListAdaptOptions`)."""
+
+    seed: int = 13
+    """The sampling and paraphrase seed (the same passages and seed give the same questions)."""
+    paraphrase: bool = True
+    """Paraphrase the answerable questions (off only to measure what it changes)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AdaptOptions(SampleOptions):
+    """What ``admit adapt`` asks and how it fits (the sampling: :class:`SampleOptions`)."""
 
     sections: int = 150
     """The most sections questions are built from (a seeded sample of a bigger knowledge base)."""
     foreign: int = 60
     """The most questions about other products (as many as the answerable ones, at least 12, up to this)."""
-    seed: int = 13
-    """The sampling and paraphrase seed (the same knowledge base and seed give the same questions)."""
-    paraphrase: bool = True
-    """Paraphrase the answerable questions (off only to measure what it changes)."""
     cut: bool = False
     """Fit the setwise pruner's cut (``keep_most``; off: the verdict only, the pruner keeps its shipped cut)."""
 
