@@ -187,7 +187,7 @@ def _ask(
         source=source,
         model=ans.model,
         p=float(ans.probability),
-        state=str(ans.state),
+        state=ans.state,
         short_held=short,
         fold=fold,
         extra={"gold_retrieved": True},

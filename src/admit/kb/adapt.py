@@ -50,7 +50,7 @@ from admit.answerability.stage import SIMILARITY_IN_REASON
 from admit.answerability.terms import KB_ABSENT_MIN, kb_absent_words, kb_vocabulary, vocabulary_prefixes
 from admit.errors import ConfigError
 from admit.kb.store import ChunkRecord
-from admit.types import Principal
+from admit.types import AnswerState, Principal
 
 if TYPE_CHECKING:
     from admit.backends.embedders import Embedder
@@ -143,8 +143,9 @@ class AdaptCase:
     model: str = ""
     """The answerability model that decided."""
     p: float = 0.0
-    state: str = ""
-    """The state with every threshold at 0: ``not_answered`` or ``unsure`` only where a rule said so."""
+    state: AnswerState | None = None
+    """The state with every threshold at 0: ``not_answered`` or ``unsure`` only where a rule said so; ``None``
+    where the probe assessed nothing (the thresholds alone decide, :func:`final_state`)."""
     short_held: bool = False
     fold: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
@@ -420,7 +421,7 @@ def _ask(kb: KnowledgeBase, pipe: Any, plan: _Plan, probe: Adaptation, recorder:
         source=plan.source,
         model=str(rec.get("model", "")),
         p=float(res.answerability or 0.0),
-        state=str(res.answer_state),
+        state=res.answer_state,
         short_held=short,
         fold=plan.fold,
         extra=extra,
@@ -449,12 +450,12 @@ def _ask_all(
     return cases
 
 
-def final_state(case: AdaptCase, threshold: float, answered_at: float, floor: float | None = None) -> str:
+def final_state(case: AdaptCase, threshold: float, answered_at: float, floor: float | None = None) -> AnswerState:
     """The verdict ``case`` gets under these thresholds and similarity floor (its probe ran with both thresholds
     at 0 and no floor: ``not_answered`` and ``unsure`` there are the rules')."""
     if case.state == "not_answered":
         return "not_answered"
-    if case.short_held:
+    if case.short_held and case.state is not None:
         return case.state
     if case.p < threshold:
         return "not_answered"
