@@ -183,6 +183,35 @@ def test_a_query_that_is_no_string_is_one_config_error_line_in_every_adapter() -
         li(strategy="top_n").postprocess_nodes([NodeWithScore(node=TextNode(text="port 80"))])
 
 
+def test_documents_that_are_no_list_of_the_frameworks_documents_are_one_config_error_line_in_every_adapter() -> None:
+    from haystack import Document as HDoc
+    from langchain_core.documents import Document as LDoc
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from admit.adapters._core import AdmitFilter, Doc
+
+    lc, li, hs = _adapters()
+    calls = {
+        "langchain": (lambda d: lc(strategy="top_n").compress_documents(d, "port?"), LDoc(page_content="port 80")),
+        "haystack": (lambda d: hs(strategy="top_n").run("port?", d), HDoc(content="port 80")),
+        "llamaindex": (
+            lambda d: li(strategy="top_n").postprocess_nodes(d, query_str="port?"),
+            NodeWithScore(node=TextNode(text="port 80")),
+        ),
+        "core": (lambda d: AdmitFilter(strategy="top_n").run("port?", d), Doc(id="a", text="port 80")),
+    }
+    for name, (call, good) in calls.items():
+        for bad, got in ((None, "NoneType"), ("port 80", "str")):
+            with pytest.raises(ConfigError, match=rf"must be a list of .* got {got}\."):
+                call(bad)
+        other = LDoc(page_content="x") if name != "langchain" else HDoc(content="x")
+        for wrong in ({"text": "port 80"}, other):
+            with pytest.raises(ConfigError, match=r"\[1\]: got .*, not .*: make each one as .*\(") as err:
+                call([good, wrong])
+            assert "\n" not in str(err.value), name
+        assert call((good,)) is not None  # a tuple is a list here
+
+
 def test_model_copy_refuses_an_unknown_or_bad_field_instead_of_ignoring_it() -> None:
     lc, li, _ = _adapters()
     for cls in (lc, li):

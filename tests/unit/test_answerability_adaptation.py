@@ -21,6 +21,7 @@ from admit.kb.adapt import (
     fit_thresholds,
     paraphrase,
 )
+from admit.types import AnswerState
 
 TEXT = ["Line length\nBlack uses a line length of 88 characters by default; --line-length changes it."]
 Q = "What line length does Black use?"
@@ -79,7 +80,7 @@ def test_the_fingerprint_measures_the_share_of_chunks_changed() -> None:
     assert big.modulus > 1 and len(big.keys) < 20_000
 
 
-def _case(kind: str, p: float, state: str = "answered") -> AdaptCase:
+def _case(kind: str, p: float, state: AnswerState = "answered") -> AdaptCase:
     return AdaptCase(question="q", kind=kind, model="lexical", p=p, state=state, extra={"gold_retrieved": True})
 
 
@@ -100,6 +101,18 @@ def test_the_fit_keeps_the_answerable_share_below_the_threshold_small() -> None:
 def test_too_few_questions_keep_the_shipped_thresholds() -> None:
     cases = [_case("answerable", 0.5) for _ in range(5)] + [_case("foreign", 0.01) for _ in range(5)]
     assert fit_thresholds(cases, {"lexical": (0.1, 0.2)}) == {"lexical": (0.1, 0.2)}
+
+
+def test_a_pseudo_question_s_verdict_is_the_typed_state_and_one_not_assessed_is_decided_by_the_thresholds() -> None:
+    from typing import get_type_hints
+
+    from admit.kb import adapt as kb_adapt
+
+    assert get_type_hints(AdaptCase, globalns=vars(kb_adapt))["state"] == AnswerState | None
+    assert AdaptCase(question="q", kind="answerable").state is None  # not "" nor the string "None"
+    unassessed = AdaptCase(question="q", kind="answerable", p=0.9, short_held=True)
+    assert final_state(unassessed, 0.1, 0.2) == "answered"
+    assert final_state(AdaptCase(question="q", kind="answerable", p=0.05, short_held=True), 0.1, 0.2) == "not_answered"
 
 
 def test_a_rule_s_verdict_stands_whatever_the_thresholds() -> None:

@@ -18,7 +18,7 @@ import numbers
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 from admit._text import norm_hash
 from admit.adapters._saving import instance_from_dict, instance_to_dict
@@ -44,10 +44,13 @@ __all__ = [
     "FilterRun",
     "Verdict",
     "as_score",
+    "documents_of",
     "settings_from",
 ]
 
 logger = logging.getLogger(__name__)
+
+D = TypeVar("D")
 
 EmbeddingUse = Literal["auto", "reuse", "ignore"]
 
@@ -305,8 +308,7 @@ class AdmitFilter:
         """
         if not isinstance(question, str):
             raise ConfigError(f"The query must be a string (the user's question), got {type(question).__name__}.")
-        if isinstance(docs, str | bytes) or not isinstance(docs, Sequence):
-            raise ConfigError(f"The documents must be a list, got {type(docs).__name__}.")
+        docs = documents_of(docs, Doc, "Doc(id=..., text=...)")
         settings = self.settings()
         if top_k is not None:
             _check_values({**{f.name: getattr(self, f.name) for f in fields(self)}, "top_k": top_k})
@@ -504,6 +506,31 @@ def settings_from(obj: Any, given: Mapping[str, Any] | None = None) -> dict[str,
     """The adapter settings of ``obj`` (its attributes named in :data:`SETTINGS`)."""
     src = given if given is not None else {k: getattr(obj, k) for k in SETTINGS}
     return {k: src[k] for k in SETTINGS if k in src}
+
+
+def documents_of(items: Any, kind: type[D], made_as: str, what: str = "documents") -> list[D]:
+    """``items`` as a list of ``kind`` (what every adapter's call takes in), or one :class:`ConfigError` line
+    naming the argument and how a document is made (``made_as``), for a ``None``, a string, a mapping or an item
+    of another type.
+
+    Example:
+        >>> documents_of(None, Doc, "Doc(text=...)")
+        Traceback (most recent call last):
+        admit.errors.ConfigError: The documents must be a list of admit Doc (made as Doc(text=...)), got NoneType.
+    """
+    if isinstance(items, str | bytes | Mapping) or not isinstance(items, Sequence):
+        got = _named(type(items))
+        raise ConfigError(f"The {what} must be a list of {_named(kind)} (made as {made_as}), got {got}.")
+    for i, d in enumerate(items):
+        if not isinstance(d, kind):
+            raise ConfigError(f"{what}[{i}]: got {_named(type(d))}, not {_named(kind)}: make each one as {made_as}.")
+    return list(items)
+
+
+def _named(kind: type) -> str:
+    """A type as a message names it: ``dict``, ``haystack Document`` (the package it comes from)."""
+    top = kind.__module__.partition(".")[0]
+    return kind.__name__ if top == "builtins" else f"{top} {kind.__name__}"
 
 
 def as_score(v: Any) -> float | None:

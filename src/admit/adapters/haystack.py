@@ -26,7 +26,16 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, Generic, Literal, TypedDict, TypeVar, get_type_hints, overload
 
-from admit.adapters._core import SETTINGS, AdmitFilter, Doc, EmbeddingUse, FilterRun, as_score, check_names
+from admit.adapters._core import (
+    SETTINGS,
+    AdmitFilter,
+    Doc,
+    EmbeddingUse,
+    FilterRun,
+    as_score,
+    check_names,
+    documents_of,
+)
 from admit.backends.rerankers import Reranker
 from admit.errors import ConfigError, MissingExtraError
 from admit.types import AnswerState
@@ -209,7 +218,7 @@ class AdmitPruner:
                 score=as_score(d.score),
                 embedding=d.embedding,
             )
-            for d in documents
+            for d in documents_of(documents, Document, "Document(content=...)")
         ]
         return self._filter.run(query, docs, top_k=top_k)
 

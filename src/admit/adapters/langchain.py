@@ -21,7 +21,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from admit.adapters._core import as_score
+from admit.adapters._core import as_score, documents_of
 from admit.adapters._pydantic import AdapterSettings, current_filter
 from admit.adapters._verdicts import Decision, Doc, FilterRun
 from admit.errors import MissingExtraError
@@ -73,7 +73,7 @@ class AdmitCompressor(AdapterSettings, BaseDocumentCompressor):  # type: ignore[
                 title=str(d.metadata.get(self.title_key, "") or ""),
                 score=as_score(d.metadata.get(self.score_key)),
             )
-            for d in documents
+            for d in documents_of(documents, Document, "Document(page_content=...)")
         ]
         return current_filter(self).run(query, docs)
 

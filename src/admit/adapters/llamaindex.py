@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from admit.adapters._core import AdmitFilter, as_score
+from admit.adapters._core import AdmitFilter, as_score, documents_of
 from admit.adapters._pydantic import AdapterSettings, current_filter
 from admit.adapters._verdicts import Decision, Doc, FilterRun
 from admit.errors import ConfigError, MissingExtraError
@@ -69,7 +69,7 @@ class AdmitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):  # type: i
                 score=as_score(n.score),
                 embedding=n.node.embedding,
             )
-            for n in nodes
+            for n in documents_of(nodes, NodeWithScore, "NodeWithScore(node=TextNode(text=...))", "nodes")
         ]
         return current_filter(self).run(query, docs, top_k=top_k)
 

@@ -39,6 +39,7 @@ from admit.kb.adapt import (
     MIN_CASES,
     AdaptCase,
     Neighbours,
+    SampleOptions,
     fit_thresholds,
     paraphrase,
     pseudo_questions,
@@ -57,15 +58,14 @@ MIN_SEPARATION = 0.7
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ListAdaptOptions:
-    """How many pseudo-questions are asked, of lists how long."""
+class ListAdaptOptions(SampleOptions):
+    """How many pseudo-questions are asked, of lists how long (the sampling: :class:`~admit.kb.adapt.SampleOptions`,
+    as ``admit adapt`` samples)."""
 
     questions: int = 60
     """The most passages a pseudo-question is built from (a seeded sample)."""
     list_len: int = 10
     """How many candidates each pseudo-question's list holds (the evaluated file's usual list length)."""
-    seed: int = 13
-    paraphrase: bool = True
 
 
 def _text_of(c: Chunk) -> str:
@@ -187,7 +187,7 @@ def _ask(
         source=source,
         model=ans.model,
         p=float(ans.probability),
-        state=str(ans.state),
+        state=ans.state,
         short_held=short,
         fold=fold,
         extra={"gold_retrieved": True},

@@ -50,7 +50,7 @@ from admit.answerability.stage import SIMILARITY_IN_REASON
 from admit.answerability.terms import KB_ABSENT_MIN, kb_absent_words, kb_vocabulary, vocabulary_prefixes
 from admit.errors import ConfigError
 from admit.kb.store import ChunkRecord
-from admit.types import Principal
+from admit.types import AnswerState, Principal
 
 if TYPE_CHECKING:
     from admit.backends.embedders import Embedder
@@ -64,6 +64,7 @@ __all__ = [
     "AdaptCase",
     "AdaptOptions",
     "Neighbours",
+    "SampleOptions",
     "adapt",
     "build_cases",
     "final_state",
@@ -108,17 +109,24 @@ _TEMPLATES = {
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AdaptOptions:
-    """What ``admit adapt`` asks and how it fits."""
+class SampleOptions:
+    """How pseudo-questions are sampled, for a knowledge base (:class:`AdaptOptions`) and for an evaluated set's
+    passages (:class:`admit.eval.adapt.ListAdaptOptions`)."""
+
+    seed: int = 13
+    """The sampling and paraphrase seed (the same passages and seed give the same questions)."""
+    paraphrase: bool = True
+    """Paraphrase the answerable questions (off only to measure what it changes)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AdaptOptions(SampleOptions):
+    """What ``admit adapt`` asks and how it fits (the sampling: :class:`SampleOptions`)."""
 
     sections: int = 150
     """The most sections questions are built from (a seeded sample of a bigger knowledge base)."""
     foreign: int = 60
     """The most questions about other products (as many as the answerable ones, at least 12, up to this)."""
-    seed: int = 13
-    """The sampling and paraphrase seed (the same knowledge base and seed give the same questions)."""
-    paraphrase: bool = True
-    """Paraphrase the answerable questions (off only to measure what it changes)."""
     cut: bool = False
     """Fit the setwise pruner's cut (``keep_most``; off: the verdict only, the pruner keeps its shipped cut)."""
 
@@ -135,8 +143,9 @@ class AdaptCase:
     model: str = ""
     """The answerability model that decided."""
     p: float = 0.0
-    state: str = ""
-    """The state with every threshold at 0: ``not_answered`` or ``unsure`` only where a rule said so."""
+    state: AnswerState | None = None
+    """The state with every threshold at 0: ``not_answered`` or ``unsure`` only where a rule said so; ``None``
+    where the probe assessed nothing (the thresholds alone decide, :func:`final_state`)."""
     short_held: bool = False
     fold: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
@@ -412,7 +421,7 @@ def _ask(kb: KnowledgeBase, pipe: Any, plan: _Plan, probe: Adaptation, recorder:
         source=plan.source,
         model=str(rec.get("model", "")),
         p=float(res.answerability or 0.0),
-        state=str(res.answer_state),
+        state=res.answer_state,
         short_held=short,
         fold=plan.fold,
         extra=extra,
@@ -441,12 +450,12 @@ def _ask_all(
     return cases
 
 
-def final_state(case: AdaptCase, threshold: float, answered_at: float, floor: float | None = None) -> str:
+def final_state(case: AdaptCase, threshold: float, answered_at: float, floor: float | None = None) -> AnswerState:
     """The verdict ``case`` gets under these thresholds and similarity floor (its probe ran with both thresholds
     at 0 and no floor: ``not_answered`` and ``unsure`` there are the rules')."""
     if case.state == "not_answered":
         return "not_answered"
-    if case.short_held:
+    if case.short_held and case.state is not None:
         return case.state
     if case.p < threshold:
         return "not_answered"

@@ -28,23 +28,40 @@ class Price:
     """Completion (output) tokens."""
 
 
-DEFAULT_PRICES: dict[str, Price] = {
+def _as_price(model: str, p: Price | Mapping[str, float] | tuple[float, float]) -> Price:
+    if isinstance(p, Price):
+        return p
+    try:
+        if isinstance(p, Mapping):
+            return Price(prompt=float(p["prompt"]), completion=float(p["completion"]))
+        a, b = p
+        return Price(prompt=float(a), completion=float(b))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ConfigError(
+            f"price for model {model!r} must be {{'prompt': USD_per_1M, 'completion': USD_per_1M}}, got {p!r}."
+        ) from exc
+
+
+# (prompt, completion), USD per 1M tokens: a caller's table's short form, read by the same code (_as_price)
+_LIST_PRICES: dict[str, tuple[float, float]] = {
     # small, fast graders
-    "gpt-4o-mini": Price(prompt=0.15, completion=0.60),
-    "gpt-4.1-nano": Price(prompt=0.10, completion=0.40),
-    "gpt-4.1-mini": Price(prompt=0.40, completion=1.60),
-    "gpt-5-nano": Price(prompt=0.05, completion=0.40),
-    "gpt-5-mini": Price(prompt=0.25, completion=2.00),
-    "claude-haiku-4-5": Price(prompt=1.00, completion=5.00),
-    "gemini-2.5-flash-lite": Price(prompt=0.10, completion=0.40),
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-5-nano": (0.05, 0.40),
+    "gpt-5-mini": (0.25, 2.00),
+    "claude-haiku-4-5": (1.00, 5.00),
+    "gemini-2.5-flash-lite": (0.10, 0.40),
     # generators (for the net-saving accounting)
-    "gpt-4o": Price(prompt=2.50, completion=10.00),
-    "gpt-4.1": Price(prompt=2.00, completion=8.00),
-    "gpt-5": Price(prompt=1.25, completion=10.00),
-    "claude-sonnet-4-5": Price(prompt=3.00, completion=15.00),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1": (2.00, 8.00),
+    "gpt-5": (1.25, 10.00),
+    "claude-sonnet-4-5": (3.00, 15.00),
     # local models cost nothing per token
-    "fake": Price(prompt=0.0, completion=0.0),
+    "fake": (0.0, 0.0),
 }
+DEFAULT_PRICES: dict[str, Price] = {model: _as_price(model, p) for model, p in _LIST_PRICES.items()}
+"""The public list prices a :class:`PriceTable` starts from (``include_defaults``)."""
 
 
 class PriceTable:
@@ -80,17 +97,3 @@ class PriceTable:
         if price is None:
             return 0.0, f"no price for model {model!r}: cost counted as 0 (pass price_table= to set one)"
         return (prompt_tokens * price.prompt + completion_tokens * price.completion) / 1e6, None
-
-
-def _as_price(model: str, p: Price | Mapping[str, float] | tuple[float, float]) -> Price:
-    if isinstance(p, Price):
-        return p
-    try:
-        if isinstance(p, Mapping):
-            return Price(prompt=float(p["prompt"]), completion=float(p["completion"]))
-        a, b = p
-        return Price(prompt=float(a), completion=float(b))
-    except (KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(
-            f"price for model {model!r} must be {{'prompt': USD_per_1M, 'completion': USD_per_1M}}, got {p!r}."
-        ) from exc
