@@ -4,12 +4,14 @@ Every recipe quantises the graph that ``admit.backends.embedders._onnx_bert.buil
 ``WEIGHTS[-blocks:LAYERS]``: ``u8`` (unsigned weights, one scale per column: the recipe before issue 48), ``s8``
 (signed weights, one scale per column: the VNNI kernels' fast path) or ``nb`` (every product in 8-bit blocks of
 128 rows, ``MatMulNBits``); ``-blocks:down`` / ``-blocks:up+down`` put those feed-forward products in blocks
-instead (``s8-blocks:down`` is what ``onnx-int8`` ships). The texts are the ones the ``setwise`` scorer encodes
+instead; a ``sq-`` prefix smooths the inputs of the attention and up-projections and of the attention output first
+(SmoothQuant, from the shipped calibration: ``sq-s8-blocks:down`` is what ``onnx-int8`` ships; ``s8-blocks:down`` is
+what it shipped before). The texts are the ones the ``setwise`` scorer encodes
 for ``../shared/data`` (questions and passages, shuffled with a fixed seed); each recipe runs ``--repeat`` times
 and the fastest round counts, in texts per CPU-second of this process, beside the numpy encoder from the same run.
 
     nice -n 5 python bench/bench_int8_recipes.py [--texts 150] [--threads 1]
-        [--recipes numpy,fp32,u8,s8,s8-blocks:down,s8-blocks:up+down,nb]
+        [--recipes numpy,fp32,u8,s8,s8-blocks:down,sq-s8,sq-s8-blocks:down,s8-blocks:up+down,nb]
 """
 
 from __future__ import annotations
@@ -57,6 +59,15 @@ def _model(recipe: str, fp32: Any, layers: int) -> bytes:
     if recipe == "fp32":
         return bytes(fp32.SerializeToString())
     weights, _, blocks = recipe.partition("-blocks:")
+    if weights.startswith("sq-"):
+        from admit.backends.embedders.minilm import model_dir
+
+        absmax = ob.calibration(ob.weights_digest(model_dir() / "model.safetensors"))
+        if absmax is None:
+            raise SystemExit("the shipped int8 calibration is for other weights: run scripts/fit_int8_calibration.py")
+        fp32 = copy.deepcopy(fp32)
+        ob._smooth(fp32, absmax)
+        weights = weights[3:]
     products = [n.name for n in fp32.graph.node if n.op_type == "MatMul"]
     if weights == "nb":
         m = copy.deepcopy(fp32)
@@ -84,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--texts", type=int, default=150)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--recipes", default="numpy,fp32,u8,s8,s8-blocks:down,s8-blocks:up+down,nb")
+    ap.add_argument("--recipes", default="numpy,fp32,u8,s8,s8-blocks:down,sq-s8,sq-s8-blocks:down,s8-blocks:up+down,nb")
     a = ap.parse_args(argv)
     from admit.backends.embedders._bert import read_safetensors
     from admit.backends.embedders._onnx_bert import build_model, make_session

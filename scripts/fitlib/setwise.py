@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from admit.backends.embedders.minilm import FP32_NAME, INT8_NAME
 from admit.prune import setwise_model as sm
 from fitlib.args import FitArgs, arg
 from fitlib.data import TRAIN, VALID, Record, family, read_folder
@@ -31,6 +32,12 @@ class SetwiseArgs(FitArgs):
     valid: str = arg(VALID)
     out: str = arg(str(sm.DEFAULT_MODEL_PATH))
     cache_dir: str = arg("/tmp/setwise_cache")
+    encoder: str = arg(
+        "auto",
+        choices=("auto", "numpy", "onnx-fp32", "onnx-int8"),
+        help="the MiniLM encoder of the vectors (onnx-int8 fits the model that int8 vectors read; keep one cache"
+        " folder per encoder kind)",
+    )
     ship: str = arg("train+valid", choices=("train+valid", "train"))
     lodo: bool = arg(False, help="leave-one-dataset-family-out figures")
     no_aug: bool = arg(False, help="no augmented training lists")
@@ -89,11 +96,13 @@ def read_rows(args: SetwiseArgs) -> tuple[dict[str, list[Record]], dict[str, lis
 
 
 def prepare_lists(
-    rows: tuple[dict[str, list[Record]], dict[str, list[Record]], dict[str, list[Record]]], cache_dir: Path
+    rows: tuple[dict[str, list[Record]], dict[str, list[Record]], dict[str, list[Record]]],
+    cache_dir: Path,
+    encoder: str = "auto",
 ) -> Lists:
     """Embed and prepare every list (cached under ``cache_dir``); prints the counts."""
     train_rows, held_rows, valid_rows = rows
-    vc = VectorCache(cache_dir / "vecs.npz")
+    vc = VectorCache(cache_dir / "vecs.npz", encoder)
     t0 = time.time()
     lists = Lists(
         train={k: prepare_set(k, v, vc, cache_dir) for k, v in train_rows.items()},
@@ -174,7 +183,7 @@ def ship_meta(args: SetwiseArgs, lists: Lists, held: dict[str, Any], lodo: dict[
     p = args.trees
     fitted_on = lists.train | (lists.valid if args.ship == "train+valid" else {})
     return {
-        "embedder": "all-MiniLM-L6-v2",
+        "embedder": INT8_NAME if args.encoder == "onnx-int8" else FP32_NAME,
         "passage_words": sm.PASSAGE_WORDS,
         "fit": {"stages": p.stages, "iters": p.iters, "lr": p.lr, "leaves": p.leaves, "augmented": not args.no_aug},
         "trained_on": {k: len(v) for k, v in fitted_on.items()},
@@ -211,7 +220,7 @@ def run(args: SetwiseArgs) -> int:
     if not rows[0] or not rows[2]:
         print("no data: --train and --valid must hold *.jsonl(.gz) files", file=sys.stderr)
         return 2
-    lists = prepare_lists(rows, cache_dir)
+    lists = prepare_lists(rows, cache_dir, args.encoder)
     drop_features(lists, _names(args.drop_features))
     fitted, held = fit_train_only(args, lists)
     lodo = leave_one_family_out(args, lists) if args.lodo else {}

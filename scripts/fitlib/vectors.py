@@ -27,8 +27,14 @@ class VectorCache:
     name = "all-MiniLM-L6-v2"
     dim = 384
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, encoder: str | None = None) -> None:
         self.path = path
+        self.encoder = encoder
+        """The MiniLM encoder that fills the misses (``numpy``, ``onnx-fp32``, ``onnx-int8``; default ``auto``)."""
+        if encoder == "onnx-int8":
+            from admit.backends.embedders.minilm import INT8_NAME
+
+            self.name = INT8_NAME
         self.vecs: dict[str, np.ndarray] = {}
         if path.exists():
             z = np.load(path)
@@ -45,7 +51,7 @@ class VectorCache:
         if self._model is None:
             from admit.backends.embedders.minilm import MiniLMEmbedder
 
-            self._model = MiniLMEmbedder(batch_size=64)
+            self._model = MiniLMEmbedder(batch_size=64, encoder=self.encoder)
         t0 = time.time()
         for s in range(0, len(todo), 2048):
             part = todo[s : s + 2048]

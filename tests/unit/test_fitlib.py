@@ -132,3 +132,34 @@ def test_the_answerability_fit_reads_extra_features_when_asked() -> None:
     assert "best_prob_share" not in plain.features
     assert more.features == names
     assert more.coef[-1] > 1.0  # the separating feature carries the fit
+
+
+def test_the_setwise_fit_encodes_with_the_encoder_asked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``fit_setwise.py --encoder onnx-int8`` fills its vector cache with the int8 encoder (a fit on the vectors
+    int8 gives), under the int8 vectors' name; the default stays ``auto``."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from fitlib import vectors
+        from fitlib.setwise import SetwiseArgs
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    from admit.backends.embedders import minilm
+
+    assert SetwiseArgs.parse([]).encoder == "auto"
+    assert SetwiseArgs.parse(["--encoder", "onnx-int8"]).encoder == "onnx-int8"
+    with pytest.raises(SystemExit):
+        SetwiseArgs.parse(["--encoder", "cuda"])
+    made: list[str | None] = []
+
+    class _Fake:
+        def __init__(self, batch_size: int, encoder: str | None = None) -> None:
+            made.append(encoder)
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.ones((len(texts), 384), dtype=np.float32)
+
+    monkeypatch.setattr(minilm, "MiniLMEmbedder", _Fake)
+    vc = vectors.VectorCache(tmp_path / "vecs.npz", "onnx-int8")
+    assert vc.name == minilm.INT8_NAME and vectors.VectorCache(tmp_path / "other.npz").name == minilm.FP32_NAME
+    assert vc.embed(["a question", "a passage"]).shape == (2, 384)
+    assert made == ["onnx-int8"] and (tmp_path / "vecs.npz").exists()

@@ -6,6 +6,7 @@
 | ``answerability.json`` | the "is it answered" models (``admit.answerability``) |
 | ``cross.npz``, ``cross_fit_log.json`` | the ``cross`` reranker's joint layers and the log of their fit |
 | ``injection_model.npz`` | the learned injection detector (``admit.security.learned``) |
+| ``minilm_int8_calibration.json`` | the int8 MiniLM graph's smoothing (``admit.backends.embedders._onnx_bert``) |
 
 The fit scripts under ``scripts/`` write them here; nothing else does.
 """

@@ -14,9 +14,9 @@ else ``auto``): ``numpy`` above, and ``onnx``, the same graph built from the sam
 (:mod:`admit.backends.embedders._onnx_bert`; float32 with ``onnx-fp32``, or int8 weights with ``onnx-int8``).
 ``auto`` takes ``onnx-fp32`` when ``onnxruntime`` is installed and the graph builds, else ``numpy``, and records
 why in :attr:`MiniLMEmbedder.fallback`. int8 is not the default: under it the ``setwise`` trees, fitted on float32
-vectors, keep 1.4 points less of MuSiQue at R@68 (``docs/results.md``, issue 48).
+vectors, keep 0.7 point less of MuSiQue and 0.9 less of RHDH at R@68 (``docs/results.md``, issue 48).
 
-int8 vectors are not float32 vectors (mean cosine 0.997 between them): the embedder's :attr:`~MiniLMEmbedder.name`
+int8 vectors are not float32 vectors (mean cosine 0.999 between them): the embedder's :attr:`~MiniLMEmbedder.name`
 says which it gives (:data:`FP32_NAME`, :data:`INT8_NAME`), and a knowledge base records it, so the vectors of
 the two are never compared with each other: a knowledge base opened with the encoder left to ``auto`` takes the
 encoder of its vectors (:func:`for_vectors`), and refuses a named encoder of the other kind.
