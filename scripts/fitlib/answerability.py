@@ -17,6 +17,7 @@ import numpy as np
 
 from admit import answerability as an
 from admit.answerability.features import KNOWN_FEATURES
+from admit.answerability.reader import READER, reader_features, reader_texts
 from admit.prune import setwise_model as sm
 from fitlib.args import FitArgs, arg
 from fitlib.data import TRAIN, VALID, Record, family, read_folder
@@ -94,10 +95,11 @@ def foreign_terms(rows: Sequence[Record], limit: int = 400) -> list[str]:
 
 
 def _graded(
-    question: str, keep: Sequence[Record], scorer: sm.SetwiseScorer
+    question: str, keep: Sequence[Record], scorer: sm.SetwiseScorer, *, reader: bool = False
 ) -> tuple[dict[str, float] | None, dict[str, float], set[str]]:
     """The setwise features of what the pruner keeps of ``keep`` (``None`` under MIN_SETWISE_LIST), the lexical
-    features of the whole list, and the kept ids."""
+    features of the whole list, and the kept ids; ``reader``: the setwise features also hold the sentence reader's
+    (:func:`admit.answerability.reader.reader_features`, read with the scorer's embedder)."""
     items = setwise_items(keep)
     s = scorer.score(question, items)
     best = int(np.argmax(s.probs))
@@ -112,6 +114,8 @@ def _graded(
         expected_needed=s.expected_needed,
         pool=every,
     )
+    if reader:
+        fs.update(reader_features(question, texts, probs=[s.probs[j] for j in kept], embedder=scorer.embedder))
     fl = an.features(question, every, pool=every)
     return (fs if len(items) >= an.MIN_SETWISE_LIST else None), fl, {items[j].id for j in kept}
 
@@ -123,6 +127,7 @@ def cases(
     *,
     other: Record | None = None,
     foreign: Sequence[str] = (),
+    reader: bool = False,
 ) -> list[tuple[str, dict[str, float] | None, dict[str, float], int]]:
     """(question, setwise features, lexical features, label) for lists with and without their gold chunks; the label
     is 2 for an answerable list whose gold chunks the pruner all kept.
@@ -163,7 +168,7 @@ def cases(
     for kind, question, label, keep in pairs:
         if not keep:
             continue
-        fs, fl, kept_ids = _graded(question, keep, scorer)
+        fs, fl, kept_ids = _graded(question, keep, scorer, reader=reader)
         all_kept = label == 1 and gold <= kept_ids
         for f in (fs, fl):
             if f is not None:
@@ -305,14 +310,28 @@ class AnswerabilityArgs(FitArgs):
     max_family_false_alarm: float = arg(1.0, help="... and at most this share of any one family's")
     max_unsure: float = arg(0.15, help="at most this share of all cases is 'unsure'")
     setwise_extra: str = arg("", help="comma-separated features the setwise model reads besides its own")
+    reader: bool = arg(False, help="compute the sentence reader's features (admit.answerability.reader) for --dump")
 
 
 def compute_cases(
-    train: dict[str, list[Record]], valid: dict[str, list[Record]], vc: VectorCache, rng: random.Random
+    train: dict[str, list[Record]],
+    valid: dict[str, list[Record]],
+    vc: VectorCache,
+    rng: random.Random,
+    *,
+    reader: bool = False,
 ) -> dict[str, Cases]:
-    """Every case's features and label, per model kind and file."""
+    """Every case's features and label, per model kind and file (``reader``: the sentence reader's features too)."""
     files = {**train, **valid}
     vc.fill(setwise_texts(r for rows in files.values() for r in rows))
+    if reader:  # the sentences the reader reads of every candidate, in one batch (its own question's)
+        vc.fill(
+            t
+            for rows in files.values()
+            for r in rows
+            for c in r["candidates"]
+            for t in reader_texts(r["question"], f"{c.get('title') or ''}\n{c.get('text') or ''}")
+        )
     scorer = sm.SetwiseScorer(embedder=vc)
     data: dict[str, Cases] = {"setwise": {}, "lexical": {}}
     for name, rows in files.items():
@@ -321,11 +340,19 @@ def compute_cases(
         got = [
             c
             for i, r in enumerate(rows)
-            for c in cases(r, scorer, rng, other=rows[(i + 1) % len(rows)] if len(rows) > 1 else None, foreign=foreign)
+            for c in cases(
+                r,
+                scorer,
+                rng,
+                other=rows[(i + 1) % len(rows)] if len(rows) > 1 else None,
+                foreign=foreign,
+                reader=reader,
+            )
         ]
         data["setwise"][name] = [(fs, lab) for _, fs, _, lab in got if fs is not None]
         data["lexical"][name] = [(fl, lab) for _, _, fl, lab in got]
         print(f"  {name}: {len(got)} cases", file=sys.stderr)
+    vc.save()
     return data
 
 
@@ -380,7 +407,8 @@ def run(args: AnswerabilityArgs) -> None:
     if args.cases and Path(args.cases).exists():  # the features of an earlier run (--dump): refit only
         data = json.loads(Path(args.cases).read_text())
     else:
-        data = compute_cases(train, valid, vc, rng)
+        reader = args.reader or any(f in READER for f in args.setwise_extra.split(","))
+        data = compute_cases(train, valid, vc, rng, reader=reader)
     if args.dump:
         Path(args.dump).write_text(json.dumps(data))
     write_models(args, data, train, valid)

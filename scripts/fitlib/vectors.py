@@ -57,8 +57,9 @@ class VectorCache:
             part = todo[s : s + 2048]
             for (k, _), v in zip(part, self._model.embed([t for _, t in part]), strict=True):
                 self.vecs[k] = v
-            print(f"  embedded {s + len(part)}/{len(todo)} ({time.time() - t0:.0f}s)", file=sys.stderr)
-            self.save()
+            if len(todo) >= 64:  # a few misses are saved with the next large batch (or the caller's save)
+                print(f"  embedded {s + len(part)}/{len(todo)} ({time.time() - t0:.0f}s)", file=sys.stderr)
+                self.save()
 
     def save(self) -> None:
         """Write the cache (atomically)."""

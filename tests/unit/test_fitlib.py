@@ -163,3 +163,37 @@ def test_the_setwise_fit_encodes_with_the_encoder_asked_for(tmp_path: Path, monk
     assert vc.name == minilm.INT8_NAME and vectors.VectorCache(tmp_path / "other.npz").name == minilm.FP32_NAME
     assert vc.embed(["a question", "a passage"]).shape == (2, 384)
     assert made == ["onnx-int8"] and (tmp_path / "vecs.npz").exists()
+
+
+def test_the_answerability_cases_carry_the_sentence_readers_features_when_asked() -> None:
+    """``fit_answerability.py --reader`` (or a reader feature in ``--setwise-extra``): every setwise case holds
+    ``sent_dense`` ... read with the scorer's embedder; without it, none does."""
+    import random
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from fitlib.answerability import cases
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    from admit.answerability.reader import READER
+    from admit.prune import setwise_model as sm
+
+    class Hashing:
+        name, dim = "hashing", 384
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            out = np.zeros((len(texts), 384), dtype=np.float32)
+            for i, t in enumerate(texts):
+                for w in t.lower().split():
+                    out[i, hash(w) % 384] += 1.0
+            return out / np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-9)
+
+    cands = [
+        {"id": f"c{i}", "title": f"Town {i}", "text": f"Town {i} lies on river {i}. It has a mill."} for i in range(6)
+    ]
+    row = {"question": "Which river does Town 0 lie on?", "candidates": cands, "required": ["c0"]}
+    scorer = sm.SetwiseScorer(embedder=Hashing(), cross=False, multilingual=False)
+    with_reader = cases(row, scorer, random.Random(1), reader=True)
+    plain = cases(row, scorer, random.Random(1))
+    assert with_reader and all(set(READER) <= set(fs) for _, fs, _, _ in with_reader if fs is not None)
+    assert not any(set(READER) & set(fs) for _, fs, _, _ in plain if fs is not None)

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from admit import _linear
 from admit import _text as tx
 from admit._text import char_bigrams, unreadable_script
+from admit.answerability.reader import READER
 from admit.answerability.terms import common_words, misspelt_in
 from admit.question import Question, read_question
 
@@ -44,7 +45,9 @@ FEATURES: dict[str, tuple[str, ...]] = {
     "cross": (*_LEXICAL, "cross_best", "cross_second", "cross_margin"),
 }
 #: Every feature some model can read (the ones no shipped model reads yet included: a refit may pick them).
-KNOWN_FEATURES = frozenset(f for names in FEATURES.values() for f in names) | frozenset((*TOGETHER, "best_prob_share"))
+KNOWN_FEATURES = frozenset(f for names in FEATURES.values() for f in names) | frozenset(
+    (*TOGETHER, "best_prob_share", *READER)
+)
 
 
 def _stem(w: str) -> str:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from admit.answerability.features import SETWISE, TOGETHER, features, missing_terms
 from admit.answerability.model import ABSENT_NAME_BELOW, AnswerabilityModel, load_models
+from admit.answerability.reader import READER, reader_features
 from admit.answerability.record import Answerability
 from admit.answerability.terms import KB_ABSENT_MIN, TermCheck, check_terms, kb_absent_words, words_apart
 from admit.question import Question, read_question
@@ -111,6 +112,8 @@ def assess(
         pool=pool,
         together=together,
     )
+    if any(f in model.features for f in READER):  # the sentence reader: only for a model that reads it
+        feats.update(reader_features(question, texts, probs=probs if use_setwise else None, embedder=embedder))
     p = model.probability(feats)
     state = model.state(feats)
     check = check_terms(question, texts, pool, embedder)
