@@ -276,7 +276,7 @@ def test_a_knowledge_base_keeps_the_vectors_it_was_built_with(cache: Path, tmp_p
             assert decode_vectors(v, INT8_NAME, n) is not None and decode_vectors(v, FP32_NAME, n) is None
     configure_minilm(encoder="numpy", threads=1)
     try:
-        with pytest.raises(ConfigError, match="'all-MiniLM-L6-v2-int8', not 'all-MiniLM-L6-v2';") as e:
+        with pytest.raises(ConfigError, match="'all-MiniLM-L6-v2-int8-sq', not 'all-MiniLM-L6-v2';") as e:
             KnowledgeBase(path)
         assert "leave --encoder to auto" in str(e.value)
     finally:
@@ -288,9 +288,22 @@ def test_a_knowledge_base_keeps_the_vectors_it_was_built_with(cache: Path, tmp_p
         assert kb.embedder.name == FP32_NAME
     configure_minilm(encoder="onnx-int8", threads=1)
     try:
-        with pytest.raises(ConfigError, match="built with embedder 'all-MiniLM-L6-v2', not 'all-MiniLM-L6-v2-int8'"):
+        with pytest.raises(ConfigError, match="built with embedder 'all-MiniLM-L6-v2', not 'all-MiniLM-L6-v2-int8-sq'"):
             KnowledgeBase(fp32_path)
     finally:
         configure_minilm()
     with KnowledgeBase(fp32_path) as kb:
         assert kb.embedder.name == FP32_NAME and kb.embedder_spec == "minilm"
+
+
+def test_a_knowledge_base_of_the_earlier_int8_recipes_vectors_is_refused_with_the_way_out(tmp_path: Path) -> None:
+    """The int8 recipe changed (its vectors are ``all-MiniLM-L6-v2-int8-sq``): a knowledge base that holds the
+    earlier recipe's int8 vectors would have been fed question vectors of the new one, silently."""
+    from admit.kb import KnowledgeBase
+
+    path = tmp_path / "old-int8.kb"
+    with KnowledgeBase(path, embedder="fake:384") as kb:
+        kb.store.set_meta("embedder", "all-MiniLM-L6-v2-int8")
+    with pytest.raises(ConfigError, match="int8 vectors of an earlier admit .*ingest its documents again"):
+        KnowledgeBase(path)
+    assert INT8_NAME != "all-MiniLM-L6-v2-int8"

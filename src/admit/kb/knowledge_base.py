@@ -138,7 +138,15 @@ class KnowledgeBase:
             if matching is not None:
                 self.embedder = matching
                 self._spec = f"{spec.split(':')[0]}:{getattr(matching, 'encoder', '')}"
-        both_minilm = {stored, self.embedder.name} <= {"all-MiniLM-L6-v2", "all-MiniLM-L6-v2-int8"}
+        from admit.backends.embedders.minilm import EARLIER_INT8_NAMES, FP32_NAME, INT8_NAME
+
+        if stored in EARLIER_INT8_NAMES:
+            raise ConfigError(
+                f"Knowledge base {self.location!r} holds int8 vectors of an earlier admit ({stored!r}), which this "
+                f"release no longer makes (its int8 vectors are {INT8_NAME!r}): ingest its documents again into a "
+                "new knowledge base."
+            )
+        both_minilm = {stored, self.embedder.name} <= {FP32_NAME, INT8_NAME}
         if stored is not None and stored != self.embedder.name:
             raise ConfigError(
                 f"Knowledge base {self.location!r} was built with embedder {stored!r}, not {self.embedder.name!r}; "
