@@ -304,6 +304,6 @@ def test_a_knowledge_base_of_the_earlier_int8_recipes_vectors_is_refused_with_th
     path = tmp_path / "old-int8.kb"
     with KnowledgeBase(path, embedder="fake:384") as kb:
         kb.store.set_meta("embedder", "all-MiniLM-L6-v2-int8")
-    with pytest.raises(ConfigError, match="int8 vectors of an earlier admit .*ingest its documents again"):
+    with pytest.raises(ConfigError, match=r"int8 vectors of an earlier admit .*ingest its documents again"):
         KnowledgeBase(path)
     assert INT8_NAME != "all-MiniLM-L6-v2-int8"
