@@ -395,7 +395,7 @@ class PgvectorStore(PerThreadConnections, HybridSearch):
         while node.get("Node Type") not in _SCANS and node.get("Plans"):
             node = node["Plans"][0]
         if node.get("Node Type") == "Bitmap Heap Scan" and node.get("Plans"):
-            read = _matched(node["Plans"][0])
+            read = _matched(node["Plans"][0], total)
         elif node.get("Node Type") == "Seq Scan":
             read = max(int(total), rows)
         else:
@@ -481,13 +481,16 @@ def _set_local(cur: Any, settings: dict[str, str]) -> None:
         cur.execute(f"SELECT {calls}", [x for kv in settings.items() for x in kv])
 
 
-def _matched(node: dict[str, Any]) -> int:
-    """The rows a bitmap plan's index nodes match: a ``BitmapAnd`` (whose own estimate is 0) its smallest input's,
-    a ``BitmapOr`` the sum of its inputs'."""
-    kids = [_matched(k) for k in node.get("Plans") or ()]
+def _matched(node: dict[str, Any], total: float) -> int:
+    """The rows a bitmap plan's index nodes match, of ``total``: a ``BitmapAnd`` (whose own estimate is 0) the
+    product of its inputs' shares (the planner's independence), a ``BitmapOr`` the sum of its inputs'."""
+    kids = [_matched(k, total) for k in node.get("Plans") or ()]
     kind = node.get("Node Type")
-    if kind == "BitmapAnd" and kids:
-        return min(kids)
+    if kind == "BitmapAnd" and kids and total > 0:
+        share = 1.0
+        for k in kids:
+            share *= min(1.0, k / total)
+        return round(share * total)
     if kind == "BitmapOr" and kids:
         return sum(kids)
     return int(node.get("Plan Rows", 0))
