@@ -312,7 +312,10 @@ class PgvectorStore(PerThreadConnections, HybridSearch):
 
     @staticmethod
     def _scope(principal: Principal, filters: SearchFilters) -> tuple[str, list[Any]] | None:
-        clauses = ["tenant = %s", "acl && %s::text[]"]
+        # the principal's ACL always holds the open token, so it matches about every open row of every tenant:
+        # as ``IS TRUE`` no index serves it (ANDing the ACL index's bitmap of half the table with the tenant's
+        # took 360 ms of a 3k-row tenant's 420 ms exact scan at 1M rows); it filters the tenant's rows instead
+        clauses = ["tenant = %s", "(acl && %s::text[]) IS TRUE"]
         params: list[Any] = [principal.tenant, _s.principal_tokens(principal)]
         if filters.groups is not None:
             clauses.append("acl && %s::text[]")
