@@ -654,7 +654,7 @@ def bench_filtered(
     queries: int,
     base_src: Path | None = None,
     *,
-    ef_search: int = 100,
+    ef_search: int = 400,
     exact_rows: int = 20_000,
     hybrid: bool = True,
 ) -> None:
@@ -827,7 +827,12 @@ def main() -> None:
     ap.add_argument("--embedder", default="fake:384")
     ap.add_argument("--vectors", choices=["embedder", "random"], default="embedder")
     ap.add_argument("--store", choices=["sqlite", "pgvector"], default="sqlite")
-    ap.add_argument("--ef-search", default="100", help="hnsw.ef_search values, comma-separated (pgvector)")
+    ap.add_argument(
+        "--ef-search",
+        default=None,
+        help="hnsw.ef_search values, comma-separated (pgvector; default 100; with --pg-dir the first, default the "
+        "store's)",
+    )
     ap.add_argument("--skip-e2e", action="store_true")
     ap.add_argument("--rhdh-only", action="store_true", help="only the RHDH ingest throughput")
     ap.add_argument("--rhdh-files", type=int, default=None, help="the first N RHDH guides (default: all)")
@@ -861,14 +866,16 @@ def main() -> None:
                     url,
                     a.queries,
                     a.baseline_src,
-                    ef_search=int(a.ef_search.split(",")[0]),
+                    ef_search=int(a.ef_search.split(",")[0]) if a.ef_search else 400,
                     exact_rows=a.exact_rows,
                     hybrid=not a.no_hybrid,
                 )
         return
     if not a.rhdh_only:
         if a.store == "pgvector":
-            bench_pgvector(a.chunks, a.queries, a.embedder, a.vectors, [int(x) for x in a.ef_search.split(",")])
+            bench_pgvector(
+                a.chunks, a.queries, a.embedder, a.vectors, [int(x) for x in (a.ef_search or "100").split(",")]
+            )
         else:
             bench_sqlite(a.chunks, a.queries, a.embedder, a.vectors)
         if not a.skip_e2e:
