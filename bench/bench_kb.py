@@ -654,7 +654,7 @@ def bench_filtered(
     queries: int,
     base_src: Path | None = None,
     *,
-    ef_search: int = 400,
+    ef_search: int = 600,
     exact_rows: int = 20_000,
     hybrid: bool = True,
 ) -> None:
@@ -866,7 +866,7 @@ def main() -> None:
                     url,
                     a.queries,
                     a.baseline_src,
-                    ef_search=int(a.ef_search.split(",")[0]) if a.ef_search else 400,
+                    ef_search=int(a.ef_search.split(",")[0]) if a.ef_search else 600,
                     exact_rows=a.exact_rows,
                     hybrid=not a.no_hybrid,
                 )
