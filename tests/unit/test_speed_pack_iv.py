@@ -1,0 +1,90 @@
+"""Issue 48 item 4 (speed IV), the cold pack's helpers made cheaper without changing what they return: a text's
+cleaning told unchanged without the three substitutions, a text's count lines cut by ``str.find`` instead of the
+RE2 pattern, stored words seeded without a ``functools.cache`` per chunk, the answerability's vocabulary prefixes
+gathered only when a term needs them. Each is checked against the code it stands in for."""
+
+from __future__ import annotations
+
+import random
+
+from admit import _clean
+from admit._clean import clean_text, unchanged_by_cleaning
+from admit.backends.tokenizers.base import _LINE_START, count_lines
+
+
+def _regex_clean(text: str) -> str:
+    """What clean_text did for every text that is not printable ASCII: its three substitutions."""
+    s = _clean._SURROGATES.sub("", text)
+    return _clean._INVISIBLE.sub(_clean._drop_invisible, _clean._BREAKS.sub("\n", s))
+
+
+def _regex_lines(text: str) -> list[str]:
+    """count_lines as it was: cut after each match of the RE2 pattern."""
+    out, start = [], 0
+    for m in _LINE_START.finditer(text):
+        out.append(text[start : m.start() + 1])
+        start = m.start() + 1
+    if start < len(text):
+        out.append(text[start:])
+    return out
+
+
+def test_every_character_the_fast_path_keeps_the_substitutions_keep() -> None:
+    printable = "".join(filter(str.isprintable, map(chr, range(0x110000))))
+    ignorable = [ch for ch in printable if _clean._PRINTABLE_IGNORABLE.match(ch)]
+    assert len(ignorable) == 267  # U+034F, the Hangul fillers, the variation selectors ...
+    assert not any(unchanged_by_cleaning(ch) for ch in ignorable)
+    kept = "\t\n" + _clean._PRINTABLE_IGNORABLE.sub("", printable)
+    assert len(kept) > 140_000 and "é" in kept and "数" in kept
+    # a text of every other printable character, tab and newline is told unchanged at once (each check is per
+    # character), and the substitutions indeed change none of them
+    assert unchanged_by_cleaning(kept)
+    assert _regex_clean(kept) == kept
+    # and a character that is not printable (a tab and a newline aside) always takes the substitutions
+    points = [*range(0x3100), *range(0x3100, 0x110000, 61)]
+    assert not any(unchanged_by_cleaning(chr(c)) for c in points if not chr(c).isprintable() and chr(c) not in "\t\n")
+
+
+def test_what_the_substitutions_change_still_takes_them() -> None:
+    # the printable default-ignorables (U+034F, Hangul fillers, variation selectors), format and control characters,
+    # every line break but "\n"
+    for ch in [
+        "\u034f",
+        "\u3164",
+        "\ufe0f",
+        "\uffa0",
+        "\U000e0100",
+        "\u200b",
+        "\u00ad",
+        "\r",
+        "\u2028",
+        "\x85",
+        "\x07",
+    ]:
+        text = f"Caf\u00e9 {ch}port 7420\nnext line"
+        assert not unchanged_by_cleaning(text), repr(ch)
+        assert clean_text(text) == _regex_clean(text) != text, repr(ch)
+    assert clean_text("ab\ud800c") == "abc"  # a lone surrogate (not printable) is removed as before
+
+
+def test_clean_text_equals_the_substitutions_on_mixed_texts() -> None:
+    rng = random.Random(48)
+    alphabet = [*"ab \n\t/é–数", "\u200b", "\u034f", "\r\n", "\u2028", "\ufe0f", "\u0627\u200c", "\U000e0041"]
+    for _ in range(1000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
+        assert clean_text(text) == _regex_clean(text), repr(text)
+
+
+def test_count_lines_cuts_where_the_pattern_did_after_every_character() -> None:
+    # every character after a newline: the pattern's [^\s/] (Unicode whitespace, "/") against str.isspace;
+    # all whitespace lies below U+3100, astral planes sampled
+    points = [*range(0x3100), *range(0x10000, 0x110000, 97), 0xFEFF, 0xFFFD]
+    for lo in range(0, len(points), 256):
+        text = "".join(f"x\n{chr(c)}" for c in points[lo : lo + 256])
+        assert count_lines(text) == _regex_lines(text)
+
+
+def test_count_lines_edge_texts() -> None:
+    for text in ["", "\n", "a", "a\n", "\na", "a\n\nb", "a\n/b\n c\nd", "\n\n\n", "é\nü\n", "x\n\u3000y\n\u00a0z"]:
+        assert count_lines(text) == _regex_lines(text), repr(text)
+        assert "".join(count_lines(text)) == text
