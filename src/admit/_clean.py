@@ -79,8 +79,12 @@ def _printable_ignorables() -> list[int]:
     variation selectors, ...): the only ones :data:`_INVISIBLE` removes that a printable text may hold (every other
     one is a format, control or unassigned character, or a line or paragraph separator: not printable)."""
     points: list[int] = []
-    for m in re.finditer(r"\\x\{([0-9A-F]+)\}(?:-\\x\{([0-9A-F]+)\})?", DEFAULT_IGNORABLE):
-        lo, hi = int(m.group(1), 16), int(m.group(2) or m.group(1), 16)
+    items = DEFAULT_IGNORABLE.split("\\x{")[1:]  # "00AD}", "115F}-", "1160}", ...: points and ranges
+    while items:
+        head, dash = items.pop(0).split("}")
+        lo = hi = int(head, 16)
+        if dash == "-":
+            hi = int(items.pop(0).split("}")[0], 16)
         points.extend(c for c in range(lo, hi + 1) if chr(c).isprintable())
     return sorted(points)
 
@@ -100,7 +104,7 @@ def _char_class(points: list[int]) -> str:
 _IGNORABLE_POINTS = _printable_ignorables()
 # one character class (linear in re): a printable text (tabs and newlines aside) without one of these holds nothing
 # clean_text changes
-_PRINTABLE_IGNORABLE = re.compile(_char_class(_IGNORABLE_POINTS))
+_PRINTABLE_IGNORABLE = _linear.simple(_char_class(_IGNORABLE_POINTS))
 # their first bytes in UTF-8 (5 distinct ones): a text whose UTF-8 holds none of those bytes holds none of the
 # characters, told by one byte deletion in C (a regex pass over a non-ASCII text costs ten times as much)
 _IGNORABLE_LEADS = bytes(sorted({chr(c).encode("utf-8")[0] for c in _IGNORABLE_POINTS}))
