@@ -141,7 +141,8 @@ def terms_features(title: str, text: str) -> dict[str, Any]:
 def words_features(title: str, text: str) -> dict[str, Any]:
     """A chunk's words as the setwise pruner reads them, JSON-ready: the lower-cased words of its title and text
     (:func:`admit._text.words`), how many of them are the title's (when the two read apart give the same words),
-    its capitalised words and its entity phrases."""
+    its capitalised words and its entity phrases; and how many numbers the title and text (joined by a line
+    break) hold and whether they name a year (``numbers``, ``year``: two setwise features)."""
     t = answer_text(title, text)
     found = tx.words(t)
     out: dict[str, Any] = {
@@ -153,6 +154,8 @@ def words_features(title: str, text: str) -> dict[str, Any]:
     head = tx.words(title) if title else []
     if head + tx.words(text) == found:
         out["title"] = len(head)
+    full = f"{title}\n{text}"  # the setwise features read the title and text so joined, even untitled
+    out["numbers"], out["year"] = tx.number_count(full), tx.has_year(full)
     return out
 
 
@@ -310,6 +313,11 @@ def _seed_words(title: str, text: str, stored: Any) -> None:
     tx.seed_words(t, every)
     tx.capitalised_tokens.seed_later(t, lambda: frozenset(_split(caps)))
     tx.entity_phrases.seed_later(t, lambda: frozenset(phrases))
+    numbers, year = stored.get("numbers"), stored.get("year")
+    if type(numbers) is int and numbers >= 0 and type(year) is bool:  # features stored before hold neither: read then
+        full = f"{title}\n{text}"
+        tx.number_count.seed(full, numbers)
+        tx.has_year.seed(full, year)
     n = stored.get("title")
     if title and isinstance(n, int) and 0 <= n <= (found.count(" ") + 1 if found else 0):
         # the title's and the text's words read apart: the first n words and the rest

@@ -107,3 +107,35 @@ def test_a_text_handed_to_re2_has_its_surrogates_replaced_and_nothing_else() -> 
     assert _utf8("a\ud800é\udfff") == "a\ufffdé\ufffd"
     for text in ["", "plain", "Café – 数据", "x\U0001f600y"]:
         assert _utf8(text) is text
+
+
+def test_a_chunk_s_numbers_and_year_are_stored_seeded_and_remembered_per_text() -> None:
+    from admit import _text as tx
+    from admit.features import chunk_features, clear_caches, seed_features
+
+    title, text = "Wood", "Natalie Wood (1938-1981) made 56 films; 1,200 pages."
+    stored = chunk_features(title, text)["words"]
+    full = f"{title}\n{text}"
+    assert (stored["numbers"], stored["year"]) == (len(tx.NUMBER.findall(full)), True) == (4, True)
+    clear_caches()
+    changed = {**stored, "numbers": 99, "year": False}  # seeded values are what the features then read
+    assert seed_features(title, text, {**chunk_features(title, text), "words": changed})
+    assert (tx.number_count(full), tx.has_year(full)) == (99, False)
+    # keyed by the text: another text is counted, not given this one's
+    assert (tx.number_count(full + " 7"), tx.has_year("no year here")) == (5, False)
+    # stored before they existed (or malformed): read from the text
+    for bad in ({}, {"numbers": "4", "year": True}, {"numbers": -1, "year": True}, {"numbers": 4, "year": 1}):
+        clear_caches()
+        words = {k: v for k, v in stored.items() if k not in ("numbers", "year")} | bad
+        assert seed_features(title, text, {**chunk_features(title, text), "words": words})
+        assert (tx.number_count(full), tx.has_year(full)) == (4, True)
+
+
+def test_the_number_and_year_memos_are_bounded() -> None:
+    from admit import _text as tx
+
+    for memo in (tx.number_count, tx.has_year):
+        memo.cache_clear()
+        for i in range(5000):
+            memo(f"text {i}")
+        assert len(memo._data) == 4096
