@@ -74,10 +74,57 @@ def _drop_invisible(m: Match) -> str:
     return ch if ch in JOINERS and is_script_letter(m.string, m.start() - 1) else ""
 
 
+def _printable_ignorables() -> list[int]:
+    """The default-ignorable code points :meth:`str.isprintable` calls printable (U+034F, the Hangul fillers, the
+    variation selectors, ...): the only ones :data:`_INVISIBLE` removes that a printable text may hold (every other
+    one is a format, control or unassigned character, or a line or paragraph separator: not printable)."""
+    points: list[int] = []
+    items = DEFAULT_IGNORABLE.split("\\x{")[1:]  # "00AD}", "115F}-", "1160}", ...: points and ranges
+    while items:
+        head, dash = items.pop(0).split("}")
+        lo = hi = int(head, 16)
+        if dash == "-":
+            hi = int(items.pop(0).split("}")[0], 16)
+        points.extend(c for c in range(lo, hi + 1) if chr(c).isprintable())
+    return sorted(points)
+
+
+def _char_class(points: list[int]) -> str:
+    """A character class of sorted code points, as ranges (re tests a character beyond U+FFFF against each item of
+    a class in turn)."""
+    runs: list[list[int]] = []
+    for c in points:
+        if runs and c == runs[-1][1] + 1:
+            runs[-1][1] = c
+        else:
+            runs.append([c, c])
+    return "[" + "".join(re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "") for a, b in runs) + "]"
+
+
+_IGNORABLE_POINTS = _printable_ignorables()
+# one character class (linear in re): a printable text (tabs and newlines aside) without one of these holds nothing
+# clean_text changes
+_PRINTABLE_IGNORABLE = _linear.simple(_char_class(_IGNORABLE_POINTS))
+# their first bytes in UTF-8 (5 distinct ones): a text whose UTF-8 holds none of those bytes holds none of the
+# characters, told by one byte deletion in C (a regex pass over a non-ASCII text costs ten times as much)
+_IGNORABLE_LEADS = bytes(sorted({chr(c).encode("utf-8")[0] for c in _IGNORABLE_POINTS}))
+
+
+def unchanged_by_cleaning(text: str) -> bool:
+    """Whether :func:`clean_text` would return ``text`` as it is, told without a regex pass over most texts:
+    nothing in it but printable characters, tabs and newlines, and no printable default-ignorable character."""
+    if not (text.isprintable() or text.replace("\n", "").replace("\t", "").isprintable()):
+        return False  # a control, format, surrogate or separator character (a tab or newline aside)
+    if text.isascii():
+        return True
+    raw = text.encode("utf-8")  # printable: no surrogate
+    return len(raw.translate(None, _IGNORABLE_LEADS)) == len(raw) or _PRINTABLE_IGNORABLE.search(text) is None
+
+
 def clean_text(text: str) -> str:
     """Remove invisible, format and control characters; turn every other line break into ``\\n``."""
-    if text.isascii() and text.isprintable():
-        return text  # nothing to remove (newlines and tabs make isprintable false: those take the long way)
+    if unchanged_by_cleaning(text):
+        return text  # nothing to remove (most texts: printable, their only controls tabs and newlines)
     s = _SURROGATES.sub("", text)
     return _INVISIBLE.sub(_drop_invisible, _BREAKS.sub("\n", s))
 

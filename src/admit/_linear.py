@@ -148,9 +148,13 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def _utf8(text: str) -> str:
     """``text`` with lone surrogates (which JSON can carry) replaced by U+FFFD: RE2 reads UTF-8, and the
     replacement keeps every offset."""
-    if text.isascii() or _SURROGATE.search(text) is None:
+    if text.isascii():
         return text
-    return _SURROGATE.sub("\ufffd", text)
+    try:
+        text.encode("utf-8")  # fails on a surrogate, and only on one: a C pass, where a search is a regex pass
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
 
 
 class LinearPattern:

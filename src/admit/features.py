@@ -13,9 +13,8 @@ simply finds nothing.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from functools import cache, partial
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Generic, TypeVar, cast
 
 import numpy as np
 
@@ -58,6 +57,7 @@ ENCODINGS = ("o200k_base", "cl100k_base")
 """Encodings whose counts are stored (the ones whose line counts add up; see ``count_by_lines``)."""
 
 _FLAGS_MAX = 8192
+T = TypeVar("T")
 _FLAGS: LRU[tuple[str, str, str], tuple[str, ...]] = LRU(_FLAGS_MAX)
 
 
@@ -141,7 +141,8 @@ def terms_features(title: str, text: str) -> dict[str, Any]:
 def words_features(title: str, text: str) -> dict[str, Any]:
     """A chunk's words as the setwise pruner reads them, JSON-ready: the lower-cased words of its title and text
     (:func:`admit._text.words`), how many of them are the title's (when the two read apart give the same words),
-    its capitalised words and its entity phrases."""
+    its capitalised words and its entity phrases; and how many numbers the title and text (joined by a line
+    break) hold and whether they name a year (``numbers``, ``year``: two setwise features)."""
     t = answer_text(title, text)
     found = tx.words(t)
     out: dict[str, Any] = {
@@ -153,6 +154,8 @@ def words_features(title: str, text: str) -> dict[str, Any]:
     head = tx.words(title) if title else []
     if head + tx.words(text) == found:
         out["title"] = len(head)
+    full = f"{title}\n{text}"  # the setwise features read the title and text so joined, even untitled
+    out["numbers"], out["year"] = tx.number_count(full), tx.has_year(full)
     return out
 
 
@@ -276,6 +279,25 @@ def _split(joined: str) -> list[str]:
     return joined.split(" ") if joined else []
 
 
+class _Once(Generic[T]):
+    """``make()``, made on the first call and then remembered: what several seeds of one chunk share (a stored
+    string split once). Far cheaper to create than ``functools.cache`` (a chunk's seeding makes two per retrieval);
+    two threads calling at once may both make it, and both get an equal value."""
+
+    __slots__ = ("_make", "_value")
+
+    def __init__(self, make: Callable[[], T]) -> None:
+        self._make: Callable[[], T] | None = make
+        self._value: T | None = None
+
+    def __call__(self) -> T:
+        make = self._make
+        if make is not None:
+            self._value = make()
+            self._make = None  # after the value is set: a caller that sees no maker reads the value
+        return cast(T, self._value)
+
+
 def _seed_words(title: str, text: str, stored: Any) -> None:
     """Seed a chunk's words, capitalised words and entity phrases from stored ``words`` of this version, each read
     from its stored string on first use (a pack reads none of them, a setwise score all)."""
@@ -287,10 +309,15 @@ def _seed_words(title: str, text: str, stored: Any) -> None:
     if not all(isinstance(p, str) for p in phrases):
         return
     t = answer_text(title, text)
-    every = cache(partial(_split, found))  # split once for the three seeds that read it
+    every = _Once(lambda: _split(found))  # split once for the three seeds that read it
     tx.seed_words(t, every)
     tx.capitalised_tokens.seed_later(t, lambda: frozenset(_split(caps)))
     tx.entity_phrases.seed_later(t, lambda: frozenset(phrases))
+    numbers, year = stored.get("numbers"), stored.get("year")
+    if type(numbers) is int and numbers >= 0 and type(year) is bool:  # features stored before hold neither: read then
+        full = f"{title}\n{text}"
+        tx.number_count.seed(full, numbers)
+        tx.has_year.seed(full, year)
     n = stored.get("title")
     if title and isinstance(n, int) and 0 <= n <= (found.count(" ") + 1 if found else 0):
         # the title's and the text's words read apart: the first n words and the rest
@@ -306,7 +333,7 @@ def _seed_terms(text: str, terms: Any) -> None:
     stems, caps, words = (terms.get(k) for k in _TERMS)
     if not (isinstance(stems, str) and isinstance(caps, str) and isinstance(words, str)):
         return
-    own = cache(lambda: frozenset(_split(stems)))
+    own = _Once(lambda: frozenset(_split(stems)))
     tx.key_stems.seed_later(text, lambda: tuple(_split(stems)))
     tx.key_units.seed_later(text, lambda: own().union(_split(caps)))
     tx.word_stems.seed_later(text, lambda: own().union(_split(words)))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import itertools
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Container, Iterable, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
@@ -228,7 +228,7 @@ def _base_forms(term: str) -> set[str]:
     return out
 
 
-def _held(term: str, vocab: AbstractSet[str], prefixes: AbstractSet[str]) -> bool:
+def _held(term: str, vocab: AbstractSet[str], prefixes: Container[str]) -> bool:
     if term in vocab:
         return True
     if len(term) >= _MORPH_PREFIX and term[:_MORPH_PREFIX] in prefixes:
@@ -241,11 +241,27 @@ def _held(term: str, vocab: AbstractSet[str], prefixes: AbstractSet[str]) -> boo
     return misspelt_in(term, vocab)
 
 
-def _vocab(texts: Sequence[str]) -> tuple[set[str], set[str]]:
+class _Prefixes:
+    """The :data:`_MORPH_PREFIX`-letter prefixes of a vocabulary's words, gathered on the first lookup: most
+    questions' terms are held as written, and then no prefix is ever looked up."""
+
+    __slots__ = ("_set", "_vocab")
+
+    def __init__(self, vocab: AbstractSet[str]) -> None:
+        self._vocab = vocab
+        self._set: frozenset[str] | None = None
+
+    def __contains__(self, prefix: object) -> bool:
+        if self._set is None:
+            self._set = frozenset(w[:_MORPH_PREFIX] for w in self._vocab if len(w) >= _MORPH_PREFIX)
+        return prefix in self._set
+
+
+def _vocab(texts: Sequence[str]) -> tuple[set[str], _Prefixes]:
     vocab: set[str] = set()
     for t in texts:
         vocab |= tx.word_stems(t)  # each distinct word stemmed once, once per text: the same set
-    return vocab, {w[:_MORPH_PREFIX] for w in vocab if len(w) >= _MORPH_PREFIX}
+    return vocab, _Prefixes(vocab)
 
 
 #: A question with at least this many words (common ones included) that the whole knowledge base holds in no form

@@ -106,6 +106,13 @@ _LEET = str.maketrans(
     {"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i", "|": "l"}
 )
 _LEET_TOKEN = _linear.simple(r"[A-Za-z0-9@$!|]+")  # one character class (a Python callback per token)
+# the tokens of _LEET_TOKEN that hold a letter and a leet character, whole (the only ones _deleet may change): the
+# leftmost match starts at such a token's first character (no earlier token holds both) and the greedy tail runs
+# to its end, so the callback runs on a few tokens, not on every word of the text
+_LEET_MIXED = _linear.compile(
+    r"[A-Za-z0-9@$!|]*(?:[A-Za-z][A-Za-z0-9@$!|]*[013457@$!|]|[013457@$!|][A-Za-z0-9@$!|]*[A-Za-z])[A-Za-z0-9@$!|]*",
+    name="security.leet_token",
+)
 _SPACED = _linear.compile(r"\b(?:[A-Za-z][ .\-_*]){3,}[A-Za-z]\b", name="security.spaced_letters")
 _REVERSED_STEMS = ("erongi", "snoitcurtsni", "suoiverp", "tpmorp", "dragersid", "metsys")
 _VIEW_KINDS = {"hijack", "role_marker", "ai_addressed", "tool_call", "exfiltration", "grader_manipulation"}
@@ -202,7 +209,7 @@ def _decoded_b64(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def _deleet(m: re.Match[str]) -> str:
+def _deleet(m: Match) -> str:
     tok: str = m.group(0)
     if tok.isalpha() or tok.isdigit():
         return tok  # only letters (nothing to read as a letter) or only digits: most tokens, kept as they are
@@ -215,7 +222,7 @@ def _views(norm: str, low: str) -> list[tuple[str, str]]:
     """``(prefix, text)`` of the obfuscated readings of a text that differ from it (at most three)."""
     out: list[tuple[str, str]] = []
     if any(c in norm for c in "013457@$!|"):
-        leet = _LEET_TOKEN.sub(_deleet, norm)
+        leet = _LEET_MIXED.sub(_deleet, norm)  # = _LEET_TOKEN.sub(_deleet, norm): the other tokens stay as they are
         if leet != norm:
             out.append(("leet", leet))
     if _SPACED.search(norm) is not None:  # most texts hold no spaced-out word: skip the rewrite

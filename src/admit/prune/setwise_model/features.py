@@ -340,9 +340,9 @@ def prepare(
     ident_hit, ident_other = _identifier_features(record, full_texts)
     bigram_cov, idf_cov = _phrase_features(q_tokens, doc_tokens, doc_sets)
     wh = np.array([1.0 if pat.search(question) else 0.0 for _, pat in tx.WH_CUES], dtype=np.float64)
-    has_year = np.array([1.0 if tx.YEAR.search(t) else 0.0 for t in full_texts], dtype=np.float64)
+    has_year = np.array([1.0 if tx.has_year(t) else 0.0 for t in full_texts], dtype=np.float64)
     num_density = np.array(
-        [len(tx.NUMBER.findall(t)) / max(1.0, w) for t, w in zip(full_texts, n_words, strict=True)], dtype=np.float64
+        [tx.number_count(t) / max(1.0, w) for t, w in zip(full_texts, n_words, strict=True)], dtype=np.float64
     )
 
     dmax = float(dense.max()) if n else 0.0

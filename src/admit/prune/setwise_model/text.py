@@ -11,25 +11,33 @@ from functools import lru_cache
 
 from admit import _linear
 from admit._text import (
+    NUMBER,
+    YEAR,
     capitalised_tokens,
     char_bigrams,
     content_tokens,
     entity_phrases,
+    has_year,
     identifiers,
     nfc,
+    number_count,
     register_cache,
     unreadable_script,
     words,
 )
 
 __all__ = [
+    "NUMBER",
+    "YEAR",
     "capitalised_tokens",
     "char_bigrams",
     "contains_phrase",
     "content_tokens",
     "entity_phrases",
+    "has_year",
     "identifier_kind",
     "identifiers",
+    "number_count",
     "title_keys",
     "unreadable_script",
     "words",
@@ -49,8 +57,6 @@ NESTED = _linear.compile(
     r"\b(of|in|by|for|from|at)\s+(the|a|an|this|that)\b|'s\b|’s\b", re.IGNORECASE, name="setwise.nested"
 )
 RELATIVE = _linear.compile(r"\b(who|which|that|where|whose|whom|when)\b", re.IGNORECASE, name="setwise.relative")
-YEAR = _linear.compile(r"\b(1[0-9]{3}|20[0-9]{2})\b", name="setwise.year")
-NUMBER = _linear.compile(r"\b\d[\d,.]*\b", name="setwise.number")
 #: Answer-type cues of a question, in the order of the ``q_wh_*`` question features.
 WH_CUES: tuple[tuple[str, _linear.LinearPattern], ...] = tuple(
     (name, _linear.compile(p, re.I, name=f"setwise.wh_{name}"))
