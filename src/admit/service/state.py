@@ -153,6 +153,7 @@ class ServiceState:
                 max_queued_per_key=lim.max_queued_per_key,
                 max_queued=lim.max_queued,
                 max_memory_mb=lim.max_worker_memory_mb,
+                over_share_niceness=lim.over_share_niceness,
             )
             self.metrics.watch_pool(self.procs)
         return self.procs
