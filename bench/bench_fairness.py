@@ -698,6 +698,11 @@ def _print_gc(rows: list[Any], lines: list[str], servers: list[int]) -> None:
     """Per phase, the full collections of the server (its event loop stopped) and of its workers."""
     seen = [(int(p), float(t), float(w), float(c)) for p, t, w, c, _ in (ln.split() for ln in lines if ln.strip())]
     print("full garbage collections while the victim ran: server n, CPU ms max/sum, wall ms max; workers n, CPU max")
+    srv_all = [g[3] for g in seen if g[0] in servers]
+    print(
+        f"whole run: server {len(srv_all)}, CPU max {max(srv_all, default=0):.1f} ms; workers "
+        f"{sum(1 for g in seen if g[0] not in servers)}"
+    )
     for row, (t0, t1) in zip(rows, _PHASE_TIMES, strict=False):
         mine = [g for g in seen if t0 <= g[1] <= t1]
         srv = [g for g in mine if g[0] in servers]

@@ -131,7 +131,7 @@ class Limits(_Strict):
     """Most private memory (resident, not shared with the server it was forked from) of one worker process: a
     request that takes its worker past it is stopped with the process (413) and the worker replaced; a worker
     left over half of it by a request is replaced once it has answered (its memory returned)."""
-    over_share_niceness: int = Field(default=10, ge=0, le=19)
+    over_share_niceness: int = Field(default=7, ge=0, le=19)
     """How much nicer than the server (its OS priority) a worker process runs the job of a tenant over its share
     of the CPU: a tenant with a backlog whose recent CPU plus its jobs waiting is over an equal split of what the
     tenants active in the last seconds used (the pool's own accounting; a tenant with one request at a time never

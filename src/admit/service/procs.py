@@ -235,6 +235,9 @@ class ProcessPool:
         self.stats = PoolStats()
         self._workers: list[_Worker] = []
         self._free: list[_Worker] = []
+        self._dying: list[Any] = []
+        """Processes killed and not yet reaped (a killed process may need a while to exit on a loaded machine:
+        the event loop never waits for it)."""
         self._bg_free: list[_Worker] = []
         """Background workers (``over_share_niceness``) without a job: forked when first needed, then kept."""
         self._seq = itertools.count()
@@ -316,8 +319,11 @@ class ProcessPool:
                 self._loop.remove_writer(w.conn.fileno())
         with contextlib.suppress(Exception):
             w.conn.close()
-        with contextlib.suppress(Exception):
-            w.proc.join(timeout=1)
+        if self._closed:
+            with contextlib.suppress(Exception):
+                w.proc.join(timeout=1)
+        else:  # never waited for on the event loop: a killed process is reaped on a later pass (``_reap``)
+            self._dying.append(w.proc)
         if w in self._workers:
             self._workers.remove(w)
         if w in self._free:
@@ -332,6 +338,14 @@ class ProcessPool:
             self._ticker.cancel()
         for w in list(self._workers):
             self._retire(w)
+        for proc in self._dying:
+            with contextlib.suppress(Exception):
+                proc.join(timeout=1)
+        self._dying.clear()
+
+    def _reap(self) -> None:
+        """Reap the killed processes that have exited (``is_alive`` waits for none)."""
+        self._dying = [p for p in self._dying if _alive(p)]
 
     def pids(self) -> list[int]:
         """The worker processes' ids."""
@@ -628,6 +642,7 @@ class ProcessPool:
         is due)."""
         self._ticker = None
         self._measure = True
+        self._reap()
         self._dispatch()
         self._schedule_cpu()
         self._measure = False
@@ -677,3 +692,10 @@ class ProcessPool:
             self._kill(w, proc_cpu(w.proc.pid) - job.cpu0)
             return
         self.queue.remove(job)
+
+
+def _alive(proc: Any) -> bool:
+    try:
+        return bool(proc.is_alive())
+    except Exception:  # closed or never started: nothing to reap
+        return False

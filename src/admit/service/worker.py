@@ -188,7 +188,7 @@ The pool's *prompt* workers (its reserve, for quiet tenants) run at the server's
 tenant's search is not slowed by whatever else runs at the server's priority (issue 47)."""
 
 
-OVER_SHARE_NICENESS = 10
+OVER_SHARE_NICENESS = 7
 """How much nicer than the server a worker process runs a job of a tenant over its share of the CPU
 (:class:`admit.service.sched.ShareBook`; ``[service.limits] over_share_niceness``): its own set of processes,
 so no process ever needs its niceness lowered (which takes a privilege)."""
