@@ -464,7 +464,7 @@ def _on_gc(phase, info):
         return
     line = "%d %.4f %.2f %.2f %d\\n" % (
         os.getpid(), time.time(), (time.perf_counter() - _t[0]) * 1000, (time.thread_time() - _t[1]) * 1000,
-        info.get("collected", 0),
+        len(gc.get_objects(2)),
     )
     try:
         with open(_log, "a") as fh:
@@ -474,7 +474,8 @@ def _on_gc(phase, info):
 if _log:
     gc.callbacks.append(_on_gc)
 """
-"""The ``sitecustomize`` of ``--gc``: each full collection's pid, end time, wall and CPU ms, objects collected."""
+"""The ``sitecustomize`` of ``--gc``: each full collection's pid, end time, wall and CPU ms, objects left in the
+oldest generation (frozen ones aside)."""
 
 _GC_LOG: list[Path] = []
 _PHASE_TIMES: list[tuple[float, float]] = []
@@ -696,7 +697,8 @@ def _server_pid(url: str) -> int:
 
 def _print_gc(rows: list[Any], lines: list[str], servers: list[int]) -> None:
     """Per phase, the full collections of the server (its event loop stopped) and of its workers."""
-    seen = [(int(p), float(t), float(w), float(c)) for p, t, w, c, _ in (ln.split() for ln in lines if ln.strip())]
+    parts = [ln.split() for ln in lines if ln.strip()]
+    seen = [(int(p), float(t), float(w), float(c), int(n)) for p, t, w, c, n in parts]
     print("full garbage collections while the victim ran: server n, CPU ms max/sum, wall ms max; workers n, CPU max")
     srv_all = [g[3] for g in seen if g[0] in servers]
     print(
@@ -710,8 +712,8 @@ def _print_gc(rows: list[Any], lines: list[str], servers: list[int]) -> None:
         cpu = [g[3] for g in srv]
         print(
             f"{row[0]:<10} {row[1]:<16} server {len(srv)}, CPU {max(cpu, default=0):.1f}/{sum(cpu):.1f} ms, wall "
-            f"{max((g[2] for g in srv), default=0):.1f} ms; workers {len(wrk)}, CPU "
-            f"{max((g[3] for g in wrk), default=0):.1f} ms"
+            f"{max((g[2] for g in srv), default=0):.1f} ms, objects {max((g[4] for g in srv), default=0)}; "
+            f"workers {len(wrk)}, CPU {max((g[3] for g in wrk), default=0):.1f} ms"
         )
 
 
