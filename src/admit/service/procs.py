@@ -28,9 +28,10 @@ fair queue's bounds a job is refused at once with :class:`~admit.errors.Overload
 core); the reserve's (*prompt*) ones run at the server's priority and take a quiet tenant's job first. A job of a
 tenant over its share of the CPU (the core's :class:`~admit.service.sched.ShareBook`: a backlog, and more asked
 for than an equal split of what the active tenants used recently) runs in a *background* process,
-``over_share_niceness`` nicer than the server, in the place of the worker the core gave it (that one waits
-free for it): a flood's work yields the cores to the loop and to the tenants within their share, and no
-process's niceness is ever lowered (which would take a privilege). Background processes are forked when first
+``over_share_niceness`` nicer than the server (the core counts it among the jobs running as any other; the
+pool's own workers stay free, so a quiet tenant's job finds the reserve): a flood's work yields the cores to the
+loop and to the tenants within their share, and no process's niceness is ever lowered (which would take a
+privilege). Background processes are forked when first
 needed and kept; ``over_share_niceness = 0`` turns them off.
 
 **Workers.** What runs in a worker process (the fork, the pickled jobs and their frames, the capture of what a
@@ -123,8 +124,6 @@ class _Job:
     heavy: bool = False  # dispatched as a heavy tenant's
     quiet: bool = False  # its tenant had nothing else waiting or running: it runs first while short
     over: bool = False  # its tenant was over its share of the CPU when it started: it runs in a background worker
-    slot: _Worker | None = None
-    """The pool's worker whose place it takes while it runs in a background worker (kept free for no one else)."""
     stopped: bool = False
     since: float = 0.0
     """When it was last paused or resumed (or started): a long job's turn is timed from it."""
@@ -421,10 +420,13 @@ class ProcessPool:
             self._start_job(job)
 
     def _start_job(self, job: _Job) -> None:
-        w = self._take_free(job)
-        if job.over and self.over_share_niceness > 0:  # over its share: run niced, in the place of the worker taken
-            job.slot, w = w, self._take_background()
+        if job.over and self.over_share_niceness > 0:
+            # over its share: niced, in a background worker; the core still counts it among the jobs running, and
+            # the pool's own workers stay free (a quiet tenant's job finds its reserve, no extra process forked)
+            w = self._take_background()
             self.stats.over_share += 1
+        else:
+            w = self._take_free(job)
         w.job = job
         job.worker = w
         job.cpu0 = proc_cpu(w.proc.pid)
@@ -467,7 +469,6 @@ class ProcessPool:
         w.job = None
         self._retire(w)
         self.stats.dead += 1
-        self._release_slot(job)
         if not w.background:  # a background worker is forked again when one is needed
             self._spawn()
             self.stats.respawned += 1
@@ -537,7 +538,6 @@ class ProcessPool:
         job.cpu = cpu
         self.core.ended(job, cpu, time.monotonic())
         self.stats.completed += 1
-        self._release_slot(job)
         if replace:
             if died:
                 self.stats.dead += 1
@@ -567,12 +567,6 @@ class ProcessPool:
                 self.stats.recycled += 1
         else:
             (self._bg_free if w.background else self._free).append(w)
-
-    def _release_slot(self, job: _Job) -> None:
-        """The place a job over its share took in the pool (its ``slot``) is free again."""
-        slot, job.slot = job.slot, None
-        if slot is not None and slot in self._workers and slot not in self._free:
-            self._free.append(slot)
 
     # ---------------------------------------------------------------- CPU share and deadlines (a tick)
 
