@@ -128,6 +128,9 @@ class Gate:
             connection closed (the HTTP server counts each connection as its latest request's key's:
             :class:`~admit.service.server.Owners`). A connection of another key or tenant is never refused for it.
         connections_per_tenant: The same, for all of one tenant's keys together.
+        connection_refusal_delay_s: How long a request refused for its connection waits before its 429 (its
+            ``Retry-After``): the connection, counted as no one's, costs nothing while it waits, and a client that
+            reconnects at once makes the server accept, read and refuse a connection at most once per this.
     """
 
     app: ASGIApp
@@ -142,6 +145,7 @@ class Gate:
     server_timing: bool = False
     connections_per_key: int = 0
     connections_per_tenant: int = 0
+    connection_refusal_delay_s: float = 5.0
 
     def __post_init__(self) -> None:
         self.known_routes = frozenset(self.known_routes)
@@ -255,7 +259,8 @@ class Gate:
         if over is None:
             return None
         cap = per_key if over == "key" else per_tenant
-        return Refusal(over, f"too many connections of this {over} open ({cap}); reuse one", 2, close=True)
+        retry = max(1, round(self.connection_refusal_delay_s))
+        return Refusal(over, f"too many connections of this {over} open ({cap}); reuse one", retry, close=True)
 
     def _too_big(self) -> JSONResponse:
         """The 413 answer (built once: a request under the limit builds nothing)."""
@@ -271,7 +276,8 @@ class Gate:
         built once per reason and reused (a flood's refusals build nothing on the loop)."""
         if self.metrics is not None:
             self.metrics.refused.labels(scope=why.scope).inc()
-        await anyio.sleep(min(self.refusal_delay_s, why.retry_after_s))
+        delay = self.connection_refusal_delay_s if why.close else self.refusal_delay_s
+        await anyio.sleep(min(delay, why.retry_after_s))
         resp = self._answers.get(why)
         if resp is None:
             if len(self._answers) > 64:  # bounded: the reasons are a handful of fixed texts
