@@ -31,8 +31,8 @@ for than an equal split of what the active tenants used recently) runs in a *bac
 ``over_share_niceness`` nicer than the server (the core counts it among the jobs running as any other; the
 pool's own workers stay free, so a quiet tenant's job finds the reserve): a flood's work yields the cores to the
 loop and to the tenants within their share, and no process's niceness is ever lowered (which would take a
-privilege). Background processes are forked when first
-needed and kept; ``over_share_niceness = 0`` turns them off.
+privilege). Background processes are forked when first needed and kept; ``over_share_niceness = 0`` turns them
+off.
 
 **Workers.** What runs in a worker process (the fork, the pickled jobs and their frames, the capture of what a
 job changes in the service: metrics, the inspector's records, the trace file, replayed by the server when the
