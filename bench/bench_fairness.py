@@ -45,6 +45,12 @@ its client process at the server's priority (as before), then niced by N (as a f
 be, not competing for the server's cores); both rows are printed (``n10``):
 
     nice -n 10 python bench/bench_fairness.py --modes processes --scenarios flood:17 --stages --flood-nice 10
+
+``--gc`` records every full garbage collection (generation 2) of the server and of its workers (a
+``sitecustomize`` on the server's ``PYTHONPATH``, the benchmark's only: nothing of it ships) and prints, per phase,
+how many the server made while the victim ran and their CPU and wall time (the event loop stops meanwhile).
+``conns:N`` is the per-key connection flood (one key, N connections; ``[service.limits]
+max_connections_per_key`` refuses those beyond it, 429 before the body).
 """
 
 from __future__ import annotations
@@ -446,8 +452,44 @@ def _scenarios(args: argparse.Namespace) -> list[tuple[str, int]]:
     return [("pack", int(x)) for x in args.tenants.split(",") if x.strip()]
 
 
+GC_HOOK = """
+import gc, os, time
+_log = os.environ.get("ADMIT_BENCH_GC_LOG")
+_t = [0.0, 0.0]
+def _on_gc(phase, info):
+    if info.get("generation") != 2:
+        return
+    if phase == "start":
+        _t[0], _t[1] = time.perf_counter(), time.thread_time()
+        return
+    line = "%d %.4f %.2f %.2f %d\\n" % (
+        os.getpid(), time.time(), (time.perf_counter() - _t[0]) * 1000, (time.thread_time() - _t[1]) * 1000,
+        len(gc.get_objects(2)),
+    )
+    try:
+        with open(_log, "a") as fh:
+            fh.write(line)
+    except OSError:
+        pass
+if _log:
+    gc.callbacks.append(_on_gc)
+"""
+"""The ``sitecustomize`` of ``--gc``: each full collection's pid, end time, wall and CPU ms, objects left in the
+oldest generation (frozen ones aside)."""
+
+_GC_LOG: list[Path] = []
+_PHASE_TIMES: list[tuple[float, float]] = []
+"""Per phase, the wall-clock window (``time.time()``) the victim ran in."""
+
+
 def _serve(kb: str, cfg: Path, keys: dict[str, str], watch: MemoryWatch | None = None) -> AbstractContextManager[str]:
     env = {**os.environ, **keys, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+    if _GC_LOG:
+        hook = _GC_LOG[0].parent / "gc_hook"
+        hook.mkdir(exist_ok=True)
+        (hook / "sitecustomize.py").write_text(GC_HOOK, "utf-8")
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(hook), env.get("PYTHONPATH", "")) if p)
+        env["ADMIT_BENCH_GC_LOG"] = str(_GC_LOG[0])
 
     def on_start(proc: Any) -> None:
         _PIDS[url_of[0]] = proc.pid
@@ -487,9 +529,10 @@ def _phase(
     ht = threading.Thread(target=_health, args=(url, hstop, health, hserver), daemon=True)
     ht.start()
     codes: Counter[str] = Counter()
-    cpu0, t0 = _cpu_split(_PIDS[url]), time.perf_counter()
+    cpu0, t0, w0 = _cpu_split(_PIDS[url]), time.perf_counter(), time.time()
     lat = _victim(url, args.victims, args.phase_s, codes, stages)
     cpu1, took = _cpu_split(_PIDS[url]), time.perf_counter() - t0
+    _PHASE_TIMES.append((w0, time.time()))
     _CPU.append(tuple(100 * (b - a) / took for a, b in zip(cpu0, cpu1, strict=True)))  # type: ignore[arg-type]
     _GEN_PIDS.clear()
     _HEALTH_SERVER.append(hserver)
@@ -652,6 +695,28 @@ def _server_pid(url: str) -> int:
     return _PIDS[url]
 
 
+def _print_gc(rows: list[Any], lines: list[str], servers: list[int]) -> None:
+    """Per phase, the full collections of the server (its event loop stopped) and of its workers."""
+    parts = [ln.split() for ln in lines if ln.strip()]
+    seen = [(int(p), float(t), float(w), float(c), int(n)) for p, t, w, c, n in parts]
+    print("full garbage collections while the victim ran: server n, CPU ms max/sum, wall ms max; workers n, CPU max")
+    srv_all = [g[3] for g in seen if g[0] in servers]
+    print(
+        f"whole run: server {len(srv_all)}, CPU max {max(srv_all, default=0):.1f} ms; workers "
+        f"{sum(1 for g in seen if g[0] not in servers)}"
+    )
+    for row, (t0, t1) in zip(rows, _PHASE_TIMES, strict=False):
+        mine = [g for g in seen if t0 <= g[1] <= t1]
+        srv = [g for g in mine if g[0] in servers]
+        wrk = [g for g in mine if g[0] not in servers]
+        cpu = [g[3] for g in srv]
+        print(
+            f"{row[0]:<10} {row[1]:<16} server {len(srv)}, CPU {max(cpu, default=0):.1f}/{sum(cpu):.1f} ms, wall "
+            f"{max((g[2] for g in srv), default=0):.1f} ms, objects {max((g[4] for g in srv), default=0)}; "
+            f"workers {len(wrk)}, CPU {max((g[3] for g in wrk), default=0):.1f} ms"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tenants", default="2,4,8,16,32", help="comma-separated numbers of hostile tenants (pack)")
@@ -673,6 +738,9 @@ def main() -> None:
         help="server_timing on: print where the victim's time went (median / mean of its slowest tenth, ms)",
     )
     ap.add_argument(
+        "--gc", action="store_true", help="record the server's and workers' full garbage collections per phase"
+    )
+    ap.add_argument(
         "--flood-nice",
         type=int,
         default=0,
@@ -686,8 +754,12 @@ def main() -> None:
     prunes: list[tuple[str, float, float, Counter[str]]] = []
     deadlines: list[tuple[str, float, str, float]] = []
     load0 = os.getloadavg()[0]
+    server_pids: list[int] = []
+    gc_lines: list[str] = []
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
+        if args.gc:
+            _GC_LOG.append(tmp / "gc.log")
         from admit.kb import KnowledgeBase
 
         kb = str(tmp / "kb.db")
@@ -716,7 +788,9 @@ def main() -> None:
                 if args.long_prune:
                     alone, beside, ended = _long_prune(url)
                     prunes.append((mode, alone, beside, ended))
+                server_pids.append(_PIDS[url])
             watch.stop()
+        gc_lines = _GC_LOG[0].read_text("utf-8").splitlines() if _GC_LOG and _GC_LOG[0].exists() else []
         if args.deadline_s:
             deadlines = _deadlines(kb, tmp, args.deadline_s)
     print(
@@ -748,6 +822,8 @@ def main() -> None:
                 f"{'':<10} {'':<16} CPU, % of a core: server {srv:.0f}, workers {workers:.0f}, flood client "
                 f"{gen:.0f}; /healthz p99 at the server {at_server} ms"
             )
+    if args.gc:
+        _print_gc(rows, gc_lines, server_pids)
     for mode, alone, beside, ended in prunes:
         done = ", ".join(f"{k}: {v}" for k, v in sorted(ended.items())) or "-"
         print(

@@ -36,6 +36,8 @@ class Refusal:
     scope: str
     detail: str
     retry_after_s: int
+    close: bool = False
+    """Close the connection with the answer (a connection over its key's or tenant's cap)."""
 
 
 @dataclass(slots=True, eq=False)

@@ -109,6 +109,12 @@ class Limits(_Strict):
     max_connections: int = Field(default=2048, gt=0)
     """Most open connections of ``admit serve``, with an API key or without; at the cap the oldest one still sending
     its request (or answered early while its body drips) makes room, else the oldest idle keep-alive one."""
+    max_connections_per_key: int = Field(default=64, gt=0)
+    """Most open connections of one API key (each connection counts as its latest request's key's); a request on
+    a connection beyond it is answered 429 with ``Retry-After`` before its body is read, and the connection
+    closed. Another key's or tenant's connections are never refused for it."""
+    max_connections_per_tenant: int = Field(default=128, gt=0)
+    """Most open connections of one tenant, all its keys together; beyond it, the same 429."""
     keep_alive_s: float = Field(default=5.0, gt=0)
     """An idle keep-alive connection is closed after this many seconds."""
     worker_threads: int = Field(default=0, ge=0)
@@ -125,6 +131,13 @@ class Limits(_Strict):
     """Most private memory (resident, not shared with the server it was forked from) of one worker process: a
     request that takes its worker past it is stopped with the process (413) and the worker replaced; a worker
     left over half of it by a request is replaced once it has answered (its memory returned)."""
+    over_share_niceness: int = Field(default=7, ge=0, le=19)
+    """How much nicer than the server (its OS priority) a worker process runs the job of a tenant over its share
+    of the CPU: a tenant with a backlog whose recent CPU plus its jobs waiting is over an equal split of what the
+    tenants active in the last seconds used (the pool's own accounting; a tenant with one request at a time never
+    is). Such jobs run in worker processes of their own, so a flood yields the cores to the server's loop and to
+    the tenants within their share. ``0``: off (every job in the pool's regular workers, 3 nicer than the server,
+    or its reserve, at the server's priority)."""
     max_queued_per_tenant: int = Field(default=64, gt=0)
     """Most requests of one tenant waiting for a worker; past it 429 with ``Retry-After``."""
     max_queued_per_key: int = Field(default=64, gt=0)

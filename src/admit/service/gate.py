@@ -123,6 +123,14 @@ class Gate:
             holding no slot and no body: a client that retries at once cannot keep the event loop answering it.
         server_timing: Answer with a ``Server-Timing`` header: where the request's time went on the server
             (:mod:`admit.service.timing`).
+        connections_per_key: Most connections one key may hold (``0``: no cap): a request on a connection
+            beyond it is answered 429 (``Retry-After``, ``Connection: close``) before its body is read, and the
+            connection closed (the HTTP server counts each connection as its latest request's key's:
+            :class:`~admit.service.server.Owners`). A connection of another key or tenant is never refused for it.
+        connections_per_tenant: The same, for all of one tenant's keys together.
+        connection_refusal_delay_s: How long a request refused for its connection waits before its 429 (its
+            ``Retry-After``): the connection, counted as no one's, costs nothing while it waits, and a client that
+            reconnects at once makes the server accept, read and refuse a connection at most once per this.
     """
 
     app: ASGIApp
@@ -135,6 +143,9 @@ class Gate:
     admission: Admission | None = None
     refusal_delay_s: float = 1.0
     server_timing: bool = False
+    connections_per_key: int = 0
+    connections_per_tenant: int = 0
+    connection_refusal_delay_s: float = 5.0
 
     def __post_init__(self) -> None:
         self.known_routes = frozenset(self.known_routes)
@@ -213,6 +224,10 @@ class Gate:
         scope.setdefault("state", {})
         scope["state"]["principal"] = principal
         scope["state"]["key_label"] = label
+        over = self._connection_over(scope, label, principal.tenant)
+        if over is not None:
+            await self._refuse(send, over)
+            return
         limit = self.max_body_bytes
         declared = _content_length(scope)
         if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -234,6 +249,19 @@ class Gate:
         finally:
             self.admission.release(ticket)
 
+    def _connection_over(self, scope: Scope, label: str, tenant: str) -> Refusal | None:
+        """Claim the request's connection for its key and tenant; a :class:`Refusal` when that is over a cap."""
+        claim = scope.get("admit.connection")
+        if claim is None or not (self.connections_per_key or self.connections_per_tenant):
+            return None
+        per_key, per_tenant = self.connections_per_key or 1 << 30, self.connections_per_tenant or 1 << 30
+        over = claim(f"key:{label}", tenant, per_key, per_tenant)
+        if over is None:
+            return None
+        cap = per_key if over == "key" else per_tenant
+        retry = max(1, round(self.connection_refusal_delay_s))
+        return Refusal(over, f"too many connections of this {over} open ({cap}); reuse one", retry, close=True)
+
     def _too_big(self) -> JSONResponse:
         """The 413 answer (built once: a request under the limit builds nothing)."""
         resp = self._answers.get(413)
@@ -248,16 +276,17 @@ class Gate:
         built once per reason and reused (a flood's refusals build nothing on the loop)."""
         if self.metrics is not None:
             self.metrics.refused.labels(scope=why.scope).inc()
-        await anyio.sleep(min(self.refusal_delay_s, why.retry_after_s))
+        delay = self.connection_refusal_delay_s if why.close else self.refusal_delay_s
+        await anyio.sleep(min(delay, why.retry_after_s))
         resp = self._answers.get(why)
         if resp is None:
             if len(self._answers) > 64:  # bounded: the reasons are a handful of fixed texts
                 self._answers.clear()
+            headers = {"Retry-After": str(why.retry_after_s)}
+            if why.close:
+                headers["Connection"] = "close"
             resp = self._answers[why] = error_response(
-                429,
-                "overloaded",
-                f"{why.detail}; retry after {why.retry_after_s} s",
-                headers={"Retry-After": str(why.retry_after_s)},
+                429, "overloaded", f"{why.detail}; retry after {why.retry_after_s} s", headers=headers
             )
         await _send(send, resp)
 

@@ -179,6 +179,8 @@ def create_app(
         known_routes=ROUTES,
         admission=state.admission,
         server_timing=state.settings.server_timing,
+        connections_per_key=state.limits.max_connections_per_key,
+        connections_per_tenant=state.limits.max_connections_per_tenant,
     )
     app.add_middleware(SecurityHeaders)  # outermost but one, so every answer (the gate's too) carries them
 

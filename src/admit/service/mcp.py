@@ -465,7 +465,14 @@ def mcp_http_app(server: Any, *, host: str = "127.0.0.1") -> Any:
 
     st: ServiceState = server.admit_state
     app = server.streamable_http_app(host=host, max_request_body_size=st.limits.max_body_bytes)
-    gate = Gate(app, keyring=lambda: st.keyring, max_body_bytes=st.limits.max_body_bytes, admission=st.admission)
+    gate = Gate(
+        app,
+        keyring=lambda: st.keyring,
+        max_body_bytes=st.limits.max_body_bytes,
+        admission=st.admission,
+        connections_per_key=st.limits.max_connections_per_key,
+        connections_per_tenant=st.limits.max_connections_per_tenant,
+    )
     return SecurityHeaders(gate)
 
 

@@ -25,7 +25,14 @@ fork; the CPU it used is charged to its tenant. No job outlives its deadline by 
 fair queue's bounds a job is refused at once with :class:`~admit.errors.Overloaded` (429, ``Retry-After``).
 
 **Priorities.** The regular processes run ``WORKER_NICENESS`` nicer than the server (its event loop keeps a
-core); the reserve's (*prompt*) ones run at the server's priority and take a quiet tenant's job first.
+core); the reserve's (*prompt*) ones run at the server's priority and take a quiet tenant's job first. A job of a
+tenant over its share of the CPU (the core's :class:`~admit.service.sched.ShareBook`: a backlog, and more asked
+for than an equal split of what the active tenants used recently) runs in a *background* process,
+``over_share_niceness`` nicer than the server (the core counts it among the jobs running as any other; the
+pool's own workers stay free, so a quiet tenant's job finds the reserve): a flood's work yields the cores to the
+loop and to the tenants within their share, and no process's niceness is ever lowered (which would take a
+privilege). Background processes are forked when first needed and kept; ``over_share_niceness = 0`` turns them
+off.
 
 **Workers.** What runs in a worker process (the fork, the pickled jobs and their frames, the capture of what a
 job changes in the service: metrics, the inspector's records, the trace file, replayed by the server when the
@@ -59,10 +66,11 @@ from typing import Any, TypeVar
 
 from admit.errors import BackendError, LimitExceeded, Overloaded
 from admit.service.fairq import FairQueue, TenantQueue
-from admit.service.sched import Core
+from admit.service.sched import Core, ShareBook
 from admit.service.timing import marks
 from admit.service.worker import (
     HEADER,
+    OVER_SHARE_NICENESS,
     WORKER_NICENESS,
     cores,
     dumps_job,
@@ -91,6 +99,8 @@ class _Worker:
     """The answer read so far (the loop never blocks on a worker: a paused one may be mid-answer)."""
     prompt: bool = False
     """It runs at the server's priority (the reserve, for quiet tenants), not ``WORKER_NICENESS`` nicer."""
+    background: bool = False
+    """It runs ``over_share_niceness`` nicer than the server: only jobs of tenants over their share."""
 
 
 @dataclass(slots=True, eq=False)
@@ -113,6 +123,7 @@ class _Job:
     """It has used more than ``long_cpu_s`` of CPU (it may be paused while short jobs run)."""
     heavy: bool = False  # dispatched as a heavy tenant's
     quiet: bool = False  # its tenant had nothing else waiting or running: it runs first while short
+    over: bool = False  # its tenant was over its share of the CPU when it started: it runs in a background worker
     stopped: bool = False
     since: float = 0.0
     """When it was last paused or resumed (or started): a long job's turn is timed from it."""
@@ -135,7 +146,8 @@ class PoolStats:
     deadline). ``dead``: worker processes found dead (idle in the free list, or at the hand-off of a job) and
     replaced (counted in ``respawned`` too); ``retried``: jobs handed to a fresh worker after theirs died.
     ``over_memory``: jobs stopped with their process past ``max_memory_mb``; ``recycled``: workers replaced
-    after a job left them over half of it."""
+    after a job left them over half of it. ``over_share``: jobs run in a background worker (their tenant over its
+    share of the CPU)."""
 
     dispatched: int = 0
     completed: int = 0
@@ -153,6 +165,7 @@ class PoolStats:
     retried: int = 0
     over_memory: int = 0
     recycled: int = 0
+    over_share: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,9 +197,14 @@ class ProcessPool:
         max_queued_per_key: int = 64,
         max_queued: int = 1024,
         max_memory_mb: float = 2048,
+        over_share_niceness: int = OVER_SHARE_NICENESS,
+        share_window_s: float = 2.0,
     ) -> None:
         """``0`` sizes to the cores: ``processes`` = cores, ``reserve`` = half of them (at least 1),
-        ``per_tenant`` = half the cores (at least 1). ``max_memory_mb``: a worker's private memory bound."""
+        ``per_tenant`` = half the cores (at least 1). ``max_memory_mb``: a worker's private memory bound.
+        ``over_share_niceness``: how much nicer than the server a job of a tenant over its share of the CPU runs
+        (``0``: off, every job runs in the pool's own workers); ``share_window_s``: the time constant of the
+        tenants' recent CPU (:class:`~admit.service.sched.ShareBook`)."""
         n = cores()
         self.state = state
         self.cores = n
@@ -205,15 +223,22 @@ class ProcessPool:
             max_queued_per_tenant=max_queued_per_tenant,
             max_queued_per_key=max_queued_per_key,
             max_queued=max_queued,
+            share=ShareBook(window_s=share_window_s) if over_share_niceness > 0 else None,
         )
         """Which job starts, which long job runs (:mod:`admit.service.sched`, shared with the thread pool)."""
         self.queue: FairQueue[_Job] = self.core.queue
         """The waiting jobs, by tenant (start-time fair queuing)."""
         self.tick_s = tick_s
         self.max_memory_mb = max_memory_mb
+        self.over_share_niceness = over_share_niceness
         self.stats = PoolStats()
         self._workers: list[_Worker] = []
         self._free: list[_Worker] = []
+        self._dying: list[Any] = []
+        """Processes killed and not yet reaped (a killed process may need a while to exit on a loaded machine:
+        the event loop never waits for it)."""
+        self._bg_free: list[_Worker] = []
+        """Background workers (``over_share_niceness``) without a job: forked when first needed, then kept."""
         self._seq = itertools.count()
         self._ctx = multiprocessing.get_context("fork")
         self._ticker: asyncio.TimerHandle | None = None
@@ -230,8 +255,12 @@ class ProcessPool:
 
     @property
     def size(self) -> int:
-        """Worker processes in all (``regular + reserve``)."""
+        """Worker processes in all (``regular + reserve``), the background ones aside."""
         return self.regular + self.reserve
+
+    def _base(self) -> int:
+        """The pool's own worker processes (regular, reserve and extra ones): all but the background ones."""
+        return sum(1 for w in self._workers if not w.background)
 
     def start(self) -> None:
         """Fork the workers (once the models are loaded: each worker holds them from the fork)."""
@@ -241,25 +270,37 @@ class ProcessPool:
         for _ in range(self.size):
             self._spawn()
 
-    def _spawn(self) -> None:
-        """Fork a worker: a prompt one (at the server's priority) while fewer than ``reserve`` are, or beyond the
-        pool's size (an extra process is for a quiet tenant), else one ``WORKER_NICENESS`` nicer."""
-        prompt = len(self._workers) >= self.size or sum(w.prompt for w in self._workers) < self.reserve
+    def _spawn(self, background: bool = False) -> None:
+        """Fork a worker: a ``background`` one (``over_share_niceness`` nicer than the server, into the background
+        free list), a prompt one (at the server's priority) while fewer than ``reserve`` are, or beyond the pool's
+        size (an extra process is for a quiet tenant), else one ``WORKER_NICENESS`` nicer."""
+        prompt = not background and (self._base() >= self.size or sum(w.prompt for w in self._workers) < self.reserve)
         parent, child = socket.socketpair()
-        args = (self.state, child, 0 if prompt else WORKER_NICENESS)
-        proc = self._ctx.Process(target=worker_main, args=args, name="admit-worker", daemon=True)
+        nice = self.over_share_niceness if background else 0 if prompt else WORKER_NICENESS
+        proc = self._ctx.Process(target=worker_main, args=(self.state, child, nice), name="admit-worker", daemon=True)
         proc.start()
         child.close()
         parent.setblocking(False)
-        w = _Worker(proc, parent, prompt=prompt)
+        w = _Worker(proc, parent, prompt=prompt, background=background)
         self._workers.append(w)
-        self._free.append(w)
+        (self._bg_free if background else self._free).append(w)
+
+    def _take_background(self) -> _Worker:
+        """A free background worker (one is forked when none is): for a job of a tenant over its share."""
+        while self._bg_free:
+            w = self._bg_free.pop()
+            if w.proc.is_alive():
+                return w
+            self._retire(w)  # died while idle: not replaced until one is needed
+            self.stats.dead += 1
+        self._spawn(background=True)
+        return self._bg_free.pop()
 
     def _take_free(self, job: _Job) -> _Worker:
         """A free worker for ``job``: a prompt one for a quiet tenant's job, or one that starts in the reserve
         (``regular`` processes busy: only a quiet tenant's job starts there), a niced one otherwise (the other
         kind when none of that kind is free)."""
-        prompt = job.quiet or len(self._workers) - len(self._free) >= self.regular
+        prompt = job.quiet or self._base() - len(self._free) >= self.regular
         for i in range(len(self._free) - 1, -1, -1):
             if self._free[i].prompt == prompt:
                 return self._free.pop(i)
@@ -277,12 +318,17 @@ class ProcessPool:
                 self._loop.remove_writer(w.conn.fileno())
         with contextlib.suppress(Exception):
             w.conn.close()
-        with contextlib.suppress(Exception):
-            w.proc.join(timeout=1)
+        if self._closed:
+            with contextlib.suppress(Exception):
+                w.proc.join(timeout=1)
+        else:  # never waited for on the event loop: a killed process is reaped on a later pass (``_reap``)
+            self._dying.append(w.proc)
         if w in self._workers:
             self._workers.remove(w)
         if w in self._free:
             self._free.remove(w)
+        if w in self._bg_free:
+            self._bg_free.remove(w)
 
     def close(self) -> None:
         """End every worker."""
@@ -291,6 +337,14 @@ class ProcessPool:
             self._ticker.cancel()
         for w in list(self._workers):
             self._retire(w)
+        for proc in self._dying:
+            with contextlib.suppress(Exception):
+                proc.join(timeout=1)
+        self._dying.clear()
+
+    def _reap(self) -> None:
+        """Reap the killed processes that have exited (``is_alive`` waits for none)."""
+        self._dying = [p for p in self._dying if _alive(p)]
 
     def pids(self) -> list[int]:
         """The worker processes' ids."""
@@ -342,6 +396,9 @@ class ProcessPool:
     def _replace_dead_free(self) -> None:
         """Replace each free worker whose process has died (killed from outside, out of memory) before a job is
         handed to it: a dead worker never fails a request."""
+        for w in [w for w in self._bg_free if not w.proc.is_alive()]:
+            self._retire(w)  # a background worker is forked again when one is needed
+            self.stats.dead += 1
         for w in [w for w in self._free if not w.proc.is_alive()]:
             logger.warning("worker process %s died while idle (exit code %s); replaced", w.proc.pid, w.proc.exitcode)
             self._retire(w)
@@ -353,7 +410,7 @@ class ProcessPool:
     def _dispatch(self) -> None:
         while True:
             self._replace_dead_free()
-            nxt = self.core.next_job(free=len(self._free), can_grow=len(self._workers) < self.hard_cap)
+            nxt = self.core.next_job(free=len(self._free), can_grow=self._base() < self.hard_cap, now=time.monotonic())
             if nxt is None:
                 return
             job, extra = nxt
@@ -363,7 +420,13 @@ class ProcessPool:
             self._start_job(job)
 
     def _start_job(self, job: _Job) -> None:
-        w = self._take_free(job)
+        if job.over and self.over_share_niceness > 0:
+            # over its share: niced, in a background worker; the core still counts it among the jobs running, and
+            # the pool's own workers stay free (a quiet tenant's job finds its reserve, no extra process forked)
+            w = self._take_background()
+            self.stats.over_share += 1
+        else:
+            w = self._take_free(job)
         w.job = job
         job.worker = w
         job.cpu0 = proc_cpu(w.proc.pid)
@@ -406,8 +469,9 @@ class ProcessPool:
         w.job = None
         self._retire(w)
         self.stats.dead += 1
-        self._spawn()
-        self.stats.respawned += 1
+        if not w.background:  # a background worker is forked again when one is needed
+            self._spawn()
+            self.stats.respawned += 1
         job.retried = True
         self.stats.retried += 1
         self._payloads[job] = job.payload
@@ -472,7 +536,7 @@ class ProcessPool:
                 self._loop.remove_reader(w.conn.fileno())
         cpu = max(0.0, cpu)
         job.cpu = cpu
-        self.core.ended(job, cpu)
+        self.core.ended(job, cpu, time.monotonic())
         self.stats.completed += 1
         if replace:
             if died:
@@ -480,7 +544,7 @@ class ProcessPool:
             else:
                 self.stats.killed += 1
             self._retire(w)
-            if not self._closed:
+            if not self._closed and not w.background:  # a background worker is forked again when one is needed
                 self._spawn()
                 self.stats.respawned += 1
         else:
@@ -488,16 +552,21 @@ class ProcessPool:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(w.proc.pid, signal.SIGCONT)
                 job.stopped = False
-            half = self.max_memory_mb / 2
-            if len(self._workers) > self.size or proc_memory_mb(w.proc.pid, half) > half:
-                self._retire(w)  # an extra process, or one a job left big: ended once its job is done
-                if len(self._workers) < self.size and not self._closed:
-                    self._spawn()
-                    self.stats.recycled += 1
-            else:
-                self._free.append(w)
+            self._keep(w)
         self._dispatch()
         self._schedule_cpu()
+
+    def _keep(self, w: _Worker) -> None:
+        """A worker whose job answered: free again, or ended (an extra process, or one a job left big)."""
+        half = self.max_memory_mb / 2
+        extra = not w.background and self._base() > self.size
+        if extra or proc_memory_mb(w.proc.pid, half) > half:
+            self._retire(w)  # an extra process, or one a job left big: ended once its job is done
+            if not w.background and self._base() < self.size and not self._closed:
+                self._spawn()
+                self.stats.recycled += 1
+        else:
+            (self._bg_free if w.background else self._free).append(w)
 
     # ---------------------------------------------------------------- CPU share and deadlines (a tick)
 
@@ -567,6 +636,7 @@ class ProcessPool:
         is due)."""
         self._ticker = None
         self._measure = True
+        self._reap()
         self._dispatch()
         self._schedule_cpu()
         self._measure = False
@@ -616,3 +686,10 @@ class ProcessPool:
             self._kill(w, proc_cpu(w.proc.pid) - job.cpu0)
             return
         self.queue.remove(job)
+
+
+def _alive(proc: Any) -> bool:
+    try:
+        return bool(proc.is_alive())
+    except Exception:  # closed or never started: nothing to reap
+        return False

@@ -23,6 +23,15 @@ until it ends (at most ``long_cpu_s`` of its CPU: past that it is long and loses
 tenant's search gets a core beside any flood of searches, and the loop keeps one (issue 47: the quiet tenant's
 p99 was 24x under 17 tenants x 70 connections).
 
+**Over its share, niced** (:class:`ShareBook`, given to the core by the process pool): each tenant's recent CPU
+(seconds its jobs used, decayed with a time constant of ``window_s``) is the pool's own accounting. A job is
+*over its share* when its tenant has a backlog (another job of its waiting or running: a quiet tenant never is)
+and what it asks for, its recent CPU plus the estimated CPU of its jobs waiting, is over an equal split of the
+recent CPU of every tenant that used the pool in the window (two at least: a tenant alone is over no one's share).
+The pool runs such a job in a worker process nicer than the others (:class:`~admit.service.procs.ProcessPool`),
+so a flood's jobs yield the cores to the server's loop and to tenants within their share, beside any number of
+them. Decided when the job starts (:meth:`Core.next_job`, ``job.over``).
+
 **Which long job runs** (:meth:`Core.plan`): of the long jobs, :func:`lanes_for` run at once (never fewer than
 ``min_lanes``), taking turns: a job keeps its lane for ``slice_s`` once resumed, then yields it to the job paused
 longest (:func:`long_lanes`). So no job stays paused longer than :func:`max_pause_s`. Jobs past their deadline
@@ -31,13 +40,24 @@ are named for the pool to stop.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, Protocol, TypeVar
 
 from admit.service.fairq import FairQueue, TenantQueue
 
-__all__ = ["Core", "LaneJob", "Plan", "SchedJob", "lanes_for", "long_lanes", "max_pause_s", "short_cap"]
+__all__ = [
+    "Core",
+    "LaneJob",
+    "Plan",
+    "SchedJob",
+    "ShareBook",
+    "lanes_for",
+    "long_lanes",
+    "max_pause_s",
+    "short_cap",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,11 +116,72 @@ class SchedJob(Protocol):
     long: bool
     heavy: bool
     quiet: bool
+    over: bool
     stopped: bool
     since: float
 
 
 J = TypeVar("J", bound=SchedJob)
+
+
+@dataclass(slots=True)
+class ShareBook:
+    """Each tenant's recent CPU, the pool's own accounting: the CPU seconds its jobs used, decayed exponentially
+    with time constant ``window_s`` (so about what it used in the last ``window_s``), and who is over its share
+    (:meth:`over`). Decisions only: every call is given ``now`` (a monotonic clock)."""
+
+    window_s: float = 2.0
+    floor_s: float = 1e-4
+    """A tenant whose recent CPU decayed under this is forgotten (no longer active)."""
+    recent: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Tenant: (recent CPU seconds, when it was last decayed)."""
+    total: float = 0.0
+    at: float = 0.0
+    swept: float = 0.0
+
+    def _decay(self, value: float, since: float, now: float) -> float:
+        return value * math.exp(-max(0.0, now - since) / self.window_s) if value else 0.0
+
+    def charge(self, tenant: str, cpu: float, now: float) -> None:
+        """``tenant``'s jobs used ``cpu`` more seconds of CPU, seen at ``now``."""
+        if cpu <= 0:
+            return
+        value, since = self.recent.get(tenant, (0.0, now))
+        self.recent[tenant] = (self._decay(value, since, now) + cpu, now)
+        self.total = self._decay(self.total, self.at, now) + cpu
+        self.at = max(self.at, now)
+
+    def used(self, tenant: str, now: float) -> float:
+        """``tenant``'s recent CPU seconds at ``now``."""
+        value, since = self.recent.get(tenant, (0.0, now))
+        return self._decay(value, since, now)
+
+    def _sweep(self, now: float) -> None:
+        """Forget the tenants whose recent CPU decayed away; sum the others again (no drift)."""
+        self.swept = now
+        keep = {}
+        for name, (value, since) in self.recent.items():
+            v = self._decay(value, since, now)
+            if v >= self.floor_s:
+                keep[name] = (v, now)
+        self.recent = keep
+        self.total = sum(v for v, _ in keep.values())
+        self.at = now
+
+    def share(self, tenant: str, now: float) -> tuple[float, int]:
+        """``tenant``'s equal split of the recent CPU of the tenants active in the window (those that used the
+        pool, and ``tenant``), and how many they are."""
+        if now - self.swept >= self.window_s / 4 or len(self.recent) > 4096:
+            self._sweep(now)
+        n = len(self.recent) + (tenant not in self.recent)
+        return self._decay(self.total, self.at, now) / n, n
+
+    def over(self, tenant: str, queued_cpu: float, now: float) -> bool:
+        """Whether ``tenant``, with ``queued_cpu`` seconds of its jobs' estimated CPU waiting (this one's
+        included), asks for more than its share: its recent CPU plus that, over an equal split of the recent CPU
+        of the tenants active in the window. Never alone (no other tenant active: no one else's share)."""
+        share, active = self.share(tenant, now)
+        return active >= 2 and self.used(tenant, now) + queued_cpu > share
 
 
 @dataclass(slots=True)
@@ -124,8 +205,15 @@ class Core(Generic[J]):
         long_cpu_s: float = 0.25,
         slice_s: float = 0.25,
         min_lanes: int = 1,
+        share: ShareBook | None = None,
     ) -> None:
         self.queue = queue
+        self.share = share
+        """The tenants' recent CPU (``None``: no job is ever over its share)."""
+        self._charged: dict[J, float] = {}
+        """CPU seconds of each running job already charged to its tenant's recent CPU."""
+        self.now = 0.0
+        """The latest time the pool gave the core."""
         self.cores = max(1, cores)
         self.regular = regular
         """Workers any tenant may take; past them only a quiet tenant (the reserve) or a heavy one (the lane)."""
@@ -151,6 +239,7 @@ class Core(Generic[J]):
         max_queued_per_tenant: int,
         max_queued_per_key: int,
         max_queued: int,
+        share: ShareBook | None = None,
     ) -> Core[J]:
         """A core over a new fair queue (:class:`~admit.service.fairq.FairQueue`, start-time fair queuing by
         tenant): what both pools build."""
@@ -161,15 +250,18 @@ class Core(Generic[J]):
             max_queued_per_key=max_queued_per_key,
             max_queued=max_queued,
         )
-        return cls(queue, cores=cores, regular=regular, reserve=reserve, long_cpu_s=long_cpu_s)
+        return cls(queue, cores=cores, regular=regular, reserve=reserve, long_cpu_s=long_cpu_s, share=share)
 
     def longs(self) -> int:
         """Running jobs that are long (or a heavy tenant's)."""
         return sum(1 for j in self.running if j.long or j.heavy)
 
-    def next_job(self, *, free: int, can_grow: bool) -> tuple[J, bool] | None:
+    def next_job(self, *, free: int, can_grow: bool, now: float | None = None) -> tuple[J, bool] | None:
         """The waiting job to start now and whether it needs an extra worker (none is ``free``, ``can_grow``: one
-        may be added for a quiet tenant); ``None``: nothing may start now."""
+        may be added for a quiet tenant); ``None``: nothing may start now. ``job.over``: its tenant is over its
+        share at ``now`` (:class:`ShareBook`)."""
+        if now is not None:
+            self.now = max(self.now, now)
         busy = len(self.running)
         longs = self.longs()
         shorts = busy - longs
@@ -193,10 +285,14 @@ class Core(Generic[J]):
         return self._pop("light", *light), extra
 
     def _pop(self, which: str, tag: float, t: TenantQueue[J]) -> J:
-        quiet = which == "light" and t.in_flight == 0 and len(t.waiting) == 1
+        backlog = t.in_flight > 0 or len(t.waiting) > 1
+        quiet = which == "light" and not backlog
         job = self.queue.pop(which, tag, t)
         job.heavy = which == "heavy"
         job.quiet = quiet
+        job.over = False
+        if backlog and self.share is not None:  # what it asks for: its recent CPU and its jobs waiting, this one's too
+            job.over = self.share.over(t.name, job.estimate * (1 + len(t.waiting)), self.now)
         return job
 
     def started(self, job: J, now: float) -> None:
@@ -205,13 +301,19 @@ class Core(Generic[J]):
         job.stopped = False
         self.running[job] = None
 
-    def ended(self, job: J, cpu: float) -> None:
-        """``job`` left its worker after ``cpu`` seconds of CPU: its tenant is charged them."""
+    def ended(self, job: J, cpu: float, now: float | None = None) -> None:
+        """``job`` left its worker after ``cpu`` seconds of CPU (at ``now``): its tenant is charged them."""
+        if now is not None:
+            self.now = max(self.now, now)
+        charged = self._charged.pop(job, 0.0)
         if self.running.pop(job, 0) is None:
             self.queue.done(job, cpu)
+            if self.share is not None:
+                self.share.charge(job.tenant, cpu - charged, self.now)
 
     def requeue(self, job: J) -> None:
         """``job`` is to run again from the start (its worker died): not charged, first in its tenant's queue."""
+        self._charged.pop(job, None)
         if self.running.pop(job, 0) is None:
             self.queue.undo(job)
 
@@ -220,6 +322,13 @@ class Core(Generic[J]):
         out: Plan[J] = Plan()
         short: list[J] = []
         long: list[J] = []
+        self.now = max(self.now, now)
+        if self.share is not None:  # the CPU running jobs used since the last look: their tenants' recent CPU
+            for job, cpu in used.items():
+                before = self._charged.get(job, 0.0)
+                if cpu > before and job in self.running:
+                    self._charged[job] = cpu
+                    self.share.charge(job.tenant, cpu - before, now)
         for job in self.running:
             if job.deadline_at is not None and now >= job.deadline_at:
                 out.expired.append(job)

@@ -11,7 +11,13 @@ headers never end, nor one whose body drips: 19,985 such connections used every 
 * **connection cap** (``max_connections``): every connection counts, with a key or without: at the cap, a new
   connection first evicts the oldest connection still sending its request (headers or body: the slow ones, and
   one answered early, a 401 or 413, whose body still drips in), else the oldest idle keep-alive connection,
-  else it is closed at once; a request whose body is in (being answered) is never cut.
+  else it is closed at once; a request whose body is in (being answered) is never cut;
+* **connections by key and tenant** (:class:`Owners`): each connection belongs to the key (and tenant) of its
+  latest request, from that request's headers until it closes; the gate asks (:meth:`Owners.claim`, through
+  ``scope["admit.connection"]``) before it reads a request's body, and answers a request on a connection over
+  its key's or tenant's cap (``max_connections_per_key``, ``max_connections_per_tenant``) 429 with
+  ``Retry-After`` and closes the connection: a key's flood of connections holds at most its cap, and another
+  tenant's connection is never refused for it.
 
 ``admit serve``, ``admit mcp --transport streamable-http`` and :class:`~admit.service.loopback.LoopbackServer`
 all run through :func:`uvicorn_config`. Behind a proxy, set the proxy's own timeouts as well (``deploy/``).
@@ -21,11 +27,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ServerLimits", "guarded_protocol", "uvicorn_config"]
+__all__ = ["Owners", "ServerLimits", "guarded_protocol", "uvicorn_config"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -54,6 +60,56 @@ class ServerLimits:
         )
 
 
+class Owners:
+    """The connections of a server by key and by tenant: each belongs to its latest request's, until it closes.
+    Used on the event loop only."""
+
+    def __init__(self) -> None:
+        self.by_key: Counter[str] = Counter()
+        self.by_tenant: Counter[str] = Counter()
+        self._of: dict[object, tuple[str, str]] = {}
+
+    def claim(self, conn: object, key: str, tenant: str, per_key: int, per_tenant: int) -> str | None:
+        """``conn`` carries a request of ``key`` (``tenant``'s): it counts as theirs, or ``"key"`` / ``"tenant"``
+        when that would take the key or the tenant past its cap (the connection is then counted as no one's: it
+        is to be answered 429 and closed)."""
+        owner = self._of.get(conn)
+        if owner == (key, tenant):
+            return None
+        self.release(conn)
+        if self.by_key[key] >= per_key:
+            return "key"
+        if self.by_tenant[tenant] >= per_tenant:
+            return "tenant"
+        self._of[conn] = (key, tenant)
+        self.by_key[key] += 1
+        self.by_tenant[tenant] += 1
+        return None
+
+    def release(self, conn: object) -> None:
+        """``conn`` closed (or carries another's request now): it no longer counts."""
+        owner = self._of.pop(conn, None)
+        if owner is None:
+            return
+        for counter, name in ((self.by_key, owner[0]), (self.by_tenant, owner[1])):
+            counter[name] -= 1
+            if counter[name] <= 0:
+                del counter[name]
+
+
+class _Claim:
+    """What the gate finds in ``scope["admit.connection"]``: the request's connection, to be claimed for a key."""
+
+    __slots__ = ("conn", "owners")
+
+    def __init__(self, owners: Owners, conn: object) -> None:
+        self.owners = owners
+        self.conn = conn
+
+    def __call__(self, key: str, tenant: str, per_key: int, per_tenant: int) -> str | None:
+        return self.owners.claim(self.conn, key, tenant, per_key, per_tenant)
+
+
 def guarded_protocol(limits: ServerLimits, probe: Any = None) -> type[asyncio.Protocol]:
     """uvicorn's h11 protocol with ``limits`` applied (one class per server: the slow set is its own).
 
@@ -66,6 +122,7 @@ def guarded_protocol(limits: ServerLimits, probe: Any = None) -> type[asyncio.Pr
     live: OrderedDict[Any, None] = OrderedDict()  # every connection this server holds, keyed or not, oldest first
     slow: OrderedDict[Any, None] = OrderedDict()  # connections still sending a request (headers or body), oldest first
     idle: OrderedDict[Any, None] = OrderedDict()  # keep-alive connections between requests, oldest first
+    owners = Owners()  # connections by key and tenant (claimed by the gate)
 
     class GuardedH11Protocol(H11Protocol):
         _timer: asyncio.TimerHandle | None = None
@@ -73,8 +130,10 @@ def guarded_protocol(limits: ServerLimits, probe: Any = None) -> type[asyncio.Pr
         _refused = False
         _first: float | None = None  # when the current request's first bytes came in (Server-Timing's start)
         _cycle: Any = None
+        _claim: Any = None
 
         def connection_made(self, transport: Any) -> None:
+            self._claim = _Claim(owners, self)
             # the cap counts every connection the server holds (``live``), not uvicorn's set, which a closed but
             # not yet lost connection still sits in: an evicted connection's slot is free at once
             if len(live) >= limits.max_connections:
@@ -105,8 +164,9 @@ def guarded_protocol(limits: ServerLimits, probe: Any = None) -> type[asyncio.Pr
             super().data_received(data)
             if self.cycle is not None and self.cycle is not self._cycle:  # a request begun: its scope has the time
                 self._cycle = self.cycle
+                scope: dict[str, Any] = self.cycle.scope  # type: ignore[assignment]
+                scope["admit.connection"] = self._claim
                 if self._first is not None:
-                    scope: dict[str, Any] = self.cycle.scope  # type: ignore[assignment]
                     scope["admit.received"] = self._first
                 self._first = None
             state = self.conn.their_state
@@ -201,6 +261,7 @@ def guarded_protocol(limits: ServerLimits, probe: Any = None) -> type[asyncio.Pr
                 self._timer = None
 
         def _forget(self) -> None:
+            owners.release(self)
             live.pop(self, None)
             slow.pop(self, None)
             idle.pop(self, None)

@@ -50,6 +50,7 @@ class Job:
     long: bool = False
     heavy: bool = False
     quiet: bool = False
+    over: bool = False
     stopped: bool = False
     since: float = 0.0
     cpu: float = 0.0

@@ -30,6 +30,7 @@ from admit.errors import AdmitError, BackendError
 
 __all__ = [
     "HEADER",
+    "OVER_SHARE_NICENESS",
     "cores",
     "dumps_job",
     "install_capture",
@@ -185,6 +186,12 @@ WORKER_NICENESS = 3
 refusals, moving bodies to workers) wins a core over its own busy workers, whose jobs still share the rest.
 The pool's *prompt* workers (its reserve, for quiet tenants) run at the server's own priority instead: a quiet
 tenant's search is not slowed by whatever else runs at the server's priority (issue 47)."""
+
+
+OVER_SHARE_NICENESS = 7
+"""How much nicer than the server a worker process runs a job of a tenant over its share of the CPU
+(:class:`admit.service.sched.ShareBook`; ``[service.limits] over_share_niceness``): its own set of processes,
+so no process ever needs its niceness lowered (which takes a privilege)."""
 
 
 def worker_main(state: Any, conn: socket.socket, niceness: int = WORKER_NICENESS) -> None:
