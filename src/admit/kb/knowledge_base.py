@@ -20,7 +20,7 @@ from admit.answerability.adaptation import (
     digest,
 )
 from admit.backends.embedders import CachedEmbedder, Embedder, for_vectors, resolve_embedder
-from admit.backends.embedders.defaults import EncoderConfig
+from admit.backends.embedders.defaults import EARLIER_INT8_NAMES, FP32_NAME, INT8_NAME, EncoderConfig
 from admit.errors import AuthorizationError, ConfigError
 from admit.features import FEATURES_KEY, seed_features
 from admit.kb.ingest import (
@@ -138,8 +138,6 @@ class KnowledgeBase:
             if matching is not None:
                 self.embedder = matching
                 self._spec = f"{spec.split(':')[0]}:{getattr(matching, 'encoder', '')}"
-        from admit.backends.embedders.minilm import EARLIER_INT8_NAMES, FP32_NAME, INT8_NAME
-
         if stored in EARLIER_INT8_NAMES:
             raise ConfigError(
                 f"Knowledge base {self.location!r} holds int8 vectors of an earlier admit ({stored!r}), which this "

@@ -33,7 +33,26 @@ from typing import Any
 
 from admit.errors import InvalidValue
 
-__all__ = ["ENCODERS", "EncoderConfig", "MiniLMDefaults", "check_encoder", "configure_minilm", "minilm_defaults"]
+__all__ = [
+    "EARLIER_INT8_NAMES",
+    "ENCODERS",
+    "FP32_NAME",
+    "INT8_NAME",
+    "EncoderConfig",
+    "MiniLMDefaults",
+    "check_encoder",
+    "configure_minilm",
+    "minilm_defaults",
+]
+
+FP32_NAME = "all-MiniLM-L6-v2"
+"""The name of the float32 encoders' vectors (``numpy``, ``onnx-fp32``: equal within 1e-5 cosine)."""
+INT8_NAME = "all-MiniLM-L6-v2-int8-sq"
+"""The name of the int8 encoder's vectors (``onnx-int8``; ``-sq``: the recipe that rescales the 8-bit products'
+inputs, :data:`EARLIER_INT8_NAMES` for the one before it)."""
+EARLIER_INT8_NAMES = frozenset({"all-MiniLM-L6-v2-int8"})
+"""Names of int8 vectors that earlier releases made with another recipe: no encoder gives them now, so a knowledge
+base holding them is refused with a hint to ingest again, never fed question vectors of another kind."""
 
 ENCODERS = ("auto", "numpy", "onnx", "onnx-fp32", "onnx-int8")
 """The MiniLM encoders by name: ``auto`` (``onnx-fp32`` when ``onnxruntime`` is installed, else ``numpy``),

