@@ -260,6 +260,7 @@ SPEC = StrategySpec(
                 "rules",
                 "lists",
                 "grading",
+                "stubs",
             )
         ),
         "admit.backends.rerankers.cross",

@@ -28,6 +28,7 @@ from admit.prune.setwise_model.fusion import fuse
 from admit.prune.setwise_model.grading import apply_rules
 from admit.prune.setwise_model.links import LINK_NAMES
 from admit.prune.setwise_model.model import DEFAULT_MODEL_PATH, load_model
+from admit.prune.setwise_model.stubs import STUB_GRADE, heading_stubs
 from admit.question import Question, read_question
 
 __all__ = ["SetwiseScorer", "SetwiseScores", "agreement_notes", "apply_rules"]
@@ -133,6 +134,33 @@ def identifier_grades(grades: Sequence[int], hit: FloatArray, other: FloatArray)
             out[j] = min(out[j], IDENT_OTHER_MAX_GRADE)
     top = max(g for g, h in zip(out, hit, strict=True) if h)
     return [g if h else min(g, top) for g, h in zip(out, hit, strict=True)]
+
+
+#: The list's best lexical matches (BM25 over the list's passages, rank 1..this) that the model gives at least
+#: :data:`LEXICAL_FLOOR_P` are graded at least :data:`LEXICAL_FLOOR_GRADE`, unless unrelated or a heading stub. The
+#: model grades a list relative to itself: beside a section that restates the question (p 0.8-0.99) an option's
+#: entry that holds the question's words (``--git-export=INDEX`` for "build from what is staged in the index") reads
+#: p 0.02-0.04 and is cut. Measured on six documentation sites (``bench/bench_docsites.py``): of the chunks it
+#: admits, about half hold an answer (the admitted chunks as a whole: 37%).
+LEXICAL_FLOOR_RANKS = 2
+#: The least probability of a chunk the lexical floor lifts (:func:`.coverage.grade_of_prob`: grade 2).
+LEXICAL_FLOOR_P = 0.01
+#: The grade the lexical floor gives: the default threshold.
+LEXICAL_FLOOR_GRADE = 3
+
+
+def lexical_floor(
+    grades: Sequence[int], bm25_rank: Sequence[int], probs: Sequence[float], skip: Sequence[bool]
+) -> list[int]:
+    """``grades`` with each chunk of BM25 rank (1-based, within the list) at most :data:`LEXICAL_FLOOR_RANKS` and
+    probability at least :data:`LEXICAL_FLOOR_P` graded at least :data:`LEXICAL_FLOOR_GRADE`, unless graded 1 (the
+    list's coverage found it unrelated) or ``skip`` (under the unrelated floor, a heading stub)."""
+    return [
+        max(int(g), LEXICAL_FLOOR_GRADE)
+        if g >= 2 and r <= LEXICAL_FLOOR_RANKS and p >= LEXICAL_FLOOR_P and not k
+        else int(g)
+        for g, r, p, k in zip(grades, bm25_rank, probs, skip, strict=True)
+    ]
 
 
 def _note_moves(
@@ -366,8 +394,10 @@ class SetwiseScorer:
             cs = self.cross.score(question, [chunk_passage(question, it.title, it.text) for it in items])
             final = fuse(final, cs, self.fusion)
             cross_note = [f"cross {float(v):+.2f}" for v in cs]
-        cov = coverage_before(final, self.model.complete_probs(final, prep.qfeat))
-        grades = grade_list(final, cov, self.model.cuts, self.model.keep_bounds)
+        stub = heading_stubs(record, [it.title for it in items], [it.text for it in items])
+        graded = np.where(stub, 0.0, final) if any(stub) else final  # a stub covers nothing for the others
+        cov = coverage_before(graded, self.model.complete_probs(graded, prep.qfeat))
+        grades = grade_list(graded, cov, self.model.cuts, self.model.keep_bounds)
         reasons = [_reason(j, prep, stages[0], final, grades[j]) for j in range(prep.n)]
         setby = ["the list's coverage"] * prep.n
         if cross_note:
@@ -388,6 +418,20 @@ class SetwiseScorer:
                     f"(grade {by_share[j]} by a share of the whole list)"
                 ),
             )
+        if any(stub):
+            capped = [min(g, STUB_GRADE) if s else g for g, s in zip(grades, stub, strict=True)]
+            _note_moves(
+                grades,
+                capped,
+                setby,
+                reasons,
+                "the heading-stub cap",
+                lambda j: (
+                    f"; grade {capped[j]} (was {grades[j]}): a heading stub ({len(items[j].text.split())} words, "
+                    "nearly all the question's or its title's), graded beside the list without covering it"
+                ),
+            )
+            grades = capped
         if self.clear_answer:
             capped = clear_answer_cap(final, grades)
             top = float(final.max())
@@ -416,6 +460,23 @@ class SetwiseScorer:
                     reasons[j] += f"; names another identifier than {asked}"
         e5 = self._e5_cosines(question, items, final)
         grades, reasons, floor, script = apply_rules(record, items, prep.dense, grades, reasons, final, setby, e5)
+        if script is None:
+            bm_rank = [round(1.0 / max(float(v), 1e-9)) for v in prep.feature("bm25_rank_inv")]
+            lifted = lexical_floor(
+                grades, bm_rank, [float(p) for p in final], [f or s for f, s in zip(floor, stub, strict=True)]
+            )
+            _note_moves(
+                grades,
+                lifted,
+                setby,
+                reasons,
+                "the lexical floor",
+                lambda j: (
+                    f"; grade {lifted[j]} (was {grades[j]}): the list's bm25 rank {bm_rank[j]} "
+                    f"(p={float(final[j]):.2f} >= {LEXICAL_FLOOR_P})"
+                ),
+            )
+            grades = lifted
         if script is None:
             reasons = agreement_notes(final, cov, grades, reasons, setby)
         return SetwiseScores(
