@@ -34,6 +34,7 @@ from admit.types import Chunk, Decision, Scored
 
 __all__ = [
     "UNCAPPED_MOST_PROBABLE",
+    "UNCAPPED_P",
     "dedupe",
     "facet_keepers",
     "most_probable",
@@ -256,17 +257,20 @@ def source_cap(
     return [s for i, s in enumerate(items) if i not in over], drops
 
 
-#: The pruner's most probable chunks of a list that the per-source cap never drops: where the three best chunks are
-#: one page's (a Texinfo chapter, a man page), the page is the answer, not a flood of it. Measured on six
-#: documentation sites (``bench/bench_docsites.py``): the answer's option entry at the list's third probability
-#: (p 0.16, beside its page's p 0.5 and 0.22) was capped.
+#: The pruner's most probable chunks of a list that the per-source cap never drops when their own probability reads
+#: as answering (at least :data:`UNCAPPED_P`): where the three best chunks are one page's (a Texinfo chapter, a man
+#: page), the page is the answer, not a flood of it. Measured on six documentation sites (``bench/bench_docsites.py``):
+#: the answer's option entry at the list's third probability (p 0.16, beside its page's p 0.5 and 0.22) was capped.
 UNCAPPED_MOST_PROBABLE = 3
+#: The least probability of a chunk :data:`UNCAPPED_MOST_PROBABLE` spares: the one ``setwise`` reads as answering
+#: (grade 4 by ``p`` alone, ``admit.prune.setwise_model.coverage.PROB_GRADE_CUTS``).
+UNCAPPED_P = 0.15
 
 
 def most_probable(items: Sequence[Scored], probs: Mapping[str, float], n: int = UNCAPPED_MOST_PROBABLE) -> set[int]:
-    """The indexes of the ``n`` items the pruner gives the highest probability (ties: the earlier), among those it
-    gives one above 0; none without ``probs``."""
-    scored = [i for i, s in enumerate(items) if probs.get(s.chunk.id, 0.0) > 0.0]
+    """The indexes of the ``n`` items the pruner gives the highest probability (ties: the earlier), among those whose
+    probability is at least :data:`UNCAPPED_P`; none without ``probs``."""
+    scored = [i for i, s in enumerate(items) if probs.get(s.chunk.id, 0.0) >= UNCAPPED_P]
     return set(sorted(scored, key=lambda i: (-probs[items[i].chunk.id], i))[:n])
 
 

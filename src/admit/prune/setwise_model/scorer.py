@@ -18,6 +18,7 @@ from admit.prune.setwise_model import crosslang
 from admit.prune.setwise_model.coverage import (
     CLEAR_RATIO,
     DEEP_LIST,
+    PROB_GRADE_CUTS,
     clear_answer_cap,
     coverage_before,
     grade_of_prob,
@@ -149,6 +150,20 @@ LEXICAL_FLOOR_P = 0.01
 LEXICAL_FLOOR_GRADE = 3
 
 
+#: The least probability of a chunk the list's coverage grades 3 (:func:`weak_three_cap`): the probability that
+#: alone reads as grade 3 (:data:`.coverage.PROB_GRADE_CUTS`).
+WEAK_THREE_P = PROB_GRADE_CUTS[1]
+
+
+def weak_three_cap(grades: Sequence[int], probs: FloatArray) -> list[int]:
+    """``grades`` with each grade 3 whose probability is under :data:`WEAK_THREE_P` graded 2: the list's coverage
+    grades the chunks under its best by rank (a share of the list reaches each grade), so a chunk the model itself
+    gives p 0.01-0.04 is graded 3 on a list whose better chunks do not yet cover the question; it dilutes the
+    evidence rather than completing it. Grades 4-5 (the best of the list) and the rules' grades (applied after)
+    are left."""
+    return [2 if int(g) == 3 and float(p) < WEAK_THREE_P else int(g) for g, p in zip(grades, probs, strict=True)]
+
+
 def lexical_floor(
     grades: Sequence[int], bm25_rank: Sequence[int], probs: Sequence[float], skip: Sequence[bool]
 ) -> list[int]:
@@ -264,6 +279,11 @@ class SetwiseScorer:
             a documentation list's live cost near twice a dense top-N's; ``None``: every passage.
     """
 
+    weak_three = True
+    """Whether a chunk the list's coverage grades 3 needs its own probability to read at least grade 3
+    (:func:`weak_three_cap`). On: measured on six documentation sites (``bench/bench_docsites.py``), 40% of such
+    chunks under ``p`` 0.05 were admitted without an answer beside the list's better ones; useful share 38% -> 41% at
+    the same answers kept."""
     clear_answer = False
     """Whether the clear-answer cap (:func:`.coverage.clear_answer_cap`) runs on the list's grades. Off: measured, not
     shipped. On the six docs sites it admitted 12% fewer chunks (useful 37% -> 40%, answers 118 -> 117), but on
@@ -432,6 +452,17 @@ class SetwiseScorer:
                 ),
             )
             grades = capped
+        if self.weak_three:
+            low = weak_three_cap(grades, final)
+            _note_moves(
+                grades,
+                low,
+                setby,
+                reasons,
+                "the list's coverage",
+                lambda j: f"; grade 2 (was 3): its own p={float(final[j]):.2f} reads under grade 3 (< {WEAK_THREE_P})",
+            )
+            grades = low
         if self.clear_answer:
             capped = clear_answer_cap(final, grades)
             top = float(final.max())
