@@ -439,19 +439,14 @@ class SetwiseScorer:
                 ),
             )
         if any(stub):
-            capped = [min(g, STUB_GRADE) if s else g for g, s in zip(grades, stub, strict=True)]
-            _note_moves(
-                grades,
-                capped,
-                setby,
-                reasons,
-                "the heading-stub cap",
-                lambda j: (
-                    f"; grade {capped[j]} (was {grades[j]}): a heading stub ({len(items[j].text.split())} words, "
-                    "nearly all the question's or its title's), graded beside the list without covering it"
-                ),
-            )
-            grades = capped
+            for j in (k for k, is_stub in enumerate(stub) if is_stub):
+                setby[j] = "the heading-stub cap"
+                reasons[j] = reasons[j].removeprefix("unrelated: ") + (
+                    f"; grade {min(grades[j], STUB_GRADE)} (at most {STUB_GRADE}): a heading stub "
+                    f"({len(items[j].text.split())} words, nearly all the question's or its title's); its p is left "
+                    "out of the list's coverage"
+                )
+            grades = [min(g, STUB_GRADE) if s else g for g, s in zip(grades, stub, strict=True)]
         if self.weak_three:
             low = weak_three_cap(grades, final)
             _note_moves(
