@@ -92,12 +92,14 @@ def test_a_stub_at_the_lists_best_p_no_longer_buries_the_section_body_beside_it(
 
 def test_the_lexical_floor_lifts_only_the_lists_best_bm25_matches_that_the_model_gives_some_weight() -> None:
     grades = [5, 2, 2, 2, 1, 2]
-    bm25_rank = [3, 1, 2, 4, 1, 2]
+    bm25_rank = [3, 1, 2, 4, 6, 5]
     probs = [0.9, 0.03, 0.01, 0.04, 0.05, 0.005]
-    skip = [False, False, False, False, False, False]
+    skip = [False] * 6
     assert lexical_floor(grades, bm25_rank, probs, skip) == [5, LEXICAL_FLOOR_GRADE, LEXICAL_FLOOR_GRADE, 2, 1, 2]
     # an unrelated chunk or a stub stays where it was
     assert lexical_floor(grades, bm25_rank, probs, [False, True, True, False, False, False])[1:3] == [2, 2]
+    assert lexical_floor([1, 2], [1, 2], [0.05, 0.03], [False, False]) == [1, LEXICAL_FLOOR_GRADE]  # graded 1: no
+    assert lexical_floor([2, 2, 2], [1, 1, 1], [0.03] * 3, [False] * 3) == [3, 3, 2]  # ties: the earlier two
 
 
 def test_a_grade_three_needs_its_own_probability_to_read_grade_three() -> None:
@@ -109,10 +111,25 @@ def test_the_scorer_cuts_a_weak_three_and_the_lexical_floor_keeps_the_option_lin
     q = "How do I build from what is staged in the index?"
     option = "--git-export=INDEX builds from what is staged in the index rather than from a commit."
     items = [
-        SetwiseItem(id="best", title="p=0.90 build area options", text="The build area holds the exported tree; gbp removes it after a successful build unless told to keep it."),
-        SetwiseItem(id="weak", title="p=0.03 hooks", text="Hooks run arbitrary commands at different points; each receives its environment in variables."),
+        SetwiseItem(
+            id="best",
+            title="p=0.90 build area options",
+            text="The build area holds the exported tree; gbp removes it after a successful build unless told to keep it.",
+        ),
+        SetwiseItem(
+            id="weak",
+            title="p=0.03 hooks",
+            text="Hooks run arbitrary commands at different points; each receives its environment in variables.",
+        ),
         SetwiseItem(id="opt", title="p=0.02 export options", text=option),
-        *[SetwiseItem(id=f"x{i}", title=f"p=0.01 changelog {i}", text="dch reads commit messages and writes a new changelog section with one entry per commit found.") for i in range(5)],
+        *[
+            SetwiseItem(
+                id=f"x{i}",
+                title=f"p=0.01 changelog {i}",
+                text="dch reads commit messages and writes a new changelog section with one entry per commit found.",
+            )
+            for i in range(5)
+        ],
     ]
     out = _scorer().score(q, items)
     by = dict(zip([it.id for it in items], out.grades, strict=True))

@@ -167,15 +167,17 @@ def weak_three_cap(grades: Sequence[int], probs: FloatArray) -> list[int]:
 def lexical_floor(
     grades: Sequence[int], bm25_rank: Sequence[int], probs: Sequence[float], skip: Sequence[bool]
 ) -> list[int]:
-    """``grades`` with each chunk of BM25 rank (1-based, within the list) at most :data:`LEXICAL_FLOOR_RANKS` and
-    probability at least :data:`LEXICAL_FLOOR_P` graded at least :data:`LEXICAL_FLOOR_GRADE`, unless graded 1 (the
-    list's coverage found it unrelated) or ``skip`` (under the unrelated floor, a heading stub)."""
-    return [
-        max(int(g), LEXICAL_FLOOR_GRADE)
-        if g >= 2 and r <= LEXICAL_FLOOR_RANKS and p >= LEXICAL_FLOOR_P and not k
-        else int(g)
-        for g, r, p, k in zip(grades, bm25_rank, probs, skip, strict=True)
-    ]
+    """``grades`` with the list's :data:`LEXICAL_FLOOR_RANKS` best chunks by BM25 (``bm25_rank``, 1-based within the
+    list; ties: the earlier) graded at least :data:`LEXICAL_FLOOR_GRADE` where their probability is at least
+    :data:`LEXICAL_FLOOR_P`, unless graded 1 (the list's coverage found it unrelated) or ``skip`` (under the unrelated
+    floor, a heading stub, a grade set by a rule, the deep-list cut-off or the clear-answer cap: the floor lifts only
+    what the list's coverage graded)."""
+    best = sorted(range(len(grades)), key=lambda j: (bm25_rank[j], j))[:LEXICAL_FLOOR_RANKS]
+    out = [int(g) for g in grades]
+    for j in best:
+        if out[j] >= 2 and probs[j] >= LEXICAL_FLOOR_P and not skip[j]:
+            out[j] = max(out[j], LEXICAL_FLOOR_GRADE)
+    return out
 
 
 def _note_moves(
@@ -473,6 +475,8 @@ class SetwiseScorer:
                 ),
             )
             grades = capped
+            under = clear_answer_cap(final, [5] * prep.n)  # the chunks the cap reaches: the lexical floor leaves them
+            setby = [by if u == 5 else "the clear-answer cap" for by, u in zip(setby, under, strict=True)]
         if prep.ident_hit.any():
             asked = ", ".join(sorted(record.identifiers))
             before = list(grades)
@@ -488,9 +492,8 @@ class SetwiseScorer:
         grades, reasons, floor, script = apply_rules(record, items, prep.dense, grades, reasons, final, setby, e5)
         if script is None:
             bm_rank = [round(1.0 / max(float(v), 1e-9)) for v in prep.feature("bm25_rank_inv")]
-            lifted = lexical_floor(
-                grades, bm_rank, [float(p) for p in final], [f or s for f, s in zip(floor, stub, strict=True)]
-            )
+            skip = [f or s or by != "the list's coverage" for f, s, by in zip(floor, stub, setby, strict=True)]
+            lifted = lexical_floor(grades, bm_rank, [float(p) for p in final], skip)
             _note_moves(
                 grades,
                 lifted,
