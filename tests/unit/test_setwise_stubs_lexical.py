@@ -114,7 +114,7 @@ def test_the_scorer_cuts_a_weak_three_and_the_lexical_floor_keeps_the_option_lin
         SetwiseItem(
             id="best",
             title="p=0.90 build area options",
-            text="The build area holds the exported tree; gbp removes it after a successful build unless told to keep it.",
+            text="The build area holds the exported tree; gbp removes it after a build unless told to keep it.",
         ),
         SetwiseItem(
             id="weak",
