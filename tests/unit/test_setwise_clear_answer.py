@@ -68,7 +68,6 @@ def test_a_ten_chunk_list_with_a_clear_answer_keeps_it_alone() -> None:
     assert [g >= 3 for g in capped.grades] == [True, *[False] * 9]
     assert "clear answer" in capped.reasons[1]
     scorer.clear_answer = False  # the coverage stage alone kept four (its 45% clamp at threshold 3)
-    scorer.weak_three = False  # (on by default: a grade 3 at p 0.03 reads under grade 3; tested on its own)
     assert sum(g >= 3 for g in scorer.score(QUESTION, _items(ps)).grades) == 4
 
 

@@ -51,7 +51,33 @@ class _FixedModel:
 def _scorer() -> SetwiseScorer:
     s = SetwiseScorer(embedder=FakeEmbedder(), cross=False, multilingual=False)
     s.model = _FixedModel(s.model)  # type: ignore[assignment]
+    s.stubs = s.lexical = s.weak_three = True  # the documentation rules (setwise's doc_rules; off by default)
     return s
+
+
+def test_the_documentation_rules_are_off_by_default_and_a_strategy_parameter_turns_them_on() -> None:
+    from admit.prune.settings import PruneSettings
+    from admit.prune.setwise import DOC_RULES, SetwisePruner
+
+    plain = SetwiseScorer(embedder=FakeEmbedder(), cross=False, multilingual=False)
+    assert not (plain.stubs or plain.lexical or plain.weak_three)  # ../shared/data's R@68 as before
+    plain.model = _FixedModel(plain.model)  # type: ignore[assignment]
+    pruner = SetwisePruner(scorer=plain)
+    cands = [
+        Scored(chunk=chunk("g#name", NAME_LINE, source="g", title="p=0.99 git-clean(1) › NAME"), score=0.9, rank=0),
+        Scored(chunk=chunk("g#opt", OPTIONS, source="g", title="p=0.06 git-clean(1) › OPTIONS"), score=0.8, rank=1),
+        *[
+            Scored(chunk=chunk(f"o#{i}", OPTIONS.replace("clean", "stash"), title=f"p=0.03 s {i}"), score=0.5, rank=i)
+            for i in range(2, 8)
+        ],
+    ]
+    off = pruner.prune(QUESTION, cands, PruneSettings(strategy="setwise", threshold=3, keep_top_k=0))
+    on = pruner.prune(
+        QUESTION, cands, PruneSettings(strategy="setwise", threshold=3, keep_top_k=0, params={DOC_RULES: 1})
+    )
+    assert "heading stub" not in off.graded[0].reason and off.graded[0].grade >= 3
+    assert "heading stub" in on.graded[0].reason and on.graded[0].grade <= STUB_GRADE
+    assert not plain.stubs  # the pruner's own scorer is left as it was
 
 
 QUESTION = "How do I see which untracked files git clean would remove without deleting them?"

@@ -281,11 +281,18 @@ class SetwiseScorer:
             a documentation list's live cost near twice a dense top-N's; ``None``: every passage.
     """
 
-    weak_three = True
+    stubs = False
+    """Whether heading stubs (:mod:`.stubs`) are graded at most 2 and left out of the list's coverage. Off by default,
+    on for a knowledge base ``admit adapt`` adapted (setwise's ``doc_rules``, :data:`admit.prune.setwise.DOC_RULES`):
+    measured on ../shared/data it lowered R@68 (RHDH 0.992 -> 0.978 with the weak-three cap)."""
+    lexical = False
+    """Whether the lexical floor (:func:`lexical_floor`) runs (off by default, on with ``doc_rules``: alone it lowered
+    R@68 on ../shared/data by 0.001-0.002, HotpotQA 0.990 -> 0.988)."""
+    weak_three = False
     """Whether a chunk the list's coverage grades 3 needs its own probability to read at least grade 3
-    (:func:`weak_three_cap`). On: measured on six documentation sites (``bench/bench_docsites.py``), 40% of such
-    chunks under ``p`` 0.05 were admitted without an answer beside the list's better ones; useful share 38% -> 41% at
-    the same answers kept."""
+    (:func:`weak_three_cap`). Off by default, on with ``doc_rules``: on six documentation sites
+    (``bench/bench_docsites.py``) it cut admitted chunks 564 -> 494 at the same answers kept (useful 38% -> 41%), but
+    on ../shared/data it lowered MuSiQue's R@68 0.980 -> 0.967."""
     clear_answer = False
     """Whether the clear-answer cap (:func:`.coverage.clear_answer_cap`) runs on the list's grades. Off: measured, not
     shipped. On the six docs sites it admitted 12% fewer chunks (useful 37% -> 40%, answers 118 -> 117), but on
@@ -416,7 +423,11 @@ class SetwiseScorer:
             cs = self.cross.score(question, [chunk_passage(question, it.title, it.text) for it in items])
             final = fuse(final, cs, self.fusion)
             cross_note = [f"cross {float(v):+.2f}" for v in cs]
-        stub = heading_stubs(record, [it.title for it in items], [it.text for it in items])
+        stub = (
+            heading_stubs(record, [it.title for it in items], [it.text for it in items])
+            if self.stubs
+            else [False] * len(items)
+        )
         graded = np.where(stub, 0.0, final) if any(stub) else final  # a stub covers nothing for the others
         cov = coverage_before(graded, self.model.complete_probs(graded, prep.qfeat))
         grades = grade_list(graded, cov, self.model.cuts, self.model.keep_bounds)
@@ -490,7 +501,7 @@ class SetwiseScorer:
                     reasons[j] += f"; names another identifier than {asked}"
         e5 = self._e5_cosines(question, items, final)
         grades, reasons, floor, script = apply_rules(record, items, prep.dense, grades, reasons, final, setby, e5)
-        if script is None:
+        if script is None and self.lexical:
             bm_rank = [round(1.0 / max(float(v), 1e-9)) for v in prep.feature("bm25_rank_inv")]
             skip = [f or s or by != "the list's coverage" for f, s, by in zip(floor, stub, setby, strict=True)]
             lifted = lexical_floor(grades, bm_rank, [float(p) for p in final], skip)
