@@ -180,6 +180,70 @@ def lexical_floor(
     return out
 
 
+def _doc_caps(
+    grades: Sequence[int],
+    stub: Sequence[bool],
+    final: FloatArray,
+    items: Sequence[SetwiseItem],
+    setby: list[str],
+    reasons: list[str],
+    *,
+    weak_three: bool,
+) -> list[int]:
+    """The heading-stub cap (each stub graded at most :data:`.stubs.STUB_GRADE`, its grade the stub rule's) and, with
+    ``weak_three``, :func:`weak_three_cap`; ``setby`` and ``reasons`` are updated in place."""
+    out = [int(g) for g in grades]
+    for j in (k for k, is_stub in enumerate(stub) if is_stub):
+        setby[j] = "the heading-stub cap"
+        reasons[j] = reasons[j].removeprefix("unrelated: ") + (
+            f"; grade {min(out[j], STUB_GRADE)} (at most {STUB_GRADE}): a heading stub "
+            f"({len(items[j].text.split())} words, nearly all the question's or its title's); its p is left "
+            "out of the list's coverage"
+        )
+        out[j] = min(out[j], STUB_GRADE)
+    if not weak_three:
+        return out
+    low = weak_three_cap(out, final)
+    _note_moves(
+        out,
+        low,
+        setby,
+        reasons,
+        "the list's coverage",
+        lambda j: f"; grade 2 (was 3): its own p={float(final[j]):.2f} reads under grade 3 (< {WEAK_THREE_P})",
+    )
+    return low
+
+
+def _clear_reach(final: FloatArray, setby: Sequence[str]) -> list[str]:
+    """``setby`` with every chunk the clear-answer cap reaches (whether or not it moved) marked as its: the lexical
+    floor leaves them."""
+    under = clear_answer_cap(final, [5] * len(setby))
+    return [by if u == 5 else "the clear-answer cap" for by, u in zip(setby, under, strict=True)]
+
+
+def _lexical(
+    grades: Sequence[int], prep: Prepared, final: FloatArray, skip: Sequence[bool], setby: list[str], reasons: list[str]
+) -> list[int]:
+    """:func:`lexical_floor` over the list's BM25 ranks, leaving ``skip`` (unrelated, stubs) and every grade not the
+    list's coverage's; ``setby`` and ``reasons`` are updated in place."""
+    bm_rank = [round(1.0 / max(float(v), 1e-9)) for v in prep.feature("bm25_rank_inv")]
+    left = [k or by != "the list's coverage" for k, by in zip(skip, setby, strict=True)]
+    lifted = lexical_floor(grades, bm_rank, [float(p) for p in final], left)
+    _note_moves(
+        grades,
+        lifted,
+        setby,
+        reasons,
+        "the lexical floor",
+        lambda j: (
+            f"; grade {lifted[j]} (was {grades[j]}): the list's bm25 rank {bm_rank[j]} "
+            f"(p={float(final[j]):.2f} >= {LEXICAL_FLOOR_P})"
+        ),
+    )
+    return lifted
+
+
 def _note_moves(
     old: Sequence[int], new: Sequence[int], setby: list[str], reasons: list[str], stage: str, note: Callable[[int], str]
 ) -> None:
@@ -371,6 +435,12 @@ class SetwiseScorer:
         out[read] = vecs @ np.asarray(qv, dtype=np.float32)
         return out
 
+    def _stubs(self, question: Question, items: Sequence[SetwiseItem]) -> list[bool]:
+        """The heading stubs of the list (:func:`.stubs.heading_stubs`), none when :attr:`stubs` is off."""
+        if not self.stubs:
+            return [False] * len(items)
+        return heading_stubs(question, [it.title for it in items], [it.text for it in items])
+
     def _deep_grades(
         self, question: Question, items: Sequence[SetwiseItem], probs: FloatArray, embedder: Embedder, cs: Any
     ) -> list[int]:
@@ -423,12 +493,8 @@ class SetwiseScorer:
             cs = self.cross.score(question, [chunk_passage(question, it.title, it.text) for it in items])
             final = fuse(final, cs, self.fusion)
             cross_note = [f"cross {float(v):+.2f}" for v in cs]
-        stub = (
-            heading_stubs(record, [it.title for it in items], [it.text for it in items])
-            if self.stubs
-            else [False] * len(items)
-        )
-        graded = np.where(stub, 0.0, final) if any(stub) else final  # a stub covers nothing for the others
+        stub = self._stubs(record, items)
+        graded = np.where(stub, 0.0, final)  # a stub covers nothing for the others
         cov = coverage_before(graded, self.model.complete_probs(graded, prep.qfeat))
         grades = grade_list(graded, cov, self.model.cuts, self.model.keep_bounds)
         reasons = [_reason(j, prep, stages[0], final, grades[j]) for j in range(prep.n)]
@@ -451,26 +517,7 @@ class SetwiseScorer:
                     f"(grade {by_share[j]} by a share of the whole list)"
                 ),
             )
-        if any(stub):
-            for j in (k for k, is_stub in enumerate(stub) if is_stub):
-                setby[j] = "the heading-stub cap"
-                reasons[j] = reasons[j].removeprefix("unrelated: ") + (
-                    f"; grade {min(grades[j], STUB_GRADE)} (at most {STUB_GRADE}): a heading stub "
-                    f"({len(items[j].text.split())} words, nearly all the question's or its title's); its p is left "
-                    "out of the list's coverage"
-                )
-            grades = [min(g, STUB_GRADE) if s else g for g, s in zip(grades, stub, strict=True)]
-        if self.weak_three:
-            low = weak_three_cap(grades, final)
-            _note_moves(
-                grades,
-                low,
-                setby,
-                reasons,
-                "the list's coverage",
-                lambda j: f"; grade 2 (was 3): its own p={float(final[j]):.2f} reads under grade 3 (< {WEAK_THREE_P})",
-            )
-            grades = low
+        grades = _doc_caps(grades, stub, final, items, setby, reasons, weak_three=self.weak_three)
         if self.clear_answer:
             capped = clear_answer_cap(final, grades)
             top = float(final.max())
@@ -486,8 +533,7 @@ class SetwiseScorer:
                 ),
             )
             grades = capped
-            under = clear_answer_cap(final, [5] * prep.n)  # the chunks the cap reaches: the lexical floor leaves them
-            setby = [by if u == 5 else "the clear-answer cap" for by, u in zip(setby, under, strict=True)]
+            setby = _clear_reach(final, setby)
         if prep.ident_hit.any():
             asked = ", ".join(sorted(record.identifiers))
             before = list(grades)
@@ -501,22 +547,8 @@ class SetwiseScorer:
                     reasons[j] += f"; names another identifier than {asked}"
         e5 = self._e5_cosines(question, items, final)
         grades, reasons, floor, script = apply_rules(record, items, prep.dense, grades, reasons, final, setby, e5)
-        if script is None and self.lexical:
-            bm_rank = [round(1.0 / max(float(v), 1e-9)) for v in prep.feature("bm25_rank_inv")]
-            skip = [f or s or by != "the list's coverage" for f, s, by in zip(floor, stub, setby, strict=True)]
-            lifted = lexical_floor(grades, bm_rank, [float(p) for p in final], skip)
-            _note_moves(
-                grades,
-                lifted,
-                setby,
-                reasons,
-                "the lexical floor",
-                lambda j: (
-                    f"; grade {lifted[j]} (was {grades[j]}): the list's bm25 rank {bm_rank[j]} "
-                    f"(p={float(final[j]):.2f} >= {LEXICAL_FLOOR_P})"
-                ),
-            )
-            grades = lifted
+        if self.lexical and script is None:
+            grades = _lexical(grades, prep, final, [f or k for f, k in zip(floor, stub, strict=True)], setby, reasons)
         if script is None:
             reasons = agreement_notes(final, cov, grades, reasons, setby)
         return SetwiseScores(
