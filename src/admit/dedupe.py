@@ -32,7 +32,16 @@ from admit.pack import covers, split_facets
 from admit.policy import Policy
 from admit.types import Chunk, Decision, Scored
 
-__all__ = ["dedupe", "facet_keepers", "similarity", "source_cap", "version_key"]
+__all__ = [
+    "UNCAPPED_MOST_PROBABLE",
+    "UNCAPPED_P",
+    "dedupe",
+    "facet_keepers",
+    "most_probable",
+    "similarity",
+    "source_cap",
+    "version_key",
+]
 
 _NUM = _linear.simple(r"\d+")
 
@@ -207,12 +216,14 @@ def source_cap(
     finer order (``setwise``: the answering section at p 0.10 beside its page's introduction at 0.05).
 
     With a ``question`` of several facets (:func:`admit.pack.split_facets`), each facet's best section
-    (:func:`facet_keepers`) stays first, even over the cap; the other slots go by grade, then rank.
+    (:func:`facet_keepers`) stays first, even over the cap; so do the pruner's :data:`UNCAPPED_MOST_PROBABLE` most
+    probable chunks (:func:`most_probable`); the other slots go by grade, then rank.
     Returns the kept items in input order and a ``source_cap`` drop for each other one, in input order.
     """
     g = grades or {}
     pr = probs or {}
     protected = facet_keepers(items, question, g) if question else set()
+    protected |= most_probable(items, pr)
     order = sorted(
         range(len(items)),
         key=lambda i: (
@@ -244,6 +255,23 @@ def source_cap(
         if i in over
     ]
     return [s for i, s in enumerate(items) if i not in over], drops
+
+
+#: The pruner's most probable chunks of a list that the per-source cap never drops when their own probability reads
+#: as answering (at least :data:`UNCAPPED_P`): where the three best chunks are one page's (a Texinfo chapter, a man
+#: page), the page is the answer, not a flood of it. Measured on six documentation sites (``bench/bench_docsites.py``):
+#: the answer's option entry at the list's third probability (p 0.16, beside its page's p 0.5 and 0.22) was capped.
+UNCAPPED_MOST_PROBABLE = 3
+#: The least probability of a chunk :data:`UNCAPPED_MOST_PROBABLE` spares: the one ``setwise`` reads as answering
+#: (grade 4 by ``p`` alone, ``admit.prune.setwise_model.coverage.PROB_GRADE_CUTS``).
+UNCAPPED_P = 0.15
+
+
+def most_probable(items: Sequence[Scored], probs: Mapping[str, float], n: int = UNCAPPED_MOST_PROBABLE) -> set[int]:
+    """The indexes of the ``n`` items the pruner gives the highest probability (ties: the earlier), among those whose
+    probability is at least :data:`UNCAPPED_P`; none without ``probs``."""
+    scored = [i for i, s in enumerate(items) if probs.get(s.chunk.id, 0.0) >= UNCAPPED_P]
+    return set(sorted(scored, key=lambda i: (-probs[items[i].chunk.id], i))[:n])
 
 
 def facet_keepers(items: Sequence[Scored], question: str, grades: Mapping[str, int]) -> set[int]:

@@ -556,12 +556,16 @@ def adapt(
     fp = kb.fingerprint()
     plans, built = build_cases(kb, records, options)
     pipe = kb._pipeline(None)
-    probe = _probe(kb)
+    # the documentation rules are on for the adapted knowledge base: its thresholds are fitted on what they admit
+    rules = {"doc_rules": 1}
+    probe = replace(_probe(kb), prune_params={"setwise": rules})
     cases = _ask_all(kb, pipe, plans, probe, progress)
     most, cut_figures = fit_keep_most(cases) if options.cut else (0, {"fitted": False})
     if most:
         # the verdict reads what the pruner admits: its thresholds are fitted on the lists the cut leaves
-        cases = _ask_all(kb, pipe, plans, replace(probe, prune_params={"setwise": {"keep_most": most}}), progress)
+        cases = _ask_all(
+            kb, pipe, plans, replace(probe, prune_params={"setwise": {**rules, "keep_most": most}}), progress
+        )
     shipped = {n: (m.threshold, m.answered_from) for n, m in load_models().items()}
     fitted = fit_thresholds(cases, shipped)
     floors = fit_similarity_floor(cases, fitted)
@@ -593,7 +597,7 @@ def adapt(
         figures=figures,
         similarity_floor=floors,
         vocabulary=vocabulary,
-        prune_params={"setwise": {"keep_most": most}} if most else {},
+        prune_params={"setwise": {**rules, "keep_most": most} if most else rules},
     )
     if save:
         kb.save_adaptation(ad, fp)

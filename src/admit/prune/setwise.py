@@ -17,6 +17,7 @@ one is answered by the chunk that carries it, not by its neighbour in the error 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -33,11 +34,16 @@ from admit.prune.spec import PrunerResources, StrategySpec, Switch, file_digest
 from admit.question import Question
 from admit.types import Scored
 
-__all__ = ["KEEP_MOST", "SPEC", "SetwisePruner", "identifiers", "keep_most_cut"]
+__all__ = ["DOC_RULES", "KEEP_MOST", "SPEC", "SetwisePruner", "identifiers", "keep_most_cut"]
 
 #: The strategy parameter of the knowledge base's fitted cut (``admit adapt`` fits it; a policy may set it): keep at
 #: most this many of the chunks graded at or above the threshold, the most probable first (0: no cut).
 KEEP_MOST = "keep_most"
+#: The strategy parameter that turns on the documentation rules (1; 0: off, the default): heading stubs graded at
+#: most 2 and left out of the list's coverage, the lexical floor, the weak-three cap
+#: (:class:`~admit.prune.setwise_model.SetwiseScorer`'s ``stubs``, ``lexical``, ``weak_three``). ``admit adapt`` turns
+#: them on for the knowledge base it adapts (a user's own documentation); off, ../shared/data's R@68 is as before.
+DOC_RULES = "doc_rules"
 
 
 class SetwisePruner:
@@ -90,7 +96,11 @@ class SetwisePruner:
             )
             for c in candidates
         ]
-        scores = self.scorer.score(question, items)
+        scorer = self.scorer
+        if int(settings.params.get(DOC_RULES, 0) or 0) > 0 and not (scorer.stubs and scorer.lexical):
+            scorer = copy.copy(scorer)  # shares the model, the embedder and its caches
+            scorer.stubs = scorer.lexical = scorer.weak_three = True
+        scores = scorer.score(question, items)
         reasons = [f"p={p:.2f}; {r}" for p, r in zip(scores.probs, scores.reasons, strict=True)]
         grades = list(scores.grades)
         floor = list(scores.unrelated) if len(scores.unrelated) == len(grades) else [g == 1 for g in grades]
@@ -260,12 +270,13 @@ SPEC = StrategySpec(
                 "rules",
                 "lists",
                 "grading",
+                "stubs",
             )
         ),
         "admit.backends.rerankers.cross",
     ),
     identity=_identity,
-    params={KEEP_MOST: int_at_least(0)},
+    params={KEEP_MOST: int_at_least(0), DOC_RULES: int_at_least(0)},
     default_params={"threshold": 3, "keep_top_k": 1},
     default_grid={"threshold": [2, 3, 4, 5], "keep_top_k": [0, 1, 2]},
     color="#d62728",

@@ -18,6 +18,7 @@ from admit.prune.setwise_model import crosslang
 from admit.prune.setwise_model.coverage import (
     CLEAR_RATIO,
     DEEP_LIST,
+    PROB_GRADE_CUTS,
     clear_answer_cap,
     coverage_before,
     grade_of_prob,
@@ -28,6 +29,7 @@ from admit.prune.setwise_model.fusion import fuse
 from admit.prune.setwise_model.grading import apply_rules
 from admit.prune.setwise_model.links import LINK_NAMES
 from admit.prune.setwise_model.model import DEFAULT_MODEL_PATH, load_model
+from admit.prune.setwise_model.stubs import STUB_GRADE, heading_stubs
 from admit.question import Question, read_question
 
 __all__ = ["SetwiseScorer", "SetwiseScores", "agreement_notes", "apply_rules"]
@@ -135,6 +137,113 @@ def identifier_grades(grades: Sequence[int], hit: FloatArray, other: FloatArray)
     return [g if h else min(g, top) for g, h in zip(out, hit, strict=True)]
 
 
+#: The list's best lexical matches (BM25 over the list's passages, rank 1..this) that the model gives at least
+#: :data:`LEXICAL_FLOOR_P` are graded at least :data:`LEXICAL_FLOOR_GRADE`, unless unrelated or a heading stub. The
+#: model grades a list relative to itself: beside a section that restates the question (p 0.8-0.99) an option's
+#: entry that holds the question's words (``--git-export=INDEX`` for "build from what is staged in the index") reads
+#: p 0.02-0.04 and is cut. Measured on six documentation sites (``bench/bench_docsites.py``): of the chunks it
+#: admits, about half hold an answer (the admitted chunks as a whole: 37%).
+LEXICAL_FLOOR_RANKS = 2
+#: The least probability of a chunk the lexical floor lifts (:func:`.coverage.grade_of_prob`: grade 2).
+LEXICAL_FLOOR_P = 0.01
+#: The grade the lexical floor gives: the default threshold.
+LEXICAL_FLOOR_GRADE = 3
+
+
+#: The least probability of a chunk the list's coverage grades 3 (:func:`weak_three_cap`): the probability that
+#: alone reads as grade 3 (:data:`.coverage.PROB_GRADE_CUTS`).
+WEAK_THREE_P = PROB_GRADE_CUTS[1]
+
+
+def weak_three_cap(grades: Sequence[int], probs: FloatArray) -> list[int]:
+    """``grades`` with each grade 3 whose probability is under :data:`WEAK_THREE_P` graded 2: the list's coverage
+    grades the chunks under its best by rank (a share of the list reaches each grade), so a chunk the model itself
+    gives p 0.01-0.04 is graded 3 on a list whose better chunks do not yet cover the question; it dilutes the
+    evidence rather than completing it. Grades 4-5 (the best of the list) and the rules' grades (applied after)
+    are left."""
+    return [2 if int(g) == 3 and float(p) < WEAK_THREE_P else int(g) for g, p in zip(grades, probs, strict=True)]
+
+
+def lexical_floor(
+    grades: Sequence[int], bm25_rank: Sequence[int], probs: Sequence[float], skip: Sequence[bool]
+) -> list[int]:
+    """``grades`` with the list's :data:`LEXICAL_FLOOR_RANKS` best chunks by BM25 (``bm25_rank``, 1-based within the
+    list; ties: the earlier) graded at least :data:`LEXICAL_FLOOR_GRADE` where their probability is at least
+    :data:`LEXICAL_FLOOR_P`, unless graded 1 (the list's coverage found it unrelated) or ``skip`` (under the unrelated
+    floor, a heading stub, a grade set by a rule, the deep-list cut-off or the clear-answer cap: the floor lifts only
+    what the list's coverage graded)."""
+    best = sorted(range(len(grades)), key=lambda j: (bm25_rank[j], j))[:LEXICAL_FLOOR_RANKS]
+    out = [int(g) for g in grades]
+    for j in best:
+        if out[j] >= 2 and probs[j] >= LEXICAL_FLOOR_P and not skip[j]:
+            out[j] = max(out[j], LEXICAL_FLOOR_GRADE)
+    return out
+
+
+def _doc_caps(
+    grades: Sequence[int],
+    stub: Sequence[bool],
+    final: FloatArray,
+    items: Sequence[SetwiseItem],
+    setby: list[str],
+    reasons: list[str],
+    *,
+    weak_three: bool,
+) -> list[int]:
+    """The heading-stub cap (each stub graded at most :data:`.stubs.STUB_GRADE`, its grade the stub rule's) and, with
+    ``weak_three``, :func:`weak_three_cap`; ``setby`` and ``reasons`` are updated in place."""
+    out = [int(g) for g in grades]
+    for j in (k for k, is_stub in enumerate(stub) if is_stub):
+        setby[j] = "the heading-stub cap"
+        reasons[j] = reasons[j].removeprefix("unrelated: ") + (
+            f"; grade {min(out[j], STUB_GRADE)} (at most {STUB_GRADE}): a heading stub "
+            f"({len(items[j].text.split())} words, nearly all the question's or its title's); its p is left "
+            "out of the list's coverage"
+        )
+        out[j] = min(out[j], STUB_GRADE)
+    if not weak_three:
+        return out
+    low = weak_three_cap(out, final)
+    _note_moves(
+        out,
+        low,
+        setby,
+        reasons,
+        "the list's coverage",
+        lambda j: f"; grade 2 (was 3): its own p={float(final[j]):.2f} reads under grade 3 (< {WEAK_THREE_P})",
+    )
+    return low
+
+
+def _clear_reach(final: FloatArray, setby: Sequence[str]) -> list[str]:
+    """``setby`` with every chunk the clear-answer cap reaches (whether or not it moved) marked as its: the lexical
+    floor leaves them."""
+    under = clear_answer_cap(final, [5] * len(setby))
+    return [by if u == 5 else "the clear-answer cap" for by, u in zip(setby, under, strict=True)]
+
+
+def _lexical(
+    grades: Sequence[int], prep: Prepared, final: FloatArray, skip: Sequence[bool], setby: list[str], reasons: list[str]
+) -> list[int]:
+    """:func:`lexical_floor` over the list's BM25 ranks, leaving ``skip`` (unrelated, stubs) and every grade not the
+    list's coverage's; ``setby`` and ``reasons`` are updated in place."""
+    bm_rank = [round(1.0 / max(float(v), 1e-9)) for v in prep.feature("bm25_rank_inv")]
+    left = [k or by != "the list's coverage" for k, by in zip(skip, setby, strict=True)]
+    lifted = lexical_floor(grades, bm_rank, [float(p) for p in final], left)
+    _note_moves(
+        grades,
+        lifted,
+        setby,
+        reasons,
+        "the lexical floor",
+        lambda j: (
+            f"; grade {lifted[j]} (was {grades[j]}): the list's bm25 rank {bm_rank[j]} "
+            f"(p={float(final[j]):.2f} >= {LEXICAL_FLOOR_P})"
+        ),
+    )
+    return lifted
+
+
 def _note_moves(
     old: Sequence[int], new: Sequence[int], setby: list[str], reasons: list[str], stage: str, note: Callable[[int], str]
 ) -> None:
@@ -236,6 +345,18 @@ class SetwiseScorer:
             a documentation list's live cost near twice a dense top-N's; ``None``: every passage.
     """
 
+    stubs = False
+    """Whether heading stubs (:mod:`.stubs`) are graded at most 2 and left out of the list's coverage. Off by default,
+    on for a knowledge base ``admit adapt`` adapted (setwise's ``doc_rules``, :data:`admit.prune.setwise.DOC_RULES`):
+    measured on ../shared/data it lowered R@68 (RHDH 0.992 -> 0.978 with the weak-three cap)."""
+    lexical = False
+    """Whether the lexical floor (:func:`lexical_floor`) runs (off by default, on with ``doc_rules``: alone it lowered
+    R@68 on ../shared/data by 0.001-0.002, HotpotQA 0.990 -> 0.988)."""
+    weak_three = False
+    """Whether a chunk the list's coverage grades 3 needs its own probability to read at least grade 3
+    (:func:`weak_three_cap`). Off by default, on with ``doc_rules``: on six documentation sites
+    (``bench/bench_docsites.py``) it cut admitted chunks 564 -> 494 at the same answers kept (useful 38% -> 41%), but
+    on ../shared/data it lowered MuSiQue's R@68 0.980 -> 0.967."""
     clear_answer = False
     """Whether the clear-answer cap (:func:`.coverage.clear_answer_cap`) runs on the list's grades. Off: measured, not
     shipped. On the six docs sites it admitted 12% fewer chunks (useful 37% -> 40%, answers 118 -> 117), but on
@@ -314,6 +435,12 @@ class SetwiseScorer:
         out[read] = vecs @ np.asarray(qv, dtype=np.float32)
         return out
 
+    def _stubs(self, question: Question, items: Sequence[SetwiseItem]) -> list[bool]:
+        """The heading stubs of the list (:func:`.stubs.heading_stubs`), none when :attr:`stubs` is off."""
+        if not self.stubs:
+            return [False] * len(items)
+        return heading_stubs(question, [it.title for it in items], [it.text for it in items])
+
     def _deep_grades(
         self, question: Question, items: Sequence[SetwiseItem], probs: FloatArray, embedder: Embedder, cs: Any
     ) -> list[int]:
@@ -366,8 +493,10 @@ class SetwiseScorer:
             cs = self.cross.score(question, [chunk_passage(question, it.title, it.text) for it in items])
             final = fuse(final, cs, self.fusion)
             cross_note = [f"cross {float(v):+.2f}" for v in cs]
-        cov = coverage_before(final, self.model.complete_probs(final, prep.qfeat))
-        grades = grade_list(final, cov, self.model.cuts, self.model.keep_bounds)
+        stub = self._stubs(record, items)
+        graded = np.where(stub, 0.0, final)  # a stub covers nothing for the others
+        cov = coverage_before(graded, self.model.complete_probs(graded, prep.qfeat))
+        grades = grade_list(graded, cov, self.model.cuts, self.model.keep_bounds)
         reasons = [_reason(j, prep, stages[0], final, grades[j]) for j in range(prep.n)]
         setby = ["the list's coverage"] * prep.n
         if cross_note:
@@ -388,6 +517,7 @@ class SetwiseScorer:
                     f"(grade {by_share[j]} by a share of the whole list)"
                 ),
             )
+        grades = _doc_caps(grades, stub, final, items, setby, reasons, weak_three=self.weak_three)
         if self.clear_answer:
             capped = clear_answer_cap(final, grades)
             top = float(final.max())
@@ -403,6 +533,7 @@ class SetwiseScorer:
                 ),
             )
             grades = capped
+            setby = _clear_reach(final, setby)
         if prep.ident_hit.any():
             asked = ", ".join(sorted(record.identifiers))
             before = list(grades)
@@ -416,6 +547,8 @@ class SetwiseScorer:
                     reasons[j] += f"; names another identifier than {asked}"
         e5 = self._e5_cosines(question, items, final)
         grades, reasons, floor, script = apply_rules(record, items, prep.dense, grades, reasons, final, setby, e5)
+        if self.lexical and script is None:
+            grades = _lexical(grades, prep, final, [f or k for f, k in zip(floor, stub, strict=True)], setby, reasons)
         if script is None:
             reasons = agreement_notes(final, cov, grades, reasons, setby)
         return SetwiseScores(
