@@ -49,7 +49,17 @@ def _full_collections(call: Any) -> int:
     return full[0]
 
 
-def test_a_load_triggers_full_collections_unless_loaded_quietly() -> None:
+@pytest.fixture
+def python_gc_thresholds() -> Any:
+    """Python's own collection thresholds for the test (a service started in this process earlier in the run
+    may have spaced its full collections: ``admit.service.state._freeze_heap``), the process's back after."""
+    kept = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    yield
+    gc.set_threshold(*kept)
+
+
+def test_a_load_triggers_full_collections_unless_loaded_quietly(python_gc_thresholds: Any) -> None:
     thresholds = gc.get_threshold()
     loud = AdmitFilter(pruner=HeavyPruner())
     assert _full_collections(loud.warm_up) > 0  # what the stall comes from (this is no fake effect)
