@@ -176,12 +176,13 @@ def test_the_pool_runs_an_over_share_tenants_job_niced_in_a_worker_of_its_own() 
     assert seen["flood backlog"] == min(19, ours + WORKER_NICENESS) and over == 0 and background == 0
 
 
-def test_the_over_share_niceness_setting_reaches_the_pool_and_can_be_turned_off() -> None:
+def test_the_over_share_niceness_setting_reaches_the_pool_off_by_default() -> None:
+    """Off unless set: on the idle 2-core machine it showed no gain for the quiet tenant and cost 700 MB."""
     pytest.importorskip("fastapi")
     from admit.service.config import settings_from_dict
     from admit.service.state import build_state
 
-    for limits, expected in (({}, 7), ({"over_share_niceness": 15}, 15), ({"over_share_niceness": 0}, 0)):
+    for limits, expected in (({}, 0), ({"over_share_niceness": 7}, 7), ({"over_share_niceness": 0}, 0)):
         settings = settings_from_dict({"service": {"limits": {"worker_processes": 2, **limits}}})
         state = build_state(settings)
         pool = state.use_processes(True)
