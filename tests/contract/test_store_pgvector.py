@@ -207,3 +207,28 @@ def test_the_table_reports_the_embedder_that_built_it(pg_url: str) -> None:
     assert stored_embedder(url) == "fake:16"
     with KnowledgeBase(url) as again:  # no embedder named: the table's, not a silent minilm
         assert again.embedder_spec == "fake:16" and again.count() == 1
+
+
+def test_an_older_pgvector_gets_the_index_without_the_settings_it_lacks() -> None:
+    """pgvector before 0.8 has no ``hnsw.iterative_scan`` (setting it is an error on a server whose pgvector
+    reserves the prefix): the plan then sets only ``hnsw.ef_search``."""
+    from admit.kb.pgvector_store import _version_at_least
+
+    assert _version_at_least("0.8.6", (0, 8)) and _version_at_least("0.8.0", (0, 8))
+    assert _version_at_least("1.0.0-dev", (0, 8)) and _version_at_least("0.10", (0, 8))
+    assert not _version_at_least("0.7.4", (0, 8)) and not _version_at_least("0.5.1", (0, 8))
+
+
+@pytest.mark.integration
+def test_the_index_plan_on_an_older_pgvector_sets_only_the_candidate_list(pg_url: str) -> None:
+    from admit.types import Principal
+
+    s = _two_tenants(pg_url, exact_rows=1000, ef_search=20)
+    assert s._iterative is None or s._iterative  # the embedded server's pgvector has iterative scans
+    s._iterative = False  # as a pgvector 0.7 server reads
+    plan = s.vector_plan(Principal(tenant="big", groups=("g1",)), k=30)
+    assert plan.kind == "hnsw" and "hnsw.iterative_scan" not in plan.settings
+    assert "hnsw.max_scan_tuples" not in plan.settings and int(plan.settings["hnsw.ef_search"]) >= 60
+    hits = s.search("", [1.0] + [0.0] * 7, principal=Principal(tenant="big", groups=("g1",)), k=5)
+    assert hits and all(h.record.tenant == "big" for h in hits)
+    s.close()

@@ -18,6 +18,7 @@ every store opened on the table afterwards finds the index. Each vector query is
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import re
@@ -114,6 +115,7 @@ class PgvectorStore(PerThreadConnections, HybridSearch):
         self.exact_rows = int(exact_rows)
         self.hnsw = False
         """Whether searches go through the HNSW index."""
+        self._iterative: bool | None = None
         t = table
         with self._tx() as cur:
             cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
@@ -418,14 +420,18 @@ class PgvectorStore(PerThreadConnections, HybridSearch):
         # and the scan's budget grows with it
         ef = min(1000, max(self.ef_search, n, round(n / share)))
         scan = max(_MAX_SCAN_TUPLES, round(20 * n / share))
+        iterative = (
+            {"hnsw.iterative_scan": "relaxed_order", "hnsw.max_scan_tuples": str(scan)}
+            if self._iterative_scans(cur)
+            else {}  # pgvector before 0.8: the settings do not exist (setting one is an error); the candidate list only
+        )
         return VectorPlan(
             "hnsw",
             rows,
             read,
             {
-                "hnsw.iterative_scan": "relaxed_order",
+                **iterative,
                 "hnsw.ef_search": str(ef),
-                "hnsw.max_scan_tuples": str(scan),
                 # the plan is the graph, not a sort of every row the filter leaves (read by a sequential, bitmap
                 # or btree scan), which the planner may price lower on a small table or under a skewed estimate
                 "enable_seqscan": "off",
@@ -433,6 +439,14 @@ class PgvectorStore(PerThreadConnections, HybridSearch):
                 "enable_sort": "off",
             },
         )
+
+    def _iterative_scans(self, cur: Any) -> bool:
+        """Whether the server's pgvector has iterative index scans (0.8 and later); read once per store."""
+        if self._iterative is None:
+            cur.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = cur.fetchone()
+            self._iterative = bool(row) and _version_at_least(str(row[0]), (0, 8))
+        return self._iterative
 
     def _vector_query(self, cur: Any, where: str, params: list[Any], qv: FloatVector, n: int) -> VectorPlan:
         """Run the vector list's query on ``cur`` (its rows: the columns and the similarity) as planned."""
@@ -478,6 +492,15 @@ class PgvectorStore(PerThreadConnections, HybridSearch):
                 [*lowered, *lowered, *params, *lowered, n],
             )
             return [self._record(row) for row in cur.fetchall()]
+
+
+def _version_at_least(version: str, least: tuple[int, ...]) -> bool:
+    """Whether an extension's version (``0.8.0``, ``0.7.4``, ``1.0.0-dev``) is at least ``least``."""
+    parts: list[int] = []
+    for piece in version.split(".")[: len(least)]:
+        digits = "".join(itertools.takewhile(str.isdigit, piece))
+        parts.append(int(digits) if digits else 0)
+    return tuple(parts) >= least
 
 
 def _set_local(cur: Any, settings: dict[str, str]) -> None:
