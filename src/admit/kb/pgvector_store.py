@@ -18,7 +18,6 @@ every store opened on the table afterwards finds the index. Each vector query is
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import logging
 import re
@@ -496,11 +495,7 @@ class PgvectorStore(PerThreadConnections, HybridSearch):
 
 def _version_at_least(version: str, least: tuple[int, ...]) -> bool:
     """Whether an extension's version (``0.8.0``, ``0.7.4``, ``1.0.0-dev``) is at least ``least``."""
-    parts: list[int] = []
-    for piece in version.split(".")[: len(least)]:
-        digits = "".join(itertools.takewhile(str.isdigit, piece))
-        parts.append(int(digits) if digits else 0)
-    return tuple(parts) >= least
+    return tuple(int(x) for x in re.findall(r"\d+", version))[: len(least)] >= least
 
 
 def _set_local(cur: Any, settings: dict[str, str]) -> None:
