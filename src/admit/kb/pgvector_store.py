@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from admit import _linear
 from admit.errors import ConfigError, MissingExtraError, StoreError
 from admit.kb import store as _s
 from admit.kb._rows import COLUMNS, record_columns, record_from_row, source_info
@@ -493,9 +494,12 @@ class PgvectorStore(PerThreadConnections, HybridSearch):
             return [self._record(row) for row in cur.fetchall()]
 
 
+_DIGITS = _linear.simple(r"\d+")
+
+
 def _version_at_least(version: str, least: tuple[int, ...]) -> bool:
     """Whether an extension's version (``0.8.0``, ``0.7.4``, ``1.0.0-dev``) is at least ``least``."""
-    return tuple(int(x) for x in re.findall(r"\d+", version))[: len(least)] >= least
+    return tuple(int(x) for x in _DIGITS.findall(version))[: len(least)] >= least
 
 
 def _set_local(cur: Any, settings: dict[str, str]) -> None:
