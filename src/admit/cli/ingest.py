@@ -171,7 +171,7 @@ def ingest_cmd(
     for path, cause in rep.refusals:
         click.echo(clean_terminal(f"  refused: {path}: {cause}"), err=True)
     if rep.skipped:
-        click.echo(f"  skipped {len(rep.skipped)} file(s) of unsupported formats", err=True)
+        click.echo(clean_terminal(f"  {rep.skipped_line()}"), err=True)
     _exit_on_errors(rep)
 
 
@@ -213,6 +213,12 @@ def _lost_lines(rep: IngestReport) -> list[str]:
         n = len(rep.no_chunk)
         out.append(
             f"  {n} page{'' if n == 1 else 's'} gave no chunk (no text found; nothing stored): {_named(rep.no_chunk)}"
+        )
+    if rep.copies_only:
+        n = len(rep.copies_only)
+        out.append(
+            f"  {n} page{'' if n == 1 else 's'} stored only as copies (every chunk is another page's, whose also_at "
+            f"names {'it' if n == 1 else 'them'}): {_named(rep.copies_only)}"
         )
     if rep.guarded:
         n = len(rep.guarded)

@@ -54,8 +54,10 @@ from admit.kb.ingest_types import DEFAULT_MAX_FILE_BYTES, IngestOptions, IngestR
 from admit.kb.parse import (
     FORMATS,
     PARSER_REVISIONS,
+    SUPPORTED,
     ParsedDocument,
     Section,
+    format_of,
     parse_document,
     parse_html,
     parse_markdown,
@@ -163,6 +165,7 @@ def ingest_paths(
         refusals=tuple(run.refused),
         errors=tuple(run.errors),
         no_chunk=tuple(run.no_chunk),
+        copies_only=tuple(run.copies_only),
         guarded=tuple(run.guarded),
         mostly_empty=run.mostly_empty(),
         kept_last_good=tuple(run.kept),
@@ -233,6 +236,7 @@ class _Run:
     home: HomeVersions = field(default_factory=HomeVersions)
     planned: list[_Planned] = field(default_factory=list)
     no_chunk: list[str] = field(default_factory=list)
+    copies_only: list[str] = field(default_factory=list)
     guarded: list[str] = field(default_factory=list)
     pages: dict[str, list[int]] = field(default_factory=dict)
     """Ingested folder -> ``[pages, pages that gave no chunk]``."""
@@ -250,11 +254,11 @@ class _Run:
 
     def plan_file(self, f: Path, root: Path | None, rel: str) -> None:
         """Read and parse one file, and plan what it needs: nothing (unchanged), a write here, or a job."""
-        fmt = FORMATS.get(Path(document_name(f.name)).suffix.lower())
+        fmt = format_of(document_name(f.name))
         if fmt is None:
             if root is None:  # a file named on the command line: an error; one met in a folder: skipped
                 self.counts["files"] += 1
-                self.fail(f, f"unsupported format {f.suffix!r}; supported: {sorted(FORMATS)}")
+                self.fail(f, f"unsupported format {f.suffix!r}; supported: {', '.join(SUPPORTED)}")
             else:
                 self.skipped.append(str(f))
             return
@@ -395,6 +399,9 @@ class _Run:
                 continue
             if not kept and old is None:  # nothing stored before, nothing to store now: unchanged
                 self.counts["sources_unchanged"] += 1
+                if p.pieces:  # every chunk stored with another page (its also_at names this one)
+                    self.copies_only.append(str(p.f))
+                    logger.info("ingest: every chunk of %s is stored as another page's copy", p.f)
                 continue
             sid = p.st.source_id
             also_at = {cid.removeprefix(f"{sid}#"): v for cid, v in also.items()}

@@ -107,6 +107,8 @@ class IngestReport:
 
     A page that gives no chunk stores nothing: it is counted unchanged (as on every later run) and named in
     :attr:`no_chunk`; one whose chunks were all stored before and now gives none is updated (its chunks removed).
+    A page whose every chunk is stored as another page's copy stores no source of its own either: it is counted
+    unchanged and named in :attr:`copies_only` (the kept copies' ``also_at`` name it).
     """
 
     files: int = 0
@@ -149,6 +151,9 @@ class IngestReport:
     """``(path, message)`` of files that could not be read."""
     no_chunk: tuple[str, ...] = ()
     """Files read without error that gave no chunk (no text found in them): nothing of them is stored."""
+    copies_only: tuple[str, ...] = ()
+    """Files new to the store whose every chunk is a copy of another page's (a man page that only repeats shared
+    sections): their text is stored once with the other page, whose ``also_at`` names this one."""
     guarded: tuple[str, ...] = ()
     """Pages whose main content the parser's extraction guard found far below the page's visible text, so the
     page's whole text was kept instead (the parsed document's ``content_guard`` reason, or an ``extract_guard``
@@ -181,6 +186,24 @@ class IngestReport:
 
         return [skip_line(k, n) for k, n in self.left_out_counts.items()]
 
+    def skipped_line(self) -> str:
+        """The report line for files of unsupported formats, naming their commonest suffixes:
+        ``skipped 137 file(s) of unsupported formats (119 .c, 12 .pdf, 6 with no suffix)``; empty for none."""
+        if not self.skipped:
+            return ""
+        from collections import Counter
+
+        from admit.kb.files import document_name
+
+        kinds = Counter(
+            (name.rsplit(".", 1)[1].lower() if "." in name.lstrip(".") else "")
+            for name in (document_name(p.replace("\\", "/").rsplit("/", 1)[-1]) for p in self.skipped)
+        )
+        named = [f"{n} .{k}" if k else f"{n} with no suffix" for k, n in kinds.most_common(4)]
+        if len(kinds) > 4:
+            named.append(f"{sum(n for _, n in kinds.most_common()[4:])} other")
+        return f"skipped {len(self.skipped)} file(s) of unsupported formats ({', '.join(named)})"
+
     @property
     def chunks_per_second(self) -> float:
         """Written chunks per second."""
@@ -197,6 +220,7 @@ class IngestReport:
         d["refusals"] = [{"path": p, "cause": c} for p, c in self.refusals]
         d["errors"] = [{"path": p, "error": e} for p, e in self.errors]
         d["no_chunk"] = list(self.no_chunk)
+        d["copies_only"] = list(self.copies_only)
         d["guarded"] = list(self.guarded)
         d["mostly_empty"] = [{"folder": f, "no_chunk": e, "pages": n} for f, e, n in self.mostly_empty]
         d["seconds"] = round(self.seconds, 3)

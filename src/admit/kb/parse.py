@@ -1,5 +1,6 @@
 """Parsers: Markdown (a line-based heading splitter that respects fenced code and front matter), HTML
-(libxml2 through ``lxml``, linear in the input), plain text. PDF is not supported (no parser is shipped).
+(libxml2 through ``lxml``, linear in the input), man pages (their roff source: :mod:`admit.kb.manpage`), plain
+text. PDF is not supported (no parser is shipped).
 
 Every parser is linear in the document: the patterns are RE2 (:mod:`admit._linear`), the Markdown splitter
 reads each line once, and the HTML walk visits each element once (``tests/security/test_linear_time.py``
@@ -14,13 +15,15 @@ from typing import Any
 
 from admit import _linear
 from admit.errors import ConfigError, InputError, MissingExtraError
-from admit.kb import docsite
+from admit.kb import docsite, manpage
 
 __all__ = [
     "FORMATS",
     "PARSER_REVISIONS",
     "ParsedDocument",
+    "SUPPORTED",
     "Section",
+    "format_of",
     "parse_document",
     "parse_html",
     "parse_markdown",
@@ -37,7 +40,21 @@ FORMATS: dict[str, str] = {
     ".text": "text",
     ".rst": "text",
 }
-"""File suffix -> parser."""
+"""File suffix -> parser. A man page's suffix (``.1`` .. ``.9``, ``.3ssl``) is read by ``man``: :func:`format_of`."""
+
+SUPPORTED = (*sorted(FORMATS), "man pages (.1 to .9)")
+"""What an error about an unsupported file names as supported."""
+
+
+def format_of(name: str) -> str | None:
+    """The parser for a file of this name (its ``.gz`` already removed: ``document_name``), or ``None``."""
+    dot = name.rfind(".")
+    if dot < 0:
+        return None
+    fmt = FORMATS.get(name[dot:].lower())
+    if fmt is None and manpage.is_man_name(name):
+        return "man"
+    return fmt
 
 PARSER_REVISIONS: dict[str, str] = {"html": "docsite-3"}
 """Parsers whose output changed for the same file (HTML: a built site's main content, titles without the site's
@@ -547,12 +564,39 @@ def parse_text(text: str, *, fallback_title: str) -> ParsedDocument:
     return ParsedDocument(title=title, sections=(Section(headings=(), paragraphs=tuple(paras)),) if paras else ())
 
 
+_VERSION = _linear.compile(r"\d+(?:\.\d+)+", name="ingest.man_version")
+
+
+def parse_man_page(text: str, *, fallback_title: str) -> ParsedDocument:
+    """A man page's roff source (:func:`admit.kb.manpage.parse_man`); text with no roff request is plain text.
+
+    The title is ``.TH``'s ``NAME(SECTION)``; the version the one its source field names (``libcurl 7.88.1``); a
+    page that only includes another (``.so man3/other.3``) is a redirect, left out as an HTML refresh stub is.
+    """
+    got = manpage.parse_man(text)
+    if got is None:
+        return parse_text(text, fallback_title=fallback_title)
+    title, source, sections, redirect = got
+    if redirect is not None and not sections:
+        return ParsedDocument(title=title or fallback_title, sections=(), page_kind="redirect")
+    m = _VERSION.search(source)
+    site = {"generator": "man", **({"version": m.group(0)} if m is not None else {})}
+    return ParsedDocument(
+        title=title or fallback_title,
+        sections=tuple(Section(headings=h, paragraphs=tuple(p)) for h, p in sections),
+        front_matter={"version": site["version"]} if "version" in site else {},
+        site=site,
+    )
+
+
 def parse_document(text: str, fmt: str, *, fallback_title: str) -> ParsedDocument:
-    """Parse ``text`` in ``fmt`` (``markdown``, ``html``, ``text``)."""
+    """Parse ``text`` in ``fmt`` (``markdown``, ``html``, ``man``, ``text``)."""
     if fmt == "markdown":
         return parse_markdown(text, fallback_title=fallback_title)
     if fmt == "html":
         return parse_html(text, fallback_title=fallback_title)
     if fmt == "text":
         return parse_text(text, fallback_title=fallback_title)
-    raise ConfigError(f"Unknown document format {fmt!r}; known: markdown, html, text.")
+    if fmt == "man":
+        return parse_man_page(text, fallback_title=fallback_title)
+    raise ConfigError(f"Unknown document format {fmt!r}; known: markdown, html, man, text.")
