@@ -243,7 +243,7 @@ def parse_man(text: str) -> tuple[str, str, list[tuple[tuple[str, ...], list[str
             continue
         if raw[:1] in {".", "'"}:
             body = raw[1:].lstrip(" \t")
-            if body.startswith('\\"') or body.startswith("\\#") or not body:
+            if body.startswith(('\\"', "\\#")) or not body:
                 continue  # a comment, or a bare "."
             name, _, rest = body.partition(" ")
             name, _, tab_rest = name.partition("\t")

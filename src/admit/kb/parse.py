@@ -20,8 +20,8 @@ from admit.kb import docsite, manpage
 __all__ = [
     "FORMATS",
     "PARSER_REVISIONS",
-    "ParsedDocument",
     "SUPPORTED",
+    "ParsedDocument",
     "Section",
     "format_of",
     "parse_document",
@@ -55,6 +55,7 @@ def format_of(name: str) -> str | None:
     if fmt is None and manpage.is_man_name(name):
         return "man"
     return fmt
+
 
 PARSER_REVISIONS: dict[str, str] = {"html": "docsite-3"}
 """Parsers whose output changed for the same file (HTML: a built site's main content, titles without the site's
