@@ -784,7 +784,8 @@ MAN2HTML_PAGE = """Content-type: text/html; charset=UTF-8
 
 <!DOCTYPE HTML PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN">
 <HTML><HEAD><TITLE>Man page of BASH</TITLE></HEAD><BODY><H1>BASH</H1>
-Section: User Commands  (1)<BR>Updated: 2022 September 19<BR><A HREF="#index">Index</A><HR>
+Section: User Commands  (1)<BR>Updated: 2022 September 19<BR><A HREF="#index">Index</A>
+<A HREF="/cgi-bin/man/man2html">Return to Main Contents</A><HR>
 <A NAME="lbAB">&nbsp;</A><H2>NAME</H2>bash - GNU Bourne-Again SHell
 <A NAME="lbAC">&nbsp;</A><H2>SYNOPSIS</H2><B>bash</B> [options] [command_string | file]
 <A NAME="lbAK">&nbsp;</A><H2>SHELL GRAMMAR</H2><A NAME="lbAL">&nbsp;</A><H3>Simple Commands</H3><P>
@@ -818,6 +819,20 @@ def test_a_texinfo_manuals_generated_index_is_chrome() -> None:
     # the same table on a page no Texinfo made is a table like any other
     plain = MAKEINFO_INDEX_PAGE.replace('<meta name="Generator" content="makeinfo">', "")
     assert "Index Entry" in "\n".join(_texts(plain)[1])
+
+
+def test_man2html_page_header_is_no_text() -> None:
+    """bash.html's first chunk was man2html's header, ``Section: User Commands (1) Updated: 2022 September 19
+    Index Return to Main Contents`` (a link to the CGI that served the page). A page that only names man2html in
+    its text keeps that text."""
+    _, paragraphs, headings, _ = _texts(MAN2HTML_PAGE)
+    text = " ".join(" ".join(paragraphs).split())
+    for chrome in ("Return to Main Contents", "Section: User Commands", "Updated: 2022"):
+        assert chrome not in text, chrome
+    assert paragraphs[0].startswith("bash - GNU Bourne-Again SHell"), paragraphs[:2]
+    prose = """<html><body><h1>Tools</h1><p>Pages were converted with <a href="/cgi-bin/man/man2html">man2html</a>
+    over the years.</p><h2>More</h2><p>Text.</p></body></html>"""
+    assert "converted with man2html over the years" in " ".join(" ".join(_texts(prose)[1]).split())
 
 
 def test_a_list_of_links_to_the_pages_own_sections_is_chrome() -> None:

@@ -383,6 +383,10 @@ class PageScan:
     credit: Any = None
     """man2html's closing rule: the ``<hr>`` after which its parent holds only the credit line (``This document
     was created by man2html, using the manual pages. Time: ...``), dropped with it."""
+    man_head: Any = None
+    """man2html's header link (``Return to Main Contents``, to the CGI that served the page): it and what stands
+    between the page's ``<h1>`` and it (``Section: User Commands (1)``, ``Updated: ...``, the ``Index`` link) are
+    dropped; the ``<hr>`` after it closes the header."""
 
 
 def _generator_of(content: str) -> str | None:
@@ -597,7 +601,10 @@ class _Walk:
             self.sidebars.append(el)
         _read_markers(el, tag, classes, el_id, self.markers, self.out)
         if tag == "a" and self.out.credit is None and (el.get("href") or "").endswith("/man2html"):
-            self.out.credit = _man2html_credit(el)
+            if self.out.man_head is None and _man2html_head(el):
+                self.out.man_head = el
+            else:
+                self.out.credit = _man2html_credit(el)
         if tag == "td" and "extra" in classes:  # pydoc's heading cell: the index link and the file's local path
             self.pydoc_extra.append(el)
         if not self.out.home_title and (
@@ -695,6 +702,35 @@ def _texinfo_mark(el: Any, tag: str, classes: Sequence[str]) -> str | None:
     if tag in ("font", "p") and (el.text or "").strip().lower().startswith(_TEXINFO_GENERATED):
         return _WORD
     return None
+
+
+_MAN_HEAD_SPAN = 8
+"""Elements at most between man2html's ``<h1>`` and its header link."""
+
+
+def _man2html_head(link: Any) -> bool:
+    """Whether ``link`` closes man2html's header: an ``<hr>`` follows it and an ``<h1>`` stands a few elements
+    before it in the same parent (``<H1>BASH</H1>Section: ...<BR>Updated: ...<BR><A>Index</A> <A>Return to Main
+    Contents</A><HR>``)."""
+    after = link.getnext()
+    if after is None or not isinstance(after.tag, str) or after.tag.lower() != "hr":
+        return False
+    for _, el in zip(range(_MAN_HEAD_SPAN), link.itersiblings(preceding=True), strict=False):
+        if isinstance(el.tag, str) and el.tag.lower() == "h1":
+            return True
+    return False
+
+
+def _drop_man_head(link: Any) -> None:
+    """Remove man2html's header: ``link`` and everything between the ``<h1>`` before it and it."""
+    parent = link.getparent()
+    for el in list(link.itersiblings(preceding=True)):
+        if isinstance(el.tag, str) and el.tag.lower() == "h1":
+            el.tail = None
+            break
+        parent.remove(el)
+    link.tail = None
+    parent.remove(link)
 
 
 def _man2html_credit(link: Any) -> Any:
@@ -952,6 +988,8 @@ def drop_chrome(scan: PageScan) -> None:
     neighbours; a ``div``, a break, for any other): no text moves, so the work is the size of what is dropped,
     however many marked elements stand side by side.
     """
+    if scan.man_head is not None:
+        _drop_man_head(scan.man_head)
     if scan.credit is not None:
         scan.credit.tail = None
         for el in list(scan.credit.itersiblings()):

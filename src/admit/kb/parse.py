@@ -57,12 +57,14 @@ def format_of(name: str) -> str | None:
     return fmt
 
 
-PARSER_REVISIONS: dict[str, str] = {"html": "docsite-3"}
+PARSER_REVISIONS: dict[str, str] = {"html": "docsite-4"}
 """Parsers whose output changed for the same file (HTML: a built site's main content, titles without the site's
 suffix, inline elements joined; docsite-2: main content by structure and text with the guard, text outside
 blocks, hidden regions, admonitions as text, the version from a footer or title page; docsite-3: Texinfo's and
 Doxygen's navigation and titles, a definition term's classifier after a colon, MkDocs known by its search
-box): part of a source's ingest key, so a re-ingest re-reads files it would otherwise call unchanged."""
+box; docsite-4: a ``nosearch`` block is chrome on any page, a CGI's header lines and man2html's page header
+(``Section: ... Return to Main Contents``) are dropped): part of a source's ingest key, so a re-ingest re-reads
+files it would otherwise call unchanged."""
 
 _HEADING = _linear.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", name="ingest.heading")
 _FENCE = _linear.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", name="ingest.fence")
