@@ -825,7 +825,7 @@ def test_man2html_page_header_is_no_text() -> None:
     """bash.html's first chunk was man2html's header, ``Section: User Commands (1) Updated: 2022 September 19
     Index Return to Main Contents`` (a link to the CGI that served the page). A page that only names man2html in
     its text keeps that text."""
-    _, paragraphs, headings, _ = _texts(MAN2HTML_PAGE)
+    _, paragraphs, _, _ = _texts(MAN2HTML_PAGE)
     text = " ".join(" ".join(paragraphs).split())
     for chrome in ("Return to Main Contents", "Section: User Commands", "Updated: 2022"):
         assert chrome not in text, chrome
