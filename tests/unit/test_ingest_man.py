@@ -137,3 +137,65 @@ def test_a_page_stored_only_as_copies_of_another_is_named(tmp_path: Path) -> Non
     assert kb.ingest([root], tenant="t").sources_unchanged == 2  # the same on a second run
     out = CliRunner().invoke(main, ["ingest", str(root), "--kb", str(tmp_path / "c.kb"), "--access", "tenant:t"])
     assert "1 page stored only as copies" in out.output and "b.3" in out.output
+
+
+MDOC = r""".\" $File: file.man,v 1.147 $
+.Dd October 26, 2022
+.Dt FILE 1
+.Os
+.Sh NAME
+.Nm file
+.Nd determine file type
+.Sh SYNOPSIS
+.Nm
+.Bk -words
+.Op Fl bcdE
+.Op Fl Fl mime-type
+.Op Fl e Ar testname
+.Ek
+.Sh DESCRIPTION
+.Nm
+tests each argument, as
+.Xr stat 2
+reports it; the words
+.Dq text
+and
+.Dq data .
+.Bl -tag -width indent
+.It Fl b , Fl Fl brief
+Do not prepend filenames to output lines.
+.El
+.Bd -literal -offset indent
+file -b /etc/passwd
+file -i x.png
+.Ed
+"""
+
+
+def test_an_mdoc_page_is_read_with_its_macros_as_text() -> None:
+    """BSD's mdoc pages (file, dash, OpenSSH's): ``.Sh`` headings and inline macros, not only ``man``'s."""
+    doc = parse_document(MDOC, "man", fallback_title="x")
+    assert doc.title == "FILE(1)"
+    by_heading = {s.headings: s.paragraphs for s in doc.sections}
+    assert by_heading[("Name",)] == ("file - determine file type",)
+    assert by_heading[("Synopsis",)] == ("file [-bcdE] [--mime-type] [-e testname]",)
+    assert by_heading[("Description",)] == (
+        "file tests each argument, as stat(2) reports it; the words \u201ctext\u201d and \u201cdata\u201d.",
+        "-b, --brief: Do not prepend filenames to output lines.",
+        "file -b /etc/passwd\nfile -i x.png",
+    )
+
+
+def test_a_macro_defined_inside_a_conditional_ends_at_its_indented_dot() -> None:
+    """Asciidoctor's man pages (perf's) define ``.am URL`` inside ``.if \\n[.g] \\{\\`` and end it with ``.  .``:
+    read as ``..``, or the whole page was skipped as the macro's body."""
+    page = (
+        '.TH "PERF\\-KWORK" "1" "2026-09-07" "perf" "perf Manual"\n'
+        ".if \\n[.g] \\{\\\n.  am URL\n.    ad l\n.  .\n.\\}\n"
+        '.SH "NAME"\nperf-kwork \\- Tool to trace kernel work\n'
+    )
+    doc = parse_document(page, "man", fallback_title="x")
+    assert doc.title == "PERF-KWORK(1)"
+    assert [(s.headings, s.paragraphs) for s in doc.sections] == [
+        (("Name",), ("perf-kwork - Tool to trace kernel work",))
+    ]

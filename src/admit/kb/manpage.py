@@ -1,4 +1,5 @@
-"""Man pages: the roff source of ``man(7)`` pages (``curl_easy_setopt.3``, ``ls.1.gz``) read into sections.
+"""Man pages: the roff source of ``man(7)`` and ``mdoc(7)`` pages (``curl_easy_setopt.3``, ``file.1.gz``) read
+into sections.
 
 Debian's ``-doc`` packages ship much of their reference as man pages only (libcurl's 480 option and function pages,
 a library's ``man3``), so a folder of them is documentation like a built site. This reader knows the ``man``
@@ -8,6 +9,10 @@ their paragraph (an option's name beside what it does); ``.nf``/``.fi`` and ``.E
 (a synopsis, an example); font and size escapes are dropped and the common character escapes read (``\\-`` as
 ``-``, ``\\(em`` as a dash). A page that is only ``.so other.3`` is a redirect, as an HTML refresh is; a macro
 definition, a conditional or another request is left out; a file with no request at all is plain text.
+
+BSD's ``mdoc`` pages (``file``, ``dash``, OpenSSH's) are read too: ``.Dt`` is the title, ``.Sh``/``.Ss`` the
+headings, ``.It`` a list item's tag, ``.Bd -literal`` a block of lines, and the inline macros are their text
+(``.Op Fl e Ar testname`` reads ``[-e testname]``, ``.Xr stat 2`` reads ``stat(2)``, ``.Nm`` the page's name).
 
 Linear in the page: every line is read once and each pattern is RE2 (:mod:`admit._linear`).
 """
@@ -76,6 +81,19 @@ _NOFILL_ON = frozenset({"nf", "EX"})
 _NOFILL_OFF = frozenset({"fi", "EE"})
 _MAX_HEADING = 120
 
+# mdoc(7): macros whose arguments are text as written (the macro name itself is no text)
+_MDOC_PLAIN = frozenset(
+    """Ar Cm Dv Em Er Ev Fa Fd Fn Ft Ic Li Ms Pa Sy Tn Va Vt Ad An Cd Ot Lk Mt No Ql Ux Bx At Nx Fx Ox Dx St
+    Ta Ap Tg Nd Mt""".split()  # noqa: SIM905
+)
+_MDOC_QUOTES = {
+    "Dq": ("\u201c", "\u201d"), "Sq": ("\u2018", "\u2019"), "Qq": ('"', '"'), "Op": ("[", "]"), "Oo": ("[", ""),
+    "Oc": ("", "]"), "Pq": ("(", ")"), "Bq": ("[", "]"), "Aq": ("<", ">"), "Brq": ("{", "}"), "Do": ("\u201c", ""),
+    "Dc": ("", "\u201d"), "Po": ("(", ""), "Pc": ("", ")"),
+}  # fmt: skip
+_MDOC_ALL = _MDOC_PLAIN | frozenset(_MDOC_QUOTES) | {"Fl", "Xr", "Nm", "Ns", "Pf", "In"}
+_MDOC_PUNCT = frozenset({".", ",", ";", ":", "?", "!", ")", "]"})
+
 
 def is_man_name(name: str) -> bool:
     """Whether a file's name (its ``.gz`` already removed) is a man page's: ``ls.1``, ``SSL_new.3ssl``."""
@@ -97,6 +115,75 @@ def _text(line: str) -> str:
         return ""
 
     return _ESCAPE.sub(one, line)
+
+
+def _mdoc_text(macro: str, args: list[str], name: str) -> str:
+    """An mdoc line's text: its macros read (``Fl e Ar x`` -> ``-e x``), quotes and brackets around what they
+    enclose, punctuation joined to the word before it."""
+    out: list[str] = []
+    closers: list[str] = []
+    glue = False  # Ns / Pf: no space before the next word
+    toks = [macro, *args]
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        i += 1
+        word = ""
+        if t == "Fl":
+            if i < len(toks) and toks[i] == "Fl":  # "Fl Fl apple": --apple
+                if out and glue:
+                    out[-1] += "-"
+                else:
+                    out.append("-")
+                glue = True
+                continue
+            nxt = toks[i] if i < len(toks) and toks[i] not in _MDOC_ALL else ""
+            i += 1 if nxt else 0
+            word = "-" + nxt
+        elif t == "Xr":
+            page = toks[i] if i < len(toks) else ""
+            sect = toks[i + 1] if i + 1 < len(toks) and toks[i + 1] not in _MDOC_ALL else ""
+            i += 1 + (1 if sect else 0)
+            word = f"{page}({sect})" if sect else page
+        elif t == "Nm":
+            if i < len(toks) and toks[i] not in _MDOC_ALL and toks[i] not in _MDOC_PUNCT:
+                word = toks[i]
+                i += 1
+            else:
+                word = name
+        elif t == "In":
+            word = f"#include <{toks[i]}>" if i < len(toks) else ""
+            i += 1
+        elif t in {"Ns", "Pf"}:
+            glue = True
+            continue
+        elif t in _MDOC_QUOTES:
+            opener, closer = _MDOC_QUOTES[t]
+            if opener:
+                out.append(opener)
+                glue = True
+            if closer and t not in {"Oc", "Dc", "Pc"}:
+                closers.append(closer)
+            elif closer and out:
+                out[-1] += closer
+            continue
+        elif t in _MDOC_ALL:
+            continue
+        else:
+            word = t
+        if not word:
+            continue
+        if closers and word in _MDOC_PUNCT and out:
+            out[-1] += "".join(reversed(closers))
+            closers = []
+        if out and (glue or word in _MDOC_PUNCT):
+            out[-1] += word
+        else:
+            out.append(word)
+        glue = False
+    if closers and out:
+        out[-1] += "".join(reversed(closers))
+    return _text(" ".join(out))
 
 
 def _args(rest: str) -> list[str]:
@@ -141,6 +228,7 @@ class _Reader:
         self.nofill = False
         self.tag_next = False
         self.pending_heading: int = 0
+        self.name = ""  # mdoc: the page's name, from its first .Nm with an argument
 
     def flush(self) -> None:
         text = ("\n" if self.nofill else " ").join(x for x in self.lines if x.strip() or self.nofill).strip()
@@ -221,6 +309,41 @@ def _request(r: _Reader, name: str, rest: str, meta: dict[str, str]) -> None:
         r.flush()
     elif name in {"UR", "MT"}:  # a link's target: the text that follows is what a reader sees
         return
+    else:
+        _mdoc_request(r, name, args, meta)
+
+
+def _mdoc_request(r: _Reader, name: str, args: list[str], meta: dict[str, str]) -> None:
+    """One mdoc(7) request; any it does not know is layout."""
+    if name == "Dt":
+        if args:
+            meta["title"] = args[0] + (f"({args[1]})" if len(args) > 1 else "")
+    elif name in {"Sh", "Ss"}:
+        r.heading(1 if name == "Sh" else 2, _text(" ".join(args)))
+    elif name in {"Pp", "Lp"}:
+        r.flush()
+    elif name == "Bd":
+        r.flush()
+        r.nofill = "-literal" in args or "-unfilled" in args
+    elif name == "Ed":
+        r.flush()
+        r.nofill = False
+    elif name == "It":
+        r.flush()
+        tag = _mdoc_text("No", args, r.name) if args else ""
+        if tag:
+            r.lines.append(tag + ":")
+    elif name in {"Bk", "Ek", "Bl", "El", "Os", "Dd"}:
+        return
+    elif name in _MDOC_ALL:
+        if name == "Nm" and args and not r.name and args[0] not in _MDOC_ALL:
+            r.name = args[0]
+        if name == "Nd":
+            r.add("- " + _mdoc_text("No", args, r.name))
+            return
+        text = _mdoc_text(name, args, r.name)
+        if text:
+            r.add(text)
     # any other request (.ad, .hy, .ds, .ie, .if, .el, .ta, .UE ...) is layout, not text
 
 
@@ -237,8 +360,8 @@ def parse_man(text: str) -> tuple[str, str, list[tuple[tuple[str, ...], list[str
     skip_to: str | None = None  # inside .de NAME ... ".." : a macro definition, not text
     redirect: str | None = None
     for raw in lines:
-        if skip_to is not None:
-            if raw.strip() == skip_to:
+        if skip_to is not None:  # ".." ends a definition, as does ".  ." (indented inside a conditional)
+            if raw.strip() == skip_to or (skip_to == ".." and raw[:1] == "." and raw[1:].strip() == "."):
                 skip_to = None
             continue
         if raw[:1] in {".", "'"}:
