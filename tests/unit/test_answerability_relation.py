@@ -82,6 +82,22 @@ def test_a_question_asking_a_price_needs_an_amount() -> None:
     assert assess(q, texts, pool=texts + priced).state == "unsure"
 
 
+def test_a_price_must_be_the_price_of_what_the_question_prices() -> None:
+    """pytest's docs answered "How much does an enterprise support contract cost?" from its Tidelift page beside a
+    sprint's funding ("aimed for 11000 USD") and the licence's "free of charge": amounts of other things."""
+    q = "How much does an enterprise support contract cost?"
+    other = [
+        "python testing sprint › Money / funding\nThe Indiegogo campaign aimed for 11000 USD to reimburse travel costs.",
+        "License\nPermission is hereby granted, free of charge, to any person obtaining a copy of this software.",
+        "pytest for enterprise\nAvailable as part of the Tidelift Subscription: commercial support and maintenance.",
+    ]
+    assert answer_type_missing(q, other) == "price"
+    assert assess(q, other, pool=other).state == "not_answered"
+    priced = ["Support plans\nAn enterprise support contract costs 1,500 USD a year."]
+    assert answer_type_missing(q, priced) == ""
+    assert answer_type_missing("What is the price?", ["It costs $5."]) == ""  # nothing named: any amount
+
+
 def test_a_release_s_changes_need_a_section_of_that_release() -> None:
     q = "What changed in 23.1.0?"
     passing = [

@@ -656,6 +656,24 @@ _PRICE_Q = _linear.compile(
     re.IGNORECASE,
     name="answerability.asks_price",
 )
+#: Words of a price question that ask for the price, not what is priced.
+_PRICE_WORDS = frozenset({"cost", "costs", "charge", "charges", "pay", "price", "prices", "priced", "pricing", "fee",
+                          "fees", "much"})  # fmt: skip
+
+
+def _price_of(q: Question, text: str) -> bool:
+    """Whether ``text`` states a price (:data:`_PRICE`) and names what the question prices (one of its content
+    words other than the price words, in any form): "11000 USD" raised for a sprint is no price of an "enterprise
+    support contract"."""
+    if _PRICE.search(text) is None:
+        return False
+    things = [w[:_MORPH_PREFIX] for w in _relation_words(q) if w not in _PRICE_WORDS and _stem(w) not in _PRICE_WORDS]
+    if not things:
+        return True
+    low = tx.nfc(text).lower()
+    return any(w in low for w in things)
+
+
 _PRICE = _linear.compile(
     "[$\u20ac\u00a3\u00a5]"
     r"\s?\d|\d\s?(usd|eur|gbp|dollars?|euros?|cents?)\b|\bfree\s+of\s+charge\b|\bno\s+(cost|charge)\b"
@@ -731,7 +749,7 @@ def answer_type_missing(question: str | Question, texts: Sequence[str], *, absen
     word "default" with a value and one of the question's words beside it (:func:`_states_default`)."""
     q = read_question(question)
     question = q.text
-    if _PRICE_Q.search(question) and not any(_PRICE.search(t) for t in texts):
+    if _PRICE_Q.search(question) and not any(_price_of(q, t) for t in texts):
         return "price"
     if q.releases and _RELEASE_Q.search(question) and not any(_names_release_section(q, t) for t in texts):
         return "release"
