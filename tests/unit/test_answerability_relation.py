@@ -87,7 +87,7 @@ def test_a_price_must_be_the_price_of_what_the_question_prices() -> None:
     sprint's funding ("aimed for 11000 USD") and the licence's "free of charge": amounts of other things."""
     q = "How much does an enterprise support contract cost?"
     other = [
-        "python testing sprint › Money / funding\nThe Indiegogo campaign aimed for 11000 USD to reimburse travel costs.",
+        "python testing sprint › Money / funding\nThe Indiegogo campaign aimed for 11000 USD for travel costs.",
         "License\nPermission is hereby granted, free of charge, to any person obtaining a copy of this software.",
         "pytest for enterprise\nAvailable as part of the Tidelift Subscription: commercial support and maintenance.",
     ]

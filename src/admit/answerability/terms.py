@@ -661,17 +661,24 @@ _PRICE_WORDS = frozenset({"cost", "costs", "charge", "charges", "pay", "price", 
                           "fees", "much"})  # fmt: skip
 
 
+#: How far (characters) the amount and the word for what it prices may stand apart.
+_NEAR_PRICE = 200
+
+
 def _price_of(q: Question, text: str) -> bool:
-    """Whether ``text`` states a price (:data:`_PRICE`) and names what the question prices (one of its content
-    words other than the price words, in any form): "11000 USD" raised for a sprint is no price of an "enterprise
-    support contract"."""
-    if _PRICE.search(text) is None:
-        return False
-    things = [w[:_MORPH_PREFIX] for w in _relation_words(q) if w not in _PRICE_WORDS and _stem(w) not in _PRICE_WORDS]
-    if not things:
-        return True
+    """Whether ``text`` states a price (:data:`_PRICE`) within 200 characters of a word for what the question
+    prices (one of its content words other than the price words, in any form): "11000 USD" raised for a sprint
+    is no price of an "enterprise support contract", nor is a licence's "free of charge" beside its "CONTRACT,
+    TORT" clause further down."""
+    things = [w for w in _relation_words(q) if w not in _PRICE_WORDS]
     low = tx.nfc(text).lower()
-    return any(w in low for w in things)
+    for m in _PRICE.finditer(low, limit=32):
+        if not things:
+            return True
+        window = low[max(0, m.start() - _NEAR_PRICE) : m.end() + _NEAR_PRICE]
+        if any(_holds_word([window], w) for w in things):
+            return True
+    return False
 
 
 _PRICE = _linear.compile(
