@@ -1,7 +1,8 @@
 """Issue 48 (speed IV): what a documentation list, a stored-vector score and an ingest encode (counted, never timed).
 
 - a graded list reads at most :data:`admit.passages.LIVE_PASSAGES` passages per chunk on average, its first
-  passages always, the rest by BM25; a list that fits reads every passage, as on main;
+  passages always, the rest by BM25; a list that fits reads every passage, as on main; a passage the list repeats is
+  encoded once per call, whatever the embedder;
 - the per-text memos and the one-passage fast path change no output;
 - ingest encodes a chunk of several passages by its passages alone (its own vector is its first passage's).
 """
@@ -18,6 +19,7 @@ import pytest
 from admit._text import clear_caches as clear_text_caches
 from admit._text import key_units
 from admit.backends.embedders import FakeEmbedder
+from admit.backends.embedders.base import CachedEmbedder
 from admit.passages import LIVE_PASSAGES, _sentence_passages, list_passages, passages
 from admit.prune.setwise_model import SetwiseItem, SetwiseScorer
 
@@ -100,6 +102,24 @@ def test_the_rest_of_the_budget_goes_to_the_passages_bm25_ranks_highest() -> Non
     assert sum(len(ps) for ps in chosen) <= LIVE_PASSAGES * len(chunks)
     assert any(target in p for p in chosen[2])
     assert [ps[0] for ps in chosen] == [passages(t, x)[0] for t, x in chunks]
+
+
+def test_a_passage_repeated_in_a_list_is_encoded_once_per_call() -> None:
+    # a documentation list repeats a section across releases (two chunk ids, one text); an embedder without a cache
+    # (the scorer given a bare MiniLM) still encodes each distinct passage once, and the scores are those of a
+    # cached embedder's
+    question, items = _doc_list()
+    items = [*items, SetwiseItem(id="3-1.4", title=items[3].title, text=items[3].text, version="1.4")]
+    emb = Recording()
+    got = SetwiseScorer(embedder=emb, cross=False, multilingual=False).score(question, items)
+    read = [t for t in emb.seen if t != question]
+    chosen = [p for ps in list_passages(question, [(it.title, it.text) for it in items], LIVE_PASSAGES) for p in ps]
+    assert any("csv file permission" in p for p in chosen[-3:])  # the copy's best passages are chosen again ...
+    assert len(read) == len(set(read)) == len(set(chosen)) < len(chosen)  # ... and encoded once (main: twice)
+    cached = SetwiseScorer(embedder=CachedEmbedder(FakeEmbedder(dim=64)), cross=False, multilingual=False)
+    want = cached.score(question, items)
+    assert got.probs == want.probs and got.grades == want.grades and got.dense == want.dense
+    assert got.probs[3] == got.probs[-1]  # one vector for both copies
 
 
 # -- item 2: identical outputs --------------------------------------------------------------------------------------

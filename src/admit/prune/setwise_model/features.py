@@ -179,7 +179,7 @@ def _embed(embedder: Embedder, texts: Sequence[str]) -> FloatArray:
 def embed_items(
     question: str, items: Sequence[SetwiseItem], embedder: Embedder, passage_budget: int | None = None
 ) -> tuple[FloatArray, FloatArray, FloatArray, FloatArray]:
-    """Embeds the question and the items' passages in one call.
+    """Embeds the question and the items' passages in one call, each distinct text once.
 
     Args:
         question: The question.
@@ -195,7 +195,11 @@ def embed_items(
         ValueError: If the embedder returns an array of the wrong shape.
     """
     chosen = list_passages(question, [(it.title, it.text) for it in items], per_chunk=passage_budget)
-    mat = _embed(embedder, [question_text(question), *(p or "-" for ps in chosen for p in ps)])
+    texts = [question_text(question), *(p or "-" for ps in chosen for p in ps)]
+    # each distinct text once per call, whatever the embedder (a documentation list repeats a section across
+    # releases); the process's shared embedder also remembers it across calls
+    distinct = {t: k for k, t in enumerate(dict.fromkeys(texts))}
+    mat = _embed(embedder, list(distinct))[[distinct[t] for t in texts]]
     owners = [idx for idx, ps in enumerate(chosen) for _ in ps]
     qvec = mat[0]
     pvecs = mat[1:]
