@@ -38,7 +38,9 @@ off.
 job changes in the service: metrics, the inspector's records, the trace file, replayed by the server when the
 answer comes back, so ``/metrics`` and ``/inspect`` stay whole) is :mod:`admit.service.worker`; this module is
 the server's side: the fair queue, the CPU ticks and the deadlines, on the event loop, never blocking on a
-worker.
+worker. The worker processes' lifecycle (fork, hand out, retire, reap; the background ones included) is
+:class:`~admit.service.procset.ProcessSet`, this pool's base; its records (a worker, a job, the counters) are
+:mod:`admit.service.procrecords`.
 
 The pool serves ``admit serve`` (``[service.limits] worker_processes`` unset: one process per core); every
 request of the service reaches it through :func:`admit.service.limits.run_bounded`, called by
@@ -54,11 +56,9 @@ import dataclasses
 import functools
 import itertools
 import logging
-import multiprocessing
 import os
 import pickle
 import signal
-import socket
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -68,18 +68,17 @@ from admit.service.fairq import FairQueue, TenantQueue
 from admit.service.procrecords import PoolSnapshot, PoolStats
 from admit.service.procrecords import ProcJob as _Job
 from admit.service.procrecords import ProcWorker as _Worker
+from admit.service.procset import ProcessSet
 from admit.service.sched import Core, ShareBook
 from admit.service.timing import marks
 from admit.service.worker import (
     HEADER,
     OVER_SHARE_NICENESS,
-    WORKER_NICENESS,
     cores,
     dumps_job,
     proc_cpu,
     proc_memory_mb,
     replay_effects,
-    worker_main,
     worker_state,
 )
 
@@ -91,7 +90,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-class ProcessPool:
+class ProcessPool(ProcessSet):
     """Worker processes for request work, shared fairly between tenants (module docstring)."""
 
     def __init__(
@@ -142,15 +141,8 @@ class ProcessPool:
         self.max_memory_mb = max_memory_mb
         self.over_share_niceness = over_share_niceness
         self.stats = PoolStats()
-        self._workers: list[_Worker] = []
-        self._free: list[_Worker] = []
-        self._dying: list[Any] = []
-        """Processes killed and not yet reaped (a killed process may need a while to exit on a loaded machine:
-        the event loop never waits for it)."""
-        self._bg_free: list[_Worker] = []
-        """Background workers (``over_share_niceness``) without a job: forked when first needed, then kept."""
+        super().__init__()
         self._seq = itertools.count()
-        self._ctx = multiprocessing.get_context("fork")
         self._ticker: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = False
@@ -161,84 +153,7 @@ class ProcessPool:
         self._measure = False
         """The next scheduling pass is a tick's: it reads the busy processes' CPU and memory (``/proc``)."""
 
-    # ---------------------------------------------------------------- processes
-
-    @property
-    def size(self) -> int:
-        """Worker processes in all (``regular + reserve``), the background ones aside."""
-        return self.regular + self.reserve
-
-    def _base(self) -> int:
-        """The pool's own worker processes (regular, reserve and extra ones): all but the background ones."""
-        return sum(1 for w in self._workers if not w.background)
-
-    def start(self) -> None:
-        """Fork the workers (once the models are loaded: each worker holds them from the fork)."""
-        if self._started:
-            return
-        self._started = True
-        for _ in range(self.size):
-            self._spawn()
-
-    def _spawn(self, background: bool = False) -> None:
-        """Fork a worker: a ``background`` one (``over_share_niceness`` nicer than the server, into the background
-        free list), a prompt one (at the server's priority) while fewer than ``reserve`` are, or beyond the pool's
-        size (an extra process is for a quiet tenant), else one ``WORKER_NICENESS`` nicer."""
-        prompt = not background and (self._base() >= self.size or sum(w.prompt for w in self._workers) < self.reserve)
-        parent, child = socket.socketpair()
-        nice = self.over_share_niceness if background else 0 if prompt else WORKER_NICENESS
-        proc = self._ctx.Process(target=worker_main, args=(self.state, child, nice), name="admit-worker", daemon=True)
-        proc.start()
-        child.close()
-        parent.setblocking(False)
-        w = _Worker(proc, parent, prompt=prompt, background=background)
-        self._workers.append(w)
-        (self._bg_free if background else self._free).append(w)
-
-    def _take_background(self) -> _Worker:
-        """A free background worker (one is forked when none is): for a job of a tenant over its share."""
-        while self._bg_free:
-            w = self._bg_free.pop()
-            if w.proc.is_alive():
-                return w
-            self._retire(w)  # died while idle: not replaced until one is needed
-            self.stats.dead += 1
-        self._spawn(background=True)
-        return self._bg_free.pop()
-
-    def _take_free(self, job: _Job) -> _Worker:
-        """A free worker for ``job``: a prompt one for a quiet tenant's job, or one that starts in the reserve
-        (``regular`` processes busy: only a quiet tenant's job starts there), a niced one otherwise (the other
-        kind when none of that kind is free)."""
-        prompt = job.quiet or self._base() - len(self._free) >= self.regular
-        for i in range(len(self._free) - 1, -1, -1):
-            if self._free[i].prompt == prompt:
-                return self._free.pop(i)
-        return self._free.pop()
-
-    def _retire(self, w: _Worker) -> None:
-        with contextlib.suppress(Exception):
-            w.proc.kill()
-        if w.sending is not None and not w.sending.done():
-            w.sending.cancel()
-        if self._loop is not None:
-            with contextlib.suppress(Exception):
-                self._loop.remove_reader(w.conn.fileno())
-            with contextlib.suppress(Exception):
-                self._loop.remove_writer(w.conn.fileno())
-        with contextlib.suppress(Exception):
-            w.conn.close()
-        if self._closed:
-            with contextlib.suppress(Exception):
-                w.proc.join(timeout=1)
-        else:  # never waited for on the event loop: a killed process is reaped on a later pass (``_reap``)
-            self._dying.append(w.proc)
-        if w in self._workers:
-            self._workers.remove(w)
-        if w in self._free:
-            self._free.remove(w)
-        if w in self._bg_free:
-            self._bg_free.remove(w)
+    # ---------------------------------------------------------------- processes (forked and reaped: ProcessSet)
 
     def close(self) -> None:
         """End every worker."""
@@ -251,14 +166,6 @@ class ProcessPool:
             with contextlib.suppress(Exception):
                 proc.join(timeout=1)
         self._dying.clear()
-
-    def _reap(self) -> None:
-        """Reap the killed processes that have exited (``is_alive`` waits for none)."""
-        self._dying = [p for p in self._dying if _alive(p)]
-
-    def pids(self) -> list[int]:
-        """The worker processes' ids."""
-        return [int(w.proc.pid) for w in self._workers]
 
     def busy(self) -> list[dict[str, Any]]:
         """The jobs running now: tenant, pid, CPU seconds so far, seconds to their deadline (negative: past)."""
@@ -302,20 +209,6 @@ class ProcessPool:
 
     def _tenant(self, name: str) -> TenantQueue[_Job]:
         return self.queue.tenant(name)
-
-    def _replace_dead_free(self) -> None:
-        """Replace each free worker whose process has died (killed from outside, out of memory) before a job is
-        handed to it: a dead worker never fails a request."""
-        for w in [w for w in self._bg_free if not w.proc.is_alive()]:
-            self._retire(w)  # a background worker is forked again when one is needed
-            self.stats.dead += 1
-        for w in [w for w in self._free if not w.proc.is_alive()]:
-            logger.warning("worker process %s died while idle (exit code %s); replaced", w.proc.pid, w.proc.exitcode)
-            self._retire(w)
-            self.stats.dead += 1
-            if not self._closed:
-                self._spawn()
-                self.stats.respawned += 1
 
     def _dispatch(self) -> None:
         while True:
@@ -596,10 +489,3 @@ class ProcessPool:
             self._kill(w, proc_cpu(w.proc.pid) - job.cpu0)
             return
         self.queue.remove(job)
-
-
-def _alive(proc: Any) -> bool:
-    try:
-        return bool(proc.is_alive())
-    except Exception:  # closed or never started: nothing to reap
-        return False
