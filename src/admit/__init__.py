@@ -11,6 +11,8 @@ Example:
 
 from __future__ import annotations
 
+import sys as _sys
+import types as _types
 import typing as _typing
 
 from admit.errors import (
@@ -107,3 +109,18 @@ def __getattr__(name: str) -> object:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(__all__))
+
+
+class _Admit(_types.ModuleType):
+    """The ``admit`` module: its lazy names stay what ``__all__`` says. The packing stage's submodule is named
+    ``admit/pack.py``; importing it (the pipeline does) made the import system bind ``admit.pack`` to that module,
+    so a second ``from admit import pack`` got a module ("'module' object is not callable"). A lazy name is never
+    rebound to a submodule here (the submodule stays importable by its path: ``from admit.pack import ...``)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name in _LAZY and isinstance(value, _types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _Admit

@@ -42,6 +42,7 @@ from admit.errors import RequestError
 from admit.types import MAX_QUESTION_CHARS
 
 __all__ = [
+    "ASKS_HOWTO",
     "Question",
     "Release",
     "as_text",
@@ -49,6 +50,7 @@ __all__ = [
     "read_question",
     "release_matches",
     "release_of",
+    "release_runs",
     "release_text",
     "releases_in",
 ]
@@ -68,6 +70,20 @@ _SUFFIX = {"alpha": "a", "beta": "b", "c": "rc", "preview": "pre"}
 _RUN = _linear.compile(r"[\w.*-]+", name="question.release_run")
 _RUN_MAX = 32
 _DIGIT = _linear.simple(r"\d")
+
+#: A question that asks how to do something: "How do I ...", "how can we ...", "How to ..." (at its start); what
+#: the answerability reader calls ``steps`` and the rules' "a how-to question with no step among the evidence".
+ASKS_HOWTO = _linear.compile(
+    r"^\s*how\s+(do|can|should|would|could)\s+(i|we|you|one)\b|^\s*how\s+to\b",
+    re.IGNORECASE,
+    name="question.asks_howto",
+)
+
+
+def release_runs(text: str) -> list[str]:
+    """The runs of ``text`` (NFC) a release may be written in: word characters, dots, ``*`` and ``-``
+    (``v4.1.0``, ``4.x``, ``1.2.4-rc.1``); :func:`release_of` reads each."""
+    return [m.group(0) for m in _RUN.finditer(tx.nfc(text))]
 
 
 def release_of(token: str) -> Release | None:
@@ -101,8 +117,7 @@ def releases_in(text: str, *, bare_dotted: bool = True) -> tuple[Release, ...]:
     heading, where a decimal number is rarely meant (``v4.1`` and three parts always count).
     """
     out: dict[Release, None] = {}
-    for m in _RUN.finditer(tx.nfc(text)):
-        tok = m.group(0)
+    for tok in release_runs(text):
         if len(tok) > _RUN_MAX:
             continue
         v = release_of(tok)

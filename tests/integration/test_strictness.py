@@ -224,6 +224,42 @@ def test_model_copy_refuses_an_unknown_or_bad_field_instead_of_ignoring_it() -> 
         assert good.top_k == 3 and good.admit_filter.top_k == 3 and made.top_k == 5
 
 
+def test_a_mapping_a_reranker_or_a_pruner_of_the_wrong_kind_is_one_config_error_line_in_every_adapter() -> None:
+    """``params="n=3"`` was a bare ValueError from ``dict()``, ``params=3`` a TypeError; ``reranker=3`` and
+    ``pruner="setwise"`` were taken and failed on the first call (a BackendError, an AttributeError); the copy of a
+    filter with a misspelt name (``with_(topk=1)``) a TypeError. Now each is refused when the setting is made,
+    with admit's ConfigError naming it and what to give instead."""
+    from admit.adapters._core import AdmitFilter
+
+    makers = [*_adapters(), AdmitFilter]
+    bad = {
+        "params": ("n=3", r"`params` must be a mapping \(a dict, e\.g\. params=\{'n': 3\}\), got str"),
+        "reranker": (3, r"`reranker` must be a reranker's name \(one of .*bm25.*\) or an instance .* got int"),
+    }
+    for make in makers:
+        for name, (value, message) in bad.items():
+            with pytest.raises(ConfigError, match=message) as err:
+                make(strategy="top_n", **{name: value})
+            assert "\n" not in str(err.value), (make, name)
+    with pytest.raises(ConfigError, match=r"`params` must be a mapping .* got int"):
+        AdmitFilter(params=3)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"`pruner_options` must be a mapping .* got str"):
+        AdmitFilter(pruner_options="llm")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"`pruner` must be a pruner instance .* got str; name .* strategy="):
+        AdmitFilter(pruner="setwise")  # type: ignore[arg-type]
+    made = AdmitFilter(strategy="top_n", params={"n": 1})
+    with pytest.raises(ConfigError, match=r"unknown setting 'topk'; did you mean 'top_k'\?"):
+        made.with_(topk=1)
+    with pytest.raises(ConfigError, match=r"`reranker` must be"):
+        made.reranker = object()
+    assert made.with_(top_k=1).top_k == 1 and made.top_k is None
+    for wrong in ("n=3", 3):  # a wrong type: admit's InvalidType, a TypeError too (as Python's own)
+        with pytest.raises(TypeError):
+            AdmitFilter(params=wrong)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="topk"):
+        made.with_(topk=1)
+
+
 def test_haystack_run_returns_a_typed_dict_with_every_socket() -> None:
     from typing import get_type_hints
 

@@ -27,3 +27,21 @@ def test_help_imports_no_heavy_module() -> None:
 def test_package_import_defers_the_pipeline() -> None:
     assert "admit.pipeline" not in _imported_after("import admit")
     assert _imported_after("from admit import pack, Pipeline, PruneSettings") != []  # loaded on first use
+
+
+def test_admit_pack_stays_the_function_once_the_pipeline_is_imported() -> None:
+    """``from admit import Pipeline`` (or any import of the pipeline) imported the packing stage's submodule,
+    ``admit/pack.py``, and the import system bound ``admit.pack`` to it: a second ``from admit import pack`` (a
+    notebook cell run again) got a module, "'module' object is not callable". Checked in a fresh interpreter."""
+    code = (
+        "from admit import Pipeline\n"
+        "import admit.pipeline\n"
+        "from admit import pack\n"
+        "import admit\n"
+        "assert pack is admit.pipeline.pack and admit.pack is pack, pack\n"
+        "from admit.pack import anchored_excerpt\n"  # the submodule is still importable by its path
+        "assert callable(anchored_excerpt)\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-500:]

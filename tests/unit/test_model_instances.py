@@ -347,3 +347,24 @@ def test_the_torch_embedder_takes_its_configuration_like_minilm(tmp_path: Path) 
     assert MiniLMTorchEmbedder(1, config=mine).threads == 1  # an argument wins
     configure_minilm(threads=2)  # the fallback, read only by one made without a configuration
     assert MiniLMTorchEmbedder().threads == 2 and MiniLMTorchEmbedder(config=mine).threads == 3
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"threads": -2}, "threads must be >= 1, got -2"),
+        ({"threads": 0}, "threads must be >= 1, got 0"),
+        ({"batch_size": 0}, "batch_size must be >= 1, got 0"),
+        ({"max_seq_length": 0}, r"max_seq_length must be 3\.\.512"),
+    ],
+)
+def test_the_torch_embedder_refuses_the_sizes_the_numpy_one_refuses(given: dict[str, int], message: str) -> None:
+    """The torch MiniLM took ``threads=-2`` or ``batch_size=0`` and failed in torch on the first call (a builtin
+    error); it now makes the numpy one's checks (one helper): admit's InvalidValue, a ValueError too."""
+    from admit.backends.embedders.minilm import MiniLMEmbedder
+    from admit.backends.embedders.minilm_torch import MiniLMTorchEmbedder
+    from admit.errors import InvalidValue
+
+    for cls in (MiniLMEmbedder, MiniLMTorchEmbedder):
+        with pytest.raises(InvalidValue, match=message):
+            cls(**given)  # type: ignore[arg-type]

@@ -235,3 +235,41 @@ def test_a_setwise_prune_reads_the_question_once() -> None:
         sys.setprofile(None)
     assert run.answer is not None and run.strategy == "setwise"
     assert sum(calls.values()) <= 1, calls  # the language check of the cross-language rule reads the text itself
+
+
+def test_each_question_rule_is_written_once_in_src() -> None:
+    """A rule that reads a question (or a release) stands in one place: the how-to question was written twice, letter
+    for letter (``answerability/reader.py`` and ``answerability/terms.py``), and two copies drift. No pattern of
+    more than a few characters is compiled twice under ``src/admit`` (read from the syntax tree)."""
+    import ast
+    from collections import defaultdict
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[2] / "src" / "admit"
+    places: dict[str, list[str]] = defaultdict(list)
+    for path in sorted(src.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)):
+                continue
+            fn = node.func
+            if (
+                isinstance(fn, ast.Attribute)
+                and fn.attr in ("compile", "simple")
+                and isinstance(node.args[0].value, str)
+            ):
+                places[node.args[0].value].append(f"{path.relative_to(src)}:{node.lineno}")
+    twice = {p: at for p, at in places.items() if len(p) > 16 and len(at) > 1}
+    assert not twice, f"one rule, one place (import it): {twice}"
+
+
+def test_the_how_to_rule_and_the_release_runs_are_the_questions() -> None:
+    from admit.answerability import reader, terms
+    from admit.prune.setwise_model import rules
+    from admit.question import ASKS_HOWTO, release_runs
+
+    assert reader.answer_type("How do I rotate the keys?") == "steps"
+    assert reader.answer_type("how to rotate the keys") == "steps"
+    assert reader.answer_type("Why rotate the keys?") == ""
+    assert terms.ASKS_HOWTO is ASKS_HOWTO and reader.ASKS_HOWTO is ASKS_HOWTO
+    assert release_runs("## v4.1.0 - 4.x, 1.2.4-rc.1") == ["v4.1.0", "-", "4.x", "1.2.4-rc.1"]
+    assert rules.release_heading("## v0.28.1 - May 3, 2021") and not rules.release_heading("Upgrading from 4.1")

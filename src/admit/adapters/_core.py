@@ -27,7 +27,7 @@ from admit.adapters._verdicts import Decision, Doc, FilterRun, Verdict
 from admit.answerability import assess_kept
 from admit.backends.embedders import DEFAULT_EMBEDDER
 from admit.backends.rerankers import DEFAULT_RERANKER, RERANKERS, Reranker, resolve_reranker
-from admit.errors import ConfigError, unknown_name
+from admit.errors import ConfigError, InvalidType, unknown_name
 from admit.pack import anchored_excerpt
 from admit.pipeline import prune_candidates
 from admit.prune import DEFAULT_STRATEGY, Pruner, find_strategy, resolve_pruner, strategy_names
@@ -139,6 +139,10 @@ class AdmitFilter:
         _warmed: Pruner | None = field(init=False, default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        for key, example in (("params", "params={'n': 3}"), ("pruner_options", "pruner_options={'llm': my_llm}")):
+            if not isinstance(getattr(self, key), Mapping):
+                got = type(getattr(self, key)).__name__
+                raise InvalidType(f"`{key}` must be a mapping (a dict, e.g. {example}), got {got}.")
         self.params = dict(self.params)
         self.pruner_options = dict(self.pruner_options)
         self._check()
@@ -212,7 +216,9 @@ class AdmitFilter:
         return {k: (dict(v) if isinstance(v := getattr(self, k), Mapping) else v) for k in SETTINGS}
 
     def with_(self, **changes: Any) -> AdmitFilter:
-        """A copy with fields changed (checked), sharing what was built when its inputs did not change."""
+        """A copy with fields changed (checked: an unknown name is a :class:`~admit.errors.ConfigError`, as a bad
+        value is), sharing what was built when its inputs did not change."""
+        check_names(changes, [f.name for f in fields(self)], error=InvalidType)  # a TypeError too, as Python's own
         new = replace(self, **changes)
         if not ({"strategy", "pruner", "pruner_options"} & changes.keys()):
             object.__setattr__(new, "_built_pruner", self._built_pruner)
@@ -572,6 +578,17 @@ def _check_values(values: Mapping[str, Any]) -> None:
     rr = values.get("reranker")
     if isinstance(rr, str):
         RERANKERS.get(rr)  # the catalogue's ConfigError, listing the known ones
+    elif rr is not None and not callable(getattr(rr, "score", None)):
+        raise InvalidType(
+            f"`reranker` must be a reranker's name (one of {', '.join(RERANKERS.names())}) or an instance with a "
+            f"score(question, chunks) method, got {type(rr).__name__}."
+        )
+    pruner = values.get("pruner")
+    if pruner is not None and not callable(getattr(pruner, "prune", None)):
+        raise InvalidType(
+            f"`pruner` must be a pruner instance (with a prune(question, candidates, settings) method), got "
+            f"{type(pruner).__name__}; name a built-in or plug-in strategy with strategy=... instead."
+        )
     if not isinstance(values.get("tokenizer", "gpt-4o"), str):
         raise ConfigError(f"`tokenizer` must be a model or encoding name, got {values.get('tokenizer')!r}.")
     if not isinstance(values.get("pruner_options", {}), Mapping):
@@ -612,13 +629,13 @@ def _drop(i: int, stage: str, reason: str, d: Doc) -> Verdict:
     return Verdict(index=i, kept=False, stage=stage, grade=None, reason=reason, score=d.score, rank=None)
 
 
-def check_names(names: Iterable[str], known: Iterable[str]) -> None:
+def check_names(names: Iterable[str], known: Iterable[str], *, error: type[ConfigError] = ConfigError) -> None:
     """Refuse a misspelled setting (``treshold=``, ``max_token=``, ``topk=``) with the one message for it.
 
     Raises:
-        ConfigError: :func:`admit.errors.unknown_name`'s message.
+        ConfigError: :func:`admit.errors.unknown_name`'s message (as ``error``, a subclass).
     """
     allowed = set(known)
     for name in names:
         if name not in allowed:
-            raise ConfigError(unknown_name("setting", name, allowed))
+            raise error(unknown_name("setting", name, allowed))

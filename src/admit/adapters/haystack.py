@@ -166,7 +166,7 @@ class AdmitPruner:
             "threshold": threshold,
             "keep_top_k": keep_top_k,
             "on_error": on_error,
-            "params": dict(params) if params is not None else None,
+            "params": params,  # copied (and checked: a mapping) by AdmitFilter
             "drop_duplicates": drop_duplicates,
             "embeddings": embeddings,
             "reranker": reranker,

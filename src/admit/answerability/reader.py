@@ -28,7 +28,7 @@ import numpy as np
 from admit import _linear
 from admit import _text as tx
 from admit.passages import question_text
-from admit.question import Question, read_question
+from admit.question import ASKS_HOWTO, Question, read_question
 
 if TYPE_CHECKING:
     from admit.backends.embedders.base import Embedder
@@ -66,11 +66,6 @@ _COUNT_Q = _linear.compile(
 _VERSION_Q = _linear.compile(
     r"\b(which|what)\s+(\w+\s+)?(version|release)\b", re.IGNORECASE, name="reader.asks_version"
 )
-_HOWTO_Q = _linear.compile(
-    r"^\s*how\s+(do|can|should|would|could)\s+(i|we|you|one)\b|^\s*how\s+to\b",
-    re.IGNORECASE,
-    name="reader.asks_howto",
-)
 _WHERE_Q = _linear.compile(r"^\s*(?:\w+\s+){0,2}?where\b", re.IGNORECASE, name="reader.asks_where")
 
 _YEAR = _linear.compile(
@@ -102,7 +97,7 @@ def answer_type(question: str | Question) -> str:
     q = read_question(question).text
     for name, pat in (
         ("version", _VERSION_Q),
-        ("steps", _HOWTO_Q),
+        ("steps", ASKS_HOWTO),
         ("count", _COUNT_Q),
         ("date", _WHEN_Q),
         ("name", _WHO_Q),

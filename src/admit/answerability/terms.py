@@ -27,7 +27,7 @@ from admit import _linear, modelfiles
 from admit import _text as tx
 from admit._lru import LRU
 from admit.backends.embedders.base import Embedder
-from admit.question import Question, read_question, releases_in
+from admit.question import ASKS_HOWTO, Question, read_question, releases_in
 
 __all__ = [
     "ABSENT_TYPES",
@@ -583,11 +583,6 @@ _VALUE = _linear.compile(
     r"\d|[\"'`=]|\b(true|false|none|null|on|off|yes|no|enabled|disabled)\b", re.IGNORECASE, name="answerability.value"
 )
 _NEAR_VALUE = 60
-_HOWTO_Q = _linear.compile(
-    r"^\s*how\s+(do|can|should|would|could)\s+(i|we|you|one)\b|^\s*how\s+to\b",
-    re.IGNORECASE,
-    name="answerability.howto",
-)
 _STEP = _linear.compile(
     r"(^|\s)--?[a-z][\w-]*|`[^`]+`|\$ |\w+\s*=\s*\S|\b\w+\.\w{2,5}\b|\b[a-z]+_[a-z_]+\b|^\s*(\d+\.|[-*])\s"
     r"|\b(run|use|add|set|pass|call|type|enter|configure|install|create|edit|write|put|enable|disable)\b",
@@ -766,7 +761,7 @@ def answer_type_missing(question: str | Question, texts: Sequence[str], *, absen
             return "unit"
         if (
             _DEFAULT_Q.search(question)
-            and not _HOWTO_Q.search(question)
+            and not ASKS_HOWTO.search(question)
             and not any(_states_default(q, t) for t in texts)
         ):
             return "default"
@@ -775,7 +770,7 @@ def answer_type_missing(question: str | Question, texts: Sequence[str], *, absen
         return "version"
     if _DEFAULT_Q.search(question) and not any(_value_beside(q, t) for t in texts):
         return "default"
-    if _HOWTO_Q.search(question) and not any(_STEP.search(t) for t in texts):
+    if ASKS_HOWTO.search(question) and not any(_STEP.search(t) for t in texts):
         return "steps"
     if _QUANTITY_Q.search(question) and not any(_beside(q, t, _QUANTITY) for t in texts):
         return "quantity"

@@ -1,5 +1,5 @@
-"""The fair queue of the worker processes (:class:`~admit.service.procs.ProcessPool`): start-time fair queuing by
-tenant, and the bounds on what waits.
+"""The fair queue of both worker pools (through their scheduler core, :class:`~admit.service.sched.Core`): start-time
+fair queuing by tenant, and the bounds on what waits.
 
 Each tenant has a FIFO of waiting jobs and a virtual finish time; a tenant with waiting jobs sits in a heap by its
 start tag ``max(V, finish)``, ``V`` the tag of the last job dispatched. A dispatch (:meth:`FairQueue.pop`) takes

@@ -38,7 +38,9 @@ off.
 job changes in the service: metrics, the inspector's records, the trace file, replayed by the server when the
 answer comes back, so ``/metrics`` and ``/inspect`` stay whole) is :mod:`admit.service.worker`; this module is
 the server's side: the fair queue, the CPU ticks and the deadlines, on the event loop, never blocking on a
-worker.
+worker. The worker processes' lifecycle (fork, hand out, retire, reap; the background ones included) is
+:class:`~admit.service.procset.ProcessSet`, this pool's base; its records (a worker, a job, the counters) are
+:mod:`admit.service.procrecords`.
 
 The pool serves ``admit serve`` (``[service.limits] worker_processes`` unset: one process per core); every
 request of the service reaches it through :func:`admit.service.limits.run_bounded`, called by
@@ -54,30 +56,29 @@ import dataclasses
 import functools
 import itertools
 import logging
-import multiprocessing
 import os
 import pickle
 import signal
-import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from admit.errors import BackendError, LimitExceeded, Overloaded
 from admit.service.fairq import FairQueue, TenantQueue
+from admit.service.procrecords import PoolSnapshot, PoolStats
+from admit.service.procrecords import ProcJob as _Job
+from admit.service.procrecords import ProcWorker as _Worker
+from admit.service.procset import ProcessSet
 from admit.service.sched import Core, ShareBook
 from admit.service.timing import marks
 from admit.service.worker import (
     HEADER,
     OVER_SHARE_NICENESS,
-    WORKER_NICENESS,
     cores,
     dumps_job,
     proc_cpu,
     proc_memory_mb,
     replay_effects,
-    worker_main,
     worker_state,
 )
 
@@ -89,99 +90,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
-@dataclass(slots=True, eq=False)
-class _Worker:
-    proc: Any
-    conn: socket.socket
-    job: _Job | None = None
-    sending: asyncio.Future[None] | None = None
-    inbox: bytearray = field(default_factory=bytearray)
-    """The answer read so far (the loop never blocks on a worker: a paused one may be mid-answer)."""
-    prompt: bool = False
-    """It runs at the server's priority (the reserve, for quiet tenants), not ``WORKER_NICENESS`` nicer."""
-    background: bool = False
-    """It runs ``over_share_niceness`` nicer than the server: only jobs of tenants over their share."""
-
-
-@dataclass(slots=True, eq=False)
-class _Job:
-    tenant: str
-    key: str
-    deadline_at: float | None
-    future: asyncio.Future[Any]
-    seq: int
-    estimate: float = 0.0
-    worker: _Worker | None = None
-    cpu0: float = 0.0
-    cpu: float = 0.0
-    started: float = 0.0
-    size: int = 0  # bytes of the pickled job (its body): the first estimate of its cost
-    payload: bytes = b""
-    """The pickled job while a worker holds it (handed to a fresh worker if that one is found dead)."""
-    retried: bool = False  # handed to a fresh worker once already (a second lost worker fails it)
-    long: bool = False
-    """It has used more than ``long_cpu_s`` of CPU (it may be paused while short jobs run)."""
-    heavy: bool = False  # dispatched as a heavy tenant's
-    quiet: bool = False  # its tenant had nothing else waiting or running: it runs first while short
-    over: bool = False  # its tenant was over its share of the CPU when it started: it runs in a background worker
-    stopped: bool = False
-    since: float = 0.0
-    """When it was last paused or resumed (or started): a long job's turn is timed from it."""
-    used: float = 0.0
-    """CPU seconds it had used at the last tick (read from ``/proc`` on the ticks only)."""
-    stages: dict[str, float] | None = None
-    """The request's ``Server-Timing`` marks (:mod:`admit.service.timing`; ``None``: off)."""
-
-
-@dataclass(slots=True)
-class PoolStats:
-    """The pool's own accounting (read by ``/metrics``, the benchmarks and the tests): jobs ``dispatched`` and
-    ``completed``; ``killed`` (their process killed at their deadline, or with their caller, and replaced:
-    ``respawned``); ``refused`` (a queue was full: 429); ``extra`` processes forked beyond the pool's size for a
-    light tenant while every process held a long job; ``paused``: the ``SIGSTOP``s sent to long jobs while
-    shorter ones needed the cores.
-
-    How jobs ended: ``ok`` (a result), ``errors`` (the job raised: a 4xx or 5xx), ``timed_out`` (killed at their
-    deadline), ``abandoned`` (killed with their caller), ``lost`` (their worker died twice, or once past their
-    deadline). ``dead``: worker processes found dead (idle in the free list, or at the hand-off of a job) and
-    replaced (counted in ``respawned`` too); ``retried``: jobs handed to a fresh worker after theirs died.
-    ``over_memory``: jobs stopped with their process past ``max_memory_mb``; ``recycled``: workers replaced
-    after a job left them over half of it. ``over_share``: jobs run in a background worker (their tenant over its
-    share of the CPU)."""
-
-    dispatched: int = 0
-    completed: int = 0
-    killed: int = 0
-    refused: int = 0
-    respawned: int = 0
-    extra: int = 0
-    paused: int = 0
-    ok: int = 0
-    errors: int = 0
-    timed_out: int = 0
-    abandoned: int = 0
-    lost: int = 0
-    dead: int = 0
-    retried: int = 0
-    over_memory: int = 0
-    recycled: int = 0
-    over_share: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class PoolSnapshot:
-    """The pool now, for ``/metrics`` (:meth:`ProcessPool.snapshot`): worker processes ``workers`` (alive),
-    ``busy`` (holding a job), ``paused`` (of those, stopped for shorter jobs); jobs waiting, by class
-    (``light``: a tenant whose jobs cost under ``long_cpu_s`` each, ``heavy``: the others); and the counters."""
-
-    workers: int
-    busy: int
-    paused: int
-    queued: dict[str, int]
-    stats: PoolStats
-
-
-class ProcessPool:
+class ProcessPool(ProcessSet):
     """Worker processes for request work, shared fairly between tenants (module docstring)."""
 
     def __init__(
@@ -232,15 +141,8 @@ class ProcessPool:
         self.max_memory_mb = max_memory_mb
         self.over_share_niceness = over_share_niceness
         self.stats = PoolStats()
-        self._workers: list[_Worker] = []
-        self._free: list[_Worker] = []
-        self._dying: list[Any] = []
-        """Processes killed and not yet reaped (a killed process may need a while to exit on a loaded machine:
-        the event loop never waits for it)."""
-        self._bg_free: list[_Worker] = []
-        """Background workers (``over_share_niceness``) without a job: forked when first needed, then kept."""
+        super().__init__()
         self._seq = itertools.count()
-        self._ctx = multiprocessing.get_context("fork")
         self._ticker: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._started = False
@@ -251,84 +153,7 @@ class ProcessPool:
         self._measure = False
         """The next scheduling pass is a tick's: it reads the busy processes' CPU and memory (``/proc``)."""
 
-    # ---------------------------------------------------------------- processes
-
-    @property
-    def size(self) -> int:
-        """Worker processes in all (``regular + reserve``), the background ones aside."""
-        return self.regular + self.reserve
-
-    def _base(self) -> int:
-        """The pool's own worker processes (regular, reserve and extra ones): all but the background ones."""
-        return sum(1 for w in self._workers if not w.background)
-
-    def start(self) -> None:
-        """Fork the workers (once the models are loaded: each worker holds them from the fork)."""
-        if self._started:
-            return
-        self._started = True
-        for _ in range(self.size):
-            self._spawn()
-
-    def _spawn(self, background: bool = False) -> None:
-        """Fork a worker: a ``background`` one (``over_share_niceness`` nicer than the server, into the background
-        free list), a prompt one (at the server's priority) while fewer than ``reserve`` are, or beyond the pool's
-        size (an extra process is for a quiet tenant), else one ``WORKER_NICENESS`` nicer."""
-        prompt = not background and (self._base() >= self.size or sum(w.prompt for w in self._workers) < self.reserve)
-        parent, child = socket.socketpair()
-        nice = self.over_share_niceness if background else 0 if prompt else WORKER_NICENESS
-        proc = self._ctx.Process(target=worker_main, args=(self.state, child, nice), name="admit-worker", daemon=True)
-        proc.start()
-        child.close()
-        parent.setblocking(False)
-        w = _Worker(proc, parent, prompt=prompt, background=background)
-        self._workers.append(w)
-        (self._bg_free if background else self._free).append(w)
-
-    def _take_background(self) -> _Worker:
-        """A free background worker (one is forked when none is): for a job of a tenant over its share."""
-        while self._bg_free:
-            w = self._bg_free.pop()
-            if w.proc.is_alive():
-                return w
-            self._retire(w)  # died while idle: not replaced until one is needed
-            self.stats.dead += 1
-        self._spawn(background=True)
-        return self._bg_free.pop()
-
-    def _take_free(self, job: _Job) -> _Worker:
-        """A free worker for ``job``: a prompt one for a quiet tenant's job, or one that starts in the reserve
-        (``regular`` processes busy: only a quiet tenant's job starts there), a niced one otherwise (the other
-        kind when none of that kind is free)."""
-        prompt = job.quiet or self._base() - len(self._free) >= self.regular
-        for i in range(len(self._free) - 1, -1, -1):
-            if self._free[i].prompt == prompt:
-                return self._free.pop(i)
-        return self._free.pop()
-
-    def _retire(self, w: _Worker) -> None:
-        with contextlib.suppress(Exception):
-            w.proc.kill()
-        if w.sending is not None and not w.sending.done():
-            w.sending.cancel()
-        if self._loop is not None:
-            with contextlib.suppress(Exception):
-                self._loop.remove_reader(w.conn.fileno())
-            with contextlib.suppress(Exception):
-                self._loop.remove_writer(w.conn.fileno())
-        with contextlib.suppress(Exception):
-            w.conn.close()
-        if self._closed:
-            with contextlib.suppress(Exception):
-                w.proc.join(timeout=1)
-        else:  # never waited for on the event loop: a killed process is reaped on a later pass (``_reap``)
-            self._dying.append(w.proc)
-        if w in self._workers:
-            self._workers.remove(w)
-        if w in self._free:
-            self._free.remove(w)
-        if w in self._bg_free:
-            self._bg_free.remove(w)
+    # ---------------------------------------------------------------- processes (forked and reaped: ProcessSet)
 
     def close(self) -> None:
         """End every worker."""
@@ -341,14 +166,6 @@ class ProcessPool:
             with contextlib.suppress(Exception):
                 proc.join(timeout=1)
         self._dying.clear()
-
-    def _reap(self) -> None:
-        """Reap the killed processes that have exited (``is_alive`` waits for none)."""
-        self._dying = [p for p in self._dying if _alive(p)]
-
-    def pids(self) -> list[int]:
-        """The worker processes' ids."""
-        return [int(w.proc.pid) for w in self._workers]
 
     def busy(self) -> list[dict[str, Any]]:
         """The jobs running now: tenant, pid, CPU seconds so far, seconds to their deadline (negative: past)."""
@@ -392,20 +209,6 @@ class ProcessPool:
 
     def _tenant(self, name: str) -> TenantQueue[_Job]:
         return self.queue.tenant(name)
-
-    def _replace_dead_free(self) -> None:
-        """Replace each free worker whose process has died (killed from outside, out of memory) before a job is
-        handed to it: a dead worker never fails a request."""
-        for w in [w for w in self._bg_free if not w.proc.is_alive()]:
-            self._retire(w)  # a background worker is forked again when one is needed
-            self.stats.dead += 1
-        for w in [w for w in self._free if not w.proc.is_alive()]:
-            logger.warning("worker process %s died while idle (exit code %s); replaced", w.proc.pid, w.proc.exitcode)
-            self._retire(w)
-            self.stats.dead += 1
-            if not self._closed:
-                self._spawn()
-                self.stats.respawned += 1
 
     def _dispatch(self) -> None:
         while True:
@@ -686,10 +489,3 @@ class ProcessPool:
             self._kill(w, proc_cpu(w.proc.pid) - job.cpu0)
             return
         self.queue.remove(job)
-
-
-def _alive(proc: Any) -> bool:
-    try:
-        return bool(proc.is_alive())
-    except Exception:  # closed or never started: nothing to reap
-        return False

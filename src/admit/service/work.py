@@ -1,4 +1,5 @@
-"""The worker pool request work runs in, fair across tenants (see :class:`WorkPool`)."""
+"""The thread pool request work runs in for an app built in-process, fair across tenants by the scheduler core the
+process pool shares (see :class:`WorkPool`; ``admit serve`` uses :class:`~admit.service.procs.ProcessPool`)."""
 
 from __future__ import annotations
 

@@ -55,6 +55,7 @@ __all__ = [
     "SPEC",
     "MiniLMEmbedder",
     "MissingModelError",
+    "check_sizes",
     "default_threads",
     "for_vectors",
     "model_dir",
@@ -138,6 +139,17 @@ def default_threads(config: EncoderConfig | None = None) -> int:
     return max(1, min(4, cpus - busy))
 
 
+def check_sizes(threads: int | None, batch_size: int, max_seq_length: int) -> None:
+    """The sizes both MiniLM embedders take (this one and the torch one): each a :class:`~admit.errors.InvalidValue`
+    naming what it takes."""
+    if batch_size < 1:
+        raise InvalidValue(f"batch_size must be >= 1, got {batch_size}")
+    if not 2 < max_seq_length <= 512:
+        raise InvalidValue(f"max_seq_length must be 3..512 (the model has 512 positions), got {max_seq_length}")
+    if threads is not None and threads < 1:
+        raise InvalidValue(f"threads must be >= 1, got {threads}")
+
+
 class MiniLMEmbedder:
     """sentence-transformers all-MiniLM-L6-v2 (384-d) in numpy: CPU, offline, lazily loaded, thread-safe.
 
@@ -183,12 +195,7 @@ class MiniLMEmbedder:
     ) -> None:
         if device != "cpu":
             raise InvalidValue(f"MiniLMEmbedder runs on the CPU (numpy), got device={device!r}")
-        if batch_size < 1:
-            raise InvalidValue(f"batch_size must be >= 1, got {batch_size}")
-        if not 2 < max_seq_length <= 512:
-            raise InvalidValue(f"max_seq_length must be 3..512 (the model has 512 positions), got {max_seq_length}")
-        if threads is not None and threads < 1:
-            raise InvalidValue(f"threads must be >= 1, got {threads}")
+        check_sizes(threads, batch_size, max_seq_length)
         self.config = config if config is not None else minilm_defaults()
         """The configuration it was made with (its fallback for ``path``, ``threads``, ``encoder``)."""
         self.threads = threads if threads is not None else default_threads(self.config)

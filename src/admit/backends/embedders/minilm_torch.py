@@ -15,7 +15,7 @@ import numpy as np
 
 from admit.backends.embedders.base import FloatMatrix, l2_normalise
 from admit.backends.embedders.defaults import EncoderConfig, minilm_defaults
-from admit.backends.embedders.minilm import MiniLMEmbedder
+from admit.backends.embedders.minilm import MiniLMEmbedder, check_sizes
 from admit.backends.embedders.spec import EmbedderSpec
 from admit.errors import MissingExtraError
 
@@ -64,6 +64,7 @@ class MiniLMTorchEmbedder:
         device: str = "cpu",
         config: EncoderConfig | None = None,
     ) -> None:
+        check_sizes(threads, batch_size, max_seq_length)  # the numpy embedder's checks
         self.config = config if config is not None else minilm_defaults()
         """The configuration it was made with (its fallback for the folder and ``threads``)."""
         self.threads = threads or self.config.threads or max(1, min(4, os.cpu_count() or 1))

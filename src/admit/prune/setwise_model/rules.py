@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from admit import _linear
 from admit import _text as tx
 from admit._text import char_bigrams, nfc, unreadable_script
-from admit.question import Question, read_question, release_matches, release_of, releases_in
+from admit.question import Question, read_question, release_matches, release_of, release_runs, releases_in
 
 __all__ = [
     "UNRELATED_DENSE",
@@ -77,7 +77,6 @@ _NOTE = _linear.compile(
     re.IGNORECASE,
     name="setwise.version_note",
 )
-_RUN = _linear.compile(r"[\w.*-]+", name="setwise.version_run")
 _ALL_CUE = _linear.compile(
     r"\b(list|enumerate|name)\s+(all|every|each|the)\b|\ball\s+(the\s+|of\s+the\s+)?(available\s+|supported\s+)?\w+"
     r"|\bwhich\s+\w+(\s+\w+)?\s+(are|exist|is)\s+there\b|\bwhat\s+\w+(\s+\w+)?\s+are\s+there\b"
@@ -116,7 +115,7 @@ def asked_versions(question: str | Question) -> set[tuple[str, ...]]:
 def release_heading(line: str) -> bool:
     """Whether a heading is only a release (a changelog entry's): ``"1.2.4"``, ``"Version 1.2.4 (2023-05-01)"``,
     ``"## v0.28.1 - May 3, 2021"``, ``"Release 4.2.0"``; not ``"Upgrading from 4.1"``."""
-    runs = [m.group(0).strip(".-") for m in _RUN.finditer(nfc(line).lstrip("#"))]
+    runs = [r.strip(".-") for r in release_runs(nfc(line).lstrip("#"))]
     named = False
     for r in runs:
         if not r:
