@@ -510,6 +510,7 @@ class ProcessPool:
             return
         if job.stages is not None:
             job.stages.update(worker_start=walls[0], worker_end=walls[1], cpu=float(cpu), answered=time.monotonic())
+            job.stages.update(zip(("on_core", "runq"), walls[2:4], strict=False))
         replay_effects(self.state, effects)
         if ok:
             self.stats.ok += 1
@@ -668,6 +669,7 @@ class ProcessPool:
         job.stages = marks()
         if job.stages is not None:
             job.stages["queued"] = time.monotonic()
+            job.stages["busy"] = sum(1 for w in self._workers if w.job is not None)
         self._payloads[job] = payload
         self.queue.add(job)
         self._dispatch()

@@ -285,7 +285,7 @@ class Core(Generic[J]):
         return self._pop("light", *light), extra
 
     def _pop(self, which: str, tag: float, t: TenantQueue[J]) -> J:
-        backlog = t.in_flight > 0 or len(t.waiting) > 1
+        backlog = not self.queue.quiet(t)
         quiet = which == "light" and not backlog
         job = self.queue.pop(which, tag, t)
         job.heavy = which == "heavy"
