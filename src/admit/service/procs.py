@@ -440,9 +440,16 @@ class ProcessPool:
         job.payload = payload
         w.inbox.clear()
         self._loop.add_reader(w.conn.fileno(), self._on_answer, w)
-        send = asyncio.ensure_future(self._loop.sock_sendall(w.conn, HEADER.pack(len(payload)) + payload))
-        send.add_done_callback(functools.partial(self._sent, job, w))
-        w.sending = send
+        frame = HEADER.pack(len(payload)) + payload
+        try:  # in this turn of the loop (a task would wait for the next, behind a flood's callbacks)
+            n = w.conn.send(frame)
+        except OSError:  # the pipe full, or broken: the rest (or the error, for ``_sent``) goes by a task
+            n = 0
+        w.sending = None
+        if n < len(frame):
+            send = asyncio.ensure_future(self._loop.sock_sendall(w.conn, frame[n:]))
+            send.add_done_callback(functools.partial(self._sent, job, w))
+            w.sending = send
         self._schedule_cpu()
 
     def _sent(self, job: _Job, w: _Worker, fut: asyncio.Future[None]) -> None:
