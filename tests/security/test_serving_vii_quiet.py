@@ -206,7 +206,7 @@ def test_a_worker_reports_its_job_threads_time_on_and_waiting_for_a_core() -> No
 
 def test_a_job_is_written_to_its_worker_in_the_turn_of_the_loop_that_starts_it() -> None:
     """The pool handed a job to its worker by a task, which runs on the loop's next turn: under a flood, behind
-    every callback the flood's requests had ready (the quiet job's ``hand`` stage, 17-29 ms median at load 20).
+    every callback the flood's requests had ready (the quiet job's ``hand`` stage, 13-55 ms median at load 15-20).
     The job's frame is now written where it is dispatched; only what the pipe does not take waits for a task."""
     import asyncio
     import os
