@@ -46,6 +46,18 @@ be, not competing for the server's cores); both rows are printed (``n10``):
 
     nice -n 10 python bench/bench_fairness.py --modes processes --scenarios flood:17 --stages --flood-nice 10
 
+With ``--stages`` the worker's time is split further (``runq``: the job thread runnable but waiting for a core,
+``blocked``: off a core otherwise; ``busy``: workers holding a job when it was queued), and the CPU line names
+this benchmark's own process, the other processes on the machine and how long the server's event-loop thread
+waited for a core.
+
+**The flood's client** (``flood``, ``bodies``, ``conns``; ``--flood-client``) is, since issue 47's round XI, a
+light one by default (``raw``): asyncio streams, each request's bytes built once, each answer read by its length
+and not parsed: about a sixth of the CPU per request of the ``httpx.AsyncClient`` used before (``httpx``, still
+there to compare with earlier figures), which was runnable in every sample of a ``flood:17`` phase and shared
+the server's 2 cores at its priority. The light client sends more requests for the same CPU (a flood from other
+machines would too): the server refuses more of them, so ``flood`` figures of the two clients are not comparable.
+
 ``--gc`` records every full garbage collection (generation 2) of the server and of its workers (a
 ``sitecustomize`` on the server's ``PYTHONPATH``, the benchmark's only: nothing of it ships) and prints, per phase,
 how many the server made while the victim ran and their CPU and wall time (the event loop stops meanwhile).
@@ -197,7 +209,10 @@ def _victim(
     return out
 
 
-STAGE_NAMES = ("client", "read", "gate", "route", "queue", "hand", "work", "cpu", "back", "resume")
+STAGE_NAMES = (
+    *("client", "read", "gate", "route", "queue", "hand", "work", "cpu"),
+    *("runq", "blocked", "back", "resume", "busy"),
+)
 """The stages printed (``Server-Timing``, :mod:`admit.service.timing`; ``client``: outside the server)."""
 
 
@@ -361,8 +376,62 @@ def _hostile_threads(url: str, kind: str, n: int, stop: threading.Event, ended: 
     return [threading.Thread(target=hostile, args=(i,), daemon=True) for i in range(n)]
 
 
+async def _raw_post(url: str, key: str, route: str, body: bytes, stop: Any, ended: Counter[str]) -> None:
+    """One connection of the light flood client: ``route`` posted back to back on a kept-alive HTTP/1.1
+    connection, the request's bytes built once, the answer read by its ``Content-Length`` (or its chunks) and not
+    parsed; a new connection when the server closes it."""
+    import asyncio
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    head = (
+        f"POST {route} HTTP/1.1\r\nHost: {host}:{port}\r\nX-API-Key: {key}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    request = head.encode("latin-1") + body
+    reader: asyncio.StreamReader | None = None
+    writer: asyncio.StreamWriter | None = None
+    while not stop.is_set():
+        close = True
+        try:
+            if writer is None or reader is None:
+                reader, writer = await asyncio.open_connection(host, port, limit=1 << 20)
+            writer.write(request)
+            await writer.drain()
+            raw = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 120)
+            status = raw[9:12].decode("latin-1")
+            low = raw.lower()
+            at = low.find(b"\r\ncontent-length:")
+            if at >= 0:
+                await reader.readexactly(int(low[at + 17 : low.find(b"\r\n", at + 2)]))
+            elif b"\r\ntransfer-encoding: chunked" in low:
+                while size := int((await reader.readuntil(b"\r\n")).split(b";")[0], 16):
+                    await reader.readexactly(size + 2)
+                await reader.readuntil(b"\r\n")
+            close = b"\r\nconnection: close" in low
+        except (OSError, EOFError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError) as exc:
+            status = type(exc).__name__
+        ended[status] += 1
+        if close and writer is not None:
+            writer.close()
+            reader = writer = None
+        if status == "429":
+            await asyncio.sleep(0.05)  # a client that does not honour Retry-After
+    if writer is not None:
+        writer.close()
+
+
 def _conns_main(
-    url: str, keys: list[str], n: int, route: str, body: bytes, stop: Any, results: Any, nice: int = 0
+    url: str,
+    keys: list[str],
+    n: int,
+    route: str,
+    body: bytes,
+    stop: Any,
+    results: Any,
+    nice: int = 0,
+    client: str = "raw",
 ) -> None:
     import asyncio
 
@@ -370,6 +439,9 @@ def _conns_main(
         os.nice(nice)  # as a flood from other machines would be: not competing with the server for its cores
 
     ended: Counter[str] = Counter()
+
+    async def run_raw() -> None:
+        await asyncio.gather(*(_raw_post(url, k, route, body, stop, ended) for k in keys for _ in range(n)))
 
     async def run() -> None:
         limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
@@ -400,8 +472,13 @@ def _conns_main(
             for c in clients:
                 await c.aclose()
 
-    asyncio.run(run())
+    asyncio.run(run_raw() if client == "raw" else run())
     results.put(dict(ended))
+
+
+_FLOOD_CLIENT = ["raw"]
+"""The flood's client (``--flood-client``): ``raw`` (asyncio streams, each request's bytes built once) or
+``httpx`` (an ``httpx.AsyncClient`` per key, the client of the rounds before issue 47's round XI)."""
 
 
 def _connections_thread(
@@ -422,7 +499,8 @@ def _connections_thread(
     mp_stop, results = ctx.Event(), ctx.Queue()
     route, make = MANY.get(kind, ("/v1/search", search_body))
     keys = [f"hostile-key-{i}" for i in range(tenants)]
-    proc = ctx.Process(target=_conns_main, args=(url, keys, n, route, make(), mp_stop, results, nice), daemon=True)
+    args = (url, keys, n, route, make(), mp_stop, results, nice, _FLOOD_CLIENT[0])
+    proc = ctx.Process(target=_conns_main, args=args, daemon=True)
 
     def watch() -> None:
         proc.start()
@@ -668,10 +746,12 @@ def _deadlines(kb: str, tmp: Path, deadline_s: float) -> list[tuple[str, float, 
 
 _PIDS: dict[str, int] = {}
 _GEN_PIDS: list[int] = []
-_CPU: list[tuple[float, float, float]] = []
+_CPU: list[tuple[float, ...]] = []
 _HEALTH_SERVER: list[list[float]] = []
 """Per phase, ``/healthz``'s time at the server (``Server-Timing`` total, ms)."""
-"""Per phase, % of one core while the victim ran: the server's process, its workers, the flood's client."""
+"""Per phase, % of one core while the victim ran: the server's process, its workers, the flood's client, this
+benchmark's own process (the victim's client, the ``/healthz`` poller), the whole machine's busy time (every
+process of every user), and the server's event-loop thread's time runnable but waiting for a core."""
 """The flood clients' processes started (their CPU is read while they run)."""
 
 
@@ -685,10 +765,32 @@ def _proc_cpu(pid: int) -> float:
     return (int(f[11]) + int(f[12])) / tick
 
 
-def _cpu_split(server: int) -> tuple[float, float, float]:
-    """CPU seconds so far: the server's process, its workers (live ones), the flood clients running now."""
+def _machine_busy() -> float:
+    """CPU seconds the whole machine has been busy (``/proc/stat``: all but idle and iowait, every core)."""
+    f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(f[:8]) - f[3] - f[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def _run_delay(pid: int) -> float:
+    """Seconds the main thread of ``pid`` (the server's event loop) has been runnable but waiting for a core."""
+    try:
+        return int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _cpu_split(server: int) -> tuple[float, ...]:
+    """CPU seconds so far: the server's process, its workers (live ones), the flood clients running now, this
+    process, the whole machine; the server loop's time waiting for a core (:data:`_CPU`)."""
     main = _proc_cpu(server)
-    return main, _tree_cpu(server) - main, sum(_proc_cpu(p) for p in _GEN_PIDS)
+    return (
+        main,
+        _tree_cpu(server) - main,
+        sum(_proc_cpu(p) for p in _GEN_PIDS),
+        _proc_cpu(os.getpid()),
+        _machine_busy(),
+        _run_delay(server),
+    )
 
 
 def _server_pid(url: str) -> int:
@@ -746,7 +848,14 @@ def main() -> None:
         default=0,
         help="also run each flood, bodies and conns phase with its client process niced by this much",
     )
+    ap.add_argument(
+        "--flood-client",
+        choices=("raw", "httpx"),
+        default="raw",
+        help="the flood's client: raw asyncio streams (default; about a sixth of httpx's CPU per request) or httpx",
+    )
     args = ap.parse_args()
+    _FLOOD_CLIENT[0] = args.flood_client
     scenarios = _scenarios(args)
     most = max([n for k, n in scenarios if k != "conns"] + [3])
     rows: list[tuple[str, str, list[float], list[float], Counter[str], tuple[float, float]]] = []
@@ -815,12 +924,16 @@ def main() -> None:
         )
     if args.stages:
         print("victim's time by stage, ms: median / mean of the slowest tenth (client: outside the server's total)")
-        for (mode, name, stages), (srv, workers, gen), hs in zip(stage_rows, _CPU, _HEALTH_SERVER, strict=False):
+        for (mode, name, stages), cpu, hs in zip(stage_rows, _CPU, _HEALTH_SERVER, strict=False):
+            srv, workers, gen, bench, machine, loop_wait = cpu
             print(f"{mode:<10} {name:<16} {_stage_line(stages)}")
             at_server = f"{_pct(hs, 0.99):.1f}" if hs else "-"
+            others = machine - srv - workers - gen - bench
             print(
                 f"{'':<10} {'':<16} CPU, % of a core: server {srv:.0f}, workers {workers:.0f}, flood client "
-                f"{gen:.0f}; /healthz p99 at the server {at_server} ms"
+                f"{gen:.0f}, this bench {bench:.0f}, other processes {others:.0f} (machine {machine:.0f} of "
+                f"{100 * (os.cpu_count() or 1)}); server loop waiting for a core {loop_wait:.0f}%; /healthz p99 at "
+                f"the server {at_server} ms"
             )
     if args.gc:
         _print_gc(rows, gc_lines, server_pids)

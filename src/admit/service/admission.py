@@ -122,8 +122,10 @@ class Admission:
             self.shared_bytes -= ticket.size
 
     def _retry(self, held: int) -> int:
-        """Seconds a refused client should wait: one, two once its tenant holds its whole bound."""
-        return 1 + min(4, held // max(1, self.limits.max_in_flight_per_tenant))
+        """Seconds a refused client should wait: one while its tenant holds less than its own share, one more for
+        each further share it holds, at most five (a flood holding dozens in flight gets five: its backlog will
+        not have moved in one, and each refusal it comes back for costs the event loop a request's parse)."""
+        return 1 + min(4, held // max(1, self.reserved))
 
 
 def _drop(counter: collections.Counter[str], name: str, n: int) -> None:

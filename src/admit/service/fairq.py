@@ -52,6 +52,9 @@ class TenantQueue(Generic[J]):
     charged: float = 0.0
     gen: int = 0
     queued_in: str | None = None
+    backlogged: bool = False
+    """A job of it was added while another of its waited or ran, and it has not been idle (nothing waiting, nothing
+    running) since: a flood drained down to its last job is not a quiet tenant (:meth:`FairQueue.fresh`)."""
 
 
 @dataclass(eq=False, repr=False, kw_only=True)
@@ -115,6 +118,8 @@ class FairQueue(Generic[J]):
     def add(self, job: J, *, front: bool = False) -> None:
         """Queue ``job`` at the end of its tenant's FIFO (``front``: first, a job that already waited its turn)."""
         t = self.tenant(job.tenant)
+        if t.waiting or t.in_flight:
+            t.backlogged = True
         if front:
             t.waiting.appendleft(job)
         else:
@@ -131,7 +136,14 @@ class FairQueue(Generic[J]):
             return False
         t.waiting.remove(job)
         self._taken(job)
+        self._idle(t)
         return True
+
+    @staticmethod
+    def _idle(t: TenantQueue[J]) -> None:
+        """``t`` is quiet again once nothing of it waits or runs."""
+        if not t.waiting and not t.in_flight:
+            t.backlogged = False
 
     def _taken(self, job: J) -> None:
         self.queued -= 1
@@ -163,12 +175,18 @@ class FairQueue(Generic[J]):
             heapq.heappop(heap)  # stale: the tenant moved, emptied its queue or reached its cap
         return None
 
+    @staticmethod
+    def quiet(t: TenantQueue[J]) -> bool:
+        """No backlog: one job waiting, none running, and none other since it was last idle (a flood tenant whose
+        queue drained down to one job is not quiet: it would take the reserve kept for quiet tenants)."""
+        return len(t.waiting) == 1 and not t.in_flight and not t.backlogged
+
     def fresh(self) -> tuple[float, TenantQueue[J]] | None:
-        """The light tenant with the smallest start tag among those with no backlog (one job waiting, none
-        running): a quiet tenant, whom the pool's reserve is kept for."""
+        """The light tenant with the smallest start tag among the quiet ones (:meth:`quiet`): whom the pool's
+        reserve is kept for."""
         best: tuple[float, int, TenantQueue[J]] | None = None
         for tag, seq, gen, t in self.heaps["light"]:
-            if gen != t.gen or t.queued_in != "light" or len(t.waiting) != 1 or t.in_flight or not self.light(t):
+            if gen != t.gen or t.queued_in != "light" or not self.quiet(t) or not self.light(t):
                 continue
             if best is None or (tag, seq) < best[:2]:
                 best = (tag, seq, t)
@@ -199,6 +217,7 @@ class FairQueue(Generic[J]):
         t.finish += cpu - job.estimate
         t.cost = cpu if t.jobs == 0 else 0.7 * t.cost + 0.3 * cpu
         t.jobs += 1
+        self._idle(t)
         self.push(t)
 
     def undo(self, job: J) -> None:

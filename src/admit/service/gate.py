@@ -119,8 +119,10 @@ class Gate:
         known_routes: Paths that are their own metric label when the router did not name a route.
         admission: Requests in flight by key, tenant and in all (``None``: not bounded here); a request over a
             bound is answered 429 with ``Retry-After`` before its body is read.
-        refusal_delay_s: How long a refused request waits before its 429 goes out (at most its ``Retry-After``),
-            holding no slot and no body: a client that retries at once cannot keep the event loop answering it.
+        refusal_delay_s: The longest a refused request waits before its 429 goes out: it waits its
+            ``Retry-After`` up to this, holding no slot and no body, and its answer's ``Retry-After`` is what is
+            left of it (at least 1 s): a client that retries at once cannot keep the event loop answering it, a
+            tenant holding many requests in flight is refused at most once per connection per ``Retry-After``.
         server_timing: Answer with a ``Server-Timing`` header: where the request's time went on the server
             (:mod:`admit.service.timing`).
         connections_per_key: Most connections one key may hold (``0``: no cap): a request on a connection
@@ -141,7 +143,7 @@ class Gate:
     metrics: ServiceMetrics | None = None
     known_routes: Collection[str] = ()
     admission: Admission | None = None
-    refusal_delay_s: float = 1.0
+    refusal_delay_s: float = 5.0
     server_timing: bool = False
     connections_per_key: int = 0
     connections_per_tenant: int = 0
@@ -276,17 +278,19 @@ class Gate:
         built once per reason and reused (a flood's refusals build nothing on the loop)."""
         if self.metrics is not None:
             self.metrics.refused.labels(scope=why.scope).inc()
-        delay = self.connection_refusal_delay_s if why.close else self.refusal_delay_s
-        await anyio.sleep(min(delay, why.retry_after_s))
-        resp = self._answers.get(why)
+        delay = min(self.connection_refusal_delay_s if why.close else self.refusal_delay_s, why.retry_after_s)
+        await anyio.sleep(delay)
+        # an admission refusal's Retry-After counts from its answer: what is left of the wait (at least 1 s)
+        left = why.retry_after_s if why.close else max(1, why.retry_after_s - int(delay))
+        resp = self._answers.get((why, left))
         if resp is None:
             if len(self._answers) > 64:  # bounded: the reasons are a handful of fixed texts
                 self._answers.clear()
-            headers = {"Retry-After": str(why.retry_after_s)}
+            headers = {"Retry-After": str(left)}
             if why.close:
                 headers["Connection"] = "close"
-            resp = self._answers[why] = error_response(
-                429, "overloaded", f"{why.detail}; retry after {why.retry_after_s} s", headers=headers
+            resp = self._answers[(why, left)] = error_response(
+                429, "overloaded", f"{why.detail}; retry after {left} s", headers=headers
             )
         await _send(send, resp)
 

@@ -243,9 +243,16 @@ class ProcessPool(ProcessSet):
         job.payload = payload
         w.inbox.clear()
         self._loop.add_reader(w.conn.fileno(), self._on_answer, w)
-        send = asyncio.ensure_future(self._loop.sock_sendall(w.conn, HEADER.pack(len(payload)) + payload))
-        send.add_done_callback(functools.partial(self._sent, job, w))
-        w.sending = send
+        frame = HEADER.pack(len(payload)) + payload
+        try:  # in this turn of the loop (a task would wait for the next, behind a flood's callbacks)
+            n = w.conn.send(frame)
+        except OSError:  # the pipe full, or broken: the rest (or the error, for ``_sent``) goes by a task
+            n = 0
+        w.sending = None
+        if n < len(frame):
+            send = asyncio.ensure_future(self._loop.sock_sendall(w.conn, frame[n:]))
+            send.add_done_callback(functools.partial(self._sent, job, w))
+            w.sending = send
         self._schedule_cpu()
 
     def _sent(self, job: _Job, w: _Worker, fut: asyncio.Future[None]) -> None:
@@ -313,6 +320,7 @@ class ProcessPool(ProcessSet):
             return
         if job.stages is not None:
             job.stages.update(worker_start=walls[0], worker_end=walls[1], cpu=float(cpu), answered=time.monotonic())
+            job.stages.update(zip(("on_core", "runq"), walls[2:4], strict=False))
         replay_effects(self.state, effects)
         if ok:
             self.stats.ok += 1
@@ -471,6 +479,7 @@ class ProcessPool(ProcessSet):
         job.stages = marks()
         if job.stages is not None:
             job.stages["queued"] = time.monotonic()
+            job.stages["busy"] = sum(1 for w in self._workers if w.job is not None)
         self._payloads[job] = payload
         self.queue.add(job)
         self._dispatch()

@@ -7,7 +7,8 @@ threads' checkpoints.
 
 **Which job starts** (:meth:`Core.next_job`): start-time fair queuing by tenant (:class:`~admit.service.fairq.
 FairQueue`), a tenant charged the CPU its jobs really cost. The first ``regular`` workers go to any tenant; the
-rest (the reserve) only to a quiet tenant (one job waiting, none running). A heavy tenant's job (its jobs cost
+rest (the reserve) only to a quiet tenant (one job waiting, none running, no other since it was last idle:
+:meth:`~admit.service.fairq.FairQueue.quiet`). A heavy tenant's job (its jobs cost
 over ``long_cpu_s``) may start whenever no long job holds the long lane, whoever fills the other workers: by its
 fair-queue tag, and first once ``lane_after`` short jobs (a turn of every worker) have started ahead of it there.
 
@@ -285,7 +286,7 @@ class Core(Generic[J]):
         return self._pop("light", *light), extra
 
     def _pop(self, which: str, tag: float, t: TenantQueue[J]) -> J:
-        backlog = t.in_flight > 0 or len(t.waiting) > 1
+        backlog = not self.queue.quiet(t)
         quiet = which == "light" and not backlog
         job = self.queue.pop(which, tag, t)
         job.heavy = which == "heavy"

@@ -10,7 +10,9 @@ the server, in milliseconds (``name;dur=ms``), each from one mark to the next on
 ``route``  routing, the caller, the job pickled and handed to the pool
 ``queue``  waiting in the tenant's fair queue for a worker process
 ``hand``   from the job sent to the worker to the worker starting on it (the pipe, the worker being woken)
-``work``   the worker's wall time on the job (``cpu``: its CPU time within it)
+``work``   the worker's wall time on the job (``cpu``: its CPU time within it; ``runq``: the job thread's time
+           runnable but waiting for a core; ``blocked``: the rest of ``work`` that the job thread was not on a core
+           nor waiting for one: asleep on a lock, I/O, another thread)
 ``back``   from the worker's end to the server having read the whole answer (the pipe, the loop's backlog)
 ``resume`` from the answer read to the answer's headers going out (the route's turn of the loop, the response)
 ``total``  from the first bytes to the answer's headers going out
@@ -65,4 +67,10 @@ def server_timing(stages: dict[str, float]) -> bytes:
             parts.append(f"{name};dur={max(0.0, b - a) * 1000:.2f}")
     if "cpu" in stages:
         parts.append(f"cpu;dur={stages['cpu'] * 1000:.2f}")
+    if "busy" in stages:  # a count, not a time: the pool's workers holding a job when this one was queued
+        parts.append(f"busy;dur={stages['busy']:.0f}")
+    if "runq" in stages and "on_core" in stages and "worker_start" in stages and "worker_end" in stages:
+        blocked = stages["worker_end"] - stages["worker_start"] - stages["on_core"] - stages["runq"]
+        parts.append(f"runq;dur={max(0.0, stages['runq']) * 1000:.2f}")
+        parts.append(f"blocked;dur={max(0.0, blocked) * 1000:.2f}")
     return ", ".join(parts).encode("latin-1")
