@@ -217,7 +217,7 @@ def test_the_trace_line_is_finished_in_the_worker_and_only_the_line_comes_back(
         "tool_outputs": [{"id": "t", "tool": "lookup", "rows": rows, "schema": schema, "max_rows": 5000}],
     }
     with LoopbackServer(app, ready_path="/readyz") as srv:
-        r = httpx.post(f"{srv.url}/v1/pack", json=body, headers={"X-API-Key": "quiet-key"}, timeout=120)
+        r = httpx.post(f"{srv.url}/v1/pack", json=body, headers={"X-API-Key": "quiet-key"}, timeout=600)
         assert r.status_code == 200, r.text
     outs = [e for e in handed if e[0] == "out"]
     assert outs, "the worker handed back no trace write"
