@@ -199,7 +199,7 @@ def _wait_failed(url: str, proc: subprocess.Popen[bytes], log: Path) -> dict[str
     """Poll ``/readyz`` until it says ``failed`` (it answers 503 ``loading`` first)."""
     for _ in range(3000):
         try:
-            r = httpx.get(url, timeout=30)
+            r = httpx.get(url, timeout=120)
             body = r.json()
             if body.get("status") == "failed":
                 assert r.status_code == 503, r.text

@@ -123,7 +123,7 @@ _ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "app
 
 @pytest.mark.parametrize("headers", [{}, {"X-API-Key": "guess"}, {"Authorization": "Bearer guess"}])
 def test_no_valid_key_no_answer(url: str, headers: dict[str, str]) -> None:
-    r = httpx.post(url, json=_INIT, headers={**_ACCEPT, **headers}, timeout=30)
+    r = httpx.post(url, json=_INIT, headers={**_ACCEPT, **headers}, timeout=120)
     assert r.status_code == 401
     assert r.json()["error"] == "unauthorized"
     assert "guess" not in r.text

@@ -101,7 +101,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackServer]
 
 @pytest.fixture(scope="module")
 def client(server: LoopbackServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=30) as c:
+    with httpx.Client(base_url=server.url, timeout=120) as c:
         yield c
 
 
@@ -325,7 +325,7 @@ def _shadow_policy(tmp: Path) -> Path:
 def test_shadow_mode_logs_the_new_policy_and_returns_the_current(tmp_path: Path) -> None:
     settings = _settings(tmp_path, shadow_policy=str(_shadow_policy(tmp_path)))
     with LoopbackServer(create_app(settings, kb=memory_kb(CORPUS), environ=ENV)) as srv:
-        r = httpx.post(f"{srv.url}/v1/pack", json=_pack_body(), headers=H, timeout=30)
+        r = httpx.post(f"{srv.url}/v1/pack", json=_pack_body(), headers=H, timeout=120)
         assert r.status_code == 200, r.text
         current = r.json()
         metrics = httpx.get(f"{srv.url}/metrics").text
@@ -350,13 +350,13 @@ def test_kill_switch_stops_all_pruning(tmp_path: Path) -> None:
     with LoopbackServer(create_app(settings, kb=memory_kb(CORPUS), environ=ENV)) as srv:
         assert httpx.get(f"{srv.url}/healthz").json()["kill_switch"] is True
         r = httpx.post(
-            f"{srv.url}/v1/search", json={"question": "audit export E4012", "prune": True}, headers=H, timeout=30
+            f"{srv.url}/v1/search", json={"question": "audit export E4012", "prune": True}, headers=H, timeout=120
         )
         assert r.status_code == 200, r.text
         assert r.json()["trace"]["kill_switch"] is True
         assert r.json()["trace"]["pruner"] is None
         body = {"question": "audit", "candidates": [{"id": "a", "text": "audit"}, {"id": "b", "text": "cats"}]}
-        p = httpx.post(f"{srv.url}/v1/prune", json=body, headers=H, timeout=30).json()
+        p = httpx.post(f"{srv.url}/v1/prune", json=body, headers=H, timeout=120).json()
         assert p["kept_ids"] == ["a", "b"]
         assert {d["reason"] for d in p["decisions"]} == {"kill_switch"}
 
@@ -369,12 +369,12 @@ def test_pruner_failure_falls_back_and_shows_in_trace_and_metrics(tmp_path: Path
             "question": "audit export",
             "candidates": [{"id": "a", "text": "audit export"}, {"id": "b", "text": "cats"}],
         }
-        p = httpx.post(f"{srv.url}/v1/prune", json=body, headers=H, timeout=30)
+        p = httpx.post(f"{srv.url}/v1/prune", json=body, headers=H, timeout=120)
         assert p.status_code == 200, p.text
         assert p.json()["fallback"] == "keep_top_k"
         assert "grader down" in p.json()["error"]
         assert p.json()["kept_ids"] == ["a"]
-        s = httpx.post(f"{srv.url}/v1/search", json={"question": "audit export", "prune": True}, headers=H, timeout=30)
+        s = httpx.post(f"{srv.url}/v1/search", json={"question": "audit export", "prune": True}, headers=H, timeout=120)
         assert s.status_code == 200, s.text
         assert s.json()["trace"]["pruner"]["fallback"] == "keep_top_k"
         metrics = httpx.get(f"{srv.url}/metrics").text
@@ -389,7 +389,7 @@ def test_slow_request_gets_504(tmp_path: Path) -> None:
     settings = _settings(tmp_path, limits={"request_timeout_s": 0.3})
     with LoopbackServer(create_app(settings, pruner=FakeGrader(fn=slow), environ=ENV)) as srv:
         body = {"question": "q", "candidates": [{"id": "a", "text": "x"}, {"id": "b", "text": "y"}]}
-        r = httpx.post(f"{srv.url}/v1/prune", json=body, headers=H, timeout=30)
+        r = httpx.post(f"{srv.url}/v1/prune", json=body, headers=H, timeout=120)
         assert r.status_code == 504
         assert "request_timeout_s=0.3" in r.json()["detail"]
         assert httpx.get(f"{srv.url}/healthz").status_code == 200
@@ -397,7 +397,7 @@ def test_slow_request_gets_504(tmp_path: Path) -> None:
 
 def test_search_without_a_kb_is_503_with_a_safe_message(tmp_path: Path) -> None:
     with LoopbackServer(create_app(_settings(tmp_path), environ=ENV)) as srv:
-        r = httpx.post(f"{srv.url}/v1/search", json={"question": "q"}, headers=H, timeout=30)
+        r = httpx.post(f"{srv.url}/v1/search", json={"question": "q"}, headers=H, timeout=120)
     assert r.status_code == 503
     assert "--kb" in r.json()["detail"]
 
@@ -473,7 +473,7 @@ def test_readyz_is_503_while_loading_and_requests_wait_for_the_models(tmp_path: 
 
     settings = _settings(tmp_path)
     app = create_app(settings, kb=memory_kb(CORPUS), pruner=SlowLoadingPruner(), environ=ENV)
-    with LoopbackServer(app) as srv, httpx.Client(base_url=srv.url, timeout=30) as c:
+    with LoopbackServer(app) as srv, httpx.Client(base_url=srv.url, timeout=120) as c:
         assert loading.called.wait(10)
         assert c.get("/healthz").status_code == 200  # alive
         r = c.get("/readyz")
@@ -565,8 +565,8 @@ def test_admit_replay_reads_the_servers_trace_file(tmp_path: Path) -> None:
 
     settings = _settings(tmp_path, trace_requests=True, shadow_policy=str(_shadow_policy(tmp_path)))
     with LoopbackServer(create_app(settings, kb=memory_kb(CORPUS), environ=ENV)) as srv:
-        assert httpx.post(f"{srv.url}/v1/pack", json=_pack_body(), headers=H, timeout=30).status_code == 200
-        s = httpx.post(f"{srv.url}/v1/search", json={"question": "audit export E4012"}, headers=H, timeout=30)
+        assert httpx.post(f"{srv.url}/v1/pack", json=_pack_body(), headers=H, timeout=120).status_code == 200
+        s = httpx.post(f"{srv.url}/v1/search", json={"question": "audit export E4012"}, headers=H, timeout=120)
         assert s.status_code == 200
     trace = tmp_path / "trace.jsonl"
     lines = [json.loads(x) for x in trace.read_text("utf-8").splitlines()]
@@ -602,7 +602,7 @@ def test_replay_of_a_trace_without_requests_says_how_to_log_them(tmp_path: Path)
     from admit.eval.replay import iter_replay_lines, replay_file
 
     with LoopbackServer(create_app(_settings(tmp_path), kb=memory_kb(CORPUS), environ=ENV)) as srv:
-        httpx.post(f"{srv.url}/v1/search", json={"question": "audit export"}, headers=H, timeout=30)
+        httpx.post(f"{srv.url}/v1/search", json={"question": "audit export"}, headers=H, timeout=120)
     with pytest.raises(ConfigError, match="trace_requests = true"):
         list(iter_replay_lines(tmp_path / "trace.jsonl"))
     # replay_file skips such a line and says why (one error each), instead of stopping at it

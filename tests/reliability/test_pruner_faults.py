@@ -378,7 +378,7 @@ def http(server: FaultServer) -> Iterator[tuple[Any, Any]]:
     )
     llm = OpenAICompatLLM("fault-model", base_url=server.base_url, max_retries=1, backoff_s=0.01, timeout=LLM_TIMEOUT_S)
     app = create_app(cfg, pruner=GradedPruner(llm))
-    with LoopbackServer(app) as live, httpx.Client(base_url=live.url, headers={"X-API-Key": key}, timeout=30) as c:
+    with LoopbackServer(app) as live, httpx.Client(base_url=live.url, headers={"X-API-Key": key}, timeout=120) as c:
         yield live, c
 
 

@@ -386,7 +386,7 @@ def test_pack_over_http_answers_4xx_naming_the_field() -> None:
     }
     with (
         LoopbackServer(create_app(cfg)) as live,
-        httpx.Client(base_url=live.url, headers={"X-API-Key": key}, timeout=30) as c,
+        httpx.Client(base_url=live.url, headers={"X-API-Key": key}, timeout=120) as c,
     ):
         for params in ({"keep_top_k": "x"}, {"keep_top_k": None}, {"keep_top_k": [1]}, {"threshold": "x"}, {"k": 2}):
             r = c.post("/v1/pack", json={**body, "prune_params": params})

@@ -304,7 +304,7 @@ def test_http_isolation(world: dict[str, Any], live: Any) -> None:
 
     def client() -> httpx.Client:
         if not hasattr(local, "c"):
-            local.c = httpx.Client(base_url=srv.url, timeout=30)
+            local.c = httpx.Client(base_url=srv.url, timeout=120)
         return local.c
 
     def one(seed: int) -> None:
@@ -357,7 +357,7 @@ def test_http_isolation(world: dict[str, Any], live: Any) -> None:
     assert statuses[200] > HTTP_REQUESTS * 0.8
     import httpx as _h
 
-    metrics = _h.get(f"{srv.url}/metrics", timeout=30).text
+    metrics = _h.get(f"{srv.url}/metrics", timeout=120).text
     assert not CANARY.search(metrics), "a metric label carries document content"
     assert not re.search(r"acme|globex|initech|umbrella", metrics), "a metric label carries a tenant name"
     # the operator's trace file holds one record per request; none mixes tenants' content
@@ -382,7 +382,7 @@ def test_http_key_revocation_and_acl_change_take_effect_on_the_next_request(worl
     canary = "MOVINGCODE42"  # not a CNRY canary: its ACL changes during the test
     (folder / f"{canary}.md").write_text(f"# Vault\n\nThe acmeledger vault code is {canary}.\n", "utf-8")
     q = {"query": "acmeledger vault code", "top_k": 5}
-    with httpx.Client(base_url=srv.url, timeout=30) as c:
+    with httpx.Client(base_url=srv.url, timeout=120) as c:
         world["kb"].ingest([folder], tenant="acme", groups=["eng"])
         assert canary in c.post("/v1/search", json=q, headers=h).text
         world["kb"].ingest([folder], tenant="acme", groups=["hr"])
