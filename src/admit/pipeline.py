@@ -43,7 +43,7 @@ from admit.prune import Pruner, PrunerResources, get_strategy
 from admit.prune.settings import PruneSettings
 from admit.question import Question, as_text, read_question
 from admit.render import EvidenceRenderer
-from admit.rerank import rerank
+from admit.rerank import RETRIEVER_TOP, rerank
 from admit.retrieve import authorize
 from admit.tools import Redactor, ToolBlock, ToolOutput, render_tool_outputs
 from admit.trace import (
@@ -392,7 +392,9 @@ class Pipeline:
             valid = self._authorize(req, decisions)
         with timer.stage("rerank"):
             keep = self._rerank_keep(policy, len(valid))
-            ranked, cut = rerank(question, valid, self.reranker, keep=keep)
+            # before a pruner that grades the cut list, each retriever list's first few go on too (RETRIEVER_TOP)
+            top = RETRIEVER_TOP if policy.prune.strategy != "none" and keep < len(valid) else 0
+            ranked, cut = rerank(question, valid, self.reranker, keep=keep, retriever_top=top)
             decisions.update((d.chunk_id, d) for d in cut)
         with timer.stage("dedupe"):
             # the per-source cap runs after pruning (source_cap in _prune), by grade, so a useful chunk is not
