@@ -14,11 +14,12 @@ from admit.types import Chunk, Decision, Scored
 __all__ = ["RETRIEVER_TOP", "in_retriever_top", "rank_order", "ranked_by", "rerank"]
 
 RETRIEVER_TOP = 5
-"""A candidate among the first this many of either of the retriever's own lists (lexical or vector: a knowledge
+"""The measured setting of :attr:`admit.pipeline.Pipeline.retriever_top` (off, 0, by default: docs/results.md,
+round 11). A candidate among the first this many of either of the retriever's own lists (lexical or vector: a knowledge
 base's hits carry their ranks in ``metadata["retrieval"]``) goes on past the rerank cut, at most this many more
 (:func:`rerank`'s ``retriever_top``): where the two lists disagree, the fused order ranks a chunk one list put first
 at 20-30 and the cut of 12 dropped it before the pruner saw it. The pipeline passes it only before a pruner that
-grades the cut list (``setwise``: its lists stay within the 10-20 it was fitted on)."""
+grades the cut list (``setwise``: its lists stay within the 10-20 it was fitted on), when it is set."""
 
 
 def rank_order(scores: Sequence[float | None]) -> list[int]:

@@ -45,6 +45,7 @@ def _chunks() -> list[Chunk]:
 def kb() -> KnowledgeBase:
     k = KnowledgeBase(":memory:", embedder=FakeEmbedder(dim=64))
     k.add_chunks(_chunks())
+    k.passage_fusion = True  # off by default (docs/results.md, round 11)
     return k
 
 
@@ -55,6 +56,10 @@ def _rank(kb: KnowledgeBase, cid: str) -> int:
 
 def test_a_long_section_answering_in_one_passage_is_among_the_first_candidates(kb: KnowledgeBase) -> None:
     assert _rank(kb, "ops#keys") < 3
+
+
+def test_off_by_default() -> None:
+    assert KnowledgeBase.passage_fusion is False
 
 
 def test_the_store_order_alone_ranks_it_low(kb: KnowledgeBase) -> None:

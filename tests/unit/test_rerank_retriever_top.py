@@ -58,6 +58,8 @@ def test_at_most_retriever_top_more() -> None:
 
 def test_the_pipeline_hands_them_to_the_pruner_not_to_a_search_without_one() -> None:
     pipe = Pipeline()
+    assert pipe.retriever_top == 0  # off by default (docs/results.md, round 11)
+    pipe.retriever_top = RETRIEVER_TOP
 
     def pack(prune: str) -> dict[str, str]:
         req = PackRequest(
