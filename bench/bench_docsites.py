@@ -35,8 +35,11 @@ admit's ``setwise`` search (the README's ``admit search --prune``):
 
 - ``answer kept``: answerable questions whose answer string is admitted; beside it, the retriever's own order cut
   at the same number of chunks per question (``retriever@same``), the issue's target for it (``target``: at least
-  90% and at least ``retriever@same`` plus 5 points, capped at 100%), the 30 candidates (``candidates``) and the
-  whole knowledge base (``in kb``: the set's ceiling);
+  90% and at least ``retriever@same`` plus 5 points, capped at 100%), the retriever's list as a search without a
+  pruner keeps it (``candidates``: its first ``rerank_count``, at most ``per_source_limit`` per page), the retrieved
+  candidates themselves (``retrieved``: 30, 60 for a list question), those the setwise pruner graded
+  (``pruner saw``: not cut by the rerank stage or dropped as a copy; the per-source cap comes after the pruner)
+  and the whole knowledge base (``in kb``: the set's ceiling);
 - ``useful``: admitted chunks that hold part of an answer (answerable questions);
 - ``NA on unanswerable`` and ``NA on answerable``: the verdict's ``not_answered`` share on each;
 - ``unsure``: the verdict's ``unsure`` share over all questions;
@@ -44,7 +47,9 @@ admit's ``setwise`` search (the README's ``admit search --prune``):
   unanswerable questions by kind.
 
 Run: ``python bench/bench_docsites.py`` (``--sites black mkdocs``; ``--json PATH`` for every question's row,
-``--summary-json PATH`` for the per-site and total rows; ``--rows FILE...`` scores earlier rows; ``--reingest``).
+``--summary-json PATH`` for the per-site and total rows; ``--rows FILE...`` scores earlier rows; ``--reingest``;
+``--keep-adaptation`` asks with the adaptation each knowledge base holds, neither re-run nor removed: two checkouts
+compared on the same thresholds).
 ``--adapt`` runs ``admit adapt --kb`` on each site after its ingest (the knowledge base's own answerability
 thresholds, fitted without labels) and asks with it; without it, a stored adaptation is removed first, so the
 figures are the shipped thresholds'. The ingest table then gives the adaptation's CPU seconds.
@@ -268,9 +273,12 @@ SITE_NOT_DOCS = {
 }
 
 
-def adapt_kb(kb: Path, on: bool) -> str:
+def adapt_kb(kb: Path, on: bool | None) -> str:
     """``admit adapt --kb KB`` as a user runs it (its CPU seconds), or the stored adaptation removed (``on`` false:
-    the shipped thresholds; a checkout without ``admit adapt`` has none to remove)."""
+    the shipped thresholds; a checkout without ``admit adapt`` has none to remove); ``None``: the stored
+    adaptation as it is (``--keep-adaptation``: two checkouts asked with the same thresholds)."""
+    if on is None:
+        return "kept"
     if not on:
         from admit.kb import KnowledgeBase
 
@@ -335,6 +343,19 @@ def ask(kb: Any, principal: Any, q: dict[str, Any], everything: Sequence[str] = 
     """One question: admit's setwise search, and the retriever's order over the same candidates."""
     res = kb.search(q["question"], principal, prune="setwise")
     kept = [f"{p.chunk.title}\n{p.text}" for p in res.admitted]
+    # the retrieved candidates (the same search's k) and those the pruner graded: not cut by the rerank stage nor
+    # dropped as a copy before it (the per-source cap runs after the pruner)
+    retrieved = {
+        h.record.id: f"{h.record.title}\n{h.record.text}"
+        for h in kb.hits(q["question"], principal, k=int(res.trace.get("retrieval", {}).get("k", 30)))
+    }
+    before_prune = {"rerank", "validate", "authorize"}
+    copies = {"duplicate", "superseded", "acl", "invalid"}
+    graded = [
+        retrieved[d.chunk_id]
+        for d in res.decisions
+        if d.chunk_id in retrieved and d.stage not in before_prune and d.reason not in copies
+    ]
     wide = kb.search(q["question"], principal, prune=False, input_limit=2_000_000)
     rank = {d.chunk_id: (d.score if d.score is not None else 0.0) for d in wide.decisions}
     order = sorted(wide.admitted, key=lambda p: -rank.get(p.chunk.id, 0.0))
@@ -355,6 +376,8 @@ def ask(kb: Any, principal: Any, q: dict[str, Any], everything: Sequence[str] = 
         row["useful"] = sum(1 for t in kept if holds([t], answers, False))
         row["retriever_same"] = holds(cands[: max(len(kept), 1)], answers, need_all)
         row["in_candidates"] = holds(cands, answers, need_all)
+        row["in_retrieved"] = holds(list(retrieved.values()), answers, need_all)
+        row["pruner_saw"] = holds(graded, answers, need_all)
         if everything:
             row["in_kb"] = holds(everything, answers, need_all)
     return row
@@ -384,6 +407,8 @@ def figures(name: str, rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "retriever_same": ret,
         "answer_target": min(n_ans, max(0.9 * n_ans, ret + 0.05 * n_ans)),
         "candidates": sum(1 for r in ans if r["in_candidates"]),
+        "retrieved": sum(1 for r in ans if r.get("in_retrieved")),
+        "pruner_saw": sum(1 for r in ans if r.get("pruner_saw")),
         "in_kb": sum(1 for r in ans if r.get("in_kb")),
         "useful": sum(r["useful"] for r in ans),
         "kept": sum(r["kept"] for r in ans),
@@ -417,6 +442,8 @@ def summarise(name: str, rows: Sequence[dict[str, Any]]) -> dict[str, str]:
         "retriever@same": _of(f["retriever_same"], a),
         "target": f"{100 * f['answer_target'] / a:.0f}%" if a else "-",
         "candidates": _of(f["candidates"], a),
+        "retrieved": _of(f["retrieved"], a),
+        "pruner saw": _of(f["pruner_saw"], a),
         "in kb": _of(f["in_kb"], a),
         "useful": _of(f["useful"], f["kept"]),
         "kept/q": f"{f['kept'] / max(a, 1):.1f}",
@@ -493,6 +520,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument(
         "--adapt", action="store_true", help="run `admit adapt` on each site after ingest (else: shipped thresholds)"
     )
+    ap.add_argument(
+        "--keep-adaptation",
+        action="store_true",
+        help="ask with the adaptation the knowledge base holds (neither re-run nor removed)",
+    )
     ap.add_argument("--verbose", action="store_true", help="print every question's row")
     ap.add_argument("--ingest-only", action="store_true", help="ingest the sites, ask nothing")
     ap.add_argument(
@@ -518,7 +550,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rep = ingest(folder, kb_path, args.reingest)
         pages = sum(1 for f in folder.rglob("*") if f.suffix in {".html", ".htm"})
         hy = hygiene(kb_path)
-        adapt_cpu = adapt_kb(kb_path, args.adapt) if not args.ingest_only else "-"
+        adapt_cpu = adapt_kb(kb_path, None if args.keep_adaptation else args.adapt) if not args.ingest_only else "-"
         ingests.append(
             {
                 "site": name,

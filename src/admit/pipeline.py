@@ -246,6 +246,12 @@ class Pipeline:
             self._pruners[strategy] = spec.build(res)
         return self._pruners[strategy]
 
+    retriever_top: int = 0
+    """Before a pruner that grades the cut list (``setwise``), candidates among the first this many of either of the
+    knowledge base's lists go past the ``rerank_count`` cut, at most this many more (:func:`admit.rerank.rerank`;
+    :data:`admit.rerank.RETRIEVER_TOP` is the measured 5). 0, the default: the fixed cut (docs/results.md, round
+    11: more answers reached the pruner, none more were kept)."""
+
     def _rerank_keep(self, policy: Policy, n: int) -> int:
         """How many reranked candidates go on: all ``n`` to a pruner that grades the whole retrieved list (it, not a
         fixed cut, decides: an LLM grader, a plug-in), the policy's ``rerank_count`` otherwise: without a pruner,
@@ -392,7 +398,9 @@ class Pipeline:
             valid = self._authorize(req, decisions)
         with timer.stage("rerank"):
             keep = self._rerank_keep(policy, len(valid))
-            ranked, cut = rerank(question, valid, self.reranker, keep=keep)
+            # before a pruner that grades the cut list, each retriever list's first few go on too (retriever_top)
+            top = self.retriever_top if policy.prune.strategy != "none" and keep < len(valid) else 0
+            ranked, cut = rerank(question, valid, self.reranker, keep=keep, retriever_top=top)
             decisions.update((d.chunk_id, d) for d in cut)
         with timer.stage("dedupe"):
             # the per-source cap runs after pruning (source_cap in _prune), by grade, so a useful chunk is not
