@@ -75,7 +75,9 @@ class Policy:
     rerank_count: int = 12
     """How many reranked candidates go on to dedupe, prune and pack; a pruner that grades the whole retrieved list
     (an LLM grader: ``grades_whole_list``, true unless a strategy says otherwise) gets every candidate instead, and
-    it, not this cut, decides among them. ``setwise`` takes this many (its trees were fitted on lists of 10-20)."""
+    it, not this cut, decides among them. ``setwise`` takes this many (its trees were fitted on lists of 10-20),
+    and, with ``Pipeline.retriever_top`` set (0 by default; 5 measured), at most that many more that were among the
+    first that many of the knowledge base's BM25 or vector list."""
     evidence_ceiling: int | None = None
     """A ceiling on evidence tokens below the model's limit."""
     per_source_limit: int = 2
