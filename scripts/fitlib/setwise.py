@@ -30,7 +30,11 @@ class SetwiseArgs(FitArgs):
 
     train: str = arg(TRAIN)
     valid: str = arg(VALID)
-    out: str = arg(str(sm.DEFAULT_MODEL_PATH))
+    out: str = arg(
+        "",
+        help="the model file to write (default: the shipped setwise.json; for onnx-int8, setwise_int8.json beside it,"
+        " which admit does not read: a trial fit never replaces the float32 trees)",
+    )
     cache_dir: str = arg("/tmp/setwise_cache")
     encoder: str = arg(
         "auto",
@@ -195,10 +199,20 @@ def ship_meta(args: SetwiseArgs, lists: Lists, held: dict[str, Any], lodo: dict[
     }
 
 
+def out_path(args: SetwiseArgs) -> Path:
+    """The model file to write: ``--out``, else the shipped ``setwise.json`` for float32 vectors and
+    ``setwise_int8.json`` beside it for ``--encoder onnx-int8`` (a fit on int8 vectors never replaces the float32
+    trees unasked)."""
+    if args.out:
+        return Path(args.out)
+    default = sm.DEFAULT_MODEL_PATH
+    return default.with_name("setwise_int8.json") if args.encoder == "onnx-int8" else default
+
+
 def ship(args: SetwiseArgs, lists: Lists, fitted: Fitted, meta: dict[str, Any]) -> None:
     """Refit on train + valid (``--ship train+valid``) or keep the train-only fit; write the model file."""
     t0 = time.time()
-    out = Path(args.out)
+    out = out_path(args)
     if args.ship == "train+valid":
         flat = [q for qs in (*lists.train.values(), *lists.valid.values()) for q in qs]
         model = fit_all(flat, args.trees, meta).model

@@ -29,8 +29,12 @@ class VectorCache:
 
     def __init__(self, path: Path, encoder: str | None = None) -> None:
         self.path = path
+        if encoder in (None, "auto"):  # float32 vectors, whichever encoder the library's auto takes
+            encoder = "onnx-fp32" if _onnx_installed() else "numpy"
         self.encoder = encoder
-        """The MiniLM encoder that fills the misses (``numpy``, ``onnx-fp32``, ``onnx-int8``; default ``auto``)."""
+        """The MiniLM encoder that fills the misses (``numpy``, ``onnx-fp32``, ``onnx-int8``; ``auto`` or none:
+        float32, ``onnx-fp32`` where onnxruntime and onnx are installed, else ``numpy``, whose vectors agree
+        within 1e-5)."""
         if encoder == "onnx-int8":
             from admit.backends.embedders.minilm import INT8_NAME
 
@@ -71,6 +75,12 @@ class VectorCache:
         """The texts' vectors (embedding the misses first)."""
         self.fill(texts)
         return np.stack([self.vecs[text_key(t)] for t in texts])
+
+
+def _onnx_installed() -> bool:
+    import importlib.util
+
+    return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "onnx"))
 
 
 def setwise_texts(rows: Iterable[Record]) -> list[str]:

@@ -140,12 +140,20 @@ def test_the_setwise_fit_encodes_with_the_encoder_asked_for(tmp_path: Path, monk
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
         from fitlib import vectors
-        from fitlib.setwise import SetwiseArgs
+        from fitlib.setwise import SetwiseArgs, out_path
     finally:
         sys.path.remove(str(ROOT / "scripts"))
     from admit.backends.embedders import minilm
+    from admit.prune.setwise_model import DEFAULT_MODEL_PATH
 
     assert SetwiseArgs.parse([]).encoder == "auto"
+    # a fit on int8 vectors writes its own file unless told: the float32 trees are never replaced unasked
+    assert out_path(SetwiseArgs.parse([])) == DEFAULT_MODEL_PATH
+    assert out_path(SetwiseArgs.parse(["--encoder", "onnx-int8"])) == DEFAULT_MODEL_PATH.with_name("setwise_int8.json")
+    assert (
+        out_path(SetwiseArgs.parse(["--encoder", "onnx-int8", "--out", str(tmp_path / "m.json")]))
+        == tmp_path / "m.json"
+    )
     assert SetwiseArgs.parse(["--encoder", "onnx-int8"]).encoder == "onnx-int8"
     with pytest.raises(SystemExit):
         SetwiseArgs.parse(["--encoder", "cuda"])
@@ -163,6 +171,11 @@ def test_the_setwise_fit_encodes_with_the_encoder_asked_for(tmp_path: Path, monk
     assert vc.name == minilm.INT8_NAME and vectors.VectorCache(tmp_path / "other.npz").name == minilm.FP32_NAME
     assert vc.embed(["a question", "a passage"]).shape == (2, 384)
     assert made == ["onnx-int8"]
+    # left to auto, the fit's vectors are float32 ones, named so, whatever the library's auto takes
+    fp32 = vectors.VectorCache(tmp_path / "fp32.npz")
+    assert fp32.encoder in ("onnx-fp32", "numpy") and fp32.name == minilm.FP32_NAME
+    fp32.embed(["a question"])
+    assert made[-1] in ("onnx-fp32", "numpy")
     vc.save()  # (a fill of fewer than 64 texts is saved by the caller)
     assert (tmp_path / "vecs.npz").exists()
 
