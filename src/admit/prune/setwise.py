@@ -28,13 +28,23 @@ from admit.backends.rerankers.cross import CrossEncoder
 from admit.prune.base import PruneOutcome, apply_threshold
 from admit.prune.checks import int_at_least
 from admit.prune.settings import PruneSettings
-from admit.prune.setwise_model import SetwiseItem, SetwiseScorer
+from admit.prune.setwise_model import SetwiseItem, SetwiseScorer, SetwiseScores
 from admit.prune.setwise_model.text import identifiers
 from admit.prune.spec import PrunerResources, StrategySpec, Switch, file_digest
 from admit.question import Question
 from admit.types import Scored
 
-__all__ = ["DOC_RULES", "KEEP_MOST", "SPEC", "SetwisePruner", "identifiers", "keep_most_cut"]
+__all__ = [
+    "DOC_RULES",
+    "KEEP_MOST",
+    "SHORT_BELOW",
+    "SPEC",
+    "SetwisePruner",
+    "fitted_cuts",
+    "identifiers",
+    "keep_most_cut",
+    "short_cut",
+]
 
 #: The strategy parameter of the knowledge base's fitted cut (``admit adapt`` fits it; a policy may set it): keep at
 #: most this many of the chunks graded at or above the threshold, the most probable first (0: no cut).
@@ -44,6 +54,15 @@ KEEP_MOST = "keep_most"
 #: (:class:`~admit.prune.setwise_model.SetwiseScorer`'s ``stubs``, ``lexical``, ``weak_three``). ``admit adapt`` turns
 #: them on for the knowledge base it adapts (a user's own documentation); off, ../shared/data's R@68 is as before.
 DOC_RULES = "doc_rules"
+#: The strategy parameter of the knowledge base's fitted short-chunk cut (``admit adapt`` fits it; a policy may set
+#: it): a chunk of fewer than this many words graded at or above the threshold is left out when it is neither among
+#: the retriever's first :data:`SHORT_KEEP_RANKS` nor within :data:`SHORT_P_SHARE` of the list's best probability
+#: (:func:`short_cut`; 0: no cut, the default).
+SHORT_BELOW = "short_below"
+#: The retriever's first this many chunks are never left out by the short-chunk cut.
+SHORT_KEEP_RANKS = 2
+#: A chunk whose probability is at least this share of the list's best is never left out by the short-chunk cut.
+SHORT_P_SHARE = 0.5
 
 
 class SetwisePruner:
@@ -111,19 +130,8 @@ class SetwisePruner:
             if after != before:
                 reasons[j] += f"; grade {after} (was {before}): {retriever_reason(len(candidates), scores.probs)}"
         grades = lifted
-        most = int(settings.params.get(KEEP_MOST, 0) or 0)
         notes = [f"expected_needed={scores.expected_needed:.2f}"]
-        if most > 0:
-            ruled = list(scores.ruled) if len(scores.ruled) == len(grades) else [False] * len(grades)
-            cut = keep_most_cut(grades, scores.probs, ruled, settings.threshold, most)
-            for j, (before, after) in enumerate(zip(grades, cut, strict=True)):
-                if after != before:
-                    reasons[j] += (
-                        f"; grade {after} (was {before}): the fitted cut keeps the {most} most probable "
-                        f"(p={scores.probs[j]:.2f} is not among them)"
-                    )
-            grades = cut
-            notes.append(f"keep_most={most}")
+        grades = fitted_cuts(candidates, settings, scores, grades, reasons, notes)
         out = apply_threshold(
             self.name,
             candidates,
@@ -140,6 +148,47 @@ class SetwisePruner:
         if signals and len(scores.cross) == len(candidates):
             cross = {c.chunk.id: v for c, v in zip(candidates, scores.cross, strict=True)}
         return replace(out, signals=signals, expected_needed=scores.expected_needed, cross=cross)
+
+
+def fitted_cuts(
+    candidates: Sequence[Scored],
+    settings: PruneSettings,
+    scores: SetwiseScores,
+    grades: Sequence[int],
+    reasons: list[str],
+    notes: list[str],
+) -> list[int]:
+    """``grades`` after the knowledge base's fitted cuts that ``settings`` name (``keep_most``: :func:`keep_most_cut`;
+    ``short_below``: :func:`short_cut`); ``reasons`` and ``notes`` are updated in place."""
+    out = [int(g) for g in grades]
+    ruled = list(scores.ruled) if len(scores.ruled) == len(out) else [False] * len(out)
+    most = int(settings.params.get(KEEP_MOST, 0) or 0)
+    if most > 0:
+        cut = keep_most_cut(out, scores.probs, ruled, settings.threshold, most)
+        for j, (before, after) in enumerate(zip(out, cut, strict=True)):
+            if after != before:
+                reasons[j] += (
+                    f"; grade {after} (was {before}): the fitted cut keeps the {most} most probable "
+                    f"(p={scores.probs[j]:.2f} is not among them)"
+                )
+        out = cut
+        notes.append(f"keep_most={most}")
+    short = int(settings.params.get(SHORT_BELOW, 0) or 0)
+    if short > 0:
+        sizes = [len(c.chunk.text.split()) for c in candidates]
+        ranks = [c.rank for c in candidates]
+        cut = short_cut(out, scores.probs, ranks, sizes, ruled, settings.threshold, short)
+        best = max(scores.probs, default=0.0)
+        for j, (before, after) in enumerate(zip(out, cut, strict=True)):
+            if after != before:
+                reasons[j] += (
+                    f"; grade {after} (was {before}): the fitted short-chunk cut ({sizes[j]} words < {short}, "
+                    f"retriever rank {ranks[j] + 1}, p={scores.probs[j]:.2f} < {SHORT_P_SHARE:g} of the best "
+                    f"{best:.2f})"
+                )
+        out = cut
+        notes.append(f"short_below={short}")
+    return out
 
 
 #: A list of at most this many candidates keeps the retriever's first (unless unrelated): a framework's short list
@@ -201,6 +250,42 @@ def keep_most_cut(
     order = sorted(above, key=lambda j: (not ruled[j], -probs[j], j))
     cut = set(order[most:]) - {j for j in above if ruled[j]}
     return [max(1, min(int(g), threshold - 1)) if j in cut else int(g) for j, g in enumerate(grades)]
+
+
+def short_cut(
+    grades: Sequence[int],
+    probs: Sequence[float],
+    ranks: Sequence[int],
+    sizes: Sequence[int],
+    ruled: Sequence[bool],
+    threshold: int,
+    below: int,
+) -> list[int]:
+    """``grades`` with each chunk graded at or above ``threshold`` that is short (``sizes``: fewer than ``below``
+    words), not among the retriever's first :data:`SHORT_KEEP_RANKS` (``ranks``, 0-based), under
+    :data:`SHORT_P_SHARE` of the list's best probability and not graded by a rule (``ruled``) graded one under
+    ``threshold`` (at least 1); the list's most probable chunk always stays. ``below`` of 0: no cut.
+
+    The per-knowledge-base cut ``admit adapt`` fits (:data:`SHORT_BELOW`): on documentation, a short section (a
+    synopsis, a one-line lead, a link list) the model and the retriever both rank below the list's best seldom holds
+    the answer its longer neighbours hold, and it dilutes the evidence handed over.
+    """
+    out = [int(g) for g in grades]
+    if below <= 0 or not out:
+        return out
+    best = max(range(len(out)), key=lambda j: (probs[j], -j))
+    top = float(probs[best])
+    for j, g in enumerate(out):
+        if (
+            g >= threshold
+            and j != best
+            and not ruled[j]
+            and sizes[j] < below
+            and ranks[j] >= SHORT_KEEP_RANKS
+            and float(probs[j]) < SHORT_P_SHARE * top
+        ):
+            out[j] = max(1, min(g, threshold - 1))
+    return out
 
 
 def cross_model(minilm_path: str | Path | None = None) -> CrossEncoder:
@@ -276,7 +361,7 @@ SPEC = StrategySpec(
         "admit.backends.rerankers.cross",
     ),
     identity=_identity,
-    params={KEEP_MOST: int_at_least(0), DOC_RULES: int_at_least(0)},
+    params={KEEP_MOST: int_at_least(0), DOC_RULES: int_at_least(0), SHORT_BELOW: int_at_least(0)},
     default_params={"threshold": 3, "keep_top_k": 1},
     default_grid={"threshold": [2, 3, 4, 5], "keep_top_k": [0, 1, 2]},
     color="#d62728",
