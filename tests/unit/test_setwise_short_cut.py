@@ -190,3 +190,32 @@ def test_admit_adapt_show_names_the_short_cut_and_no_short_cut_turns_it_off(monk
         out = CliRunner().invoke(main, ["adapt", "--kb", ":memory:", *flags, "--json"])
         assert out.exit_code == 0, out.output
         assert seen[-1] is want
+
+
+def test_a_knowledge_base_s_search_prunes_with_its_fitted_short_cut_and_the_trace_says_so() -> None:
+    from admit.answerability.adaptation import Adaptation
+    from admit.backends.embedders import FakeEmbedder
+    from admit.kb import KnowledgeBase
+    from admit.types import Access, Principal
+
+    texts = [f"The backup job copies the database every night, step {i}, to the backup disk." for i in range(12)]
+    with KnowledgeBase(":memory:", embedder=FakeEmbedder()) as kb:
+        kb.add_chunks(
+            [Chunk(id=f"b#{i}", source_id=f"b{i}", text=t, access=Access(tenant="t")) for i, t in enumerate(texts)]
+        )
+        who = Principal(tenant="t")
+        q = "How does the backup job copy the database?"
+        shipped = kb.search(q, who, prune="setwise")
+        assert not any("short_below" in n for n in shipped.trace["pruner"]["notes"])
+        ad = Adaptation(
+            thresholds={},
+            made="2026-12-07T10:00:00+00:00",
+            chunks=kb.count(),
+            prune_params={"setwise": {SHORT_BELOW: 100}},
+        )
+        kb.save_adaptation(ad, kb.fingerprint())
+        cut = kb.search(q, who, prune="setwise")
+        assert "short_below=100" in cut.trace["pruner"]["notes"]
+        assert len(cut.admitted) < len(shipped.admitted)  # every chunk is 14 words: short for a cut at 100
+        dropped = [d for d in cut.decisions if "the fitted short-chunk cut (14 words < 100" in (d.detail or "")]
+        assert dropped and all(d.state == "dropped" for d in dropped)
