@@ -42,6 +42,7 @@ import numpy as np
 
 from admit import _linear
 from admit import _text as tx
+from admit._cuts import short_cut
 from admit.answerability import features as answer_features
 from admit.answerability import load_models
 from admit.answerability.adaptation import Adaptation
@@ -658,11 +659,9 @@ def fit_keep_most(cases: Sequence[AdaptCase]) -> tuple[int, dict[str, Any]]:
 
 def fit_short_below(cases: Sequence[AdaptCase]) -> tuple[int, dict[str, Any]]:
     """setwise's ``short_below`` for this knowledge base, and the figures it was chosen by: the largest word count of
-    :data:`SHORT_GRID` under which :func:`admit.prune.setwise.short_cut` still leaves the section of at least
+    :data:`SHORT_GRID` under which :func:`admit._cuts.short_cut` still leaves the section of at least
     :data:`SHORT_GOLD_SHARE` of the answerable pseudo-questions the uncut pruner admitted it for (0, no cut: fewer
     than :data:`MIN_CASES` such questions, or no count keeps that share while leaving out a chunk)."""
-    from admit.prune.setwise import short_cut
-
     lists = [
         (c.extra["admitted_shape"], float(c.extra.get("best_p", 0.0)))
         for c in cases

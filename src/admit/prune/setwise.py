@@ -23,6 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from admit._cuts import SHORT_KEEP_RANKS, SHORT_P_SHARE, short_cut
 from admit.backends.embedders.base import Embedder
 from admit.backends.rerankers.cross import CrossEncoder
 from admit.prune.base import PruneOutcome, apply_threshold
@@ -38,6 +39,8 @@ __all__ = [
     "DOC_RULES",
     "KEEP_MOST",
     "SHORT_BELOW",
+    "SHORT_KEEP_RANKS",
+    "SHORT_P_SHARE",
     "SPEC",
     "SetwisePruner",
     "fitted_cuts",
@@ -59,10 +62,6 @@ DOC_RULES = "doc_rules"
 #: the retriever's first :data:`SHORT_KEEP_RANKS` nor within :data:`SHORT_P_SHARE` of the list's best probability
 #: (:func:`short_cut`; 0: no cut, the default).
 SHORT_BELOW = "short_below"
-#: The retriever's first this many chunks are never left out by the short-chunk cut.
-SHORT_KEEP_RANKS = 2
-#: A chunk whose probability is at least this share of the list's best is never left out by the short-chunk cut.
-SHORT_P_SHARE = 0.5
 
 
 class SetwisePruner:
@@ -252,42 +251,6 @@ def keep_most_cut(
     return [max(1, min(int(g), threshold - 1)) if j in cut else int(g) for j, g in enumerate(grades)]
 
 
-def short_cut(
-    grades: Sequence[int],
-    probs: Sequence[float],
-    ranks: Sequence[int],
-    sizes: Sequence[int],
-    ruled: Sequence[bool],
-    threshold: int,
-    below: int,
-) -> list[int]:
-    """``grades`` with each chunk graded at or above ``threshold`` that is short (``sizes``: fewer than ``below``
-    words), not among the retriever's first :data:`SHORT_KEEP_RANKS` (``ranks``, 0-based), under
-    :data:`SHORT_P_SHARE` of the list's best probability and not graded by a rule (``ruled``) graded one under
-    ``threshold`` (at least 1); the list's most probable chunk always stays. ``below`` of 0: no cut.
-
-    The per-knowledge-base cut ``admit adapt`` fits (:data:`SHORT_BELOW`): on documentation, a short section (a
-    synopsis, a one-line lead, a link list) the model and the retriever both rank below the list's best seldom holds
-    the answer its longer neighbours hold, and it dilutes the evidence handed over.
-    """
-    out = [int(g) for g in grades]
-    if below <= 0 or not out:
-        return out
-    best = max(range(len(out)), key=lambda j: (probs[j], -j))
-    top = float(probs[best])
-    for j, g in enumerate(out):
-        if (
-            g >= threshold
-            and j != best
-            and not ruled[j]
-            and sizes[j] < below
-            and ranks[j] >= SHORT_KEEP_RANKS
-            and float(probs[j]) < SHORT_P_SHARE * top
-        ):
-            out[j] = max(1, min(g, threshold - 1))
-    return out
-
-
 def cross_model(minilm_path: str | Path | None = None) -> CrossEncoder:
     """The split cross-encoder ``setwise`` fuses in, its weights read once: a face builds one and hands it to every
     pipeline as :attr:`~admit.prune.spec.PrunerResources.cross` (the service's main and shadow pipelines share it);
@@ -338,6 +301,7 @@ SPEC = StrategySpec(
     top_k_keeps_unrelated=False,
     source_modules=(
         "admit.prune.setwise",
+        "admit._cuts",
         "admit.passages",
         *(
             f"admit.prune.setwise_model.{m}"
