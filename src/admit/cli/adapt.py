@@ -42,7 +42,7 @@ __all__ = ["adapt_cmd", "run_adapt", "summary"]
     show_default=True,
     help="Fit the setwise pruner's short-chunk cut (short_below): the largest word count under which a short chunk "
     "that neither the retriever's first two nor half the list's best probability reach is left out while the "
-    "sections of 99% of the pseudo-questions stay admitted.",
+    "sections of 97% of the pseudo-questions stay admitted.",
 )
 @json_option("the adaptation")
 @handle_errors
