@@ -35,9 +35,20 @@ __all__ = ["adapt_cmd", "run_adapt", "summary"]
     help="Fit the setwise pruner's cut (keep_most) too (off by default: on the measured sites it raised the useful "
     "share 2 points and lost an answer); --no-cut fits the verdict only and the pruner keeps its shipped cut.",
 )
+@click.option(
+    "--short-cut/--no-short-cut",
+    "short",
+    default=True,
+    show_default=True,
+    help="Fit the setwise pruner's short-chunk cut (short_below): the largest word count under which a short chunk "
+    "that neither the retriever's first two nor half the list's best probability reach is left out while the "
+    "sections of 97% of the pseudo-questions stay admitted.",
+)
 @json_option("the adaptation")
 @handle_errors
-def adapt_cmd(kb_path: str, sections: int, seed: int, show: bool, clear: bool, cut: bool, as_json: bool) -> None:
+def adapt_cmd(
+    kb_path: str, sections: int, seed: int, show: bool, clear: bool, cut: bool, short: bool, as_json: bool
+) -> None:
     """Fit the answerability verdict's thresholds to this knowledge base's own documentation.
 
     Builds answerable pseudo-questions from the ingested chunks (headings, lead sentences, definition terms,
@@ -65,7 +76,7 @@ def adapt_cmd(kb_path: str, sections: int, seed: int, show: bool, clear: bool, c
             else:
                 click.echo(summary(ad) if ad is not None else f"{kb_path}: not adapted (shipped thresholds)")
             return
-        ad = run_adapt(kb, sections=sections, seed=seed, quiet=as_json, cut=cut)
+        ad = run_adapt(kb, sections=sections, seed=seed, quiet=as_json, cut=cut, short=short)
     finally:
         kb.close()
     if as_json:
@@ -75,7 +86,13 @@ def adapt_cmd(kb_path: str, sections: int, seed: int, show: bool, clear: bool, c
 
 
 def run_adapt(
-    kb: KnowledgeBase, *, sections: int = 150, seed: int = 13, quiet: bool = False, cut: bool = False
+    kb: KnowledgeBase,
+    *,
+    sections: int = 150,
+    seed: int = 13,
+    quiet: bool = False,
+    cut: bool = False,
+    short: bool = True,
 ) -> Adaptation:
     """Adapt ``kb`` (a progress line on stderr every 50 questions unless ``quiet``) and return the adaptation."""
     from admit.kb.adapt import AdaptOptions, adapt
@@ -84,7 +101,7 @@ def run_adapt(
         if not quiet and (done % 50 == 0 or done == total):
             click.echo(f"  adapt: {done}/{total} questions asked", err=True)
 
-    ad, _ = adapt(kb, AdaptOptions(sections=sections, seed=seed, cut=cut), progress=progress)
+    ad, _ = adapt(kb, AdaptOptions(sections=sections, seed=seed, cut=cut, short=short), progress=progress)
     return ad
 
 
@@ -117,11 +134,20 @@ def summary(ad: Adaptation) -> str:
         )
     for name, params in sorted(ad.prune_params.items()):
         cut = f.get("cut", {})
-        lines.append(
-            f"  {name} pruner: keeps at most its {params.get('keep_most', 0)} most probable chunks above the threshold "
-            f"(the section of {cut.get('gold_kept', '-')} of {cut.get('questions', '-')} answerable pseudo-questions; "
-            f"{cut.get('chunks', '-')} chunks a question, uncut {cut.get('chunks_uncut', '-')})"
-        )
+        if params.get("keep_most"):
+            lines.append(
+                f"  {name} pruner: keeps at most its {params['keep_most']} most probable chunks above the threshold "
+                f"(the section of {cut.get('gold_kept', '-')} of {cut.get('questions', '-')} answerable "
+                f"pseudo-questions; {cut.get('chunks', '-')} chunks a question, uncut {cut.get('chunks_uncut', '-')})"
+            )
+        short = f.get("short_cut", {})
+        if params.get("short_below"):
+            lines.append(
+                f"  {name} pruner: leaves out chunks of fewer than {params['short_below']} words that neither the "
+                f"retriever's first two nor half the list's best probability reach (the section of "
+                f"{short.get('gold_kept', '-')} of {short.get('questions', '-')} answerable pseudo-questions; "
+                f"{short.get('chunks', '-')} chunks a question, uncut {short.get('chunks_uncut', '-')})"
+            )
     for label, key in (("shipped thresholds", "shipped"), ("adapted", "fitted"), ("adapted, held out", "two_fold")):
         fig = f.get(key, {})
         lines.append(

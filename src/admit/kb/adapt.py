@@ -42,6 +42,7 @@ import numpy as np
 
 from admit import _linear
 from admit import _text as tx
+from admit._cuts import short_cut
 from admit.answerability import features as answer_features
 from admit.answerability import load_models
 from admit.answerability.adaptation import Adaptation
@@ -69,6 +70,7 @@ __all__ = [
     "build_cases",
     "final_state",
     "fit_keep_most",
+    "fit_short_below",
     "fit_similarity_floor",
     "fit_thresholds",
     "paraphrase",
@@ -92,6 +94,14 @@ FLOOR_SHARE = 0.02
 CUT_GOLD_SHARE = 0.99
 #: The largest cut tried; a knowledge base that needs more keeps the shipped (uncut) behaviour.
 CUT_MAX = 8
+#: The short-chunk cut (setwise's ``short_below``) keeps at least this share of the answerable pseudo-questions whose
+#: section the uncut pruner admitted: the largest word count of :data:`SHORT_GRID` that does is the knowledge base's.
+#: At 0.99 (``keep_most``'s share) the six docs sites' useful share went 41% -> 42%, at 0.97 41% -> 44% (held-out
+#: 37% -> 38% and 40%), no answer lost either way: the pseudo-questions' own sections are often short headings'
+#: sections, which real questions' answers seldom are (docs/results.md, issue 46, the short-chunk cut).
+SHORT_GOLD_SHARE = 0.97
+#: The word counts tried for the short-chunk cut, the largest first.
+SHORT_GRID = (150, 100, 80, 60, 40, 20)
 #: Near copies of a gold chunk: at least this cosine between stored vectors.
 NEAR_COPY = 0.95
 
@@ -129,6 +139,8 @@ class AdaptOptions(SampleOptions):
     """The most questions about other products (as many as the answerable ones, at least 12, up to this)."""
     cut: bool = False
     """Fit the setwise pruner's cut (``keep_most``; off: the verdict only, the pruner keeps its shipped cut)."""
+    short: bool = True
+    """Fit the setwise pruner's short-chunk cut (``short_below``, :func:`fit_short_below`; off: no such cut)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -368,6 +380,8 @@ class _Recorder:
 
     def __init__(self) -> None:
         self.probs: dict[str, float] = {}
+        self.shape: dict[str, tuple[int, int]] = {}
+        """Per chunk id of the last list: (its rank after the rerank, 0-based; its words)."""
         self._pruner: Any = None
 
     def attach(self, pipe: Any) -> None:
@@ -380,6 +394,7 @@ class _Recorder:
         def prune(question: Any, candidates: Any, settings: Any) -> Any:
             out = inner(question, candidates, settings)
             self.probs = {cid: float(sig[1]) for cid, sig in dict(out.signals).items()}
+            self.shape = {c.chunk.id: (int(c.rank), len(c.chunk.text.split())) for c in candidates}
             return out
 
         pruner.prune = prune
@@ -397,7 +412,7 @@ def _ask(kb: KnowledgeBase, pipe: Any, plan: _Plan, probe: Adaptation, recorder:
     cands = list(req.candidates)
     found = bool(plan.gold & {c.id for c in cands})
     if recorder is not None:
-        recorder.probs = {}
+        recorder.probs, recorder.shape = {}, {}
     if plan.drop:
         cands = [c for c in cands if c.id not in plan.drop]
     res = pipe.pack(replace(req, candidates=cands, adaptation=probe), resolved=resolved)
@@ -412,6 +427,13 @@ def _ask(kb: KnowledgeBase, pipe: Any, plan: _Plan, probe: Adaptation, recorder:
         extra["admitted_p"] = [
             (recorder.probs[p.chunk.id], p.chunk.id in plan.gold) for p in res.admitted if p.chunk.id in recorder.probs
         ]
+        # what the short-chunk cut reads of each admitted chunk: (p, gold, rank, words), and the list's best p
+        extra["admitted_shape"] = [
+            (recorder.probs[p.chunk.id], p.chunk.id in plan.gold, *recorder.shape[p.chunk.id])
+            for p in res.admitted
+            if p.chunk.id in recorder.probs and p.chunk.id in recorder.shape
+        ]
+        extra["best_p"] = max(recorder.probs.values())
     at = reason.find(SIMILARITY_IN_REASON)
     if at >= 0:
         extra["similarity"] = float(reason[at + len(SIMILARITY_IN_REASON) :].split(";")[0].split()[0])
@@ -561,11 +583,11 @@ def adapt(
     probe = replace(_probe(kb), prune_params={"setwise": rules})
     cases = _ask_all(kb, pipe, plans, probe, progress)
     most, cut_figures = fit_keep_most(cases) if options.cut else (0, {"fitted": False})
-    if most:
-        # the verdict reads what the pruner admits: its thresholds are fitted on the lists the cut leaves
-        cases = _ask_all(
-            kb, pipe, plans, replace(probe, prune_params={"setwise": {**rules, "keep_most": most}}), progress
-        )
+    short, short_figures = fit_short_below(cases) if options.short else (0, {"fitted": False})
+    cuts = {k: v for k, v in (("keep_most", most), ("short_below", short)) if v}
+    if cuts:
+        # the verdict reads what the pruner admits: its thresholds are fitted on the lists the cuts leave
+        cases = _ask_all(kb, pipe, plans, replace(probe, prune_params={"setwise": {**rules, **cuts}}), progress)
     shipped = {n: (m.threshold, m.answered_from) for n, m in load_models().items()}
     fitted = fit_thresholds(cases, shipped)
     floors = fit_similarity_floor(cases, fitted)
@@ -589,6 +611,7 @@ def adapt(
         "words_nowhere": _words_nowhere(cases, vocabulary, prefixes),
         "vocabulary": len(vocabulary),
         "cut": cut_figures,
+        "short_cut": short_figures,
     }
     ad = Adaptation(
         thresholds=fitted,
@@ -597,7 +620,7 @@ def adapt(
         figures=figures,
         similarity_floor=floors,
         vocabulary=vocabulary,
-        prune_params={"setwise": {**rules, "keep_most": most} if most else rules},
+        prune_params={"setwise": {**rules, **cuts}},
     )
     if save:
         kb.save_adaptation(ad, fp)
@@ -635,6 +658,46 @@ def fit_keep_most(cases: Sequence[AdaptCase]) -> tuple[int, dict[str, Any]]:
             figures.update(keep_most=k, gold_kept=round(held, 3), chunks=round(chunks, 2))
             return k, figures
     return 0, figures
+
+
+def fit_short_below(cases: Sequence[AdaptCase]) -> tuple[int, dict[str, Any]]:
+    """setwise's ``short_below`` for this knowledge base, and the figures it was chosen by: the largest word count of
+    :data:`SHORT_GRID` under which :func:`admit._cuts.short_cut` still leaves the section of at least
+    :data:`SHORT_GOLD_SHARE` of the answerable pseudo-questions the uncut pruner admitted it for (0, no cut: fewer
+    than :data:`MIN_CASES` such questions, or no count keeps that share while leaving out a chunk)."""
+    lists = [
+        (c.extra["admitted_shape"], float(c.extra.get("best_p", 0.0)))
+        for c in cases
+        if c.kind == "answerable" and c.extra.get("admitted_shape") and any(s[1] for s in c.extra["admitted_shape"])
+    ]
+    figures: dict[str, Any] = {"questions": len(lists), "share": SHORT_GOLD_SHARE}
+    if len(lists) < MIN_CASES:
+        return 0, figures
+    uncut = sum(len(xs) for xs, _ in lists)
+    figures["chunks_uncut"] = round(uncut / len(lists), 2)
+    by_words: dict[str, list[float]] = {}
+    for below in SHORT_GRID:
+        held = chunks = 0
+        for xs, best in lists:
+            # the list's best (best_p) stands in as a chunk graded 5, so the cut reads the same best probability
+            probs = [best, *(x[0] for x in xs)]
+            kept = short_cut(
+                [5] * len(probs),
+                probs,
+                [0, *(x[2] for x in xs)],
+                [below, *(x[3] for x in xs)],
+                [False] * len(probs),
+                3,
+                below,
+            )[1:]
+            left = [x for x, g in zip(xs, kept, strict=True) if g >= 3]
+            held += any(x[1] for x in left)
+            chunks += len(left)
+        by_words[str(below)] = [round(held / len(lists), 3), round(chunks / len(lists), 2)]
+        if held >= SHORT_GOLD_SHARE * len(lists) and chunks < uncut and "short_below" not in figures:
+            figures.update(short_below=below, gold_kept=by_words[str(below)][0], chunks=by_words[str(below)][1])
+    figures["by_words"] = by_words
+    return int(figures.get("short_below", 0)), figures
 
 
 def _words_nowhere(

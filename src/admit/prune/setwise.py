@@ -23,18 +23,31 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from admit._cuts import SHORT_KEEP_RANKS, SHORT_P_SHARE, short_cut
 from admit.backends.embedders.base import Embedder
 from admit.backends.rerankers.cross import CrossEncoder
 from admit.prune.base import PruneOutcome, apply_threshold
 from admit.prune.checks import int_at_least
 from admit.prune.settings import PruneSettings
-from admit.prune.setwise_model import SetwiseItem, SetwiseScorer
+from admit.prune.setwise_model import SetwiseItem, SetwiseScorer, SetwiseScores
 from admit.prune.setwise_model.text import identifiers
 from admit.prune.spec import PrunerResources, StrategySpec, Switch, file_digest
 from admit.question import Question
 from admit.types import Scored
 
-__all__ = ["DOC_RULES", "KEEP_MOST", "SPEC", "SetwisePruner", "identifiers", "keep_most_cut"]
+__all__ = [
+    "DOC_RULES",
+    "KEEP_MOST",
+    "SHORT_BELOW",
+    "SHORT_KEEP_RANKS",
+    "SHORT_P_SHARE",
+    "SPEC",
+    "SetwisePruner",
+    "fitted_cuts",
+    "identifiers",
+    "keep_most_cut",
+    "short_cut",
+]
 
 #: The strategy parameter of the knowledge base's fitted cut (``admit adapt`` fits it; a policy may set it): keep at
 #: most this many of the chunks graded at or above the threshold, the most probable first (0: no cut).
@@ -44,6 +57,11 @@ KEEP_MOST = "keep_most"
 #: (:class:`~admit.prune.setwise_model.SetwiseScorer`'s ``stubs``, ``lexical``, ``weak_three``). ``admit adapt`` turns
 #: them on for the knowledge base it adapts (a user's own documentation); off, ../shared/data's R@68 is as before.
 DOC_RULES = "doc_rules"
+#: The strategy parameter of the knowledge base's fitted short-chunk cut (``admit adapt`` fits it; a policy may set
+#: it): a chunk of fewer than this many words graded at or above the threshold is left out when it is neither among
+#: the retriever's first :data:`SHORT_KEEP_RANKS` nor within :data:`SHORT_P_SHARE` of the list's best probability
+#: (:func:`short_cut`; 0: no cut, the default).
+SHORT_BELOW = "short_below"
 
 
 class SetwisePruner:
@@ -111,19 +129,8 @@ class SetwisePruner:
             if after != before:
                 reasons[j] += f"; grade {after} (was {before}): {retriever_reason(len(candidates), scores.probs)}"
         grades = lifted
-        most = int(settings.params.get(KEEP_MOST, 0) or 0)
         notes = [f"expected_needed={scores.expected_needed:.2f}"]
-        if most > 0:
-            ruled = list(scores.ruled) if len(scores.ruled) == len(grades) else [False] * len(grades)
-            cut = keep_most_cut(grades, scores.probs, ruled, settings.threshold, most)
-            for j, (before, after) in enumerate(zip(grades, cut, strict=True)):
-                if after != before:
-                    reasons[j] += (
-                        f"; grade {after} (was {before}): the fitted cut keeps the {most} most probable "
-                        f"(p={scores.probs[j]:.2f} is not among them)"
-                    )
-            grades = cut
-            notes.append(f"keep_most={most}")
+        grades = fitted_cuts(candidates, settings, scores, grades, reasons, notes)
         out = apply_threshold(
             self.name,
             candidates,
@@ -140,6 +147,47 @@ class SetwisePruner:
         if signals and len(scores.cross) == len(candidates):
             cross = {c.chunk.id: v for c, v in zip(candidates, scores.cross, strict=True)}
         return replace(out, signals=signals, expected_needed=scores.expected_needed, cross=cross)
+
+
+def fitted_cuts(
+    candidates: Sequence[Scored],
+    settings: PruneSettings,
+    scores: SetwiseScores,
+    grades: Sequence[int],
+    reasons: list[str],
+    notes: list[str],
+) -> list[int]:
+    """``grades`` after the knowledge base's fitted cuts that ``settings`` name (``keep_most``: :func:`keep_most_cut`;
+    ``short_below``: :func:`short_cut`); ``reasons`` and ``notes`` are updated in place."""
+    out = [int(g) for g in grades]
+    ruled = list(scores.ruled) if len(scores.ruled) == len(out) else [False] * len(out)
+    most = int(settings.params.get(KEEP_MOST, 0) or 0)
+    if most > 0:
+        cut = keep_most_cut(out, scores.probs, ruled, settings.threshold, most)
+        for j, (before, after) in enumerate(zip(out, cut, strict=True)):
+            if after != before:
+                reasons[j] += (
+                    f"; grade {after} (was {before}): the fitted cut keeps the {most} most probable "
+                    f"(p={scores.probs[j]:.2f} is not among them)"
+                )
+        out = cut
+        notes.append(f"keep_most={most}")
+    short = int(settings.params.get(SHORT_BELOW, 0) or 0)
+    if short > 0:
+        sizes = [len(c.chunk.text.split()) for c in candidates]
+        ranks = [c.rank for c in candidates]
+        cut = short_cut(out, scores.probs, ranks, sizes, ruled, settings.threshold, short)
+        best = max(scores.probs, default=0.0)
+        for j, (before, after) in enumerate(zip(out, cut, strict=True)):
+            if after != before:
+                reasons[j] += (
+                    f"; grade {after} (was {before}): the fitted short-chunk cut ({sizes[j]} words < {short}, "
+                    f"retriever rank {ranks[j] + 1}, p={scores.probs[j]:.2f} < {SHORT_P_SHARE:g} of the best "
+                    f"{best:.2f})"
+                )
+        out = cut
+        notes.append(f"short_below={short}")
+    return out
 
 
 #: A list of at most this many candidates keeps the retriever's first (unless unrelated): a framework's short list
@@ -253,6 +301,7 @@ SPEC = StrategySpec(
     top_k_keeps_unrelated=False,
     source_modules=(
         "admit.prune.setwise",
+        "admit._cuts",
         "admit.passages",
         *(
             f"admit.prune.setwise_model.{m}"
@@ -276,7 +325,7 @@ SPEC = StrategySpec(
         "admit.backends.rerankers.cross",
     ),
     identity=_identity,
-    params={KEEP_MOST: int_at_least(0), DOC_RULES: int_at_least(0)},
+    params={KEEP_MOST: int_at_least(0), DOC_RULES: int_at_least(0), SHORT_BELOW: int_at_least(0)},
     default_params={"threshold": 3, "keep_top_k": 1},
     default_grid={"threshold": [2, 3, 4, 5], "keep_top_k": [0, 1, 2]},
     color="#d62728",
