@@ -117,73 +117,88 @@ def _text(line: str) -> str:
     return _ESCAPE.sub(one, line)
 
 
+class _MdocWords:
+    """The words of one mdoc line as they are built: brackets and quotes waiting to close, and whether the next
+    word joins the last (``Ns``, ``Pf``, an opening bracket)."""
+
+    def __init__(self) -> None:
+        self.out: list[str] = []
+        self.closers: list[str] = []
+        self.glue = False
+
+    def emit(self, word: str) -> None:
+        out = self.out
+        if self.closers and word in _MDOC_PUNCT and out:
+            out[-1] += "".join(reversed(self.closers))
+            self.closers = []
+        if out and (self.glue or word in _MDOC_PUNCT):
+            out[-1] += word
+        else:
+            out.append(word)
+        self.glue = False
+
+    def dash(self) -> None:
+        """``Fl Fl apple``: the first ``Fl`` is a dash the second's flag joins (``--apple``)."""
+        if self.out and self.glue:
+            self.out[-1] += "-"
+        else:
+            self.out.append("-")
+        self.glue = True
+
+    def quote(self, macro: str) -> None:
+        opener, closer = _MDOC_QUOTES[macro]
+        if opener:
+            self.out.append(opener)
+            self.glue = True
+        if closer and macro not in {"Oc", "Dc", "Pc"}:
+            self.closers.append(closer)
+        elif closer and self.out:
+            self.out[-1] += closer
+
+    def text(self) -> str:
+        if self.closers and self.out:
+            self.out[-1] += "".join(reversed(self.closers))
+        return " ".join(self.out)
+
+
+def _mdoc_word(t: str, toks: list[str], i: int, name: str) -> tuple[str, int]:
+    """The word token ``t`` stands for (``""``: none) and the index after the arguments it read from ``toks[i:]``."""
+    nxt = toks[i] if i < len(toks) and toks[i] not in _MDOC_ALL else ""
+    took = 1 if nxt else 0
+    if t == "Fl":
+        return "-" + nxt, i + took
+    if t == "Xr":
+        sect = toks[i + 1] if nxt and i + 1 < len(toks) and toks[i + 1] not in _MDOC_ALL else ""
+        return (f"{nxt}({sect})" if sect else nxt), i + took + (1 if sect else 0)
+    if t == "Nm":
+        return (nxt, i + 1) if nxt and nxt not in _MDOC_PUNCT else (name, i)
+    if t == "In":
+        return (f"#include <{nxt}>" if nxt else ""), i + took
+    if t in _MDOC_ALL:
+        return "", i
+    return t, i
+
+
 def _mdoc_text(macro: str, args: list[str], name: str) -> str:
     """An mdoc line's text: its macros read (``Fl e Ar x`` -> ``-e x``), quotes and brackets around what they
     enclose, punctuation joined to the word before it."""
-    out: list[str] = []
-    closers: list[str] = []
-    glue = False  # Ns / Pf: no space before the next word
+    words = _MdocWords()
     toks = [macro, *args]
     i = 0
     while i < len(toks):
         t = toks[i]
         i += 1
-        word = ""
-        if t == "Fl":
-            if i < len(toks) and toks[i] == "Fl":  # "Fl Fl apple": --apple
-                if out and glue:
-                    out[-1] += "-"
-                else:
-                    out.append("-")
-                glue = True
-                continue
-            nxt = toks[i] if i < len(toks) and toks[i] not in _MDOC_ALL else ""
-            i += 1 if nxt else 0
-            word = "-" + nxt
-        elif t == "Xr":
-            page = toks[i] if i < len(toks) else ""
-            sect = toks[i + 1] if i + 1 < len(toks) and toks[i + 1] not in _MDOC_ALL else ""
-            i += 1 + (1 if sect else 0)
-            word = f"{page}({sect})" if sect else page
-        elif t == "Nm":
-            if i < len(toks) and toks[i] not in _MDOC_ALL and toks[i] not in _MDOC_PUNCT:
-                word = toks[i]
-                i += 1
-            else:
-                word = name
-        elif t == "In":
-            word = f"#include <{toks[i]}>" if i < len(toks) else ""
-            i += 1
+        if t == "Fl" and i < len(toks) and toks[i] == "Fl":
+            words.dash()
         elif t in {"Ns", "Pf"}:
-            glue = True
-            continue
+            words.glue = True
         elif t in _MDOC_QUOTES:
-            opener, closer = _MDOC_QUOTES[t]
-            if opener:
-                out.append(opener)
-                glue = True
-            if closer and t not in {"Oc", "Dc", "Pc"}:
-                closers.append(closer)
-            elif closer and out:
-                out[-1] += closer
-            continue
-        elif t in _MDOC_ALL:
-            continue
+            words.quote(t)
         else:
-            word = t
-        if not word:
-            continue
-        if closers and word in _MDOC_PUNCT and out:
-            out[-1] += "".join(reversed(closers))
-            closers = []
-        if out and (glue or word in _MDOC_PUNCT):
-            out[-1] += word
-        else:
-            out.append(word)
-        glue = False
-    if closers and out:
-        out[-1] += "".join(reversed(closers))
-    return _text(" ".join(out))
+            word, i = _mdoc_word(t, toks, i, name)
+            if word:
+                words.emit(word)
+    return _text(words.text())
 
 
 def _args(rest: str) -> list[str]:
