@@ -84,6 +84,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=8, help="bench_setwise.py --mix docs lists for the cost ratio")
     args = ap.parse_args()
     from bench_setwise import _chunks
+    from score_setwise import scored_candidates
 
     import admit.prune.setwise_model.features as features
     from admit.backends.embedders.base import CachedEmbedder, text_key
@@ -91,7 +92,6 @@ def main() -> int:
     from admit.passages import best_passages
     from admit.prune import PruneSettings
     from admit.prune.setwise import SetwisePruner
-    from admit.types import Chunk, Scored
     from fitlib.curves import r_at
     from fitlib.data import read_file
 
@@ -139,19 +139,7 @@ def main() -> int:
             kept_at: dict[int, list[bool]] = {t: [] for t in range(1, 6)}
             n_keep, n_all = dict.fromkeys(range(1, 6), 0), 0
             for r in rows:
-                cands = [
-                    Scored(
-                        chunk=Chunk(
-                            id=c["id"],
-                            source_id=c.get("source_id") or c["id"],
-                            title=c.get("title") or "",
-                            text=c.get("text") or "",
-                        ),
-                        score=0.0,
-                        rank=i,
-                    )
-                    for i, c in enumerate(r["candidates"])
-                ]
+                cands = scored_candidates(r)
                 grades = {g.chunk_id: g.grade for g in pruner.prune(r["question"], cands, settings).graded}
                 n_all += len(cands)
                 for t in range(1, 6):

@@ -51,6 +51,23 @@ class _Recording:
         return out
 
 
+def scored_candidates(row: dict[str, Any]) -> list[Scored]:
+    """A labelled list's candidates as the pruner takes them: in the list's order, no retriever score."""
+    return [
+        Scored(
+            chunk=Chunk(
+                id=c["id"],
+                source_id=c.get("source_id") or c["id"],
+                title=c.get("title") or "",
+                text=c.get("text") or "",
+            ),
+            score=0.0,
+            rank=i,
+        )
+        for i, c in enumerate(row["candidates"])
+    ]
+
+
 def _use_recipe(model: Any, recipe: str) -> None:
     """Run ``model`` (loaded here) on the session of ``recipe`` (``bench/bench_int8_recipes.py``)."""
     import sys
@@ -100,19 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         n_keep = dict.fromkeys(range(1, 6), 0)
         n_all = 0
         for r in rows:
-            cands = [
-                Scored(
-                    chunk=Chunk(
-                        id=c["id"],
-                        source_id=c.get("source_id") or c["id"],
-                        title=c.get("title") or "",
-                        text=c.get("text") or "",
-                    ),
-                    score=0.0,
-                    rank=i,
-                )
-                for i, c in enumerate(r["candidates"])
-            ]
+            cands = scored_candidates(r)
             grades = {g.chunk_id: g.grade for g in pruner.prune(r["question"], cands, settings).graded}
             req = set(r["required"])
             n_all += len(cands)
