@@ -156,8 +156,10 @@ def encode_vectors(model: str, vecs: Any) -> dict[str, Any]:
     return {"model": model, "dim": int(arr.shape[1]), "b64": base64.b64encode(arr.tobytes()).decode("ascii")}
 
 
-def decode_vectors(stored: Any, model: str, count: int) -> Any:
-    """The passage vectors stored by :func:`encode_vectors`, or ``None`` when absent, malformed or of another model."""
+def decode_vectors(stored: Any, model: str, count: int | None) -> Any:
+    """The passage vectors stored by :func:`encode_vectors`, or ``None`` when absent, malformed or of another model.
+
+    ``count``: the passages the chunk has (``None``: as many whole rows as are stored, at least one)."""
     if not isinstance(stored, dict) or stored.get("model") != model:
         return None
     try:
@@ -165,6 +167,6 @@ def decode_vectors(stored: Any, model: str, count: int) -> Any:
         arr = np.frombuffer(base64.b64decode(stored["b64"]), dtype=np.float32)
     except (KeyError, TypeError, ValueError):
         return None
-    if dim <= 0 or arr.size != dim * count:
+    if dim <= 0 or (arr.size != dim * count if count is not None else arr.size == 0 or arr.size % dim):
         return None
-    return arr.reshape(count, dim)
+    return arr.reshape(-1, dim)

@@ -18,34 +18,17 @@ The cost is one dot product per stored passage of the candidates (30 chunks, a f
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from admit.backends.rerankers.fusion import RRF_K
+from admit.backends.rerankers.fusion import RRF_K, rrf_fuse
 from admit.kb.store import Hit
-from admit.passages import PASSAGE_VECTORS_KEY
+from admit.passages import PASSAGE_VECTORS_KEY, decode_vectors
 
 __all__ = ["best_similarity", "passage_fused"]
-
-
-def _passage_matrix(stored: Any, model: str, dim: int) -> npt.NDArray[np.float32] | None:
-    """The stored passage vectors of a chunk (``None``: none, malformed, of another model or dimension)."""
-    if not isinstance(stored, dict) or stored.get("model") != model:
-        return None
-    try:
-        if int(stored["dim"]) != dim:
-            return None
-        arr = np.frombuffer(base64.b64decode(stored["b64"]), dtype=np.float32)
-    except (KeyError, TypeError, ValueError):
-        return None
-    if arr.size == 0 or arr.size % dim:
-        return None
-    return arr.reshape(-1, dim)
 
 
 def best_similarity(hit: Hit, query: npt.NDArray[np.float32], model: str) -> float:
@@ -54,24 +37,21 @@ def best_similarity(hit: Hit, query: npt.NDArray[np.float32], model: str) -> flo
     q = np.asarray(query, dtype=np.float32).reshape(-1)
     vec = np.asarray(hit.record.embedding, dtype=np.float32).reshape(-1)
     best = float(vec @ q) if vec.shape == q.shape else -np.inf
-    mat = _passage_matrix(hit.record.metadata.get(PASSAGE_VECTORS_KEY), model, q.shape[0])
-    if mat is not None:
+    mat = decode_vectors(hit.record.metadata.get(PASSAGE_VECTORS_KEY), model, None)
+    if mat is not None and mat.shape[1] == q.shape[0]:
         best = max(best, float(np.max(mat @ q)))
     return best
 
 
 def passage_fused(hits: Sequence[Hit], query: npt.NDArray[np.float32], model: str, *, rrf_k: int = RRF_K) -> list[Hit]:
     """The store's fused ``hits`` fused again: their lexical order (the store's BM25 rank; a chunk without one is
-    not in that list) and their order by :func:`best_similarity` (every chunk), by reciprocal rank. Best first;
-    ties keep the store's order. The same hits, each with its new fused score."""
+    not in that list) and their order by :func:`best_similarity` (every chunk), by reciprocal rank
+    (:func:`~admit.backends.rerankers.fusion.rrf_fuse`, admit's one RRF). Best first. The same hits, each with its
+    new fused score."""
     if len(hits) < 2:
         return list(hits)
     dense = [best_similarity(h, query, model) for h in hits]
-    score = [0.0] * len(hits)
     lexical = sorted((i for i, h in enumerate(hits) if h.bm25_rank is not None), key=lambda i: (hits[i].bm25_rank, i))
-    for r, i in enumerate(lexical):
-        score[i] += 1.0 / (rrf_k + r + 1)
-    for r, i in enumerate(sorted(range(len(hits)), key=lambda i: (-dense[i], i))):
-        score[i] += 1.0 / (rrf_k + r + 1)
-    order = sorted(range(len(hits)), key=lambda i: (-score[i], i))
-    return [replace(hits[i], fused=score[i]) for i in order]
+    by_dense = sorted(range(len(hits)), key=lambda i: (-dense[i], i))
+    fused = rrf_fuse([(str(i), 0.0) for i in lexical], [(str(i), dense[i]) for i in by_dense], k=len(hits), rrf_k=rrf_k)
+    return [replace(hits[int(i)], fused=score) for i, score, *_ in fused]
