@@ -8,27 +8,11 @@ last idle. No test reads the clock: the decisions run on the scheduler core with
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pytest
 
 from admit.service.fairq import FairQueue
 from admit.service.sched import Core
-
-
-@dataclass(eq=False)
-class SimJob:
-    tenant: str
-    key: str = ""
-    size: int = 100
-    estimate: float = 0.0
-    deadline_at: float | None = None
-    long: bool = False
-    heavy: bool = False
-    quiet: bool = False
-    over: bool = False
-    stopped: bool = False
-    since: float = 0.0
+from tests.security._simjob import SimJob
 
 
 def _queue() -> FairQueue[SimJob]:

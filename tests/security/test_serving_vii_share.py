@@ -19,30 +19,15 @@ import socket
 import time
 import types
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from admit.service.fairq import FairQueue
+from tests.security._simjob import SimJob
 
 if TYPE_CHECKING:
     from admit.service.sched import Core
-
-
-@dataclass(eq=False)
-class SimJob:
-    tenant: str
-    key: str = ""
-    size: int = 100
-    estimate: float = 0.0
-    deadline_at: float | None = None
-    long: bool = False
-    heavy: bool = False
-    quiet: bool = False
-    over: bool = False
-    stopped: bool = False
-    since: float = 0.0
 
 
 def _core(cores: int = 2, window_s: float = 2.0) -> Core[SimJob]:
