@@ -108,6 +108,7 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     "content_words": content_words,
     "parse_markdown": lambda t: parse_markdown(t, fallback_title="x"),
     "markdown_heading": lambda t: parse_markdown("# a" + t + "b", fallback_title="x"),
+    "markdown_comment": lambda t: parse_markdown("a <!-- " + t + "\n`<!--`" + t, fallback_title="x"),
     "parse_html": lambda t: parse_html(t, fallback_title="x"),
     "parse_text": lambda t: parse_text(t, fallback_title="x"),
     "parse_man": lambda t: parse_document(".TH x 1\n.nf\n" + t, "man", fallback_title="x"),

@@ -57,14 +57,14 @@ def format_of(name: str) -> str | None:
     return fmt
 
 
-PARSER_REVISIONS: dict[str, str] = {"html": "docsite-4"}
+PARSER_REVISIONS: dict[str, str] = {"html": "docsite-4", "markdown": "md-2"}
 """Parsers whose output changed for the same file (HTML: a built site's main content, titles without the site's
 suffix, inline elements joined; docsite-2: main content by structure and text with the guard, text outside
 blocks, hidden regions, admonitions as text, the version from a footer or title page; docsite-3: Texinfo's and
 Doxygen's navigation and titles, a definition term's classifier after a colon, MkDocs known by its search
 box; docsite-4: a ``nosearch`` block is chrome on any page, a CGI's header lines and man2html's page header
-(``Section: ... Return to Main Contents``) are dropped): part of a source's ingest key, so a re-ingest re-reads
-files it would otherwise call unchanged."""
+(``Section: ... Return to Main Contents``) are dropped; Markdown md-2: HTML comments ``<!-- ... -->`` are no
+text): part of a source's ingest key, so a re-ingest re-reads files it would otherwise call unchanged."""
 
 _HEADING = _linear.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", name="ingest.heading")
 _FENCE = _linear.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", name="ingest.fence")
@@ -129,24 +129,66 @@ def _clean_heading(text: str) -> str:
     return text.translate(_EMPHASIS).strip()
 
 
-def parse_markdown(text: str, *, fallback_title: str) -> ParsedDocument:
-    """Split Markdown into sections by ATX headings (``#``..``######``), ignoring headings inside code fences."""
-    meta, lines = _front_matter(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
-    blocks: list[tuple[int, str] | list[str]] = []  # (level, heading) or paragraph lines
+def _uncommented(line: str, in_comment: bool) -> tuple[str | None, bool]:
+    """``line`` without its HTML comments (``<!-- ... -->``, which a renderer never shows), and whether a comment
+    is still open at its end. ``None``: the whole line was inside a comment (no text, not even a blank line).
+    A ``<!--`` inside an inline code span (an odd number of backticks before it) is text. Linear: each character
+    is looked at a bounded number of times."""
+    if not in_comment and "<!--" not in line:
+        return line, False
+    opens_block = not in_comment and len(line) - len(line.lstrip(" ")) < 4 and line.lstrip(" ").startswith("<!--")
+    out: list[str] = []
+    pos, n = 0, len(line)
+    ticks = 0  # backticks seen in the text kept so far: odd means inside an inline code span
+    while pos < n:
+        if in_comment:
+            end = line.find("-->", pos)
+            if end < 0:
+                break
+            pos, in_comment = end + 3, False
+            continue
+        start = line.find("<!--", pos)
+        if start < 0:
+            out.append(line[pos:])
+            break
+        ticks += line.count("`", pos, start)
+        if ticks % 2:
+            out.append(line[pos : start + 4])
+            pos = start + 4
+            continue
+        out.append(line[pos:start])
+        pos, in_comment = start + 4, True
+    kept = "".join(out)
+    if not kept.strip():  # a comment alone on its line is an HTML block (it ends a paragraph); inside one, nothing
+        return ("" if opens_block else None), in_comment
+    return kept, in_comment
+
+
+def _markdown_blocks(lines: list[str], *, comments: bool) -> tuple[list[tuple[int, str] | list[str]], bool]:
+    """Headings (``(level, text)``) and paragraphs (their lines) of Markdown ``lines``, code fences kept whole;
+    ``comments``: HTML comments outside fences are left out. Also: whether a comment was still open at the end."""
+    blocks: list[tuple[int, str] | list[str]] = []
     para: list[str] = []
     fence: str | None = None
+    in_comment = False
 
     def flush() -> None:
         if para and any(x.strip() for x in para):
             blocks.append(list(para))
         para.clear()
 
-    for line in lines:
+    for raw in lines:
         if fence is not None:
-            para.append(line)
-            if line.strip().startswith(fence):
+            para.append(raw)
+            if raw.strip().startswith(fence):
                 fence = None
             continue
+        line = raw
+        if comments:
+            kept, in_comment = _uncommented(raw, in_comment)
+            if kept is None:  # inside a comment that a line before opened
+                continue
+            line = kept
         m = _FENCE.match(line)
         if m:
             if para and not para[-1].strip():
@@ -164,6 +206,19 @@ def parse_markdown(text: str, *, fallback_title: str) -> ParsedDocument:
             continue
         para.append(line)
     flush()
+    return blocks, in_comment
+
+
+def parse_markdown(text: str, *, fallback_title: str) -> ParsedDocument:
+    """Split Markdown into sections by ATX headings (``#``..``######``), ignoring headings inside code fences.
+
+    HTML comments (``<!-- ... -->``, on one line or several) are no text, outside code fences and inline code
+    spans. A ``<!--`` that no ``-->`` closes is read as text (the document is read again with comments kept), so
+    a stray one never hides the rest of a page."""
+    meta, lines = _front_matter(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
+    blocks, unclosed = _markdown_blocks(lines, comments=True)
+    if unclosed:
+        blocks, _ = _markdown_blocks(lines, comments=False)
     h1 = [b for b in blocks if isinstance(b, tuple) and b[0] == 1]
     title = meta.get("title", "")
     drop_h1 = False
