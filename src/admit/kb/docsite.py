@@ -270,6 +270,7 @@ _GENERATORS = (
     ("sphinx", "sphinx"),
     ("docusaurus", "docusaurus"),
     ("hugo", "hugo"),
+    ("gtk-doc", "gtk-doc"),
     ("docbook", "docbook"),
     ("asciidoc", "asciidoc"),
     ("javadoc", "javadoc"),
@@ -280,7 +281,11 @@ _GENERATORS = (
     ("texi2any", "texinfo"),
     ("texi2html", "texinfo"),
 )
-"""Substrings of a ``<meta name="generator">`` -> the generator's name (first match wins)."""
+"""Substrings of a ``<meta name="generator">`` -> the generator's name (first match wins; GTK-Doc's page names
+DocBook XSL first and GTK-Doc after it: GTK-Doc, the more specific, wins)."""
+_GTKDOC_SUMMARY_CELLS = frozenset({"function_name", "property_name", "signal_name"})
+"""GTK-Doc's summary tables at a page's top (``Functions``, ``Types and Values``, ``Properties``, ``Signals``):
+each row a return type or keyword and a link to the item's own section below, an index of the page: chrome."""
 
 _DOCS_TITLE = _linear.compile(
     r"(?i)^(?:(.*\S)\s+(?:—|–|-|\||·|::)\s+)?(\S.*?)\s+documentation$",
@@ -302,6 +307,7 @@ _HOME_VERSION = _linear.compile(
 _BARE_VERSION = _linear.compile(r"(?i)^v?(\d+(?:\.[0-9A-Za-z+-]+)*)$", name="docsite.bare_version")
 """A docstitle that is a version alone (Python's ``3.11.2 Documentation``)."""
 _SEPARATOR = _linear.compile(r"^\s*(?:—|–|-|\||·|::|:)\s*(\S.*)$", name="docsite.separator")
+_SEPARATOR_END = _linear.compile(r"^(\S.*?)\s*(?:—|–|-|\||·|::|:)\s*$", name="docsite.separator_end")
 _TRAILING_SIGNS = _linear.compile(r"(?:\s*[¶§\x{200b}\x{fe0f}🔗]|\s+#)+\s*$", name="docsite.trailing_signs")
 _PYDOC_TITLE = _linear.compile(
     r"^Python:\s+(?:(?:built-in\s+)?(?:module|package|class|function|object)\s+)?(\S.*)$", name="docsite.pydoc_title"
@@ -568,6 +574,15 @@ class _Walk:
                     self.marks[row] = _WORD
         if kind is None and el_id == "top" and self.out.generator == "doxygen":
             kind = _WORD  # Doxygen's header block (title area, menus, a project's own header of links)
+        if (
+            kind is None
+            and tag == "td"
+            and self.out.generator == "gtk-doc"
+            and _GTKDOC_SUMMARY_CELLS.intersection(classes)
+        ):
+            table = _table_of(el)  # the summary (an index of the page): chrome
+            if table is not None and table not in self.marks:
+                self.marks[table] = _WORD
         if kind is not None:
             self.marks[el] = kind
         if self.quiet is None and (tag in _QUIET_TAGS or not tag or kind in (_HIDDEN, _PERMALINK, _STRUCTURAL)):
@@ -761,6 +776,17 @@ def _texinfo_version(root: Any) -> str:
     return ""
 
 
+def _table_of(cell: Any) -> Any:
+    """The table a cell is in (its row's parent, or that ``tbody``'s parent), ``None`` otherwise: three steps at
+    most, so the page's walk stays linear."""
+    up = cell.getparent()
+    for _ in range(2):
+        up = up.getparent() if up is not None else None
+        if up is not None and isinstance(up.tag, str) and up.tag.lower() == "table":
+            return up
+    return None
+
+
 def _read_markers(el: Any, tag: str, classes: Sequence[str], el_id: str, markers: set[str], out: PageScan) -> None:
     """The classes and ids that say which generator built the page, or that it is a search or index page."""
     for c in classes:
@@ -776,8 +802,8 @@ def _read_markers(el: Any, tag: str, classes: Sequence[str], el_id: str, markers
             markers.add("docbook")
         elif c in ("topnav", "subnav", "bottomnav", "skipnav"):
             markers.add("javadoc")
-        elif c in ("genindextable", "genindex-jumpbox", "modindextable"):
-            out.page_kind = "index"
+        elif c in ("genindextable", "genindex-jumpbox", "modindextable", "indexdiv"):
+            out.page_kind = "index"  # Sphinx's general and module index; DocBook XSL's (GTK-Doc's) index letters
         elif c == "heading-text" and tag == "tr":
             markers.add("pydoc")
     if el_id in ("furo-main-content", "documentation_options"):
@@ -924,8 +950,10 @@ def _read_meta(el: Any, out: PageScan, markers: set[str]) -> None:
     if (el.get("http-equiv") or "").lower() == "refresh":
         if is_redirect(content):
             out.page_kind = out.page_kind or "redirect"
-    elif name == "generator" and out.generator is None:
-        out.generator = _generator_of(content)
+    elif name == "generator" and (out.generator is None or out.generator == "docbook"):
+        named = _generator_of(content)
+        if out.generator is None or named == "gtk-doc":  # GTK-Doc's second meta refines DocBook XSL's
+            out.generator = named
         if "docutils" in content.lower():
             markers.add("docutils")
     elif name in ("docsearch:version", "docusaurus_version", "version") and content not in ("", "current"):
@@ -1089,6 +1117,10 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
             title, site = title.rsplit(sep, 1)
     if home_title and not version:
         site, version = _from_home(home_title, site)
+    if home_title and title != home_title and title.endswith(home_title):  # "cairo_t: Cairo: A Vector Graphics
+        rest = _SEPARATOR_END.search(title[: -len(home_title)])  # Library", the home link's title after a sign
+        if rest is not None:
+            title, site = rest.group(1), site or home_title
     return SiteTitle(title=title or heading, site=site, version=version)
 
 

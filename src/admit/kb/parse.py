@@ -57,14 +57,16 @@ def format_of(name: str) -> str | None:
     return fmt
 
 
-PARSER_REVISIONS: dict[str, str] = {"html": "docsite-4", "markdown": "md-2"}
+PARSER_REVISIONS: dict[str, str] = {"html": "docsite-5", "markdown": "md-2"}
 """Parsers whose output changed for the same file (HTML: a built site's main content, titles without the site's
 suffix, inline elements joined; docsite-2: main content by structure and text with the guard, text outside
 blocks, hidden regions, admonitions as text, the version from a footer or title page; docsite-3: Texinfo's and
 Doxygen's navigation and titles, a definition term's classifier after a colon, MkDocs known by its search
 box; docsite-4: a ``nosearch`` block is chrome on any page, a CGI's header lines and man2html's page header
-(``Section: ... Return to Main Contents``) are dropped; Markdown md-2: HTML comments ``<!-- ... -->`` are no
-text): part of a source's ingest key, so a re-ingest re-reads files it would otherwise call unchanged."""
+(``Section: ... Return to Main Contents``) are dropped; docsite-5: GTK-Doc's summary tables, index pages and
+page titles, its ``Parameters`` and ``Returns`` as labels, an empty last table cell; Markdown md-2: HTML
+comments ``<!-- ... -->`` are no text): part of a source's ingest key, so a re-ingest re-reads files it would
+otherwise call unchanged."""
 
 _HEADING = _linear.compile(r"^(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", name="ingest.heading")
 _FENCE = _linear.compile(r"^[ \t]{0,3}(`{3,}|~{3,})", name="ingest.fence")
@@ -327,6 +329,27 @@ def _classes(el: Any) -> list[str]:
     return (el.get("class") or "").lower().split()
 
 
+def _gtkdoc_part(el: Any, name: str) -> tuple[str, Any, Any] | None:
+    """GTK-Doc's ``Parameters`` and ``Returns`` of a function (``<div class="refsect3"><h4>Parameters</h4>``): a
+    part of the function's section, not a section of their own (a chunk of ``cr | a cairo context`` alone names
+    no function); read like an admonition, the heading's text as the label of its first paragraph."""
+    if name != "div" or "refsect3" not in _classes(el):
+        return None
+    head = next((c for c in el if isinstance(c.tag, str) and c.tag.lower() in _HTML_HEADINGS), None)
+    return (docsite.strip_signs(_text_of(head)), head, el) if head is not None else None
+
+
+def _holds_heading(row: Any) -> bool:
+    """A layout table's row: one of its cells holds a heading (GTK-Doc's page title beside an image cell).
+    Constant work per element: the row's cells and their children."""
+    return any(
+        isinstance(g.tag, str) and g.tag.lower() in _HTML_HEADINGS
+        for cell in row
+        if isinstance(cell.tag, str)
+        for g in cell
+    )
+
+
 def _admonition(el: Any, name: str) -> tuple[str, Any, Any] | None:
     """An admonition's label, the element that shows it (not read again) and the element holding its text;
     ``None`` when ``el`` is not an admonition.
@@ -412,6 +435,8 @@ class _Blocks:
                     self.credits.append(len(self.out) - 1)
         elif name == "tr":
             cells = [_text_of(c) for c in el if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
+            while cells and not cells[-1]:  # an empty last column (GTK-Doc's annotations) adds only " | "
+                cells.pop()
             if any(cells):
                 self.emit(" | ".join(cells))
         elif name == "pre":
@@ -428,7 +453,9 @@ class _Blocks:
             self.loose.append(el.tail)
 
 
-def _html_blocks(body: Any, credits: list[int] | None = None) -> list[tuple[int, str] | str]:
+def _html_blocks(
+    body: Any, credits: list[int] | None = None, *, generator: str | None = None
+) -> list[tuple[int, str] | str]:
     """The headings (``(level, text)``) and paragraphs of an HTML body, in document order, in one walk.
 
     Each node is visited once and each text read once, whatever the nesting: a block or heading is taken whole
@@ -437,7 +464,9 @@ def _html_blocks(body: Any, credits: list[int] | None = None) -> list[tuple[int,
     Text anywhere else is kept too: text directly in a ``div``, ``section``, ``span`` or the body, and inline
     elements outside any block, run together into paragraphs that any other element breaks. An admonition is
     content, not a section: its label (``Note``) starts its first paragraph (``Note: ...``). A title page's
-    author heading is a paragraph (``By ...``); its index goes to ``credits``.
+    author heading is a paragraph (``By ...``); its index goes to ``credits``. A table row whose cell holds a
+    heading is layout, read as its parts. On a GTK-Doc page (``generator``), a function's ``Parameters`` and
+    ``Returns`` are labels, like an admonition's (:func:`_gtkdoc_part`).
     """
     acc = _Blocks(credits)
     loose, label, flush = acc.loose, acc.label, acc.flush
@@ -465,6 +494,8 @@ def _html_blocks(body: Any, credits: list[int] | None = None) -> list[tuple[int,
             stack.extend((c, enter) for c in reversed(el))
             continue
         admonition = _admonition(el, name)
+        if admonition is None and generator == "gtk-doc":
+            admonition = _gtkdoc_part(el, name)
         if admonition is not None and el is not body:
             flush()
             text, shown, holder = admonition
@@ -474,7 +505,7 @@ def _html_blocks(body: Any, credits: list[int] | None = None) -> list[tuple[int,
             if holder.text:
                 loose.append(holder.text)
             continue
-        block = name in _HTML_HEADINGS or name in _HTML_BLOCKS
+        block = name in _HTML_HEADINGS or (name in _HTML_BLOCKS and not (name == "tr" and _holds_heading(el)))
         if not block or el is body:
             flush()
             if el.text:
@@ -545,7 +576,7 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
     title_el = root.find(".//title")
     raw_title = _words(title_el.itertext()) if title_el is not None else ""
     credits: list[int] = []
-    blocks = _html_blocks(scan.container, credits)
+    blocks = _html_blocks(scan.container, credits, generator=scan.generator)
     heads = [b for b in blocks if isinstance(b, tuple)]
     h1 = [b for b in heads if b[0] == 1]
     first_heading = heads[0] if heads else None
@@ -556,7 +587,7 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
         home_title=scan.home_title,
     )
     title = named.title
-    drop_level = _title_level(heads, title)
+    drop_level = _title_level(heads, title, leading=scan.generator == "gtk-doc")
     site = docsite.site_info(scan, named)
     version = site.get("version", "")
     if credits and version and not any(version in b for b in blocks if isinstance(b, str)):
@@ -574,16 +605,18 @@ def parse_html(text: str, *, fallback_title: str) -> ParsedDocument:
     )
 
 
-def _title_level(heads: Sequence[tuple[int, str]], title: str) -> int:
+def _title_level(heads: Sequence[tuple[int, str]], title: str, *, leading: bool = False) -> int:
     """The level of the heading that is the page's title (left out of the heading paths), 0 when none is: the
     single h1 that comes first, or a heading that says the title with no heading at its level or above after it
-    (DocBook's h2 sections)."""
+    (DocBook's h2 sections); ``leading``: a first heading that says the title, whatever follows (GTK-Doc's h2
+    title, then h2 ``Description``, h2 ``Functions``)."""
     if not heads:
         return 0
     first = heads[0]
     if first[0] == 1 and sum(1 for b in heads if b[0] == 1) == 1:
         return 1
-    if _unnumbered(first[1]) == _unnumbered(title) and all(b[0] > first[0] for b in heads[1:]):
+    same = _unnumbered(first[1]) == _unnumbered(title)
+    if same and (leading or all(b[0] > first[0] for b in heads[1:])):
         return first[0]
     return 0
 
