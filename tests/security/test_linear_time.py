@@ -110,6 +110,19 @@ FUNCTIONS: dict[str, Callable[[str], object]] = {
     "markdown_heading": lambda t: parse_markdown("# a" + t + "b", fallback_title="x"),
     "markdown_comment": lambda t: parse_markdown("a <!-- " + t + "\n`<!--`" + t, fallback_title="x"),
     "parse_html": lambda t: parse_html(t, fallback_title="x"),
+    "parse_html_haddock": lambda t: parse_html(
+        '<div id="package-header"></div><div id="content">'
+        + '<div class="top"><p class="src"><a class="def">d</a></p><h4 class="subheading">E</h4></div>' * (len(t) // 90)
+        + t,
+        fallback_title="x",
+    ),
+    "parse_html_gtkdoc": lambda t: parse_html(
+        '<meta name="generator" content="GTK-Doc V1.27">'
+        + '<table><tr><td><h2>t</h2></td><td class="function_name">f</td><td></td></tr></table>' * (len(t) // 90)
+        + '<div class="refsect3"><h4>Parameters</h4>' * (len(t) // 2000)
+        + t,
+        fallback_title="x",
+    ),
     "parse_text": lambda t: parse_text(t, fallback_title="x"),
     "parse_man": lambda t: parse_document(".TH x 1\n.nf\n" + t, "man", fallback_title="x"),
     "man_request": lambda t: parse_document('.TH x 1\n.TP\n.BR "' + t, "man", fallback_title="x"),

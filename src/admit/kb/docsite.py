@@ -56,6 +56,7 @@ SKIP_KINDS: dict[str, str] = {
     "excluded": "file(s) matching --exclude",
     "sphinx_sources": "Sphinx source copies (_sources/)",
     "sphinx_modules": "Sphinx highlighted-source pages (_modules/)",
+    "haddock_source": "Haddock highlighted-source pages (src/)",
     "asciidoc_sources": "AsciiDoc sources beside the HTML pages they build (.txt)",
     "site_assets": "site assets (_static/, _images/, images, search indexes, sitemaps, scripts, styles, fonts)",
     "search_index_pages": "search/index pages (search, genindex, module index, 404, directory listings)",
@@ -150,6 +151,13 @@ class SiteFilter:
             return "search_index_pages"
         if _DOXYGEN_INDEX.match(name) and "doxygen.css" in self._names(f.parent):
             return "search_index_pages"
+        if self._haddock(f.parent):
+            if name.startswith("doc-index") and name.endswith(".html"):
+                return "search_index_pages"  # Haddock's index of every name, by letter
+            if f.suffix.lower() == ".txt" or name == "meta.json":
+                return "site_assets"  # its Hoogle database (the same declarations, as search data)
+        if dirs and dirs[-1] == "src" and name.endswith(".html") and self._haddock(f.parent.parent):
+            return "haddock_source"
         if name in ("search.html", "search.htm") and _SITE_MARKERS.intersection(self._names(f.parent)):
             return "search_index_pages"
         if f.suffix.lower() in _SOURCE_SUFFIXES and self._source_folder(f.parent):
@@ -157,6 +165,11 @@ class SiteFilter:
             # the pages include (git-config.html holds its text)
             return "asciidoc_sources"
         return None
+
+    def _haddock(self, folder: Path) -> bool:
+        """Whether ``folder`` is a Haddock site's: its script bundle and its index beside the pages."""
+        names = self._names(folder)
+        return "haddock-bundle.min.js" in names or ("doc-index.html" in names and "quick-jump.css" in names)
 
     def _source_folder(self, folder: Path) -> bool:
         """Whether ``folder``'s ``.txt`` files are the sources of its HTML pages: at least two have an ``.html``
@@ -338,7 +351,7 @@ _CURRENT_VERSION = _linear.compile(
 )
 """A sidebar's ``Current version: 2.14.0`` (Pygments')."""
 _TOOL_VERSION = _linear.compile(
-    r"(?i)\b(?:created|built|generated)\s+(?:using|with|by)\s+([A-Za-z][\w ]{0,30}?)\s+v?(\d+(?:\.\d+)+)",
+    r"(?i)\b(?:created|built|generated|produced)\s+(?:using|with|by)\s+([A-Za-z][\w ]{0,30}?)\s+v?(\d+(?:\.\d+)+)",
     name="docsite.tool_version",
 )
 """A footer's ``Created using Sphinx 5.3.0``: the tool's version, the site's only on the tool's own site."""
@@ -347,6 +360,8 @@ _TOOL_NAMES = frozenset(
      "jekyll", "doxygen", "javadoc", "docusaurus", "alabaster", "furo", "material", "read the docs", "pydata"}
 )  # fmt: skip
 """Names a footer's ``-- Name 1.2`` may give that are the site's tools, not the site."""
+_HADDOCK_CAPTION = _linear.compile(r"^([A-Za-z][\w.-]*?)-(\d+(?:\.\d+)+):", name="docsite.haddock_caption")
+"""Haddock's package caption, ``aeson-2.0.3.0: Fast JSON parsing and encoding``: the package and its version."""
 _VERSION_CLASSES = frozenset({"releaseinfo", "revnumber", "edition", "productnumber", "version"})
 """Title-page elements that state a version (DocBook's ``releaseinfo``, AsciiDoc's ``revnumber``; by id:
 AsciiDoc's ``revnumber``, Doxygen's ``projectnumber``)."""
@@ -515,6 +530,8 @@ class _Walk:
     articles: int = 0
     markers: set[str] = field(default_factory=set)
     pydoc_extra: list[Any] = field(default_factory=list)
+    haddock: dict[Any, str] = field(default_factory=dict)
+    haddock_caption: str = ""
 
     def end(self, el: Any, tag: str) -> None:
         """An element closes: its counts go to its parent."""
@@ -622,17 +639,37 @@ class _Walk:
                 self.out.credit = _man2html_credit(el)
         if tag == "td" and "extra" in classes:  # pydoc's heading cell: the index link and the file's local path
             self.pydoc_extra.append(el)
+        if "haddock" in self.markers:
+            self._haddock(el, tag, classes, el_id)
         if not self.out.home_title and (
             (tag == "a" and (el.get("accesskey") or "").lower() == "h")
             or (tag == "link" and (el.get("rel") or "").lower() == "home")
         ):  # DocBook's "Home" link and the page head's <link rel="home" title="...">
             self.out.home_title = " ".join((el.get("title") or "").split())
 
+    def _haddock(self, el: Any, tag: str, classes: list[str], el_id: str) -> None:
+        """Haddock's chrome, kept aside until the generator is settled: the package header (its caption read
+        for the site and version), the module's contents and synopsis (indexes of the page), each type's
+        instance list (generated, collapsed on the page) and each declaration's ``Source`` link."""
+        if el_id == "package-header":
+            self.haddock[el] = _WORD
+            cap = el.find("span")
+            if cap is not None and "caption" in (cap.get("class") or "").split():
+                self.haddock_caption = " ".join("".join(cap.itertext()).split())
+        elif el_id in ("table-of-contents", "synopsis"):
+            self.haddock[el] = _WORD
+        elif (tag == "div" and "instances" in classes and "subs" in classes) or (
+            tag == "a" and "link" in classes and (el.text or "").strip() == "Source"
+        ):
+            self.haddock[el] = _STRUCTURAL
+
     def _candidate(self, el: Any, tag: str, classes: list[str], role: str) -> None:
         """Main content candidates, by rank (lower wins; the first in document order within a rank)."""
         rank = None
         if _MAIN_CLASSES.intersection(classes) or el.get("itemprop") == "articleBody":
             rank = 0
+        elif tag == "div" and el.get("id") == "content" and "haddock" in self.markers:
+            rank = 0  # Haddock's content: the module's header and description above its interface
         elif role == "main":
             rank = 1
         elif tag == "main":
@@ -647,12 +684,18 @@ class _Walk:
         """The generator from the markers seen, when no meta tag named it."""
         out = self.out
         if out.generator is None and self.markers:
-            order = ("mkdocs-material", "docusaurus", "mkdocs", "sphinx", "docbook", "javadoc", "pydoc")
+            order = ("mkdocs-material", "docusaurus", "mkdocs", "sphinx", "docbook", "javadoc", "pydoc", "haddock")
             out.generator = next((g for g in order if g in self.markers), None)
         if out.generator is None and "docutils" in self.markers:
             out.generator = "docutils"
         if out.generator == "pydoc":
             self.marks.update(dict.fromkeys(self.pydoc_extra, _STRUCTURAL))
+        if out.generator == "haddock":
+            self.marks.update(self.haddock)  # its package menu, contents, synopsis, instance lists, Source links
+            if self.haddock_caption and not out.version_stated:
+                hm = _HADDOCK_CAPTION.search(self.haddock_caption)  # "aeson-2.0.3.0: Fast JSON parsing ..."
+                if hm is not None:
+                    out.site_stated, out.version_stated = hm.group(1), hm.group(2)
 
     def choose_main(self, root: Any) -> PageScan:
         """The main content, what to drop inside it, and the guard (see :func:`scan_page`)."""
@@ -806,6 +849,8 @@ def _read_markers(el: Any, tag: str, classes: Sequence[str], el_id: str, markers
             out.page_kind = "index"  # Sphinx's general and module index; DocBook XSL's (GTK-Doc's) index letters
         elif c == "heading-text" and tag == "tr":
             markers.add("pydoc")
+    if el_id in ("package-header", "module-header") and tag == "div":
+        markers.add("haddock")  # Haddock's header: the package's caption and menu; a module's information
     if el_id in ("furo-main-content", "documentation_options"):
         markers.add("sphinx")
     elif el_id == "search-results":
@@ -999,7 +1044,7 @@ def _read_stated(out: PageScan, footers: Sequence[Any], stated: Sequence[Any], s
                 out.site_stated, out.version_stated = pm.group(1).strip(), pm.group(2).rstrip(".-+")
                 return
             vm = _STATED_VERSION.search(line)
-            if vm is not None:
+            if vm is not None and vm.group(1) != out.tool_version[1]:  # "Produced by Haddock version 2.25.1"
                 out.version_stated = vm.group(1).rstrip(".-+")
                 return
     for el in sidebars:

@@ -339,6 +339,24 @@ def _gtkdoc_part(el: Any, name: str) -> tuple[str, Any, Any] | None:
     return (docsite.strip_signs(_text_of(head)), head, el) if head is not None else None
 
 
+def _haddock_declaration(el: Any, name: str, acc: _Blocks) -> bool:
+    """A Haddock declaration (``<div class="top"><p class="src"><a id="v:decode" class="def">decode</a> :: ...``)
+    starts a section named by what it declares (``decode``), under the module's group headings (a level-6
+    heading, below any group's), so that a question about ``decode`` finds a chunk titled with it."""
+    if name != "div" or "top" not in _classes(el):
+        return False
+    src = next((c for c in el if isinstance(c.tag, str)), None)
+    if src is None or src.tag.lower() != "p" or "src" not in _classes(src):
+        return False
+    named = next((a for a in src.iter("a") if "def" in _classes(a)), None)
+    text = _text_of(named) if named is not None else ""
+    if not text:
+        return False
+    acc.flush()
+    acc.out.append((6, text))
+    return True
+
+
 def _holds_heading(row: Any) -> bool:
     """A layout table's row: one of its cells holds a heading (GTK-Doc's page title beside an image cell).
     Constant work per element: the row's cells and their children."""
@@ -492,6 +510,14 @@ def _html_blocks(
             loose.append(" " if name == "br" else (el.text or ""))
             stack.append((el, leave_inline))
             stack.extend((c, enter) for c in reversed(el))
+            continue
+        if generator == "haddock" and _haddock_declaration(el, name, acc):
+            pass  # its heading is out; its text is read below
+        elif generator == "haddock" and name in _HTML_HEADINGS and "subheading" in _classes(el):
+            flush()  # a declaration's collapsible "Examples": a paragraph of it, not a section beside it
+            acc.emit(docsite.strip_signs(_text_of(el)))
+            if el.tail:
+                loose.append(el.tail)
             continue
         admonition = _admonition(el, name)
         if admonition is None and generator == "gtk-doc":
