@@ -49,7 +49,11 @@ PAGE = (
 <div class="refsect2"><a name="cairo-set-dash"></a><h3>cairo_set_dash ()</h3>
 <pre class="programlisting">void
 cairo_set_dash (cairo_t *cr, const double *dashes, int num_dashes, double offset);</pre>
-<p>Sets the dash pattern to be used by cairo_stroke().</p>
+<p>Sets the dash pattern to be used by cairo_stroke(). Typical usage:</p>
+<div class="informalexample"><table class="listing_frame" border="0"><tbody><tr>
+<td class="listing_lines" align="right"><pre>1
+2</pre></td><td class="listing_code"><pre class="programlisting">double dashes[] = {4.0, 1.0};
+cairo_set_dash (cr, dashes, 2, 0);</pre></td></tr></tbody></table></div>
 <div class="refsect3"><a name="cairo-set-dash.parameters"></a><h4>Parameters</h4>
 <div class="informaltable"><table class="informaltable" width="100%" border="0"><tbody>
 <tr><td class="parameter_name"><p>cr</p></td><td class="parameter_description"><p>a cairo context</p></td>
@@ -83,6 +87,13 @@ def test_gtkdoc_page_title_is_its_own_and_summaries_are_not_text() -> None:
     assert "void | cairo_save" not in text and "typedef | cairo_t" not in text  # the page's own index
     assert "cairo_t — The cairo drawing context" in text  # the page's one-line summary stays
     assert all(s.headings[:1] != ("cairo_t",) for s in doc.sections)  # the title is no heading of a path
+    assert all(not s.headings or s.headings[0] == "Functions" for s in doc.sections)  # no empty summary heading
+    # the purpose line and the description are one section (a chunk of the purpose alone crowded others out)
+    assert doc.sections[0].headings == ()
+    assert doc.sections[0].paragraphs[:2] == (
+        "cairo_t — The cairo drawing context",
+        "cairo_t is the main object used when drawing with cairo.",
+    )
 
 
 def test_gtkdoc_parameters_and_returns_stay_with_their_function() -> None:
@@ -91,6 +102,8 @@ def test_gtkdoc_parameters_and_returns_stay_with_their_function() -> None:
     assert ("Functions", "cairo_set_dash ()", "Parameters") not in by_heading
     dash = by_heading[("Functions", "cairo_set_dash ()")]
     assert "Sets the dash pattern" in dash
+    assert "double dashes[] = {4.0, 1.0};\ncairo_set_dash (cr, dashes, 2, 0);" in dash  # code keeps its lines
+    assert "1\n2" not in dash and "1 2 |" not in dash  # and loses the listing's line numbers
     assert "Parameters: cr | a cairo context" in dash
     assert "dashes | an array specifying alternate lengths" in dash
     assert not any(line.rstrip().endswith("|") for line in dash.splitlines())  # no empty annotation cell

@@ -597,9 +597,14 @@ class _Walk:
             and self.out.generator == "gtk-doc"
             and _GTKDOC_SUMMARY_CELLS.intersection(classes)
         ):
-            table = _table_of(el)  # the summary (an index of the page): chrome
-            if table is not None and table not in self.marks:
+            table = _table_of(el)  # the summary (an index of the page): chrome, with its heading
+            part = _summary_section(table) if table is not None else None
+            if part is not None and part not in self.marks:
+                self.marks[part] = _STRUCTURAL
+            elif table is not None and table not in self.marks:
                 self.marks[table] = _WORD
+        if kind is None and tag == "td" and "listing_lines" in classes and self.out.generator == "gtk-doc":
+            kind = _STRUCTURAL  # a code listing's line numbers
         if kind is not None:
             self.marks[el] = kind
         if self.quiet is None and (tag in _QUIET_TAGS or not tag or kind in (_HIDDEN, _PERMALINK, _STRUCTURAL)):
@@ -828,6 +833,18 @@ def _table_of(cell: Any) -> Any:
         if up is not None and isinstance(up.tag, str) and up.tag.lower() == "table":
             return up
     return None
+
+
+def _summary_section(table: Any) -> Any:
+    """GTK-Doc's summary section that holds ``table`` (``<div class="refsect1"><a name="p.functions"></a><h2>
+    Functions</h2><div class="informaltable"><table>``), ``None`` when the table stands elsewhere: the section is
+    nothing but the summary, so its heading goes with it (two steps up, constant work)."""
+    holder = table.getparent()
+    part = holder.getparent() if holder is not None else None
+    if part is None or not isinstance(part.tag, str) or "refsect1" not in (part.get("class") or "").split():
+        return None
+    kids = [c for c in part if isinstance(c.tag, str)]
+    return part if len(kids) <= 3 and kids[-1] is holder else None
 
 
 def _read_markers(el: Any, tag: str, classes: Sequence[str], el_id: str, markers: set[str], out: PageScan) -> None:

@@ -357,11 +357,28 @@ def _haddock_declaration(el: Any, name: str, acc: _Blocks) -> bool:
     return True
 
 
+def _gtkdoc_description(head: Any) -> bool:
+    """GTK-Doc's ``Description`` heading (after ``<a name="cairo-cairo-t.description">``): no section of its
+    own, so the page's purpose line (``cairo_t — The cairo drawing context``) and its description are one chunk
+    (a chunk of the purpose alone was a page's best-graded and crowded the page's other chunks out)."""
+    anchor = head.getprevious()
+    return (
+        anchor is not None
+        and isinstance(anchor.tag, str)
+        and anchor.tag.lower() == "a"
+        and (anchor.get("name") or anchor.get("id") or "").endswith(".description")
+    )
+
+
+_LAYOUT_IN_CELL = frozenset({*_HTML_HEADINGS, "pre"})
+
+
 def _holds_heading(row: Any) -> bool:
-    """A layout table's row: one of its cells holds a heading (GTK-Doc's page title beside an image cell).
-    Constant work per element: the row's cells and their children."""
+    """A layout table's row: one of its cells holds a heading (GTK-Doc's page title beside an image cell) or a
+    code block (GTK-Doc's and Pygments' listings: line numbers beside the code), read as its parts so the code
+    keeps its lines. Constant work per element: the row's cells and their children."""
     return any(
-        isinstance(g.tag, str) and g.tag.lower() in _HTML_HEADINGS
+        isinstance(g.tag, str) and g.tag.lower() in _LAYOUT_IN_CELL
         for cell in row
         if isinstance(cell.tag, str)
         for g in cell
@@ -517,6 +534,10 @@ def _html_blocks(
             flush()  # a declaration's collapsible "Examples": a paragraph of it, not a section beside it
             acc.emit(docsite.strip_signs(_text_of(el)))
             if el.tail:
+                loose.append(el.tail)
+            continue
+        if generator == "gtk-doc" and name in _HTML_HEADINGS and _gtkdoc_description(el):
+            if el.tail:  # "Description": the page's one-line purpose above it and its text are one section
                 loose.append(el.tail)
             continue
         admonition = _admonition(el, name)
