@@ -663,6 +663,13 @@ class _Walk:
                 self.haddock_caption = " ".join("".join(cap.itertext()).split())
         elif el_id in ("table-of-contents", "synopsis"):
             self.haddock[el] = _WORD
+        elif (
+            tag in ("table", "p")
+            and ("info" in classes or "caption" in classes)
+            and el.getparent() is not None
+            and (el.getparent().get("id") in ("module-header", "description"))
+        ):  # the module's boilerplate (copyright, licence, stability, portability ... the same on every module)
+            self.haddock[el] = _STRUCTURAL  # and the captions "Data.Aeson" (the title) and "Description"
         elif (tag == "div" and "instances" in classes and "subs" in classes) or (
             tag == "a" and "link" in classes and (el.text or "").strip() == "Source"
         ):
