@@ -92,3 +92,29 @@ def test_groups_are_never_crossed() -> None:
     assert one_copy([PageChunks("t", "A. Glossary", [("t#intro", (), APPENDIX)]), other_tenant]).dropped == {}
     short = [PageChunks(g, f"{g} FAQ", [(f"{g}#intro", (), "Yes.")]) for g in ("t", "u")]
     assert one_copy(short).dropped == {}
+
+
+def test_api_entries_that_name_different_functions_are_not_near_copies() -> None:
+    """GTK-Doc's cairo reference (newcomer run, docs/results.md): cairo_pdf_surface_create_for_stream's entry and
+    its SVG twin differ in a few words; with their parameters in the entry they passed the near-copy Jaccard and
+    the PDF one was stored only as a copy of the SVG one (a PDF question found SVG text)."""
+    body = (
+        "Creates a {k} surface of the specified size in points to be written incrementally to the stream "
+        "represented by write_func and closure. Parameters: write_func | a cairo_write_func_t to accept the "
+        "output data, may be NULL to indicate a no-op write_func. closure | the closure argument for write_func. "
+        "width_in_points | width of the surface, in points (1 point == 1/72.0 inch). height_in_points | height "
+        "of the surface, in points (1 point == 1/72.0 inch). Returns: a pointer to the newly created surface. "
+        "The caller owns the surface and should call cairo_surface_destroy() when done with it."
+    )
+    named_pdf = PageChunks(
+        "t", "PDF Surfaces", [("pdf#f", ("f",), "cairo_pdf_surface_create_for_stream () " + body.format(k="PDF"))]
+    )
+    named_svg = PageChunks(
+        "t", "SVG Surfaces", [("svg#f", ("f",), "cairo_svg_surface_create_for_stream () " + body.format(k="SVG"))]
+    )
+    assert one_copy([named_pdf, named_svg]).dropped == {}
+    # the same entry in two places (a single-page build) names the same functions: still one copy
+    again = PageChunks(
+        "t", "All", [("all#f", ("f",), "cairo_pdf_surface_create_for_stream () " + body.format(k="PDF"))]
+    )
+    assert one_copy([named_pdf, again]).dropped != {}

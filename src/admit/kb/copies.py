@@ -8,9 +8,10 @@ page an ingest run chunks, which chunks are copies of another and which copy is 
 * **Copies**: two chunks whose normalised text (casefolded, punctuation and whitespace runs collapsed:
   :func:`admit._text.normalize`) is the same are exact copies; two of at least :data:`NEAR_MIN_WORDS` words whose
   word 3-shingle sets have a Jaccard of at least :data:`NEAR_JACCARD` and which state the same numbers are
-  near copies (pairs are found by MinHash banding, then confirmed on the shingles). Copies are joined
-  transitively. Only chunks of one ``group`` (for the ingest: the same tenant, groups, label, authority and version) are
-  ever copies: text two audiences or two versions may read is stored for each.
+  near copies when they also name the same code names (``cairo_pdf_surface_create`` is not its SVG twin: an
+  API reference's near-identical entries); pairs are found by MinHash banding, then confirmed on the shingles.
+  Copies are joined transitively. Only chunks of one ``group`` (for the ingest: the same tenant, groups, label,
+  authority and version) are ever copies: text two audiences or two versions may read is stored for each.
 * **The kept copy** is the one with the truer title: a chunk of the page with fewer chunks (the page that is
   about that section, not the single-page build around it), then the one whose heading path is longer (the
   section is named), then the longer text, then the first id. The others are not stored; their ids go in the
@@ -74,6 +75,9 @@ _BANDS = 8
 """MinHash bands (of 4 rows each, over the 32 permutations of :func:`admit._text.signatures`)."""
 
 _NUMBER = _linear.simple(r"\d+")
+_IDENTIFIER = _linear.compile(r"\b(?:[A-Za-z]\w*_\w*[A-Za-z0-9]|[a-z]+[A-Z]\w*)", name="copies.identifier")
+"""A code name, ``cairo_pdf_surface_create`` or ``fieldLabelModifier``: two chunks that name different ones
+document different things (an API reference's near-identical entries), never copies of each other."""
 _NUMBERING = _linear.compile(r"^\s*(?:[A-Z]|[0-9]+)(?:\.[0-9]+)*\.?\s+", name="copies.numbering")
 
 
@@ -149,9 +153,11 @@ class _Union:
             self.parent[max(ra, rb)] = min(ra, rb)
 
 
-def _join_near(longs: Sequence[int], norms: Sequence[str], groups: Sequence[Hashable], union: _Union) -> None:
+def _join_near(
+    longs: Sequence[int], norms: Sequence[str], texts: Sequence[str], groups: Sequence[Hashable], union: _Union
+) -> None:
     """Join near copies among ``longs`` (one representative per exact class): a banded signature bucket, then
-    the shingles' Jaccard at :data:`NEAR_JACCARD` or more, with the same numbers."""
+    the shingles' Jaccard at :data:`NEAR_JACCARD` or more, with the same numbers and the same code names."""
     sigs = signatures([norms[i] for i in longs])
     rows = sigs.shape[1] // _BANDS
     buckets: dict[tuple[int, Hashable, bytes], list[int]] = defaultdict(list)
@@ -160,6 +166,7 @@ def _join_near(longs: Sequence[int], norms: Sequence[str], groups: Sequence[Hash
             buckets[(b, groups[i], sigs[k, b * rows : (b + 1) * rows].tobytes())].append(i)
     sh: dict[int, np.ndarray] = {}
     nums: dict[int, tuple[str, ...]] = {}
+    names: dict[int, frozenset[str]] = {}
     tried: set[tuple[int, int]] = set()
     for members in buckets.values():
         if len(members) < 2:
@@ -174,7 +181,10 @@ def _join_near(longs: Sequence[int], norms: Sequence[str], groups: Sequence[Hash
                     if z not in sh:
                         sh[z] = shingles(norms[z])
                         nums[z] = tuple(sorted(_NUMBER.findall(norms[z])))
+                        names[z] = frozenset(m.group(0) for m in _IDENTIFIER.finditer(texts[z]))
                 if nums[x] != nums[y]:  # a port, a limit, a version: a fact, never a copy's noise
+                    continue
+                if names[x] != names[y]:  # cairo_pdf_surface_create_for_stream is not its SVG twin
                     continue
                 a, b2 = sh[x], sh[y]
                 inter = len(np.intersect1d(a, b2, assume_unique=True))
@@ -222,7 +232,7 @@ def one_copy(pages: Sequence[PageChunks]) -> Copies:
     # near copies: one representative per exact class, long enough for shingles
     longs = [i for i in range(n) if long[i] and exact.get((groups[i], norms[i])) == i]
     if len(longs) > 1:
-        _join_near(longs, norms, groups, union)
+        _join_near(longs, norms, texts, groups, union)
     classes: dict[int, list[int]] = defaultdict(list)
     for i in range(n):
         if norms[i]:
