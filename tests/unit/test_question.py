@@ -1,6 +1,6 @@
 """The question read once (issue 49 item 1): one rule for "the release a question names", read alike by rerank,
-the knowledge base's release-candidate query and the setwise pruner; the scan linear in the question (issue 47
-item 6)."""
+the knowledge base's release-candidate query, the setwise pruner and answerability (the four readings); the scan
+linear in the question (issue 47 item 6)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from admit import _linear
+from admit.answerability.terms import answer_type_missing
 from admit.backends.embedders import FakeEmbedder
 from admit.backends.rerankers.fake import FakeReranker
 from admit.errors import RequestError
@@ -108,6 +109,11 @@ def _setwise_reading(question: str) -> set[str]:
     return {c.id for c, h in zip(chunks, hit, strict=True) if h}
 
 
+def _answerability_reading(question: str) -> set[str]:
+    """The chunks answerability takes for a section of the asked release (no ``release`` missing over them)."""
+    return {c.id for c in _chunks() if answer_type_missing(question, [c.text], absent=True) != "release"}
+
+
 @pytest.mark.parametrize("store", ["sqlite", "memory"])
 def test_the_readings_of_a_release_give_one_answer(store: str, tmp_path: Any) -> None:
     if store == "sqlite":
@@ -120,6 +126,7 @@ def test_the_readings_of_a_release_give_one_answer(store: str, tmp_path: Any) ->
             "rerank": _rerank_reading(question),
             "kb": _kb_reading(kb, question),
             "setwise": _setwise_reading(question),
+            "answerability": _answerability_reading(question),
         }
         assert all(got == want for got in readings.values()), (question, readings)
     hits = kb.hits("What changed in 3.2?", parse_principal("tenant:acme"), k=2)

@@ -117,6 +117,27 @@ def test_admit_adapt_show_names_the_cut() -> None:
     assert "pruner" not in summary(_ad())
 
 
+def test_both_cuts_state_their_figures_in_one_clause() -> None:
+    """The fitted count and the short-chunk cut each give their own figures in the same words (one helper)."""
+    from admit.cli.adapt import summary
+
+    ad = _ad(
+        prune_params={"setwise": {"keep_most": 3, "short_below": 60}},
+        figures={
+            "cut": {"questions": 80, "gold_kept": 0.99, "chunks": 2.6, "chunks_uncut": 3.4},
+            "short_cut": {"questions": 70, "gold_kept": 1.0},
+        },
+    )
+    lines = [line for line in summary(ad).splitlines() if "pruner:" in line]
+    assert len(lines) == 2
+    assert lines[0].endswith(
+        "above the threshold (the section of 0.99 of 80 answerable pseudo-questions; 2.6 chunks a question, uncut 3.4)"
+    )
+    assert lines[1].endswith(
+        "probability reach (the section of 1.0 of 70 answerable pseudo-questions; - chunks a question, uncut -)"
+    )
+
+
 def _case(admitted: list[tuple[float, bool]]) -> AdaptCase:
     return AdaptCase(question="q", kind="answerable", extra={"admitted_p": admitted})
 

@@ -112,6 +112,14 @@ def _rate(fig: Any, kind: str, key: str = "not_answered") -> str:
         return "-"
 
 
+def _cut_figures(cut: Any) -> str:
+    """What a fitted cut kept on the pseudo-questions (``figures["cut"]`` or ``figures["short_cut"]``), one clause."""
+    return (
+        f"the section of {cut.get('gold_kept', '-')} of {cut.get('questions', '-')} answerable pseudo-questions; "
+        f"{cut.get('chunks', '-')} chunks a question, uncut {cut.get('chunks_uncut', '-')}"
+    )
+
+
 def summary(ad: Adaptation) -> str:
     """The adaptation in a few lines: when, on what, the thresholds, and "not answered" before and after."""
     f = ad.figures
@@ -133,20 +141,16 @@ def summary(ad: Adaptation) -> str:
             f"({len(ad.vocabulary):,} words)"
         )
     for name, params in sorted(ad.prune_params.items()):
-        cut = f.get("cut", {})
         if params.get("keep_most"):
             lines.append(
                 f"  {name} pruner: keeps at most its {params['keep_most']} most probable chunks above the threshold "
-                f"(the section of {cut.get('gold_kept', '-')} of {cut.get('questions', '-')} answerable "
-                f"pseudo-questions; {cut.get('chunks', '-')} chunks a question, uncut {cut.get('chunks_uncut', '-')})"
+                f"({_cut_figures(f.get('cut', {}))})"
             )
-        short = f.get("short_cut", {})
         if params.get("short_below"):
             lines.append(
                 f"  {name} pruner: leaves out chunks of fewer than {params['short_below']} words that neither the "
-                f"retriever's first two nor half the list's best probability reach (the section of "
-                f"{short.get('gold_kept', '-')} of {short.get('questions', '-')} answerable pseudo-questions; "
-                f"{short.get('chunks', '-')} chunks a question, uncut {short.get('chunks_uncut', '-')})"
+                f"retriever's first two nor half the list's best probability reach "
+                f"({_cut_figures(f.get('short_cut', {}))})"
             )
     for label, key in (("shipped thresholds", "shipped"), ("adapted", "fitted"), ("adapted, held out", "two_fold")):
         fig = f.get(key, {})

@@ -9,7 +9,7 @@ from typing import Any, Literal, get_args
 from admit import _linear
 from admit._linear import LinearPattern
 
-__all__ = ["FLAG_KINDS", "Flag", "FlagKind", "Rule", "rule"]
+__all__ = ["FLAG_KINDS", "RULE_FLAGS", "Flag", "FlagKind", "Rule", "rule"]
 
 FlagKind = Literal[
     "boundary_forgery",
@@ -27,6 +27,9 @@ FlagKind = Literal[
 
 FLAG_KINDS: tuple[str, ...] = get_args(FlagKind)
 """Every kind :func:`~admit.security.scan` can report, in report order."""
+
+RULE_FLAGS = re.IGNORECASE | re.MULTILINE
+"""The flags of most rules (the rule tables' ``_I``): any case, ``^`` and ``$`` at every line."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

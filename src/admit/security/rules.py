@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 
+from admit.security.base import RULE_FLAGS as _I
 from admit.security.base import Rule
 from admit.security.base import rule as _rule
 from admit.security.rules_agent import AGENT_RULES
@@ -19,7 +20,6 @@ from admit.security.rules_i18n import I18N_RULES
 
 __all__ = ["EN_RULES", "RULES", "RULES_VERSION"]
 
-_I = re.IGNORECASE | re.MULTILINE
 
 _PREV = r"(?:previous|prior|preceding|above|earlier|former|original|system|initial|old|existing|current)"
 _ORDERS = r"(?:instructions?|directions?|rules?|prompts?|guidelines?|context|constraints?|orders?|commands?|messages?)"

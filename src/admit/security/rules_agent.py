@@ -9,14 +9,12 @@ in-the-wild jailbreaks); the patterns name the move, never a corpus's canary wor
 
 from __future__ import annotations
 
-import re
-
+from admit.security.base import RULE_FLAGS as _I
 from admit.security.base import Rule
 from admit.security.base import rule as _rule
 
 __all__ = ["AGENT_RULES"]
 
-_I = re.IGNORECASE | re.MULTILINE
 _DANGEROUS_TOOL = (
     r"(?:delete|remove|drop|send|post|email|mail|transfer|upload|exec|execute|shell|write|wire|pay|fetch|http)"
 )

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
+from admit.security.base import RULE_FLAGS as _I
 from admit.security.base import Rule
 from admit.security.base import rule as _rule
 
 __all__ = ["GRADER_RULES"]
 
-_I = re.IGNORECASE | re.MULTILINE
 
 GRADER_RULES: tuple[Rule, ...] = (
     # grader manipulation (pruner prompt)

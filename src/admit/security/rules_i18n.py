@@ -6,14 +6,12 @@ RE2's ``\\b`` knows ASCII letters only, so a word boundary next to an accented o
 
 from __future__ import annotations
 
-import re
-
+from admit.security.base import RULE_FLAGS as _I
 from admit.security.base import Rule
 from admit.security.base import rule as _rule
 
 __all__ = ["I18N_RULES"]
 
-_I = re.IGNORECASE | re.MULTILINE
 
 I18N_RULES: tuple[Rule, ...] = (
     _rule(
