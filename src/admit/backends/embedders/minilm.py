@@ -8,6 +8,8 @@ vectors equal sentence-transformers' to within 1e-5 cosine (``tests/unit/test_mi
 against :class:`~admit.backends.embedders.minilm_torch.MiniLMTorchEmbedder` when torch is installed).
 
 Texts are sorted by token count and batched by length, so a batch pads to its own longest text, not the call's.
+On ``onnxruntime`` a batch holds at most :data:`ONNX_BATCH_TOKENS` padded tokens, and a call of several batches
+runs them side by side on ``threads`` workers sharing a one-thread session (:meth:`MiniLMEmbedder._run_beside`).
 
 Two encoders run the forward pass (``encoder=``, default :func:`~admit.backends.embedders.defaults.configure_minilm`'s,
 else ``auto``): ``numpy`` above, and ``onnx``, the same graph built from the same weights for ``onnxruntime``
@@ -88,8 +90,9 @@ MAX_BATCH_TOKENS = 4096
 texts of 256)."""
 ONNX_BATCH_TOKENS = 512
 """The most padded tokens one ``onnxruntime`` forward batch holds: two texts of 256, or ``batch_size`` short ones.
-Small batches keep a layer's activations in the core's cache: on 296 passages of a documentation site (one thread,
-int8) 512 cost 8.3 CPU-s where 4096 cost 9.1-9.4 (``bench/bench_ingest.py``'s ``--caps``, issue 48)."""
+Small batches keep a layer's activations in the core's cache: the 296 texts of certbot's documentation cost 8.3
+CPU-s at 512 and 9.1-9.4 at 4096 with int8, 15.0 and 17.3 with float32 (one thread; ``bench/bench_ingest.py
+--profile --caps``, issue 48)."""
 PAD_CUT = 0.9
 """A text shorter than this share of its forward batch's longest starts the next batch (padding is computed too)."""
 
