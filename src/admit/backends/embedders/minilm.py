@@ -8,6 +8,8 @@ vectors equal sentence-transformers' to within 1e-5 cosine (``tests/unit/test_mi
 against :class:`~admit.backends.embedders.minilm_torch.MiniLMTorchEmbedder` when torch is installed).
 
 Texts are sorted by token count and batched by length, so a batch pads to its own longest text, not the call's.
+On ``onnxruntime`` a batch holds at most :data:`ONNX_BATCH_TOKENS` padded tokens, and a call of several batches
+runs them side by side on ``threads`` workers sharing a one-thread session (:meth:`MiniLMEmbedder._run_beside`).
 
 Two encoders run the forward pass (``encoder=``, default :func:`~admit.backends.embedders.defaults.configure_minilm`'s,
 else ``auto``): ``numpy`` above, and ``onnx``, the same graph built from the same weights for ``onnxruntime``
@@ -84,7 +86,13 @@ _ORT_HINT = "install it with `pip install 'admit[embed]'` (onnxruntime and onnx)
 
 
 MAX_BATCH_TOKENS = 4096
-"""The most padded tokens one forward batch holds (bounds the attention scores' memory: 16 texts of 256)."""
+"""The most padded tokens one forward batch of the numpy encoder holds (bounds the attention scores' memory: 16
+texts of 256)."""
+ONNX_BATCH_TOKENS = 512
+"""The most padded tokens one ``onnxruntime`` forward batch holds: two texts of 256, or ``batch_size`` short ones.
+Small batches keep a layer's activations in the core's cache: the 296 texts of certbot's documentation cost 8.3
+CPU-s at 512 and 9.1-9.4 at 4096 with int8, 15.0 and 17.3 with float32 (one thread; ``bench/bench_ingest.py
+--profile --caps``, issue 48)."""
 PAD_CUT = 0.9
 """A text shorter than this share of its forward batch's longest starts the next batch (padding is computed too)."""
 
@@ -209,6 +217,10 @@ class MiniLMEmbedder:
         self.fallback: str | None = None
         """Why ``auto`` runs ``numpy`` (``None`` when it runs ``onnx``, or the encoder was named)."""
         self._session: Any = None
+        self._bulk: Any = None
+        """The one-thread session that ``threads`` workers share on a call of several batches (made on first use)."""
+        self._bulk_pool: Any = None
+        self._model: Any = None
         self._encoder: Any = None
         self._tokenizer: Any = None
         self._pool: Any = None
@@ -276,7 +288,8 @@ class MiniLMEmbedder:
         from admit.backends.embedders._onnx_bert import load_model, make_session
 
         try:
-            session = make_session(load_model(folder, tensors, config, variant), self.threads)
+            self._model = load_model(folder, tensors, config, variant)
+            session = make_session(self._model, self.threads)
         except ImportError as exc:  # onnx, needed to build the graph the first time
             if named:
                 raise ConfigError(
@@ -303,15 +316,17 @@ class MiniLMEmbedder:
         return self._pool.limit(limits=self.threads, user_api="blas")  # type: ignore[no-any-return]
 
     def _batches(self, lengths: Sequence[int]) -> Iterator[list[int]]:
-        """Indices grouped by length (longest first), each group within ``batch_size`` and ``MAX_BATCH_TOKENS``; a
-        text :data:`PAD_CUT` shorter than its group's longest (and 16 word pieces or more) starts a group of its own,
-        so no text pays more than a tenth of its group's length in padding."""
+        """Indices grouped by length (longest first), each group within ``batch_size`` and the encoder's padded
+        tokens (:data:`ONNX_BATCH_TOKENS`, :data:`MAX_BATCH_TOKENS` for numpy); a text :data:`PAD_CUT` shorter than
+        its group's longest (and 16 word pieces or more) starts a group of its own, so no text pays more than a
+        tenth of its group's length in padding."""
+        cap = ONNX_BATCH_TOKENS if self._session is not None else MAX_BATCH_TOKENS
         order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
         group: list[int] = []
         for i in order:
             longest = lengths[group[0]] if group else lengths[i]
             short = lengths[i] < PAD_CUT * longest and longest - lengths[i] >= 16
-            if group and (len(group) >= self.batch_size or longest * (len(group) + 1) > MAX_BATCH_TOKENS or short):
+            if group and (len(group) >= self.batch_size or longest * (len(group) + 1) > cap or short):
                 yield group
                 group = []
             group.append(i)
@@ -335,7 +350,11 @@ class MiniLMEmbedder:
         lengths = [len(x) for x in ids]
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if self._session is not None:
-            for group in self._batches(lengths):
+            groups = list(self._batches(lengths))
+            if self.threads > 1 and len(groups) > 1:
+                self._run_beside(groups, ids, lengths, out)
+                return out
+            for group in groups:
                 batch, mask = _pad(ids, lengths, group)
                 out[group] = self._session.run(["embeddings"], {"input_ids": batch, "attention_mask": mask})[0]
                 self.batches += 1
@@ -347,6 +366,31 @@ class MiniLMEmbedder:
                 out[group] = _mean_pool(hidden, mask)
                 self.batches += 1
         return l2_normalise(out)
+
+    def _run_beside(
+        self, groups: Sequence[list[int]], ids: Sequence[Sequence[int]], lengths: Sequence[int], out: FloatMatrix
+    ) -> None:
+        """The ``onnxruntime`` batches of one call run side by side: ``threads`` workers, each running whole batches
+        on one core through a shared one-thread session (``onnxruntime`` releases the GIL while it runs), instead of
+        one batch at a time split over ``threads`` cores, whose threads wait for each other at every operator. The
+        same kernels on the same batches: the vectors are the ones the call gives batch by batch. A call of one
+        batch (a question) keeps the session of ``threads`` threads."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        from admit.backends.embedders._onnx_bert import make_session
+
+        with self._lock:
+            if self._bulk is None:
+                self._bulk = make_session(self._model, 1)
+                self._bulk_pool = ThreadPoolExecutor(self.threads, thread_name_prefix="admit-minilm")
+        session = self._bulk
+
+        def run(group: list[int]) -> None:
+            batch, mask = _pad(ids, lengths, group)
+            out[group] = session.run(["embeddings"], {"input_ids": batch, "attention_mask": mask})[0]
+
+        for _ in self._bulk_pool.map(run, groups):  # in order; the first error is raised here
+            self.batches += 1
 
 
 def _ort_installed() -> bool:
