@@ -2,7 +2,8 @@
 
 ``admit adapt`` keeps the names of the knowledge base's pages (each chunk's title, lower-cased, a trailing
 parenthesis dropped: "Counterparts (album)" names ``counterparts``) that read as a page's own subject, not the
-knowledge base's: a name held by more than :data:`PAGE_NAME_MAX_SHARE` of its chunks is the product's or the topic's
+knowledge base's: a name that the text of more than :data:`PAGE_NAME_MAX_SHARE` of its chunks (of other pages) holds
+is the product's or the topic's
 ("MkDocs" on MkDocs' own docs), not one page's.
 
 A question names a page when it writes the name as a name (:func:`named_pages`: every word capitalised or a digit,
@@ -33,8 +34,9 @@ __all__ = [
     "page_name",
 ]
 
-#: A page name held (as a phrase, in any case) by more than this share of the knowledge base's chunks names what the
-#: whole knowledge base is about, not one page ("mkdocs" is in 239 of MkDocs' 418 chunks): it is not kept.
+#: A page name held (as a phrase, in any case) by the text of more than this share of the knowledge base's chunks of
+#: other pages names what the whole knowledge base is about, not one page ("mkdocs" is in 239 of MkDocs' 418
+#: chunks): it is not kept.
 PAGE_NAME_MAX_SHARE = 0.05
 #: The longest page name kept, in words (longer titles are sentences, not names a question repeats).
 PAGE_NAME_MAX_WORDS = 8
@@ -63,8 +65,8 @@ def page_name(title: str) -> str:
 
 def kb_page_names(chunks: Iterable[tuple[str, str]], max_share: float = PAGE_NAME_MAX_SHARE) -> frozenset[str]:
     """The page names of a knowledge base's ``(title, text)`` chunks that name one page's subject (see the module):
-    at least three characters with a letter, at most :data:`PAGE_NAME_MAX_WORDS` words, held by at most
-    ``max_share`` of the chunks (and by at least the chunks titled with it)."""
+    at least three characters with a letter, at most :data:`PAGE_NAME_MAX_WORDS` words, whose text is held by at
+    most ``max_share`` of the chunks of other pages."""
     rows = list(chunks)
     names = {page_name(t) for t, _ in rows}
     names = {
@@ -77,8 +79,8 @@ def kb_page_names(chunks: Iterable[tuple[str, str]], max_share: float = PAGE_NAM
     longest = max(len(n.split()) for n in names)
     held: dict[str, int] = dict.fromkeys(names, 0)
     for title, text in rows:
-        words = [w.lower() for w in _WORD.findall(f"{title}\n{text}")]
-        seen: set[str] = set()
+        words = [w.lower() for w in _WORD.findall(text)]
+        seen: set[str] = {page_name(title)}  # a page's own chunks are not what makes its name the topic's
         for i in range(len(words)):
             for n in range(1, longest + 1):
                 if i + n > len(words):
