@@ -91,3 +91,11 @@ def test_the_page_names_are_stored_with_the_adaptation() -> None:
     assert ad.as_dict()["pages"] == len(ad.pages)
     old = ad.to_json().replace('"pages"', '"pages_unknown"')
     assert Adaptation.from_json(old).pages == frozenset()
+
+
+def test_admit_adapt_show_names_the_page_rule() -> None:
+    from admit.cli.adapt import summary
+
+    shown = summary(_ad())
+    assert f"names one of this knowledge base's {len(_ad().pages):,} pages" in shown
+    assert "pages" not in summary(Adaptation(thresholds={}, made="2026-12-07T20:00:00+00:00", chunks=3))
