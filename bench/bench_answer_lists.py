@@ -11,12 +11,14 @@ For a seeded sample of each file's lists, the setwise pruner grades the list as 
 Retention is not touched by the verdict (``on_no_answer = note`` admits what was packed), so R@68 is the same.
 ``AUROC``: how well the model's probability tells the gold-kept lists from the gold-removed ones within the file.
 
-``--adapt``: the thresholds are also adapted to the passages of the file's sampled lists, without their labels
-(:func:`admit.eval.adapt.adapt_to_passages`), and each file gets a second row, ``adapted``, with those verdicts (the
-same pruning: only the verdict's thresholds differ).
+``--adapt``: the file's passages are taken as the user's knowledge base (every candidate of every list in the file,
+``--adapt-to file``, the default; ``--adapt-to sample``: only the sampled lists') and the verdict is adapted to it
+without its labels (:func:`admit.eval.adapt.adapt_to_passages`: the thresholds, and the knowledge base's page names,
+:mod:`admit.answerability.pages`); each file gets a second row, ``adapted``, with those verdicts (the same pruning:
+only the verdict's adaptation differs).
 
-Run: ``python bench/bench_answer_lists.py [--data ../shared/data] [--per-file 60] [--adapt] [--json PATH]
-[--encoder E]``; run it once per checkout (``PYTHONPATH=<checkout>/src``) or encoder to compare two.
+Run: ``python bench/bench_answer_lists.py [--data ../shared/data] [--per-file 60] [--adapt [--adapt-to sample]]
+[--json PATH] [--encoder E]``; run it once per checkout (``PYTHONPATH=<checkout>/src``) or encoder to compare two.
 """
 
 from __future__ import annotations
@@ -38,7 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-file", type=int, default=60)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--json", type=Path, default=None)
-    ap.add_argument("--adapt", action="store_true", help="also adapt the thresholds to each file's passages")
+    ap.add_argument("--adapt", action="store_true", help="also adapt the verdict to each file's passages")
+    ap.add_argument(
+        "--adapt-to",
+        choices=("file", "sample"),
+        default="file",
+        help="the knowledge base adapted to: every passage of the file (default) or the sampled lists' only",
+    )
     ap.add_argument("--encoder", default=None, help="MiniLM's encoder (numpy, onnx-fp32, onnx-int8; default: admit's)")
     args = ap.parse_args(argv)
 
@@ -83,7 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.adapt:
             from admit.eval.adapt import ListAdaptOptions, adapt_to_passages
 
-            passages = [v.chunk for _, a, _, _ in runs for v in a.verdicts]
+            if args.adapt_to == "file":
+                passages = [c for r in recs for c in candidates(r)]
+            else:
+                passages = [v.chunk for _, a, _, _ in runs for v in a.verdicts]
             lens = sorted(len(run.verdicts) for _, run, _, _ in runs)
             opts = ListAdaptOptions(list_len=lens[len(lens) // 2] if lens else 10)
             ad, _ = adapt_to_passages(passages, pipe, opts)
@@ -93,11 +104,13 @@ def main(argv: list[str] | None = None) -> int:
                 for q, a, b, k in runs
             ]
             th = ", ".join(f"{m} {lo:.3f}" for m, (lo, _) in sorted(ad.thresholds.items()))
-            th += f"; pseudo AUROC {ad.figures['separation']:.2f}"
+            th += f"; pseudo AUROC {ad.figures['separation']:.2f}; {ad.figures['pages']} page names"
             _row(path.stem, f"adapted ({th})", len(sample), again)
             for row, (_, a, b, _) in zip(rows[-len(again) :], again, strict=True):
                 row["adapted_kept_state"] = a.answer.state if a.answer else None
                 row["adapted_removed_state"] = b.answer.state if b.answer else None
+                row["adapted_kept_reason"] = a.answer.reason if a.answer else None
+                row["adapted_removed_reason"] = b.answer.reason if b.answer else None
     if args.json:
         args.json.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
     return 0

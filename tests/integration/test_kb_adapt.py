@@ -77,6 +77,8 @@ def test_the_adaptation_is_stored_with_its_date_chunk_count_and_figures(kb_path:
         # the knowledge base's vocabulary (issue 46): stored with it, its size in the figures
         assert {"stage", "commit", "index"} <= ad.vocabulary and figs["vocabulary"] == len(ad.vocabulary)
         assert set(figs["words_nowhere"]) == {"answerable", "near_miss", "foreign"}
+        # the knowledge base's page names (issue 46, the near misses): stored with it, their count in the figures
+        assert figs["pages"] == len(ad.pages)
 
 
 def test_every_search_of_the_knowledge_base_reads_it_and_the_trace_names_it(kb_path: Path) -> None:

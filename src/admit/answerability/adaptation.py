@@ -105,6 +105,11 @@ class Adaptation:
     """Per pruner strategy (``setwise``): the parameters fitted on this knowledge base's own questions
     (``keep_most``: the fitted cut, :data:`admit.prune.setwise.KEEP_MOST`); a search's pruner reads them unless its
     policy or request sets them (empty: the shipped cut)."""
+    pages: frozenset[str] = frozenset()
+    """The names of the knowledge base's pages that name one page's subject
+    (:func:`~admit.answerability.pages.kb_page_names`): a question naming one, answered from no chunk of that page, is
+    "unsure", and "not answered" when no retrieved candidate is from it (empty: no such rule; an adaptation made
+    before it)."""
     prefixes: frozenset[str] = field(init=False, repr=False, compare=False, default=frozenset())
 
     def __post_init__(self) -> None:
@@ -144,6 +149,7 @@ class Adaptation:
             "similarity_floor": dict(self.similarity_floor),
             "vocabulary": sorted(self.vocabulary) if words else len(self.vocabulary),
             "prune_params": {k: dict(v) for k, v in self.prune_params.items()},
+            "pages": sorted(self.pages) if words else len(self.pages),
         }
 
     def to_json(self) -> str:
@@ -166,6 +172,7 @@ class Adaptation:
                 raise ModelFileError(f"adaptation thresholds of {name!r} must lie in [0, 1]")
         floor = {str(k): float(v) for k, v in dict(d.get("similarity_floor") or {}).items()}
         vocab = d.get("vocabulary")
+        pages = d.get("pages")
         prune_params = {
             str(k): {str(p): int(v) for p, v in dict(ps).items()} for k, ps in dict(d.get("prune_params") or {}).items()
         }
@@ -182,4 +189,5 @@ class Adaptation:
             similarity_floor=floor,
             vocabulary=frozenset(w for w in vocab if isinstance(w, str)) if isinstance(vocab, list) else frozenset(),
             prune_params=prune_params,
+            pages=frozenset(w for w in pages if isinstance(w, str)) if isinstance(pages, list) else frozenset(),
         )

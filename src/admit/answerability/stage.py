@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from admit.answerability.features import SETWISE, TOGETHER, features, missing_terms
 from admit.answerability.model import ABSENT_NAME_BELOW, AnswerabilityModel, load_models
+from admit.answerability.pages import page_check
 from admit.answerability.reader import READER, reader_features
 from admit.answerability.record import Answerability
 from admit.answerability.terms import KB_ABSENT_MIN, TermCheck, check_terms, kb_absent_words, words_apart
@@ -56,6 +57,8 @@ def assess(
     pool: Sequence[str] | None = None,
     embedder: Embedder | None = None,
     adaptation: Adaptation | None = None,
+    titles: Sequence[str] | None = None,
+    pool_titles: Sequence[str] | None = None,
 ) -> Answerability:
     """Decide whether ``texts`` (the admitted evidence) answer ``question``.
 
@@ -71,7 +74,9 @@ def assess(
     shipped ones when it is current. The verdict then agrees with its reason (:func:`~.terms.check_terms`): a key
     term of the question that no admitted chunk holds (nor a close word, with ``embedder``) caps it at "unsure",
     and at "not answered" when no retrieved candidate holds it either; so does an answer type the question states
-    and no admitted chunk holds ("which version", "default", "how do I").
+    and no admitted chunk holds ("which version", "default", "how do I"), and, with the adaptation's page names and
+    the admitted chunks' ``titles`` (the candidates' ``pool_titles``), a page of the knowledge base the question
+    names that no admitted chunk is from (:mod:`.pages`).
 
     Example:
         >>> a = assess("What port does the server listen on?", ["The server listens on port 8080."])
@@ -123,6 +128,8 @@ def assess(
         state, rule = _below_floor(state, rule, feats["best_dense"], floor)
     if unknown and state != "not_answered" and not feats["short_held"]:
         state, rule = _unknown_words(state, rule, unknown, question, texts)
+    if adaptation is not None and adaptation.current and adaptation.pages and titles is not None:
+        state, rule = _named_pages(state, rule, question.text, adaptation.pages, titles, pool_titles)
     head = _head(p, model, state, rule, feats)
     parts = [
         head,
@@ -199,6 +206,29 @@ def _unknown_words(
             f"{', '.join(unknown)} nowhere in this knowledge base, and no admitted passage holds two of the "
             "question's words together"
         )
+    return state, rule
+
+
+def _named_pages(
+    state: AnswerState,
+    rule: str,
+    question: str,
+    pages: frozenset[str],
+    titles: Sequence[str],
+    pool_titles: Sequence[str] | None,
+) -> tuple[AnswerState, str]:
+    """The knowledge base's page names (``admit adapt``, :mod:`.pages`): a page the question names that no admitted
+    chunk is from caps the verdict at "unsure"; no retrieved candidate from it either: "not answered"."""
+    if state == "not_answered":
+        return state, rule
+    check = page_check(question, pages, titles, pool_titles)
+    if check.absent:
+        return (
+            "not_answered",
+            f"the question names the page {', '.join(check.absent)} and no retrieved candidate is from it",
+        )
+    if check.missing and state == "answered":
+        return "unsure", f"the question names the page {', '.join(check.missing)} and no admitted passage is from it"
     return state, rule
 
 
@@ -288,8 +318,18 @@ def assess_kept(
             pool=pool_texts,
             embedder=embedder,
             adaptation=adaptation,
+            titles=[c.title for c in kept],
+            pool_titles=[c.title for c in pool] if pool is not None else None,
         )
-    return assess(question, texts, pool=pool_texts, embedder=embedder, adaptation=adaptation)
+    return assess(
+        question,
+        texts,
+        pool=pool_texts,
+        embedder=embedder,
+        adaptation=adaptation,
+        titles=[c.title for c in kept],
+        pool_titles=[c.title for c in pool] if pool is not None else None,
+    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

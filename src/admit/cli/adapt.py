@@ -140,6 +140,11 @@ def summary(ad: Adaptation) -> str:
             f"  not answered when {KB_ABSENT_MIN} or more of the question's words are nowhere in this knowledge base "
             f"({len(ad.vocabulary):,} words)"
         )
+    if ad.pages:
+        lines.append(
+            f"  not answered when the question names one of this knowledge base's {len(ad.pages):,} pages and no "
+            "retrieved candidate is from it (unsure when none admitted is)"
+        )
     for name, params in sorted(ad.prune_params.items()):
         if params.get("keep_most"):
             lines.append(

@@ -6,7 +6,8 @@ lists: each sampled passage gives a pseudo-question (its title as a heading, its
 line; paraphrased with the set's own near-neighbour words), asked of a list like the file's own (the passage and the
 set's passages BM25 ranks best for the question, as many as the file's lists hold, shuffled), and of the same list
 without the passage and its near copies (same title and source). The setwise pruner grades each list as a request
-would, and the thresholds are set as ``admit adapt`` sets them (:func:`~admit.kb.adapt.fit_thresholds`). No
+would, and the thresholds are set as ``admit adapt`` sets them (:func:`~admit.kb.adapt.fit_thresholds`); the
+passages' page names are kept as ``admit adapt`` keeps a knowledge base's (:mod:`admit.answerability.pages`). No
 ``required`` or ``answers`` field is read: the figures before and after stay honest.
 
 Only where the model tells the set's own answerable pseudo-questions from their near misses (the AUROC of its
@@ -33,6 +34,7 @@ from admit import _text as tx
 from admit.answerability import features as answer_features
 from admit.answerability import load_models
 from admit.answerability.adaptation import Adaptation
+from admit.answerability.pages import kb_page_names
 from admit.decide import assess_run, prune_candidates
 from admit.errors import ConfigError
 from admit.kb.adapt import (
@@ -131,11 +133,14 @@ def adapt_to_passages(
         "fitted_models": sorted(k for k in fitted if fitted[k] != shipped_th.get(k)),
         "min_cases": MIN_CASES,
     }
+    pages = kb_page_names((c.title or "", c.text) for c in uniq)
+    figures["pages"] = len(pages)
     ad = Adaptation(
         thresholds=fitted,
         made=datetime.now(UTC).isoformat(timespec="seconds"),
         chunks=len(uniq),
         figures=figures,
+        pages=pages,
     )
     return ad, cases
 

@@ -47,6 +47,7 @@ from admit.answerability import features as answer_features
 from admit.answerability import load_models
 from admit.answerability.adaptation import Adaptation
 from admit.answerability.model import ABSENT_NAME_BELOW
+from admit.answerability.pages import kb_page_names
 from admit.answerability.stage import SIMILARITY_IN_REASON
 from admit.answerability.terms import KB_ABSENT_MIN, kb_absent_words, kb_vocabulary, vocabulary_prefixes
 from admit.errors import ConfigError
@@ -593,6 +594,7 @@ def adapt(
     floors = fit_similarity_floor(cases, fitted)
     vocabulary = kb_vocabulary(f"{r.title}\n{r.text}" for r in records)
     prefixes = vocabulary_prefixes(vocabulary)
+    pages = kb_page_names((r.title, r.text) for r in records)
     fold_th = [fit_thresholds([c for c in cases if c.fold != f], shipped) for f in (0, 1)]
     fold_fl = [fit_similarity_floor([c for c in cases if c.fold != f], fold_th[f]) for f in (0, 1)]
     figures = {
@@ -610,6 +612,7 @@ def adapt(
         "paraphrased": options.paraphrase,
         "words_nowhere": _words_nowhere(cases, vocabulary, prefixes),
         "vocabulary": len(vocabulary),
+        "pages": len(pages),
         "cut": cut_figures,
         "short_cut": short_figures,
     }
@@ -621,6 +624,7 @@ def adapt(
         similarity_floor=floors,
         vocabulary=vocabulary,
         prune_params={"setwise": {**rules, **cuts}},
+        pages=pages,
     )
     if save:
         kb.save_adaptation(ad, fp)
