@@ -183,3 +183,53 @@ def test_a_connection_answered_early_is_half_closed_and_not_read() -> None:
     assert p.transport.is_closing()  # uvicorn reads no more, nor resumes reading
     p.data_received(b"x" * 65536)  # whatever still arrives is dropped, never parsed
     real.close()
+
+
+def test_a_refusal_that_closes_stops_reading_before_its_wait(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A refused large body waits its ``Retry-After`` before the answer (no slot held), but the server read on
+    meanwhile into the request's buffer (up to 320 KB a connection, 8 x 66 connections under ``bodies:8``): the
+    gate now has the server stop reading it and drop what it read before the wait."""
+    import asyncio
+
+    import anyio
+
+    from admit.service.admission import Refusal
+    from admit.service.gate import Gate
+
+    events: list[str] = []
+
+    async def no_sleep(s: float) -> None:
+        events.append("wait")
+
+    monkeypatch.setattr(anyio, "sleep", no_sleep)
+    gate = Gate(lambda *a: None, keyring=lambda: None, max_body_bytes=1000)  # type: ignore[arg-type,return-value]
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    why = Refusal("tenant", "too many body bytes of this tenant in flight", 2)
+    asyncio.run(gate._refuse(send, why, close=True, unread=lambda: events.append("unread")))
+    assert events == ["unread", "wait"]
+    assert dict(sent[0]["headers"])[b"connection"] == b"close"
+    events.clear()
+    asyncio.run(gate._refuse(send, why, unread=lambda: events.append("unread")))  # kept alive: read on
+    assert events == ["wait"]
+
+
+def test_the_server_stops_reading_a_refused_request_and_drops_its_body() -> None:
+    from admit.service.server import ServerLimits, guarded_protocol
+
+    paused: list[bool] = []
+
+    class Flow:
+        def pause_reading(self) -> None:
+            paused.append(True)
+
+    class Cycle:
+        body = bytearray(b"x" * 300_000)
+
+    p = object.__new__(guarded_protocol(ServerLimits()))
+    p.flow, p.cycle = Flow(), Cycle()
+    p._stop_reading()
+    assert paused == [True] and p.cycle.body == bytearray()

@@ -251,7 +251,7 @@ class Gate:
         scope["state"]["key_label"] = label
         over = self._connection_over(scope, label, principal.tenant)
         if over is not None:
-            await self._refuse(send, over)
+            await self._refuse(send, over, unread=scope.get("admit.unread"))
             return
         limit = self.max_body_bytes
         declared = _content_length(scope)
@@ -267,7 +267,8 @@ class Gate:
         size = int(declared) if declared is not None and declared.isdigit() else limit
         ticket = self.admission.enter(f"key:{label}", principal.tenant, size)
         if isinstance(ticket, Refusal):
-            await self._refuse(send, ticket, close=_unread_body_closes(scope, declared))
+            close = _unread_body_closes(scope, declared)
+            await self._refuse(send, ticket, close=close, unread=scope.get("admit.unread") if close else None)
             return
         try:
             await self._read_and_run(scope, receive, send)
@@ -296,10 +297,16 @@ class Gate:
             resp = self._answers[413] = error_response(413, "payload_too_large", detail)
         return resp
 
-    async def _refuse(self, send: Send, why: Refusal, *, close: bool = False) -> None:
+    async def _refuse(
+        self, send: Send, why: Refusal, *, close: bool = False, unread: Callable[[], None] | None = None
+    ) -> None:
         """429 with ``Retry-After``, the body unread; sent after a short wait that holds no slot. The answer is
         built once per reason and reused (a flood's refusals build nothing on the loop). ``close``: the request's
-        body is large (:data:`UNREAD_BODY_CLOSES`): the answer closes the connection and the body is never read."""
+        body is large (:data:`UNREAD_BODY_CLOSES`): the answer closes the connection and the body is never read.
+        ``unread``: the HTTP server's ``scope["admit.unread"]``, called for an answer that closes: it stops
+        reading the connection and drops what it had read of the body, before the wait (which holds nothing)."""
+        if unread is not None and (close or why.close):
+            unread()
         if self.metrics is not None:
             self.metrics.refused.labels(scope=why.scope).inc()
         delay = min(self.connection_refusal_delay_s if why.close else self.refusal_delay_s, why.retry_after_s)

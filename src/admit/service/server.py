@@ -214,6 +214,7 @@ def guarded_protocol(limits: ServerLimits, probe: Any = None) -> type[asyncio.Pr
                 self._others += 1
                 scope: dict[str, Any] = self.cycle.scope  # type: ignore[assignment]
                 scope["admit.connection"] = self._claim
+                scope["admit.unread"] = self._stop_reading
                 if self._first is not None:
                     scope["admit.received"] = self._first
                 self._first = None
@@ -325,6 +326,13 @@ def guarded_protocol(limits: ServerLimits, probe: Any = None) -> type[asyncio.Pr
             self._cancel()
             self._forget()
             raw.close()  # this descriptor only: the connection lives on in the thread's
+
+        def _stop_reading(self) -> None:
+            """The gate refused this request and will close the connection with its answer (``scope["admit.unread"]``):
+            read no more of it, and drop what was read of its body, while the refusal waits."""
+            self.flow.pause_reading()
+            if self.cycle is not None:
+                self.cycle.body = bytearray()
 
         def _close_unread(self) -> None:
             """Close the connection; one whose request's body is still coming (answered early, ``Connection:
