@@ -17,7 +17,8 @@ tenants each with a setwise prune of 200 chunks of 9,000 characters, ``conns:N``
 of back-to-back searches. ``--modes threads,processes`` runs every scenario against a server whose work runs
 in threads (``worker_processes = 0``, the design before issue 32) and one whose work runs in worker processes
 (the default of ``admit serve``), each with its own quiet baseline; ``/healthz`` is polled every 50 ms during
-each phase (its p99 printed beside the victim's):
+each phase (its p99 printed beside the victim's; ``new conn``: a second poller opening a new connection for each
+probe, as kubelet does, which the server's probe thread does not serve):
 
     python bench/bench_fairness.py --scenarios pack:16,tools:8,setwise:8,conns:400 --modes threads,processes
 
@@ -318,10 +319,13 @@ class MemoryWatch:
         self._stop.set()
 
 
-def _health(url: str, stop: threading.Event, out: list[float], server: list[float] | None = None) -> None:
+def _health(
+    url: str, stop: threading.Event, out: list[float], server: list[float] | None = None, fresh: bool = False
+) -> None:
     """Poll ``/healthz`` every 50 ms: its latencies in ``out`` (ms), the server's ``total`` in ``server`` (when
-    it sends ``Server-Timing``)."""
-    with httpx.Client(base_url=url, timeout=30) as c:
+    it sends ``Server-Timing``). ``fresh``: a new connection for each probe (as kubelet's), else one kept alive."""
+    limits = httpx.Limits(max_keepalive_connections=0) if fresh else httpx.Limits()
+    with httpx.Client(base_url=url, timeout=30, limits=limits) as c:
         while not stop.is_set():
             t = time.perf_counter()
             try:
@@ -604,8 +608,11 @@ def _phase(
         time.sleep(3.0 + (0.25 * n if kind not in ("conns", *MANY) else 5.0))  # every hostile tenant is in
     health: list[float] = []
     hserver: list[float] = []
+    fresh: list[float] = []
     ht = threading.Thread(target=_health, args=(url, hstop, health, hserver), daemon=True)
     ht.start()
+    ft = threading.Thread(target=_health, args=(url, hstop, fresh, None, True), daemon=True)
+    ft.start()
     codes: Counter[str] = Counter()
     cpu0, t0, w0 = _cpu_split(_PIDS[url]), time.perf_counter(), time.time()
     lat = _victim(url, args.victims, args.phase_s, codes, stages)
@@ -614,10 +621,12 @@ def _phase(
     _CPU.append(tuple(100 * (b - a) / took for a, b in zip(cpu0, cpu1, strict=True)))  # type: ignore[arg-type]
     _GEN_PIDS.clear()
     _HEALTH_SERVER.append(hserver)
+    _HEALTH_FRESH.append(fresh)
     ended.update({f"victim {k}": v for k, v in codes.items() if k != "200"})
     hstop.set()
     stop.set()
     ht.join(timeout=30)
+    ft.join(timeout=30)
     for t in threads:
         t.join(timeout=args.timeout_s + 30)
     return lat, health, ended
@@ -748,6 +757,8 @@ _PIDS: dict[str, int] = {}
 _GEN_PIDS: list[int] = []
 _CPU: list[tuple[float, ...]] = []
 _HEALTH_SERVER: list[list[float]] = []
+_HEALTH_FRESH: list[list[float]] = []
+"""Per phase, ``/healthz`` latencies (ms) of the poller that opens a new connection for each probe."""
 """Per phase, ``/healthz``'s time at the server (``Server-Timing`` total, ms)."""
 """Per phase, % of one core while the victim ran: the server's process, its workers, the flood's client, this
 benchmark's own process (the victim's client, the ``/healthz`` poller), the whole machine's busy time (every
@@ -908,11 +919,12 @@ def main() -> None:
     )
     print(
         f"{'mode':<10} {'phase':<16} {'n':>4} {'p50 ms':>9} {'p99 ms':>9} {'p50 x':>7} {'p99 x':>7} "
-        f"{'healthz p99':>12} {'peak MB srv/all':>16}  requests ended"
+        f"{'healthz p99':>12} {'new conn':>9} {'peak MB srv/all':>16}  requests ended"
     )
     base: dict[str, tuple[float, float]] = {}
-    for mode, name, lat, health, ended, (mem_server, mem_all) in rows:
+    for (mode, name, lat, health, ended, (mem_server, mem_all)), fresh in zip(rows, _HEALTH_FRESH, strict=False):
         p50, p99 = statistics.median(lat), _pct(lat, 0.99)
+        fp99 = _pct(fresh, 0.99) if fresh else float("nan")
         if name == "quiet":
             base[mode] = (p50, p99)
         q50, q99 = base[mode]
@@ -920,7 +932,7 @@ def main() -> None:
         done = ", ".join(f"{k}: {v}" for k, v in sorted(ended.items())) or "-"
         print(
             f"{mode:<10} {name:<16} {len(lat):>4} {p50:>9.1f} {p99:>9.1f} {p50 / q50:>7.2f} {p99 / q99:>7.2f} "
-            f"{hp99:>10.1f}ms {mem_server:>7.0f}/{mem_all:<8.0f}  {done}"
+            f"{hp99:>10.1f}ms {fp99:>7.1f}ms {mem_server:>7.0f}/{mem_all:<8.0f}  {done}"
         )
     if args.stages:
         print("victim's time by stage, ms: median / mean of the slowest tenth (client: outside the server's total)")

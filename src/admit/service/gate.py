@@ -106,6 +106,29 @@ def _content_length(scope: Scope) -> str | None:
     return None
 
 
+UNREAD_BODY_CLOSES = 65_536
+"""An answer given before a request's body is read (401, 413, 429) closes the connection when the body is over
+this many bytes, or of no declared length: the body is never read (the HTTP server stops reading the connection
+and closes it, :func:`admit.service.server.guarded_protocol`). A body under it is already in the server's buffer
+and is passed over, the connection kept alive: a client that reconnects costs more than a few bytes skipped."""
+
+
+def _unread_body_closes(scope: Scope, declared: str | None) -> bool:
+    """Whether an early answer to this request closes its connection (:data:`UNREAD_BODY_CLOSES`)."""
+    if scope.get("method") in ("GET", "HEAD", "DELETE", "OPTIONS"):
+        return False
+    if declared is None:
+        return any(k.lower() == b"transfer-encoding" for k, _ in scope.get("headers", []))
+    return not declared.isdigit() or int(declared) > UNREAD_BODY_CLOSES
+
+
+async def _send_closing(send: Send, resp: JSONResponse) -> None:
+    """Send an early answer with ``Connection: close`` (its request's body left unread)."""
+    headers = [*resp.raw_headers, (b"connection", b"close")]
+    await send({"type": "http.response.start", "status": resp.status_code, "headers": headers})
+    await send({"type": "http.response.body", "body": resp.body})
+
+
 @dataclass(eq=False, repr=False)
 class Gate:
     """API-key auth and a bounded body for protected paths; metrics for every request (when given).
@@ -220,7 +243,7 @@ class Gate:
                 f"{why}: send X-API-Key: KEY (or Authorization: Bearer KEY)",
                 headers={"WWW-Authenticate": 'ApiKey header="X-API-Key"'},
             )
-            await _send(send, resp)
+            await (_send_closing if _unread_body_closes(scope, _content_length(scope)) else _send)(send, resp)
             return
         label, principal = found
         scope.setdefault("state", {})
@@ -228,12 +251,12 @@ class Gate:
         scope["state"]["key_label"] = label
         over = self._connection_over(scope, label, principal.tenant)
         if over is not None:
-            await self._refuse(send, over)
+            await self._refuse(send, over, unread=scope.get("admit.unread"))
             return
         limit = self.max_body_bytes
         declared = _content_length(scope)
         if declared is not None and declared.isdigit() and int(declared) > limit:
-            await _send(send, self._too_big())
+            await _send_closing(send, self._too_big())  # over the limit: never read
             return
         if scope.get("method") in ("GET", "HEAD", "DELETE"):
             await self.app(scope, receive, send)  # no body to bound (a GET may hold an event stream open)
@@ -244,7 +267,8 @@ class Gate:
         size = int(declared) if declared is not None and declared.isdigit() else limit
         ticket = self.admission.enter(f"key:{label}", principal.tenant, size)
         if isinstance(ticket, Refusal):
-            await self._refuse(send, ticket)
+            close = _unread_body_closes(scope, declared)
+            await self._refuse(send, ticket, close=close, unread=scope.get("admit.unread") if close else None)
             return
         try:
             await self._read_and_run(scope, receive, send)
@@ -273,23 +297,31 @@ class Gate:
             resp = self._answers[413] = error_response(413, "payload_too_large", detail)
         return resp
 
-    async def _refuse(self, send: Send, why: Refusal) -> None:
+    async def _refuse(
+        self, send: Send, why: Refusal, *, close: bool = False, unread: Callable[[], None] | None = None
+    ) -> None:
         """429 with ``Retry-After``, the body unread; sent after a short wait that holds no slot. The answer is
-        built once per reason and reused (a flood's refusals build nothing on the loop)."""
+        built once per reason and reused (a flood's refusals build nothing on the loop). ``close``: the request's
+        body is large (:data:`UNREAD_BODY_CLOSES`): the answer closes the connection and the body is never read.
+        ``unread``: the HTTP server's ``scope["admit.unread"]``, called for an answer that closes: it stops
+        reading the connection and drops what it had read of the body, before the wait (which holds nothing)."""
+        if unread is not None and (close or why.close):
+            unread()
         if self.metrics is not None:
             self.metrics.refused.labels(scope=why.scope).inc()
         delay = min(self.connection_refusal_delay_s if why.close else self.refusal_delay_s, why.retry_after_s)
         await anyio.sleep(delay)
         # an admission refusal's Retry-After counts from its answer: what is left of the wait (at least 1 s)
         left = why.retry_after_s if why.close else max(1, why.retry_after_s - int(delay))
-        resp = self._answers.get((why, left))
+        close = close or why.close
+        resp = self._answers.get((why, left, close))
         if resp is None:
             if len(self._answers) > 64:  # bounded: the reasons are a handful of fixed texts
                 self._answers.clear()
             headers = {"Retry-After": str(left)}
-            if why.close:
+            if close:
                 headers["Connection"] = "close"
-            resp = self._answers[(why, left)] = error_response(
+            resp = self._answers[(why, left, close)] = error_response(
                 429, "overloaded", f"{why.detail}; retry after {left} s", headers=headers
             )
         await _send(send, resp)
@@ -307,7 +339,7 @@ class Gate:
             body = message.get("body", b"")
             size += len(body)
             if size > limit:
-                await _send(send, self._too_big())
+                await _send_closing(send, self._too_big())  # the rest is never read
                 return
             chunks.append(body)
             more = bool(message.get("more_body", False))

@@ -17,7 +17,12 @@ headers never end, nor one whose body drips: 19,985 such connections used every 
   ``scope["admit.connection"]``) before it reads a request's body, and answers a request on a connection over
   its key's or tenant's cap (``max_connections_per_key``, ``max_connections_per_tenant``) 429 with
   ``Retry-After`` and closes the connection: a key's flood of connections holds at most its cap, and another
-  tenant's connection is never refused for it.
+  tenant's connection is never refused for it;
+* **an answer before the body is never followed by reading it**: when a request is answered ``Connection: close``
+  while its body is still coming (the gate's 401, 413 and 429 to a large body), the connection stops being read
+  at once, says it has nothing more to send (a half-close, so the answer is not lost to a reset) and is closed
+  ``ServerLimits.unread_linger_s`` later. uvicorn read and parsed such a body to its end to keep the connection:
+  a flood of 1.8 MB bodies refused 429 kept the event loop busy reading what it had refused.
 
 ``admit serve``, ``admit mcp --transport streamable-http`` and :class:`~admit.service.loopback.LoopbackServer`
 all run through :func:`uvicorn_config`. Behind a proxy, set the proxy's own timeouts as well (``deploy/``).
@@ -26,6 +31,8 @@ all run through :func:`uvicorn_config`. Behind a proxy, set the proxy's own time
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
 import time
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
@@ -47,6 +54,12 @@ class ServerLimits:
     """Most open connections; at the cap the oldest one still sending its request makes room."""
     keep_alive_s: float = 5.0
     """An idle keep-alive connection is closed after this (uvicorn's ``timeout_keep_alive``)."""
+    probe_thread: bool = True
+    """Serve a kept-alive liveness-probe connection from a thread of its own, off the event loop
+    (:mod:`admit.service.probes`)."""
+    unread_linger_s: float = 1.0
+    """How long a connection answered before its body was read is kept (half-closed, not read) before it is
+    closed: the client's time to read the answer before the close resets the connection."""
 
     @classmethod
     def from_settings(cls, settings: Any) -> ServerLimits:
@@ -97,6 +110,27 @@ class Owners:
                 del counter[name]
 
 
+class _Transport:
+    """A connection's transport as uvicorn sees it: everything passes through, but its ``close`` is the
+    protocol's (:meth:`close_unread`), so a connection answered before its request's body is in is never read
+    again."""
+
+    def __init__(self, raw: Any, close: Any) -> None:
+        self._raw = raw
+        self.close = close
+        self.lingering = False
+        """Answered and half-closed, to be closed: closing, as far as uvicorn is concerned (it reads no more)."""
+
+    def is_closing(self) -> bool:
+        return self.lingering or bool(self._raw.is_closing())
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._raw, name)
+        if callable(value):
+            setattr(self, name, value)  # looked up once per connection
+        return value
+
+
 class _Claim:
     """What the gate finds in ``scope["admit.connection"]``: the request's connection, to be claimed for a key."""
 
@@ -123,6 +157,7 @@ def guarded_protocol(limits: ServerLimits, probe: Any = None) -> type[asyncio.Pr
     slow: OrderedDict[Any, None] = OrderedDict()  # connections still sending a request (headers or body), oldest first
     idle: OrderedDict[Any, None] = OrderedDict()  # keep-alive connections between requests, oldest first
     owners = Owners()  # connections by key and tenant (claimed by the gate)
+    probes: list[Any] = []  # the server's ProbeThread, made with its first kept-alive probe connection
 
     class GuardedH11Protocol(H11Protocol):
         _timer: asyncio.TimerHandle | None = None
@@ -131,9 +166,14 @@ def guarded_protocol(limits: ServerLimits, probe: Any = None) -> type[asyncio.Pr
         _first: float | None = None  # when the current request's first bytes came in (Server-Timing's start)
         _cycle: Any = None
         _claim: Any = None
+        _raw: Any = None  # the connection's own transport (uvicorn is given a :class:`_Transport`)
+        _lingering: asyncio.TimerHandle | None = None
+        _others = 0  # requests other than a probe this connection has carried
+        _pending = b""  # a connection given back by the probe thread: the bytes it read
 
         def connection_made(self, transport: Any) -> None:
             self._claim = _Claim(owners, self)
+            self._raw = transport
             # the cap counts every connection the server holds (``live``), not uvicorn's set, which a closed but
             # not yet lost connection still sits in: an evicted connection's slot is free at once
             if len(live) >= limits.max_connections:
@@ -143,19 +183,26 @@ def guarded_protocol(limits: ServerLimits, probe: Any = None) -> type[asyncio.Pr
                     transport.close()
                     return
                 victim._evict()
-            super().connection_made(transport)
+            super().connection_made(_Transport(transport, self._close_unread))  # type: ignore[arg-type]
             live[self] = None
             self._headers_phase()
+            if self._pending:  # back from the probe thread: what it read comes first
+                pending, self._pending = self._pending, b""
+                self._others += 1
+                self.data_received(pending)
 
         def connection_lost(self, exc: Exception | None) -> None:
             if self._refused:
                 return
+            if self._lingering is not None:
+                self._lingering.cancel()
+                self._lingering = None
             self._cancel()
             self._forget()
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
-            if self._refused:
+            if self._refused or self._lingering is not None:
                 return
             if probe is not None and self._probe_answered(data):
                 return
@@ -164,8 +211,10 @@ def guarded_protocol(limits: ServerLimits, probe: Any = None) -> type[asyncio.Pr
             super().data_received(data)
             if self.cycle is not None and self.cycle is not self._cycle:  # a request begun: its scope has the time
                 self._cycle = self.cycle
+                self._others += 1
                 scope: dict[str, Any] = self.cycle.scope  # type: ignore[assignment]
                 scope["admit.connection"] = self._claim
+                scope["admit.unread"] = self._stop_reading
                 if self._first is not None:
                     scope["admit.received"] = self._first
                 self._first = None
@@ -226,7 +275,80 @@ def guarded_protocol(limits: ServerLimits, probe: Any = None) -> type[asyncio.Pr
             if self.conn.our_state is h11.MUST_CLOSE:  # type: ignore[comparison-overlap]  # changed by the sends
                 self.transport.close()
             self.on_response_complete()
+            if not self._others and limits.probe_thread and not self._raw.is_closing():
+                self._to_probe_thread()
             return True
+
+        def _to_probe_thread(self) -> None:
+            """Hand this connection (it has carried only probes, each answered) to the probe thread: it serves
+            the next probes off the event loop; the loop forgets the connection (its descriptor closed, the
+            thread's duplicate kept). Stays here when the answer is not all sent or the thread is full."""
+            from admit.service.probes import ProbeThread
+
+            raw = self._raw
+            if raw.get_write_buffer_size():
+                return
+            if not probes:
+                cls, config, state, loop = type(self), self.config, self.server_state, self.loop
+                app_state = self.app_state
+
+                def reconnect(sock: socket.socket, data: bytes) -> None:
+                    def factory() -> Any:
+                        proto = cls(config=config, server_state=state, app_state=app_state, _loop=loop)
+                        proto._pending = data
+                        return proto
+
+                    async def connect() -> None:
+                        try:
+                            await loop.connect_accepted_socket(factory, sock)
+                        except OSError:
+                            sock.close()
+
+                    loop.create_task(connect())
+
+                probes.append(
+                    ProbeThread(
+                        answer=probe.answer,
+                        path=probe.path,
+                        loop=loop,
+                        reconnect=reconnect,
+                        default_headers=lambda: list(state.default_headers),
+                        idle_s=limits.keep_alive_s,
+                    )
+                )
+            try:
+                dup = socket.socket(fileno=os.dup(raw.get_extra_info("socket").fileno()))
+            except OSError:
+                return
+            if not probes[0].adopt(dup):
+                dup.close()
+                return
+            self._cancel()
+            self._forget()
+            raw.close()  # this descriptor only: the connection lives on in the thread's
+
+        def _stop_reading(self) -> None:
+            """The gate refused this request and will close the connection with its answer (``scope["admit.unread"]``):
+            read no more of it, and drop what was read of its body, while the refusal waits."""
+            self.flow.pause_reading()
+            if self.cycle is not None:
+                self.cycle.body = bytearray()
+
+        def _close_unread(self) -> None:
+            """Close the connection; one whose request's body is still coming (answered early, ``Connection:
+            close``) is first half-closed and no longer read, then closed ``unread_linger_s`` later: its body is
+            never read, and the client has the answer before the close resets the connection."""
+            raw = self._raw
+            if raw.is_closing() or self._lingering is not None:
+                return
+            if self.conn.their_state is not h11.SEND_BODY or limits.unread_linger_s <= 0:
+                raw.close()
+                return
+            self.transport.lingering = True  # type: ignore[attr-defined]
+            raw.pause_reading()
+            if raw.can_write_eof():
+                raw.write_eof()  # after what is queued: the answer, then the end of the connection's output
+            self._lingering = self.loop.call_later(limits.unread_linger_s, raw.close)
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -269,16 +391,16 @@ def guarded_protocol(limits: ServerLimits, probe: Any = None) -> type[asyncio.Pr
         def _expire(self) -> None:
             self._cancel()
             slow.pop(self, None)
-            if self._phase in ("headers", "body") and not self.transport.is_closing():
+            if self._phase in ("headers", "body") and not self._raw.is_closing():
                 self._forget()
-                self.transport.close()
+                self._raw.close()
 
         def _evict(self) -> None:
             """Close this connection to make room at the cap (it is sending a request, or idle between two)."""
             self._cancel()
             self._forget()
-            if not self.transport.is_closing():
-                self.transport.close()
+            if not self._raw.is_closing():
+                self._raw.close()
 
     return GuardedH11Protocol
 
