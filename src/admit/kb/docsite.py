@@ -583,28 +583,8 @@ class _Walk:
         el_id = (el.get("id") or "").lower() if tag else ""
         role = (el.get("role") or "").lower() if tag else ""
         kind = _mark(el, tag, classes, el_id, role)
-        if kind is None and self.out.generator == "texinfo":
-            kind = _texinfo_mark(el, tag, classes)
-            if "summary-letter" in classes:  # an index's "Jump to: A B C" row: the table that holds it
-                row = next(el.iterancestors("table", "TABLE"), None)
-                if row is not None and row not in self.marks:
-                    self.marks[row] = _WORD
-        if kind is None and el_id == "top" and self.out.generator == "doxygen":
-            kind = _WORD  # Doxygen's header block (title area, menus, a project's own header of links)
-        if (
-            kind is None
-            and tag == "td"
-            and self.out.generator == "gtk-doc"
-            and _GTKDOC_SUMMARY_CELLS.intersection(classes)
-        ):
-            table = _table_of(el)  # the summary (an index of the page): chrome, with its heading
-            part = _summary_section(table) if table is not None else None
-            if part is not None and part not in self.marks:
-                self.marks[part] = _STRUCTURAL
-            elif table is not None and table not in self.marks:
-                self.marks[table] = _WORD
-        if kind is None and tag == "td" and "listing_lines" in classes and self.out.generator == "gtk-doc":
-            kind = _STRUCTURAL  # a code listing's line numbers
+        if kind is None and self.out.generator is not None:
+            kind = self._generator_mark(el, tag, classes, el_id)
         if kind is not None:
             self.marks[el] = kind
         if self.quiet is None and (tag in _QUIET_TAGS or not tag or kind in (_HIDDEN, _PERMALINK, _STRUCTURAL)):
@@ -621,6 +601,31 @@ class _Walk:
         self._note(el, tag, classes, el_id, role)
         if self.quiet is None:
             self._candidate(el, tag, classes, role)
+
+    def _generator_mark(self, el: Any, tag: str, classes: list[str], el_id: str) -> str | None:
+        """Why ``el`` is chrome on its generator's page (Texinfo, Doxygen, GTK-Doc), if it is; an element whose
+        mark goes to an ancestor (Texinfo's index row, GTK-Doc's summary section) is marked here."""
+        generator = self.out.generator
+        if generator == "texinfo":
+            if "summary-letter" in classes:  # an index's "Jump to: A B C" row: the table that holds it
+                row = next(el.iterancestors("table", "TABLE"), None)
+                if row is not None and row not in self.marks:
+                    self.marks[row] = _WORD
+            return _texinfo_mark(el, tag, classes)
+        if generator == "doxygen":
+            return _WORD if el_id == "top" else None  # the header block (title area, menus, a project's links)
+        if generator != "gtk-doc" or tag != "td":
+            return None
+        if "listing_lines" in classes:
+            return _STRUCTURAL  # a code listing's line numbers
+        if _GTKDOC_SUMMARY_CELLS.intersection(classes):
+            table = _table_of(el)  # the summary (an index of the page): chrome, with its heading
+            part = _summary_section(table) if table is not None else None
+            if part is not None and part not in self.marks:
+                self.marks[part] = _STRUCTURAL
+            elif table is not None and table not in self.marks:
+                self.marks[table] = _WORD
+        return None
 
     def _note(self, el: Any, tag: str, classes: list[str], el_id: str, role: str) -> None:
         """What the element says about the page: a footer, a stated version, a sidebar, the generator, home."""
@@ -1186,11 +1191,18 @@ def clean_title(raw: str, *, heading: str, generator: str | None, home_title: st
             title, site = title.rsplit(sep, 1)
     if home_title and not version:
         site, version = _from_home(home_title, site)
-    if home_title and title != home_title and title.endswith(home_title):  # "cairo_t: Cairo: A Vector Graphics
-        rest = _SEPARATOR_END.search(title[: -len(home_title)])  # Library", the home link's title after a sign
-        if rest is not None:
-            title, site = rest.group(1), site or home_title
+    if home_title:
+        title, site = _without_home(title, site, home_title)
     return SiteTitle(title=title or heading, site=site, version=version)
+
+
+def _without_home(title: str, site: str, home_title: str) -> tuple[str, str]:
+    """A title that ends in a separator and the home link's title (GTK-Doc's ``cairo_t: Cairo: A Vector Graphics
+    Library``) without them, that title the site when none is known; other titles as they are."""
+    if title == home_title or not title.endswith(home_title):
+        return title, site
+    rest = _SEPARATOR_END.search(title[: -len(home_title)])
+    return (rest.group(1), site or home_title) if rest is not None else (title, site)
 
 
 def _generator_title(title: str, heading: str, generator: str | None) -> SiteTitle | None:

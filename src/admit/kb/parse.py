@@ -339,6 +339,27 @@ def _gtkdoc_part(el: Any, name: str) -> tuple[str, Any, Any] | None:
     return (docsite.strip_signs(_text_of(head)), head, el) if head is not None else None
 
 
+def _generator_element(el: Any, name: str, generator: str, acc: _Blocks) -> bool:
+    """A generator's element read its own way by :func:`_html_blocks`; ``True`` when it is read whole here.
+
+    Haddock: a declaration starts its section (:func:`_haddock_declaration`; its text is read by the walk), a
+    declaration's collapsible ``Examples`` heading is a paragraph of it, not a section beside it. GTK-Doc: the
+    ``Description`` heading is none (:func:`_gtkdoc_description`)."""
+    if generator == "haddock":
+        if _haddock_declaration(el, name, acc):
+            return False
+        if name in _HTML_HEADINGS and "subheading" in _classes(el):
+            acc.flush()
+            acc.emit(docsite.strip_signs(_text_of(el)))
+        else:
+            return False
+    elif generator != "gtk-doc" or name not in _HTML_HEADINGS or not _gtkdoc_description(el):
+        return False
+    if el.tail:
+        acc.loose.append(el.tail)
+    return True
+
+
 def _haddock_declaration(el: Any, name: str, acc: _Blocks) -> bool:
     """A Haddock declaration (``<div class="top"><p class="src"><a id="v:decode" class="def">decode</a> :: ...``)
     starts a section named by what it declares (``decode``), under the module's group headings (a level-6
@@ -528,18 +549,8 @@ def _html_blocks(
             stack.append((el, leave_inline))
             stack.extend((c, enter) for c in reversed(el))
             continue
-        if generator == "haddock" and _haddock_declaration(el, name, acc):
-            pass  # its heading is out; its text is read below
-        elif generator == "haddock" and name in _HTML_HEADINGS and "subheading" in _classes(el):
-            flush()  # a declaration's collapsible "Examples": a paragraph of it, not a section beside it
-            acc.emit(docsite.strip_signs(_text_of(el)))
-            if el.tail:
-                loose.append(el.tail)
-            continue
-        if generator == "gtk-doc" and name in _HTML_HEADINGS and _gtkdoc_description(el):
-            if el.tail:  # "Description": the page's one-line purpose above it and its text are one section
-                loose.append(el.tail)
-            continue
+        if generator is not None and _generator_element(el, name, generator, acc):
+            continue  # read whole (a heading that is a paragraph, or no heading at all)
         admonition = _admonition(el, name)
         if admonition is None and generator == "gtk-doc":
             admonition = _gtkdoc_part(el, name)
