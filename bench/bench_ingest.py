@@ -70,7 +70,7 @@ def _profile(site: str, encoder: str, caps: Sequence[int]) -> None:
     texts: list[str] = []
     batches: list[tuple[int, int, int]] = []  # texts, padded length, real tokens
     encode_cpu = [0.0]
-    real_embed, real_pad = emb.embed, minilm._pad
+    real_embed, real_pad = emb.embed_many, minilm._pad  # what ingest calls
 
     def embed(batch: Sequence[str]) -> object:
         texts.extend(batch)
@@ -84,7 +84,7 @@ def _profile(site: str, encoder: str, caps: Sequence[int]) -> None:
         batches.append((len(group), lengths[group[0]], sum(lengths[i] for i in group)))
         return real_pad(ids, lengths, group)  # type: ignore[arg-type]
 
-    emb.embed = embed  # type: ignore[method-assign]
+    emb.embed_many = embed  # type: ignore[method-assign]
     minilm._pad = pad  # type: ignore[assignment]
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
         kb = KnowledgeBase(str(Path(tmp) / "kb.sqlite"), embedder=emb)
@@ -105,7 +105,7 @@ def _profile(site: str, encoder: str, caps: Sequence[int]) -> None:
     print(f"forward batches {len(batches)}; padding {100 * (1 - real / max(padded, 1)):.1f}% of the tokens run")
     print(f"CPU s: ingest {total:.2f}, encoding {encode_cpu[0]:.2f} ({100 * encode_cpu[0] / total:.0f}%), "
           f"the rest {total - encode_cpu[0]:.2f}; chunks per CPU-second {n / total:.2f}")  # fmt: skip
-    emb.embed = real_embed  # type: ignore[method-assign]
+    emb.embed_many = real_embed  # type: ignore[method-assign]
     cost: dict[int, list[float]] = {c: [] for c in caps}
     for _ in range(2):
         for c in caps:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +37,13 @@ __all__ = ["REMEMBERED_VECTORS", "EmbedQueue", "prepare_source", "records_from_c
 logger = logging.getLogger(__name__)
 
 FloatArray = npt.NDArray[np.float32]
+
+
+def bulk_embed(embedder: Embedder) -> Callable[[Sequence[str]], Any]:
+    """The embedder's call for a bulk of texts: its ``embed_many`` where it has one (MiniLM on onnxruntime runs
+    the batches side by side, :meth:`~admit.backends.embedders.minilm.MiniLMEmbedder.embed_many`), else ``embed``."""
+    many = getattr(embedder, "embed_many", None)
+    return many if callable(many) else embedder.embed
 
 
 def _embed_input(title: str, text: str, ps: Sequence[str]) -> str:
@@ -73,8 +80,9 @@ def records_from_chunks(chunks: Sequence[Chunk], embedder: Embedder, *, batch_si
             texts.append(_embed_input(c.title, c.text, ps))
             slots.append((i, -1))
     vecs: list[FloatArray] = []
+    embed = bulk_embed(embedder)
     for start in range(0, len(texts), max(batch_size, 1)):
-        vecs.extend(np.asarray(embedder.embed(texts[start : start + batch_size]), dtype=np.float32))
+        vecs.extend(np.asarray(embed(texts[start : start + batch_size]), dtype=np.float32))
     chunk_vec: dict[int, FloatArray] = {}
     per_passage: dict[int, list[FloatArray]] = {}
     for (i, k), v in zip(slots, vecs, strict=True):
@@ -215,6 +223,7 @@ class EmbedQueue:
         """Text key -> vector of the texts this run encoded (the newest :data:`REMEMBERED_VECTORS`)."""
         self.texts_encoded = 0
         """Texts handed to the embedder so far."""
+        self._embed = bulk_embed(embedder)
 
     def add(self, pending: PendingSource, *, added: bool) -> None:
         texts = pending.texts()
@@ -251,7 +260,7 @@ class EmbedQueue:
         order = sorted(todo, key=lambda k: -len(todo[k]))
         for i in range(0, len(order), self.batch_size):
             part = order[i : i + self.batch_size]
-            vecs = np.asarray(self.embedder.embed([todo[k] for k in part]), dtype=np.float32)
+            vecs = np.asarray(self._embed([todo[k] for k in part]), dtype=np.float32)
             self.texts_encoded += len(part)
             finished = 0
             for k, v in zip(part, vecs, strict=True):

@@ -8,8 +8,9 @@ vectors equal sentence-transformers' to within 1e-5 cosine (``tests/unit/test_mi
 against :class:`~admit.backends.embedders.minilm_torch.MiniLMTorchEmbedder` when torch is installed).
 
 Texts are sorted by token count and batched by length, so a batch pads to its own longest text, not the call's.
-On ``onnxruntime`` a batch holds at most :data:`ONNX_BATCH_TOKENS` padded tokens, and a call of several batches
-runs them side by side on ``threads`` workers sharing a one-thread session (:meth:`MiniLMEmbedder._run_beside`).
+On ``onnxruntime`` a batch holds at most :data:`ONNX_BATCH_TOKENS` padded tokens, and an ingest's call of several
+batches (:meth:`MiniLMEmbedder.embed_many`) runs them side by side on ``threads`` workers sharing a one-thread
+session (:meth:`MiniLMEmbedder._run_beside`).
 
 Two encoders run the forward pass (``encoder=``, default :func:`~admit.backends.embedders.defaults.configure_minilm`'s,
 else ``auto``): ``numpy`` above, and ``onnx``, the same graph built from the same weights for ``onnxruntime``
@@ -342,6 +343,15 @@ class MiniLMEmbedder:
         Returns:
             A float32 array of shape ``(len(texts), 384)`` with L2-normalised rows.
         """
+        return self._embed(texts, beside=False)
+
+    def embed_many(self, texts: Sequence[str]) -> FloatMatrix:
+        """:meth:`embed` for a bulk of texts (an ingest's): on ``onnxruntime`` with ``threads`` over 1, the call's
+        batches run side by side (:meth:`_run_beside`), on a one-thread session made on the first such call (one
+        more copy of the model in memory, kept by ingesting processes only). The same vectors as :meth:`embed`."""
+        return self._embed(texts, beside=True)
+
+    def _embed(self, texts: Sequence[str], *, beside: bool) -> FloatMatrix:
         if len(texts) == 0:
             return np.zeros((0, self.dim), dtype=np.float32)
         self.warm_up()
@@ -351,7 +361,7 @@ class MiniLMEmbedder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if self._session is not None:
             groups = list(self._batches(lengths))
-            if self.threads > 1 and len(groups) > 1:
+            if beside and self.threads > 1 and len(groups) > 1:
                 self._run_beside(groups, ids, lengths, out)
                 return out
             for group in groups:
@@ -373,8 +383,7 @@ class MiniLMEmbedder:
         """The ``onnxruntime`` batches of one call run side by side: ``threads`` workers, each running whole batches
         on one core through a shared one-thread session (``onnxruntime`` releases the GIL while it runs), instead of
         one batch at a time split over ``threads`` cores, whose threads wait for each other at every operator. The
-        same kernels on the same batches: the vectors are the ones the call gives batch by batch. A call of one
-        batch (a question) keeps the session of ``threads`` threads."""
+        same kernels on the same batches: the vectors are the ones the call gives batch by batch."""
         from concurrent.futures import ThreadPoolExecutor
 
         from admit.backends.embedders._onnx_bert import make_session
