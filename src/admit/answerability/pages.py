@@ -4,7 +4,7 @@
 parenthesis dropped: "Counterparts (album)" names ``counterparts``) that read as a page's own subject, not the
 knowledge base's: a name that the text of more than :data:`PAGE_NAME_MAX_SHARE` of its chunks (of other pages) holds
 is the product's or the topic's
-("MkDocs" on MkDocs' own docs), not one page's.
+("MkDocs" on MkDocs' own docs), not one page's; nor is one common English word alone ("President").
 
 A question names a page when it writes the name as a name (:func:`named_pages`: every word capitalised or a digit,
 small joining words aside, and not the question's first word alone): "Which band released Counterparts?". When no
@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from admit import _linear
+from admit.answerability.terms import common_words
 
 __all__ = [
     "PAGE_NAME_MAX_SHARE",
@@ -65,8 +66,9 @@ def page_name(title: str) -> str:
 
 def kb_page_names(chunks: Iterable[tuple[str, str]], max_share: float = PAGE_NAME_MAX_SHARE) -> frozenset[str]:
     """The page names of a knowledge base's ``(title, text)`` chunks that name one page's subject (see the module):
-    at least three characters with a letter, at most :data:`PAGE_NAME_MAX_WORDS` words, whose text is held by at
-    most ``max_share`` of the chunks of other pages."""
+    at least three characters with a letter, at most :data:`PAGE_NAME_MAX_WORDS` words, not one common English word
+    alone ("President", :func:`~admit.answerability.terms.common_words`), whose text is held by at most
+    ``max_share`` of the chunks of other pages."""
     rows = list(chunks)
     names = {page_name(t) for t, _ in rows}
     names = {
@@ -74,6 +76,8 @@ def kb_page_names(chunks: Iterable[tuple[str, str]], max_share: float = PAGE_NAM
         for n in names
         if len(n) >= _MIN_CHARS and any(ch.isalpha() for ch in n) and len(n.split()) <= PAGE_NAME_MAX_WORDS
     }
+    common = common_words()  # a one-word page named by an everyday word ("President") is not what a name asks for
+    names = {n for n in names if " " in n or n not in common}
     if not names:
         return frozenset()
     longest = max(len(n.split()) for n in names)
