@@ -17,6 +17,9 @@ without its labels (:func:`admit.eval.adapt.adapt_to_passages`: the thresholds, 
 :mod:`admit.answerability.pages`); each file gets a second row, ``adapted``, with those verdicts (the same pruning:
 only the verdict's adaptation differs).
 
+``--page-rule``: only the page-name rule (:mod:`admit.answerability.pages`), on every list of each file, every
+candidate admitted (no pruning: seconds).
+
 Run: ``python bench/bench_answer_lists.py [--data ../shared/data] [--per-file 60] [--adapt [--adapt-to sample]]
 [--json PATH] [--encoder E]``; run it once per checkout (``PYTHONPATH=<checkout>/src``) or encoder to compare two.
 """
@@ -48,7 +51,14 @@ def main(argv: list[str] | None = None) -> int:
         help="the knowledge base adapted to: every passage of the file (default) or the sampled lists' only",
     )
     ap.add_argument("--encoder", default=None, help="MiniLM's encoder (numpy, onnx-fp32, onnx-int8; default: admit's)")
+    ap.add_argument(
+        "--page-rule",
+        action="store_true",
+        help="only the page-name rule, on every list of each file, the file's passages as the knowledge base",
+    )
     args = ap.parse_args(argv)
+    if args.page_rule:
+        return page_rule(args.data)
 
     from admit import Pipeline
     from admit.backends.embedders.defaults import EncoderConfig
@@ -113,6 +123,29 @@ def main(argv: list[str] | None = None) -> int:
                 row["adapted_removed_reason"] = b.answer.reason if b.answer else None
     if args.json:
         args.json.write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    return 0
+
+
+def page_rule(data: Path) -> int:
+    """The page-name rule alone (:mod:`admit.answerability.pages`), on every list of each file with its gold chunks
+    kept and removed, every candidate admitted, the file's passages as the knowledge base: how often it says "not
+    answered" (no candidate from a page the question names). Labels pick the gold chunks to remove, nothing else."""
+    from admit.answerability.pages import kb_page_names, page_check
+
+    print("| file | lists | page names | gold kept: not answered | gold removed: not answered |")
+    print("|---|---|---|---|---|")
+    for path in sorted(data.glob("*.jsonl")):
+        recs = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+        names = kb_page_names((c.get("title") or "", c.get("text") or "") for r in recs for c in r["candidates"])
+        kept = removed = 0
+        for r in recs:
+            gold = set(r.get("required") or [])
+            every = [c.get("title") or "" for c in r["candidates"]]
+            rest = [c.get("title") or "" for c in r["candidates"] if c["id"] not in gold]
+            kept += bool(page_check(r["question"], names, every, every).absent)
+            removed += bool(page_check(r["question"], names, rest, rest).absent)
+        n = len(recs)
+        print(f"| {path.stem} | {n} | {len(names)} | {kept}/{n} ({kept / n:.0%}) | {removed}/{n} ({removed / n:.0%}) |")
     return 0
 
 

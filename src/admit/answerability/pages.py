@@ -4,7 +4,7 @@
 parenthesis dropped: "Counterparts (album)" names ``counterparts``) that read as a page's own subject, not the
 knowledge base's: a name that the text of more than :data:`PAGE_NAME_MAX_SHARE` of its chunks (of other pages) holds
 is the product's or the topic's
-("MkDocs" on MkDocs' own docs), not one page's.
+("MkDocs" on MkDocs' own docs), not one page's; nor is one common English word alone ("President").
 
 A question names a page when it writes the name as a name (:func:`named_pages`: every word capitalised or a digit,
 small joining words aside, and not the question's first word alone): "Which band released Counterparts?". When no
@@ -13,8 +13,9 @@ admitted chunk is from a page the question names, the evidence is about its neig
 on it was not found: "not answered" (:func:`page_check`).
 
 Measured on ``../shared/data`` with each file's passages as the knowledge base (``python
-bench/bench_answer_lists.py --adapt``): with the gold chunks removed, the rule fires on 59% of HotpotQA's lists and
-40% of MuSiQue's; with them kept, on 1.5% and 2% (RHDH's questions name no page: it does not fire there).
+bench/bench_answer_lists.py --page-rule``, every list, every candidate admitted): with the gold chunks removed, the
+rule says "not answered" to 59% of HotpotQA's lists and 44% of MuSiQue's; with them kept, to 0 of 199 and 1 of 200
+(RHDH's questions name no page: it does not fire there).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from admit import _linear
+from admit.answerability.terms import common_words
 
 __all__ = [
     "PAGE_NAME_MAX_SHARE",
@@ -65,8 +67,9 @@ def page_name(title: str) -> str:
 
 def kb_page_names(chunks: Iterable[tuple[str, str]], max_share: float = PAGE_NAME_MAX_SHARE) -> frozenset[str]:
     """The page names of a knowledge base's ``(title, text)`` chunks that name one page's subject (see the module):
-    at least three characters with a letter, at most :data:`PAGE_NAME_MAX_WORDS` words, whose text is held by at
-    most ``max_share`` of the chunks of other pages."""
+    at least three characters with a letter, at most :data:`PAGE_NAME_MAX_WORDS` words, not one common English word
+    alone ("President", :func:`~admit.answerability.terms.common_words`), whose text is held by at most
+    ``max_share`` of the chunks of other pages."""
     rows = list(chunks)
     names = {page_name(t) for t, _ in rows}
     names = {
@@ -74,6 +77,8 @@ def kb_page_names(chunks: Iterable[tuple[str, str]], max_share: float = PAGE_NAM
         for n in names
         if len(n) >= _MIN_CHARS and any(ch.isalpha() for ch in n) and len(n.split()) <= PAGE_NAME_MAX_WORDS
     }
+    common = common_words()  # a one-word page named by an everyday word ("President") is not what a name asks for
+    names = {n for n in names if " " in n or n not in common}
     if not names:
         return frozenset()
     longest = max(len(n.split()) for n in names)

@@ -128,8 +128,7 @@ def assess(
         state, rule = _below_floor(state, rule, feats["best_dense"], floor)
     if unknown and state != "not_answered" and not feats["short_held"]:
         state, rule = _unknown_words(state, rule, unknown, question, texts)
-    if adaptation is not None and adaptation.current and adaptation.pages and titles is not None:
-        state, rule = _named_pages(state, rule, question.text, adaptation.pages, titles, pool_titles)
+    state, rule = _named_pages(state, rule, question.text, adaptation, titles, pool_titles)
     head = _head(p, model, state, rule, feats)
     parts = [
         head,
@@ -213,15 +212,18 @@ def _named_pages(
     state: AnswerState,
     rule: str,
     question: str,
-    pages: frozenset[str],
-    titles: Sequence[str],
+    adaptation: Adaptation | None,
+    titles: Sequence[str] | None,
     pool_titles: Sequence[str] | None,
 ) -> tuple[AnswerState, str]:
-    """The knowledge base's page names (``admit adapt``, :mod:`.pages`): a page the question names that no admitted
-    chunk is from caps the verdict at "unsure"; no retrieved candidate from it either: "not answered"."""
-    if state == "not_answered":
+    """The knowledge base's page names (``admit adapt``, :mod:`.pages`; read with a current adaptation and the
+    admitted chunks' ``titles``): a page the question names that no admitted chunk is from caps the verdict at
+    "unsure"; no retrieved candidate from it either: "not answered"."""
+    if state == "not_answered" or adaptation is None or not adaptation.current or not adaptation.pages:
         return state, rule
-    check = page_check(question, pages, titles, pool_titles)
+    if titles is None:
+        return state, rule
+    check = page_check(question, adaptation.pages, titles, pool_titles)
     if check.absent:
         return (
             "not_answered",

@@ -133,16 +133,22 @@ def adapt_to_passages(
         "fitted_models": sorted(k for k in fitted if fitted[k] != shipped_th.get(k)),
         "min_cases": MIN_CASES,
     }
-    pages = kb_page_names((c.title or "", c.text) for c in uniq)
-    figures["pages"] = len(pages)
-    ad = Adaptation(
-        thresholds=fitted,
+    return _adaptation(fitted, uniq, figures), cases
+
+
+def _adaptation(
+    thresholds: dict[str, tuple[float, float]], uniq: Sequence[Chunk], figures: dict[str, Any]
+) -> Adaptation:
+    """The adaptation to ``uniq``: the fitted thresholds and the passages' page names (:mod:`admit.answerability.pages`,
+    as ``admit adapt`` keeps a knowledge base's)."""
+    pages = kb_page_names((c.title, c.text) for c in uniq)
+    return Adaptation(
+        thresholds=thresholds,
         made=datetime.now(UTC).isoformat(timespec="seconds"),
         chunks=len(uniq),
-        figures=figures,
+        figures={**figures, "pages": len(pages)},
         pages=pages,
     )
-    return ad, cases
 
 
 def separation(cases: Sequence[AdaptCase]) -> float:
