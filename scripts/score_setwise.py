@@ -4,7 +4,7 @@
 Usage::
 
     python3 scripts/score_setwise.py [DATA_DIR] [--vectors /tmp/setwise_cache/vecs.npz] [--json OUT]
-        [--encoder numpy|onnx-fp32|onnx-int8 | --recipe RECIPE] [--save-vectors OUT.npz]
+        [--encoder numpy|onnx-fp32|onnx-int8 | --recipe RECIPE] [--save-vectors OUT.npz] [--model FILE]
 
 For every record of every ``*.jsonl(.gz)`` file in ``DATA_DIR`` (default ``../shared/data``) the pruner grades
 the candidates (through :class:`admit.prune.setwise.SetwisePruner`, the class ``admit prune`` runs); the script
@@ -14,6 +14,8 @@ chunk compression, interpolated along the grade thresholds (1 = keep all). Label
 It uses only the pruner's public API, so it also scores an older checkout of admit (``PYTHONPATH=OLD/src``): the
 README's "previous model" column comes from running it on the commit before the refit. ``--vectors`` seeds the
 embedding cache with vectors computed earlier (``scripts/fit_setwise.py`` writes them), so no chunk is encoded twice.
+``--model`` grades with the trees of another model file (a train-only fit: ``fit_setwise.py --train-only-out``)
+instead of the shipped file for the vectors' kind.
 """
 
 from __future__ import annotations
@@ -95,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--encoder", default=None, help="the MiniLM encoder (numpy, onnx-fp32, onnx-int8; default auto)")
     ap.add_argument("--save-vectors", default=None, help="write every vector used (seeded or computed) to this .npz")
     ap.add_argument("--recipe", default=None, help="a recipe of bench/bench_int8_recipes.py, not --encoder")
+    ap.add_argument("--model", default=None, help="the setwise model file (default: the shipped one for the vectors)")
     args = ap.parse_args(argv)
     from admit.backends.embedders.minilm import MiniLMEmbedder
 
@@ -107,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         z = np.load(args.vectors)
         inner.vecs.update(zip(z["keys"].tolist(), z["vecs"], strict=True))
         emb.seed(zip(z["keys"].tolist(), z["vecs"], strict=True), keys_are_hashes=True)
-    pruner = SetwisePruner(embedder=emb)
+    pruner = SetwisePruner(embedder=emb, model_path=args.model)
     settings = PruneSettings(strategy="setwise", threshold=1, keep_top_k=0)
     out: dict[str, Any] = {}
     for path in sorted(Path(args.data_dir).glob("*.jsonl*")):

@@ -146,13 +146,13 @@ def test_threads_reach_the_onnxruntime_session(cache: Path) -> None:
         configure_minilm()
 
 
-def test_auto_takes_onnx_when_onnxruntime_is_installed(cache: Path) -> None:
+def test_auto_takes_onnx_int8_when_onnxruntime_is_installed(cache: Path) -> None:
     _ort()
     assert minilm_defaults().encoder is None
     emb = MiniLMEmbedder(threads=1)
-    assert emb.encoder == "auto" and emb.name == FP32_NAME  # known before the model loads
+    assert emb.encoder == "auto" and emb.name == INT8_NAME  # known before the model loads
     emb.warm_up()
-    assert emb.backend == "onnx-fp32" and emb.fallback is None and emb.name == FP32_NAME
+    assert emb.backend == "onnx-int8" and emb.fallback is None and emb.name == INT8_NAME
     configure_minilm(encoder="numpy")
     try:
         chosen = MiniLMEmbedder(threads=1)
@@ -246,9 +246,10 @@ def _chunks() -> list[Any]:
 
 
 def test_a_knowledge_base_keeps_the_vectors_it_was_built_with(cache: Path, tmp_path: Path) -> None:
-    """A KB built with int8 vectors opens with the int8 encoder when the encoder is left to choose (``auto``:
-    float32), and refuses a named float32 one; a float32 KB refuses a named int8 encoder. Stored passage vectors
-    of one kind are never read as the other's."""
+    """A KB built with int8 vectors opens with the int8 encoder when the encoder is left to choose (``auto``), and
+    refuses a named float32 one; a float32 KB (built before int8 was the default) opens with a float32 encoder
+    under ``auto`` and refuses a named int8 one; a new KB under ``auto`` holds int8 vectors. Stored passage
+    vectors of one kind are never read as the other's."""
     _ort()
     from admit.kb import KnowledgeBase
     from admit.passages import PASSAGE_VECTORS_KEY, decode_vectors
@@ -262,10 +263,10 @@ def test_a_knowledge_base_keeps_the_vectors_it_was_built_with(cache: Path, tmp_p
             assert kb.embedder.name == INT8_NAME
     finally:
         configure_minilm()
-    with KnowledgeBase(path) as kb:  # auto: float32 where onnxruntime is installed, but this KB holds int8
+    with KnowledgeBase(path) as kb:  # auto: this KB holds int8
         emb = kb.embedder
-        assert isinstance(emb, MiniLMEmbedder) and emb.encoder == "onnx-int8" and emb.name == INT8_NAME
-        assert kb.embedder_spec == "minilm:onnx-int8"  # what the Ray engine's workers resolve
+        assert isinstance(emb, MiniLMEmbedder) and emb.encoder == "auto" and emb.name == INT8_NAME
+        assert kb.embedder_spec == "minilm"  # what the Ray engine's workers resolve: auto, int8 there too
         hits = kb.hits("How do I rotate the signing key?", Principal(tenant="acme"), k=1)
         assert hits[0].record.id == "c4" and emb.backend == "onnx-int8"  # the question encoded as the chunks were
         metas = [r.metadata for i in range(1, 5) for r in kb.store.get_source_chunks(f"s{i}", "acme")]
@@ -283,17 +284,29 @@ def test_a_knowledge_base_keeps_the_vectors_it_was_built_with(cache: Path, tmp_p
         configure_minilm()
 
     fp32_path = tmp_path / "fp32.kb"
-    with KnowledgeBase(fp32_path) as kb:
-        kb.add_chunks(_chunks())
-        assert kb.embedder.name == FP32_NAME
+    configure_minilm(encoder="numpy", threads=1)  # a knowledge base built before int8 was the default
+    try:
+        with KnowledgeBase(fp32_path) as kb:
+            kb.add_chunks(_chunks())
+            assert kb.embedder.name == FP32_NAME
+    finally:
+        configure_minilm()
     configure_minilm(encoder="onnx-int8", threads=1)
     try:
         with pytest.raises(ConfigError, match="built with embedder 'all-MiniLM-L6-v2', not 'all-MiniLM-L6-v2-int8-sq'"):
             KnowledgeBase(fp32_path)
     finally:
         configure_minilm()
-    with KnowledgeBase(fp32_path) as kb:
-        assert kb.embedder.name == FP32_NAME and kb.embedder_spec == "minilm"
+    with KnowledgeBase(fp32_path) as kb:  # auto: int8 for a new knowledge base, but this one holds float32
+        emb = kb.embedder
+        assert isinstance(emb, MiniLMEmbedder) and emb.name == FP32_NAME and emb.encoder == "onnx-fp32"
+        assert kb.embedder_spec == "minilm:onnx-fp32"  # what the Ray engine's workers resolve
+        hits = kb.hits("How do I rotate the signing key?", Principal(tenant="acme"), k=1)
+        assert hits[0].record.id == "c4" and emb.backend == "onnx-fp32"  # the question encoded as the chunks were
+    new_path = tmp_path / "new.kb"
+    with KnowledgeBase(new_path) as kb:  # a new knowledge base under auto: int8 vectors
+        kb.add_chunks(_chunks())
+        assert kb.embedder.name == INT8_NAME and kb.store.get_meta("embedder") == INT8_NAME
 
 
 def test_a_knowledge_base_of_the_earlier_int8_recipes_vectors_is_refused_with_the_way_out(tmp_path: Path) -> None:

@@ -94,8 +94,9 @@ class OneLineErrors(click.Group):
     default=None,
     type=click.Choice(["auto", "numpy", "onnx", "onnx-fp32", "onnx-int8"], case_sensitive=False),
     help="What runs MiniLM: onnx = onnx-fp32 (onnxruntime, float32), onnx-int8 (onnxruntime, int8 weights: about "
-    "twice numpy's speed, vectors of their own kind), numpy (float32), or auto: onnx-fp32 when onnxruntime is "
-    "installed (the embed extra), else numpy; a knowledge base keeps the kind of vectors it was built with.",
+    "twice numpy's speed, vectors of their own kind, read by setwise trees fitted on them), numpy (float32), or "
+    "auto: onnx-int8 when onnxruntime and onnx are installed (the embed extra), else numpy; a knowledge base keeps "
+    "the kind of vectors it was built with.",
 )
 @click.option(
     "--torch-threads",

@@ -2,7 +2,8 @@
 
 | file | read by |
 |---|---|
-| ``setwise.json`` | the ``setwise`` pruner's trees and cuts (``admit.prune.setwise_model.model``) |
+| ``setwise.json`` | the ``setwise`` pruner's trees and cuts, for float32 MiniLM vectors (``...setwise_model.model``) |
+| ``setwise_int8.json`` | the same fit on the int8 encoder's vectors (``all-MiniLM-L6-v2-int8-sq``), read for them |
 | ``answerability.json`` | the "is it answered" models (``admit.answerability``) |
 | ``cross.npz``, ``cross_fit_log.json`` | the ``cross`` reranker's joint layers and the log of their fit |
 | ``injection_model.npz`` | the learned injection detector (``admit.security.learned``) |

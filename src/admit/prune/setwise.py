@@ -269,7 +269,7 @@ def _build(res: PrunerResources) -> SetwisePruner:
 
 def _identity(res: PrunerResources) -> tuple[str, ...]:
     from admit.backends.rerankers.cross import default_model_path
-    from admit.prune.setwise_model.model import DEFAULT_MODEL_PATH
+    from admit.prune.setwise_model.model import model_path_for
     from admit.prune.setwise_model.scorer import cross_by_default, multilingual_by_default
 
     emb = res.embedder
@@ -281,7 +281,7 @@ def _identity(res: PrunerResources) -> tuple[str, ...]:
     use_e5 = multilingual_by_default() if multilingual is None else multilingual is not False
     return (
         str(name or "minilm"),
-        file_digest(DEFAULT_MODEL_PATH),
+        file_digest(model_path_for(str(name))),  # the trees for these vectors (int8 ones have their own)
         file_digest(cross_path) if use_cross else "no-cross",
         "e5" if use_e5 else "no-e5",  # read for lists that mix languages
     )

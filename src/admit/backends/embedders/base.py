@@ -97,7 +97,7 @@ class CachedEmbedder:
         if max_items < 1:
             raise InvalidValue("max_items must be >= 1")
         self.inner = inner
-        self.name = inner.name
+        self._name: str | None = None
         self.dim = inner.dim
         self.max_items = max_items
         self._cache: LRU[str, FloatMatrix] = LRU(max_items)
@@ -107,6 +107,17 @@ class CachedEmbedder:
         self.misses = 0
         if seed:
             self.seed(seed.items())
+
+    @property
+    def name(self) -> str:
+        """The inner embedder's name, read each time: MiniLM's ``auto`` encoder says whose vectors it gives for
+        certain only once loaded (int8 ones, or float32 ones when it fell back to numpy); a name set on the cache
+        is its own from then on."""
+        return self._name if self._name is not None else str(self.inner.name)
+
+    @name.setter
+    def name(self, value: str) -> None:
+        self._name = value
 
     def __len__(self) -> int:
         with self._lock:

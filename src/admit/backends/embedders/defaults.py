@@ -55,7 +55,8 @@ EARLIER_INT8_NAMES = frozenset({"all-MiniLM-L6-v2-int8"})
 base holding them is refused with a hint to ingest again, never fed question vectors of another kind."""
 
 ENCODERS = ("auto", "numpy", "onnx", "onnx-fp32", "onnx-int8")
-"""The MiniLM encoders by name: ``auto`` (``onnx-fp32`` when ``onnxruntime`` is installed, else ``numpy``),
+"""The MiniLM encoders by name: ``auto`` (``onnx-int8`` when ``onnxruntime`` and ``onnx`` are installed, else
+``numpy``; a knowledge base of float32 vectors opened with ``auto`` keeps a float32 encoder),
 ``numpy`` (the numpy forward pass), ``onnx`` = ``onnx-fp32`` (``onnxruntime``, float32 weights), ``onnx-int8``
 (int8 weights: faster, a little further from the float32 vectors, named apart from them)."""
 

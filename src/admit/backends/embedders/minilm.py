@@ -15,14 +15,16 @@ session (:meth:`MiniLMEmbedder._run_beside`).
 Two encoders run the forward pass (``encoder=``, default :func:`~admit.backends.embedders.defaults.configure_minilm`'s,
 else ``auto``): ``numpy`` above, and ``onnx``, the same graph built from the same weights for ``onnxruntime``
 (:mod:`admit.backends.embedders._onnx_bert`; float32 with ``onnx-fp32``, or int8 weights with ``onnx-int8``).
-``auto`` takes ``onnx-fp32`` when ``onnxruntime`` is installed and the graph builds, else ``numpy``, and records
-why in :attr:`MiniLMEmbedder.fallback`. int8 is not the default: under it the ``setwise`` trees, fitted on float32
-vectors, keep 0.7 point less of MuSiQue and 0.9 less of RHDH at R@68 (``docs/results.md``, issue 48).
+``auto`` takes ``onnx-int8`` when ``onnxruntime`` (and ``onnx``, which builds the graph) is installed and the graph
+builds, else ``numpy``, and records why in :attr:`MiniLMEmbedder.fallback`. The ``setwise`` pruner reads trees
+fitted on the vectors it is given (``modelfiles/setwise_int8.json`` for int8 ones, ``setwise.json`` for float32
+ones), which keep R@68 out of sample within 0.5 point of float32's (``docs/results.md``, issue 48).
 
 int8 vectors are not float32 vectors (mean cosine 0.999 between them): the embedder's :attr:`~MiniLMEmbedder.name`
 says which it gives (:data:`FP32_NAME`, :data:`INT8_NAME`), and a knowledge base records it, so the vectors of
 the two are never compared with each other: a knowledge base opened with the encoder left to ``auto`` takes the
-encoder of its vectors (:func:`for_vectors`), and refuses a named encoder of the other kind.
+encoder of its vectors (:func:`for_vectors`: a float32 knowledge base keeps the float32 encoder), and refuses a
+named encoder of the other kind.
 """
 
 from __future__ import annotations
@@ -178,8 +180,8 @@ class MiniLMEmbedder:
         device: Only ``"cpu"`` (kept for the signature of the torch embedder).
         path: The folder with the model files (default: see :func:`model_dir`).
         encoder: ``auto``, ``numpy``, ``onnx`` (= ``onnx-fp32``) or ``onnx-int8`` (default: the configuration's,
-            else ``auto``: ``onnx-fp32`` when ``onnxruntime`` is installed, else ``numpy``). The encoder chosen is
-            :attr:`backend` once loaded; :attr:`name` says whose vectors it gives.
+            else ``auto``: ``onnx-int8`` when ``onnxruntime`` and ``onnx`` are installed, else ``numpy``). The
+            encoder chosen is :attr:`backend` once loaded; :attr:`name` says whose vectors it gives.
         config: The folder, threads and encoder this embedder takes where the arguments above are not given
             (default: the process's fallback, :func:`~admit.backends.embedders.defaults.minilm_defaults`, read
             now); kept as :attr:`config`.
@@ -226,9 +228,12 @@ class MiniLMEmbedder:
         self._tokenizer: Any = None
         self._pool: Any = None
         self._lock = threading.Lock()
-        self.name = INT8_NAME if self.encoder == "onnx-int8" else FP32_NAME
-        """Whose vectors it gives: :data:`INT8_NAME` for ``onnx-int8``, else :data:`FP32_NAME` (known before the
-        model loads)."""
+        self.name = (
+            INT8_NAME if self.encoder == "onnx-int8" or (self.encoder == "auto" and _ort_installed()) else FP32_NAME
+        )
+        """Whose vectors it gives: :data:`INT8_NAME` for ``onnx-int8`` and for ``auto`` where ``onnxruntime`` and
+        ``onnx`` are installed, else :data:`FP32_NAME` (known before the model loads; ``auto`` whose graph then
+        fails to build runs ``numpy`` and says :data:`FP32_NAME`)."""
         self.batches = 0
         """Forward batches run so far (tests count work with it)."""
 
@@ -278,7 +283,7 @@ class MiniLMEmbedder:
             self.backend = "numpy"
             self.name = FP32_NAME
             return None
-        variant: Literal["fp32", "int8"] = "int8" if self.encoder == "onnx-int8" else "fp32"
+        variant: Literal["fp32", "int8"] = "fp32" if self.encoder in ("onnx", "onnx-fp32") else "int8"
         named = self.encoder != "auto"
         try:
             import onnxruntime  # noqa: F401  (the session needs it: imported here once)
@@ -286,6 +291,8 @@ class MiniLMEmbedder:
             if named:
                 raise ConfigError(f"--encoder {self.encoder} needs onnxruntime: {_ORT_HINT}.") from exc
             return self._numpy_instead("onnxruntime is not installed")
+        if not named and not _ort_installed():  # a cached graph would load, but its name was said to be float32's
+            return self._numpy_instead("onnx is not installed (it builds the graph)")
         from admit.backends.embedders._onnx_bert import load_model, make_session
 
         try:
@@ -403,11 +410,11 @@ class MiniLMEmbedder:
 
 
 def _ort_installed() -> bool:
-    """Whether ``onnxruntime`` can be imported (found without importing it)."""
+    """Whether ``onnxruntime`` and ``onnx`` (which builds the graph) can be imported (found without importing them)."""
     import importlib.util
 
     try:
-        return importlib.util.find_spec("onnxruntime") is not None
+        return all(importlib.util.find_spec(m) is not None for m in ("onnxruntime", "onnx"))
     except (ImportError, ValueError):  # a broken or blocked install
         return False
 

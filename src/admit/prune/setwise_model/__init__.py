@@ -3,8 +3,10 @@
 Pure scoring logic: given a question and the retrieved chunks, estimate for every chunk the probability
 that the answer needs it *as a member of the set* (a bridge paragraph that matters only together with
 another one included), decide how many chunks the question needs, and map the result to admit's
-five-level rubric. Numpy only at inference; the fitted trees live in ``modelfiles/setwise.json``
-(refit with ``scripts/fit_setwise.py``: fitted on public labelled lists, validated on held-out ones).
+five-level rubric. Numpy only at inference; the fitted trees live in ``modelfiles/setwise.json`` for float32
+MiniLM vectors and ``modelfiles/setwise_int8.json`` for the int8 encoder's (the scorer reads the file of the
+vectors its embedder gives: :func:`~admit.prune.setwise_model.model.model_path_for`; refit with
+``scripts/fit_setwise.py [--encoder onnx-int8]``: fitted on public labelled lists, validated on held-out ones).
 
 The package follows the model's own stages, one module each:
 
@@ -52,7 +54,15 @@ from admit.prune.setwise_model.features import (
     zscore,
 )
 from admit.prune.setwise_model.links import LINK_NAMES
-from admit.prune.setwise_model.model import DEFAULT_CUTS, DEFAULT_MODEL_PATH, MODEL_VERSION, SetwiseModel, load_model
+from admit.prune.setwise_model.model import (
+    DEFAULT_CUTS,
+    DEFAULT_MODEL_PATH,
+    INT8_MODEL_PATH,
+    MODEL_VERSION,
+    SetwiseModel,
+    load_model,
+    model_path_for,
+)
 from admit.prune.setwise_model.scorer import SetwiseScorer, SetwiseScores
 from admit.prune.setwise_model.stages import STAGE_EXTRA, stage_feature_names, stage_features
 from admit.prune.setwise_model.trees import TreeEnsemble
@@ -63,6 +73,7 @@ __all__ = [
     "DEFAULT_CUTS",
     "DEFAULT_KEEP_BOUNDS",
     "DEFAULT_MODEL_PATH",
+    "INT8_MODEL_PATH",
     "LEAST_KEEP_CAP",
     "LINK_NAMES",
     "MAX_PASSAGES",
@@ -83,6 +94,7 @@ __all__ = [
     "grade_of",
     "grades",
     "load_model",
+    "model_path_for",
     "passages",
     "prepare",
     "question_text",

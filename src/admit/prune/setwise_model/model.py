@@ -17,18 +17,32 @@ import numpy as np
 import numpy.typing as npt
 
 from admit import modelfiles
+from admit.backends.embedders.defaults import INT8_NAME
 from admit.errors import ModelFileError
 from admit.prune.setwise_model.coverage import COVERAGE_FEATURES, DEFAULT_KEEP_BOUNDS, coverage_features
 from admit.prune.setwise_model.features import Prepared
 from admit.prune.setwise_model.stages import stage_feature_names, stage_features
 from admit.prune.setwise_model.trees import TreeEnsemble
 
-__all__ = ["DEFAULT_CUTS", "DEFAULT_MODEL_PATH", "MODEL_VERSION", "SetwiseModel", "load_model"]
+__all__ = [
+    "DEFAULT_CUTS",
+    "DEFAULT_MODEL_PATH",
+    "INT8_MODEL_PATH",
+    "MODEL_VERSION",
+    "SetwiseModel",
+    "load_model",
+    "model_path_for",
+]
 
 FloatArray = npt.NDArray[np.float64]
 
 MODEL_VERSION = 2
 DEFAULT_MODEL_PATH = modelfiles.path("setwise.json")
+"""The trees fitted on float32 MiniLM vectors (``all-MiniLM-L6-v2``: the ``numpy`` and ``onnx-fp32`` encoders, and
+every embedder not named below)."""
+INT8_MODEL_PATH = modelfiles.path("setwise_int8.json")
+"""The trees fitted on the int8 encoder's vectors (``all-MiniLM-L6-v2-int8-sq``, ``onnx-int8``): the same fit on
+the same lists (``scripts/fit_setwise.py --encoder onnx-int8``), read wherever the vectors are int8 ones."""
 DEFAULT_CUTS: tuple[float, float, float, float] = (0.95, 0.8, 0.6, 0.3)
 
 
@@ -109,6 +123,17 @@ class SetwiseModel:
             meta=dict(d.get("meta", {})),
             keep_bounds=bounds,
         )
+
+
+def model_path_for(vectors: str | None) -> Path:
+    """The shipped model file for vectors called ``vectors`` (an embedder's ``name``): :data:`INT8_MODEL_PATH` for
+    the int8 encoder's, :data:`DEFAULT_MODEL_PATH` for any other (float32 MiniLM, or an embedder of its own).
+
+    Example:
+        >>> model_path_for("all-MiniLM-L6-v2-int8-sq").name, model_path_for("all-MiniLM-L6-v2").name
+        ('setwise_int8.json', 'setwise.json')
+    """
+    return INT8_MODEL_PATH if vectors == INT8_NAME else DEFAULT_MODEL_PATH
 
 
 @lru_cache(maxsize=8)

@@ -28,7 +28,7 @@ from admit.prune.setwise_model.features import Prepared, SetwiseItem, prepare
 from admit.prune.setwise_model.fusion import fuse
 from admit.prune.setwise_model.grading import apply_rules
 from admit.prune.setwise_model.links import LINK_NAMES
-from admit.prune.setwise_model.model import DEFAULT_MODEL_PATH, load_model
+from admit.prune.setwise_model.model import SetwiseModel, load_model, model_path_for
 from admit.prune.setwise_model.stubs import STUB_GRADE, heading_stubs
 from admit.question import Question, read_question
 
@@ -332,7 +332,10 @@ class SetwiseScorer:
     Args:
         embedder: The embedder (default: the process's shared all-MiniLM-L6-v2 and its vector cache,
             :func:`~admit.backends.embedders.shared.shared_embedder`, loaded lazily).
-        model_path: The fitted model file (default: the shipped ``data/setwise.json``).
+        model_path: The fitted model file (default: the shipped one for the embedder's vectors,
+            :func:`~admit.prune.setwise_model.model.model_path_for`: ``setwise_int8.json`` for the int8 encoder's,
+            ``setwise.json`` for float32 MiniLM's; read when a list is scored, after the embedder has loaded, so an
+            ``auto`` encoder that fell back to numpy gets the float32 trees).
         cross: The split cross-encoder whose score the trees' probabilities are fused with
             (:mod:`admit.prune.setwise_model.fusion`): an instance (one given to several scorers shares its weights
             and passage cache), ``True`` a new one over the shipped model file, ``False`` none, or ``None``
@@ -388,7 +391,10 @@ class SetwiseScorer:
 
             embedder = shared_embedder("minilm")
         self.embedder = embedder
-        self.model = load_model(str(model_path) if model_path is not None else str(DEFAULT_MODEL_PATH))
+        self.model_path = Path(model_path) if model_path is not None else None
+        """The model file given, or ``None``: the shipped one for the embedder's vectors (:attr:`model`)."""
+        self._model: SetwiseModel | None = None
+        _ = self.model  # read now: a missing or broken model file fails here, not on the first list
         self.cross: CrossEncoder | None = None
         self.fusion: tuple[float, ...] = ()
         if cross is None:
@@ -399,6 +405,20 @@ class SetwiseScorer:
             if weights is None:
                 raise ConfigError(f"the cross model {enc.path} has no fusion weights (scripts/fit_cross_fusion.py)")
             self.cross, self.fusion = enc, weights
+
+    @property
+    def model(self) -> SetwiseModel:
+        """The fitted trees: the file given, else the shipped file for the vectors the embedder gives now (its
+        ``name``: :func:`~admit.prune.setwise_model.model.model_path_for`), loaded once per process."""
+        if self._model is not None:
+            return self._model
+        if self.model_path is not None:
+            return load_model(str(self.model_path))
+        return load_model(str(model_path_for(getattr(self.embedder, "name", None))))
+
+    @model.setter
+    def model(self, value: SetwiseModel) -> None:
+        self._model = value
 
     @property
     def cuts(self) -> tuple[float, float, float, float]:
