@@ -617,8 +617,7 @@ def adapt(
     short, short_figures = fit_short_below(cases) if options.short else (0, {"fitted": False})
     margin, cross_figures = _cross_margin(cases, short, options)
     # the fitted cross margin is asked with; the default one is not (the thresholds are fitted on the lists without it)
-    fitted_margin = margin if options.cross_fit else 0
-    cuts = {k: v for k, v in (("keep_most", most), ("short_below", short), ("cross_margin", fitted_margin)) if v}
+    cuts = _cut_params(most, short, margin * options.cross_fit)
     if cuts:
         # the verdict reads what the pruner admits: its thresholds are fitted on the lists the cuts leave
         cases = _ask_all(kb, pipe, plans, replace(probe, prune_params={"setwise": {**rules, **cuts}}), progress)
@@ -655,7 +654,7 @@ def adapt(
         figures=figures,
         similarity_floor=floors,
         vocabulary=vocabulary,
-        prune_params={"setwise": {**rules, **cuts, **({"cross_margin": margin} if margin else {})}},
+        prune_params={"setwise": {**rules, **_cut_params(most, short, margin)}},
     )
     if save:
         kb.save_adaptation(ad, fp)
@@ -733,6 +732,11 @@ def fit_short_below(cases: Sequence[AdaptCase]) -> tuple[int, dict[str, Any]]:
             figures.update(short_below=below, gold_kept=by_words[str(below)][0], chunks=by_words[str(below)][1])
     figures["by_words"] = by_words
     return int(figures.get("short_below", 0)), figures
+
+
+def _cut_params(most: int, short: int, margin: int) -> dict[str, int]:
+    """setwise's parameters of the cuts that are set (0: none)."""
+    return {k: v for k, v in (("keep_most", most), ("short_below", short), ("cross_margin", margin)) if v}
 
 
 def _cross_margin(cases: Sequence[AdaptCase], short_below: int, options: AdaptOptions) -> tuple[int, dict[str, Any]]:
