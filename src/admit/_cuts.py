@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["SHORT_KEEP_RANKS", "SHORT_P_SHARE", "short_cut"]
+__all__ = ["CROSS_KEEP_RANKS", "SHORT_KEEP_RANKS", "SHORT_P_SHARE", "cross_cut", "short_cut"]
 
 #: The retriever's first this many chunks are never left out by the short-chunk cut.
 SHORT_KEEP_RANKS = 2
@@ -48,4 +48,41 @@ def short_cut(
             and float(probs[j]) < SHORT_P_SHARE * top
         ):
             out[j] = max(1, min(g, threshold - 1))
+    return out
+
+
+#: The retriever's first this many chunks are never left out by the cross-encoder cut.
+CROSS_KEEP_RANKS = 1
+
+
+def cross_cut(
+    grades: Sequence[int],
+    cross: Sequence[float | None],
+    probs: Sequence[float],
+    ranks: Sequence[int],
+    ruled: Sequence[bool],
+    threshold: int,
+    margin: float,
+) -> list[int]:
+    """``grades`` with each chunk graded at or above ``threshold`` whose cross-encoder score (``cross``; ``None``: not
+    read, left as it is) is more than ``margin`` under the best cross score among those chunks graded one under
+    ``threshold`` (at least 1), unless it is the list's most probable (``probs``), among the retriever's first
+    :data:`CROSS_KEEP_RANKS` (``ranks``, 0-based) or graded by a rule (``ruled``). ``margin`` of 0 or less: no cut.
+
+    The per-knowledge-base cut ``admit adapt`` fits (setwise's ``cross_margin``): the cross-encoder reads the question
+    and the chunk together, so among the chunks the trees admit it tells the one that answers from its neighbours
+    that only share its words better than the trees' probability does; the chunks it reads as far worse than the
+    best admitted one dilute the evidence.
+    """
+    out = [int(g) for g in grades]
+    if margin <= 0 or not out:
+        return out
+    read = {j: float(c) for j, (g, c) in enumerate(zip(out, cross, strict=True)) if g >= threshold and c is not None}
+    if len(read) < 2:
+        return out
+    top = max(read.values())
+    best = max(range(len(out)), key=lambda j: (probs[j], -j))
+    for j, c in read.items():
+        if j != best and not ruled[j] and ranks[j] >= CROSS_KEEP_RANKS and c < top - margin:
+            out[j] = max(1, min(out[j], threshold - 1))
     return out

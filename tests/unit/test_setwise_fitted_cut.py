@@ -181,6 +181,7 @@ def test_adapt_fits_the_verdicts_thresholds_on_what_the_fitted_cut_admits(monkey
     from admit.backends.embedders import FakeEmbedder
     from admit.kb import KnowledgeBase
     from admit.kb import adapt as adapt_mod
+    from admit.kb.adapt import CROSS_MARGIN_DEFAULT
     from admit.types import Access
 
     probes: list[dict[str, object]] = []
@@ -216,7 +217,8 @@ def test_adapt_fits_the_verdicts_thresholds_on_what_the_fitted_cut_admits(monkey
         )
         ad, cases = adapt_mod.adapt(kb, adapt_mod.AdaptOptions(sections=30, foreign=20, cut=True), save=False)
     n = len(cases)
-    assert ad.prune_params == {"setwise": {"doc_rules": 1, "keep_most": 2}}  # the documentation rules on
+    # the documentation rules on; the cross-encoder cut's default margin stored beside, not asked with
+    assert ad.prune_params == {"setwise": {"doc_rules": 1, "keep_most": 2, "cross_margin": CROSS_MARGIN_DEFAULT}}
     rules = {"doc_rules": 1}  # the documentation rules on while fitting too
     assert probes[:n] == [{"setwise": rules}] * n and probes[n:] == [{"setwise": {**rules, "keep_most": 2}}] * n
     assert ad.thresholds["setwise"][0] <= 0.2  # fitted on the cut's probabilities (0.2), not the uncut ones (0.6)

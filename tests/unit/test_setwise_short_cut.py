@@ -15,9 +15,9 @@ from collections.abc import Sequence
 import pytest
 
 from admit.errors import RequestError
-from admit.kb.adapt import MIN_CASES, SHORT_GOLD_SHARE, SHORT_GRID, AdaptCase, fit_short_below
+from admit.kb.adapt import CROSS_MARGIN_DEFAULT, MIN_CASES, SHORT_GOLD_SHARE, SHORT_GRID, AdaptCase, fit_short_below
 from admit.prune.settings import PruneSettings
-from admit.prune.setwise import SHORT_BELOW, SetwisePruner, short_cut
+from admit.prune.setwise import CROSS_MARGIN, SHORT_BELOW, SetwisePruner, short_cut
 from admit.prune.setwise_model.scorer import SetwiseScores
 from admit.types import Chunk, Scored
 
@@ -157,10 +157,12 @@ def test_adapt_stores_the_fitted_short_cut_and_asks_again_with_it(monkeypatch: p
         off, _ = adapt_mod.adapt(kb, adapt_mod.AdaptOptions(sections=30, foreign=20, short=False), save=False)
     n = len(cases)
     top = max(SHORT_GRID)
-    assert ad.prune_params == {"setwise": {"doc_rules": 1, SHORT_BELOW: top}}
+    # the cross-encoder cut's default margin is stored beside it (not asked with: tests/unit/test_setwise_cross_cut.py)
+    cross = {CROSS_MARGIN: CROSS_MARGIN_DEFAULT}
+    assert ad.prune_params == {"setwise": {"doc_rules": 1, SHORT_BELOW: top, **cross}}
     assert probes[n : 2 * n] == [{"setwise": {"doc_rules": 1, SHORT_BELOW: top}}] * n  # asked again with the cut
     assert ad.figures["short_cut"]["short_below"] == top
-    assert off.prune_params == {"setwise": {"doc_rules": 1}}
+    assert off.prune_params == {"setwise": {"doc_rules": 1, **cross}}
 
 
 def test_admit_adapt_show_names_the_short_cut_and_no_short_cut_turns_it_off(monkeypatch: pytest.MonkeyPatch) -> None:

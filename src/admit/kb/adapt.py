@@ -42,7 +42,7 @@ import numpy as np
 
 from admit import _linear
 from admit import _text as tx
-from admit._cuts import short_cut
+from admit._cuts import cross_cut, short_cut
 from admit.answerability import features as answer_features
 from admit.answerability import load_models
 from admit.answerability.adaptation import Adaptation
@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from admit.kb.knowledge_base import KnowledgeBase
 
 __all__ = [
+    "CROSS_MARGIN_DEFAULT",
     "CUT_GOLD_SHARE",
     "FLOOR_SHARE",
     "MAX_NA_ANSWERABLE",
@@ -70,6 +71,7 @@ __all__ = [
     "adapt",
     "build_cases",
     "final_state",
+    "fit_cross_margin",
     "fit_keep_most",
     "fit_short_below",
     "fit_similarity_floor",
@@ -103,6 +105,17 @@ CUT_MAX = 8
 SHORT_GOLD_SHARE = 0.97
 #: The word counts tried for the short-chunk cut, the largest first.
 SHORT_GRID = (150, 100, 80, 60, 40, 20)
+#: The cross-encoder cut (setwise's ``cross_margin``) keeps at least this share of the answerable pseudo-questions whose
+#: section the pruner admitted (after the short-chunk cut): the smallest margin of :data:`CROSS_GRID` that does is the
+#: knowledge base's (the short-chunk cut's share, not tuned apart).
+CROSS_GOLD_SHARE = 0.97
+#: The cross-encoder cut's margin (hundredths of the cross score) ``admit adapt`` sets without fitting it: 2.0.
+#: Chosen on the six docs sites (in sample; the held-out sites are the check): 2.5 then 2.0 measured, both keeping 121
+#: of the uncut lists' 123 answers; useful 49% at 2.5, 51% at 2.0 (held-out: 43% and 44%, 56 and 55 of 68 answers;
+#: docs/results.md, issue 46, the cross-encoder cut).
+CROSS_MARGIN_DEFAULT = 200
+#: The margins tried for the cross-encoder cut (cross score units), the smallest (the most that is cut) first.
+CROSS_GRID = (0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0)
 #: Near copies of a gold chunk: at least this cosine between stored vectors.
 NEAR_COPY = 0.95
 
@@ -142,6 +155,13 @@ class AdaptOptions(SampleOptions):
     """Fit the setwise pruner's cut (``keep_most``; off: the verdict only, the pruner keeps its shipped cut)."""
     short: bool = True
     """Fit the setwise pruner's short-chunk cut (``short_below``, :func:`fit_short_below`; off: no such cut)."""
+    cross: bool = True
+    """Turn on the setwise pruner's cross-encoder cut (``cross_margin``: :data:`CROSS_MARGIN_DEFAULT`, or fitted with
+    ``cross_fit``; off: no such cut; without the cross model the pruner notes it and cuts nothing)."""
+    cross_fit: bool = False
+    """Fit the cross-encoder cut's margin on the pseudo-questions (:func:`fit_cross_margin`: it reads the cross-encoder
+    on every answerable pseudo-question's admitted chunks and asks again with the cut, several times the CPU) instead
+    of setting :data:`CROSS_MARGIN_DEFAULT`; the thresholds are then fitted on the cut lists."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -384,8 +404,10 @@ class _Recorder:
         self.shape: dict[str, tuple[int, int]] = {}
         """Per chunk id of the last list: (its rank after the rerank, 0-based; its words)."""
         self._pruner: Any = None
+        self.cross: Callable[[str, Sequence[Any]], list[float]] | None = None
+        """The pruner's cross-encoder scores (``SetwisePruner.cross_scores``) when the cross cut is fitted."""
 
-    def attach(self, pipe: Any) -> None:
+    def attach(self, pipe: Any, cross: bool = False) -> None:
         try:
             pruner = pipe.pruner_for("setwise")
         except Exception:  # no setwise pruner: no cut to fit
@@ -400,11 +422,13 @@ class _Recorder:
 
         pruner.prune = prune
         self._pruner = pruner
+        self.cross = getattr(pruner, "cross_scores", None) if cross else None
 
     def detach(self) -> None:
         if self._pruner is not None:
             del self._pruner.prune  # the class's method again
             self._pruner = None
+        self.cross = None
 
 
 def _ask(kb: KnowledgeBase, pipe: Any, plan: _Plan, probe: Adaptation, recorder: _Recorder | None = None) -> AdaptCase:
@@ -435,6 +459,12 @@ def _ask(kb: KnowledgeBase, pipe: Any, plan: _Plan, probe: Adaptation, recorder:
             if p.chunk.id in recorder.probs and p.chunk.id in recorder.shape
         ]
         extra["best_p"] = max(recorder.probs.values())
+        if recorder.cross is not None:
+            shaped = [p.chunk for p in res.admitted if p.chunk.id in recorder.probs and p.chunk.id in recorder.shape]
+            try:
+                extra["admitted_cross"] = recorder.cross(plan.question, shaped)
+            except ConfigError:  # no cross model: no cross cut to fit
+                recorder.cross = None
     at = reason.find(SIMILARITY_IN_REASON)
     if at >= 0:
         extra["similarity"] = float(reason[at + len(SIMILARITY_IN_REASON) :].split(";")[0].split()[0])
@@ -457,12 +487,13 @@ def _ask_all(
     plans: Sequence[_Plan],
     probe: Adaptation,
     progress: Callable[[int, int], None] | None,
+    cross: bool = False,
 ) -> list[AdaptCase]:
     """Ask every plan under ``probe`` (thresholds at 0; its pruner parameters), recording the setwise pruner's
-    probabilities of what each answerable question admitted."""
+    probabilities of what each answerable question admitted (``cross``: and their cross-encoder scores)."""
     cases: list[AdaptCase] = []
     rec = _Recorder()
-    rec.attach(pipe)
+    rec.attach(pipe, cross)
     try:
         for i, plan in enumerate(plans):
             cases.append(_ask(kb, pipe, plan, probe, rec))
@@ -582,10 +613,12 @@ def adapt(
     # the documentation rules are on for the adapted knowledge base: its thresholds are fitted on what they admit
     rules = {"doc_rules": 1}
     probe = replace(_probe(kb), prune_params={"setwise": rules})
-    cases = _ask_all(kb, pipe, plans, probe, progress)
+    cases = _ask_all(kb, pipe, plans, probe, progress, options.cross and options.cross_fit)
     most, cut_figures = fit_keep_most(cases) if options.cut else (0, {"fitted": False})
     short, short_figures = fit_short_below(cases) if options.short else (0, {"fitted": False})
-    cuts = {k: v for k, v in (("keep_most", most), ("short_below", short)) if v}
+    margin, cross_figures = _cross_margin(cases, short, options)
+    # the fitted cross margin is asked with; the default one is not (the thresholds are fitted on the lists without it)
+    cuts = _cut_params(most, short, margin * options.cross_fit)
     if cuts:
         # the verdict reads what the pruner admits: its thresholds are fitted on the lists the cuts leave
         cases = _ask_all(kb, pipe, plans, replace(probe, prune_params={"setwise": {**rules, **cuts}}), progress)
@@ -615,6 +648,7 @@ def adapt(
         "pages": len(pages),
         "cut": cut_figures,
         "short_cut": short_figures,
+        "cross_cut": cross_figures,
     }
     ad = Adaptation(
         thresholds=fitted,
@@ -623,7 +657,7 @@ def adapt(
         figures=figures,
         similarity_floor=floors,
         vocabulary=vocabulary,
-        prune_params={"setwise": {**rules, **cuts}},
+        prune_params={"setwise": {**rules, **_cut_params(most, short, margin)}},
         pages=pages,
     )
     if save:
@@ -702,6 +736,79 @@ def fit_short_below(cases: Sequence[AdaptCase]) -> tuple[int, dict[str, Any]]:
             figures.update(short_below=below, gold_kept=by_words[str(below)][0], chunks=by_words[str(below)][1])
     figures["by_words"] = by_words
     return int(figures.get("short_below", 0)), figures
+
+
+def _cut_params(most: int, short: int, margin: int) -> dict[str, int]:
+    """setwise's parameters of the cuts that are set (0: none)."""
+    return {k: v for k, v in (("keep_most", most), ("short_below", short), ("cross_margin", margin)) if v}
+
+
+def _cross_margin(cases: Sequence[AdaptCase], short_below: int, options: AdaptOptions) -> tuple[int, dict[str, Any]]:
+    """The cross-encoder cut's margin and its figures: none (``cross`` off), fitted (``cross_fit``) or
+    :data:`CROSS_MARGIN_DEFAULT`."""
+    if not options.cross:
+        return 0, {"fitted": False}
+    if options.cross_fit:
+        return fit_cross_margin(cases, short_below)
+    return CROSS_MARGIN_DEFAULT, {"fitted": False, "cross_margin": CROSS_MARGIN_DEFAULT}
+
+
+def _cross_lists(cases: Sequence[AdaptCase]) -> list[tuple[list[Any], list[float], float]]:
+    """The answerable cases whose section was admitted, with their admitted chunks' shapes, cross scores and best p."""
+    out = []
+    for c in cases:
+        shape, cross = c.extra.get("admitted_shape") or [], c.extra.get("admitted_cross") or []
+        if c.kind == "answerable" and shape and len(cross) == len(shape) and any(s[1] for s in shape):
+            out.append((list(shape), [float(v) for v in cross], float(c.extra.get("best_p", 0.0))))
+    return out
+
+
+def _after_short(
+    lists: Sequence[tuple[list[Any], list[float], float]], short_below: int
+) -> list[tuple[list[Any], list[float]]]:
+    """Each list after the short-chunk cut as the pruner runs it (its best p standing in as a chunk graded 5), those
+    that still hold their section."""
+    left: list[tuple[list[Any], list[float]]] = []
+    for xs, cross, best in lists:
+        probs = [best, *(x[0] for x in xs)]
+        ranks = [0, *(x[2] for x in xs)]
+        sizes = [short_below or 1, *(x[3] for x in xs)]
+        kept = short_cut([5] * len(probs), probs, ranks, sizes, [False] * len(probs), 3, short_below)[1:]
+        pairs = [(x, v) for x, v, g in zip(xs, cross, kept, strict=True) if g >= 3]
+        if any(x[1] for x, _ in pairs):
+            left.append(([x for x, _ in pairs], [v for _, v in pairs]))
+    return left
+
+
+def fit_cross_margin(cases: Sequence[AdaptCase], short_below: int = 0) -> tuple[int, dict[str, Any]]:
+    """setwise's ``cross_margin`` (hundredths) for this knowledge base, and the figures it was chosen by: the smallest
+    margin of :data:`CROSS_GRID` under which :func:`admit._cuts.cross_cut`, replayed after the short-chunk cut
+    (``short_below``), still leaves the section of at least :data:`CROSS_GOLD_SHARE` of the answerable
+    pseudo-questions the pruner admitted it for (0, no cut: fewer than :data:`MIN_CASES` such questions with their
+    cross scores, or no margin keeps that share while leaving out a chunk)."""
+    lists = _cross_lists(cases)
+    figures: dict[str, Any] = {"questions": len(lists), "share": CROSS_GOLD_SHARE, "short_below": short_below}
+    if len(lists) < MIN_CASES:
+        return 0, figures
+    left = _after_short(lists, short_below)
+    figures["questions_after_short"] = len(left)
+    if len(left) < MIN_CASES:
+        return 0, figures
+    uncut = sum(len(xs) for xs, _ in left)
+    figures["chunks_uncut"] = round(uncut / len(left), 2)
+    by_margin: dict[str, list[float]] = {}
+    for m in CROSS_GRID:
+        held = chunks = 0
+        for xs, cross in left:
+            n = len(xs)
+            kept = cross_cut([5] * n, cross, [x[0] for x in xs], [x[2] for x in xs], [False] * n, 3, m)
+            held += any(x[1] for x, g in zip(xs, kept, strict=True) if g >= 3)
+            chunks += sum(1 for g in kept if g >= 3)
+        by_margin[f"{m:g}"] = [round(held / len(left), 3), round(chunks / len(left), 2)]
+        if held >= CROSS_GOLD_SHARE * len(left) and chunks < uncut and "cross_margin" not in figures:
+            figures.update(cross_margin=round(m * 100), gold_kept=by_margin[f"{m:g}"][0], chunks=by_margin[f"{m:g}"][1])
+    figures["by_margin"] = by_margin
+    return int(figures.get("cross_margin", 0)), figures
 
 
 def _words_nowhere(

@@ -23,9 +23,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from admit._cuts import SHORT_KEEP_RANKS, SHORT_P_SHARE, short_cut
+from admit._cuts import CROSS_KEEP_RANKS, SHORT_KEEP_RANKS, SHORT_P_SHARE, cross_cut, short_cut
 from admit.backends.embedders.base import Embedder
-from admit.backends.rerankers.cross import CrossEncoder
+from admit.backends.rerankers.cross import CrossEncoder, chunk_passage
+from admit.errors import ConfigError
 from admit.prune.base import PruneOutcome, apply_threshold
 from admit.prune.checks import int_at_least
 from admit.prune.settings import PruneSettings
@@ -33,9 +34,11 @@ from admit.prune.setwise_model import SetwiseItem, SetwiseScorer, SetwiseScores
 from admit.prune.setwise_model.text import identifiers
 from admit.prune.spec import PrunerResources, StrategySpec, Switch, file_digest
 from admit.question import Question
-from admit.types import Scored
+from admit.types import Chunk, Scored
 
 __all__ = [
+    "CROSS_KEEP_RANKS",
+    "CROSS_MARGIN",
     "DOC_RULES",
     "KEEP_MOST",
     "SHORT_BELOW",
@@ -43,6 +46,7 @@ __all__ = [
     "SHORT_P_SHARE",
     "SPEC",
     "SetwisePruner",
+    "cross_cut",
     "fitted_cuts",
     "identifiers",
     "keep_most_cut",
@@ -62,6 +66,12 @@ DOC_RULES = "doc_rules"
 #: the retriever's first :data:`SHORT_KEEP_RANKS` nor within :data:`SHORT_P_SHARE` of the list's best probability
 #: (:func:`short_cut`; 0: no cut, the default).
 SHORT_BELOW = "short_below"
+#: The strategy parameter of the knowledge base's fitted cross-encoder cut, in hundredths of the cross score
+#: (``admit adapt`` fits it; a policy may set it): a chunk graded at or above the threshold whose cross-encoder score
+#: (the question and the chunk read together) is more than this under the best such chunk's is left out, unless it is
+#: the list's most probable, the retriever's first or graded by a rule (:func:`admit._cuts.cross_cut`; 0: no cut,
+#: the default). Only the chunks graded at or above the threshold are read by the cross-encoder.
+CROSS_MARGIN = "cross_margin"
 
 
 class SetwisePruner:
@@ -94,10 +104,76 @@ class SetwisePruner:
             emb = shared_embedder(embedder or "minilm") if embedder is None or isinstance(embedder, str) else embedder
             scorer = SetwiseScorer(embedder=emb, model_path=model_path, cross=cross, multilingual=multilingual)
         self.scorer = scorer
+        self._cut_cross: CrossEncoder | None = None
+        """The cross-encoder the fitted cross cut reads when the scorer does not fuse one (loaded on first use)."""
 
     def warm_up(self) -> None:
         """Load the embedding model now rather than on the first request."""
         self.scorer.warm_up()
+
+    def cross_scores(self, question: str | Question, chunks: Sequence[Chunk]) -> list[float]:
+        """The split cross-encoder's score of each chunk read with the question (its best passage): what the fitted
+        cross-encoder cut (:data:`CROSS_MARGIN`) compares; ``admit adapt`` reads it to fit that cut.
+
+        Raises:
+            ConfigError: The cross model (or MiniLM's bottom layers it reads) is not installed.
+        """
+        if not chunks:
+            return []
+        enc = self.scorer.cross if self.scorer.cross is not None else self._cut_encoder()
+        text = _question_text(question)
+        return [float(v) for v in enc.score(text, [chunk_passage(text, c.title or "", c.text) for c in chunks])]
+
+    def _cut_encoder(self) -> CrossEncoder:
+        if self._cut_cross is None:
+            from admit.backends.rerankers.cross import default_model_path
+
+            if not default_model_path().is_file():
+                raise ConfigError(f"the cross model {default_model_path()} is not installed")
+            self._cut_cross = CrossEncoder()
+        return self._cut_cross
+
+    def _cross_cut(
+        self,
+        question: str | Question,
+        candidates: Sequence[Scored],
+        scores: SetwiseScores,
+        grades: list[int],
+        threshold: int,
+        margin: int,
+        reasons: list[str],
+        notes: list[str],
+    ) -> list[int]:
+        """``grades`` after the fitted cross-encoder cut (:func:`admit._cuts.cross_cut`, ``margin`` in hundredths);
+        the chunks graded at or above ``threshold`` are read by the cross-encoder (the fused scores when the scorer
+        read it). Without the cross model the grades stand and a note says so."""
+        idx = [j for j, g in enumerate(grades) if g >= threshold]
+        if len(idx) < 2:
+            return grades
+        cross: list[float | None] = [None] * len(grades)
+        if len(scores.cross) == len(grades):
+            for j in idx:
+                cross[j] = float(scores.cross[j])
+        else:
+            try:
+                got = self.cross_scores(question, [candidates[j].chunk for j in idx])
+            except ConfigError as e:  # a recorded safe fallback: no cut
+                notes.append(f"cross_margin={margin}: not applied ({e})")
+                return grades
+            for j, v in zip(idx, got, strict=True):
+                cross[j] = v
+        ruled = list(scores.ruled) if len(scores.ruled) == len(grades) else [False] * len(grades)
+        ranks = [c.rank for c in candidates]
+        cut = cross_cut(grades, cross, scores.probs, ranks, ruled, threshold, margin / 100)
+        top = max(v for v in cross if v is not None)
+        for j, (before, after) in enumerate(zip(grades, cut, strict=True)):
+            if after != before:
+                reasons[j] += (
+                    f"; grade {after} (was {before}): the fitted cross-encoder cut (cross {cross[j]:.2f} is more than "
+                    f"{margin / 100:g} under the best admitted chunk's {top:.2f})"
+                )
+        notes.append(f"cross_margin={margin}")
+        return cut
 
     reads_question_record = True
     """:func:`~admit.prune.base.run_pruner` hands it the request's :class:`~admit.question.Question` (read once)."""
@@ -131,6 +207,9 @@ class SetwisePruner:
         grades = lifted
         notes = [f"expected_needed={scores.expected_needed:.2f}"]
         grades = fitted_cuts(candidates, settings, scores, grades, reasons, notes)
+        margin = int(settings.params.get(CROSS_MARGIN, 0) or 0)
+        if margin > 0:
+            grades = self._cross_cut(question, candidates, scores, grades, settings.threshold, margin, reasons, notes)
         out = apply_threshold(
             self.name,
             candidates,
@@ -147,6 +226,10 @@ class SetwisePruner:
         if signals and len(scores.cross) == len(candidates):
             cross = {c.chunk.id: v for c, v in zip(candidates, scores.cross, strict=True)}
         return replace(out, signals=signals, expected_needed=scores.expected_needed, cross=cross)
+
+
+def _question_text(question: str | Question) -> str:
+    return question if isinstance(question, str) else question.text
 
 
 def fitted_cuts(
@@ -325,7 +408,12 @@ SPEC = StrategySpec(
         "admit.backends.rerankers.cross",
     ),
     identity=_identity,
-    params={KEEP_MOST: int_at_least(0), DOC_RULES: int_at_least(0), SHORT_BELOW: int_at_least(0)},
+    params={
+        KEEP_MOST: int_at_least(0),
+        DOC_RULES: int_at_least(0),
+        SHORT_BELOW: int_at_least(0),
+        CROSS_MARGIN: int_at_least(0),
+    },
     default_params={"threshold": 3, "keep_top_k": 1},
     default_grid={"threshold": [2, 3, 4, 5], "keep_top_k": [0, 1, 2]},
     color="#d62728",
