@@ -16,41 +16,15 @@ from typing import Any
 
 import pytest
 
+from tests.security._rawhttp import BODY, answer, loopback_server
+
 PROBE = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
 KEYS = {"quiet": {"key_env": "K_QUIET", "tenant": "acme"}}
 ENV = {"K_QUIET": "quiet-key"}
-BODY = b'{"question": "What is alpha?", "candidates": [{"id": "a", "text": "alpha is a letter"}]}'
 
 
-def _server() -> Any:
-    pytest.importorskip("fastapi")
-    from admit.service.config import settings_from_dict
-    from admit.service.http import create_app
-    from admit.service.loopback import LoopbackServer
-    from admit.service.server import ServerLimits
-
-    settings = settings_from_dict({"service": {"limits": {"worker_processes": 0}, "keys": KEYS}})
-    slow = ServerLimits(header_timeout_s=300, body_timeout_s=300, max_connections=500, keep_alive_s=300)
-    return LoopbackServer(create_app(settings, environ=ENV), limits=slow, ready_path="/readyz")
-
-
-def _answer(s: socket.socket) -> tuple[int, dict[str, str], bytes]:
-    raw = b""
-    while b"\r\n\r\n" not in raw:
-        part = s.recv(65536)
-        if not part:
-            break
-        raw += part
-    head, _, rest = raw.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-    want = int(headers.get("content-length", "0"))
-    while len(rest) < want:
-        part = s.recv(65536)
-        if not part:
-            break
-        rest += part
-    return int(lines[0].split()[1]), headers, rest
+def _server(**limits: Any) -> Any:
+    return loopback_server(KEYS, ENV, **limits)
 
 
 def test_a_probe_is_answered_while_the_event_loop_is_held() -> None:
@@ -58,7 +32,7 @@ def test_a_probe_is_answered_while_the_event_loop_is_held() -> None:
     probe before is answered meanwhile, with the headers every answer carries."""
     with _server() as srv, socket.create_connection(("127.0.0.1", srv.port), timeout=120) as s:
         s.sendall(PROBE)
-        assert _answer(s)[0] == 200
+        assert answer(s)[0] == 200
         loop = srv._server.servers[0].get_loop()
         release = threading.Event()
         loop.call_soon_threadsafe(release.wait, 120)
@@ -66,7 +40,7 @@ def test_a_probe_is_answered_while_the_event_loop_is_held() -> None:
             s.settimeout(60)  # bounded: a probe that waits for the loop is never answered while it is held
             for _ in range(3):
                 s.sendall(PROBE)
-                status, headers, body = _answer(s)
+                status, headers, body = answer(s)
                 assert status == 200 and json.loads(body)["status"] == "ok"
                 assert headers["x-content-type-options"] == "nosniff" and "content-security-policy" in headers
             assert not release.is_set()
@@ -80,18 +54,18 @@ def test_a_probe_connection_that_carries_anything_else_goes_back_to_the_loop() -
     with _server() as srv, socket.create_connection(("127.0.0.1", srv.port), timeout=120) as s:
         for _ in range(2):
             s.sendall(PROBE)
-            assert _answer(s)[0] == 200
+            assert answer(s)[0] == 200
         head = (
             "POST /v1/prune HTTP/1.1\r\nHost: x\r\nX-API-Key: quiet-key\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(BODY)}\r\n\r\n"
         )
         s.sendall(head.encode() + BODY)
-        status, _, body = _answer(s)
+        status, _, body = answer(s)
         assert status == 200 and json.loads(body)["decisions"]
         s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        assert _answer(s)[0] == 200
+        assert answer(s)[0] == 200
         s.sendall(PROBE)
-        assert _answer(s)[0] == 200
+        assert answer(s)[0] == 200
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from admit.service.fairq import FairQueue
+from tests.security._rawhttp import BODY, answer, head, loopback_server
 from tests.security._simjob import SimJob
 
 if TYPE_CHECKING:
@@ -186,51 +187,14 @@ ENV = {"K_EVIL1": "evil-key-1", "K_EVIL2": "evil-key-2", "K_QUIET": "quiet-key"}
 
 
 def _server(**limits: Any) -> Any:
-    pytest.importorskip("fastapi")
-    from admit.service.config import settings_from_dict
-    from admit.service.http import create_app
-    from admit.service.loopback import LoopbackServer
-    from admit.service.server import ServerLimits
-
-    settings = settings_from_dict({"service": {"limits": {"worker_processes": 0, **limits}, "keys": KEYS}})
-    slow = ServerLimits(header_timeout_s=300, body_timeout_s=300, max_connections=500, keep_alive_s=300)
-    return LoopbackServer(create_app(settings, environ=ENV), limits=slow, ready_path="/readyz")
-
-
-def _head(key: str, length: int) -> bytes:
-    return (
-        f"POST /v1/prune HTTP/1.1\r\nHost: x\r\nX-API-Key: {key}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {length}\r\n\r\n"
-    ).encode()
-
-
-BODY = b'{"question": "What is alpha?", "candidates": [{"id": "a", "text": "alpha is a letter"}]}'
-
-
-def _answer(s: socket.socket) -> tuple[int, dict[str, str], bytes]:
-    raw = b""
-    while b"\r\n\r\n" not in raw:
-        part = s.recv(65536)
-        if not part:
-            break
-        raw += part
-    head, _, rest = raw.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-    want = int(headers.get("content-length", "0"))
-    while len(rest) < want:
-        part = s.recv(65536)
-        if not part:
-            break
-        rest += part
-    return int(lines[0].split()[1]), headers, rest
+    return loopback_server(KEYS, ENV, **limits)
 
 
 def _kept_alive(port: int, key: str) -> socket.socket:
     """A connection that has carried one answered request of ``key`` and stays open (keep-alive)."""
     s = socket.create_connection(("127.0.0.1", port), timeout=120)
-    s.sendall(_head(key, len(BODY)) + BODY)
-    status, _, _ = _answer(s)
+    s.sendall(head(key, len(BODY)) + BODY)
+    status, _, _ = answer(s)
     assert status == 200
     return s
 
@@ -253,17 +217,17 @@ def test_a_connection_over_its_keys_cap_gets_429_before_its_body_is_read_and_is_
     with _server(max_connections_per_key=2) as srv:
         held += [_kept_alive(srv.port, "evil-key-1") for _ in range(2)]
         with socket.create_connection(("127.0.0.1", srv.port), timeout=120) as s:
-            s.sendall(_head("evil-key-1", 5000))  # no body: a server that read it would wait for it
-            status, headers, _ = _answer(s)
+            s.sendall(head("evil-key-1", 5000))  # no body: a server that read it would wait for it
+            status, headers, _ = answer(s)
             assert status == 429 and int(headers["retry-after"]) >= 1
             assert headers.get("connection") == "close"
             assert s.recv(1) == b""  # closed by the server
         for key in ("evil-key-2", "quiet-key"):
             with socket.create_connection(("127.0.0.1", srv.port), timeout=120) as s:
-                s.sendall(_head(key, len(BODY)) + BODY)
-                assert _answer(s)[0] == 200
-        held[0].sendall(_head("evil-key-1", len(BODY)) + BODY)
-        assert _answer(held[0])[0] == 200
+                s.sendall(head(key, len(BODY)) + BODY)
+                assert answer(s)[0] == 200
+        held[0].sendall(head("evil-key-1", len(BODY)) + BODY)
+        assert answer(held[0])[0] == 200
 
 
 def test_a_tenants_connections_over_its_cap_never_refuse_another_tenant(held: list[socket.socket]) -> None:
@@ -272,14 +236,14 @@ def test_a_tenants_connections_over_its_cap_never_refuse_another_tenant(held: li
     with _server(max_connections_per_tenant=3) as srv:
         held += [_kept_alive(srv.port, f"evil-key-{1 + i % 2}") for i in range(3)]
         with socket.create_connection(("127.0.0.1", srv.port), timeout=120) as s:
-            s.sendall(_head("evil-key-2", 5000))
-            assert _answer(s)[0] == 429
+            s.sendall(head("evil-key-2", 5000))
+            assert answer(s)[0] == 429
         held += [_kept_alive(srv.port, "quiet-key") for _ in range(3)]  # its own cap, whatever the other's
         held.pop(0).close()
         for _ in range(200):  # bounded: until the server has seen the close
             with socket.create_connection(("127.0.0.1", srv.port), timeout=120) as s:
-                s.sendall(_head("evil-key-1", len(BODY)) + BODY)
-                if _answer(s)[0] == 200:
+                s.sendall(head("evil-key-1", len(BODY)) + BODY)
+                if answer(s)[0] == 200:
                     break
             time.sleep(0.05)
         else:

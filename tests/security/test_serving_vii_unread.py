@@ -17,51 +17,18 @@ from typing import Any
 
 import pytest
 
+from tests.security._rawhttp import BODY, answer, head, loopback_server
+
 KEYS = {
     "evil1": {"key_env": "K_EVIL1", "tenant": "evil"},
     "evil2": {"key_env": "K_EVIL2", "tenant": "evil"},
 }
 ENV = {"K_EVIL1": "evil-key-1", "K_EVIL2": "evil-key-2"}
-BODY = b'{"question": "What is alpha?", "candidates": [{"id": "a", "text": "alpha is a letter"}]}'
 BIG = 1_800_000
 
 
 def _server(**limits: Any) -> Any:
-    pytest.importorskip("fastapi")
-    from admit.service.config import settings_from_dict
-    from admit.service.http import create_app
-    from admit.service.loopback import LoopbackServer
-    from admit.service.server import ServerLimits
-
-    settings = settings_from_dict({"service": {"limits": {"worker_processes": 0, **limits}, "keys": KEYS}})
-    slow = ServerLimits(header_timeout_s=300, body_timeout_s=300, max_connections=500, keep_alive_s=300)
-    return LoopbackServer(create_app(settings, environ=ENV), limits=slow, ready_path="/readyz")
-
-
-def _head(key: str, length: int) -> bytes:
-    return (
-        f"POST /v1/prune HTTP/1.1\r\nHost: x\r\nX-API-Key: {key}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {length}\r\n\r\n"
-    ).encode()
-
-
-def _answer(s: socket.socket) -> tuple[int, dict[str, str], bytes]:
-    raw = b""
-    while b"\r\n\r\n" not in raw:
-        part = s.recv(65536)
-        if not part:
-            break
-        raw += part
-    head, _, rest = raw.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-    want = int(headers.get("content-length", "0"))
-    while len(rest) < want:
-        part = s.recv(65536)
-        if not part:
-            break
-        rest += part
-    return int(lines[0].split()[1]), headers, rest
+    return loopback_server(KEYS, ENV, **limits)
 
 
 def _closed_unread(s: socket.socket) -> None:
@@ -85,14 +52,14 @@ def test_a_refused_large_body_closes_its_connection_unread(held: list[socket.soc
     with _server(max_in_flight_per_key=1) as srv:
         a = socket.create_connection(("127.0.0.1", srv.port), timeout=120)
         held.append(a)
-        a.sendall(_head("evil-key-1", 5000) + b"{")  # in flight: the gate reads its body
+        a.sendall(head("evil-key-1", 5000) + b"{")  # in flight: the gate reads its body
         # another key's request answered after it: the gate has taken the first one's slot by then
         with socket.create_connection(("127.0.0.1", srv.port), timeout=120) as c:
-            c.sendall(_head("evil-key-2", len(BODY)) + BODY)
-            assert _answer(c)[0] == 200
+            c.sendall(head("evil-key-2", len(BODY)) + BODY)
+            assert answer(c)[0] == 200
         with socket.create_connection(("127.0.0.1", srv.port), timeout=120) as s:
-            s.sendall(_head("evil-key-1", BIG))
-            status, headers, _ = _answer(s)
+            s.sendall(head("evil-key-1", BIG))
+            status, headers, _ = answer(s)
             assert status == 429 and int(headers["retry-after"]) >= 1
             assert headers.get("connection") == "close"
             _closed_unread(s)
@@ -104,18 +71,18 @@ def test_a_refused_small_body_keeps_its_connection() -> None:
     with _server(max_in_flight_per_key=1) as srv:
         a = socket.create_connection(("127.0.0.1", srv.port), timeout=120)
         try:
-            a.sendall(_head("evil-key-1", 5000) + b"{")
+            a.sendall(head("evil-key-1", 5000) + b"{")
             with socket.create_connection(("127.0.0.1", srv.port), timeout=120) as c:
-                c.sendall(_head("evil-key-2", len(BODY)) + BODY)
-                assert _answer(c)[0] == 200
+                c.sendall(head("evil-key-2", len(BODY)) + BODY)
+                assert answer(c)[0] == 200
             with socket.create_connection(("127.0.0.1", srv.port), timeout=120) as s:
-                s.sendall(_head("evil-key-1", len(BODY)) + BODY)
-                status, headers, _ = _answer(s)
+                s.sendall(head("evil-key-1", len(BODY)) + BODY)
+                status, headers, _ = answer(s)
                 assert status == 429 and headers.get("connection") != "close"
                 a.close()  # the slot is free: the same connection carries the next request
                 for _ in range(200):  # bounded: until the server has seen the close
-                    s.sendall(_head("evil-key-1", len(BODY)) + BODY)
-                    if _answer(s)[0] == 200:
+                    s.sendall(head("evil-key-1", len(BODY)) + BODY)
+                    if answer(s)[0] == 200:
                         break
                 else:
                     raise AssertionError("the refused connection never carried another request")
@@ -128,8 +95,8 @@ def test_an_early_401_or_413_closes_the_connection_unread(key: str, length: int,
     """An unknown key's 1.8 MB body and a body declared over ``max_body_bytes`` are answered at once with
     ``Connection: close``; neither body is read (uvicorn read both to their declared end before)."""
     with _server() as srv, socket.create_connection(("127.0.0.1", srv.port), timeout=120) as s:
-        s.sendall(_head(key, length))
-        got, headers, _ = _answer(s)
+        s.sendall(head(key, length))
+        got, headers, _ = answer(s)
         assert got == status and headers.get("connection") == "close"
         _closed_unread(s)
 
