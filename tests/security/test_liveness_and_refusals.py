@@ -6,7 +6,6 @@ Every server here runs on a free loopback port and is waited for on ``/readyz``;
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -36,14 +35,6 @@ def _head(key: str, length: int) -> bytes:
         f"POST /v1/pack HTTP/1.1\r\nHost: x\r\nX-API-Key: {key}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {length}\r\n\r\n"
     ).encode()
-
-
-@pytest.fixture()
-def held() -> Iterator[list[socket.socket]]:
-    socks: list[socket.socket] = []
-    yield socks
-    for s in socks:
-        s.close()
 
 
 def _pending(port: int, n: int, held: list[socket.socket], state: Any) -> None:

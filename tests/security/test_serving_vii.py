@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -66,14 +65,6 @@ def _status_without_body(port: int, key: str, length: int, body: bytes = b"") ->
     head = raw.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
     headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in head[1:])}
     return int(head[0].split()[1]), headers
-
-
-@pytest.fixture()
-def held() -> Iterator[list[socket.socket]]:
-    socks: list[socket.socket] = []
-    yield socks
-    for s in socks:
-        s.close()
 
 
 def _wait_in_flight(state: Any, n: int) -> None:

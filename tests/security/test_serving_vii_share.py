@@ -18,7 +18,6 @@ import os
 import socket
 import time
 import types
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -197,14 +196,6 @@ def _kept_alive(port: int, key: str) -> socket.socket:
     status, _, _ = answer(s)
     assert status == 200
     return s
-
-
-@pytest.fixture()
-def held() -> Iterator[list[socket.socket]]:
-    socks: list[socket.socket] = []
-    yield socks
-    for s in socks:
-        s.close()
 
 
 def test_a_connection_over_its_keys_cap_gets_429_before_its_body_is_read_and_is_closed(

@@ -12,7 +12,6 @@ waited for on ``/readyz``; nothing reads the clock.
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -35,14 +34,6 @@ def _closed_unread(s: socket.socket) -> None:
     """The server has said it sends nothing more (a half-close) though the body was never sent: it is not
     waiting for the body (a server that read it would wait, and this ``recv`` with it)."""
     assert s.recv(1) == b""
-
-
-@pytest.fixture()
-def held() -> Iterator[list[socket.socket]]:
-    socks: list[socket.socket] = []
-    yield socks
-    for s in socks:
-        s.close()
 
 
 def test_a_refused_large_body_closes_its_connection_unread(held: list[socket.socket]) -> None:

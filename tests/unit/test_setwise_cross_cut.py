@@ -21,27 +21,8 @@ from admit.errors import ConfigError, RequestError
 from admit.kb.adapt import CROSS_GOLD_SHARE, CROSS_GRID, CROSS_MARGIN_DEFAULT, MIN_CASES, AdaptCase, fit_cross_margin
 from admit.prune.settings import PruneSettings
 from admit.prune.setwise import CROSS_MARGIN, SHORT_BELOW, SetwisePruner, cross_cut
-from admit.prune.setwise_model.scorer import SetwiseScores
 from admit.types import Chunk, Scored
-
-
-class _Scripted:
-    cross = None
-
-    def __init__(self, probs: Sequence[float], grades: Sequence[int], ruled: Sequence[bool] = ()) -> None:
-        n = len(grades)
-        self.out = SetwiseScores(
-            probs=tuple(probs),
-            grades=tuple(grades),
-            reasons=("r",) * n,
-            expected_needed=float(sum(probs)),
-            unrelated=tuple(g == 1 for g in grades),
-            ruled=tuple(ruled) or (False,) * n,
-        )
-
-    def score(self, question: str, items: object) -> SetwiseScores:
-        return self.out
-
+from tests.unit._setwise_scripted import Scripted as _Scripted
 
 #: (p, grade, cross) in the retriever's order: d0 is its first, d2 the list's most probable, d6 under the threshold.
 LIST = [(0.05, 4, -6.0), (0.10, 3, 1.0), (0.80, 5, -1.0), (0.10, 4, 3.0), (0.20, 4, 0.5), (0.50, 4, -0.5), (0.01, 2, 9)]

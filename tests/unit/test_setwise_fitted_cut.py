@@ -21,24 +21,8 @@ from admit.kb.adapt import CUT_GOLD_SHARE, MIN_CASES, AdaptCase, fit_keep_most
 from admit.pipeline import adapted_prune
 from admit.prune.settings import PruneSettings
 from admit.prune.setwise import SetwisePruner, keep_most_cut
-from admit.prune.setwise_model.scorer import SetwiseScores
 from admit.types import Chunk, Scored
-
-
-class _Scripted:
-    def __init__(self, probs: Sequence[float], grades: Sequence[int], ruled: Sequence[bool] = ()) -> None:
-        n = len(grades)
-        self.out = SetwiseScores(
-            probs=tuple(probs),
-            grades=tuple(grades),
-            reasons=("r",) * n,
-            expected_needed=float(sum(probs)),
-            unrelated=tuple(g == 1 for g in grades),
-            ruled=tuple(ruled) or (False,) * n,
-        )
-
-    def score(self, question: str, items: object) -> SetwiseScores:
-        return self.out
+from tests.unit._setwise_scripted import Scripted as _Scripted
 
 
 def _cands(n: int) -> list[Scored]:

@@ -11,8 +11,6 @@ The model is a stub here (fixed probabilities per chunk): these are tests of the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import numpy as np
 
 from admit.backends.embedders.fake import FakeEmbedder
@@ -23,8 +21,8 @@ from admit.prune.setwise import (
     retriever_keeps,
 )
 from admit.prune.setwise_model import SetwiseItem, SetwiseScorer
-from admit.prune.setwise_model.scorer import SetwiseScores
 from admit.types import Chunk, Scored
+from tests.unit._setwise_scripted import Scripted as _Scripted
 
 
 class _FixedModel:
@@ -69,24 +67,6 @@ def test_the_deep_cut_off_still_bounds_chunks_the_model_does_not_grade_answering
     items = [_item(i, 0.10 - i / 10_000) for i in range(500)]  # p alone: grade 2 for all
     kept = sum(g >= 3 for g in _scorer().score("How long are queue entries kept?", items).grades)
     assert 1 <= kept <= 22
-
-
-class _Scripted:
-    """A scorer returning fixed scores (the pruner's logic around them is what is tested)."""
-
-    def __init__(self, probs: Sequence[float], grades: Sequence[int], ruled: Sequence[bool] = ()) -> None:
-        n = len(grades)
-        self.out = SetwiseScores(
-            probs=tuple(probs),
-            grades=tuple(grades),
-            reasons=("r",) * n,
-            expected_needed=float(sum(probs)),
-            unrelated=tuple(g == 1 for g in grades),
-            ruled=tuple(ruled) or (False,) * n,
-        )
-
-    def score(self, question: str, items: object) -> SetwiseScores:
-        return self.out
 
 
 def _cands(n: int) -> list[Scored]:

@@ -18,25 +18,8 @@ from admit.errors import RequestError
 from admit.kb.adapt import CROSS_MARGIN_DEFAULT, MIN_CASES, SHORT_GOLD_SHARE, SHORT_GRID, AdaptCase, fit_short_below
 from admit.prune.settings import PruneSettings
 from admit.prune.setwise import CROSS_MARGIN, SHORT_BELOW, SetwisePruner, short_cut
-from admit.prune.setwise_model.scorer import SetwiseScores
 from admit.types import Chunk, Scored
-
-
-class _Scripted:
-    def __init__(self, probs: Sequence[float], grades: Sequence[int], ruled: Sequence[bool] = ()) -> None:
-        n = len(grades)
-        self.out = SetwiseScores(
-            probs=tuple(probs),
-            grades=tuple(grades),
-            reasons=("r",) * n,
-            expected_needed=float(sum(probs)),
-            unrelated=tuple(g == 1 for g in grades),
-            ruled=tuple(ruled) or (False,) * n,
-        )
-
-    def score(self, question: str, items: object) -> SetwiseScores:
-        return self.out
-
+from tests.unit._setwise_scripted import Scripted as _Scripted
 
 #: (words, p, grade) in the retriever's order: d0 and d1 are its first two, d2 the list's most probable.
 LIST = [(10, 0.05, 4), (200, 0.10, 3), (300, 0.80, 5), (15, 0.10, 4), (150, 0.20, 4), (30, 0.50, 4), (8, 0.01, 2)]
