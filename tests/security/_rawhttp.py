@@ -27,10 +27,10 @@ def loopback_server(keys: Mapping[str, Any], env: Mapping[str, str], **limits: A
     return LoopbackServer(create_app(settings, environ=dict(env)), limits=slow, ready_path="/readyz")
 
 
-def head(key: str, length: int) -> bytes:
-    """The head of a ``POST /v1/prune`` of ``length`` body bytes with the API key ``key``."""
+def head(key: str, length: int, path: str = "/v1/prune") -> bytes:
+    """The head of a ``POST`` to ``path`` of ``length`` body bytes with the API key ``key``."""
     return (
-        f"POST /v1/prune HTTP/1.1\r\nHost: x\r\nX-API-Key: {key}\r\nContent-Type: application/json\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: x\r\nX-API-Key: {key}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {length}\r\n\r\n"
     ).encode()
 

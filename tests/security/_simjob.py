@@ -1,21 +1,15 @@
-"""The job record the scheduler core reads (:class:`admit.service.work.Job`'s fields), for the tests that drive the
-core and the fair queue on a simulated clock."""
+"""The job record the scheduler core reads, for the tests that drive the core and the fair queue on a simulated
+clock: :class:`admit.service.work.Job` itself, with a request of 100 tokens by default."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from admit.service.work import Job
 
-@dataclass(eq=False)
-class SimJob:
-    tenant: str
-    key: str = ""
+
+@dataclass(slots=True, eq=False)
+class SimJob(Job):
+    """:class:`~admit.service.work.Job` as the pool makes it, sized 100 unless a test says otherwise."""
+
     size: int = 100
-    estimate: float = 0.0
-    deadline_at: float | None = None
-    long: bool = False
-    heavy: bool = False
-    quiet: bool = False
-    over: bool = False
-    stopped: bool = False
-    since: float = 0.0

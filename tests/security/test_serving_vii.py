@@ -22,6 +22,7 @@ from admit.service.config import settings_from_dict
 from admit.service.http import create_app
 from admit.service.loopback import LoopbackServer
 from admit.service.server import ServerLimits
+from tests.security._rawhttp import answer, head
 
 KEYS = {
     "evil1": {"key_env": "K_EVIL1", "tenant": "evil"},
@@ -37,17 +38,10 @@ def _app(**limits: Any) -> Any:
     return create_app(settings, environ=ENV)
 
 
-def _head(key: str, length: int, path: str = "/v1/prune") -> bytes:
-    return (
-        f"POST {path} HTTP/1.1\r\nHost: x\r\nX-API-Key: {key}\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {length}\r\n\r\n"
-    ).encode()
-
-
 def _open(port: int, key: str, length: int) -> socket.socket:
     """A request whose headers are sent and whose body never comes: it stays in flight at the gate."""
     s = socket.create_connection(("127.0.0.1", port), timeout=60)
-    s.sendall(_head(key, length) + b'{"question": ')
+    s.sendall(head(key, length) + b'{"question": ')
     return s
 
 
@@ -55,16 +49,9 @@ def _status_without_body(port: int, key: str, length: int, body: bytes = b"") ->
     """Send the headers of a request (and ``body``, if any: otherwise none of it) and read its answer (a server
     that waits for the body times out)."""
     with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
-        s.sendall(_head(key, length) + body)
-        raw = b""
-        while b"\r\n\r\n" not in raw:
-            part = s.recv(65536)
-            if not part:
-                break
-            raw += part
-    head = raw.split(b"\r\n\r\n", 1)[0].decode("latin-1").split("\r\n")
-    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in head[1:])}
-    return int(head[0].split()[1]), headers
+        s.sendall(head(key, length) + body)
+        status, headers, _ = answer(s)
+    return status, headers
 
 
 def _wait_in_flight(state: Any, n: int) -> None:
@@ -292,8 +279,8 @@ def test_the_pools_reserve_goes_to_a_quiet_tenant_before_a_backlogged_one() -> N
         q.add(Job("flood", "key:f"))
     quiet = Job("acme", "key:q")
     q.add(quiet)
-    head = q.head("light")
-    assert head is not None and head[1].name == "flood"  # first in the queue
+    first = q.head("light")
+    assert first is not None and first[1].name == "flood"  # first in the queue
     fresh = q.fresh()
     assert fresh is not None and fresh[1].name == "acme"
     assert q.pop("light", *fresh) is quiet
