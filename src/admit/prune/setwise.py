@@ -25,7 +25,7 @@ from typing import Any
 
 from admit._cuts import CROSS_KEEP_RANKS, SHORT_KEEP_RANKS, SHORT_P_SHARE, cross_cut, short_cut
 from admit.backends.embedders.base import Embedder
-from admit.backends.rerankers.cross import CrossEncoder, chunk_passage
+from admit.backends.rerankers.cross import CrossEncoder, chunk_passage, shared_cross_encoder
 from admit.errors import ConfigError
 from admit.prune.base import PruneOutcome, apply_threshold
 from admit.prune.checks import int_at_least
@@ -33,7 +33,7 @@ from admit.prune.settings import PruneSettings
 from admit.prune.setwise_model import SetwiseItem, SetwiseScorer, SetwiseScores
 from admit.prune.setwise_model.text import identifiers
 from admit.prune.spec import PrunerResources, StrategySpec, Switch, file_digest
-from admit.question import Question
+from admit.question import Question, as_text
 from admit.types import Chunk, Scored
 
 __all__ = [
@@ -104,8 +104,6 @@ class SetwisePruner:
             emb = shared_embedder(embedder or "minilm") if embedder is None or isinstance(embedder, str) else embedder
             scorer = SetwiseScorer(embedder=emb, model_path=model_path, cross=cross, multilingual=multilingual)
         self.scorer = scorer
-        self._cut_cross: CrossEncoder | None = None
-        """The cross-encoder the fitted cross cut reads when the scorer does not fuse one (loaded on first use)."""
 
     def warm_up(self) -> None:
         """Load the embedding model now rather than on the first request."""
@@ -120,18 +118,9 @@ class SetwisePruner:
         """
         if not chunks:
             return []
-        enc = self.scorer.cross if self.scorer.cross is not None else self._cut_encoder()
-        text = _question_text(question)
+        enc = self.scorer.cross if self.scorer.cross is not None else shared_cross_encoder()
+        text = as_text(question)
         return [float(v) for v in enc.score(text, [chunk_passage(text, c.title or "", c.text) for c in chunks])]
-
-    def _cut_encoder(self) -> CrossEncoder:
-        if self._cut_cross is None:
-            from admit.backends.rerankers.cross import default_model_path
-
-            if not default_model_path().is_file():
-                raise ConfigError(f"the cross model {default_model_path()} is not installed")
-            self._cut_cross = CrossEncoder()
-        return self._cut_cross
 
     def _cross_cut(
         self,
@@ -226,10 +215,6 @@ class SetwisePruner:
         if signals and len(scores.cross) == len(candidates):
             cross = {c.chunk.id: v for c, v in zip(candidates, scores.cross, strict=True)}
         return replace(out, signals=signals, expected_needed=scores.expected_needed, cross=cross)
-
-
-def _question_text(question: str | Question) -> str:
-    return question if isinstance(question, str) else question.text
 
 
 def fitted_cuts(

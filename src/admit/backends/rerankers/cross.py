@@ -48,6 +48,7 @@ __all__ = [
     "CrossReranker",
     "best_passage",
     "default_model_path",
+    "shared_cross_encoder",
 ]
 
 QUESTION_TOKENS = 40
@@ -320,6 +321,27 @@ class CrossEncoder:
         ps = self.bottom(chunk_passages, question=False)
         feats = self.list_features(question, q, ps, chunk_passages) if self.feat_w is not None else None
         return self.joint_scores(q, ps, feats)
+
+
+_SHARED_LOCK = threading.Lock()
+_SHARED: dict[Path, CrossEncoder] = {}
+
+
+def shared_cross_encoder() -> CrossEncoder:
+    """The process's one :class:`CrossEncoder` of the shipped model file (made on first use), for the stages that
+    read it without being handed one: one load of its weights per process, whatever asks.
+
+    Raises:
+        ConfigError: The cross model is not installed.
+    """
+    path = default_model_path()
+    if not path.is_file():
+        raise ConfigError(f"the cross model {path} is not installed")
+    with _SHARED_LOCK:
+        enc = _SHARED.get(path)
+        if enc is None:
+            enc = _SHARED[path] = CrossEncoder(path)
+        return enc
 
 
 class CrossReranker:
