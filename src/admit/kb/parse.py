@@ -57,14 +57,17 @@ def format_of(name: str) -> str | None:
     return fmt
 
 
-PARSER_REVISIONS: dict[str, str] = {"html": "docsite-5", "markdown": "md-2"}
+PARSER_REVISIONS: dict[str, str] = {"html": "docsite-6", "markdown": "md-2"}
 """Parsers whose output changed for the same file (HTML: a built site's main content, titles without the site's
 suffix, inline elements joined; docsite-2: main content by structure and text with the guard, text outside
 blocks, hidden regions, admonitions as text, the version from a footer or title page; docsite-3: Texinfo's and
 Doxygen's navigation and titles, a definition term's classifier after a colon, MkDocs known by its search
 box; docsite-4: a ``nosearch`` block is chrome on any page, a CGI's header lines and man2html's page header
 (``Section: ... Return to Main Contents``) are dropped; docsite-5: GTK-Doc's summary tables, index pages and
-page titles, its ``Parameters`` and ``Returns`` as labels, an empty last table cell; Markdown md-2: HTML
+page titles, its ``Parameters`` and ``Returns`` as labels, an empty last table cell; docsite-6: a list item or
+definition that holds a heading, code or a table read as its parts (Javadoc's member entries, code keeping its
+lines), a table with a header row as one Markdown table (split with its header repeated), zero-width spaces
+gone, Javadoc's member summaries and titles (``Jsoup (jsoup 1.15.3 API)``); Markdown md-2: HTML
 comments ``<!-- ... -->`` are no text): part of a source's ingest key, so a re-ingest re-reads files it would
 otherwise call unchanged."""
 
@@ -263,6 +266,9 @@ _HTML_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 
 
 _DROPPED = ("script", "style", "noscript", "nav", "footer", "template", "svg")
+_INVISIBLE = _linear.compile(r"[\x{200b}\x{2060}\x{feff}]", name="ingest.invisible")
+"""Zero-width spaces and joiners: no text, a browser's line-break hint (Javadoc's ``connect&#8203;(String url)``);
+left in, a name copied from the page would not match the stored one."""
 
 
 def _words(parts: Iterable[str]) -> str:
@@ -456,6 +462,67 @@ def _asciidoc_admonition(el: Any) -> tuple[str, Any, Any] | None:
     return label, icon, content
 
 
+def _rows(table: Any) -> list[Any]:
+    """A table's own rows (``tr`` children of it or of its ``thead``, ``tbody``, ``tfoot``), not a nested table's."""
+    rows: list[Any] = []
+    for child in table:
+        if not isinstance(child.tag, str):
+            continue
+        tag = child.tag.lower()
+        if tag == "tr":
+            rows.append(child)
+        elif tag in ("thead", "tbody", "tfoot"):
+            rows.extend(r for r in child if isinstance(r.tag, str) and r.tag.lower() == "tr")
+    return rows
+
+
+def _cells(row: Any) -> list[Any]:
+    return [c for c in row if isinstance(c.tag, str) and c.tag.lower() in ("td", "th")]
+
+
+def _row_headings(row: Any) -> list[Any]:
+    """The headings a table row's cells hold as their children (jsoup's selector table: ``<tr><th colspan="3">
+    <h3>Combinators</h3></th></tr>`` between its rows)."""
+    return [g for cell in _cells(row) for g in cell if isinstance(g.tag, str) and g.tag.lower() in _HTML_HEADINGS]
+
+
+def _header_table(table: Any) -> list[tuple[int, str] | str] | None:
+    """A table whose first row is a header (every cell a ``th``, two or more) as paragraphs in Markdown's form
+    (``| Name | Description |``, a ``| --- |`` rule, a line a row), so that the chunker splits it between rows and
+    repeats the header in each part: a row in a later chunk keeps its column names. A row that holds a heading
+    ends a part: the heading heads the rows after it, under the same header. ``None`` for a table without a
+    header row or one whose cells hold code (read row by row, a code cell as its parts, as before). Each row and
+    cell is read once (the table is not entered again)."""
+    rows = _rows(table)
+    head = _cells(rows[0]) if rows else []
+    if len(rows) < 2 or len(head) < 2 or any(c.tag.lower() != "th" for c in head) or _holds_heading(rows[0]):
+        return None
+    out: list[tuple[int, str] | str] = []
+    header: list[str] = []
+    lines: list[str] = []
+    for i, row in enumerate(rows):
+        headings = _row_headings(row) if i else []
+        if headings or (i and _holds_heading(row)):
+            if not headings or _text_of(row) != " ".join(_text_of(h) for h in headings):
+                return None  # a code cell, or text beside the heading: a layout table, read as its parts
+            if len(lines) > len(header):
+                out.append("\n".join(lines))
+            out.extend((int(h.tag[1]), docsite.strip_signs(_text_of(h))) for h in headings)
+            lines = list(header)
+            continue
+        cells = [_text_of(c) for c in _cells(row)]
+        while cells and not cells[-1]:  # an empty last column adds only " | "
+            cells.pop()
+        if any(cells):
+            lines.append("| " + " | ".join(cells) + " |")
+        if i == 0:
+            lines.append("|" + " --- |" * len(cells))
+            header = list(lines)
+    if len(lines) > len(header):
+        out.append("\n".join(lines))
+    return out if any(isinstance(x, str) for x in out) else None
+
+
 class _Blocks:
     """What :func:`_html_blocks` has emitted, the loose text it is gathering and the open admonitions' labels."""
 
@@ -463,11 +530,19 @@ class _Blocks:
         self.out: list[tuple[int, str] | str] = []
         self.loose: list[str] = []
         self.label: list[str] = []  # the open admonition's label, until its first paragraph takes it
+        self.bullet = False  # a list item read as its parts: its first paragraph starts "- "
         self.credits = credits
 
     def emit(self, text: str) -> None:
+        if _INVISIBLE.search(text) is not None:  # Javadoc's "parse&#8203;(String html)": a line-break hint only
+            text = _INVISIBLE.sub("", text)
+        if self.bullet:
+            self.bullet = False
+            if not text.startswith(("- ", "| ")):
+                text = "- " + text
         if self.label and self.label[-1]:
-            text = f"{self.label[-1]}:{chr(10) if text.startswith('- ') else ' '}{text}"  # a list stays a list
+            lines = text.startswith(("- ", "| "))  # a list stays a list, a table a table
+            text = f"{self.label[-1]}:{chr(10) if lines else ' '}{text}"
             self.label[-1] = ""
         self.out.append(text)
 
@@ -476,6 +551,38 @@ class _Blocks:
         self.loose.clear()
         if t:
             self.emit(t)
+
+    def leave(self, el: Any, step: int, body: Any) -> None:
+        """The end of an element :func:`_html_blocks` entered."""
+        if step != _LEAVE_INLINE:
+            self.flush()
+        if step == _LEAVE_ADMONITION:
+            self.label.pop()
+        elif step == _LEAVE_BLOCK and el.tag == "li":
+            self.bullet = False  # an item that gave no paragraph
+        if el is not body and el.tail:
+            self.loose.append(el.tail)
+
+    def table(self, el: Any) -> bool:
+        """A table with a header row, read whole as one Markdown table (:func:`_header_table`): ``False`` for
+        another table (entered, row by row)."""
+        parts = _header_table(el)
+        if parts is None:
+            return False
+        self.flush()
+        self.bullet = False  # a list item that holds a table is a layout's, not a point of a list
+        caption = next((c for c in el if isinstance(c.tag, str) and c.tag.lower() == "caption"), None)
+        said = _text_of(caption) if caption is not None else ""
+        if said:
+            self.emit(said)  # Javadoc's "Class Summary": a paragraph before the table, not a row of it
+        for part in parts:
+            if isinstance(part, str):
+                self.emit(part)
+            else:
+                self.out.append(part)  # a heading inside the table: the rows after it are its section
+        if el.tail:
+            self.loose.append(el.tail)
+        return True
 
     def block(self, el: Any, name: str) -> None:
         """A heading or block element, taken whole."""
@@ -496,7 +603,8 @@ class _Blocks:
             if any(cells):
                 self.emit(" | ".join(cells))
         elif name == "pre":
-            t = "".join(el.itertext()).strip("\n")
+            t = "".join(el.itertext()).strip("\n").replace("\xa0", " ")  # Javadoc's "static&nbsp;Document"
+            self.bullet = False  # code keeps its first line as it is
             if t.strip():
                 self.emit(t)
         else:
@@ -507,6 +615,46 @@ class _Blocks:
                 self.emit(("- " + t) if name == "li" else t)
         if el.tail:
             self.loose.append(el.tail)
+
+
+def _holders(body: Any, *tags: str) -> set[Any]:
+    """The elements inside ``body`` that hold an element of one of ``tags``. Linear: each such element's ancestors
+    are walked up to the first one already found."""
+    found: set[Any] = set()
+    for el in body.iter(*tags):
+        for up in el.iterancestors():
+            if up is body or up in found:
+                break
+            found.add(up)
+    return found
+
+
+_ENTER, _LEAVE_BLOCK, _LEAVE_INLINE, _LEAVE_ADMONITION = 0, 1, 2, 3
+"""The steps of :func:`_html_blocks`' walk: an element to read, and the end of one it entered."""
+
+
+class _Parts:
+    """Which paragraph-like elements (a list item, a definition) are read as their parts: those that hold a
+    heading, a code block, a table or a definition list. A heading inside one heads a section (Javadoc's
+    ``<li class="blockList"><h4>parse</h4>``), code keeps its lines, a table its rows, a class's methods (Sphinx's
+    ``dd``) are each their own paragraphs; other elements are taken whole, as before."""
+
+    def __init__(self, body: Any) -> None:
+        self.holders = _holders(body, *_HTML_HEADINGS, "pre", "table", "dl")
+        self.headed = _holders(body, *_HTML_HEADINGS) if self.holders else set()
+
+    def whole(self, el: Any, name: str) -> bool:
+        """Whether ``el`` is one block, read whole (a table row: unless a cell holds a heading or code)."""
+        if name in _HTML_HEADINGS:
+            return True
+        if name not in _HTML_BLOCKS:
+            return False
+        return not _holds_heading(el) if name == "tr" else el not in self.holders
+
+    def bulleted(self, el: Any, name: str) -> bool:
+        """A list item read as its parts whose first paragraph keeps the item's ``- `` (not Javadoc's layout
+        items, which hold headings)."""
+        return name == "li" and el not in self.headed
 
 
 def _html_blocks(
@@ -522,21 +670,18 @@ def _html_blocks(
     content, not a section: its label (``Note``) starts its first paragraph (``Note: ...``). A title page's
     author heading is a paragraph (``By ...``); its index goes to ``credits``. A table row whose cell holds a
     heading is layout, read as its parts. On a GTK-Doc page (``generator``), a function's ``Parameters`` and
-    ``Returns`` are labels, like an admonition's (:func:`_gtkdoc_part`).
+    ``Returns`` are labels, like an admonition's (:func:`_gtkdoc_part`). A paragraph-like element that holds
+    a heading, a code block, a table or a definition list is read as its parts (a list item's first paragraph
+    keeps its ``- ``). A table with a header row is read in Markdown's form (:func:`_header_table`).
     """
     acc = _Blocks(credits)
     loose, label, flush = acc.loose, acc.label, acc.flush
-    enter, leave_block, leave_inline, leave_admonition = 0, 1, 2, 3
-    stack: list[tuple[Any, int]] = [(body, enter)]
+    parts = _Parts(body)
+    stack: list[tuple[Any, int]] = [(body, _ENTER)]
     while stack:
         el, step = stack.pop()
-        if step != enter:
-            if step != leave_inline:
-                flush()
-            if step == leave_admonition:
-                label.pop()
-            if el is not body and el.tail:
-                loose.append(el.tail)
+        if step != _ENTER:
+            acc.leave(el, step, body)
             continue
         tag = el.tag
         if not isinstance(tag, str):
@@ -546,8 +691,8 @@ def _html_blocks(
         name = tag.lower()
         if name in _INLINE or name in ("br", "img", "label"):
             loose.append(" " if name == "br" else (el.text or ""))
-            stack.append((el, leave_inline))
-            stack.extend((c, enter) for c in reversed(el))
+            stack.append((el, _LEAVE_INLINE))
+            stack.extend((c, _ENTER) for c in reversed(el))
             continue
         if generator is not None and _generator_element(el, name, generator, acc):
             continue  # read whole (a heading that is a paragraph, or no heading at all)
@@ -558,18 +703,21 @@ def _html_blocks(
             flush()
             text, shown, holder = admonition
             label.append(text)
-            stack.append((el, leave_admonition))
-            stack.extend((c, enter) for c in reversed(holder) if c is not shown)
+            stack.append((el, _LEAVE_ADMONITION))
+            stack.extend((c, _ENTER) for c in reversed(holder) if c is not shown)
             if holder.text:
                 loose.append(holder.text)
             continue
-        block = name in _HTML_HEADINGS or (name in _HTML_BLOCKS and not (name == "tr" and _holds_heading(el)))
-        if not block or el is body:
+        if name == "table" and el is not body and acc.table(el):
+            continue
+        if not parts.whole(el, name) or el is body:
             flush()
+            if el is not body and parts.bulleted(el, name):
+                acc.bullet = True  # its first paragraph starts "- ", as the whole item's did
             if el.text:
                 loose.append(el.text)
-            stack.append((el, leave_block))
-            stack.extend((c, enter) for c in reversed(el))
+            stack.append((el, _LEAVE_BLOCK))
+            stack.extend((c, _ENTER) for c in reversed(el))
             continue
         acc.block(el, name)
     flush()
