@@ -119,8 +119,8 @@ PAGES: dict[str, tuple[str, str, dict[str, str]]] = {
         <div class="sub-nav">SEARCH</div></nav></header><div class="flex-content"><main role="main">
         <div class="header"><h1 title="Class Configuration">Configuration</h1></div>{body}</main>
         <footer role="contentinfo"><p class="legal-copy">COPYRIGHT</p></footer></div></body></html>""",
-        "Configuration (My API 1.0 API)",
-        {"generator": "javadoc"},
+        "Configuration",  # Javadoc's "Class (doctitle API)": the class, the site and its release
+        {"generator": "javadoc", "site": "My API", "version": "1.0"},
     ),
     "plain": (
         """<html><head><title>Configuration</title></head><body><header><nav>NAVBAR</nav>

@@ -57,6 +57,7 @@ SKIP_KINDS: dict[str, str] = {
     "sphinx_sources": "Sphinx source copies (_sources/)",
     "sphinx_modules": "Sphinx highlighted-source pages (_modules/)",
     "haddock_source": "Haddock highlighted-source pages (src/)",
+    "javadoc_indexes": "Javadoc indexes (class-use/, index-all, all classes, class trees, its help page)",
     "asciidoc_sources": "AsciiDoc sources beside the HTML pages they build (.txt)",
     "site_assets": "site assets (_static/, _images/, images, search indexes, sitemaps, scripts, styles, fonts)",
     "search_index_pages": "search/index pages (search, genindex, module index, 404, directory listings)",
@@ -82,6 +83,12 @@ _ASSET_SUFFIXES = frozenset(
     | {".png", ".svg", ".gif", ".jpg", ".jpeg", ".webp", ".ico", ".bmp"}  # a page's images, wherever they sit
 )
 _INDEX_PAGES = frozenset({"genindex.html", "py-modindex.html", "modindex.html", "404.html", "404.htm"})
+_JAVADOC_INDEXES = frozenset(
+    {"index-all.html", "allclasses-index.html", "allclasses.html", "allclasses-frame.html", "allclasses-noframe.html",
+     "allpackages-index.html", "overview-tree.html", "package-tree.html", "help-doc.html", "overview-frame.html",
+     "package-frame.html", "all-classes-index.html", "all-packages-index.html"}
+)  # fmt: skip
+"""Javadoc's generated indexes and its help page, by name (:meth:`SiteFilter._javadoc_index`)."""
 _SITE_MARKERS = frozenset({"searchindex.js", "objects.inv", "sitemap.xml", "_static", "search"})
 """Names beside a site's root page: a ``search.html`` there is the site's search page (not a page on search)."""
 _SOURCE_SUFFIXES = (".txt",)
@@ -151,13 +158,9 @@ class SiteFilter:
             return "search_index_pages"
         if _DOXYGEN_INDEX.match(name) and "doxygen.css" in self._names(f.parent):
             return "search_index_pages"
-        if self._haddock(f.parent):
-            if name.startswith("doc-index") and name.endswith(".html"):
-                return "search_index_pages"  # Haddock's index of every name, by letter
-            if f.suffix.lower() == ".txt" or name == "meta.json":
-                return "site_assets"  # its Hoogle database (the same declarations, as search data)
-        if dirs and dirs[-1] == "src" and name.endswith(".html") and self._haddock(f.parent.parent):
-            return "haddock_source"
+        generated = self._generated(f, dirs, name)
+        if generated is not None:
+            return generated
         if name in ("search.html", "search.htm") and _SITE_MARKERS.intersection(self._names(f.parent)):
             return "search_index_pages"
         if f.suffix.lower() in _SOURCE_SUFFIXES and self._source_folder(f.parent):
@@ -170,6 +173,36 @@ class SiteFilter:
         """Whether ``folder`` is a Haddock site's: its script bundle and its index beside the pages."""
         names = self._names(folder)
         return "haddock-bundle.min.js" in names or ("doc-index.html" in names and "quick-jump.css" in names)
+
+    def _generated(self, f: Path, dirs: Sequence[str], name: str) -> str | None:
+        """The kind of a file an API generator (Haddock, Javadoc) writes beside its pages that is not a page of
+        documentation, ``None`` for the rest."""
+        if self._haddock(f.parent):
+            if name.startswith("doc-index") and name.endswith(".html"):
+                return "search_index_pages"  # Haddock's index of every name, by letter
+            if f.suffix.lower() == ".txt" or name == "meta.json":
+                return "site_assets"  # its Hoogle database (the same declarations, as search data)
+        if dirs and dirs[-1] == "src" and name.endswith(".html") and self._haddock(f.parent.parent):
+            return "haddock_source"
+        if name.endswith(".html") and self._javadoc_index(f, dirs, name):
+            return "javadoc_indexes"
+        return None
+
+    def _javadoc_index(self, f: Path, dirs: Sequence[str], name: str) -> bool:
+        """A Javadoc site's generated index page: a class's "Uses of" page (``class-use/``), the index of every
+        name (``index-all.html``, ``index-files/``), the lists of all classes and packages, the class trees and
+        Javadoc's own help page (the same on every Javadoc site); each beside a package's or the site's list."""
+        if dirs and dirs[-1] in ("class-use", "index-files"):
+            return self._javadoc(f.parent.parent)
+        return name in _JAVADOC_INDEXES and self._javadoc(f.parent)
+
+    def _javadoc(self, folder: Path) -> bool:
+        """Whether ``folder`` is a Javadoc package's or the site's root: its ``package-summary.html`` or the
+        site's package list (``element-list``, before Java 10 ``package-list``)."""
+        names = self._names(folder)
+        return "package-summary.html" in names or (
+            ("element-list" in names or "package-list" in names) and "overview-tree.html" in names
+        )
 
     def _source_folder(self, folder: Path) -> bool:
         """Whether ``folder``'s ``.txt`` files are the sources of its HTML pages: at least two have an ``.html``
@@ -328,6 +361,8 @@ _PYDOC_TITLE = _linear.compile(
 """pydoc's ``Python: module json.decoder``."""
 _MAKEINFO_TITLE = _linear.compile(r"^(\S.*?)\s+\(([^()]+)\)$", name="docsite.makeinfo_title")
 """makeinfo's split page title: ``Patterns (Lexical Analysis With Flex, for Flex 2.6.4)``: node (manual)."""
+_JAVADOC_VERSION = _linear.compile(r"^(.*?\S)\s+v?(\d+(?:\.\d+)+[0-9A-Za-z.+-]*)$", name="docsite.javadoc_version")
+"""A Javadoc doctitle's release (``jsoup Java HTML Parser 1.15.3``; ``JSR 330`` names no release)."""
 _TEXI2HTML_TITLE = _linear.compile(r"^([^:]{3,80}):\s+(\S.*)$", name="docsite.texi2html_title")
 """texi2html's: ``GNU gettext utilities: 1. Introduction``: manual: node."""
 _NO_TITLE = frozenset({"<no title>", "untitled", "no title"})
@@ -532,6 +567,8 @@ class _Walk:
     pydoc_extra: list[Any] = field(default_factory=list)
     haddock: dict[Any, str] = field(default_factory=dict)
     haddock_caption: str = ""
+    javadoc_summaries: list[Any] = field(default_factory=list)
+    javadoc_details: bool = False
 
     def end(self, el: Any, tag: str) -> None:
         """An element closes: its counts go to its parent."""
@@ -651,11 +688,22 @@ class _Walk:
             self.pydoc_extra.append(el)
         if "haddock" in self.markers:
             self._haddock(el, tag, classes, el_id)
+        self._javadoc(el, tag, classes)
         if not self.out.home_title and (
             (tag == "a" and (el.get("accesskey") or "").lower() == "h")
             or (tag == "link" and (el.get("rel") or "").lower() == "home")
         ):  # DocBook's "Home" link and the page head's <link rel="home" title="...">
             self.out.home_title = " ".join((el.get("title") or "").split())
+
+    def _javadoc(self, el: Any, tag: str, classes: list[str]) -> None:
+        """Javadoc's member summaries (``div.summary``, Java 16 on: ``section.summary``), kept aside until the
+        generator is settled, and whether the page has the details they index (``div.details``)."""
+        if tag not in ("div", "section"):
+            return
+        if "summary" in classes:
+            self.javadoc_summaries.append(el)
+        elif "details" in classes:
+            self.javadoc_details = True
 
     def _haddock(self, el: Any, tag: str, classes: list[str], el_id: str) -> None:
         """Haddock's chrome, kept aside until the generator is settled: the package header (its caption read
@@ -707,6 +755,11 @@ class _Walk:
             out.generator = "docutils"
         if out.generator == "pydoc":
             self.marks.update(dict.fromkeys(self.pydoc_extra, _STRUCTURAL))
+        if out.generator == "javadoc" and self.javadoc_details:
+            # a class page's member summaries (``Method Summary``: each member's signature and first sentence,
+            # ``Methods inherited from class java.lang.Object``): an index of the details below, chrome, as
+            # GTK-Doc's summary tables are (a package page's class table, with no details, stays)
+            self.marks.update(dict.fromkeys(self.javadoc_summaries, _STRUCTURAL))
         if out.generator == "haddock":
             self.marks.update(self.haddock)  # its package menu, contents, synopsis, instance lists, Source links
             if self.haddock_caption and not out.version_stated:
@@ -1106,24 +1159,28 @@ def drop_chrome(scan: PageScan) -> None:
 
 def javadoc_header(container: Any) -> None:
     """A Javadoc page's header block (``div.header``), read as the page's section: the package line over the
-    class's title (``div.subTitle``: ``org.atinject.tck.auto``) moves under the title, where it is the class's
-    own text (above it, it was a chunk of its own, the same on every class of the package); a package tree's
-    "Package Hierarchies: All Packages" links (``span.packageHierarchyLabel`` and the list after it) go."""
+    class's title (``div.subTitle``: ``org.atinject.tck.auto``) and a package's annotation line
+    (``<p>@NonnullByDefault</p>``) move under the title, where they are the page's own text (above it, each was
+    a chunk of its own, the same on every class of the package); a package tree's "Package Hierarchies: All
+    Packages" links (``span.packageHierarchyLabel`` and the list after it) go."""
     for header in list(container.iter("div")):
         if "header" not in (header.get("class") or "").split():
             continue
         title = next((c for c in header if isinstance(c.tag, str) and c.tag.lower() in _HEADING_TAGS), None)
         before_title = title is not None
+        moved: list[Any] = []
         for child in list(header):
             if child is title:
                 before_title = False
             if not isinstance(child.tag, str) or child.getparent() is not header:
                 continue
             classes = (child.get("class") or "").lower().split()
-            if before_title and ("subtitle" in classes or "sub-title" in classes):
+            if before_title and ("subtitle" in classes or "sub-title" in classes or child.tag.lower() == "p"):
                 header.remove(child)  # (its tail, white space in a Javadoc header, moves with it)
                 assert title is not None
-                title.addnext(child)
+                anchor = moved[-1] if moved else title
+                anchor.addnext(child)  # in their order
+                moved.append(child)
             elif "packagehierarchylabel" in classes:
                 nxt = child.getnext()
                 if nxt is not None and isinstance(nxt.tag, str) and nxt.tag.lower() == "ul":
@@ -1206,8 +1263,8 @@ def _without_home(title: str, site: str, home_title: str) -> tuple[str, str]:
 
 
 def _generator_title(title: str, heading: str, generator: str | None) -> SiteTitle | None:
-    """A title in a generator's own form (Texinfo's ``node (manual)``, Doxygen's ``project: page``, pydoc's),
-    ``None`` for the rest."""
+    """A title in a generator's own form (Texinfo's ``node (manual)``, Doxygen's ``project: page``, Javadoc's
+    ``Class (doctitle API)``, pydoc's), ``None`` for the rest."""
     if generator == "texinfo" and title:
         mk = _MAKEINFO_TITLE.search(title)
         th = _TEXI2HTML_TITLE.search(title) if mk is None else None
@@ -1219,6 +1276,14 @@ def _generator_title(title: str, heading: str, generator: str | None) -> SiteTit
         dm = _TEXI2HTML_TITLE.search(title)  # "libxkbcommon: Keymap Components": project: page
         if dm is not None:
             return SiteTitle(title=dm.group(2), site=dm.group(1))
+    if generator == "javadoc" and title:
+        jm = _MAKEINFO_TITLE.search(title)  # "Jsoup (jsoup Java HTML Parser 1.15.3 API)": page (doctitle)
+        if jm is not None:
+            doc = jm.group(2)
+            doc = doc[: -len(" API")] if doc.endswith(" API") else doc
+            vm = _JAVADOC_VERSION.search(doc)
+            site, version = (vm.group(1), vm.group(2)) if vm is not None else (doc, "")
+            return SiteTitle(title=jm.group(1), site=site if site != "Untitled" else "", version=version)
     if generator == "pydoc":
         pm = _PYDOC_TITLE.search(title)
         return SiteTitle(title=pm.group(1) if pm is not None else title or heading, site="Python")
