@@ -178,7 +178,7 @@ def test_javadoc_indexes_are_left_out_of_a_folder_ingest(tmp_path: Path) -> None
     for name in ("element-list", "overview-tree.html", "index-all.html", "allclasses-index.html", "help-doc.html",
                  "index.html", "constant-values.html", "index-files/index-1.html"):  # fmt: skip
         (site / name).write_text("<html></html>")
-    for name in ("package-summary.html", "package-tree.html", "Jsoup.html", "class-use/Jsoup.html"):
+    for name in ("package-summary.html", "package-tree.html", "package-use.html", "Jsoup.html", "class-use/Jsoup.html"):
         (pkg / name).write_text("<html></html>")
     f = SiteFilter()
     kinds = {
@@ -196,6 +196,7 @@ def test_javadoc_indexes_are_left_out_of_a_folder_ingest(tmp_path: Path) -> None
         "org/jsoup/class-use/Jsoup.html": "javadoc_indexes",
         "org/jsoup/package-summary.html": None,
         "org/jsoup/package-tree.html": "javadoc_indexes",
+        "org/jsoup/package-use.html": "javadoc_indexes",
         "overview-tree.html": "javadoc_indexes",
     }
 

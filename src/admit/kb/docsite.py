@@ -57,7 +57,7 @@ SKIP_KINDS: dict[str, str] = {
     "sphinx_sources": "Sphinx source copies (_sources/)",
     "sphinx_modules": "Sphinx highlighted-source pages (_modules/)",
     "haddock_source": "Haddock highlighted-source pages (src/)",
-    "javadoc_indexes": "Javadoc indexes (class-use/, index-all, all classes, class trees, its help page)",
+    "javadoc_indexes": "Javadoc indexes (class-use/, package-use, index-all, all classes, class trees, its help page)",
     "asciidoc_sources": "AsciiDoc sources beside the HTML pages they build (.txt)",
     "site_assets": "site assets (_static/, _images/, images, search indexes, sitemaps, scripts, styles, fonts)",
     "search_index_pages": "search/index pages (search, genindex, module index, 404, directory listings)",
@@ -86,7 +86,7 @@ _INDEX_PAGES = frozenset({"genindex.html", "py-modindex.html", "modindex.html", 
 _JAVADOC_INDEXES = frozenset(
     {"index-all.html", "allclasses-index.html", "allclasses.html", "allclasses-frame.html", "allclasses-noframe.html",
      "allpackages-index.html", "overview-tree.html", "package-tree.html", "help-doc.html", "overview-frame.html",
-     "package-frame.html", "all-classes-index.html", "all-packages-index.html"}
+     "package-frame.html", "all-classes-index.html", "all-packages-index.html", "package-use.html"}
 )  # fmt: skip
 """Javadoc's generated indexes and its help page, by name (:meth:`SiteFilter._javadoc_index`)."""
 _SITE_MARKERS = frozenset({"searchindex.js", "objects.inv", "sitemap.xml", "_static", "search"})
@@ -189,7 +189,8 @@ class SiteFilter:
         return None
 
     def _javadoc_index(self, f: Path, dirs: Sequence[str], name: str) -> bool:
-        """A Javadoc site's generated index page: a class's "Uses of" page (``class-use/``), the index of every
+        """A Javadoc site's generated index page: a class's or package's "Uses of" page (``class-use/``,
+        ``package-use.html``), the index of every
         name (``index-all.html``, ``index-files/``), the lists of all classes and packages, the class trees and
         Javadoc's own help page (the same on every Javadoc site); each beside a package's or the site's list."""
         if dirs and dirs[-1] in ("class-use", "index-files"):
