@@ -88,3 +88,17 @@ def test_lexical_features_count_description_and_orders() -> None:
     assert len(described) == len(ordered)
     # the share of sentences opening with an order is the feature before the two language-bucket flags
     assert ordered[-3] == 1.0 and described[-3] == 0.0
+
+
+def test_a_window_is_held_to_its_language_buckets_threshold(embedder: object) -> None:
+    det = LearnedDetector.load()
+    texts = [
+        "The daemon reads its configuration from the file and restarts when it changes.",
+        "Der Dienst liest seine Konfiguration aus der Datei und startet neu, wenn sie sich ändert.",
+        "守护进程从文件中读取配置，并在配置更改时重新启动。",
+    ]
+    margins = det.margins(texts, embedder)
+    scores = det.score(texts, embedder)
+    assert [det.threshold_of(t) for t in texts] == list(det.thresholds)
+    assert margins == pytest.approx(scores - [det.threshold_of(t) for t in texts])
+    assert det.passage_flags(texts, embedder) == det.flags(texts, embedder) == [bool(m >= 0) for m in margins]

@@ -257,11 +257,18 @@ class LearnedDetector:
 
     def probabilities(self, vectors: np.ndarray, texts: Sequence[str]) -> np.ndarray:
         """P(injection) of each (vector, text) window."""
+        return self._judged(vectors, texts)[0]
+
+    def _judged(self, vectors: np.ndarray, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+        """Each window's probability and threshold (its language bucket's: the last two lexical features)."""
         lex = np.array([lexical_features(t) for t in texts], dtype=np.float64).reshape(len(texts), -1)
         x = np.hstack([np.asarray(vectors, dtype=np.float64).reshape(len(texts), -1), lex])
         z = ((x - self.mean) / self.scale) @ self.weights + self.bias
-        out: np.ndarray = 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
-        return out
+        p: np.ndarray = 1.0 / (1.0 + np.exp(-np.clip(z, -40, 40)))
+        if not self.thresholds:
+            return p, np.full(len(texts), self.threshold)
+        bucket = np.where(lex[:, -2] > 0, 1, np.where(lex[:, -1] > 0, 2, 0))
+        return p, np.asarray(self.thresholds, dtype=np.float64)[bucket]
 
     def margins(self, texts: Sequence[str], embedder: Any) -> np.ndarray:
         """Each text's highest window margin: probability minus that window's threshold (>= 0: flagged)."""
@@ -273,8 +280,8 @@ class LearnedDetector:
             flat.extend(w)
         if not flat:
             return np.zeros(0)
-        p = self.probabilities(np.asarray(embedder.embed(flat)), flat)
-        m = p - np.array([self.threshold_of(w) for w in flat])
+        p, thr = self._judged(np.asarray(embedder.embed(flat)), flat)
+        m = p - thr
         return np.array([m[a:b].max() for a, b in spans])
 
     def score(self, texts: Sequence[str], embedder: Any) -> np.ndarray:
@@ -295,8 +302,8 @@ class LearnedDetector:
         pruner embedded (their vectors are cached, or stored at ingest), so nothing is encoded again."""
         if not texts:
             return []
-        p = self.probabilities(np.asarray(embedder.embed(list(texts))), list(texts))
-        return [bool(v >= self.threshold_of(t)) for v, t in zip(p, texts, strict=True)]
+        p, thr = self._judged(np.asarray(embedder.embed(list(texts))), list(texts))
+        return [bool(v >= t) for v, t in zip(p, thr, strict=True)]
 
     def flags(self, texts: Sequence[str], embedder: Any) -> list[bool]:
         """Whether any window of each text scores at or above its threshold."""
