@@ -271,16 +271,18 @@ def benign_corpus(deb: Path | None, wheels: Path | None, md: Path | None, rng: r
         by_source.update(wheel_rows(wheels))
     by_source.update(admit_rows())
     rows: list[Row] = []
+    seed = rng.random()
     for (group, source, lang), paras in sorted(by_source.items()):
         uniq = sorted(set(paras))
-        for t in rng.sample(uniq, min(len(uniq), PER_SOURCE.get(group, 40))):
+        own = random.Random(f"{seed!r}:{source}:{lang}")  # no source's sample moves another's
+        for t in own.sample(uniq, min(len(uniq), PER_SOURCE.get(group, 40))):
             split = "tune" if source in TUNE or source.split(":")[0] in TUNE else "heldout"
             rows.append({"group": group, "source": source, "lang": lang, "split": split, "text": t})
     out: list[Row] = []
     for g in sorted({r["group"] for r in rows}):
         for s in ("tune", "heldout"):
             part = [r for r in rows if r["group"] == g and r["split"] == s]
-            out += rng.sample(part, min(len(part), GROUP_CAP.get(g, 400)))
+            out += random.Random(f"{g}:{s}").sample(part, min(len(part), GROUP_CAP.get(g, 400)))
     return out
 
 
