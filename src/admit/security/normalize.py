@@ -57,9 +57,12 @@ _LATIN_WORD = _linear.compile(r"\w+", name="security.word")
 
 
 def is_latin_word_with_confusable(word: str) -> bool:
-    """A word of at least two Latin letters with a Cyrillic or Greek look-alike among them."""
+    """A word of at least two Latin letters with a Cyrillic or Greek look-alike among them, and no letter of those
+    scripts that looks like no Latin one (``UNIXподобных``, a Russian compound, is no disguised Latin word)."""
     latin = sum(1 for ch in word if "a" <= ch.lower() <= "z")
-    return latin >= 2 and any(ch in CONFUSABLE_CHARS for ch in word)
+    if latin < 2 or not any(ch in CONFUSABLE_CHARS for ch in word):
+        return False
+    return all(ch in CONFUSABLE_CHARS or ch.isascii() or not ch.isalpha() for ch in word)
 
 
 def _untag(m: Match) -> str:

@@ -306,8 +306,8 @@ EN_RULES: tuple[Rule, ...] = (
     _rule(
         "exfiltration",
         "send_to_url",
-        r"\b(?:send|post|upload|forward|submit|transmit|leak|exfiltrate|report|email|append|encode|include|add|"
-        r"put|attach)\b[^.\n]{0,80}\b(?:to|at|in(?:to)?|on)\s+(?:the\s+)?(?:url|link|endpoint|webhook|address|"
+        r"\b(?:send|post|upload|forward|submit|transmit|leak|exfiltrate|report\s+(?:the|this|all|every|any|it|them)|"
+        r"email|append|encode|include|add|put|attach)\b[^.\n]{0,80}\b(?:to|at|in(?:to)?|on)\s+(?:the\s+)?(?:url|link|endpoint|webhook|address|"
         r"https?://)",
         _I,
         triggers=("url", "link", "endpoint", "webhook", "address", "http"),
@@ -468,7 +468,18 @@ EN_RULES: tuple[Rule, ...] = (
 RULES: tuple[Rule, ...] = (*EN_RULES, *AGENT_RULES, *GRADER_RULES, *I18N_RULES)
 """Every pattern rule, in scan order."""
 
+SCAN_REVISION = "47.8"
+"""Bumped when the scan's code changes what it flags without a rule's pattern changing (issue 47 item 8: a Latin
+word is disguised only when its other-script letters are all look-alikes)."""
+
 RULES_VERSION: str = hashlib.sha256(
-    repr([(r.kind, r.name, r.pattern.pattern, r.pattern.flags, r.triggers) for r in RULES]).encode()
+    repr(
+        [SCAN_REVISION]
+        + [
+            (r.kind, r.name, r.pattern.pattern, r.pattern.flags, r.triggers, r.unless_after and r.unless_after.pattern)
+            for r in RULES
+        ]
+    ).encode()
 ).hexdigest()[:12]
-"""A digest of the rule set: flags stored with this version (at ingest) are trusted only by the same scanner."""
+"""A digest of the rule set and :data:`SCAN_REVISION`: flags stored with this version (at ingest) are trusted only
+by the same scanner."""

@@ -31,6 +31,9 @@ GRADER_RULES: tuple[Rule, ...] = (
         r"always\s+(?:kept|included|relevant)|graded?\s+5)\b",
         _I,
         triggers=("essential", "relevant", "critical", "required", "always", "grade"),
+        # "This document is essential within the project" (Debian's policy, as manuals describe it)
+        unless_after=r"\s+(?:within|in|to|for)\s+(?:the|this|our|a)\s+(?:project|community|distribution|team|"
+        r"organi[sz]ation|company)\b",
     ),
     _rule(
         "grader_manipulation",
