@@ -16,11 +16,15 @@ gettext    Texinfo (texi2html)  ``gettext-doc``: 27 pages of its manual (:data:`
 psycopg    Sphinx (Furo)        ``python-psycopg-doc``: ``usr/share/doc/python-psycopg-doc/html`` (42 pages)
 ntpsec     AsciiDoc             ``ntpsec-doc``: ``usr/share/doc/ntpsec-doc/html`` (87 pages)
 drf        MkDocs               ``python-djangorestframework-doc``: its ``html`` folder (73 pages)
+click      Sphinx (Pallets)     ``python-click-doc``: ``usr/share/doc/python-click-doc/html`` (27 pages)
 =========  ===================  ==========================================================================
 
 The last three are the held-out sites: their questions are ``bench/docsites/holdout.jsonl`` (``--questions
 bench/docsites/holdout.jsonl``), written from their pages before any run, for a check that tuning on the first six
-does not see. Without ``--sites``, the sites asked are those the questions file names.
+does not see. Without ``--sites``, the sites asked are those the questions file names. ``click`` is a fresh check
+(``--questions bench/docsites/fresh_click.jsonl``): its 14 answerable and 4 unanswerable questions were written from
+memory of Click 8.1 at 23:51 UTC on 2026-12-07, before the package was downloaded or any page read (issue 46, branch
+``recall``).
 
 The questions are ``bench/docsites/questions.jsonl``: ``answers`` are strings from the pages, any one of which
 admitted means the question's answer was admitted (``"all": true``: every one, across the admitted chunks);
@@ -205,6 +209,7 @@ SITES = {
         Site("psycopg", "Sphinx (Furo)", "python-psycopg-doc", "usr/share/doc/python-psycopg-doc/html"),
         Site("ntpsec", "AsciiDoc", "ntpsec-doc", "usr/share/doc/ntpsec-doc/html"),
         Site("drf", "MkDocs", "python-djangorestframework-doc", "usr/share/doc/python3-djangorestframework/html"),
+        Site("click", "Sphinx (Pallets)", "python-click-doc", "usr/share/doc/python-click-doc/html"),
     )
 }
 

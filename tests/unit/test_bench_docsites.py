@@ -143,3 +143,20 @@ def test_the_held_out_sites_are_apart_and_asked_by_default(bench: ModuleType, qu
     for q in held:
         assert q["question"].strip().endswith("?") and q["answerable"] == bool(q["answers"]), q["id"]
     assert bench.sites_of(questions) == ["black", "mkdocs", "git", "structlog", "gbp", "gettext"]
+
+
+def test_the_fresh_click_set_is_apart(bench: ModuleType, questions: list[dict[str, Any]]) -> None:
+    """``bench/docsites/fresh_click.jsonl``: questions written before the package was read (issue 46, branch
+    ``recall``), on a site neither the six nor the held-out sites hold."""
+    fresh = [
+        json.loads(line)
+        for line in (ROOT / "bench" / "docsites" / "fresh_click.jsonl").read_text("utf-8").splitlines()
+        if line.strip()
+    ]
+    held = (ROOT / "bench" / "docsites" / "holdout.jsonl").read_text("utf-8")
+    assert bench.sites_of(fresh) == ["click"] and bench.SITES["click"].package == "python-click-doc"
+    assert '"click"' not in held and not {q["site"] for q in questions} & {"click"}
+    assert len({q["id"] for q in fresh}) == len(fresh) == 18
+    assert sum(q["answerable"] for q in fresh) == 14
+    for q in fresh:
+        assert q["question"].strip().endswith("?") and q["answerable"] == bool(q["answers"]), q["id"]

@@ -24,6 +24,7 @@ from admit._text import STOPWORDS, versions
 from admit.backends.rerankers.fusion import RRF_K, rrf_fuse
 from admit.errors import ConfigError
 from admit.features import FEATURES_KEY
+from admit.kb.acronyms import initials
 from admit.kb.spelling import variants
 from admit.passages import PASSAGE_VECTORS_KEY
 from admit.question import Question, Release, read_question, release_text, releases_in
@@ -465,7 +466,9 @@ def fts_terms(text: str, *, limit: int = 32) -> list[str]:
     """Lower-cased query terms for the lexical search: word characters (``_`` kept), stop words dropped, and each
     dotted version (``3.2.0``) whole, which a store searches as a phrase; after the first ``limit`` terms, the
     other spellings of each (:func:`admit.kb.spelling.variants`: ``licence`` adds ``license``, ``colour``
-    ``color``), so a question spelt one way finds the chunk spelt the other way in every store."""
+    ``color``), so a question spelt one way finds the chunk spelt the other way in every store, and the initials of
+    each name the question writes out in full (:func:`admit.kb.acronyms.initials`: "Network Time Security" adds
+    ``nts``), so it finds the docs that use the acronym."""
     # a version is searched as one phrase too, not only as its parts, so the chunk titled "3.2.0" outranks one
     # that merely holds the digits 3, 2 and 0 somewhere
     seen: dict[str, None] = dict.fromkeys(versions(text))
@@ -476,7 +479,7 @@ def fts_terms(text: str, *, limit: int = 32) -> list[str]:
     if not terms:  # a question made only of stop words still searches
         terms = list(dict.fromkeys(_TERM.findall(text.lower())))
     terms = terms[:limit]
-    return list(dict.fromkeys([*terms, *(v for t in terms for v in variants(t))]))
+    return list(dict.fromkeys([*terms, *(v for t in terms for v in variants(t)), *initials(text)]))
 
 
 #: At most this many chunks naming a release the question names are added to a search's candidates
