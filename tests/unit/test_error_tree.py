@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 from pathlib import Path
 
 import pytest
@@ -88,14 +89,16 @@ class _Walk(ast.NodeVisitor):
         self.found.append((self.rel, ".".join(self.stack), exc.id, node.lineno))
 
 
-def bare_raises(root: Path = SRC) -> list[tuple[str, str, str, int]]:
-    """Every ``raise`` of a builtin exception under ``root``: (module, function, exception, line)."""
+@functools.cache
+def bare_raises(root: Path = SRC) -> tuple[tuple[str, str, str, int], ...]:
+    """Every ``raise`` of a builtin exception under ``root``: (module, function, exception, line); read once a
+    tree (the tests below share one walk of ``src``)."""
     found: list[tuple[str, str, str, int]] = []
     for path in sorted(root.rglob("*.py")):
         walk = _Walk(path.relative_to(root).as_posix())
         walk.visit(ast.parse(path.read_text(encoding="utf-8")))
         found.extend(walk.found)
-    return found
+    return tuple(found)
 
 
 def test_no_bare_builtin_raise_outside_the_allow_list() -> None:
