@@ -26,6 +26,12 @@ exception in ``src/`` is refused by ``tests/unit/test_error_tree.py`` unless its
 never sees it (a protocol such as ``NotImplementedError`` or a module ``__getattr__``, or an internal signal
 caught inside admit).
 
+One protocol asks for the builtin: a pydantic validator (``field_validator``, ``model_validator``, an
+``AfterValidator``) raises ``ValueError``, which pydantic gathers into a ``pydantic.ValidationError`` (itself a
+``ValueError``). That is what constructing a request model (:class:`~admit.schema.PackRequest`, the service's
+settings) with a bad field raises; the faces answer it as a :class:`RequestError` would be (a 422 naming the
+field, or one CLI line), and the adapters turn a bad argument into one :class:`ConfigError` line.
+
 Caller mistakes (``ConfigError``) are kept apart from runtime failures (``BackendError``) so a
 service can map the first to a 4xx and the second to a recorded fallback.
 """

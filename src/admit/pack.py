@@ -38,16 +38,19 @@ __all__ = ["PackOutcome", "anchored_excerpt", "covers", "pack", "split_facets"]
 
 ELISION = "[…]"
 _MIN_EXCERPT_TOKENS = 24
-_QUESTION_WORD = _linear.compile(
-    r"\s*(?:how|what|why|when|where|which|who|whom|whose|can|could|should|would|is|are|was|were|do|does|did)\b",
+_PATTERNS = _linear.table(
+    "pack",
+    {
+        "question_word": (
+            r"\s*(?:how|what|why|when|where|which|who|whom|whose|can|could|should|would|is|are|was|were|do|does|did)\b"
+        ),
+        "facet_split": (
+            r"\s*(?:[,;?]|\band\b|\bor\b|\bvs\.?|\bversus\b|\bas well as\b|\bcompare[sd]? (?:to|with)\b|\bplus\b)\s*"
+        ),
+    },
     re.I,
-    name="pack.question_word",
 )
-_FACET_SPLIT = _linear.compile(
-    r"\s*(?:[,;?]|\band\b|\bor\b|\bvs\.?|\bversus\b|\bas well as\b|\bcompare[sd]? (?:to|with)\b|\bplus\b)\s*",
-    re.I,
-    name="pack.facet_split",
-)
+_QUESTION_WORD, _FACET_SPLIT = _PATTERNS["question_word"], _PATTERNS["facet_split"]
 
 
 def split_facets(question: str) -> list[frozenset[str]]:

@@ -375,3 +375,24 @@ def test_the_verdict_is_one_literal_with_answerable_read_from_it_everywhere() ->
         props = api["components"]["schemas"][name]["properties"]
         states = [x.get("enum") for x in props["answer_state"]["anyOf"] if "enum" in x]
         assert states == [list(get_args(AnswerState))] and props["answerability"]["anyOf"][0]["type"] == "number"
+
+
+def test_the_state_is_typed_once_and_read_into_answerable_in_one_place() -> None:
+    """Issue 49 item 3, re-checked on the source: no field or argument named ``answer_state`` or ``state`` is typed
+    ``str`` (the verdict is :data:`admit.types.AnswerState`, a ``Literal``), and the state-to-``answerable`` mapping
+    is written once, in :func:`admit.types.answerable_of` (it was written three times)."""
+    import re
+
+    from admit.types import AnswerState, answerable_of
+
+    src = Path(__file__).resolve().parents[2] / "src" / "admit"
+    typed_str = re.compile(r"\b(?:answer_state|state)\s*:\s*str\b")
+    mapping = re.compile(r"[\"'](?:answered|unsure|not_answered)[\"']\s*:\s*(?:True|False|None)\b")
+    found = [
+        f"{path.relative_to(src)}:{n}: {line.strip()}"
+        for path in sorted(src.rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if typed_str.search(line) or mapping.search(line)
+    ]
+    assert not found, found
+    assert [answerable_of(s) for s in (*AnswerState.__args__, None)] == [True, None, False, None]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 from pathlib import Path
 
 import pytest
@@ -35,24 +36,12 @@ ALLOWED = {
     ("backends/embedders/__init__.py", "__getattr__", "AttributeError"): "a module __getattr__ (PEP 562)",
     ("backends/tokenizers/openai.py", "_bindings", "ImportError"): "caught by _load, which falls back to the package",
     ("cli/_common.py", "stdout_console._PipeConsole.on_broken_pipe", "SystemExit"): "a closed pipe ends the CLI at 0",
-    ("eval/cache.py", "EvalCache.get_many", "ValueError"): "internal: the table names are the module's own constants",
-    ("eval/cache.py", "EvalCache.put_many", "ValueError"): "internal: the table names are the module's own constants",
-    (
-        "prune/checks.py",
-        "int_at_least.check",
-        "ValueError",
-    ): "the check protocol: PruneSettings makes it a RequestError",
-    ("prune/checks.py", "int_between.check", "ValueError"): "the check protocol (see int_at_least)",
-    ("prune/checks.py", "number", "ValueError"): "the check protocol (see int_at_least)",
-    ("prune/checks.py", "boolean", "ValueError"): "the check protocol (see int_at_least)",
-    ("prune/checks.py", "one_of.check", "ValueError"): "the check protocol (see int_at_least)",
     (
         "schema.py",
         "finite_score",
         "ValueError",
-    ): "a pydantic validator (Annotated): a ValidationError",
+    ): "a pydantic validator (Annotated): pydantic's contract is a ValueError, which it raises as a ValidationError",
     ("service/errors.py", "answer_for", "AssertionError"): "internal invariant: AdmitError is the table's last row",
-    ("service/jsonio.py", "_no_constant", "ValueError"): "internal: caught in loads, answered as RequestError",
     ("service/procs.py", "ProcessPool._on_answer", "EOFError"): "internal: the pool reads it as a dead worker",
     ("service/worker.py", "_recv_exact", "EOFError"): "internal: the worker loop ends on it",
 }
@@ -100,14 +89,16 @@ class _Walk(ast.NodeVisitor):
         self.found.append((self.rel, ".".join(self.stack), exc.id, node.lineno))
 
 
-def bare_raises(root: Path = SRC) -> list[tuple[str, str, str, int]]:
-    """Every ``raise`` of a builtin exception under ``root``: (module, function, exception, line)."""
+@functools.cache
+def bare_raises(root: Path = SRC) -> tuple[tuple[str, str, str, int], ...]:
+    """Every ``raise`` of a builtin exception under ``root``: (module, function, exception, line); read once a
+    tree (the tests below share one walk of ``src``)."""
     found: list[tuple[str, str, str, int]] = []
     for path in sorted(root.rglob("*.py")):
         walk = _Walk(path.relative_to(root).as_posix())
         walk.visit(ast.parse(path.read_text(encoding="utf-8")))
         found.extend(walk.found)
-    return found
+    return tuple(found)
 
 
 def test_no_bare_builtin_raise_outside_the_allow_list() -> None:
@@ -169,3 +160,26 @@ def test_a_caller_mistake_is_a_config_error_and_still_a_value_error() -> None:
         resolve_embedder(3.5)  # type: ignore[arg-type]
     with pytest.raises(errors.ModelFileError, match="version"):
         SetwiseModel.from_json({"version": -1})
+
+
+def test_a_bare_value_error_is_left_only_where_pydantic_asks_for_it() -> None:
+    """``ValueError``, ``TypeError`` and ``RuntimeError`` are raised bare only by pydantic validators (its protocol:
+    pydantic raises them as a ``ValidationError``); the value checks of prune settings, the evaluation cache and the
+    JSON reader raise :class:`~admit.errors.InvalidValue`."""
+    from admit.eval.cache import EvalCache
+    from admit.prune import checks
+
+    bare = {(rel, fn) for rel, fn, exc, _ in bare_raises() if exc in ("ValueError", "TypeError", "RuntimeError")}
+    assert bare == {("schema.py", "finite_score")}
+    for check, value in ((checks.int_at_least(0), -1), (checks.int_between(1, 3), 9), (checks.number, "x")):
+        with pytest.raises(errors.InvalidValue):
+            check(value)
+    for check, value in ((checks.boolean, "maybe"), (checks.one_of("a", "b"), "c")):
+        with pytest.raises(errors.InvalidValue):
+            check(value)
+    cache = EvalCache(None)
+    try:
+        with pytest.raises(errors.InvalidValue, match="no cache table"):
+            cache.get_many("nope", ["k"])
+    finally:
+        cache.close()

@@ -134,3 +134,30 @@ def test_a_knowledge_base_stores_the_same_vectors_whichever_way_its_batches_ran(
         if ps is not None:
             assert np.allclose(decode_vectors(ps, FP32_NAME, None), decode_vectors(other, FP32_NAME, None), atol=1e-6)
     assert any(ps is not None for _, ps in stored[0].values()), "some chunk has several passages"
+
+
+def _bulk_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("admit-minilm")]
+
+
+def _ended(threads: list[threading.Thread]) -> bool:
+    for t in threads:
+        t.join(120)  # a bound for a broken build only: an idle worker ends at once
+    return not any(t.is_alive() for t in threads)
+
+
+def test_the_side_by_side_threads_end_on_close_and_a_later_bulk_call_makes_them_again(cache: Path) -> None:
+    before = set(_bulk_threads())
+    emb = MiniLMEmbedder(threads=2, encoder="onnx-fp32")
+    first = emb.embed_many(LONG[:4])
+    mine = [t for t in _bulk_threads() if t not in before]
+    assert mine, "the call of several batches started the pool's threads"
+    emb.close()
+    assert _ended(mine), "close() ends the pool's threads"
+    assert emb._bulk is None and emb._bulk_pool is None
+    emb.close()  # idempotent
+    assert np.array_equal(emb.embed_many(LONG[:4]), first), "a later bulk call makes its pool again: the same vectors"
+    again = [t for t in _bulk_threads() if t not in before and t not in mine]
+    with emb:  # a context manager closes it too
+        pass
+    assert again and _ended(again)

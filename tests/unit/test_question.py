@@ -247,26 +247,55 @@ def test_a_setwise_prune_reads_the_question_once() -> None:
 def test_each_question_rule_is_written_once_in_src() -> None:
     """A rule that reads a question (or a release) stands in one place: the how-to question was written twice, letter
     for letter (``answerability/reader.py`` and ``answerability/terms.py``), and two copies drift. No pattern of
-    more than a few characters is compiled twice under ``src/admit`` (read from the syntax tree)."""
+    more than a few characters is compiled twice under ``src/admit`` (read from the syntax tree: ``compile`` and
+    ``simple`` calls, and the entries of a module's ``_linear.table``)."""
     import ast
     from collections import defaultdict
     from pathlib import Path
 
+    def written(node: ast.AST) -> list[ast.expr]:
+        """The pattern texts a call compiles."""
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args):
+            return []
+        if node.func.attr in ("compile", "simple"):
+            return [node.args[0]]
+        if node.func.attr == "table" and len(node.args) > 1 and isinstance(node.args[1], ast.Dict):
+            return [v.elts[0] if isinstance(v, ast.Tuple) else v for v in node.args[1].values]
+        return []
+
     src = Path(__file__).resolve().parents[2] / "src" / "admit"
     places: dict[str, list[str]] = defaultdict(list)
+    tables = 0
     for path in sorted(src.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if not (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)):
-                continue
-            fn = node.func
-            if (
-                isinstance(fn, ast.Attribute)
-                and fn.attr in ("compile", "simple")
-                and isinstance(node.args[0].value, str)
-            ):
-                places[node.args[0].value].append(f"{path.relative_to(src)}:{node.lineno}")
+            for arg in written(node):
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    places[arg.value].append(f"{path.relative_to(src)}:{arg.lineno}")
+            tables += isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "table"
+    assert tables >= 1 and len(places) >= 120, "the reading above still sees the patterns"
     twice = {p: at for p, at in places.items() if len(p) > 16 and len(at) > 1}
     assert not twice, f"one rule, one place (import it): {twice}"
+
+
+def test_a_module_writes_its_patterns_as_one_table() -> None:
+    """``_linear.table``: one table of ``key: pattern`` (or ``key: (pattern, flags)``), each compiled and registered
+    under ``prefix.key`` with the table's flags unless it names its own; the same patterns as ``compile`` gives."""
+    import re
+
+    from admit import _linear
+    from admit.errors import InvalidValue
+
+    t = _linear.table("doc", {"port": r"\bport\s+(\d+)", "Host": (r"\bHost\b", 0)}, re.IGNORECASE)
+    assert list(t) == ["port", "Host"] and [p.name for p in t.values()] == ["doc.port", "doc.Host"]
+    assert t["port"].search("Listen on PORT 8080").group(1) == "8080" and t["port"].flags == re.IGNORECASE
+    assert t["Host"].search("host") is None and t["Host"].flags == 0
+    assert all(p in _linear.REGISTRY for p in t.values())
+    with pytest.raises(InvalidValue, match=r"doc\.bad"):
+        _linear.table("doc", {"bad": r"(a)\1"})
+    from admit.answerability import reader
+
+    assert reader.answer_type("In which year did it ship?") == "date"
+    assert reader.answer_type("Who wrote it?") == "name" and reader.answer_type("Where is it kept?") == "place"
 
 
 def test_the_how_to_rule_and_the_release_runs_are_the_questions() -> None:

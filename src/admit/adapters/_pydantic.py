@@ -10,13 +10,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic.functional_validators import ModelWrapValidatorHandler
 
 from admit.adapters._core import SETTINGS, AdmitFilter, check_names, settings_from
 from admit.errors import ConfigError
 from admit.prune.catalogue import DEFAULT_STRATEGY
 
-__all__ = ["AdapterSettings", "check_assignment", "check_settings", "current_filter", "fill_from_filter"]
+__all__ = [
+    "AdapterSettings",
+    "check_assignment",
+    "check_settings",
+    "current_filter",
+    "fill_from_filter",
+    "refused_field",
+]
 
 
 class AdapterSettings(BaseModel):
@@ -59,6 +67,16 @@ class AdapterSettings(BaseModel):
             check_settings(data)  # `threshold="high"` is admit's ConfigError, not pydantic's ValidationError
         return fill_from_filter(data)
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _one_line(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """A field pydantic refuses (``title_key=None``, LangChain's ``score_key=3``) is one ConfigError line naming
+        it, as the admit settings are, not a ValidationError."""
+        try:
+            return handler(data)
+        except ValidationError as exc:
+            raise ConfigError(refused_field(exc)) from None
+
     @model_validator(mode="after")
     def _check(self) -> Self:
         current_filter(self)  # a bad setting raises ConfigError now, at construction or load
@@ -87,6 +105,15 @@ class AdapterSettings(BaseModel):
     def warm_up(self) -> None:
         """Load admit's model now rather than on the first call."""
         current_filter(self).warm_up()
+
+
+def refused_field(exc: ValidationError) -> str:
+    """One line for pydantic's refusal of a field: its name, what it must be, what it got."""
+    first = exc.errors()[0]
+    name = ".".join(str(part) for part in first["loc"]) or "the settings"
+    more = exc.error_count() - 1
+    also = f" ({more} more field{'s' if more > 1 else ''} refused)" if more else ""
+    return f"`{name}`: {first['msg'][:1].lower()}{first['msg'][1:]}, got {first.get('input')!r}.{also}"
 
 
 def fill_from_filter(data: Any) -> Any:

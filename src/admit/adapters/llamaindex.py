@@ -98,6 +98,11 @@ class AdmitNodePostprocessor(AdapterSettings, BaseNodePostprocessor):  # type: i
     ) -> list[NodeWithScore]:
         if query_bundle is None:
             raise ConfigError("AdmitNodePostprocessor needs the query: pass query_bundle or query_str.")
+        if not isinstance(query_bundle, QueryBundle):  # postprocess_nodes(nodes, "the question")
+            raise ConfigError(
+                f"query_bundle must be a QueryBundle, got {type(query_bundle).__name__}: pass the question as "
+                'query_str="..." (or query_bundle=QueryBundle("...")).'
+            )
         return self.decide(nodes, query_bundle.query_str)[0]
 
     async def _apostprocess_nodes(

@@ -52,57 +52,59 @@ READ_SENTENCES = 4
 #: A sentence longer than this (words) is cut: a table or a code block with no sentence marks is not one sentence.
 SENTENCE_WORDS = 60
 
-_WHO_Q = _linear.compile(r"^\s*(?:\w+\s+){0,2}?(who|whom|whose)\b", re.IGNORECASE, name="reader.asks_who")
-_WHEN_Q = _linear.compile(
-    r"^\s*(?:\w+\s+){0,2}?when\b|\b(what|which)\s+(year|date|day|month|decade|century)\b",
+#: What a question asks for, by answer type, in the order :func:`answer_type` tries them (``steps`` is the
+#: question's how-to reading, :data:`admit.question.ASKS_HOWTO`).
+_ASKS = _linear.table(
+    "reader",
+    {
+        "asks_version": r"\b(which|what)\s+(\w+\s+)?(version|release)\b",
+        "asks_count": r"^\s*(?:\w+\s+){0,2}?how\s+(many|much|long|old|far|big|large|often|tall)\b",
+        "asks_when": r"^\s*(?:\w+\s+){0,2}?when\b|\b(what|which)\s+(year|date|day|month|decade|century)\b",
+        "asks_who": r"^\s*(?:\w+\s+){0,2}?(who|whom|whose)\b",
+        "asks_where": r"^\s*(?:\w+\s+){0,2}?where\b",
+    },
     re.IGNORECASE,
-    name="reader.asks_when",
 )
-_COUNT_Q = _linear.compile(
-    r"^\s*(?:\w+\s+){0,2}?how\s+(many|much|long|old|far|big|large|often|tall)\b",
+_ASKED = (
+    ("version", _ASKS["asks_version"]),
+    ("steps", ASKS_HOWTO),
+    ("count", _ASKS["asks_count"]),
+    ("date", _ASKS["asks_when"]),
+    ("name", _ASKS["asks_who"]),
+    ("place", _ASKS["asks_where"]),
+)
+#: The value a sentence holds for an answer type (a name or a place: :func:`_holds_type` reads capitalised words).
+_HOLDS = _linear.table(
+    "reader",
+    {
+        "date": (
+            r"\b(1[0-9]{3}|20[0-9]{2})\b|\b(january|february|march|april|may|june|july|august|september|october"
+            r"|november|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\b|\b\d{1,2}(st|nd|rd|th)\b"
+            r"|\bcentury\b"
+        ),
+        "number": (
+            r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred"
+            r"|thousand|million|billion|dozen|once|twice)\b"
+        ),
+        "version": (r"\b\d+\.\d+", 0),
+        "step": (
+            r"(^|\s)--?[a-z][\w-]*|`[^`]+`|\$ |\w+\s*=\s*\S|\b[a-z]+_[a-z_]+\b|[a-z]+\(\)|/[a-z]+|\b(run|use|add|set"
+            r"|pass|call|type|enter|configure|install|create|edit|write|put|enable|disable|click|select|open|choose"
+            r"|specify|define)\b"
+        ),
+        "capitalised": (r"\b[A-Z][\w'-]+", 0),
+    },
     re.IGNORECASE,
-    name="reader.asks_count",
 )
-_VERSION_Q = _linear.compile(
-    r"\b(which|what)\s+(\w+\s+)?(version|release)\b", re.IGNORECASE, name="reader.asks_version"
-)
-_WHERE_Q = _linear.compile(r"^\s*(?:\w+\s+){0,2}?where\b", re.IGNORECASE, name="reader.asks_where")
-
-_YEAR = _linear.compile(
-    r"\b(1[0-9]{3}|20[0-9]{2})\b|\b(january|february|march|april|may|june|july|august|september|october|november"
-    r"|december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\b|\b\d{1,2}(st|nd|rd|th)\b|\bcentury\b",
-    re.IGNORECASE,
-    name="reader.date",
-)
-_NUMBER = _linear.compile(
-    r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|forty|fifty|hundred"
-    r"|thousand|million|billion|dozen|once|twice)\b",
-    re.IGNORECASE,
-    name="reader.number",
-)
-_VERSION = _linear.compile(r"\b\d+\.\d+", name="reader.version")
-_STEP = _linear.compile(
-    r"(^|\s)--?[a-z][\w-]*|`[^`]+`|\$ |\w+\s*=\s*\S|\b[a-z]+_[a-z_]+\b|[a-z]+\(\)|/[a-z]+"
-    r"|\b(run|use|add|set|pass|call|type|enter|configure|install|create|edit|write|put|enable|disable|click|select"
-    r"|open|choose|specify|define)\b",
-    re.IGNORECASE,
-    name="reader.step",
-)
-_CAPITAL = _linear.compile(r"\b[A-Z][\w'-]+", name="reader.capitalised")
+_VALUE_OF = {"version": _HOLDS["version"], "steps": _HOLDS["step"], "count": _HOLDS["number"], "date": _HOLDS["date"]}
+_CAPITAL = _HOLDS["capitalised"]
 
 
 def answer_type(question: str | Question) -> str:
     """The type of value the question asks for: ``version``, ``steps``, ``count``, ``date``, ``name``, ``place`` or
     ``""`` (none stated)."""
     q = read_question(question).text
-    for name, pat in (
-        ("version", _VERSION_Q),
-        ("steps", ASKS_HOWTO),
-        ("count", _COUNT_Q),
-        ("date", _WHEN_Q),
-        ("name", _WHO_Q),
-        ("place", _WHERE_Q),
-    ):
+    for name, pat in _ASKED:
         if pat.search(q):
             return name
     return ""
@@ -111,14 +113,9 @@ def answer_type(question: str | Question) -> str:
 def _holds_type(kind: str, sentence: str, q_words: set[str]) -> bool:
     """Whether ``sentence`` holds a value of ``kind`` (a name or place: a capitalised word the question lacks, past
     the sentence's first word)."""
-    if kind == "version":
-        return bool(_VERSION.search(sentence))
-    if kind == "steps":
-        return bool(_STEP.search(sentence))
-    if kind == "count":
-        return bool(_NUMBER.search(sentence))
-    if kind == "date":
-        return bool(_YEAR.search(sentence))
+    value = _VALUE_OF.get(kind)
+    if value is not None:
+        return bool(value.search(sentence))
     if kind in ("name", "place"):
         caps = [m.group(0) for m in _CAPITAL.finditer(sentence)][1:] if sentence[:1].isupper() else []
         caps = caps or [m.group(0) for m in _CAPITAL.finditer(sentence) if m.start() > 0]

@@ -572,39 +572,69 @@ def _answer_type(q: Question, texts: Sequence[str], everything: Sequence[str]) -
     return answer_type_missing(q, texts), False
 
 
-_VERSION_Q = _linear.compile(
-    r"\b((which|what)\s+(\w+\s+)?(version|release)|since\s+(which|what|when)|introduced\s+in|added\s+in)\b",
+#: What a question asks for, by the answer type it asks (each read against the admitted texts by
+#: :func:`answer_type_missing`).
+_ASKS = _linear.table(
+    "answerability",
+    {
+        "asks_version": (
+            r"\b((which|what)\s+(\w+\s+)?(version|release)|since\s+(which|what|when)|introduced\s+in|added\s+in)\b"
+        ),
+        "asks_default": r"\bdefaults?\b",
+        # a quantity: "how many/much/long/often ..." at the question's start (after at most two words: "After how
+        # many days ..."), or "what is the maximum/minimum ...". Not "How do I print how many ...": that asks a step.
+        "asks_quantity": (
+            r"^\s*(?:\w+\s+){0,2}?how\s+(many|much|long|often|big|large|far|old)\b"
+            r"|^\s*(what|which)\s+(is|are|was|were)\s+the\s+(maximum|minimum|max|min|largest|smallest|highest|lowest)\b"
+        ),
+        "asks_price": (
+            r"\bhow\s+much\b[^?]*\b(cost|costs|charge|charges|pay|price|priced)\b"
+            r"|\b(what|which)(\s+(is|are|was|were)|'s)\s+the\s+(price|prices|pricing|cost|costs|fee|fees)\b"
+            r"|\bprice\s+of\b"
+        ),
+        # a release's changes: "What changed in 23.1.0?", "What's new in psycopg 3.2?", "the release notes of 1.4"
+        # (the question names the release: :attr:`Question.releases`)
+        "asks_release": (
+            r"\b(what|which)(\s+|'s\s+|\s+is\s+|\s+are\s+|\s+was\s+|\s+were\s+)(new|changed|changes|fixed|added"
+            r"|removed)\b|\b(changes|changelog|release\s+notes?)\s+(in|of|for)\b"
+        ),
+        # the thing a count counts: "how many days", "the maximum number of patches"
+        "counted_unit": (
+            r"^\s*(?:\w+\s+){0,2}?how\s+many\s+(\w+)|^\s*(?:what|which)(?:\s+(?:is|are|was|were)"
+            r"|'s)\s+the\s+(?:maximum|minimum|max|min|total)\s+number\s+of\s+(\w+)"
+        ),
+    },
     re.IGNORECASE,
-    name="answerability.asks_version",
 )
-_VERSION = _linear.compile(r"\b\d+\.\d+(\.\d+)?", name="answerability.version_string")
-_DEFAULT_Q = _linear.compile(r"\bdefaults?\b", re.IGNORECASE, name="answerability.asks_default")
-_VALUE = _linear.compile(
-    r"\d|[\"'`=]|\b(true|false|none|null|on|off|yes|no|enabled|disabled)\b", re.IGNORECASE, name="answerability.value"
+_VERSION_Q, _DEFAULT_Q, _QUANTITY_Q = _ASKS["asks_version"], _ASKS["asks_default"], _ASKS["asks_quantity"]
+_PRICE_Q, _RELEASE_Q, _UNIT_Q = _ASKS["asks_price"], _ASKS["asks_release"], _ASKS["counted_unit"]
+#: The values a text holds for those answer types.
+_VALUES = _linear.table(
+    "answerability",
+    {
+        "version_string": (r"\b\d+\.\d+(\.\d+)?", 0),
+        "value": r"\d|[\"'`=]|\b(true|false|none|null|on|off|yes|no|enabled|disabled)\b",
+        "step": (
+            r"(^|\s)--?[a-z][\w-]*|`[^`]+`|\$ |\w+\s*=\s*\S|\b\w+\.\w{2,5}\b|\b[a-z]+_[a-z_]+\b|^\s*(\d+\.|[-*])\s"
+            r"|\b(run|use|add|set|pass|call|type|enter|configure|install|create|edit|write|put|enable|disable)\b",
+            re.IGNORECASE | re.MULTILINE,
+        ),
+        "quantity": (
+            r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|hundred|thousand|once|twice|free|unlimited"
+            r"|no\s+limit|any\s+number)\b"
+        ),
+        "default_word": r"\bdefault(s|ed)?\b",
+        "price": (
+            "[$\u20ac\u00a3\u00a5]"
+            r"\s?\d|\d\s?(usd|eur|gbp|dollars?|euros?|cents?)\b|\bfree\s+of\s+charge\b|\bno\s+(cost|charge)\b"
+            r"|\b(is|are|for)\s+free\b|\bgratis\b|\bpric(e|es|ing)\b[^.\n]{0,40}\d"
+        ),
+    },
+    re.IGNORECASE,
 )
+_VERSION, _VALUE, _STEP = _VALUES["version_string"], _VALUES["value"], _VALUES["step"]
+_QUANTITY, _DEFAULT_WORD, _PRICE = _VALUES["quantity"], _VALUES["default_word"], _VALUES["price"]
 _NEAR_VALUE = 60
-_STEP = _linear.compile(
-    r"(^|\s)--?[a-z][\w-]*|`[^`]+`|\$ |\w+\s*=\s*\S|\b\w+\.\w{2,5}\b|\b[a-z]+_[a-z_]+\b|^\s*(\d+\.|[-*])\s"
-    r"|\b(run|use|add|set|pass|call|type|enter|configure|install|create|edit|write|put|enable|disable)\b",
-    re.IGNORECASE | re.MULTILINE,
-    name="answerability.step",
-)
-
-
-#: A question that asks for a quantity: "how many/much/long/often ..." at its start (after at most two words: "After
-#: how many days ..."), or "what is the maximum/minimum ...". Not "How do I print how many ...": that asks for a step.
-_QUANTITY_Q = _linear.compile(
-    r"^\s*(?:\w+\s+){0,2}?how\s+(many|much|long|often|big|large|far|old)\b"
-    r"|^\s*(what|which)\s+(is|are|was|were)\s+the\s+(maximum|minimum|max|min|largest|smallest|highest|lowest)\b",
-    re.IGNORECASE,
-    name="answerability.asks_quantity",
-)
-_QUANTITY = _linear.compile(
-    r"\d|\b(one|two|three|four|five|six|seven|eight|nine|ten|twelve|hundred|thousand|once|twice|free|unlimited"
-    r"|no\s+limit|any\s+number)\b",
-    re.IGNORECASE,
-    name="answerability.quantity",
-)
 
 
 def _beside(q: Question, text: str, value: _linear.LinearPattern, extra: tuple[str, ...] = ()) -> bool:
@@ -621,7 +651,6 @@ def _beside(q: Question, text: str, value: _linear.LinearPattern, extra: tuple[s
     return False
 
 
-_DEFAULT_WORD = _linear.compile(r"\bdefault(s|ed)?\b", re.IGNORECASE, name="answerability.default_word")
 #: How far (characters) a stated default's value and the question's word may stand from the word "default".
 _NEAR_DEFAULT = 80
 
@@ -644,13 +673,6 @@ def _value_beside(q: Question, text: str) -> bool:
     return _beside(q, text, _VALUE, ("default",))
 
 
-_PRICE_Q = _linear.compile(
-    r"\bhow\s+much\b[^?]*\b(cost|costs|charge|charges|pay|price|priced)\b"
-    r"|\b(what|which)(\s+(is|are|was|were)|'s)\s+the\s+(price|prices|pricing|cost|costs|fee|fees)\b"
-    r"|\bprice\s+of\b",
-    re.IGNORECASE,
-    name="answerability.asks_price",
-)
 #: Words of a price question that ask for the price, not what is priced.
 _PRICE_WORDS = frozenset({"cost", "costs", "charge", "charges", "pay", "price", "prices", "priced", "pricing", "fee",
                           "fees", "much"})  # fmt: skip
@@ -676,28 +698,6 @@ def _price_of(q: Question, text: str) -> bool:
     return False
 
 
-_PRICE = _linear.compile(
-    "[$\u20ac\u00a3\u00a5]"
-    r"\s?\d|\d\s?(usd|eur|gbp|dollars?|euros?|cents?)\b|\bfree\s+of\s+charge\b|\bno\s+(cost|charge)\b"
-    r"|\b(is|are|for)\s+free\b|\bgratis\b|\bpric(e|es|ing)\b[^.\n]{0,40}\d",
-    re.IGNORECASE,
-    name="answerability.price",
-)
-#: A question about a release's changes: "What changed in 23.1.0?", "What's new in psycopg 3.2?", "the release
-#: notes of 1.4". It names the release (:attr:`Question.releases`).
-_RELEASE_Q = _linear.compile(
-    r"\b(what|which)(\s+|'s\s+|\s+is\s+|\s+are\s+|\s+was\s+|\s+were\s+)(new|changed|changes|fixed|added|removed)\b"
-    r"|\b(changes|changelog|release\s+notes?)\s+(in|of|for)\b",
-    re.IGNORECASE,
-    name="answerability.asks_release",
-)
-#: The thing a count counts: "how many days", "the maximum number of patches".
-_UNIT_Q = _linear.compile(
-    r"^\s*(?:\w+\s+){0,2}?how\s+many\s+(\w+)"
-    r"|^\s*(?:what|which)(?:\s+(?:is|are|was|were)|'s)\s+the\s+(?:maximum|minimum|max|min|total)\s+number\s+of\s+(\w+)",
-    re.IGNORECASE,
-    name="answerability.counted_unit",
-)
 #: The answer types whose absence from every retrieved candidate says the knowledge base lacks the answer: no
 #: price anywhere, no section of the release asked about, the counted thing nowhere, no candidate stating a default
 #: of what the question names (a question asking for a default, not a how-to).

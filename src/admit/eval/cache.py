@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from admit.errors import InvalidValue
 from admit.eval.dataset import PruneInput
 
 __all__ = ["CACHE_SCHEMA", "EvalCache", "default_cache_dir", "outcome_key", "record_digest", "score_key", "token_key"]
@@ -92,7 +93,7 @@ class EvalCache:
     def get_many(self, table: str, keys: Iterable[str]) -> dict[str, Any]:
         """Return the stored values of the keys found."""
         if table not in _TABLES:
-            raise ValueError(table)
+            raise InvalidValue(f"no cache table {table!r}: one of {list(_TABLES)}")
         wanted = list(dict.fromkeys(keys))
         out: dict[str, Any] = {}
         with self._lock:
@@ -108,7 +109,7 @@ class EvalCache:
     def put_many(self, table: str, items: Mapping[str, Any]) -> None:
         """Store values (replacing)."""
         if table not in _TABLES:
-            raise ValueError(table)
+            raise InvalidValue(f"no cache table {table!r}: one of {list(_TABLES)}")
         if not items:
             return
         rows = [(k, json.dumps(v, ensure_ascii=False, default=str)) for k, v in items.items()]

@@ -36,7 +36,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -79,6 +79,9 @@ __all__ = [
     "paraphrase",
     "pseudo_questions",
 ]
+
+_Setting = TypeVar("_Setting", int, float)
+"""A cut's setting on its grid (a word count, a margin)."""
 
 #: The share of the answerable pseudo-questions the fitted threshold may say "not answered" of (below the 5%
 #: target on real questions: the pseudo-questions are easier than a user's, even paraphrased).
@@ -711,10 +714,8 @@ def fit_short_below(cases: Sequence[AdaptCase]) -> tuple[int, dict[str, Any]]:
     figures: dict[str, Any] = {"questions": len(lists), "share": SHORT_GOLD_SHARE}
     if len(lists) < MIN_CASES:
         return 0, figures
-    uncut = sum(len(xs) for xs, _ in lists)
-    figures["chunks_uncut"] = round(uncut / len(lists), 2)
-    by_words: dict[str, list[float]] = {}
-    for below in SHORT_GRID:
+
+    def replay(below: int) -> tuple[int, int]:
         held = chunks = 0
         for xs, best in lists:
             # the list's best (best_p) stands in as a chunk graded 5, so the cut reads the same best probability
@@ -731,11 +732,36 @@ def fit_short_below(cases: Sequence[AdaptCase]) -> tuple[int, dict[str, Any]]:
             left = [x for x, g in zip(xs, kept, strict=True) if g >= 3]
             held += any(x[1] for x in left)
             chunks += len(left)
-        by_words[str(below)] = [round(held / len(lists), 3), round(chunks / len(lists), 2)]
-        if held >= SHORT_GOLD_SHARE * len(lists) and chunks < uncut and "short_below" not in figures:
-            figures.update(short_below=below, gold_kept=by_words[str(below)][0], chunks=by_words[str(below)][1])
+        return held, chunks
+
+    by_words, below = _sweep(SHORT_GRID, [len(xs) for xs, _ in lists], SHORT_GOLD_SHARE, figures, replay)
+    if below is not None:
+        figures.update(short_below=below, gold_kept=by_words[str(below)][0], chunks=by_words[str(below)][1])
     figures["by_words"] = by_words
     return int(figures.get("short_below", 0)), figures
+
+
+def _sweep(
+    grid: Sequence[_Setting],
+    sizes: Sequence[int],
+    share: float,
+    figures: dict[str, Any],
+    replay: Callable[[_Setting], tuple[int, int]],
+) -> tuple[dict[str, list[float]], _Setting | None]:
+    """A cut replayed over its grid on lists of ``sizes`` chunks: the curve, keyed by each setting as ``{:g}`` writes
+    it, of the share of lists that keep their section and the chunks a list keeps (``replay``: that setting's count
+    of lists holding their section, and of chunks kept); and the first setting that keeps ``share`` of them while
+    leaving out a chunk (``None``: none does). The uncut chunks a list go in ``figures["chunks_uncut"]``."""
+    n, uncut = len(sizes), sum(sizes)
+    figures["chunks_uncut"] = round(uncut / n, 2)
+    curve: dict[str, list[float]] = {}
+    chosen: _Setting | None = None
+    for setting in grid:
+        held, chunks = replay(setting)
+        curve[f"{setting:g}"] = [round(held / n, 3), round(chunks / n, 2)]
+        if chosen is None and held >= share * n and chunks < uncut:
+            chosen = setting
+    return curve, chosen
 
 
 def _cut_params(most: int, short: int, margin: int) -> dict[str, int]:
@@ -794,19 +820,19 @@ def fit_cross_margin(cases: Sequence[AdaptCase], short_below: int = 0) -> tuple[
     figures["questions_after_short"] = len(left)
     if len(left) < MIN_CASES:
         return 0, figures
-    uncut = sum(len(xs) for xs, _ in left)
-    figures["chunks_uncut"] = round(uncut / len(left), 2)
-    by_margin: dict[str, list[float]] = {}
-    for m in CROSS_GRID:
+
+    def replay(m: float) -> tuple[int, int]:
         held = chunks = 0
         for xs, cross in left:
             n = len(xs)
             kept = cross_cut([5] * n, cross, [x[0] for x in xs], [x[2] for x in xs], [False] * n, 3, m)
             held += any(x[1] for x, g in zip(xs, kept, strict=True) if g >= 3)
             chunks += sum(1 for g in kept if g >= 3)
-        by_margin[f"{m:g}"] = [round(held / len(left), 3), round(chunks / len(left), 2)]
-        if held >= CROSS_GOLD_SHARE * len(left) and chunks < uncut and "cross_margin" not in figures:
-            figures.update(cross_margin=round(m * 100), gold_kept=by_margin[f"{m:g}"][0], chunks=by_margin[f"{m:g}"][1])
+        return held, chunks
+
+    by_margin, m = _sweep(CROSS_GRID, [len(xs) for xs, _ in left], CROSS_GOLD_SHARE, figures, replay)
+    if m is not None:
+        figures.update(cross_margin=round(m * 100), gold_kept=by_margin[f"{m:g}"][0], chunks=by_margin[f"{m:g}"][1])
     figures["by_margin"] = by_margin
     return int(figures.get("cross_margin", 0)), figures
 

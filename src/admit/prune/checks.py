@@ -1,6 +1,6 @@
 """Value checks for prune settings and strategy parameters: each takes a value and returns it (normalised) or
-raises :class:`ValueError` with what it expected ("an integer >= 0"), which :class:`~admit.prune.settings.PruneSettings`
-turns into a :class:`~admit.errors.RequestError` naming the field.
+raises :class:`~admit.errors.InvalidValue` (a ``ValueError`` too) with what it expected ("an integer >= 0"), which
+:class:`~admit.prune.settings.PruneSettings` turns into a :class:`~admit.errors.RequestError` naming the field.
 
 A strategy declares its parameters with these in its :class:`~admit.prune.spec.StrategySpec`::
 
@@ -13,10 +13,13 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from admit.errors import InvalidValue
+
 __all__ = ["Check", "boolean", "int_at_least", "int_between", "number", "one_of", "optional"]
 
 Check = Callable[[Any], Any]
-"""A value check: returns the (normalised) value or raises ``ValueError("what it expected")``."""
+"""A value check: returns the (normalised) value or raises ``InvalidValue("what it expected")`` (a ``ValueError``:
+a check of a plug-in's own that raises the builtin is read the same)."""
 
 
 def int_at_least(lo: int) -> Check:
@@ -26,7 +29,7 @@ def int_at_least(lo: int) -> Check:
         if isinstance(v, float) and v.is_integer():
             v = int(v)
         if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-            raise ValueError(f"an integer >= {lo}")
+            raise InvalidValue(f"an integer >= {lo}")
         return v
 
     return check
@@ -39,7 +42,7 @@ def int_between(lo: int, hi: int) -> Check:
     def check(v: Any) -> Any:
         v = at_least(v)
         if v > hi:
-            raise ValueError(f"an integer between {lo} and {hi}")
+            raise InvalidValue(f"an integer between {lo} and {hi}")
         return v
 
     return check
@@ -57,7 +60,7 @@ def optional(check: Check) -> Check:
 def number(v: Any) -> Any:
     """A finite number."""
     if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-        raise ValueError("a finite number")
+        raise InvalidValue("a finite number")
     return v
 
 
@@ -69,7 +72,7 @@ def boolean(v: Any) -> Any:
     if isinstance(v, str) and v.strip().lower() in _BOOL_WORDS:
         return _BOOL_WORDS[v.strip().lower()]
     if not isinstance(v, bool):
-        raise ValueError("true or false")
+        raise InvalidValue("true or false")
     return v
 
 
@@ -78,7 +81,7 @@ def one_of(*choices: str) -> Check:
 
     def check(v: Any) -> Any:
         if v not in choices:
-            raise ValueError(f"one of {list(choices)}")
+            raise InvalidValue(f"one of {list(choices)}")
         return v
 
     return check

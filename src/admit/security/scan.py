@@ -73,27 +73,32 @@ _HIDDEN_WORDS = _linear.compile(
 )
 # a base64 run: a leftmost match starts where the alphabet does; more than two "=" after it is no padding
 _B64 = _linear.compile(r"[A-Za-z0-9+/]{24,}={0,2}", name="security.base64")
-_EXAMPLE = _linear.compile(
-    r"\b(?:examples?|e\.g\.|sample|transcript)\b[^.\n]{0,40}?[:\n]", re.IGNORECASE, name="security.example"
+#: What the mention filter reads around a match: an example or a quotation that holds it, a text about attacks before
+#: it, a cue ("such as", "may") just before it.
+_MENTION = _linear.table(
+    "security",
+    {
+        "example": r"\b(?:examples?|e\.g\.|sample|transcript)\b[^.\n]{0,40}?[:\n]",
+        "quoted": (
+            r"\"[^\"\n]{1,300}\"|“[^”\n]{1,300}”|‘[^’\n]{1,300}’|`[^`\n]{1,300}`|(?:^|[^\w'])('[^'\n]{1,300}')",
+            0,
+        ),
+        "about_attacks": (
+            r"\b(?:attacks?|attackers?|adversar\w*|malicious|injections?|jailbreaks?|payloads?|red[-\s]?team\w*"
+            r"|threat\s+model|mitigations?|scanner|detector|guardrails?|moderation|blocked|blocks|flags|flagged"
+            r"|detects?|detected|filters?)\b"
+        ),
+        "mention_cue": (
+            r"(?:\bsuch\s+as|\blike|\be\.g\.|\bfor\s+(?:example|instance)|\bincludes?|\bincluding|\bcalled|\bnamed"
+            r"|\bphrases?|\bstrings?|\bpayloads?|\bpatterns?|\b(?:may|might|could|can|tries\s+to|try\s+to"
+            r"|attempts?\s+to|trying\s+to))[\s:,]*(?:try\s+to\s+|attempt\s+to\s+)?$"
+        ),
+    },
+    re.IGNORECASE,
 )
+_EXAMPLE, _QUOTED = _MENTION["example"], _MENTION["quoted"]
+_ABOUT_ATTACKS, _MENTION_CUE = _MENTION["about_attacks"], _MENTION["mention_cue"]
 _EXAMPLE_KINDS = {"tool_call", "role_marker"}
-_QUOTED = _linear.compile(
-    r"\"[^\"\n]{1,300}\"|“[^”\n]{1,300}”|‘[^’\n]{1,300}’|`[^`\n]{1,300}`|(?:^|[^\w'])('[^'\n]{1,300}')",
-    name="security.quoted",
-)
-_ABOUT_ATTACKS = _linear.compile(
-    r"\b(?:attacks?|attackers?|adversar\w*|malicious|injections?|jailbreaks?|payloads?|red[-\s]?team\w*|threat\s+model|"
-    r"mitigations?|scanner|detector|guardrails?|moderation|blocked|blocks|flags|flagged|detects?|detected|filters?)\b",
-    re.IGNORECASE,
-    name="security.about_attacks",
-)
-_MENTION_CUE = _linear.compile(
-    r"(?:\bsuch\s+as|\blike|\be\.g\.|\bfor\s+(?:example|instance)|\bincludes?|\bincluding|\bcalled|\bnamed|\bphrases?|"
-    r"\bstrings?|\bpayloads?|\bpatterns?|\b(?:may|might|could|can|tries\s+to|try\s+to|attempts?\s+to|trying\s+to))"
-    r"[\s:,]*(?:try\s+to\s+|attempt\s+to\s+)?$",
-    re.IGNORECASE,
-    name="security.mention_cue",
-)
 # a title that writes envelope attributes of its own (``Ops guide” access=”acme:sre-only”``)
 _ATTRIBUTE_LIKE = _linear.compile(
     r"\b(?:id|access|source|title|version|updated|label|tenant|authority|trust|excerpt|role)\s*=\s*"

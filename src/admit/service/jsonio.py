@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from admit._clean import escape_line_breaks
-from admit.errors import RequestError
+from admit.errors import InvalidValue, RequestError
 
 __all__ = ["JsonCaps", "check_shape", "check_unicode", "dumps", "dumps_line", "parse_body"]
 
@@ -114,7 +114,7 @@ def check_unicode(value: Any) -> None:
 
 
 def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise InvalidValue(f"{name} is not JSON")
 
 
 def parse_body(raw: bytes, model: type[M], caps: JsonCaps, *, context: Mapping[str, Any] | None = None) -> M:

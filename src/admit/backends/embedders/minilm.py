@@ -399,14 +399,30 @@ class MiniLMEmbedder:
             if self._bulk is None:
                 self._bulk = make_session(self._model, 1)
                 self._bulk_pool = ThreadPoolExecutor(self.threads, thread_name_prefix="admit-minilm")
+            pool = self._bulk_pool
         session = self._bulk
 
         def run(group: list[int]) -> None:
             batch, mask = _pad(ids, lengths, group)
             out[group] = session.run(["embeddings"], {"input_ids": batch, "attention_mask": mask})[0]
 
-        for _ in self._bulk_pool.map(run, groups):  # in order; the first error is raised here
+        for _ in pool.map(run, groups):  # in order; the first error is raised here
             self.batches += 1
+
+    def close(self) -> None:
+        """Ends the threads and drops the one-thread session that :meth:`embed_many` made (idempotent; a later bulk
+        call makes them again). An embedder nobody closes ends them when it is collected, or at the process's exit
+        (:mod:`concurrent.futures` joins its workers then)."""
+        with self._lock:
+            pool, self._bulk, self._bulk_pool = self._bulk_pool, None, None
+        if pool is not None:
+            pool.shutdown(wait=False)  # a call still running on another thread finishes its batches
+
+    def __enter__(self) -> MiniLMEmbedder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _ort_installed() -> bool:

@@ -53,14 +53,18 @@ _GENERIC = frozenset(
 )  # fmt: skip
 # what a comma list holds between its items without being one: "use, for example, mermaid"
 _FILLERS = frozenset(("for example", "e.g", "i.e", "etc", "for instance", "such as", "including"))
-_ITEM = _linear.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(.+)$", name="setwise.list_item")
-_COMPARE = _linear.compile(
-    r"([\w.+#-]+)\s+(?:vs\.?|versus|compared\s+(?:to|with))\s+([\w.+#-]+)"
-    r"|\b(?:difference|differences|compare|comparison)\s+(?:between\s+|of\s+)?([\w.+#-]+)\s+(?:and|with|to|vs\.?)\s+"
-    r"([\w.+#-]+)",
+_PATTERNS = _linear.table(
+    "setwise",
+    {
+        "list_item": (r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(.+)$", 0),
+        "compare": (
+            r"([\w.+#-]+)\s+(?:vs\.?|versus|compared\s+(?:to|with))\s+([\w.+#-]+)|\b(?:difference|differences|compare"
+            r"|comparison)\s+(?:between\s+|of\s+)?([\w.+#-]+)\s+(?:and|with|to|vs\.?)\s+([\w.+#-]+)"
+        ),
+    },
     re.IGNORECASE,
-    name="setwise.compare",
 )
+_ITEM, _COMPARE = _PATTERNS["list_item"], _PATTERNS["compare"]
 
 
 def asked_kind(question: str | Question) -> tuple[str, set[str]]:

@@ -69,21 +69,25 @@ _RELEASE_WORDS = frozenset(
         "june", "july", "august", "september", "october", "november", "december",
     )
 )  # fmt: skip
-# Sphinx's "New in version 2.3." / "Changed in version 2.3:" / "Deprecated since version 2.3" notes and their reST
-# directives; not a release note's "deprecated in 1.7" (measured on rhdh_docs: it names what another release did)
-_NOTE = _linear.compile(
-    r"\b(?:(?:new|added|changed|removed)\s+in|deprecated\s+since)\s+version\s+([vV]?\d+(?:\.\d+)+[\w.-]*)"
-    r"|\.\.\s+version(?:added|changed)::\s*([vV]?\d+(?:\.\d+)+[\w.-]*)",
+_PATTERNS = _linear.table(
+    "setwise",
+    {
+        # Sphinx's "New in version 2.3." / "Changed in version 2.3:" / "Deprecated since version 2.3" notes and
+        # their reST directives; not a release note's "deprecated in 1.7" (measured on rhdh_docs: it names what
+        # another release did)
+        "version_note": (
+            r"\b(?:(?:new|added|changed|removed)\s+in|deprecated\s+since)\s+version\s+([vV]?\d+(?:\.\d+)+[\w.-]*)"
+            r"|\.\.\s+version(?:added|changed)::\s*([vV]?\d+(?:\.\d+)+[\w.-]*)"
+        ),
+        "list_all": (
+            r"\b(list|enumerate|name)\s+(all|every|each|the)\b|\ball\s+(the\s+|of\s+the\s+)?(available\s+"
+            r"|supported\s+)?\w+|\bwhich\s+\w+(\s+\w+)?\s+(are|exist|is)\s+there\b"
+            r"|\bwhat\s+\w+(\s+\w+)?\s+are\s+there\b|\bhow\s+many\b|\bwhat\s+are\s+(all\s+)?the\b"
+        ),
+    },
     re.IGNORECASE,
-    name="setwise.version_note",
 )
-_ALL_CUE = _linear.compile(
-    r"\b(list|enumerate|name)\s+(all|every|each|the)\b|\ball\s+(the\s+|of\s+the\s+)?(available\s+|supported\s+)?\w+"
-    r"|\bwhich\s+\w+(\s+\w+)?\s+(are|exist|is)\s+there\b|\bwhat\s+\w+(\s+\w+)?\s+are\s+there\b"
-    r"|\bhow\s+many\b|\bwhat\s+are\s+(all\s+)?the\b",
-    re.IGNORECASE,
-    name="setwise.list_all",
-)
+_NOTE, _ALL_CUE = _PATTERNS["version_note"], _PATTERNS["list_all"]
 _CUE_WORDS = frozenset(
     (
         "list", "enumerate", "name", "names", "all", "every", "each", "available", "supported", "which", "what",
