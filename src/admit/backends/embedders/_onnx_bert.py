@@ -56,7 +56,6 @@ Variant = Literal["fp32", "int8"]
 BUILDER_VERSION = 5
 """Part of the cache key: bump it when the graph changes (5: the attention's mask as each text's length; issue 48)."""
 
-
 _OPSET = 17
 _MS = "com.microsoft"
 
