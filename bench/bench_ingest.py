@@ -5,10 +5,11 @@ write: what a user pays), timed by its own CPU time (user + system, ``getrusage`
 holds on a machine other processes share; wall time is printed beside it. The sides run in turn, ``--repeat``
 times, the best of each reported. This tree runs with each ``--encoder`` asked for (``auto``: onnxruntime when
 installed; ``numpy``: the batching changes alone); the other tree (``--baseline-src``, e.g. a checkout of main)
-runs as it is.
+runs as it is, and so does each ``--also-src`` tree (an older default, to keep a ratio's first baseline in
+the same run); every ratio is against the baseline.
 
-    nice -n 0 python bench/bench_ingest.py SITE [--baseline-src ../main/src] [--encoders auto,numpy]
-        [--threads 2] [--repeat 1]
+    nice -n 0 python bench/bench_ingest.py SITE [--baseline-src ../main/src] [--also-src OLD/src]
+        [--encoders auto,numpy] [--threads 2] [--repeat 1]
     python bench/bench_ingest.py SITE --profile [--encoders onnx-int8] [--caps 512,4096]
 
 ``--profile`` (this tree, in this process, one thread) says where an ingest's time goes and what it encodes: the
@@ -121,6 +122,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("site")
     ap.add_argument("--baseline-src", type=Path, default=ROOT.parent / "main" / "src")
+    ap.add_argument(
+        "--also-src",
+        type=Path,
+        action="append",
+        default=[],
+        help="another tree to run as it is, after the baseline (e.g. an older default); repeatable",
+    )
     ap.add_argument("--encoders", default="auto,numpy", help="this tree's --encoder values, comma-separated")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=1)
@@ -135,6 +143,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     sides: list[tuple[str, Path, str | None]] = []
     if a.baseline_src.is_dir():
         sides.append((f"baseline ({a.baseline_src})", a.baseline_src, None))
+    sides += [(f"also ({src})", src, None) for src in a.also_src if src.is_dir()]
     sides += [(f"this tree, --encoder {e}", ROOT / "src", e) for e in a.encoders.split(",") if e]
     print(f"{a.site}; threads {a.threads}; load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores")
     best: dict[str, tuple[float, float, int]] = {}

@@ -113,6 +113,52 @@ def test_smoothing_leaves_the_float32_graph_unchanged_and_needs_its_own_weights(
         ob._smooth(model, {"l0_up": [1.0, 2.0]})
 
 
+def test_the_attention_reads_each_texts_length_and_gives_the_same_vectors(cache: Path) -> None:
+    """Issue 48, item 2: the attention's mask is each text's length (the inputs are right-padded), 2% less CPU in
+    the int8 forward pass than a ``(batch, length)`` mask and the same vectors bit for bit: here the graph with the
+    old mask put back, on a padded batch, gives what the built graph gives; a padded text's vector is its own."""
+    _ort()
+    import json
+
+    from onnx import TensorProto, helper
+
+    from admit.backends.embedders import _onnx_bert as ob
+    from admit.backends.embedders._bert import read_safetensors
+    from admit.backends.embedders.minilm import model_dir
+
+    folder = model_dir()
+    model = ob.build_model(
+        read_safetensors(folder / "model.safetensors"), json.loads((folder / "config.json").read_text())
+    )
+    made = {n.output[0]: n for n in model.graph.node}
+    assert {n.input[3] for n in model.graph.node if n.op_type == "Attention"} == {"mask_i32"}
+    assert made["mask_i32"].input[0] == "lengths" and made["lengths"].op_type == "ReduceSum"
+    assert made["lengths"].input[0] == "attention_mask"
+
+    old = type(model)()
+    old.CopyFrom(model)
+    kept = [n for n in old.graph.node if n.output[0] not in ("lengths", "mask_i32")]
+    kept.insert(0, helper.make_node("Cast", ["attention_mask"], ["mask_i32"], name="mask_i32", to=TensorProto.INT32))
+    del old.graph.node[:]
+    old.graph.node.extend(kept)
+
+    emb = MiniLMEmbedder(threads=1, encoder="numpy")
+    emb.warm_up()
+    ids = [emb._tokenizer.encode(t).ids for t in (TEXTS[4], TEXTS[0], TEXTS[6], TEXTS[2])]
+    batch = np.zeros((len(ids), max(len(x) for x in ids)), dtype=np.int64)
+    mask = np.zeros_like(batch)
+    for r, x in enumerate(ids):
+        batch[r, : len(x)], mask[r, : len(x)] = x, 1
+    feed = {"input_ids": batch, "attention_mask": mask}
+    session = ob.make_session(model.SerializeToString(), 1)
+    together = session.run(None, feed)[0]
+    assert np.array_equal(together, ob.make_session(old.SerializeToString(), 1).run(None, feed)[0])
+    for r, x in enumerate(ids):
+        one = np.array([x], dtype=np.int64)
+        alone = session.run(None, {"input_ids": one, "attention_mask": np.ones_like(one)})[0][0]
+        assert float(np.abs(together[r] - alone).max()) < 1e-5
+
+
 def test_the_built_graph_is_cached_by_the_weights_digest(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _ort()
     from admit.backends.embedders import _onnx_bert

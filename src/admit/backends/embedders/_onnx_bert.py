@@ -53,8 +53,8 @@ __all__ = [
 
 Variant = Literal["fp32", "int8"]
 
-BUILDER_VERSION = 4
-"""Part of the cache key: bump it when the graph changes."""
+BUILDER_VERSION = 5
+"""Part of the cache key: bump it when the graph changes (5: the attention's mask as each text's length; issue 48)."""
 
 _OPSET = 17
 _MS = "com.microsoft"
@@ -150,7 +150,10 @@ def build_model(tensors: Mapping[str, npt.NDArray[Any]], config: Mapping[str, An
         axis=-1,
         epsilon=eps,
     )
-    node("Cast", ["attention_mask"], "mask_i32", to=TensorProto.INT32)
+    # the attention's mask as each text's length (the inputs are right-padded): the same vectors, bit for bit, as a
+    # (batch, length) mask, for 2% less CPU in the int8 forward pass (docs/results.md, issue 48 item 2)
+    node("ReduceSum", ["attention_mask", "axis1"], "lengths", keepdims=0)
+    node("Cast", ["lengths"], "mask_i32", to=TensorProto.INT32)
 
     for i in range(int(config["num_hidden_layers"])):
         pre = f"encoder.layer.{i}."
