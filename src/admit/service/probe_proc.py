@@ -29,6 +29,7 @@ answered and sends the counts with each heartbeat's reply; the server adds them 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
@@ -55,7 +56,9 @@ TICK_S = 0.25
 MAX_HEAD = 8192
 """A request head longer than this is not a probe (it goes to the server)."""
 MAX_HELD = 1024
-"""Most connections the helper holds; beyond it the oldest goes to the server."""
+"""Most connections the helper holds (beyond it the oldest goes to the server), and most it has given the server
+that the server has not taken yet (beyond it the helper accepts no more until the server takes them): with
+:data:`MAX_HEAD` and one read of 64 KiB, at most 2 x 1,024 x 72 KiB (144 MiB) of request bytes held."""
 PATHS = frozenset((b"/healthz", b"/readyz"))
 """The paths the helper may answer (``/readyz`` only while the server says it is ready)."""
 _MSG = 1 << 17
@@ -141,6 +144,7 @@ class _Helper:
         self.answers: dict[bytes, tuple[bytes, bytes]] = {}
         self.beat_at = float("-inf")
         self.counts: Counter[str] = Counter()
+        self.accepting = True
         self._date = (0, b"")
 
     def run(self) -> None:
@@ -160,6 +164,8 @@ class _Helper:
             if os.getppid() != self.parent:
                 return
             self._expire(time.monotonic())
+            if self.out:
+                self._flush()
 
     def _from_server(self) -> bool:
         """Heartbeats from the server; ``False`` when it closed its end (the helper ends)."""
@@ -186,6 +192,10 @@ class _Helper:
     def _accept(self) -> None:
         now = time.monotonic()
         for _ in range(64):
+            if len(self.out) >= MAX_HELD:  # the server reads none of what it is given: accept no more for now
+                self.sel.unregister(self.lsock)
+                self.accepting = False
+                return
             try:
                 s, _ = self.lsock.accept()
             except (BlockingIOError, InterruptedError):
@@ -273,7 +283,9 @@ class _Helper:
             except (BlockingIOError, InterruptedError):
                 self.sel.modify(self.chan, selectors.EVENT_READ | selectors.EVENT_WRITE)
                 return
-            except OSError:
+            except OSError as exc:
+                if exc.errno == errno.ETOOMANYREFS:  # too many descriptors in flight: again at the next tick
+                    return
                 if s is not None:
                     s.close()
             else:
@@ -281,6 +293,9 @@ class _Helper:
                     s.close()  # the server holds its own descriptor now
             self.out.popleft()
         self.sel.modify(self.chan, selectors.EVENT_READ)
+        if not self.accepting:
+            self.sel.register(self.lsock, selectors.EVENT_READ)
+            self.accepting = True
 
 
 class ProbeProcess:
