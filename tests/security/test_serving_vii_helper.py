@@ -95,7 +95,8 @@ def test_probes_on_new_connections_are_answered_while_the_event_loop_is_held() -
 
 
 def test_every_other_request_reaches_the_server_with_the_bytes_the_helper_read() -> None:
-    """A ``/v1`` request, a probe in pieces, a probe then a request on one connection, a malformed probe: each served as the server serves it; the helper's answers are counted in ``/metrics``."""
+    """A ``/v1`` request, a probe in pieces, a probe then a request on one connection, a malformed probe: each
+    served as the server serves it; the helper's answers are counted in ``/metrics``."""
     with _server(probe_stale_s=600) as srv:
         status, _, body = _ask(srv.port, head("quiet-key", len(BODY)) + BODY)
         assert status == 200 and json.loads(body)["decisions"]
