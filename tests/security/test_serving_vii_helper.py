@@ -34,17 +34,18 @@ ENV = {"K_QUIET": "quiet-key"}
 WAIT_S = 120  # a busy machine never ends a connection the test waits on
 
 
-def _server(**limits: Any) -> Any:
+def _server(workers: int = 0, **limits: Any) -> Any:
     from admit.service.config import settings_from_dict
     from admit.service.http import create_app
     from admit.service.loopback import LoopbackServer
     from admit.service.server import ServerLimits
 
-    settings = settings_from_dict({"service": {"limits": {"worker_processes": 0}, "keys": KEYS}})
+    settings = settings_from_dict({"service": {"limits": {"worker_processes": workers}, "keys": KEYS}})
     lim = ServerLimits(
         header_timeout_s=300, body_timeout_s=300, max_connections=500, keep_alive_s=300, probe_process=True, **limits
     )
-    return LoopbackServer(create_app(settings, environ=dict(ENV)), limits=lim, ready_path="/readyz")
+    app = create_app(settings, environ=dict(ENV), processes=workers > 0)
+    return LoopbackServer(app, limits=lim, ready_path="/readyz")
 
 
 def _ask(port: int, data: bytes) -> tuple[int, dict[str, str], bytes]:
@@ -151,6 +152,15 @@ def test_if_the_helper_dies_the_event_loop_accepts_again() -> None:
         assert _ask(srv.port, CLOSE)[0] == 200
         status, _, body = _ask(srv.port, head("quiet-key", len(BODY)) + BODY)
         assert status == 200 and json.loads(body)["decisions"]
+
+
+def test_the_helper_ends_cleanly_at_shutdown_beside_worker_processes() -> None:
+    """A server with a worker process shuts down: its helper is told to end and exits 0 (not killed)."""
+    with _server(workers=1, probe_stale_s=600) as srv:
+        status, _, body = _ask(srv.port, head("quiet-key", len(BODY)) + BODY)  # a worker forked and used
+        assert status == 200 and json.loads(body)["decisions"]
+        proc = srv._server.probe_process.proc
+    assert proc.returncode == 0
 
 
 def _children(pid: int) -> list[int]:

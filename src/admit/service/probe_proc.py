@@ -20,10 +20,11 @@ first bytes:
 
 **Never an answer for a dead server.** The helper answers only from a heartbeat the server's event loop sent less
 than ``probe_stale_s`` (5 s) ago, by the time the loop sent it; past that, a probe goes to the event loop like
-any request (answered when the loop runs, never if it does not). The helper exits when the server closes its end
-of the Unix socket or is no longer its parent (checked every :data:`TICK_S`), so a dead server's port refuses
-connections. If the helper dies, the server accepts on its event loop again (logged). The helper counts what it
-answered and sends the counts with each heartbeat's reply; the server adds them to its ``/metrics``.
+any request (answered when the loop runs, never if it does not). The helper exits when the server says so at its
+shutdown, closes its end of the Unix socket, or is no longer its parent (checked every :data:`TICK_S`), so a dead
+server's port refuses connections. If the helper dies, the server accepts on its event loop again (logged). The
+helper counts what it answered and sends the counts with each heartbeat's reply; the server adds them to its
+``/metrics``.
 """
 
 from __future__ import annotations
@@ -176,7 +177,7 @@ class _Helper:
                 return True
             except OSError:
                 return False
-            if not msg:
+            if not msg or msg[:1] == b"Q":  # the server closed its end, or asked us to end
                 return False
             if msg[:1] != b"H":
                 continue
@@ -379,6 +380,8 @@ class ProbeProcess:
         if self.chan is not None:
             with contextlib.suppress(Exception):
                 self.loop.remove_reader(self.chan.fileno())
+            with contextlib.suppress(OSError):  # said, not only closed: a process forked since may hold this end
+                self.chan.send(b"Q")
             self.chan.close()
             self.chan = None
         if self.proc is not None:
