@@ -77,6 +77,11 @@ def test_probes_on_new_connections_are_answered_while_the_event_loop_is_held() -
     while the loop is held, as the server answers them: same status, headers and body."""
     with _server(probe_stale_s=600) as srv:
         by_loop = {p: _ask(srv.port, f"GET {p} HTTP/1.1\r\nHost: x\r\n\r\n".encode()) for p in ("/readyz",)}
+        sent = srv._server.probe_process.beats
+        for _ in range(WAIT_S * 10):  # a heartbeat since ready: the helper has /readyz's answer
+            if srv._server.probe_process.beats > sent:
+                break
+            time.sleep(0.1)
         with _held(srv) as release:
             status, headers, body = _ask(srv.port, CLOSE)
             assert status == 200 and json.loads(body)["status"] == "ok" and headers["connection"] == "close"

@@ -150,7 +150,9 @@ class _Helper:
 
     def run(self) -> None:
         while True:
-            for key, events in self.sel.select(timeout=TICK_S):
+            ready = self.sel.select(timeout=TICK_S)
+            ready.sort(key=lambda e: e[0].fileobj is not self.chan)  # the server's news first: a probe sees it
+            for key, events in ready:
                 obj = key.fileobj
                 if obj is self.chan:
                     if events & selectors.EVENT_READ and not self._from_server():
@@ -340,6 +342,8 @@ class ProbeProcess:
         self._timer: Any = None
         self.handed = 0
         """Connections the helper gave the server (tests, benchmarks)."""
+        self.beats = 0
+        """Heartbeats sent (tests: one sent after a change is seen by the helper before any probe that follows)."""
 
     def start(self) -> None:
         """Start the helper, send its first heartbeat and stop accepting on the event loop."""
@@ -399,6 +403,7 @@ class ProbeProcess:
         msg = b"H" + json.dumps({"at": time.monotonic(), "answers": self.answers()}).encode()
         with contextlib.suppress(BlockingIOError, InterruptedError):
             self.chan.send(msg)  # a helper that does not read misses a beat: it answers less, never more
+            self.beats += 1
 
     def _on_message(self) -> None:
         chan = self.chan
