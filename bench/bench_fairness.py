@@ -18,7 +18,7 @@ of back-to-back searches. ``--modes threads,processes`` runs every scenario agai
 in threads (``worker_processes = 0``, the design before issue 32) and one whose work runs in worker processes
 (the default of ``admit serve``), each with its own quiet baseline; ``/healthz`` is polled every 50 ms during
 each phase (its p99 printed beside the victim's; ``new conn``: a second poller opening a new connection for each
-probe, as kubelet does, which the server's probe thread does not serve):
+probe, as kubelet does: answered by the server's probe helper process, ``[service.limits] probe_process``):
 
     python bench/bench_fairness.py --scenarios pack:16,tools:8,setwise:8,conns:400 --modes threads,processes
 

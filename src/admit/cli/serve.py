@@ -83,7 +83,7 @@ def _settings(config_path: str | None) -> ServiceSettings:
 def serve_cmd(kb_path: str | None, host: str, port: int, config_path: str | None, log_level: str) -> None:
     """Serve the HTTP API: /v1/search, /v1/prune, /v1/pack, /healthz, /readyz, /metrics, /openapi.json."""
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401  (installed: the service extra; GuardedServer is its Server)
     except ImportError as exc:
         raise MissingExtraError("uvicorn", "service") from exc
     from admit.service.http import create_app
@@ -95,12 +95,11 @@ def serve_cmd(kb_path: str | None, host: str, port: int, config_path: str | None
     from admit.service.work import responsive_interpreter
 
     responsive_interpreter()
-    from admit.service.server import ServerLimits, uvicorn_config
+    from admit.service.server import GuardedServer, ServerLimits, uvicorn_config
 
-    config = uvicorn_config(
-        app, host=host, port=port, limits=ServerLimits.from_settings(settings), log_level=log_level, access_log=False
-    )
-    uvicorn.Server(config).run()
+    limits = ServerLimits.from_settings(settings)
+    config = uvicorn_config(app, host=host, port=port, limits=limits, log_level=log_level, access_log=False)
+    GuardedServer(config, limits).run()
 
 
 @click.command("mcp")

@@ -117,6 +117,13 @@ class Limits(_Strict):
     """Most open connections of one tenant, all its keys together; beyond it, the same 429."""
     keep_alive_s: float = Field(default=5.0, gt=0)
     """An idle keep-alive connection is closed after this many seconds."""
+    probe_process: bool = True
+    """``admit serve`` accepts its connections in a small helper process that answers ``/healthz`` (and ``/readyz``
+    once ready) itself, off the event loop, and passes every other connection to the server
+    (:mod:`admit.service.probe_proc`); ``false``: the event loop accepts them."""
+    probe_stale_s: float = Field(default=5.0, gt=0)
+    """The helper answers a probe only while the event loop's latest heartbeat (every 0.25 s) is younger than this;
+    past it probes wait for the event loop like any request."""
     worker_threads: int = Field(default=0, ge=0)
     """Worker threads that run request work at once (``0``: four per CPU core, at least 4, at most 64)."""
     worker_threads_per_tenant: int = Field(default=0, ge=0)

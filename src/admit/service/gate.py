@@ -389,6 +389,7 @@ class Liveness:
         path: str = "/healthz",
         csp: str = API_CSP,
         server_timing: bool = False,
+        ready: Callable[[], dict[str, object] | None] | None = None,
     ) -> None:
         self.app = app
         self.body = body
@@ -396,19 +397,45 @@ class Liveness:
         self.path = path
         self.csp = csp.encode("latin-1")
         self.server_timing = server_timing
+        self.ready = ready
+
+    def _json(self, body: dict[str, object], *extra: tuple[bytes, bytes]) -> tuple[list[tuple[bytes, bytes]], bytes]:
+        data = json.dumps(body, separators=(",", ":")).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(data)).encode()),
+            *extra,
+            (b"x-content-type-options", b"nosniff"),
+            (b"content-security-policy", self.csp),
+        ]
+        return headers, data
+
+    def probe_answers(self, server: list[tuple[bytes, bytes]]) -> dict[str, tuple[str, str]]:
+        """The answers the probe helper process may give now (:mod:`admit.service.probe_proc`): this probe's, and
+        ``/readyz``'s while ``ready()`` says the server is ready (its ``/readyz`` body; ``None``: not ready, the
+        server answers it), as ``{path: (head, body)}``: the status line and the headers (``server``'s first,
+        without ``date``), each line ending ``\r\n``, and the body, both latin-1 text. Not counted."""
+        answers = {self.path: self._json(self.body(), (b"cache-control", b"no-store"))}
+        ready = self.ready() if self.ready is not None else None
+        if ready is not None:  # as the route's JSONResponse sends it: its length first
+            headers, data = self._json(ready)
+            answers["/readyz"] = ([headers[1], headers[0], *headers[2:]], data)
+        out: dict[str, tuple[str, str]] = {}
+        for path, (headers, data) in answers.items():
+            lines = [b"HTTP/1.1 200 OK\r\n"] + [k + b": " + v + b"\r\n" for k, v in (*server, *headers)]
+            out[path] = (b"".join(lines).decode("latin-1"), data.decode("latin-1"))
+        return out
+
+    def counted(self, path: str, method: str, n: int) -> None:
+        """``n`` probes of ``path`` answered 200 elsewhere (the probe helper process), counted in ``metrics``."""
+        if self.metrics is not None and n > 0:
+            self.metrics.requests.labels(route=path, method=method, status="200").inc(n)
 
     def answer(self, method: str, received: float | None = None) -> tuple[list[tuple[bytes, bytes]], bytes]:
         """The probe's answer (headers, body; no body for ``HEAD``), counted; ``received``: when its bytes came
         in (``Server-Timing``)."""
         t0 = time.monotonic()
-        data = json.dumps(self.body(), separators=(",", ":")).encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(data)).encode()),
-            (b"cache-control", b"no-store"),
-            (b"x-content-type-options", b"nosniff"),
-            (b"content-security-policy", self.csp),
-        ]
+        headers, data = self._json(self.body(), (b"cache-control", b"no-store"))
         if self.server_timing:
             stages = {"received": t0 if received is None else received, "app": t0, "response": time.monotonic()}
             headers.append((b"server-timing", server_timing(stages)))

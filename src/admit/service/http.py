@@ -195,7 +195,13 @@ def create_app(
         }
 
     # outermost: a liveness probe is answered before the gate, the router and every other middleware
-    probe = Liveness(_no_app, body=health, metrics=state.metrics, server_timing=state.settings.server_timing)
+    def ready() -> dict[str, Any] | None:
+        r = state.readiness
+        return r.as_dict() if r.status == "ready" else None
+
+    probe = Liveness(
+        _no_app, body=health, metrics=state.metrics, server_timing=state.settings.server_timing, ready=ready
+    )
     app.add_middleware(Liveness, body=health, metrics=state.metrics, server_timing=state.settings.server_timing)
     app.state.liveness = probe  # the HTTP server answers a probe where it reads it (admit.service.server)
     _add_error_handlers(app)

@@ -50,26 +50,27 @@ class LoopbackServer:
 
     def __enter__(self) -> LoopbackServer:
         """Bind a free port, start uvicorn (with the app's lifespan), and wait (bounded) until it answers."""
+        import dataclasses
         import socket
         import threading
 
         import httpx
-        import uvicorn
 
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, 0))
         self.port = sock.getsockname()[1]
-        from admit.service.server import ServerLimits, uvicorn_config
+        from admit.service.server import GuardedServer, ServerLimits, uvicorn_config
 
         limits = self.limits
         if limits is None:
             state = getattr(getattr(self.app, "state", None), "admit", None)
             limits = ServerLimits.from_settings(state.settings) if state is not None else ServerLimits()
+            limits = dataclasses.replace(limits, probe_process=False)  # in-process: a helper only when asked
         config = uvicorn_config(
             self.app, host=self.host, limits=limits, log_level="warning", access_log=False, lifespan="on"
         )
-        self._server = uvicorn.Server(config)
+        self._server = GuardedServer(config, limits)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True)
         self._thread.start()
         deadline = time.monotonic() + self.startup_timeout_s

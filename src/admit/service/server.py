@@ -38,7 +38,7 @@ from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Owners", "ServerLimits", "guarded_protocol", "uvicorn_config"]
+__all__ = ["GuardedServer", "Owners", "ServerLimits", "guarded_protocol", "uvicorn_config"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,6 +60,12 @@ class ServerLimits:
     unread_linger_s: float = 1.0
     """How long a connection answered before its body was read is kept (half-closed, not read) before it is
     closed: the client's time to read the answer before the close resets the connection."""
+    probe_process: bool = False
+    """Accept connections in a helper process that answers liveness and readiness probes itself and passes every
+    other connection to the event loop (:mod:`admit.service.probe_proc`; ``[service.limits] probe_process``, on in
+    ``admit serve``)."""
+    probe_stale_s: float = 5.0
+    """The helper answers a probe only while the event loop's latest heartbeat is younger than this."""
 
     @classmethod
     def from_settings(cls, settings: Any) -> ServerLimits:
@@ -70,6 +76,8 @@ class ServerLimits:
             body_timeout_s=lim.body_timeout_s,
             max_connections=lim.max_connections,
             keep_alive_s=lim.keep_alive_s,
+            probe_process=lim.probe_process,
+            probe_stale_s=lim.probe_stale_s,
         )
 
 
@@ -293,18 +301,7 @@ def guarded_protocol(limits: ServerLimits, probe: Any = None) -> type[asyncio.Pr
                 app_state = self.app_state
 
                 def reconnect(sock: socket.socket, data: bytes) -> None:
-                    def factory() -> Any:
-                        proto = cls(config=config, server_state=state, app_state=app_state, _loop=loop)
-                        proto._pending = data
-                        return proto
-
-                    async def connect() -> None:
-                        try:
-                            await loop.connect_accepted_socket(factory, sock)
-                        except OSError:
-                            sock.close()
-
-                    loop.create_task(connect())
+                    serve_accepted(loop, cls, sock, data, config=config, server_state=state, app_state=app_state)
 
                 probes.append(
                     ProbeThread(
@@ -403,6 +400,91 @@ def guarded_protocol(limits: ServerLimits, probe: Any = None) -> type[asyncio.Pr
                 self._raw.close()
 
     return GuardedH11Protocol
+
+
+def serve_accepted(loop: Any, cls: Any, sock: socket.socket, data: bytes, **kwargs: Any) -> None:
+    """Serve ``sock`` (accepted elsewhere: the probe thread, the probe helper process) on ``loop`` as a new
+    connection of protocol ``cls`` (``kwargs``: its uvicorn arguments), its first bytes ``data``."""
+
+    def factory() -> Any:
+        proto = cls(_loop=loop, **kwargs)
+        proto._pending = data
+        return proto
+
+    async def connect() -> None:
+        try:
+            await loop.connect_accepted_socket(factory, sock)
+        except OSError:
+            sock.close()
+
+    loop.create_task(connect())
+
+
+def _uvicorn_server() -> type:
+    import uvicorn
+
+    return uvicorn.Server
+
+
+class GuardedServer(_uvicorn_server()):  # type: ignore[misc]
+    """``uvicorn.Server`` that, with ``ServerLimits.probe_process``, hands its listening socket to the probe
+    helper process once it listens (:mod:`admit.service.probe_proc`), and ends the helper first when it shuts
+    down. ``limits``: the server's :class:`ServerLimits` (``None``: no helper)."""
+
+    def __init__(self, config: Any, limits: ServerLimits | None = None) -> None:
+        super().__init__(config)
+        self.limits = limits
+        self._resumed: Any = None
+        self.probe_process: Any = None
+        """The running :class:`~admit.service.probe_proc.ProbeProcess`, if any."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        limits, config = self.limits, self.config
+        probe = getattr(getattr(config.app, "state", None), "liveness", None)
+        if limits is None or not limits.probe_process or probe is None or config.ssl is not None:
+            return
+        listeners = [sock for server in self.servers for sock in (server.sockets or ())]
+        if len(listeners) != 1 or listeners[0].family not in (socket.AF_INET, socket.AF_INET6):
+            return
+        from admit.service.probe_proc import ProbeProcess
+
+        loop = asyncio.get_running_loop()
+        proto = {"config": config, "server_state": self.server_state, "app_state": self.lifespan.state}
+        listener = listeners[0]
+
+        def serve(sock: socket.socket, data: bytes) -> None:
+            serve_accepted(loop, config.http_protocol_class, sock, data, **proto)
+
+        def resume() -> None:
+            async def again() -> None:
+                dup = socket.socket(fileno=os.dup(listener.fileno()))
+                self.servers.append(await loop.create_server(lambda: config.http_protocol_class(**proto), sock=dup))
+
+            self._resumed = loop.create_task(again())
+
+        def answers() -> dict[str, tuple[str, str]]:
+            server = [(k, v) for k, v in self.server_state.default_headers if k.lower() != b"date"]
+            return probe.probe_answers(server)  # type: ignore[no-any-return]
+
+        helper = ProbeProcess(
+            listener=listener,
+            loop=loop,
+            serve=serve,
+            answers=answers,
+            counted=probe.counted,
+            resume=resume,
+            keep_alive_s=limits.keep_alive_s,
+            stale_s=limits.probe_stale_s,
+        )
+        helper.start()
+        self.probe_process = helper
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        if self.probe_process is not None:
+            self.probe_process.stop()
+            self.probe_process = None
+        await super().shutdown(sockets)
 
 
 def uvicorn_config(app: Any, *, host: str, port: int = 0, limits: ServerLimits, **kwargs: Any) -> Any:
