@@ -113,6 +113,9 @@ def question_terms(question: str | Question) -> list[str]:
     q = read_question(question)
     common = common_words()
     names = _names(q.text)
+    role = _ROLE.match(tx.nfc(q.text))
+    if role:  # "As a Platform Engineer, ...": the asker's role, capitalised, names nothing the docs must hold
+        names -= {w.lower() for w in _WORD_AS_WRITTEN.findall(role.group(1))} & _ROLE_WORDS
     out: dict[str, None] = {}
     for w in q.content_terms:
         st = _stem(w)
@@ -125,6 +128,22 @@ def question_terms(question: str | Question) -> list[str]:
             continue
         out[st] = None
     return list(out)
+
+
+#: The asker's role opening a question ("As a Platform Engineer, ...", "As the team lead I ..."): its role words
+#: (:data:`_ROLE_WORDS`), capitalised, are no names ("As a Windows user": Windows stays one).
+_ROLE = _linear.compile(
+    r"^\s*as\s+(?:an?|the|our)\s+([^,.;:?!]{1,100}?)(?:,|\s+(?:i|we)\b|$)", re.IGNORECASE, name="answerability.role"
+)
+
+
+_ROLE_WORDS = frozenset(
+    """
+    engineer engineers engineering developer developers admin admins administrator administrators lead leader manager
+    architect architects platform team member devops sre analyst consultant head director student beginner newcomer
+    contributor maintainer senior junior principal staff
+    """.split()  # noqa: SIM905
+)
 
 
 @lru_cache(maxsize=1)
