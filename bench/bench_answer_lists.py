@@ -21,7 +21,8 @@ only the verdict's adaptation differs).
 candidate admitted (no pruning: seconds).
 
 Run: ``python bench/bench_answer_lists.py [--data ../shared/data] [--per-file 60] [--adapt [--adapt-to sample]]
-[--json PATH] [--encoder E]``; run it once per checkout (``PYTHONPATH=<checkout>/src``) or encoder to compare two.
+[--json PATH] [--encoder E] [--files rhdh_docs ...]``; run it once per checkout (``PYTHONPATH=<checkout>/src``) or
+encoder to compare two (``--files``: only those files, by stem, so two can run side by side).
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="only the page-name rule, on every list of each file, the file's passages as the knowledge base",
     )
+    ap.add_argument("--files", nargs="*", default=None, help="only these data files (stems, e.g. rhdh_docs)")
     args = ap.parse_args(argv)
     if args.page_rule:
         return page_rule(args.data)
@@ -71,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{head} AUROC |")
     print("|---|---|---|---|---|---|---|---|")
     for path in sorted(args.data.glob("*.jsonl")):
+        if args.files and path.stem not in args.files:
+            continue
         recs = [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
         rng = random.Random(args.seed)
         sample = rng.sample(recs, min(args.per_file, len(recs)))

@@ -38,6 +38,7 @@ __all__ = [
     "answer_type_missing",
     "check_terms",
     "compounds",
+    "form_word_typo",
     "forms_of_one_word",
     "kb_absent_words",
     "kb_vocabulary",
@@ -112,16 +113,83 @@ def question_terms(question: str | Question) -> list[str]:
     q = read_question(question)
     common = common_words()
     names = _names(q.text)
+    role = _ROLE.match(tx.nfc(q.text))
+    if role:  # "As a Platform Engineer, ...": the asker's role, capitalised, names nothing the docs must hold
+        names -= {w.lower() for w in _WORD_AS_WRITTEN.findall(role.group(1))} & _ROLE_WORDS
     out: dict[str, None] = {}
     for w in q.content_terms:
         st = _stem(w)
         short = len(w) < 3 and w not in names
         if short or w in _FORM_WORDS or st in _FORM_WORDS or w.isdigit():
             continue
+        if w not in names and form_word_typo(w):  # "wht", "tryin": the question's form, misspelt
+            continue
         if w not in names and (w in common or st in common or _inflected_common(w, common)):
             continue
         out[st] = None
     return list(out)
+
+
+#: The asker's role opening a question ("As a Platform Engineer, ...", "As the team lead I ..."): its role words
+#: (:data:`_ROLE_WORDS`), capitalised, are no names ("As a Windows user": Windows stays one).
+_ROLE = _linear.compile(
+    r"^\s*as\s+(?:an?|the|our)\s+([^,.;:?!]{1,100}?)(?:,|\s+(?:i|we)\b|$)", re.IGNORECASE, name="answerability.role"
+)
+
+
+_ROLE_WORDS = frozenset(
+    """
+    engineer engineers engineering developer developers admin admins administrator administrators lead leader manager
+    architect architects platform team member devops sre analyst consultant head director student beginner newcomer
+    contributor maintainer senior junior principal staff
+    """.split()  # noqa: SIM905
+)
+
+
+@lru_cache(maxsize=1)
+def _form_forms() -> frozenset[str]:
+    """The form words (:data:`_FORM_WORDS`) with their ``-s``, ``-ed`` and ``-ing`` endings ("trying")."""
+    out = set(_FORM_WORDS)
+    for f in _FORM_WORDS:
+        stem = f[:-1] if f.endswith("e") and len(f) > 3 else f
+        out |= {f + "s", f + "ed", stem + "ing", stem + "ed"}
+    return frozenset(out)
+
+
+#: The question words whose three-letter misspellings ("wht", "hw") are read as them; of other form words only
+#: misspellings of four letters or more are ("tryin"): "ext" (next), "cat" (cast) are terms.
+_QUESTION_WORDS = frozenset({"what", "when", "where", "which", "who", "whom", "whose", "why", "how"})
+
+
+@lru_cache(maxsize=1)
+def _form_deletions() -> frozenset[str]:
+    """Every form (:func:`_form_forms`) with one letter left out (of four letters or more; three for a question
+    word)."""
+    forms = _form_forms()
+    short = {w for q in _QUESTION_WORDS for w in _drop1(q) if len(w) == 3}
+    out = {w for f in forms for w in _drop1(f) if len(w) >= 4 or w in short}
+    return frozenset(out - forms)
+
+
+def _drop1(word: str) -> set[str]:
+    return {word[:i] + word[i + 1 :] for i in range(len(word))}
+
+
+def form_word_typo(word: str) -> bool:
+    """Whether ``word`` (lower case) is a form word of a question ("what", "trying", "how") with one letter left out
+    or added ("wht", "tryin", "hoow"): a misspelt form word is no key term, though no passage holds it as written.
+    A letter changed is not read ("borg" is not "born").
+
+    Example:
+        >>> [form_word_typo(w) for w in ("wht", "tryin", "whatt", "borg", "what", "json")]
+        [True, True, True, False, False, False]
+    """
+    if len(word) < 3 or word in _form_forms():
+        return False
+    if word in _form_deletions():
+        return True
+    forms = _form_forms()
+    return len(word) >= 4 and any(word[:i] + word[i + 1 :] in forms for i in range(len(word)))
 
 
 def _within(a: str, b: str, limit: int) -> bool:
@@ -468,7 +536,7 @@ _COMPOUND_END = 2
 _AFFIX_PARTS = frozenset(
     """
     multi non pre post anti auto co self semi sub super inter intra cross based like related specific friendly wise
-    free style aware enabled level driven oriented only
+    free style aware enabled level driven oriented only re
     """.split()  # noqa: SIM905
 )
 
@@ -483,6 +551,8 @@ def compounds(question: str | Question) -> list[str]:
         c = m.group(0).lower()
         parts = c.split("-")
         if all(p in tx.STOPWORDS or p in _FORM_WORDS for p in parts) or set(parts) & _AFFIX_PARTS:
+            continue
+        if len(parts) >= 3 and parts[0] == parts[-1]:  # an idiom ("step-by-step", "side-by-side"), not a term
             continue
         out[c] = None
     return list(out)
