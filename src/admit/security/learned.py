@@ -234,6 +234,17 @@ def windows(text: str) -> list[str]:
     return [text[s : s + WINDOW_CHARS] for s in starts]
 
 
+def _windowed(texts: Sequence[str]) -> tuple[list[tuple[int, int]], list[str]]:
+    """Every text's :func:`windows`, flattened: each text's ``(start, end)`` span in the flat list, and the list."""
+    spans: list[tuple[int, int]] = []
+    flat: list[str] = []
+    for t in texts:
+        w = windows(t)
+        spans.append((len(flat), len(flat) + len(w)))
+        flat.extend(w)
+    return spans, flat
+
+
 @dataclass(frozen=True, slots=True)
 class LearnedDetector:
     """The fitted model: ``weights`` over ``[vector, lexical]`` standardised by ``mean``/``scale``."""
@@ -272,12 +283,7 @@ class LearnedDetector:
 
     def margins(self, texts: Sequence[str], embedder: Any) -> np.ndarray:
         """Each text's highest window margin: probability minus that window's threshold (>= 0: flagged)."""
-        spans: list[tuple[int, int]] = []
-        flat: list[str] = []
-        for t in texts:
-            w = windows(t)
-            spans.append((len(flat), len(flat) + len(w)))
-            flat.extend(w)
+        spans, flat = _windowed(texts)
         if not flat:
             return np.zeros(0)
         p, thr = self._judged(np.asarray(embedder.embed(flat)), flat)
@@ -286,12 +292,7 @@ class LearnedDetector:
 
     def score(self, texts: Sequence[str], embedder: Any) -> np.ndarray:
         """Each text's score: the highest of its windows' probabilities (``embedder.embed`` gives the vectors)."""
-        spans: list[tuple[int, int]] = []
-        flat: list[str] = []
-        for t in texts:
-            w = windows(t)
-            spans.append((len(flat), len(flat) + len(w)))
-            flat.extend(w)
+        spans, flat = _windowed(texts)
         if not flat:
             return np.zeros(0)
         p = self.probabilities(np.asarray(embedder.embed(flat)), flat)

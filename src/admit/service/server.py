@@ -464,7 +464,9 @@ class GuardedServer(_uvicorn_server()):  # type: ignore[misc]
             self._resumed = loop.create_task(again())
 
         def answers() -> dict[str, tuple[str, str]]:
-            server = [(k, v) for k, v in self.server_state.default_headers if k.lower() != b"date"]
+            # before uvicorn's first tick its default headers are still empty: the configured ones (``server``)
+            headers = self.server_state.default_headers or config.encoded_headers
+            server = [(k, v) for k, v in headers if k.lower() != b"date"]
             return probe.probe_answers(server)  # type: ignore[no-any-return]
 
         helper = ProbeProcess(
