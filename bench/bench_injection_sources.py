@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import ast
 import collections
-import gzip
 import hashlib
 import html
 import json
@@ -56,6 +55,8 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
+
+from bench_injection_benign import man_paragraphs  # noqa: E402  (the Debian man-page reader, shared)
 
 from admit.security import flag_kinds  # noqa: E402
 from admit.security.learned import LearnedDetector  # noqa: E402
@@ -105,7 +106,6 @@ GROUP_CAP = {"security_manual": 400, "security_man": 500, "multilingual": 900, "
 
 _TAG = re.compile(r"<[^>]+>")
 _BLOCK = re.compile(r"<(p|li|dd|td)\b[^>]*>(.*?)</\1\s*>", re.IGNORECASE | re.DOTALL)
-_ROFF_ESC = re.compile(r"\\f[BIRP]|\\f\(..|\\\(..|\\[-&e|^]|\\s[-+]?\d|\\\*\(..|\\\*.")
 _LANG_DIR = re.compile(r"^[a-z]{2}(?:[-_][A-Za-z]{2,4})?$")
 
 Row = dict[str, str]
@@ -125,26 +125,6 @@ def html_paragraphs(path: Path) -> Iterator[str]:
         t = _clean(html.unescape(_TAG.sub(" ", m.group(2))))
         if _keep(t):
             yield t
-
-
-def man_paragraphs(path: Path) -> Iterator[str]:
-    try:
-        raw = gzip.decompress(path.read_bytes()).decode("utf-8", errors="replace")
-    except (OSError, EOFError):
-        return
-    buf: list[str] = []
-    for line in raw.splitlines():
-        if line.startswith((".", "'")):
-            if line.split(maxsplit=1)[:1] and line.split(maxsplit=1)[0] in (
-                ".PP", ".P", ".LP", ".SH", ".SS", ".TP", ".IP", ".sp", ".Pp", ".Sh", ".It",
-            ):  # fmt: skip
-                if buf:
-                    yield _clean(" ".join(buf))
-                buf = []
-            continue
-        buf.append(_ROFF_ESC.sub("", line).replace("\\", ""))
-    if buf:
-        yield _clean(" ".join(buf))
 
 
 def _man_lang(path: Path) -> str:
